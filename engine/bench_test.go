@@ -1,0 +1,130 @@
+package engine
+
+import (
+	"context"
+	"strconv"
+	"testing"
+
+	"github.com/riot-go/riot/value"
+	"github.com/riot-go/riot/workunit"
+)
+
+// BenchmarkEngine_CachedFunction evaluates a trivial fn workunit whose
+// function the engine has seen before: the per-workunit cost of riot's
+// engine (target: ≤ 5 µs).
+func BenchmarkEngine_CachedFunction(b *testing.B) {
+	e := newEngine(b, Options{Slots: 1})
+	payload, err := value.Marshal([]any{&value.Function{Source: "(x) => x + 1"}, 41.0})
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := Request{Spec: &workunit.Spec{Kind: workunit.Fn, Payload: payload}}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.Run(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkEngine_CachedFunctionWithCapture is the same with a captured
+// variable, so that each workunit makes its closure.
+func BenchmarkEngine_CachedFunctionWithCapture(b *testing.B) {
+	e := newEngine(b, Options{Slots: 1})
+	payload, err := value.Marshal([]any{&value.Function{Source: "(x) => x + k", Env: map[string]any{"k": 1.0}}, 41.0})
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := Request{Spec: &workunit.Spec{Kind: workunit.Fn, Payload: payload}}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.Run(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkEngine_CachedEval evaluates the same small script again and
+// again: compiled once, run each time.
+func BenchmarkEngine_CachedEval(b *testing.B) {
+	e := newEngine(b, Options{Slots: 1})
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.Eval(ctx, "3 + 5"); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkEngine_FreshSource evaluates a source never seen before each
+// time: parse, compile and run.
+func BenchmarkEngine_FreshSource(b *testing.B) {
+	e := newEngine(b, Options{Slots: 1, CompileCacheSize: 64})
+	ctx := context.Background()
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		i++
+		src := "function f(n) { let s = 0; for (let i = 0; i < n; i++) s += i; return s }\nf(" + strconv.Itoa(i) + ")"
+		if _, err := e.Eval(ctx, src); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func benchRealm(b *testing.B) *realm {
+	rl := newTestRealm(b)
+	return rl
+}
+
+// BenchmarkCodecJS_Float64Array8MB encodes and decodes an 8 MB
+// Float64Array on the JavaScript side (target: ≥ 1 GB/s each way).
+func BenchmarkCodecJS_EncodeFloat64Array8MB(b *testing.B) {
+	rl := benchRealm(b)
+	v := runJS(b, rl, "new Float64Array(1 << 20).map((_, i) => i * 0.5)")
+	b.SetBytes(8 << 20)
+	for b.Loop() {
+		if _, err := rl.enc.encodeValue(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkCodecJS_DecodeFloat64Array8MB(b *testing.B) {
+	rl := benchRealm(b)
+	data := encodeJS(b, rl, runJS(b, rl, "new Float64Array(1 << 20).map((_, i) => i * 0.5)"))
+	b.SetBytes(8 << 20)
+	for b.Loop() {
+		if _, err := rl.dec.decodeValue(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+const object10000 = "(() => { const o = {}; for (let i = 0; i < 10000; i++) o['field' + i] = i % 3 ? i : 'v' + i; return o })()"
+
+func BenchmarkCodecJS_EncodeObject10000Fields(b *testing.B) {
+	rl := benchRealm(b)
+	v := runJS(b, rl, object10000)
+	data := encodeJS(b, rl, v)
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := rl.enc.encodeValue(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+func BenchmarkCodecJS_DecodeObject10000Fields(b *testing.B) {
+	rl := benchRealm(b)
+	data := encodeJS(b, rl, runJS(b, rl, object10000))
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := rl.dec.decodeValue(data); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

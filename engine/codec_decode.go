@@ -1,0 +1,676 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"unicode/utf8"
+
+	"github.com/dop251/goja"
+
+	"github.com/riot-go/riot/blob"
+	"github.com/riot-go/riot/value"
+)
+
+// funcMaker turns a captured function's source and free-variable names into
+// a live function in one runtime. setEnv gives the variables their values;
+// it is called after the values are decoded, so that a function may refer
+// to itself or to functions that refer back to it.
+type funcMaker interface {
+	makeFunction(source string, names []string, file string, line, column int) (fn *goja.Object, setEnv func([]goja.Value) error, err error)
+}
+
+// blobResolver returns the decoded value of a blob in one runtime.
+type blobResolver interface {
+	blobValue(h blob.Hash) (goja.Value, error)
+}
+
+// decoder reads value documents into goja values of one runtime. It is used
+// on the runtime's goroutine.
+type decoder struct {
+	rt    *goja.Runtime
+	in    *intrinsics
+	fns   funcMaker
+	blobs blobResolver
+	r     *value.Reader
+	objs  []goja.Value
+	lazy  []bool // objs[i] is an array not created yet
+	depth int
+}
+
+func newDecoder(rt *goja.Runtime, in *intrinsics, fns funcMaker, blobs blobResolver) *decoder {
+	return &decoder{rt: rt, in: in, fns: fns, blobs: blobs}
+}
+
+// decodeValue decodes one whole document.
+func (d *decoder) decodeValue(data []byte) (goja.Value, error) {
+	d.r = value.NewReader(data)
+	d.objs = d.objs[:0]
+	d.lazy = d.lazy[:0]
+	d.depth = 0
+	v, err := d.decode()
+	if err != nil {
+		return nil, err
+	}
+	if d.r.Remaining() != 0 {
+		return nil, d.r.Errorf("%d bytes after the end of the value", d.r.Remaining())
+	}
+	return v, nil
+}
+
+// decodeArgs decodes a document that must be an array and returns its
+// elements, for argument lists. The array itself is made only if something
+// inside refers to it.
+func (d *decoder) decodeArgs(data []byte) ([]goja.Value, error) {
+	d.r = value.NewReader(data)
+	d.objs = d.objs[:0]
+	d.lazy = d.lazy[:0]
+	d.depth = 0
+	h, err := d.r.Next()
+	if err != nil {
+		return nil, err
+	}
+	if h.Major != value.MajorArray {
+		return nil, d.r.Errorf("arguments are not an array")
+	}
+	items, _, err := d.arrayItems(h.Arg)
+	if err != nil {
+		return nil, err
+	}
+	if d.r.Remaining() != 0 {
+		return nil, d.r.Errorf("%d bytes after the end of the value", d.r.Remaining())
+	}
+	return items, nil
+}
+
+func (d *decoder) reserve(v goja.Value) int {
+	d.objs = append(d.objs, v)
+	d.lazy = append(d.lazy, false)
+	return len(d.objs) - 1
+}
+
+func (d *decoder) decode() (goja.Value, error) {
+	h, err := d.r.Next()
+	if err != nil {
+		return nil, err
+	}
+	switch h.Major {
+	case value.MajorUint:
+		if h.Arg <= math.MaxInt64 {
+			return d.rt.ToValue(int64(h.Arg)), nil
+		}
+		return d.rt.ToValue(float64(h.Arg)), nil
+	case value.MajorNeg:
+		if h.Arg < math.MaxInt64 {
+			return d.rt.ToValue(-1 - int64(h.Arg)), nil
+		}
+		return d.rt.ToValue(-1 - float64(h.Arg)), nil
+	case value.MajorBytes:
+		b, err := d.r.Bytes(h.Arg)
+		if err != nil {
+			return nil, err
+		}
+		buf := d.rt.ToValue(d.rt.NewArrayBuffer(append([]byte(nil), b...)))
+		d.reserve(buf)
+		return buf, nil
+	case value.MajorText:
+		b, err := d.r.Bytes(h.Arg)
+		if err != nil {
+			return nil, err
+		}
+		if !utf8.Valid(b) {
+			return nil, d.r.Errorf("text string is not valid UTF-8")
+		}
+		return d.rt.ToValue(string(b)), nil
+	case value.MajorArray:
+		return d.array(h.Arg)
+	case value.MajorMap:
+		return d.object(h.Arg)
+	case value.MajorTag:
+		return d.tagged(h.Arg)
+	default: // MajorSimple
+		if h.IsFloat {
+			return d.rt.ToValue(h.Float), nil
+		}
+		switch h.Arg {
+		case value.SimpleFalse:
+			return d.rt.ToValue(false), nil
+		case value.SimpleTrue:
+			return d.rt.ToValue(true), nil
+		case value.SimpleNull:
+			return goja.Null(), nil
+		case value.SimpleUndefined:
+			return goja.Undefined(), nil
+		}
+		return nil, d.r.Errorf("unknown simple value %d", h.Arg)
+	}
+}
+
+func (d *decoder) enter() error {
+	d.depth++
+	if d.depth > maxNesting {
+		return d.r.Errorf("nested more than %d levels deep", maxNesting)
+	}
+	return nil
+}
+
+func (d *decoder) array(n uint64) (goja.Value, error) {
+	items, idx, err := d.arrayItems(n)
+	if err != nil {
+		return nil, err
+	}
+	if arr := d.objs[idx]; arr != nil {
+		return arr, nil
+	}
+	vals := make([]any, len(items))
+	for i, v := range items {
+		vals[i] = v
+	}
+	arr := d.rt.NewArray(vals...)
+	d.objs[idx] = arr
+	return arr, nil
+}
+
+// arrayItems decodes the n items of an array and returns them with the
+// array's object index. The array object is made only if an item refers to
+// it; then it is filled here, and d.objs[idx] holds it.
+func (d *decoder) arrayItems(n uint64) ([]goja.Value, int, error) {
+	if err := d.enter(); err != nil {
+		return nil, 0, err
+	}
+	defer func() { d.depth-- }()
+	if err := d.r.CheckCount(n, 1); err != nil {
+		return nil, 0, err
+	}
+	idx := d.reserve(nil)
+	d.lazy[idx] = true
+	items := make([]goja.Value, n)
+	for i := range items {
+		v, err := d.decode()
+		if err != nil {
+			return nil, 0, err
+		}
+		items[i] = v
+	}
+	d.lazy[idx] = false
+	if arr := d.objs[idx]; arr != nil {
+		o := arr.(*goja.Object)
+		for i, v := range items {
+			if err := o.Set(itoa(i), v); err != nil {
+				return nil, 0, err
+			}
+		}
+	}
+	return items, idx, nil
+}
+
+func (d *decoder) object(n uint64) (goja.Value, error) {
+	if err := d.enter(); err != nil {
+		return nil, err
+	}
+	defer func() { d.depth-- }()
+	if err := d.r.CheckCount(n, 2); err != nil {
+		return nil, err
+	}
+	o := d.rt.NewObject()
+	d.reserve(o)
+	for i := uint64(0); i < n; i++ {
+		k, err := d.key()
+		if err != nil {
+			return nil, err
+		}
+		v, err := d.decode()
+		if err != nil {
+			return nil, err
+		}
+		if err := o.DefineDataProperty(k, v, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE); err != nil {
+			return nil, err
+		}
+	}
+	return o, nil
+}
+
+// key reads an object's property name: a text string, or a TagUTF16 one.
+func (d *decoder) key() (string, error) {
+	h, err := d.r.Next()
+	if err != nil {
+		return "", err
+	}
+	switch {
+	case h.Major == value.MajorText:
+		b, err := d.r.Bytes(h.Arg)
+		if err != nil {
+			return "", err
+		}
+		if !utf8.Valid(b) {
+			return "", d.r.Errorf("text string is not valid UTF-8")
+		}
+		return string(b), nil
+	case h.Major == value.MajorTag && h.Arg == value.TagUTF16:
+		v, err := d.utf16()
+		if err != nil {
+			return "", err
+		}
+		return v.String(), nil
+	}
+	return "", d.r.Errorf("object key of major type %d; keys are strings", h.Major)
+}
+
+func (d *decoder) utf16() (goja.Value, error) {
+	b, err := d.r.ByteString()
+	if err != nil {
+		return nil, err
+	}
+	units, err := value.DecodeUTF16(b)
+	if err != nil {
+		return nil, d.r.Errorf("%v", err)
+	}
+	return goja.StringFromUTF16(units), nil
+}
+
+func (d *decoder) tagged(tag uint64) (goja.Value, error) {
+	if err := d.enter(); err != nil {
+		return nil, err
+	}
+	defer func() { d.depth-- }()
+	switch {
+	case tag == value.TagRef:
+		idx, err := d.r.Uint()
+		if err != nil {
+			return nil, err
+		}
+		if idx >= uint64(len(d.objs)) {
+			return nil, d.r.Errorf("reference to object %d of %d", idx, len(d.objs))
+		}
+		if v := d.objs[idx]; v != nil {
+			return v, nil
+		}
+		if d.lazy[idx] {
+			arr := d.rt.NewArray()
+			d.objs[idx] = arr
+			return arr, nil
+		}
+		return nil, d.r.Errorf("reference to object %d, which is still being decoded", idx)
+	case tag == value.TagPosBignum || tag == value.TagNegBignum:
+		b, err := d.r.ByteString()
+		if err != nil {
+			return nil, err
+		}
+		return d.rt.ToValue(value.BignumFromBytes(tag, b)), nil
+	case tag == value.TagUTF16:
+		return d.utf16()
+	case tag == value.TagEpochTime:
+		idx := d.reserve(nil)
+		h, err := d.r.Next()
+		if err != nil {
+			return nil, err
+		}
+		sec, ok := value.HeadNumber(h)
+		if !ok {
+			return nil, d.r.Errorf("a date holds major type %d, not a number", h.Major)
+		}
+		ms := math.Round(sec * 1000)
+		if math.IsNaN(sec) {
+			ms = math.NaN()
+		}
+		date, err := d.in.newDate(nil, d.rt.ToValue(ms))
+		if err != nil {
+			return nil, err
+		}
+		d.objs[idx] = date
+		return date, nil
+	case tag == value.TagRegExp:
+		idx := d.reserve(nil)
+		h, err := d.r.Next()
+		if err != nil {
+			return nil, err
+		}
+		if h.Major != value.MajorArray || h.Arg != 2 {
+			return nil, d.r.Errorf("a RegExp is [source, flags]")
+		}
+		src, err := d.r.Text()
+		if err != nil {
+			return nil, err
+		}
+		flags, err := d.r.Text()
+		if err != nil {
+			return nil, err
+		}
+		re, err := d.in.newRegExp(nil, d.rt.ToValue(src), d.rt.ToValue(flags))
+		if err != nil {
+			return nil, d.r.Errorf("bad RegExp /%s/%s: %v", src, flags, err)
+		}
+		d.objs[idx] = re
+		return re, nil
+	case tag == value.TagSet:
+		h, err := d.r.Next()
+		if err != nil {
+			return nil, err
+		}
+		if h.Major != value.MajorArray {
+			return nil, d.r.Errorf("a Set holds an array")
+		}
+		if err := d.r.CheckCount(h.Arg, 1); err != nil {
+			return nil, err
+		}
+		set, err := d.in.newSet(nil)
+		if err != nil {
+			return nil, err
+		}
+		d.reserve(set)
+		for i := uint64(0); i < h.Arg; i++ {
+			v, err := d.decode()
+			if err != nil {
+				return nil, err
+			}
+			if _, err := d.in.setAdd(set, v); err != nil {
+				return nil, err
+			}
+		}
+		return set, nil
+	case tag == value.TagMap:
+		h, err := d.r.Next()
+		if err != nil {
+			return nil, err
+		}
+		if h.Major != value.MajorMap {
+			return nil, d.r.Errorf("a Map holds a map")
+		}
+		if err := d.r.CheckCount(h.Arg, 2); err != nil {
+			return nil, err
+		}
+		m, err := d.in.newMap(nil)
+		if err != nil {
+			return nil, err
+		}
+		d.reserve(m)
+		for i := uint64(0); i < h.Arg; i++ {
+			k, err := d.decode()
+			if err != nil {
+				return nil, err
+			}
+			v, err := d.decode()
+			if err != nil {
+				return nil, err
+			}
+			if _, err := d.in.mapSet(m, k, v); err != nil {
+				return nil, err
+			}
+		}
+		return m, nil
+	case tag == value.TagError:
+		return d.errorObject()
+	case tag == value.TagView:
+		return d.view()
+	case tag == value.TagFunction:
+		return d.function()
+	case tag == value.TagBlob:
+		b, err := d.r.ByteString()
+		if err != nil {
+			return nil, err
+		}
+		h, err := blob.FromBytes(b)
+		if err != nil {
+			return nil, d.r.Errorf("%v", err)
+		}
+		if d.blobs == nil {
+			return nil, fmt.Errorf("engine: value refers to blob %s, and no blobs are available", h.Short())
+		}
+		return d.blobs.blobValue(h)
+	case tag >= 64 && tag <= 87:
+		return d.typedArray(tag)
+	}
+	return nil, d.r.Errorf("unknown tag %d", tag)
+}
+
+// typedArray decodes an RFC 8746 typed array: the view takes one index and
+// its buffer the next.
+func (d *decoder) typedArray(tag uint64) (goja.Value, error) {
+	kind, bigEndian, ok := typedKindOfTag(tag)
+	if !ok {
+		return nil, d.r.Errorf("typed array tag %d is not supported", tag)
+	}
+	vi := d.reserve(nil)
+	bi := d.reserve(nil)
+	b, err := d.r.ByteString()
+	if err != nil {
+		return nil, err
+	}
+	size := kind.Size()
+	if len(b)%size != 0 {
+		return nil, d.r.Errorf("%s of %d bytes is not a whole number of %d-byte elements", kind, len(b), size)
+	}
+	data := append([]byte(nil), b...)
+	if bigEndian {
+		swapBytes(data, size)
+	}
+	buf := d.rt.ToValue(d.rt.NewArrayBuffer(data))
+	d.objs[bi] = buf
+	ta, err := d.in.typedCtors[kind.String()](nil, buf)
+	if err != nil {
+		return nil, err
+	}
+	d.objs[vi] = ta
+	return ta, nil
+}
+
+func (d *decoder) view() (goja.Value, error) {
+	vi := d.reserve(nil)
+	h, err := d.r.Next()
+	if err != nil {
+		return nil, err
+	}
+	if h.Major != value.MajorArray || h.Arg != 4 {
+		return nil, d.r.Errorf("a view is [kind, buffer, byteOffset, length]")
+	}
+	k, err := d.r.Uint()
+	if err != nil {
+		return nil, err
+	}
+	kind := value.TypedKind(k)
+	size := kind.Size()
+	if k > 255 || size == 0 {
+		return nil, d.r.Errorf("unknown view kind %d", k)
+	}
+	bufv, err := d.decode()
+	if err != nil {
+		return nil, err
+	}
+	bufo, ok := bufv.(*goja.Object)
+	if !ok || bufo.ExportType() != typeArrayBuffer {
+		return nil, d.r.Errorf("a view's buffer is not an ArrayBuffer")
+	}
+	off, err := d.r.Uint()
+	if err != nil {
+		return nil, err
+	}
+	n, err := d.r.Uint()
+	if err != nil {
+		return nil, err
+	}
+	total := uint64(len(bufo.Export().(goja.ArrayBuffer).Bytes()))
+	if off > total || n > (total-off)/uint64(size) || off%uint64(size) != 0 {
+		return nil, d.r.Errorf("%s at byte %d of %d elements does not fit a buffer of %d bytes", kind, off, n, total)
+	}
+	var v *goja.Object
+	if kind == value.KindDataView {
+		v, err = d.in.newDataView(nil, bufo, d.rt.ToValue(off), d.rt.ToValue(n))
+	} else {
+		v, err = d.in.typedCtors[kind.String()](nil, bufo, d.rt.ToValue(off), d.rt.ToValue(n))
+	}
+	if err != nil {
+		return nil, err
+	}
+	d.objs[vi] = v
+	return v, nil
+}
+
+func (d *decoder) errorObject() (goja.Value, error) {
+	h, err := d.r.Next()
+	if err != nil {
+		return nil, err
+	}
+	if h.Major != value.MajorMap || h.Arg > 4 {
+		return nil, d.r.Errorf("an Error holds a map of name, message, stack and cause")
+	}
+	e, err := d.in.errorCtors["Error"](nil)
+	if err != nil {
+		return nil, err
+	}
+	d.reserve(e)
+	hidden := func(k string, v goja.Value) error {
+		return e.DefineDataProperty(k, v, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+	}
+	for i := uint64(0); i < h.Arg; i++ {
+		k, err := d.r.Text()
+		if err != nil {
+			return nil, err
+		}
+		switch k {
+		case "name":
+			name, err := d.r.Text()
+			if err != nil {
+				return nil, err
+			}
+			if proto, ok := d.in.errorProtos[name]; ok {
+				if name != "Error" {
+					if err := e.SetPrototype(proto); err != nil {
+						return nil, err
+					}
+				}
+			} else if err := hidden("name", d.rt.ToValue(name)); err != nil {
+				return nil, err
+			}
+		case "message", "stack":
+			s, err := d.decode()
+			if err != nil {
+				return nil, err
+			}
+			if err := hidden(k, s); err != nil {
+				return nil, err
+			}
+		case "cause":
+			c, err := d.decode()
+			if err != nil {
+				return nil, err
+			}
+			if err := hidden(k, c); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, d.r.Errorf("unknown Error field %q", k)
+		}
+	}
+	return e, nil
+}
+
+func (d *decoder) function() (goja.Value, error) {
+	idx := d.reserve(nil)
+	h, err := d.r.Next()
+	if err != nil {
+		return nil, err
+	}
+	if h.Major != value.MajorArray || h.Arg != 5 {
+		return nil, d.r.Errorf("a function is [source, env, file, line, column]")
+	}
+	src, err := d.r.Text()
+	if err != nil {
+		return nil, err
+	}
+	// Read the names and the position first, from a copy of the reader, so
+	// that the function exists before its free variables are decoded:
+	// they may refer to it.
+	envStart := *d.r
+	h, err = d.r.Next()
+	if err != nil {
+		return nil, err
+	}
+	if h.Major != value.MajorMap {
+		return nil, d.r.Errorf("a function's env is a map")
+	}
+	if err := d.r.CheckCount(h.Arg, 2); err != nil {
+		return nil, err
+	}
+	names := make([]string, h.Arg)
+	for i := range names {
+		if names[i], err = d.r.Text(); err != nil {
+			return nil, err
+		}
+		if err := d.r.Skip(maxNesting - d.depth); err != nil {
+			return nil, err
+		}
+	}
+	file, err := d.r.Text()
+	if err != nil {
+		return nil, err
+	}
+	line, err := d.r.Uint()
+	if err != nil {
+		return nil, err
+	}
+	col, err := d.r.Uint()
+	if err != nil {
+		return nil, err
+	}
+	end := *d.r
+	if d.fns == nil {
+		return nil, fmt.Errorf("engine: functions cannot be received here")
+	}
+	fn, setEnv, err := d.fns.makeFunction(src, names, file, int(min(line, math.MaxInt32)), int(min(col, math.MaxInt32)))
+	if err != nil {
+		return nil, err
+	}
+	d.objs[idx] = fn
+	*d.r = envStart
+	if _, err := d.r.Next(); err != nil {
+		return nil, err
+	}
+	vals := make([]goja.Value, len(names))
+	for i := range vals {
+		if _, err := d.r.Text(); err != nil {
+			return nil, err
+		}
+		if vals[i], err = d.decode(); err != nil {
+			return nil, err
+		}
+	}
+	*d.r = end
+	if len(names) > 0 {
+		if err := setEnv(vals); err != nil {
+			return nil, err
+		}
+	}
+	return fn, nil
+}
+
+func swapBytes(b []byte, size int) {
+	for i := 0; i+size <= len(b); i += size {
+		for j := 0; j < size/2; j++ {
+			b[i+j], b[i+size-1-j] = b[i+size-1-j], b[i+j]
+		}
+	}
+}
+
+// typedKindOfTag maps an RFC 8746 tag (either byte order) to a kind.
+func typedKindOfTag(tag uint64) (k value.TypedKind, bigEndian bool, ok bool) {
+	switch tag {
+	case 65:
+		return value.Uint16, true, true
+	case 66:
+		return value.Uint32, true, true
+	case 67:
+		return value.BigUint64, true, true
+	case 73:
+		return value.Int16, true, true
+	case 74:
+		return value.Int32, true, true
+	case 75:
+		return value.BigInt64, true, true
+	case 81:
+		return value.Float32, true, true
+	case 82:
+		return value.Float64, true, true
+	case 64, 68, 69, 70, 71, 72, 77, 78, 79, 85, 86:
+		return value.TypedKind(tag), false, true
+	}
+	return 0, false, false
+}

@@ -1,0 +1,274 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/riot-go/riot/blob"
+	"github.com/riot-go/riot/value"
+	"github.com/riot-go/riot/workunit"
+)
+
+// Defaults for Options fields left zero.
+const (
+	DefaultMaxCallStackSize = 10000
+	DefaultMaxResultBytes   = 64 << 20
+	DefaultMaxConsoleBytes  = 1 << 20
+	DefaultRealmsPerSlot    = 4
+	DefaultCompileCacheSize = 4096
+	DefaultBlobCacheSize    = 64
+	// MaxStringLength is the longest string a workunit can build with
+	// String.prototype.repeat, padStart and padEnd: V8's limit, so that
+	// 'x'.repeat(2**29) fails at once with "RangeError: Invalid string
+	// length", as it does in Node.
+	MaxStringLength = 1<<29 - 24
+)
+
+// ErrClosed is returned by Run after Close.
+var ErrClosed = errors.New("engine: closed")
+
+// Options configures an Engine. The zero value is usable: every field has
+// a default.
+type Options struct {
+	// Slots is the number of workunits evaluated at once, each in its own
+	// goja runtime. Default: runtime.NumCPU().
+	Slots int
+	// WorkerName is what workunits see as riot.worker.name. Default: "local".
+	WorkerName string
+	// Timeout is the time limit of a workunit that does not set its own;
+	// zero means none.
+	Timeout time.Duration
+	// MaxCallStackSize bounds the call-stack depth of a workunit.
+	// Default: DefaultMaxCallStackSize frames.
+	MaxCallStackSize int
+	// MaxResultBytes bounds the encoded size of a result.
+	// Default: DefaultMaxResultBytes.
+	MaxResultBytes int
+	// MaxConsoleBytes bounds the console output kept per workunit; the rest
+	// is dropped and counted. Default: DefaultMaxConsoleBytes.
+	MaxConsoleBytes int
+	// MemoryLimit, when set, is the heap size in bytes past which every
+	// running workunit is interrupted and fails with a memory-limit error.
+	// The engine checks it every few milliseconds while workunits run.
+	// Zero means no guard.
+	MemoryLimit uint64
+	// RealmsPerSlot is how many runtimes (one per realm) a slot keeps
+	// before it drops the least recently used. Default: DefaultRealmsPerSlot.
+	RealmsPerSlot int
+	// CompileCacheSize bounds the number of compiled programs kept.
+	// Default: DefaultCompileCacheSize.
+	CompileCacheSize int
+	// BlobCacheSize bounds the number of decoded blob values (large
+	// captured values) that each runtime keeps. Default: DefaultBlobCacheSize.
+	BlobCacheSize int
+	// Logger receives the engine's logs. Default: slog.Default().
+	Logger *slog.Logger
+}
+
+func (o *Options) setDefaults() {
+	if o.Slots <= 0 {
+		o.Slots = runtime.NumCPU()
+	}
+	if o.WorkerName == "" {
+		o.WorkerName = "local"
+	}
+	if o.MaxCallStackSize <= 0 {
+		o.MaxCallStackSize = DefaultMaxCallStackSize
+	}
+	if o.MaxResultBytes <= 0 {
+		o.MaxResultBytes = DefaultMaxResultBytes
+	}
+	if o.MaxConsoleBytes <= 0 {
+		o.MaxConsoleBytes = DefaultMaxConsoleBytes
+	}
+	if o.RealmsPerSlot <= 0 {
+		o.RealmsPerSlot = DefaultRealmsPerSlot
+	}
+	if o.CompileCacheSize <= 0 {
+		o.CompileCacheSize = DefaultCompileCacheSize
+	}
+	if o.BlobCacheSize <= 0 {
+		o.BlobCacheSize = DefaultBlobCacheSize
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+}
+
+// Request is one workunit to evaluate.
+type Request struct {
+	// Spec is the workunit.
+	Spec *workunit.Spec
+	// Realm separates workunits that must not share a JavaScript realm:
+	// two requests with different realms never run in the same runtime.
+	// Workers use one realm per job; the empty realm is a realm too.
+	Realm string
+	// Timeout overrides Options.Timeout when positive.
+	Timeout time.Duration
+	// Blobs gives the modules and blob values that Spec refers to. It may
+	// be nil when Spec refers to none.
+	Blobs blob.Source
+}
+
+// Level is the console method a line was written with.
+type Level string
+
+// Console levels.
+const (
+	LevelLog   Level = "log"
+	LevelInfo  Level = "info"
+	LevelWarn  Level = "warn"
+	LevelError Level = "error"
+	LevelDebug Level = "debug"
+)
+
+// ConsoleLine is one call of a console method, formatted as Node formats it.
+type ConsoleLine struct {
+	Level Level
+	Text  string
+}
+
+// Result is what evaluating a workunit gave.
+type Result struct {
+	// Value is the result, value-encoded (see package value). It is nil
+	// when the workunit failed.
+	Value []byte
+	// Console is the workunit's console output, in order, also when it
+	// failed. Output past Options.MaxConsoleBytes is dropped, and a last
+	// line says how much.
+	Console []ConsoleLine
+	// Slot is the slot that evaluated the workunit.
+	Slot int
+	// Elapsed is how long the evaluation took, from the start of the
+	// workunit's code to its result.
+	Elapsed time.Duration
+}
+
+// Decode returns the result as a Go value (see value.Unmarshal).
+func (r *Result) Decode() (any, error) {
+	if r.Value == nil {
+		return nil, errors.New("engine: no result value")
+	}
+	return value.Unmarshal(r.Value)
+}
+
+// Engine evaluates workunits in goja sandboxes, one per slot. It is safe for
+// concurrent use: Run blocks until a slot is free.
+type Engine struct {
+	opts   Options
+	cache  *compileCache
+	free   chan *slot
+	guard  *memGuard
+	mu     sync.Mutex
+	closed bool
+	done   chan struct{}
+}
+
+// New returns an Engine with the given options.
+func New(opts Options) (*Engine, error) {
+	opts.setDefaults()
+	e := &Engine{
+		opts:  opts,
+		cache: newCompileCache(opts.CompileCacheSize),
+		free:  make(chan *slot, opts.Slots),
+		done:  make(chan struct{}),
+	}
+	for i := 0; i < opts.Slots; i++ {
+		e.free <- &slot{id: i, eng: e}
+	}
+	if opts.MemoryLimit > 0 {
+		e.guard = newMemGuard(opts.MemoryLimit, opts.Logger)
+		go e.guard.loop(e.done)
+	}
+	return e, nil
+}
+
+// Slots returns the number of slots.
+func (e *Engine) Slots() int { return e.opts.Slots }
+
+// Close stops the engine. Workunits running now finish; later calls to Run
+// return ErrClosed.
+func (e *Engine) Close() error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if !e.closed {
+		e.closed = true
+		close(e.done)
+	}
+	return nil
+}
+
+// Run evaluates one workunit. It blocks until a slot is free, then until the
+// workunit ends or ctx is done.
+//
+// When the workunit fails, the error is a *workunit.Error (use errors.As)
+// and the Result still holds its console output. Other errors (ErrClosed,
+// ctx ending while waiting for a slot, a malformed Spec) come with a nil
+// Result.
+func (e *Engine) Run(ctx context.Context, req Request) (*Result, error) {
+	if req.Spec == nil {
+		return nil, errors.New("engine: request without a spec")
+	}
+	if err := req.Spec.Validate(); err != nil {
+		return nil, err
+	}
+	select {
+	case <-e.done:
+		return nil, ErrClosed
+	default:
+	}
+	var s *slot
+	select {
+	case s = <-e.free:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("engine: waiting for a slot: %w", ctx.Err())
+	case <-e.done:
+		return nil, ErrClosed
+	}
+	defer func() { e.free <- s }()
+	return s.run(ctx, &req)
+}
+
+// Eval evaluates source as an eval workunit named "eval" and returns its
+// result.
+func (e *Engine) Eval(ctx context.Context, source string) (*Result, error) {
+	return e.Run(ctx, Request{Spec: &workunit.Spec{Kind: workunit.Eval, Source: source, Name: "eval"}})
+}
+
+// Call calls the export named export of the module whose blob is module,
+// with args (Go values, see value.Marshal). modules must hold that module
+// and every module it requires.
+func (e *Engine) Call(ctx context.Context, modules blob.Source, module blob.Hash, export string, args ...any) (*Result, error) {
+	payload, err := marshalArgs(args)
+	if err != nil {
+		return nil, err
+	}
+	spec := &workunit.Spec{Kind: workunit.Call, Module: module, Export: export, Payload: payload}
+	return e.Run(ctx, Request{Spec: spec, Blobs: modules})
+}
+
+// CallFunc calls fn, a function given by its source and free variables,
+// with args.
+func (e *Engine) CallFunc(ctx context.Context, fn *value.Function, args ...any) (*Result, error) {
+	payload, err := marshalArgs(append([]any{fn}, args...))
+	if err != nil {
+		return nil, err
+	}
+	return e.Run(ctx, Request{Spec: &workunit.Spec{Kind: workunit.Fn, Payload: payload, Name: "fn"}})
+}
+
+func marshalArgs(args []any) ([]byte, error) {
+	if args == nil {
+		args = []any{}
+	}
+	b, err := value.Marshal(args)
+	if err != nil {
+		return nil, fmt.Errorf("engine: arguments: %w", err)
+	}
+	return b, nil
+}

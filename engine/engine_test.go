@@ -1,0 +1,471 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/riot-go/riot/blob"
+	"github.com/riot-go/riot/value"
+	"github.com/riot-go/riot/workunit"
+)
+
+func newEngine(t testing.TB, opts Options) *Engine {
+	t.Helper()
+	e, err := New(opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = e.Close() })
+	return e
+}
+
+// evalValue evaluates src and returns its result as a Go value.
+func evalValue(t testing.TB, e *Engine, src string) any {
+	t.Helper()
+	res, err := e.Eval(context.Background(), src)
+	require.NoError(t, err)
+	v, err := res.Decode()
+	require.NoError(t, err)
+	return v
+}
+
+// evalError evaluates src, which must fail, and returns its error.
+func evalError(t testing.TB, e *Engine, req Request) (*workunit.Error, *Result) {
+	t.Helper()
+	res, err := e.Run(context.Background(), req)
+	require.Error(t, err)
+	var werr *workunit.Error
+	require.True(t, errors.As(err, &werr), "error %v (%T) is not a *workunit.Error", err, err)
+	return werr, res
+}
+
+func evalReq(src string) Request {
+	return Request{Spec: &workunit.Spec{Kind: workunit.Eval, Source: src, Name: "eval"}}
+}
+
+func TestEngine_Eval_Values(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, Options{Slots: 1})
+	tests := []struct {
+		src  string
+		want any
+	}{
+		{"1 + 1", 2.0},
+		{"'a' + 'b'", "ab"},
+		{"var x = 20; x + 1", 21.0},
+		{"({a: 1, b: [true, null]})", map[string]any{"a": 1.0, "b": []any{true, nil}}},
+		{"undefined", value.Undefined{}},
+		{"(async () => 7)()", 7.0},
+		{"new Promise(r => setTimeout(() => r('late'), 5))", "late"},
+		{"riot.worker.name + '/' + riot.worker.slot", "local/0"},
+		{"typeof performance.now()", "number"},
+	}
+	for _, tt := range tests {
+		assert.Equal(t, tt.want, evalValue(t, e, tt.src), "source %q", tt.src)
+	}
+}
+
+func TestEngine_Console(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, Options{Slots: 1})
+	res, err := e.Eval(context.Background(), `
+		console.log('hello', 'world', 42);
+		console.warn('%s is %d years', 'Bob', 42.5);
+		console.error({a: [1, {b: {c: {d: 1}}}], s: 'x'});
+		console.info(new Map([['k', 1]]), new Set([1]), 10n, -0, [1, , 3].length);
+		console.debug(function named() {}, () => 1, class K {}, Symbol('s'));
+		1`)
+	require.NoError(t, err)
+	require.Equal(t, []ConsoleLine{
+		{LevelLog, "hello world 42"},
+		{LevelWarn, "Bob is 42.5 years"},
+		{LevelError, "{ a: [ 1, { b: [Object] } ], s: 'x' }"},
+		{LevelInfo, "Map(1) { 'k' => 1 } Set(1) { 1 } 10n -0 3"},
+		{LevelDebug, "[Function: named] [Function (anonymous)] [class K] Symbol(s)"},
+	}, res.Console)
+}
+
+func TestEngine_Console_Limit(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, Options{Slots: 1, MaxConsoleBytes: 100})
+	res, err := e.Eval(context.Background(), `for (let i = 0; i < 50; i++) console.log('0123456789'); 1`)
+	require.NoError(t, err)
+	require.Len(t, res.Console, 11)
+	assert.Contains(t, res.Console[10].Text, "400 bytes of console output dropped")
+}
+
+// TestEngine_Sandbox_Absent proves that a workunit sees no file system,
+// network, process, environment, host require or module system.
+func TestEngine_Sandbox_Absent(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, Options{Slots: 1})
+	for _, name := range []string{
+		"require", "process", "module", "exports", "global", "Buffer", "fs", "os", "net", "http",
+		"fetch", "XMLHttpRequest", "WebSocket", "Deno", "Bun", "navigator", "__dirname", "__filename",
+		"load", "print", "readFile", "setImmediate", "importScripts", "Worker", "env",
+	} {
+		assert.Equal(t, "undefined", evalValue(t, e, "typeof "+name), "global %s", name)
+	}
+	// The global object holds the ECMAScript built-ins and riot's few names,
+	// nothing else.
+	got := evalValue(t, e, `Object.getOwnPropertyNames(globalThis).filter(n => ![
+		'Object','Function','Array','String','Boolean','Number','BigInt','Symbol','Date','RegExp','Error',
+		'AggregateError','EvalError','RangeError','ReferenceError','SyntaxError','TypeError','URIError',
+		'Math','JSON','Reflect','Proxy','Promise','Map','Set','WeakMap','WeakSet','WeakRef','FinalizationRegistry',
+		'ArrayBuffer','SharedArrayBuffer','DataView','Int8Array','Uint8Array','Uint8ClampedArray','Int16Array',
+		'Uint16Array','Int32Array','Uint32Array','Float32Array','Float64Array','BigInt64Array','BigUint64Array',
+		'Float16Array','Atomics','globalThis','NaN','Infinity','undefined','eval','isFinite','isNaN','parseFloat',
+		'parseInt','decodeURI','decodeURIComponent','encodeURI','encodeURIComponent','escape','unescape',
+		'Iterator','AsyncIterator','Intl',
+	].includes(n)).sort()`)
+	assert.Equal(t, []any{"clearInterval", "clearTimeout", "console", "performance", "queueMicrotask",
+		"riot", "setInterval", "setTimeout", "sleep"}, got)
+	// riot on a worker holds only riot.worker, frozen.
+	assert.Equal(t, []any{"worker"}, evalValue(t, e, "Object.keys(riot)"))
+	assert.Equal(t, true, evalValue(t, e, "Object.isFrozen(riot) && Object.isFrozen(riot.worker)"))
+}
+
+// TestEngine_Timers_DoNotOutlive checks that a timer still pending when its
+// workunit ends never fires, in that workunit or a later one.
+func TestEngine_Timers_DoNotOutlive(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, Options{Slots: 1})
+	evalValue(t, e, `globalThis.fired = false; setTimeout(() => { globalThis.fired = true }, 1); setInterval(() => { globalThis.fired = true }, 1); 0`)
+	// This workunit waits on a timer of its own, longer than the ones
+	// above: if those were still alive, they would fire first.
+	assert.Equal(t, false, evalValue(t, e, `new Promise(r => setTimeout(() => r(globalThis.fired), 20))`))
+}
+
+func TestEngine_Timers_Order(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, Options{Slots: 1})
+	got := evalValue(t, e, `new Promise(resolve => {
+		const out = [];
+		setTimeout(() => out.push('b'), 10);
+		setTimeout(() => out.push('a'), 1);
+		const id = setTimeout(() => out.push('never'), 5);
+		clearTimeout(id);
+		let n = 0;
+		const iv = setInterval(() => { out.push('i' + n); if (++n === 3) clearInterval(iv) }, 1);
+		queueMicrotask(() => out.push('micro'));
+		setTimeout(() => resolve(out), 30);
+	})`)
+	out := got.([]any)
+	require.Equal(t, "micro", out[0])
+	assert.ElementsMatch(t, []any{"micro", "a", "b", "i0", "i1", "i2"}, out)
+}
+
+func TestEngine_Sleep(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, Options{Slots: 1})
+	assert.Equal(t, true, evalValue(t, e, `const t0 = performance.now(); sleep(0.02); performance.now() - t0 >= 20`))
+	werr, _ := evalError(t, e, evalReq(`sleep(-1)`))
+	assert.Equal(t, "RangeError", werr.Name)
+}
+
+func TestEngine_Limit_Time(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, Options{Slots: 1})
+	for _, src := range []string{`globalThis.dirty = 1; while (true) {}`, `globalThis.dirty = 1; sleep(3600)`} {
+		req := evalReq(src)
+		req.Timeout = 50 * time.Millisecond
+		werr, _ := evalError(t, e, req)
+		assert.Equal(t, workunit.TimeLimit, werr.Kind)
+		assert.Equal(t, "TimeoutError", werr.Name)
+		assert.Equal(t, "workunit ran past its time limit of 50ms", werr.Message)
+		// The next workunit on the slot gets a clean runtime.
+		assert.Equal(t, "undefined", evalValue(t, e, "typeof dirty"))
+	}
+}
+
+func TestEngine_Limit_Stack(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, Options{Slots: 1, MaxCallStackSize: 500})
+	for _, src := range []string{
+		`globalThis.dirty = 1; function f() { return f() + 1 } f()`,
+		`globalThis.dirty = 1; function g() { return [1].map(g) } g()`,
+		`globalThis.dirty = 1; function h() { return JSON.stringify({ toJSON: h }) } h()`,
+		`globalThis.dirty = 1; const o = { get x() { return this.x } }; o.x`,
+	} {
+		werr, _ := evalError(t, e, evalReq(src))
+		assert.Equal(t, workunit.StackLimit, werr.Kind, src)
+		assert.Equal(t, "RangeError", werr.Name)
+		assert.Equal(t, "Maximum call stack size exceeded (the limit is 500 frames)", werr.Message)
+		assert.Equal(t, "undefined", evalValue(t, e, "typeof dirty"))
+	}
+}
+
+func TestEngine_Limit_StringLength(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, Options{Slots: 1})
+	werr, _ := evalError(t, e, evalReq(`const a = []; while (true) a.push('x'.repeat(2 ** 29))`))
+	assert.Equal(t, workunit.Thrown, werr.Kind)
+	assert.Equal(t, "RangeError", werr.Name)
+	assert.Equal(t, "Invalid string length", werr.Message)
+	assert.Equal(t, "xxx", evalValue(t, e, "'x'.repeat(3)"))
+	assert.Equal(t, "--ab", evalValue(t, e, "'ab'.padStart(4, '-')"))
+}
+
+// TestEngine_Limit_Memory runs alone: the guard watches the whole process's
+// heap.
+func TestEngine_Limit_Memory(t *testing.T) {
+	e := newEngine(t, Options{Slots: 1, MemoryLimit: 256 << 20, Timeout: 2 * time.Minute})
+	werr, _ := evalError(t, e, evalReq(`globalThis.dirty = 1; const a = []; while (true) a.push('x'.repeat(2 ** 22) + a.length)`))
+	assert.Equal(t, workunit.MemoryLimit, werr.Kind)
+	assert.Equal(t, "OutOfMemoryError", werr.Name)
+	assert.Contains(t, werr.Message, "the worker's heap passed its limit of 256.0 MiB")
+	assert.Equal(t, "undefined", evalValue(t, e, "typeof dirty"))
+}
+
+func TestEngine_Limit_Result(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, Options{Slots: 1, MaxResultBytes: 1000})
+	werr, _ := evalError(t, e, evalReq(`'x'.repeat(2000)`))
+	assert.Equal(t, workunit.ResultLimit, werr.Kind)
+	assert.Equal(t, "the result is larger than the limit of 1000 B", werr.Message)
+	assert.Equal(t, 10.0, evalValue(t, e, "'x'.repeat(10).length"))
+}
+
+// signalSource is a blob.Source that closes fetched on its first fetch.
+type signalSource struct {
+	blob.Map
+	once    sync.Once
+	fetched chan struct{}
+}
+
+func (s *signalSource) Blob(ctx context.Context, h blob.Hash) ([]byte, error) {
+	s.once.Do(func() { close(s.fetched) })
+	return s.Map.Blob(ctx, h)
+}
+
+func TestEngine_Canceled(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, Options{Slots: 1})
+	src := &signalSource{Map: blob.Map{}, fetched: make(chan struct{})}
+	data, err := value.Marshal(1.0)
+	require.NoError(t, err)
+	h := src.Put(data)
+	payload, err := value.Marshal([]any{&value.Function{Source: "() => { while (one) {} }", Env: map[string]any{"one": value.BlobRef(h)}}})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.Run(ctx, Request{Spec: &workunit.Spec{Kind: workunit.Fn, Payload: payload}, Blobs: src})
+		done <- err
+	}()
+	<-src.fetched // the workunit is running
+	cancel()
+	err = <-done
+	var werr *workunit.Error
+	require.True(t, errors.As(err, &werr))
+	assert.Equal(t, workunit.Canceled, werr.Kind)
+	assert.Equal(t, "AbortError", werr.Name)
+	assert.Equal(t, 1.0, evalValue(t, e, "1"))
+}
+
+func TestEngine_Thrown(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, Options{Slots: 1})
+	werr, _ := evalError(t, e, Request{Spec: &workunit.Spec{Kind: workunit.Eval, Name: "job.js", Source: "let a = 1;\nfunction f() {\n  null.x;\n}\nf();"}})
+	assert.Equal(t, workunit.Thrown, werr.Kind)
+	assert.Equal(t, "TypeError", werr.Name)
+	assert.Contains(t, werr.Message, "Cannot read property 'x'")
+	assert.Contains(t, werr.Stack, "at f (job.js:3:")
+	assert.Contains(t, werr.Stack, "at job.js:5:")
+
+	werr, _ = evalError(t, e, evalReq("throw {code: 7}"))
+	assert.Equal(t, "", werr.Name)
+	assert.Equal(t, "Uncaught { code: 7 }", werr.Message)
+	v, err := value.Unmarshal(werr.Value)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"code": 7.0}, v)
+
+	werr, _ = evalError(t, e, Request{Spec: &workunit.Spec{Kind: workunit.Eval, Name: "bad.js", Source: "1 +\n+ )"}})
+	assert.Equal(t, "SyntaxError", werr.Name)
+	assert.Contains(t, werr.Stack, "bad.js:2:")
+
+	werr, _ = evalError(t, e, evalReq("Promise.reject(new RangeError('no'))"))
+	assert.Equal(t, "RangeError", werr.Name)
+	assert.Equal(t, "no", werr.Message)
+
+	werr, _ = evalError(t, e, evalReq("new Promise(() => {})"))
+	assert.Contains(t, werr.Message, "can never settle")
+
+	// An error thrown with console output before it keeps the output.
+	werr, res := evalError(t, e, evalReq("console.log('before'); throw new Error('after')"))
+	assert.Equal(t, "Error: after", werr.Error())
+	assert.Equal(t, []ConsoleLine{{LevelLog, "before"}}, res.Console)
+}
+
+func TestEngine_Unsendable(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, Options{Slots: 1})
+	for src, msg := range map[string]string{
+		"({a: [1, function () {}]})":             "result.a[1]: a function cannot be sent back to the master",
+		"({'odd key': Symbol('x')})":             `result["odd key"]: a symbol cannot be sent back to the master`,
+		"new Map([[1, {p: Promise.resolve()}]])": "result<Map value #0>.p: a Promise cannot be sent back to the master",
+		"[new WeakMap()]":                        "result[0]: a WeakMap cannot be sent back to the master",
+	} {
+		werr, _ := evalError(t, e, evalReq(src))
+		assert.Equal(t, workunit.Unsendable, werr.Kind)
+		assert.Equal(t, "DataCloneError", werr.Name)
+		assert.Equal(t, msg, werr.Message)
+	}
+}
+
+func TestEngine_Realms(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, Options{Slots: 1})
+	run := func(realm, src string) any {
+		req := evalReq(src)
+		req.Realm = realm
+		res, err := e.Run(context.Background(), req)
+		require.NoError(t, err)
+		v, err := res.Decode()
+		require.NoError(t, err)
+		return v
+	}
+	run("a", "globalThis.mine = 'a'; Object.prototype.polluted = 1; 0")
+	assert.Equal(t, "undefined", run("b", "typeof mine"))
+	assert.Equal(t, "undefined", run("b", "typeof ({}).polluted"))
+	assert.Equal(t, "a", run("a", "mine"))
+}
+
+func TestEngine_Concurrent(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, Options{Slots: 4})
+	var wg sync.WaitGroup
+	var bad atomic.Int32
+	for i := 0; i < 40; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res, err := e.CallFunc(context.Background(), &value.Function{Source: "(n) => { let s = 0; for (let i = 0; i < n; i++) s += i; return s }"}, 1000.0)
+			if err != nil {
+				bad.Add(1)
+				return
+			}
+			if v, _ := res.Decode(); v != 499500.0 {
+				bad.Add(1)
+			}
+		}()
+	}
+	wg.Wait()
+	assert.Zero(t, bad.Load())
+}
+
+func TestEngine_Fn(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, Options{Slots: 1})
+	isEven := &value.Function{Source: "function isEven(n) { return n === 0 ? true : isOdd(n - 1) }", Env: map[string]any{}}
+	isOdd := &value.Function{Source: "function isOdd(n) { return n === 0 ? false : isEven(n - 1) }", Env: map[string]any{"isEven": isEven}}
+	isEven.Env["isOdd"] = isOdd
+	res, err := e.CallFunc(context.Background(), &value.Function{
+		Source: "(x) => [isEven(x), isOdd(x), scale * x, fact(5)]",
+		Env: map[string]any{
+			"isEven": isEven, "isOdd": isOdd, "scale": 3.0,
+			"fact": &value.Function{Source: "function fact(n) { return n <= 1 ? 1 : n * fact(n - 1) }"},
+		},
+	}, 7.0)
+	require.NoError(t, err)
+	v, err := res.Decode()
+	require.NoError(t, err)
+	assert.Equal(t, []any{false, true, 21.0, 120.0}, v)
+}
+
+func TestEngine_Fn_StackLines(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, Options{Slots: 1})
+	_, err := e.CallFunc(context.Background(), &value.Function{
+		Source: "function boom(x) {\n  if (x) {\n    throw new Error('boom ' + x)\n  }\n}",
+		File:   "job.js", Line: 40, Column: 3,
+	}, 1.0)
+	var werr *workunit.Error
+	require.True(t, errors.As(err, &werr))
+	assert.Contains(t, werr.Stack, "at boom (job.js:42:11)")
+}
+
+func TestEngine_Call(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, Options{Slots: 1})
+	mods := blob.Map{}
+	put := func(m *workunit.Module) blob.Hash {
+		b, err := m.MarshalBinary()
+		require.NoError(t, err)
+		return mods.Put(b)
+	}
+	util := put(&workunit.Module{Path: "lib/util.js", Source: "globalThis.loads = (globalThis.loads || 0) + 1;\nexports.twice = x => 2 * x;"})
+	main := put(&workunit.Module{Path: "do-work-call.js", Source: "const u = require('./lib/util');\nexports.double = x => u.twice(x);\nexports.loads = () => globalThis.loads;\nexports.fail = () => { throw new TypeError('nope') };\nexports.notfn = 3;",
+		Requires: map[string]blob.Hash{"./lib/util": util}})
+	for i := 0; i < 3; i++ {
+		res, err := e.Call(context.Background(), mods, main, "double", float64(i))
+		require.NoError(t, err)
+		v, _ := res.Decode()
+		assert.Equal(t, float64(2*i), v)
+	}
+	res, err := e.Call(context.Background(), mods, main, "loads")
+	require.NoError(t, err)
+	v, _ := res.Decode()
+	assert.Equal(t, 1.0, v, "a module's top level runs once per runtime")
+
+	_, err = e.Call(context.Background(), mods, main, "tripl")
+	var werr *workunit.Error
+	require.True(t, errors.As(err, &werr))
+	assert.Equal(t, workunit.Invalid, werr.Kind)
+	assert.Equal(t, `module do-work-call.js has no export "tripl" (it exports: double, loads, fail, notfn)`, werr.Message)
+
+	_, err = e.Call(context.Background(), mods, main, "fail")
+	require.True(t, errors.As(err, &werr))
+	assert.Equal(t, "TypeError", werr.Name)
+	assert.Contains(t, werr.Stack, "do-work-call.js:4:")
+
+	bad := put(&workunit.Module{Path: "bad.js", Source: "require('fs')"})
+	_, err = e.Call(context.Background(), mods, bad, "x")
+	require.True(t, errors.As(err, &werr))
+	assert.Contains(t, werr.Message, `require("fs") in bad.js: no such module was shipped`)
+
+	_, err = e.Call(context.Background(), mods, blob.Sum([]byte("missing")), "x")
+	require.True(t, errors.As(err, &werr))
+	assert.Equal(t, workunit.Invalid, werr.Kind)
+}
+
+// countingSource is a blob.Source that counts its fetches.
+type countingSource struct {
+	blob.Map
+	n atomic.Int32
+}
+
+func (c *countingSource) Blob(ctx context.Context, h blob.Hash) ([]byte, error) {
+	c.n.Add(1)
+	return c.Map.Blob(ctx, h)
+}
+
+func TestEngine_BlobValue_DecodedOnce(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, Options{Slots: 1})
+	words := make([]any, 1000)
+	for i := range words {
+		words[i] = strings.Repeat("w", i%7+3)
+	}
+	data, err := value.Marshal(words)
+	require.NoError(t, err)
+	src := &countingSource{Map: blob.Map{}}
+	h := src.Put(data)
+	fn := &value.Function{Source: "(i) => { try { dictionary.push('x') } catch (e) { return [dictionary.length, dictionary[i], e.name] } }",
+		Env: map[string]any{"dictionary": value.BlobRef(h)}}
+	for i := 0; i < 5; i++ {
+		payload, err := value.Marshal([]any{fn, float64(i)})
+		require.NoError(t, err)
+		res, err := e.Run(context.Background(), Request{Spec: &workunit.Spec{Kind: workunit.Fn, Payload: payload}, Blobs: src})
+		require.NoError(t, err)
+		v, _ := res.Decode()
+		assert.Equal(t, []any{1000.0, words[i], "TypeError"}, v)
+	}
+	assert.Equal(t, int32(1), src.n.Load(), "the blob is fetched and decoded once per runtime")
+}

@@ -1,0 +1,228 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/dop251/goja"
+
+	"github.com/riot-go/riot/value"
+	"github.com/riot-go/riot/workunit"
+)
+
+// invalid returns the error of a malformed workunit.
+func invalid(format string, args ...any) *workunit.Error {
+	return &workunit.Error{Kind: workunit.Invalid, Name: "WorkunitError", Message: fmt.Sprintf(format, args...)}
+}
+
+// failure turns what a workunit's evaluation returned into the
+// *workunit.Error its caller gets, and says whether the realm must be
+// dropped because the workunit ran away or the engine failed.
+func (rl *realm) failure(ctx context.Context, err error) (*workunit.Error, bool) {
+	var (
+		werr *workunit.Error
+		ie   *goja.InterruptedError
+		so   *goja.StackOverflowError
+		ex   *goja.Exception
+		se   *goja.CompilerSyntaxError
+		un   *unsendableError
+		rj   *rejection
+		ie2  *internalError
+		syn  *value.SyntaxError
+	)
+	switch {
+	case errors.As(err, &so):
+		return &workunit.Error{Kind: workunit.StackLimit, Name: "RangeError",
+			Message: fmt.Sprintf("Maximum call stack size exceeded (the limit is %d frames)", rl.eng.opts.MaxCallStackSize),
+			Stack:   stackString("RangeError", "Maximum call stack size exceeded", so.Stack(), 10)}, true
+	case errors.As(err, &ie):
+		cause, _ := ie.Value().(error)
+		return causeError(ctx, cause, ie.Stack()), true
+	case errors.As(err, &rj):
+		return rl.thrown(rj.value, nil), false
+	case errors.As(err, &ex):
+		return rl.thrown(ex.Value(), ex.Stack()), false
+	case errors.As(err, &se):
+		msg, stack := syntaxError(se)
+		return &workunit.Error{Kind: workunit.Thrown, Name: "SyntaxError", Message: msg, Stack: stack}, false
+	case errors.As(err, &un):
+		return &workunit.Error{Kind: workunit.Unsendable, Name: "DataCloneError", Message: un.path("result") + ": " + un.msg}, false
+	case errors.Is(err, errTooLarge):
+		return &workunit.Error{Kind: workunit.ResultLimit, Name: "RangeError",
+			Message: fmt.Sprintf("the result is larger than the limit of %s", formatBytes(uint64(rl.eng.opts.MaxResultBytes)))}, false
+	case errors.As(err, &werr):
+		return werr, false
+	case errors.As(err, &ie2):
+		rl.eng.opts.Logger.Error("engine: panic while evaluating a workunit", "panic", ie2.panic, "stack", string(ie2.stack))
+		return &workunit.Error{Kind: workunit.Internal, Name: "InternalError", Message: ie2.Error()}, true
+	case errors.As(err, &syn):
+		return invalid("%v", err), false
+	}
+	if cause := context.Cause(ctx); cause != nil {
+		return causeError(ctx, cause, nil), true
+	}
+	return &workunit.Error{Kind: workunit.Internal, Name: "InternalError", Message: err.Error()}, true
+}
+
+// gojaSyntax matches goja's parser messages, "file: Line 2:3 message".
+var gojaSyntax = regexp.MustCompile(`^(.*): Line (\d+):(\d+) (.*)$`)
+
+// syntaxError returns the message and a V8-style stack of a compile error.
+func syntaxError(se *goja.CompilerSyntaxError) (msg, stack string) {
+	msg = se.Message
+	if m := gojaSyntax.FindStringSubmatch(msg); m != nil {
+		msg = m[4]
+		return msg, "SyntaxError: " + msg + "\n    at " + m[1] + ":" + m[2] + ":" + m[3]
+	}
+	if se.File != nil {
+		pos := se.File.Position(se.Offset)
+		return msg, fmt.Sprintf("SyntaxError: %s\n    at %s:%d:%d", msg, pos.Filename, pos.Line, pos.Column)
+	}
+	return msg, "SyntaxError: " + msg
+}
+
+// causeError is the error of a workunit stopped from outside: its time
+// limit, the memory guard, or its caller's context.
+func causeError(ctx context.Context, cause error, frames []goja.StackFrame) *workunit.Error {
+	var tl *timeLimitError
+	var ml *memoryLimitError
+	switch {
+	case errors.As(cause, &tl):
+		return &workunit.Error{Kind: workunit.TimeLimit, Name: "TimeoutError", Message: tl.Error(),
+			Stack: stackString("TimeoutError", tl.Error(), frames, 10)}
+	case errors.As(cause, &ml):
+		return &workunit.Error{Kind: workunit.MemoryLimit, Name: "OutOfMemoryError", Message: ml.Error() + "; the workunit was interrupted",
+			Stack: stackString("OutOfMemoryError", ml.Error(), frames, 10)}
+	}
+	if cause == nil {
+		cause = ctx.Err()
+	}
+	msg := "the workunit was canceled"
+	if cause != nil {
+		msg += ": " + cause.Error()
+	}
+	return &workunit.Error{Kind: workunit.Canceled, Name: "AbortError", Message: msg}
+}
+
+// thrown converts a thrown (or rejected) JavaScript value. An Error object
+// gives its name, message and stack; another value gives its readable form
+// as the message, and itself, encoded, as Value.
+func (rl *realm) thrown(v goja.Value, frames []goja.StackFrame) *workunit.Error {
+	werr := &workunit.Error{Kind: workunit.Thrown}
+	o, isObj := v.(*goja.Object)
+	if isObj && rl.in.classify(o) == kindError {
+		rl.rt.Try(func() {
+			werr.Name = safeString(o.Get("name"))
+			werr.Message = safeString(o.Get("message"))
+			werr.Stack = normalizeStack(safeString(o.Get("stack")))
+		})
+		if werr.Stack == "" {
+			werr.Stack = stackString(werr.Name, werr.Message, frames, 0)
+		}
+		return werr
+	}
+	werr.Message = "Uncaught " + inspect(rl, v, inspectOptions{})
+	werr.Stack = stackString("", werr.Message, frames, 0)
+	if data, err := rl.encodeThrown(v); err == nil {
+		werr.Value = data
+	}
+	return werr
+}
+
+func (rl *realm) encodeThrown(v goja.Value) (data []byte, err error) {
+	enc := newEncoder(rl.rt, rl.in, encodeOptions{root: "error", dest: "back to the master", limit: 1 << 20})
+	if ex := rl.rt.Try(func() { data, err = enc.encodeValue(v) }); ex != nil {
+		return nil, ex
+	}
+	return append([]byte(nil), data...), err
+}
+
+func safeString(v goja.Value) string {
+	if v == nil || goja.IsUndefined(v) || goja.IsNull(v) {
+		return ""
+	}
+	return v.String()
+}
+
+// stackString writes a V8-style stack: "Name: message" and then one
+// "    at ..." line per frame, at most max frames (0: all).
+func stackString(name, msg string, frames []goja.StackFrame, max int) string {
+	var b strings.Builder
+	switch {
+	case name == "":
+		b.WriteString(msg)
+	case msg == "":
+		b.WriteString(name)
+	default:
+		b.WriteString(name + ": " + msg)
+	}
+	if max > 0 && len(frames) > max {
+		frames = frames[:max]
+	}
+	writeFrames(&b, frames)
+	return b.String()
+}
+
+func writeFrames(b *strings.Builder, frames []goja.StackFrame) {
+	for i := range frames {
+		f := &frames[i]
+		b.WriteString("\n    at ")
+		name := f.FuncName()
+		pos := f.Position()
+		if pos.Filename == "" && pos.Line == 0 {
+			if name == "" {
+				name = "<anonymous>"
+			}
+			b.WriteString(name + " (native)")
+			continue
+		}
+		loc := pos.Filename + ":" + strconv.Itoa(pos.Line) + ":" + strconv.Itoa(pos.Column)
+		if name == "" {
+			b.WriteString(loc)
+		} else {
+			b.WriteString(name + " (" + loc + ")")
+		}
+	}
+}
+
+// gojaFrame matches goja's frame suffix, "file:line:col(pc)".
+var gojaFrame = regexp.MustCompile(`:(\d+):(\d+)\(\d+\)`)
+
+// normalizeStack rewrites goja's stack format (tab-indented frames with a
+// program counter) into V8's, which users know.
+func normalizeStack(s string) string {
+	s = strings.TrimRight(s, "\n")
+	s = strings.ReplaceAll(s, "\n\tat ", "\n    at ")
+	return gojaFrame.ReplaceAllString(s, ":$1:$2")
+}
+
+// describe names a value's type for error messages: "undefined", "a
+// string", "an object".
+func describe(v goja.Value) string {
+	switch {
+	case v == nil || goja.IsUndefined(v):
+		return "undefined"
+	case goja.IsNull(v):
+		return "null"
+	case goja.IsString(v):
+		return "a string"
+	case goja.IsNumber(v):
+		return "a number"
+	case goja.IsBigInt(v):
+		return "a bigint"
+	}
+	if o, ok := v.(*goja.Object); ok {
+		if _, ok := goja.AssertFunction(o); ok {
+			return "a function"
+		}
+		if o.ClassName() == "Array" {
+			return "an array"
+		}
+		return "an object"
+	}
+	return "a " + v.ExportType().String()
+}

@@ -1,0 +1,93 @@
+package engine
+
+import (
+	"fmt"
+	"math"
+	"reflect"
+
+	"github.com/dop251/goja"
+)
+
+// FormatValue returns the text that riot-worker eval prints for a result:
+// JSON when the value can be written as JSON without losing anything (null,
+// booleans, finite numbers other than -0, strings, arrays and plain objects,
+// without cycles), and otherwise the readable form console.log prints, at
+// any depth (docs/engine.md, "Printing values"). isJSON says which.
+func FormatValue(data []byte) (text string, isJSON bool, err error) {
+	e, err := New(Options{Slots: 1})
+	if err != nil {
+		return "", false, err
+	}
+	defer e.Close()
+	rl, err := newRealm(e, 0, "format")
+	if err != nil {
+		return "", false, err
+	}
+	v, err := rl.dec.decodeValue(data)
+	if err != nil {
+		return "", false, fmt.Errorf("engine: format: %w", err)
+	}
+	if rl.jsonSafe(v, nil) {
+		if ex := rl.rt.Try(func() {
+			var s goja.Value
+			s, err = rl.in.jsonStringify(goja.Undefined(), v)
+			if err == nil {
+				text = s.String()
+			}
+		}); ex != nil {
+			err = ex
+		}
+		return text, err == nil, err
+	}
+	return inspect(rl, v, inspectOptions{depth: -1, maxItems: 1000}), false, nil
+}
+
+// jsonSafe reports whether JSON.stringify would write v exactly.
+func (rl *realm) jsonSafe(v goja.Value, ancestors []*goja.Object) bool {
+	switch {
+	case v == nil || goja.IsUndefined(v):
+		return false
+	case goja.IsNull(v), goja.IsString(v):
+		return true
+	case goja.IsNumber(v):
+		f := v.ToFloat()
+		return !math.IsNaN(f) && !math.IsInf(f, 0) && !(f == 0 && math.Signbit(f))
+	}
+	if v.ExportType().Kind() == reflect.Bool {
+		return true
+	}
+	o, ok := v.(*goja.Object)
+	if !ok {
+		return false
+	}
+	for _, a := range ancestors {
+		if a == o {
+			return false
+		}
+	}
+	ancestors = append(ancestors, o)
+	switch rl.in.classify(o) {
+	case kindArray:
+		if o.Prototype() != rl.in.arrayProto {
+			return false
+		}
+		n := int(o.Get("length").ToInteger())
+		for i := 0; i < n; i++ {
+			if !rl.jsonSafe(o.Get(itoa(i)), ancestors) {
+				return false
+			}
+		}
+		return true
+	case kindPlain:
+		if o.Prototype() != rl.in.objectProto {
+			return false
+		}
+		for _, k := range o.Keys() {
+			if !rl.jsonSafe(o.Get(k), ancestors) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}

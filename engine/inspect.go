@@ -1,0 +1,391 @@
+package engine
+
+import (
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/dop251/goja"
+	"github.com/dop251/goja/ftoa"
+)
+
+// inspectOptions tunes inspect. Zero values mean Node's defaults.
+type inspectOptions struct {
+	// depth is how many levels of nesting are shown before [Object];
+	// 0 means 2, as console.log does; negative means no limit.
+	depth int
+	// maxItems is how many array, Map or Set items are shown; 0 means 100.
+	maxItems int
+	// breakLength is the width past which an object is broken over lines;
+	// 0 means 80.
+	breakLength int
+}
+
+// inspect formats a value as Node's util.inspect does (in its main points:
+// quoting, nesting depth, Maps and Sets, typed arrays, class names, circular
+// references, line breaking). It is what console.log prints for non-strings
+// and what riot-worker eval prints for results that are not JSON.
+func inspect(rl *realm, v goja.Value, opts inspectOptions) string {
+	if opts.depth == 0 {
+		opts.depth = 2
+	}
+	if opts.maxItems == 0 {
+		opts.maxItems = 100
+	}
+	if opts.breakLength == 0 {
+		opts.breakLength = 80
+	}
+	in := &inspector{rl: rl, opts: opts, refs: make(map[*goja.Object]int)}
+	var out string
+	if ex := rl.rt.Try(func() { out = in.value(v, 0, true) }); ex != nil {
+		return "[inspect: " + ex.Error() + "]"
+	}
+	return out
+}
+
+type inspector struct {
+	// nest is how many levels of objects the value just formatted holds
+	// (0 for a primitive): Node puts an object on one line only when it
+	// holds at most three levels and fits in breakLength.
+	nest    int
+	rl      *realm
+	opts    inspectOptions
+	stack   []*goja.Object
+	refs    map[*goja.Object]int // circular targets and their numbers
+	nextRef int
+}
+
+func formatNumber(f float64) string {
+	if f == 0 && math.Signbit(f) {
+		return "-0"
+	}
+	var buf [64]byte
+	return string(ftoa.FToStr(f, ftoa.ModeStandard, 0, buf[:0]))
+}
+
+// quote writes a string as Node does inside objects: single quotes, unless
+// the string holds some and no double quotes.
+func quote(s string) string {
+	q := byte('\'')
+	if strings.IndexByte(s, '\'') >= 0 && strings.IndexByte(s, '"') < 0 {
+		q = '"'
+	}
+	var b strings.Builder
+	b.WriteByte(q)
+	for _, r := range s {
+		switch {
+		case r == rune(q):
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\\':
+			b.WriteString(`\\`)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r < 0x20 || r == 0x7f:
+			b.WriteString(`\x`)
+			b.WriteString(strconv.FormatInt(int64(r)+0x100, 16)[1:])
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte(q)
+	return b.String()
+}
+
+func propertyKey(k string) string {
+	if isIdentifier(k) {
+		return k
+	}
+	return quote(k)
+}
+
+func (in *inspector) value(v goja.Value, level int, top bool) string {
+	in.nest = 0
+	switch {
+	case v == nil || goja.IsUndefined(v):
+		return "undefined"
+	case goja.IsNull(v):
+		return "null"
+	case goja.IsString(v):
+		return quote(v.String())
+	case goja.IsNumber(v):
+		return formatNumber(v.ToFloat())
+	case goja.IsBigInt(v):
+		return v.String() + "n"
+	}
+	if s, ok := v.(*goja.Symbol); ok {
+		return "Symbol(" + s.String() + ")"
+	}
+	o, ok := v.(*goja.Object)
+	if !ok {
+		return v.String()
+	}
+	for _, a := range in.stack {
+		if a == o {
+			n, ok := in.refs[o]
+			if !ok {
+				in.nextRef++
+				n = in.nextRef
+				in.refs[o] = n
+			}
+			return "[Circular *" + strconv.Itoa(n) + "]"
+		}
+	}
+	in.stack = append(in.stack, o)
+	deepest := -1 // stays -1 for an object shown without nested items
+	s := in.object(o, level, &deepest)
+	in.nest = deepest + 1
+	in.stack = in.stack[:len(in.stack)-1]
+	if n, ok := in.refs[o]; ok {
+		s = "<ref *" + strconv.Itoa(n) + "> " + s
+	}
+	return s
+}
+
+func (in *inspector) tooDeep(level int) bool {
+	return in.opts.depth >= 0 && level > in.opts.depth
+}
+
+func (in *inspector) object(o *goja.Object, level int, deepest *int) string {
+	rl := in.rl
+	switch rl.in.classify(o) {
+	case kindFunction:
+		return in.function(o)
+	case kindArray:
+		if in.tooDeep(level) {
+			*deepest = -1 // shown as [Name], which nests nothing
+			return "[Array]"
+		}
+		n := int(o.Get("length").ToInteger())
+		items := make([]string, 0, min(n, in.opts.maxItems)+1)
+		for i := 0; i < n && i < in.opts.maxItems; i++ {
+			items = append(items, in.child(o.Get(itoa(i)), level+1, deepest))
+		}
+		if n > in.opts.maxItems {
+			items = append(items, "... "+strconv.Itoa(n-in.opts.maxItems)+" more item"+plural(n-in.opts.maxItems))
+		}
+		prefix := ""
+		if p := o.Prototype(); p != rl.in.arrayProto {
+			prefix = in.className(o, "Array") + "(" + strconv.Itoa(n) + ") "
+		}
+		return prefix + in.wrap("[", "]", items, level, *deepest)
+	case kindDate:
+		ms, err := rl.in.dateGetTime(o)
+		if err != nil || math.IsNaN(ms.ToFloat()) {
+			return "Invalid Date"
+		}
+		return time.UnixMilli(int64(ms.ToFloat())).UTC().Format("2006-01-02T15:04:05.000Z")
+	case kindRegExp:
+		src, _ := rl.in.regexpSource(o)
+		flags, _ := rl.in.regexpFlags(o)
+		return "/" + safeString(src) + "/" + safeString(flags)
+	case kindError:
+		stack := normalizeStack(safeString(o.Get("stack")))
+		if stack == "" {
+			stack = safeString(o.Get("name")) + ": " + safeString(o.Get("message"))
+		}
+		if level > 0 {
+			return "[" + strings.SplitN(stack, "\n", 2)[0] + "]"
+		}
+		return stack
+	case kindBoxed:
+		inner := rl.in.unbox(rl.rt, o)
+		name := o.ClassName()
+		if goja.IsBigInt(inner) {
+			name = "BigInt"
+		}
+		return "[" + name + ": " + in.value(inner, level, false) + "]"
+	case kindMap, kindSet:
+		isMap := rl.in.classify(o) == kindMap
+		name := in.className(o, map[bool]string{true: "Map", false: "Set"}[isMap])
+		enc := &encoder{rt: rl.rt, in: rl.in}
+		forEach := rl.in.setForEach
+		if isMap {
+			forEach = rl.in.mapForEach
+		}
+		kv, err := enc.entries(forEach, o)
+		if err != nil {
+			return "[" + name + "]"
+		}
+		count := len(kv) / 2
+		head := name + "(" + strconv.Itoa(count) + ") "
+		if in.tooDeep(level) {
+			*deepest = -1 // shown as [Name], which nests nothing
+			return "[" + name + "]"
+		}
+		items := make([]string, 0, min(count, in.opts.maxItems)+1)
+		for i := 0; i < len(kv) && i/2 < in.opts.maxItems; i += 2 {
+			if isMap {
+				items = append(items, in.child(kv[i], level+1, deepest)+" => "+in.child(kv[i+1], level+1, deepest))
+			} else {
+				items = append(items, in.child(kv[i], level+1, deepest))
+			}
+		}
+		if count > in.opts.maxItems {
+			items = append(items, "... "+strconv.Itoa(count-in.opts.maxItems)+" more item"+plural(count-in.opts.maxItems))
+		}
+		return head + in.wrap("{", "}", items, level, *deepest)
+	case kindArrayBuffer:
+		data := o.Export().(goja.ArrayBuffer).Bytes()
+		var hex []string
+		for i, c := range data {
+			if i == 50 {
+				hex = append(hex, "... "+strconv.Itoa(len(data)-50)+" more bytes")
+				break
+			}
+			hex = append(hex, strconv.FormatInt(int64(c)+0x100, 16)[1:])
+		}
+		return "ArrayBuffer { [Uint8Contents]: <" + strings.Join(hex, " ") + ">, byteLength: " + strconv.Itoa(len(data)) + " }"
+	case kindTyped, kindDataView:
+		name := "DataView"
+		if n, ok := rl.in.typedName(o); ok {
+			name = n
+		}
+		if name == "DataView" {
+			bl, _ := rl.in.viewLength(o)
+			off, _ := rl.in.viewOffset(o)
+			return "DataView { byteLength: " + safeString(bl) + ", byteOffset: " + safeString(off) + " }"
+		}
+		n := int(o.Get("length").ToInteger())
+		if in.tooDeep(level) {
+			*deepest = -1 // shown as [Name], which nests nothing
+			return "[" + name + "]"
+		}
+		items := make([]string, 0, min(n, in.opts.maxItems)+1)
+		for i := 0; i < n && i < in.opts.maxItems; i++ {
+			items = append(items, in.child(o.Get(itoa(i)), level+1, deepest))
+		}
+		if n > in.opts.maxItems {
+			items = append(items, "... "+strconv.Itoa(n-in.opts.maxItems)+" more item"+plural(n-in.opts.maxItems))
+		}
+		return name + "(" + strconv.Itoa(n) + ") " + in.wrap("[", "]", items, level, *deepest)
+	case kindPromise:
+		p := o.Export().(*goja.Promise)
+		switch p.State() {
+		case goja.PromiseStatePending:
+			return "Promise { <pending> }"
+		case goja.PromiseStateRejected:
+			return "Promise { <rejected> " + in.value(p.Result(), level+1, false) + " }"
+		}
+		return "Promise { " + in.value(p.Result(), level+1, false) + " }"
+	case kindProxy:
+		return "[Proxy]"
+	case kindWeakMap:
+		return "WeakMap { <items unknown> }"
+	case kindWeakSet:
+		return "WeakSet { <items unknown> }"
+	}
+	name := in.className(o, "Object")
+	prefix := ""
+	switch {
+	case o.Prototype() == nil:
+		prefix = "[Object: null prototype] "
+	case name != "Object":
+		prefix = name + " "
+	}
+	if in.tooDeep(level) {
+		*deepest = -1 // shown as [Name], which nests nothing
+		return "[" + name + "]"
+	}
+	keys := o.Keys()
+	items := make([]string, 0, len(keys))
+	for _, k := range keys {
+		items = append(items, propertyKey(k)+": "+in.child(o.Get(k), level+1, deepest))
+	}
+	if len(items) == 0 && prefix != "" {
+		return prefix + "{}"
+	}
+	return prefix + in.wrap("{", "}", items, level, *deepest)
+}
+
+// className returns the name of the object's constructor, as found on its
+// prototype, or def.
+func (in *inspector) className(o *goja.Object, def string) string {
+	p := o.Prototype()
+	if p == nil {
+		return def
+	}
+	c, ok := p.Get("constructor").(*goja.Object)
+	if !ok {
+		return def
+	}
+	if n := safeString(c.Get("name")); n != "" {
+		return n
+	}
+	return def
+}
+
+func (in *inspector) function(o *goja.Object) string {
+	name := safeString(o.Get("name"))
+	src := o.String()
+	kind := "Function"
+	switch {
+	case strings.HasPrefix(src, "class"):
+		if name == "" {
+			return "[class (anonymous)]"
+		}
+		return "[class " + name + "]"
+	case o.ClassName() == "AsyncFunction" || strings.HasPrefix(src, "async"):
+		kind = "AsyncFunction"
+	case o.ClassName() == "GeneratorFunction":
+		kind = "GeneratorFunction"
+	}
+	if name == "" {
+		return "[" + kind + " (anonymous)]"
+	}
+	return "[" + kind + ": " + name + "]"
+}
+
+// child formats a value inside the object being formatted, and keeps the
+// deepest nesting among its children.
+func (in *inspector) child(v goja.Value, level int, deepest *int) string {
+	s := in.value(v, level, false)
+	*deepest = max(*deepest, in.nest)
+	return s
+}
+
+// wrap joins items on one line when they fit and hold at most three levels
+// of objects, else puts one per line.
+func (in *inspector) wrap(open, closing string, items []string, level, deepest int) string {
+	if len(items) == 0 {
+		return open + closing
+	}
+	total := len(open) + len(closing) + 2
+	multi := false
+	for _, it := range items {
+		total += len(it) + 2
+		if strings.Contains(it, "\n") {
+			multi = true
+		}
+	}
+	if !multi && deepest < 3 && total+level*2 <= in.opts.breakLength {
+		return open + " " + strings.Join(items, ", ") + " " + closing
+	}
+	indent := strings.Repeat("  ", level+1)
+	var b strings.Builder
+	b.WriteString(open)
+	for i, it := range items {
+		b.WriteString("\n")
+		b.WriteString(indent)
+		b.WriteString(it)
+		if i < len(items)-1 {
+			b.WriteString(",")
+		}
+	}
+	b.WriteString("\n")
+	b.WriteString(strings.Repeat("  ", level))
+	b.WriteString(closing)
+	return b.String()
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
+}

@@ -1,0 +1,190 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+	"runtime/debug"
+	"time"
+
+	"github.com/dop251/goja"
+
+	"github.com/riot-go/riot/workunit"
+)
+
+// slot evaluates one workunit at a time. It keeps a few realms, most
+// recently used first, and drops a realm whose workunit ran away (time,
+// stack or memory limit, or a bug), so that the next workunit there starts
+// from a clean runtime.
+type slot struct {
+	id     int
+	eng    *Engine
+	realms []*realm
+}
+
+func (s *slot) realm(key string) (*realm, error) {
+	for i, rl := range s.realms {
+		if rl.key == key {
+			copy(s.realms[1:i+1], s.realms[:i])
+			s.realms[0] = rl
+			return rl, nil
+		}
+	}
+	rl, err := newRealm(s.eng, s.id, key)
+	if err != nil {
+		return nil, err
+	}
+	s.realms = append([]*realm{rl}, s.realms...)
+	if len(s.realms) > s.eng.opts.RealmsPerSlot {
+		s.realms = s.realms[:s.eng.opts.RealmsPerSlot]
+	}
+	return rl, nil
+}
+
+func (s *slot) drop(rl *realm) {
+	for i, r := range s.realms {
+		if r == rl {
+			s.realms = append(s.realms[:i], s.realms[i+1:]...)
+			return
+		}
+	}
+}
+
+// timeLimitError is the cause of a run that passed its time limit.
+type timeLimitError struct{ limit time.Duration }
+
+func (e *timeLimitError) Error() string {
+	return fmt.Sprintf("workunit ran past its time limit of %s", e.limit)
+}
+
+func (s *slot) run(parent context.Context, req *Request) (*Result, error) {
+	rl, err := s.realm(req.Realm)
+	if err != nil {
+		return nil, fmt.Errorf("engine: new runtime: %w", err)
+	}
+	ctx, cancel := context.WithCancelCause(parent)
+	defer cancel(nil)
+	r := &run{ctx: ctx, blobs: req.Blobs}
+	// stop is the one way a workunit is stopped from outside: it cancels
+	// the context (which ends sleeps and waits) and interrupts the script.
+	r.cancel = func(cause error) {
+		cancel(cause)
+		rl.interrupt(cause)
+	}
+	timeout := req.Timeout
+	if timeout <= 0 {
+		timeout = s.eng.opts.Timeout
+	}
+	if timeout > 0 {
+		t := time.AfterFunc(timeout, func() { r.cancel(&timeLimitError{limit: timeout}) })
+		defer t.Stop()
+	}
+	r.console.max = s.eng.opts.MaxConsoleBytes
+
+	rl.cur = r
+	rl.setRunning(true)
+	stop := func() bool { return false }
+	if parent.Done() != nil {
+		stop = context.AfterFunc(parent, func() { r.cancel(context.Cause(parent)) })
+	}
+	if s.eng.guard != nil {
+		s.eng.guard.add(r)
+	}
+	start := time.Now()
+	data, err := rl.evaluate(r, req.Spec)
+	elapsed := time.Since(start)
+	if s.eng.guard != nil {
+		s.eng.guard.remove(r)
+	}
+	stop()
+	rl.setRunning(false)
+	r.timers.reset()
+	rl.cur = nil
+
+	res := &Result{Console: r.console.finish(), Slot: s.id, Elapsed: elapsed}
+	if err == nil {
+		res.Value = data
+		return res, nil
+	}
+	werr, discard := rl.failure(ctx, err)
+	if discard {
+		s.drop(rl)
+		if werr.Kind == workunit.MemoryLimit {
+			runtime.GC()
+			debug.FreeOSMemory()
+		}
+	}
+	return res, werr
+}
+
+// evaluate runs the workunit's code, waits for its promise if it returned
+// one, and encodes the result. A Go panic from the engine's own code stops
+// here and fails only this workunit.
+func (rl *realm) evaluate(r *run, spec *workunit.Spec) (data []byte, err error) {
+	defer func() {
+		if x := recover(); x != nil {
+			if e, ok := x.(error); ok {
+				var ie *goja.InterruptedError
+				var so *goja.StackOverflowError
+				if errors.As(e, &ie) || errors.As(e, &so) {
+					err = e
+					return
+				}
+			}
+			err = &internalError{panic: x, stack: debug.Stack()}
+		}
+	}()
+	v, err := rl.evalSpec(spec)
+	if err != nil {
+		return nil, err
+	}
+	if v, err = rl.settle(r, v); err != nil {
+		return nil, err
+	}
+	var out []byte
+	if ex := rl.rt.Try(func() { out, err = rl.enc.encodeValue(v) }); ex != nil {
+		return nil, ex
+	}
+	if err != nil {
+		return nil, err
+	}
+	return append([]byte(nil), out...), nil
+}
+
+// settle waits for a promise result to settle, running the workunit's
+// timers meanwhile, and returns its value; other values are returned as
+// they are.
+func (rl *realm) settle(r *run, v goja.Value) (goja.Value, error) {
+	o, ok := v.(*goja.Object)
+	if !ok || o.ExportType() != typePromiseExport {
+		return v, nil
+	}
+	p := o.Export().(*goja.Promise)
+	for p.State() == goja.PromiseStatePending {
+		if !r.timers.pending() {
+			return nil, &workunit.Error{Kind: workunit.Thrown, Name: "Error",
+				Message: "the workunit returned a promise that can never settle: nothing it waits for is pending (no timers are set)"}
+		}
+		if err := r.timers.runNext(r.ctx); err != nil {
+			return nil, err
+		}
+	}
+	if p.State() == goja.PromiseStateRejected {
+		return nil, &rejection{value: p.Result()}
+	}
+	return p.Result(), nil
+}
+
+// rejection is the reason a workunit's promise was rejected with.
+type rejection struct{ value goja.Value }
+
+func (r *rejection) Error() string { return "promise rejected" }
+
+// internalError is a Go panic in the engine's own code.
+type internalError struct {
+	panic any
+	stack []byte
+}
+
+func (e *internalError) Error() string { return fmt.Sprintf("engine: panic: %v", e.panic) }

@@ -1,0 +1,134 @@
+package gpu
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime"
+)
+
+// device is the thread of one device: a goroutine locked to its OS thread
+// that retained the device's primary context and made it current, and that
+// runs every driver call for the device, one at a time, from a channel. So
+// no caller's thread needs a current context, and the calls on a device are
+// ordered as they arrive.
+//
+// The fields below calls are touched only by that goroutine.
+type device struct {
+	api     *cudaAPI
+	ordinal int
+	cu      int32   // CUdevice
+	ctx     uintptr // the primary context, retained by the thread
+	calls   chan call
+	quit    chan struct{}
+	exited  chan struct{}
+	stopErr error // the release's error; read after exited is closed
+
+	modules map[kernelKey]uintptr // loaded modules by compiled-program key
+	funcs   map[funcKey]uintptr   // kernel functions by module and name
+}
+
+// call is one function for the device thread; its error comes back on done.
+type call struct {
+	fn   func() error
+	done chan error
+}
+
+// startDevice starts the thread of device ordinal and waits until it has
+// the primary context current.
+func startDevice(api *cudaAPI, ordinal int) (*device, error) {
+	d := &device{
+		api:     api,
+		ordinal: ordinal,
+		calls:   make(chan call),
+		quit:    make(chan struct{}),
+		exited:  make(chan struct{}),
+		modules: map[kernelKey]uintptr{},
+		funcs:   map[funcKey]uintptr{},
+	}
+	ready := make(chan error, 1)
+	go d.run(ready)
+	if err := <-ready; err != nil {
+		return nil, err
+	}
+	return d, nil
+}
+
+// run is the device thread. It never unlocks its OS thread: when it
+// returns, the runtime ends the thread, and the context that was current
+// on it goes with it.
+func (d *device) run(ready chan<- error) {
+	runtime.LockOSThread()
+	defer close(d.exited)
+	api := d.api
+	if err := api.check("cuDeviceGet", api.cuDeviceGet(&d.cu, int32(d.ordinal))); err != nil {
+		ready <- err
+		return
+	}
+	if err := api.check("cuDevicePrimaryCtxRetain", api.cuDevicePrimaryCtxRetain(&d.ctx, d.cu)); err != nil {
+		ready <- err
+		return
+	}
+	if err := api.check("cuCtxSetCurrent", api.cuCtxSetCurrent(d.ctx)); err != nil {
+		_ = api.cuDevicePrimaryCtxRelease(d.cu)
+		ready <- err
+		return
+	}
+	ready <- nil
+	for {
+		select {
+		case c := <-d.calls:
+			c.done <- d.invoke(c.fn)
+		case <-d.quit:
+			d.stopErr = d.release()
+			return
+		}
+	}
+}
+
+// invoke runs fn, turning a panic into an error so that a bad call cannot
+// take the device thread, and with it the process, down.
+func (d *device) invoke(fn func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("panic on the thread of device %d: %v", d.ordinal, p)
+		}
+	}()
+	return fn()
+}
+
+// release unloads the thread's modules and drops its context reference.
+func (d *device) release() error {
+	api := d.api
+	var errs []error
+	for _, m := range d.modules {
+		errs = append(errs, api.check("cuModuleUnload", api.cuModuleUnload(m)))
+	}
+	d.modules, d.funcs = nil, nil
+	errs = append(errs, api.check("cuCtxSetCurrent", api.cuCtxSetCurrent(0)))
+	errs = append(errs, api.check("cuDevicePrimaryCtxRelease_v2", api.cuDevicePrimaryCtxRelease(d.cu)))
+	return errors.Join(errs...)
+}
+
+// do runs fn on the device thread and returns its error. ctx bounds the
+// wait for the thread to take the call; once taken, the call runs to the
+// end, since a C call cannot be interrupted, and do waits for it.
+func (d *device) do(ctx context.Context, fn func() error) error {
+	c := call{fn: fn, done: make(chan error, 1)}
+	select {
+	case d.calls <- c:
+	case <-d.quit:
+		return errDriverClosed
+	case <-ctx.Done():
+		return fmt.Errorf("waiting for the thread of device %d: %w", d.ordinal, ctx.Err())
+	}
+	return <-c.done
+}
+
+// stop ends the device thread after the call it is running, if any, and
+// returns the error of releasing its context.
+func (d *device) stop() error {
+	close(d.quit)
+	<-d.exited
+	return d.stopErr
+}
