@@ -191,16 +191,37 @@ func New(opts Options) (*Engine, error) {
 // Slots returns the number of slots.
 func (e *Engine) Slots() int { return e.opts.Slots }
 
-// Close stops the engine. Workunits running now finish; later calls to Run
-// return ErrClosed.
+// Close stops the engine: later calls to Run return ErrClosed, and every
+// runtime is released, those of workunits running now when they finish.
 func (e *Engine) Close() error {
 	e.mu.Lock()
-	defer e.mu.Unlock()
-	if !e.closed {
-		e.closed = true
-		close(e.done)
+	if e.closed {
+		e.mu.Unlock()
+		return nil
 	}
-	return nil
+	e.closed = true
+	close(e.done)
+	e.mu.Unlock()
+	for {
+		select {
+		case s := <-e.free:
+			s.closeRealms()
+			defer func() { e.free <- s }()
+		default:
+			return nil
+		}
+	}
+}
+
+// release returns a slot after a workunit; after Close, it releases the
+// slot's runtimes first.
+func (e *Engine) release(s *slot) {
+	select {
+	case <-e.done:
+		s.closeRealms()
+	default:
+	}
+	e.free <- s
 }
 
 // Run evaluates one workunit. It blocks until a slot is free, then until the
@@ -230,7 +251,7 @@ func (e *Engine) Run(ctx context.Context, req Request) (*Result, error) {
 	case <-e.done:
 		return nil, ErrClosed
 	}
-	defer func() { e.free <- s }()
+	defer e.release(s)
 	return s.run(ctx, &req)
 }
 

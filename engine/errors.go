@@ -172,6 +172,9 @@ func writeFrames(b *strings.Builder, frames []goja.StackFrame) {
 		f := &frames[i]
 		b.WriteString("\n    at ")
 		name := f.FuncName()
+		if name == "<anonymous>" {
+			name = ""
+		}
 		pos := f.Position()
 		if pos.Filename == "" && pos.Line == 0 {
 			if name == "" {

@@ -38,6 +38,10 @@ type realm struct {
 	// read on the realm's goroutine only.
 	cur *run
 
+	// closers release what the realm holds outside the Go heap (GPU
+	// resources); close runs them when the realm is dropped.
+	closers []func()
+
 	// mu guards running, which interrupt reads from other goroutines.
 	mu      sync.Mutex
 	running bool
@@ -87,6 +91,14 @@ func newRealm(eng *Engine, slotID int, key string) (*realm, error) {
 		}
 	}
 	return rl, nil
+}
+
+// close releases what the realm holds. The realm is not used again.
+func (rl *realm) close() {
+	for i := len(rl.closers) - 1; i >= 0; i-- {
+		rl.closers[i]()
+	}
+	rl.closers = nil
 }
 
 // throw panics with a new JavaScript error of the given constructor name,

@@ -36,8 +36,11 @@ func (s *slot) realm(key string) (*realm, error) {
 		return nil, err
 	}
 	s.realms = append([]*realm{rl}, s.realms...)
-	if len(s.realms) > s.eng.opts.RealmsPerSlot {
-		s.realms = s.realms[:s.eng.opts.RealmsPerSlot]
+	if n := s.eng.opts.RealmsPerSlot; len(s.realms) > n {
+		for _, old := range s.realms[n:] {
+			old.close()
+		}
+		s.realms = s.realms[:n]
 	}
 	return rl, nil
 }
@@ -46,9 +49,18 @@ func (s *slot) drop(rl *realm) {
 	for i, r := range s.realms {
 		if r == rl {
 			s.realms = append(s.realms[:i], s.realms[i+1:]...)
+			rl.close()
 			return
 		}
 	}
+}
+
+// closeRealms drops every realm of the slot.
+func (s *slot) closeRealms() {
+	for _, rl := range s.realms {
+		rl.close()
+	}
+	s.realms = nil
 }
 
 // timeLimitError is the cause of a run that passed its time limit.
