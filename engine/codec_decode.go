@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"unicode/utf8"
@@ -11,12 +12,21 @@ import (
 	"github.com/riot-go/riot/value"
 )
 
-// funcMaker turns a captured function's source and free-variable names into
-// a live function in one runtime. setEnv gives the variables their values;
-// it is called after the values are decoded, so that a function may refer
-// to itself or to functions that refer back to it.
+// funcPos is where a captured function's source starts in its file.
+type funcPos struct {
+	file         string
+	line, column int
+}
+
+// funcMaker turns a captured function's source and free variables into a
+// live function in one runtime.
 type funcMaker interface {
-	makeFunction(source string, names []string, file string, line, column int) (fn *goja.Object, setEnv func([]goja.Value) error, err error)
+	// makeFunction makes the function with its variables' values; a
+	// variable marked self is the function itself.
+	makeFunction(source string, names []string, self []bool, vals []goja.Value, pos funcPos) (*goja.Object, error)
+	// makeCyclicFunction makes the function before its variables' values
+	// are known; setEnv gives them, once decoded.
+	makeCyclicFunction(source string, names []string, pos funcPos) (fn *goja.Object, setEnv func([]goja.Value) error, err error)
 }
 
 // blobResolver returns the decoded value of a blob in one runtime.
@@ -34,7 +44,10 @@ type decoder struct {
 	r     *value.Reader
 	objs  []goja.Value
 	lazy  []bool // objs[i] is an array not created yet
-	depth int
+	// pending are the indexes of functions whose free variables are being
+	// decoded on the fast path.
+	pending []int
+	depth   int
 }
 
 func newDecoder(rt *goja.Runtime, in *intrinsics, fns funcMaker, blobs blobResolver) *decoder {
@@ -47,6 +60,7 @@ func (d *decoder) decodeValue(data []byte) (goja.Value, error) {
 	d.objs = d.objs[:0]
 	d.lazy = d.lazy[:0]
 	d.depth = 0
+	d.pending = d.pending[:0]
 	v, err := d.decode()
 	if err != nil {
 		return nil, err
@@ -65,6 +79,7 @@ func (d *decoder) decodeArgs(data []byte) ([]goja.Value, error) {
 	d.objs = d.objs[:0]
 	d.lazy = d.lazy[:0]
 	d.depth = 0
+	d.pending = d.pending[:0]
 	h, err := d.r.Next()
 	if err != nil {
 		return nil, err
@@ -288,6 +303,11 @@ func (d *decoder) tagged(tag uint64) (goja.Value, error) {
 			arr := d.rt.NewArray()
 			d.objs[idx] = arr
 			return arr, nil
+		}
+		for _, p := range d.pending {
+			if uint64(p) == idx {
+				return nil, &cycleError{fn: p}
+			}
 		}
 		return nil, d.r.Errorf("reference to object %d, which is still being decoded", idx)
 	case tag == value.TagPosBignum || tag == value.TagNegBignum:
@@ -563,6 +583,19 @@ func (d *decoder) errorObject() (goja.Value, error) {
 	return e, nil
 }
 
+// cycleError reports, during the fast path of a function's decoding, that
+// its free variables refer back to it (index fn) through something other
+// than a direct self-reference; the function then takes the slow path.
+type cycleError struct{ fn int }
+
+func (e *cycleError) Error() string { return "engine: cyclic function reference" }
+
+// function decodes a captured function. Fast path: decode the free
+// variables first, then make the function with them as parameters of its
+// factory; a free variable that is the function itself becomes a binding
+// the factory sets. Slow path, when a free variable refers back to the
+// function in a deeper way (mutual recursion): make the function first,
+// with a setter for its variables, and decode them after.
 func (d *decoder) function() (goja.Value, error) {
 	idx := d.reserve(nil)
 	h, err := d.r.Next()
@@ -576,9 +609,10 @@ func (d *decoder) function() (goja.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	// Read the names and the position first, from a copy of the reader, so
-	// that the function exists before its free variables are decoded:
-	// they may refer to it.
+	if d.fns == nil {
+		return nil, fmt.Errorf("engine: functions cannot be received here")
+	}
+	// Read the names and the position first, from a copy of the reader.
 	envStart := *d.r
 	h, err = d.r.Next()
 	if err != nil {
@@ -612,10 +646,48 @@ func (d *decoder) function() (goja.Value, error) {
 		return nil, err
 	}
 	end := *d.r
-	if d.fns == nil {
-		return nil, fmt.Errorf("engine: functions cannot be received here")
+	pos := funcPos{file: file, line: int(min(line, math.MaxInt32)), column: int(min(col, math.MaxInt32))}
+
+	// Fast path.
+	mark := len(d.objs)
+	*d.r = envStart
+	if _, err := d.r.Next(); err != nil {
+		return nil, err
 	}
-	fn, setEnv, err := d.fns.makeFunction(src, names, file, int(min(line, math.MaxInt32)), int(min(col, math.MaxInt32)))
+	d.pending = append(d.pending, idx)
+	vals := make([]goja.Value, len(names))
+	self := make([]bool, len(names))
+	var cyc *cycleError
+	for i := range names {
+		if _, err = d.r.Text(); err != nil {
+			break
+		}
+		if d.selfRef(idx) {
+			self[i] = true
+			continue
+		}
+		if vals[i], err = d.decode(); err != nil {
+			break
+		}
+	}
+	d.pending = d.pending[:len(d.pending)-1]
+	if err == nil {
+		fn, err := d.fns.makeFunction(src, names, self, vals, pos)
+		if err != nil {
+			return nil, err
+		}
+		d.objs[idx] = fn
+		*d.r = end
+		return fn, nil
+	}
+	if !errors.As(err, &cyc) || cyc.fn != idx {
+		return nil, err
+	}
+
+	// Slow path: forget what the fast path decoded, make the function,
+	// then decode its variables, which may now refer to it.
+	d.objs, d.lazy = d.objs[:mark], d.lazy[:mark]
+	fn, setEnv, err := d.fns.makeCyclicFunction(src, names, pos)
 	if err != nil {
 		return nil, err
 	}
@@ -624,7 +696,6 @@ func (d *decoder) function() (goja.Value, error) {
 	if _, err := d.r.Next(); err != nil {
 		return nil, err
 	}
-	vals := make([]goja.Value, len(names))
 	for i := range vals {
 		if _, err := d.r.Text(); err != nil {
 			return nil, err
@@ -634,12 +705,26 @@ func (d *decoder) function() (goja.Value, error) {
 		}
 	}
 	*d.r = end
-	if len(names) > 0 {
-		if err := setEnv(vals); err != nil {
-			return nil, err
-		}
+	if err := setEnv(vals); err != nil {
+		return nil, err
 	}
 	return fn, nil
+}
+
+// selfRef reports whether the next item is a reference to object idx, and
+// if so reads it.
+func (d *decoder) selfRef(idx int) bool {
+	r := *d.r
+	h, err := r.Next()
+	if err != nil || h.Major != value.MajorTag || h.Arg != value.TagRef {
+		return false
+	}
+	n, err := r.Uint()
+	if err != nil || n != uint64(idx) {
+		return false
+	}
+	*d.r = r
+	return true
 }
 
 func swapBytes(b []byte, size int) {

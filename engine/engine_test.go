@@ -469,3 +469,20 @@ func TestEngine_BlobValue_DecodedOnce(t *testing.T) {
 	}
 	assert.Equal(t, int32(1), src.n.Load(), "the blob is fetched and decoded once per runtime")
 }
+
+func TestEngine_Fn_SelfAndShared(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, Options{Slots: 1})
+	fib := &value.Function{Source: "(n) => n < 2 ? n : fib(n - 1) + fib(n - 2)", Env: map[string]any{}}
+	fib.Env["fib"] = fib
+	cfg := map[string]any{"k": 2.0}
+	get := &value.Function{Source: "() => cfg", Env: map[string]any{"cfg": cfg}}
+	res, err := e.CallFunc(context.Background(), &value.Function{
+		Source: "() => [fib(10), get() === cfg, cfg.k]",
+		Env:    map[string]any{"fib": fib, "get": get, "cfg": cfg},
+	})
+	require.NoError(t, err)
+	v, err := res.Decode()
+	require.NoError(t, err)
+	assert.Equal(t, []any{55.0, true, 2.0}, v)
+}

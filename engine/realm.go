@@ -53,11 +53,10 @@ type moduleInstance struct {
 	requires map[string]blob.Hash
 }
 
-// factory makes instances of one captured function: each call of make
-// returns a new function and the setter of its free variables.
+// factory makes instances of one captured function.
 type factory struct {
 	make  goja.Callable
-	plain goja.Value // the one instance of a function with no free variables
+	plain *goja.Object // the one instance of a function with no free variables
 }
 
 type blobValue struct {
@@ -333,39 +332,82 @@ func (rl *realm) freeze(v goja.Value, seen map[*goja.Object]bool) {
 	_, _ = rl.in.objectFreeze(goja.Undefined(), o)
 }
 
-// makeFunction implements funcMaker. The function's source is compiled once
-// per engine inside a factory that declares its free variables, so a stack
-// trace shows the function's own file, line and column.
-func (rl *realm) makeFunction(source string, names []string, file string, line, column int) (*goja.Object, func([]goja.Value) error, error) {
-	key := file + "\x00" + strconv.Itoa(line) + "\x00" + strconv.Itoa(column) + "\x00" + strings.Join(names, ",") + "\x00" + source
-	f, ok := rl.factories[key]
-	if !ok {
-		var err error
-		if f, err = rl.newFactory(source, names, file, line, column); err != nil {
-			return nil, nil, err
+// makeFunction implements funcMaker: it calls the function's factory with
+// the free variables' values as arguments. The factory is compiled once per
+// engine and made once per realm; a function without free variables is made
+// once per realm and shared.
+func (rl *realm) makeFunction(source string, names []string, self []bool, vals []goja.Value, pos funcPos) (*goja.Object, error) {
+	var params, lets []string
+	var args []goja.Value
+	for i, n := range names {
+		if self[i] {
+			lets = append(lets, n)
+		} else {
+			params = append(params, n)
+			args = append(args, vals[i])
 		}
-		rl.factories[key] = f
+	}
+	var b strings.Builder
+	b.WriteString("(function (" + strings.Join(params, ", ") + ") {")
+	if len(lets) > 0 {
+		b.WriteString(" let " + strings.Join(lets, ", ") + ";")
+	}
+	b.WriteString(" return ")
+	for _, n := range lets {
+		b.WriteString(n + " = ")
+	}
+	b.WriteString("(")
+	f, err := rl.factory(b.String(), source, "\n); })", names, pos, len(params) == 0 && len(lets) == 0)
+	if err != nil {
+		return nil, err
 	}
 	if f.plain != nil {
-		return f.plain.(*goja.Object), func([]goja.Value) error { return nil }, nil
+		return f.plain, nil
+	}
+	v, err := f.make(goja.Undefined(), args...)
+	if err != nil {
+		return nil, err
+	}
+	return rl.checkFunction(v, pos)
+}
+
+// makeCyclicFunction implements funcMaker: the factory declares the free
+// variables and returns the function with a setter for them.
+func (rl *realm) makeCyclicFunction(source string, names []string, pos funcPos) (*goja.Object, func([]goja.Value) error, error) {
+	var suffix strings.Builder
+	suffix.WriteString("\n), function (" + envParam + ") {")
+	for i, n := range names {
+		fmt.Fprintf(&suffix, " %s = %s[%d];", n, envParam, i)
+	}
+	suffix.WriteString(" }]; })")
+	prefix := "(function () { let " + strings.Join(names, ", ") + "; return [("
+	f, err := rl.factory(prefix, source, suffix.String(), names, pos, false)
+	if err != nil {
+		return nil, nil, err
 	}
 	pair, err := f.make(goja.Undefined())
 	if err != nil {
 		return nil, nil, err
 	}
 	po := pair.(*goja.Object)
-	fn, ok := po.Get("0").(*goja.Object)
-	if !ok {
-		return nil, nil, invalid("captured function from %s:%d is not a function", file, line)
-	}
-	if _, ok := goja.AssertFunction(fn); !ok {
-		return nil, nil, invalid("captured source from %s:%d is %s, not a function", file, line, describe(fn))
+	fn, err := rl.checkFunction(po.Get("0"), pos)
+	if err != nil {
+		return nil, nil, err
 	}
 	set, _ := goja.AssertFunction(po.Get("1"))
 	return fn, func(vals []goja.Value) error {
 		_, err := set(goja.Undefined(), rl.rt.NewArray(toAny(vals)...))
 		return err
 	}, nil
+}
+
+func (rl *realm) checkFunction(v goja.Value, pos funcPos) (*goja.Object, error) {
+	if o, ok := v.(*goja.Object); ok {
+		if _, ok := goja.AssertFunction(o); ok {
+			return o, nil
+		}
+	}
+	return nil, invalid("captured source from %s:%d is %s, not a function", pos.file, pos.line, describe(v))
 }
 
 func toAny(vals []goja.Value) []any {
@@ -378,38 +420,36 @@ func toAny(vals []goja.Value) []any {
 
 const envParam = "__riot_env"
 
-func (rl *realm) newFactory(source string, names []string, file string, line, column int) (*factory, error) {
+// factory returns the realm's factory for prefix+source+suffix, compiling
+// it (once per engine) and running it (once per realm) on first use. The
+// source is padded so that it sits at its own line and column in its file.
+// When plain, the factory takes nothing and its one function is kept.
+func (rl *realm) factory(prefix, source, suffix string, names []string, pos funcPos, plain bool) (*factory, error) {
+	key := prefix + "\x00" + suffix + "\x00" + pos.file + "\x00" + strconv.Itoa(pos.line) + "\x00" + strconv.Itoa(pos.column) + "\x00" + source
+	if f, ok := rl.factories[key]; ok {
+		return f, nil
+	}
 	for _, n := range names {
 		if !isIdentifier(n) || n == envParam || reservedWords[n] {
-			return nil, invalid("captured function from %s:%d: %q cannot be a free variable's name", file, line, n)
+			return nil, invalid("captured function from %s:%d: %q cannot be a free variable's name", pos.file, pos.line, n)
 		}
 	}
+	file := pos.file
 	if file == "" {
 		file = "fn"
 	}
 	var b strings.Builder
-	b.WriteString("(function () {")
-	if len(names) > 0 {
-		b.WriteString(" let ")
-		b.WriteString(strings.Join(names, ", "))
-		b.WriteString(";")
-	}
-	b.WriteString(" return [(")
-	// Pad so that the function's text sits at its own line and column.
-	if line > 1 {
-		b.WriteString(strings.Repeat("\n", line-1))
-		if column > 1 {
-			b.WriteString(strings.Repeat(" ", column-1))
+	b.WriteString(prefix)
+	if pos.line > 1 {
+		b.WriteString(strings.Repeat("\n", pos.line-1))
+		if pos.column > 1 {
+			b.WriteString(strings.Repeat(" ", pos.column-1))
 		}
-	} else if pad := column - 1 - b.Len(); pad > 0 {
+	} else if pad := pos.column - 1 - b.Len(); pad > 0 {
 		b.WriteString(strings.Repeat(" ", pad))
 	}
 	b.WriteString(source)
-	b.WriteString("\n), function (" + envParam + ") {")
-	for i, n := range names {
-		fmt.Fprintf(&b, " %s = %s[%d];", n, envParam, i)
-	}
-	b.WriteString(" }]; })")
+	b.WriteString(suffix)
 	prg, err := rl.eng.cache.compile(file, b.String())
 	if err != nil {
 		return nil, err
@@ -418,18 +458,21 @@ func (rl *realm) newFactory(source string, names []string, file string, line, co
 	if err != nil {
 		return nil, err
 	}
-	mk, _ := goja.AssertFunction(fv)
+	mk, ok := goja.AssertFunction(fv)
+	if !ok {
+		return nil, invalid("captured function from %s:%d does not compile to a factory", pos.file, pos.line)
+	}
 	f := &factory{make: mk}
-	if len(names) == 0 {
-		pair, err := mk(goja.Undefined())
+	if plain {
+		v, err := mk(goja.Undefined())
 		if err != nil {
 			return nil, err
 		}
-		f.plain = pair.(*goja.Object).Get("0")
-		if _, ok := goja.AssertFunction(f.plain); !ok {
-			return nil, invalid("captured source from %s:%d is %s, not a function", file, line, describe(f.plain))
+		if f.plain, err = rl.checkFunction(v, pos); err != nil {
+			return nil, err
 		}
 	}
+	rl.factories[key] = f
 	return f, nil
 }
 
