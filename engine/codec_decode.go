@@ -228,10 +228,20 @@ func (d *decoder) object(n uint64) (goja.Value, error) {
 	}
 	o := d.rt.NewObject()
 	d.reserve(o)
+	var seen map[string]struct{}
+	if n > 1 {
+		seen = make(map[string]struct{}, n)
+	}
 	for i := uint64(0); i < n; i++ {
 		k, err := d.key()
 		if err != nil {
 			return nil, err
+		}
+		if seen != nil {
+			if _, dup := seen[k]; dup {
+				return nil, d.r.Errorf("an object holds the key %q twice", k)
+			}
+			seen[k] = struct{}{}
 		}
 		v, err := d.decode()
 		if err != nil {
@@ -270,6 +280,28 @@ func (d *decoder) key() (string, error) {
 	return "", d.r.Errorf("object key of major type %d; keys are strings", h.Major)
 }
 
+// str reads a string item: a text string, or a TagUTF16 one.
+func (d *decoder) str() (goja.Value, error) {
+	h, err := d.r.Next()
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case h.Major == value.MajorText:
+		b, err := d.r.Bytes(h.Arg)
+		if err != nil {
+			return nil, err
+		}
+		if !utf8.Valid(b) {
+			return nil, d.r.Errorf("text string is not valid UTF-8")
+		}
+		return d.rt.ToValue(string(b)), nil
+	case h.Major == value.MajorTag && h.Arg == value.TagUTF16:
+		return d.utf16()
+	}
+	return nil, d.r.Errorf("want a string, have major type %d", h.Major)
+}
+
 func (d *decoder) utf16() (goja.Value, error) {
 	b, err := d.r.ByteString()
 	if err != nil {
@@ -283,10 +315,16 @@ func (d *decoder) utf16() (goja.Value, error) {
 }
 
 func (d *decoder) tagged(tag uint64) (goja.Value, error) {
-	if err := d.enter(); err != nil {
-		return nil, err
+	// Objects count as levels of nesting; BigInts, references, UTF-16
+	// strings and blob references do not (docs/values.md, Limits).
+	switch tag {
+	case value.TagRef, value.TagPosBignum, value.TagNegBignum, value.TagUTF16, value.TagBlob:
+	default:
+		if err := d.enter(); err != nil {
+			return nil, err
+		}
+		defer func() { d.depth-- }()
 	}
-	defer func() { d.depth-- }()
 	switch {
 	case tag == value.TagRef:
 		idx, err := d.r.Uint()
@@ -328,10 +366,7 @@ func (d *decoder) tagged(tag uint64) (goja.Value, error) {
 		if !ok {
 			return nil, d.r.Errorf("a date holds major type %d, not a number", h.Major)
 		}
-		ms := math.Round(sec * 1000)
-		if math.IsNaN(sec) {
-			ms = math.NaN()
-		}
+		ms := value.DateMillis(sec)
 		date, err := d.in.newDate(nil, d.rt.ToValue(ms))
 		if err != nil {
 			return nil, err
@@ -347,15 +382,15 @@ func (d *decoder) tagged(tag uint64) (goja.Value, error) {
 		if h.Major != value.MajorArray || h.Arg != 2 {
 			return nil, d.r.Errorf("a RegExp is [source, flags]")
 		}
-		src, err := d.r.Text()
+		src, err := d.str()
 		if err != nil {
 			return nil, err
 		}
-		flags, err := d.r.Text()
+		flags, err := d.str()
 		if err != nil {
 			return nil, err
 		}
-		re, err := d.in.newRegExp(nil, d.rt.ToValue(src), d.rt.ToValue(flags))
+		re, err := d.in.newRegExp(nil, src, flags)
 		if err != nil {
 			return nil, d.r.Errorf("bad RegExp /%s/%s: %v", src, flags, err)
 		}
@@ -386,6 +421,9 @@ func (d *decoder) tagged(tag uint64) (goja.Value, error) {
 				return nil, err
 			}
 		}
+		if size := set.Get("size"); size != nil && uint64(size.ToInteger()) != h.Arg {
+			return nil, d.r.Errorf("a Set holds equal values")
+		}
 		return set, nil
 	case tag == value.TagMap:
 		h, err := d.r.Next()
@@ -415,6 +453,9 @@ func (d *decoder) tagged(tag uint64) (goja.Value, error) {
 			if _, err := d.in.mapSet(m, k, v); err != nil {
 				return nil, err
 			}
+		}
+		if size := m.Get("size"); size != nil && uint64(size.ToInteger()) != h.Arg {
+			return nil, d.r.Errorf("a Map holds equal keys")
 		}
 		return m, nil
 	case tag == value.TagError:
@@ -540,17 +581,25 @@ func (d *decoder) errorObject() (goja.Value, error) {
 	hidden := func(k string, v goja.Value) error {
 		return e.DefineDataProperty(k, v, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
 	}
+	var seen [4]string
 	for i := uint64(0); i < h.Arg; i++ {
 		k, err := d.r.Text()
 		if err != nil {
 			return nil, err
 		}
+		for _, s := range seen[:i] {
+			if s == k {
+				return nil, d.r.Errorf("an Error holds %q twice", k)
+			}
+		}
+		seen[i] = k
 		switch k {
 		case "name":
-			name, err := d.r.Text()
+			nv, err := d.str()
 			if err != nil {
 				return nil, err
 			}
+			name := nv.String()
 			if proto, ok := d.in.errorProtos[name]; ok {
 				if name != "Error" {
 					if err := e.SetPrototype(proto); err != nil {
@@ -561,7 +610,7 @@ func (d *decoder) errorObject() (goja.Value, error) {
 				return nil, err
 			}
 		case "message", "stack":
-			s, err := d.decode()
+			s, err := d.str()
 			if err != nil {
 				return nil, err
 			}

@@ -89,6 +89,9 @@ func (g *memGuard) loop(done <-chan struct{}) {
 			r.cancel(err)
 		}
 		g.mu.Unlock()
+		if n == 0 {
+			continue
+		}
 		g.log.Warn("heap passed the memory limit; interrupting running workunits",
 			"heap", formatBytes(heap), "limit", formatBytes(g.limit), "workunits", n)
 	}

@@ -1,0 +1,381 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/riot-go/riot/blob"
+	"github.com/riot-go/riot/tracker/table"
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// FileName is the name of the bbolt file in the data directory.
+const FileName = "tracker.db"
+
+// formatVersion is the store's format version, kept in the meta bucket.
+// Records carry their own version too (see codec.go).
+const formatVersion = 1
+
+// formatName marks a bbolt file as a riot tracker store.
+const formatName = "riot-tracker-store"
+
+var (
+	bucketMeta    = []byte("meta")
+	bucketRecords = []byte("records")
+	bucketBlobs   = []byte("blobs")
+	keyFormat     = []byte("format")
+	keyVersion    = []byte("version")
+)
+
+// defaultLockWait is how long OpenBolt waits for the file lock when ctx has
+// no deadline.
+const defaultLockWait = 10 * time.Second
+
+// BoltOptions tune OpenBolt. The zero value is the usual choice.
+type BoltOptions struct {
+	// ReadOnly opens the file for reading only (it must exist): Apply and
+	// PutBlob fail with ErrReadOnly. For inspection tools, and for tests
+	// of a store that cannot write.
+	ReadOnly bool
+}
+
+// Bolt is a Store in one bbolt file, FileName in a data directory.
+//
+// Layout: bucket "meta" holds the format name and version; "records" maps
+// a record's ID (8 bytes, big-endian) to its encoding (see codec.go), spec
+// included while it is waiting or running; "blobs" maps a blob hash to its
+// bytes. Every write is one bbolt transaction, committed with fsync.
+//
+// Records are keyed by ID, not by workunit key, for speed: keys are
+// random, so a batch of new keys would touch a page of the B+tree each,
+// while IDs grow with time, so new records append and the updates that
+// follow them (running, done) land on the same few recent pages.
+//
+// A Bolt is safe for concurrent use. bbolt runs one write transaction at a
+// time; wrap a Bolt in a Committer to batch concurrent Applies into one.
+type Bolt struct {
+	path string
+	mu   sync.RWMutex // guards db against Close
+	db   *bolt.DB
+}
+
+// OpenBolt opens (creating it and dir if need be) the store in dir. It
+// waits for the file lock (another riotd may hold it) until ctx is done, or
+// defaultLockWait if ctx has no deadline. A file that is not a riot store,
+// or is damaged where bbolt checks (its meta pages), fails with ErrCorrupt;
+// one from a newer format with ErrVersion.
+func OpenBolt(ctx context.Context, dir string, opts BoltOptions) (*Bolt, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", dir, err)
+	}
+	path := filepath.Join(dir, FileName)
+	if !opts.ReadOnly {
+		if err := os.MkdirAll(dir, 0o700); err != nil {
+			return nil, fmt.Errorf("store: open: %w", err)
+		}
+	} else if _, err := os.Stat(path); err != nil {
+		return nil, fmt.Errorf("store: open: %w", err)
+	}
+	wait := defaultLockWait
+	if dl, ok := ctx.Deadline(); ok {
+		wait = max(time.Until(dl), time.Millisecond)
+	}
+	db, err := openBolt(path, &bolt.Options{
+		Timeout:        wait,
+		ReadOnly:       opts.ReadOnly,
+		NoFreelistSync: true,
+		FreelistType:   bolt.FreelistMapType,
+	})
+	if err != nil {
+		if errors.Is(err, berrors.ErrInvalid) || errors.Is(err, berrors.ErrChecksum) ||
+			errors.Is(err, berrors.ErrVersionMismatch) || errors.Is(err, berrors.ErrInvalidMapping) {
+			return nil, fmt.Errorf("%w: %s is not a readable bbolt file: %w", ErrCorrupt, path, err)
+		}
+		if errors.Is(err, berrors.ErrTimeout) {
+			return nil, fmt.Errorf("store: open %s: another process holds the file lock: %w", path, err)
+		}
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	s := &Bolt{path: path, db: db}
+	if err := s.init(opts.ReadOnly); err != nil {
+		db.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// openBolt calls bolt.Open, turning a panic on a damaged file into an
+// error.
+func openBolt(path string, o *bolt.Options) (db *bolt.DB, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: bbolt: %v", berrors.ErrInvalid, p)
+		}
+	}()
+	return bolt.Open(path, 0o600, o)
+}
+
+// init checks the file's format, and on a new file writes it.
+func (s *Bolt) init(readOnly bool) error {
+	check := func(tx *bolt.Tx) (fresh bool, err error) {
+		meta := tx.Bucket(bucketMeta)
+		if meta == nil {
+			empty := true
+			_ = tx.ForEach(func([]byte, *bolt.Bucket) error { empty = false; return nil })
+			if !empty {
+				return false, fmt.Errorf("%w: %s is a bbolt file of another program (no riot meta bucket)", ErrCorrupt, s.path)
+			}
+			return true, nil
+		}
+		if name := meta.Get(keyFormat); !bytes.Equal(name, []byte(formatName)) {
+			return false, fmt.Errorf("%w: %s is not a riot tracker store (format %q)", ErrCorrupt, s.path, name)
+		}
+		v := meta.Get(keyVersion)
+		if len(v) != 4 {
+			return false, fmt.Errorf("%w: %s: version of %d bytes", ErrCorrupt, s.path, len(v))
+		}
+		if n := binary.BigEndian.Uint32(v); n != formatVersion {
+			return false, fmt.Errorf("%w: %s has format version %d, this riot reads %d", ErrVersion, s.path, n, formatVersion)
+		}
+		for _, b := range [][]byte{bucketRecords, bucketBlobs} {
+			if tx.Bucket(b) == nil {
+				return false, fmt.Errorf("%w: %s has no bucket %q", ErrCorrupt, s.path, b)
+			}
+		}
+		return false, nil
+	}
+	if readOnly {
+		return guard(s.path, func() error {
+			return s.db.View(func(tx *bolt.Tx) error {
+				fresh, err := check(tx)
+				if err == nil && fresh {
+					err = fmt.Errorf("%w: %s is empty", ErrCorrupt, s.path)
+				}
+				return err
+			})
+		})
+	}
+	return guard(s.path, func() error {
+		return s.db.Update(func(tx *bolt.Tx) error {
+			fresh, err := check(tx)
+			if err != nil || !fresh {
+				return err
+			}
+			meta, err := tx.CreateBucket(bucketMeta)
+			if err != nil {
+				return err
+			}
+			if err := meta.Put(keyFormat, []byte(formatName)); err != nil {
+				return err
+			}
+			if err := meta.Put(keyVersion, binary.BigEndian.AppendUint32(nil, formatVersion)); err != nil {
+				return err
+			}
+			for _, b := range [][]byte{bucketRecords, bucketBlobs} {
+				if _, err := tx.CreateBucket(b); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+	})
+}
+
+// guard runs f, turning a bbolt panic (it panics on some damaged pages)
+// into an ErrCorrupt error. bbolt's View and Update roll their transaction
+// back on a panic, so the DB stays usable.
+func guard(path string, f func() error) (err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%w: %s: bbolt: %v", ErrCorrupt, path, p)
+		}
+	}()
+	return f()
+}
+
+// Path returns the file's path.
+func (s *Bolt) Path() string { return s.path }
+
+// use runs f with the open DB under the read lock, or fails with ErrClosed.
+func (s *Bolt) use(op string, f func(db *bolt.DB) error) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.db == nil {
+		return fmt.Errorf("store: %s: %w", op, ErrClosed)
+	}
+	return guard(s.path, func() error { return f(s.db) })
+}
+
+func writeErr(op string, err error) error {
+	if errors.Is(err, berrors.ErrDatabaseReadOnly) {
+		return fmt.Errorf("store: %s: %w: %w", op, ErrReadOnly, err)
+	}
+	return fmt.Errorf("store: %s: %w", op, err)
+}
+
+// Load implements Store.
+func (s *Bolt) Load(ctx context.Context) ([]table.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("store: load: %w", err)
+	}
+	var recs []table.Record
+	err := s.use("load", func(db *bolt.DB) error {
+		return db.View(func(tx *bolt.Tx) error {
+			return tx.Bucket(bucketRecords).ForEach(func(k, v []byte) error {
+				if len(k) != 8 {
+					return fmt.Errorf("%w: %s: record key %x", ErrCorrupt, s.path, k)
+				}
+				id := binary.BigEndian.Uint64(k)
+				// Copy out of bbolt's memory map: Spec and Result alias data.
+				rec, err := decodeRecord(id, bytes.Clone(v))
+				if err != nil {
+					return fmt.Errorf("%w: %s: record %d: %w", ErrCorrupt, s.path, id, err)
+				}
+				if (rec.Status == table.Waiting || rec.Status == table.Running) && rec.Spec == nil {
+					return fmt.Errorf("%w: %s: record %d (%s) is %s without a spec", ErrCorrupt, s.path, id, rec.Key, rec.Status)
+				}
+				recs = append(recs, rec)
+				return nil
+			})
+		})
+	})
+	if err != nil {
+		if errors.Is(err, ErrCorrupt) || errors.Is(err, ErrClosed) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("store: load %s: %w", s.path, err)
+	}
+	return recs, nil
+}
+
+// Apply implements Store: one bbolt transaction, committed with fsync.
+func (s *Bolt) Apply(ctx context.Context, batch []table.Record) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("store: apply: %w", err)
+	}
+	if len(batch) == 0 {
+		return nil
+	}
+	err := s.use("apply", func(db *bolt.DB) error {
+		return db.Update(func(tx *bolt.Tx) error {
+			rb := tx.Bucket(bucketRecords)
+			// Mostly appends and updates of recent records: pack pages.
+			rb.FillPercent = 0.9
+			// bbolt keeps keys and values until the commit: encode each
+			// record after the last in one arena, never over it.
+			arena := make([]byte, 0, 160*len(batch))
+			for i := range batch {
+				r := &batch[i]
+				if r.ID == 0 {
+					return fmt.Errorf("record %s has no ID", r.Key.Short())
+				}
+				k := binary.BigEndian.AppendUint64(arena, r.ID)
+				arena = k[len(k):]
+				enc := encodeRecord(arena, r)
+				arena = enc[len(enc):]
+				if err := rb.Put(k[:8:8], enc[:len(enc):len(enc)]); err != nil {
+					return fmt.Errorf("record %s: %w", r.Key.Short(), err)
+				}
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		if errors.Is(err, ErrClosed) || errors.Is(err, ErrCorrupt) {
+			return err
+		}
+		return writeErr("apply", err)
+	}
+	return nil
+}
+
+// PutBlob implements Store.
+func (s *Bolt) PutBlob(ctx context.Context, h blob.Hash, data []byte) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("store: put blob: %w", err)
+	}
+	if blob.Sum(data) != h {
+		return fmt.Errorf("%w: %s", ErrBlobMismatch, h.Short())
+	}
+	err := s.use("put blob", func(db *bolt.DB) error {
+		// Skip the write (and its fsync) for a blob that is there.
+		var have bool
+		if err := db.View(func(tx *bolt.Tx) error {
+			have = tx.Bucket(bucketBlobs).Get(h[:]) != nil
+			return nil
+		}); err != nil || have {
+			return err
+		}
+		return db.Update(func(tx *bolt.Tx) error {
+			return tx.Bucket(bucketBlobs).Put(h[:], data)
+		})
+	})
+	if err != nil {
+		if errors.Is(err, ErrClosed) || errors.Is(err, ErrCorrupt) {
+			return err
+		}
+		return writeErr("put blob "+h.Short(), err)
+	}
+	return nil
+}
+
+// GetBlob implements Store.
+func (s *Bolt) GetBlob(ctx context.Context, h blob.Hash) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("store: get blob: %w", err)
+	}
+	var out []byte
+	err := s.use("get blob", func(db *bolt.DB) error {
+		return db.View(func(tx *bolt.Tx) error {
+			if v := tx.Bucket(bucketBlobs).Get(h[:]); v != nil {
+				out = bytes.Clone(v)
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, err
+	}
+	if out == nil {
+		return nil, fmt.Errorf("store: get blob %s: %w", h.Short(), blob.ErrNotFound)
+	}
+	return out, nil
+}
+
+// HasBlob implements Store.
+func (s *Bolt) HasBlob(ctx context.Context, h blob.Hash) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("store: has blob: %w", err)
+	}
+	var have bool
+	err := s.use("has blob", func(db *bolt.DB) error {
+		return db.View(func(tx *bolt.Tx) error {
+			have = tx.Bucket(bucketBlobs).Get(h[:]) != nil
+			return nil
+		})
+	})
+	return have, err
+}
+
+// Close implements Store. It waits for running calls to finish.
+func (s *Bolt) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.db == nil {
+		return nil
+	}
+	err := s.db.Close()
+	s.db = nil
+	if err != nil {
+		return fmt.Errorf("store: close %s: %w", s.path, err)
+	}
+	return nil
+}

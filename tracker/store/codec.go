@@ -1,0 +1,246 @@
+package store
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/riot-go/riot/tracker/table"
+	"github.com/riot-go/riot/value"
+	"github.com/riot-go/riot/workunit"
+)
+
+// recordVersion is the first item of every encoded record. Bump it when
+// the layout changes, and keep decoding the old ones.
+const recordVersion = 1
+
+// A record is stored under its ID (8 bytes, big-endian) as one CBOR array:
+//
+//	[version=1, key (32 bytes), status, seq, [noCache, gpus, timeout],
+//	 owner, worker, lastChange (unix ns, 0 for none), deliveries,
+//	 [lostFrom...], spec (bytes or null), result (bytes or null),
+//	 error (null or [kind, name, message, stack, value (bytes or null),
+//	 worker, key])]
+//
+// Text is written as byte strings, so that any Go string (JavaScript's
+// lone surrogates included) round-trips exactly.
+const recordItems = 13
+
+// encodeRecord encodes r from the start of buf's array when it is large
+// enough (like value.NewWriter), else in a new one.
+func encodeRecord(buf []byte, r *table.Record) []byte {
+	w := value.NewWriter(buf)
+	w.ArrayHeader(recordItems)
+	w.Int(recordVersion)
+	w.ByteString(r.Key[:])
+	w.Int(int64(r.Status))
+	w.Int(r.Seq)
+	w.ArrayHeader(3)
+	w.Bool(r.Options.NoCache)
+	w.Int(int64(r.Options.GPUs))
+	w.Int(int64(r.Options.Timeout))
+	str(w, r.Owner)
+	str(w, r.Worker)
+	var ns int64
+	if !r.LastChange.IsZero() {
+		ns = r.LastChange.UnixNano()
+	}
+	w.Int(ns)
+	w.Int(int64(r.Deliveries))
+	w.ArrayHeader(len(r.LostFrom))
+	for _, n := range r.LostFrom {
+		str(w, n)
+	}
+	bytesOrNull(w, r.Spec)
+	bytesOrNull(w, r.Result)
+	if e := r.Err; e == nil {
+		w.Simple(value.SimpleNull)
+	} else {
+		w.ArrayHeader(7)
+		w.Int(int64(e.Kind))
+		str(w, e.Name)
+		str(w, e.Message)
+		str(w, e.Stack)
+		bytesOrNull(w, e.Value)
+		str(w, e.Worker)
+		w.ByteString(e.Key[:])
+	}
+	return w.Bytes()
+}
+
+func str(w *value.Writer, s string) {
+	w.Head(value.MajorBytes, uint64(len(s)))
+	w.Raw([]byte(s))
+}
+
+func bytesOrNull(w *value.Writer, b []byte) {
+	if b == nil {
+		w.Simple(value.SimpleNull)
+		return
+	}
+	w.ByteString(b)
+}
+
+// decodeRecord decodes a stored record. data must be the caller's (not
+// bbolt's memory): Spec, Result and the error's Value alias it.
+func decodeRecord(id uint64, data []byte) (table.Record, error) {
+	rec := table.Record{ID: id}
+	d := decoder{r: value.NewReader(data)}
+	if n := d.array(); n != recordItems && d.err == nil {
+		d.fail("want an array of %d items, have %d", recordItems, n)
+	}
+	if v := d.int(); v != recordVersion && d.err == nil {
+		return rec, fmt.Errorf("%w: record version %d", ErrVersion, v)
+	}
+	if k := d.bytes(); d.err == nil {
+		if len(k) != len(rec.Key) {
+			d.fail("key of %d bytes", len(k))
+		}
+		copy(rec.Key[:], k)
+	}
+	rec.Status = table.Status(d.int())
+	rec.Seq = d.int()
+	if n := d.array(); n != 3 && d.err == nil {
+		d.fail("want 3 options, have %d", n)
+	}
+	rec.Options.NoCache = d.bool()
+	rec.Options.GPUs = int(d.int())
+	rec.Options.Timeout = uint32(d.int())
+	rec.Owner = d.str()
+	rec.Worker = d.str()
+	if ns := d.int(); ns != 0 {
+		rec.LastChange = time.Unix(0, ns)
+	}
+	rec.Deliveries = int(d.int())
+	if n := d.array(); n > 0 && d.err == nil {
+		if err := d.r.CheckCount(n, 1); err != nil {
+			return rec, err
+		}
+		rec.LostFrom = make([]string, n)
+		for i := range rec.LostFrom {
+			rec.LostFrom[i] = d.str()
+		}
+	}
+	rec.Spec = d.bytesOrNull()
+	rec.Result = d.bytesOrNull()
+	if h := d.head(); d.err == nil && !isNull(h) {
+		if h.Major != value.MajorArray || h.Arg != 7 {
+			d.fail("want null or an error of 7 items")
+		}
+		e := &workunit.Error{}
+		e.Kind = workunit.ErrorKind(d.int())
+		e.Name = d.str()
+		e.Message = d.str()
+		e.Stack = d.str()
+		e.Value = d.bytesOrNull()
+		e.Worker = d.str()
+		if k := d.bytes(); d.err == nil {
+			if len(k) != len(e.Key) {
+				d.fail("error key of %d bytes", len(k))
+			}
+			copy(e.Key[:], k)
+		}
+		rec.Err = e
+	}
+	if d.err == nil && d.r.Remaining() != 0 {
+		d.fail("%d bytes after the record", d.r.Remaining())
+	}
+	return rec, d.err
+}
+
+// decoder reads items, keeping the first error; after one, reads return
+// zero values.
+type decoder struct {
+	r   *value.Reader
+	err error
+}
+
+func (d *decoder) fail(format string, args ...any) {
+	if d.err == nil {
+		d.err = d.r.Errorf(format, args...)
+	}
+}
+
+func (d *decoder) head() value.Head {
+	if d.err != nil {
+		return value.Head{}
+	}
+	h, err := d.r.Next()
+	if err != nil {
+		d.err = err
+	}
+	return h
+}
+
+func (d *decoder) array() uint64 {
+	h := d.head()
+	if d.err == nil && h.Major != value.MajorArray {
+		d.fail("want an array, have major type %d", h.Major)
+	}
+	return h.Arg
+}
+
+func (d *decoder) int() int64 {
+	h := d.head()
+	switch {
+	case d.err != nil:
+		return 0
+	case h.Major == value.MajorUint && h.Arg <= 1<<63-1:
+		return int64(h.Arg)
+	case h.Major == value.MajorNeg && h.Arg <= 1<<63-1:
+		return -1 - int64(h.Arg)
+	}
+	d.fail("want an integer")
+	return 0
+}
+
+func (d *decoder) bool() bool {
+	h := d.head()
+	if d.err == nil && (h.Major != value.MajorSimple || h.IsFloat || h.Arg != value.SimpleTrue && h.Arg != value.SimpleFalse) {
+		d.fail("want a boolean")
+	}
+	return h.Arg == value.SimpleTrue
+}
+
+func (d *decoder) bytes() []byte {
+	h := d.head()
+	if d.err != nil {
+		return nil
+	}
+	if h.Major != value.MajorBytes {
+		d.fail("want a byte string, have major type %d", h.Major)
+		return nil
+	}
+	b, err := d.r.Bytes(h.Arg)
+	if err != nil {
+		d.err = err
+	}
+	return b
+}
+
+func (d *decoder) str() string { return string(d.bytes()) }
+
+func isNull(h value.Head) bool {
+	return h.Major == value.MajorSimple && !h.IsFloat && h.Arg == value.SimpleNull
+}
+
+func (d *decoder) bytesOrNull() []byte {
+	h := d.head()
+	if d.err != nil {
+		return nil
+	}
+	switch {
+	case isNull(h):
+		return nil
+	case h.Major == value.MajorBytes:
+		b, err := d.r.Bytes(h.Arg)
+		if err != nil {
+			d.err = err
+		}
+		if b == nil {
+			b = []byte{}
+		}
+		return b
+	}
+	d.fail("want bytes or null, have major type %d", h.Major)
+	return nil
+}

@@ -1,0 +1,48 @@
+// Package store is the tracker's durable store: workunit records, for the
+// table to restart from, and content-addressed blobs (code and large
+// values).
+//
+// Store is the interface the tracker's shell consumes. Two
+// implementations:
+//
+//   - Bolt, one bbolt file (FileName) in a data directory: every write is
+//     one transaction, committed with fsync;
+//   - Memory, for a tracker without a data directory, and for tests.
+//
+// Committer wraps a Store to batch concurrent Apply calls into one commit
+// (group commit), so that acknowledged submissions cost one shared fsync
+// rather than one each.
+//
+// # Usage
+//
+//	s, err := store.OpenBolt(ctx, dataDir, store.BoltOptions{})
+//	c := store.NewCommitter(s)      // owns s from here on
+//	defer c.Close()
+//	recs, err := c.Load(ctx)
+//	err = tab.Restore(recs)
+//	...
+//	rd := tab.Ready()
+//	if err := c.Apply(ctx, rd.Persist); err != nil {
+//		// refuse rd's acks, tab.PersistFailed(rd)
+//	}
+//
+// # The caller's duties
+//
+//  1. Acknowledge nothing whose records Apply has not returned nil for.
+//     An Apply error means none of the batch was written: refuse the
+//     submissions that depended on it (the table writes the records again
+//     in its next Ready).
+//  2. Give Apply records with IDs (the table does), and do not modify
+//     their byte slices afterwards.
+//  3. Close the store (or the Committer that owns it) on shutdown; a
+//     second process cannot open the same file while it is open.
+//
+// # Format
+//
+// The bbolt file has buckets "meta" (format name and version), "records"
+// (record ID → encoded record, spec included while waiting or running)
+// and "blobs" (hash → bytes). Records are versioned CBOR arrays (see
+// codec.go); a file or record of a newer version fails with ErrVersion, a
+// damaged or foreign file with ErrCorrupt, at open (bbolt checks its meta
+// pages) or at Load (every record is decoded).
+package store

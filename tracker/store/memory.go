@@ -1,0 +1,134 @@
+package store
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/riot-go/riot/blob"
+	"github.com/riot-go/riot/tracker/table"
+	"github.com/riot-go/riot/workunit"
+)
+
+// Memory is a Store in memory, for a tracker without a data directory and
+// for tests: nothing survives the process. Apply keeps the records it is
+// given (the table never modifies a record's bytes); blobs are copied.
+//
+// A Memory is safe for concurrent use.
+type Memory struct {
+	mu     sync.Mutex
+	recs   map[workunit.Key]table.Record
+	blobs  map[blob.Hash][]byte
+	closed bool
+}
+
+// NewMemory returns an empty Memory store.
+func NewMemory() *Memory {
+	return &Memory{recs: map[workunit.Key]table.Record{}, blobs: map[blob.Hash][]byte{}}
+}
+
+func (m *Memory) lock(op string) error {
+	m.mu.Lock()
+	if m.closed {
+		m.mu.Unlock()
+		return fmt.Errorf("store: %s: %w", op, ErrClosed)
+	}
+	return nil
+}
+
+// Load implements Store. Records come in ID order.
+func (m *Memory) Load(ctx context.Context) ([]table.Record, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("store: load: %w", err)
+	}
+	if err := m.lock("load"); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	out := make([]table.Record, 0, len(m.recs))
+	for _, r := range m.recs {
+		r.LostFrom = slices.Clone(r.LostFrom)
+		out = append(out, r)
+	}
+	slices.SortFunc(out, func(a, b table.Record) int { return cmp.Compare(a.ID, b.ID) })
+	return out, nil
+}
+
+// Apply implements Store.
+func (m *Memory) Apply(ctx context.Context, batch []table.Record) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("store: apply: %w", err)
+	}
+	if err := m.lock("apply"); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	for _, r := range batch {
+		if r.ID == 0 {
+			return fmt.Errorf("store: apply: record %s has no ID", r.Key.Short())
+		}
+	}
+	for _, r := range batch {
+		r.LostFrom = slices.Clone(r.LostFrom)
+		m.recs[r.Key] = r
+	}
+	return nil
+}
+
+// PutBlob implements Store.
+func (m *Memory) PutBlob(ctx context.Context, h blob.Hash, data []byte) error {
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("store: put blob: %w", err)
+	}
+	if blob.Sum(data) != h {
+		return fmt.Errorf("%w: %s", ErrBlobMismatch, h.Short())
+	}
+	if err := m.lock("put blob"); err != nil {
+		return err
+	}
+	defer m.mu.Unlock()
+	if _, ok := m.blobs[h]; !ok {
+		m.blobs[h] = bytes.Clone(data)
+	}
+	return nil
+}
+
+// GetBlob implements Store.
+func (m *Memory) GetBlob(ctx context.Context, h blob.Hash) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("store: get blob: %w", err)
+	}
+	if err := m.lock("get blob"); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	b, ok := m.blobs[h]
+	if !ok {
+		return nil, fmt.Errorf("store: get blob %s: %w", h.Short(), blob.ErrNotFound)
+	}
+	return bytes.Clone(b), nil
+}
+
+// HasBlob implements Store.
+func (m *Memory) HasBlob(ctx context.Context, h blob.Hash) (bool, error) {
+	if err := ctx.Err(); err != nil {
+		return false, fmt.Errorf("store: has blob: %w", err)
+	}
+	if err := m.lock("has blob"); err != nil {
+		return false, err
+	}
+	defer m.mu.Unlock()
+	_, ok := m.blobs[h]
+	return ok, nil
+}
+
+// Close implements Store.
+func (m *Memory) Close() error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.closed = true
+	return nil
+}

@@ -1,0 +1,64 @@
+package store
+
+import (
+	"context"
+	"errors"
+
+	"github.com/riot-go/riot/blob"
+	"github.com/riot-go/riot/tracker/table"
+)
+
+// Store is the tracker's durable state: workunit records and blobs.
+//
+// Implementations are safe for concurrent use. Methods that block take a
+// context; it is checked before the work starts (a write that has started
+// is finished, so that a batch is all or nothing).
+type Store interface {
+	// Load returns every stored record, for table.Restore. Waiting and
+	// Running records carry their Spec; finished ones do not. The records
+	// and their bytes are the caller's.
+	Load(ctx context.Context) ([]table.Record, error)
+	// Apply writes batch atomically and durably: when it returns nil, every
+	// record is on stable storage (an fsync'd commit); when it returns an
+	// error, none is. A record replaces the stored record of its key (the
+	// table keeps a key's ID for good, and stores may key by ID); records
+	// must have an ID. Spec is stored as given: set while the workunit is
+	// waiting or running, nil once it is finished. Apply does not keep
+	// batch after it returns, but may keep the byte slices its records hold
+	// (Spec, Result, Err.Value): callers must not modify them afterwards
+	// (the table never does).
+	Apply(ctx context.Context, batch []table.Record) error
+	// PutBlob stores data under h, durably. h must be blob.Sum(data)
+	// (ErrBlobMismatch otherwise). Storing a blob that is there already is
+	// a no-op.
+	PutBlob(ctx context.Context, h blob.Hash, data []byte) error
+	// GetBlob returns the bytes stored under h (the caller's), or an error
+	// wrapping blob.ErrNotFound.
+	GetBlob(ctx context.Context, h blob.Hash) ([]byte, error)
+	// HasBlob reports whether h is stored.
+	HasBlob(ctx context.Context, h blob.Hash) (bool, error)
+	// Close releases the store. Calls after Close return ErrClosed.
+	Close() error
+}
+
+// Errors, wrapped with details; test with errors.Is.
+var (
+	// ErrClosed: the store (or committer) is closed.
+	ErrClosed = errors.New("store: closed")
+	// ErrCorrupt: the file is not a riot store, or its contents do not
+	// decode. The message names the file and, for a record, its key.
+	ErrCorrupt = errors.New("store: corrupt")
+	// ErrVersion: the file was written by a newer riot, in a format this
+	// one does not know.
+	ErrVersion = errors.New("store: unknown format version")
+	// ErrReadOnly: the store cannot be written (opened read-only).
+	ErrReadOnly = errors.New("store: read-only")
+	// ErrBlobMismatch: PutBlob's bytes do not have the given hash.
+	ErrBlobMismatch = errors.New("store: blob does not match its hash")
+)
+
+var (
+	_ Store = (*Bolt)(nil)
+	_ Store = (*Memory)(nil)
+	_ Store = (*Committer)(nil)
+)

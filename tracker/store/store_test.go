@@ -1,0 +1,564 @@
+package store
+
+import (
+	"context"
+	"encoding/binary"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/riot-go/riot/blob"
+	"github.com/riot-go/riot/tracker/table"
+	"github.com/riot-go/riot/workunit"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	bolt "go.etcd.io/bbolt"
+)
+
+// queued returns the number of requests waiting for the next commit.
+func (c *Committer) queued() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.queue)
+}
+
+func key(n int) workunit.Key {
+	var k workunit.Key
+	binary.BigEndian.PutUint64(k[:], uint64(n)+1)
+	return k
+}
+
+// sampleRecords holds one record of each kind, with every field set.
+func sampleRecords() []table.Record {
+	t0 := time.Unix(1_700_000_000, 123456789)
+	return []table.Record{
+		{Key: key(1), ID: 1, Seq: 1, Spec: []byte("spec one"), Options: table.Options{GPUs: 2, Timeout: 5000}, Owner: "alice",
+			Status: table.Waiting, LastChange: t0},
+		{Key: key(2), ID: 2, Seq: -3, Spec: []byte("spec two"), Owner: "bob", Status: table.Running, Worker: "w1",
+			LastChange: t0.Add(time.Second), LostFrom: []string{"w0", "w\xff odd"}, Deliveries: 2},
+		{Key: key(3), ID: 3, Seq: 3, Options: table.Options{NoCache: true}, Status: table.Done, Worker: "w2",
+			Result: []byte{0xa1, 0x61, 0x78, 0x01}, LastChange: t0.Add(2 * time.Second), Deliveries: 1},
+		{Key: key(4), ID: 4, Seq: 4, Status: table.Error, Worker: "w3", Deliveries: 1, Err: &workunit.Error{
+			Kind: workunit.Thrown, Name: "TypeError", Message: "x is not a function", Stack: "at f (job.js:1:2)",
+			Value: []byte{0x18, 0x2a}, Worker: "w3", Key: key(4)}},
+		{Key: key(5), ID: 5, Seq: 5, Status: table.Error, LostFrom: []string{"a", "b", "c"}, Deliveries: 3,
+			Err: &workunit.Error{Kind: workunit.WorkersLost, Name: "WorkersLostError", Message: "lost by 3 workers: a, b, c"}},
+		{Key: key(6), ID: 6, Seq: 6, Status: table.Done, Result: []byte{}},
+	}
+}
+
+// normalize makes records comparable: times in UTC, empty lists nil.
+func normalize(recs []table.Record) []table.Record {
+	out := make([]table.Record, len(recs))
+	for i, r := range recs {
+		if !r.LastChange.IsZero() {
+			r.LastChange = r.LastChange.UTC()
+		}
+		if len(r.LostFrom) == 0 {
+			r.LostFrom = nil
+		}
+		out[i] = r
+	}
+	return out
+}
+
+type opener func(t *testing.T) Store
+
+func openers() map[string]opener {
+	return map[string]opener{
+		"memory": func(t *testing.T) Store { return NewMemory() },
+		"bolt": func(t *testing.T) Store {
+			s, err := OpenBolt(context.Background(), t.TempDir(), BoltOptions{})
+			require.NoError(t, err)
+			return s
+		},
+		"committer": func(t *testing.T) Store {
+			s, err := OpenBolt(context.Background(), t.TempDir(), BoltOptions{})
+			require.NoError(t, err)
+			return NewCommitter(s)
+		},
+	}
+}
+
+func TestStore_Apply_RoundTrip(t *testing.T) {
+	t.Parallel()
+	for name, open := range openers() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			s := open(t)
+			defer s.Close()
+			recs := sampleRecords()
+			require.NoError(t, s.Apply(ctx, recs))
+			got, err := s.Load(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, normalize(recs), normalize(got))
+
+			// A record replaces the stored one; a finished one has no spec.
+			upd := recs[0]
+			upd.Status, upd.Spec, upd.Result = table.Done, nil, []byte("r")
+			require.NoError(t, s.Apply(ctx, []table.Record{upd}))
+			got, err = s.Load(ctx)
+			require.NoError(t, err)
+			require.Len(t, got, len(recs))
+			assert.Equal(t, table.Done, got[0].Status)
+			assert.Nil(t, got[0].Spec)
+			assert.Equal(t, []byte("r"), got[0].Result)
+
+			err = s.Apply(ctx, []table.Record{{Key: key(9), Status: table.Done}})
+			require.Error(t, err, "a record needs an ID")
+			assert.Contains(t, err.Error(), "no ID")
+			require.NoError(t, s.Apply(ctx, nil))
+		})
+	}
+}
+
+func TestStore_Blob_RoundTrip(t *testing.T) {
+	t.Parallel()
+	for name, open := range openers() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			s := open(t)
+			defer s.Close()
+			data := []byte("a module's source")
+			h := blob.Sum(data)
+			have, err := s.HasBlob(ctx, h)
+			require.NoError(t, err)
+			assert.False(t, have)
+			_, err = s.GetBlob(ctx, h)
+			require.ErrorIs(t, err, blob.ErrNotFound)
+
+			require.NoError(t, s.PutBlob(ctx, h, data))
+			require.NoError(t, s.PutBlob(ctx, h, data), "a second put is a no-op")
+			data[0] = 'X' // the store kept its own copy
+			got, err := s.GetBlob(ctx, h)
+			require.NoError(t, err)
+			assert.Equal(t, []byte("a module's source"), got)
+			have, err = s.HasBlob(ctx, h)
+			require.NoError(t, err)
+			assert.True(t, have)
+
+			err = s.PutBlob(ctx, blob.Sum([]byte("other")), []byte("not other"))
+			require.ErrorIs(t, err, ErrBlobMismatch)
+
+			empty := blob.Sum(nil)
+			require.NoError(t, s.PutBlob(ctx, empty, nil))
+			got, err = s.GetBlob(ctx, empty)
+			require.NoError(t, err)
+			assert.Empty(t, got)
+		})
+	}
+}
+
+func TestStore_Close_ThenErrClosed(t *testing.T) {
+	t.Parallel()
+	for name, open := range openers() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			s := open(t)
+			require.NoError(t, s.Close())
+			require.NoError(t, s.Close(), "Close is idempotent")
+			require.ErrorIs(t, s.Apply(ctx, sampleRecords()), ErrClosed)
+			_, err := s.Load(ctx)
+			require.ErrorIs(t, err, ErrClosed)
+			require.ErrorIs(t, s.PutBlob(ctx, blob.Sum(nil), nil), ErrClosed)
+			_, err = s.GetBlob(ctx, blob.Sum(nil))
+			require.ErrorIs(t, err, ErrClosed)
+			_, err = s.HasBlob(ctx, blob.Sum(nil))
+			require.ErrorIs(t, err, ErrClosed)
+		})
+	}
+}
+
+func TestStore_Context_Canceled(t *testing.T) {
+	t.Parallel()
+	for name, open := range openers() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			s := open(t)
+			defer s.Close()
+			ctx, cancel := context.WithCancel(context.Background())
+			cancel()
+			require.ErrorIs(t, s.Apply(ctx, sampleRecords()), context.Canceled)
+			_, err := s.Load(ctx)
+			require.ErrorIs(t, err, context.Canceled)
+			got, err := s.Load(context.Background())
+			require.NoError(t, err)
+			assert.Empty(t, got, "a canceled Apply wrote nothing")
+		})
+	}
+}
+
+// TestBolt_Restart_TableRestore runs a table against a bolt store, closes
+// the file, reopens it and restores a new table from it.
+func TestBolt_Restart_TableRestore(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := OpenBolt(ctx, dir, BoltOptions{})
+	require.NoError(t, err)
+	c := NewCommitter(s)
+
+	tab := table.New(table.Config{})
+	flush := func() []table.Message {
+		rd := tab.Ready()
+		require.NoError(t, c.Apply(ctx, rd.Persist))
+		var sent []table.Message
+		for _, m := range rd.Send {
+			if a, ok := m.(*table.Assign); ok {
+				cp := *a
+				sent = append(sent, &cp)
+			}
+		}
+		tab.Advance(rd)
+		return sent
+	}
+	require.NoError(t, tab.Step(table.Tick{Now: time.Unix(1000, 0)}))
+	for i := 0; i < 4; i++ {
+		require.NoError(t, tab.Step(table.Submit{Master: 1, Key: key(i), Spec: []byte{byte('a' + i)}}))
+	}
+	require.NoError(t, tab.Step(table.WorkerJoin{Worker: 1, Name: "w1", Slots: 3, Credit: 3}))
+	sent := flush()
+	require.Len(t, sent, 3)
+	a0, a1 := sent[0].(*table.Assign), sent[1].(*table.Assign)
+	require.NoError(t, tab.Step(table.Complete{Worker: 1, Key: a0.Key, Token: a0.Token, Result: []byte("zero")}))
+	require.NoError(t, tab.Step(table.Fail{Worker: 1, Key: a1.Key, Token: a1.Token,
+		Err: &workunit.Error{Kind: workunit.Thrown, Name: "Error", Message: "no"}}))
+	flush()
+	require.NoError(t, c.Close())
+
+	s, err = OpenBolt(ctx, dir, BoltOptions{})
+	require.NoError(t, err)
+	defer s.Close()
+	recs, err := s.Load(ctx)
+	require.NoError(t, err)
+	tab2 := table.New(table.Config{FirstToken: 1000})
+	require.NoError(t, tab2.Restore(recs))
+	assert.Equal(t, table.Stats{Waiting: 2, Done: 1, Error: 1}, tab2.Stats())
+	r0, _ := tab2.Lookup(key(0))
+	assert.Equal(t, table.Done, r0.Status)
+	assert.Equal(t, []byte("zero"), r0.Result)
+	assert.Equal(t, "w1", r0.Worker)
+	r1, _ := tab2.Lookup(key(1))
+	assert.Equal(t, table.Error, r1.Status)
+	assert.Equal(t, "w1", r1.Err.Worker)
+	r2, _ := tab2.Lookup(key(2))
+	assert.Equal(t, table.Waiting, r2.Status, "running comes back waiting")
+	assert.Equal(t, 1, r2.Deliveries)
+	assert.Equal(t, []byte("c"), r2.Spec)
+	r3, _ := tab2.Lookup(key(3))
+	assert.Equal(t, table.Waiting, r3.Status)
+	assert.Nil(t, r0.Spec, "a finished record keeps no spec")
+
+	// New keys get new IDs.
+	require.NoError(t, tab2.Step(table.Submit{Master: 1, Key: key(9), Spec: []byte("x")}))
+	rd := tab2.Ready()
+	require.Len(t, rd.Persist, 1)
+	assert.Equal(t, uint64(5), rd.Persist[0].ID)
+}
+
+func TestBolt_Open_Corrupt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	// good returns the bytes of a valid store holding the sample records.
+	good := func(t *testing.T) []byte {
+		dir := t.TempDir()
+		s, err := OpenBolt(ctx, dir, BoltOptions{})
+		require.NoError(t, err)
+		require.NoError(t, s.Apply(ctx, sampleRecords()))
+		require.NoError(t, s.Close())
+		b, err := os.ReadFile(filepath.Join(dir, FileName))
+		require.NoError(t, err)
+		return b
+	}
+	tests := []struct {
+		name    string
+		content func(t *testing.T) []byte
+	}{
+		{"garbage", func(t *testing.T) []byte { return []byte("this is not a database, just some text\n") }},
+		{"zeroed meta pages", func(t *testing.T) []byte {
+			b := good(t)
+			clear(b[:2*4096])
+			return b
+		}},
+		{"flipped bytes in both meta pages", func(t *testing.T) []byte {
+			b := good(t)
+			for _, off := range []int{40, 4096 + 40} {
+				b[off] ^= 0xff
+			}
+			return b
+		}},
+		{"truncated", func(t *testing.T) []byte { return good(t)[:100] }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(dir, FileName), tt.content(t), 0o600))
+			_, err := OpenBolt(ctx, dir, BoltOptions{})
+			require.ErrorIs(t, err, ErrCorrupt)
+			assert.Contains(t, err.Error(), filepath.Join(dir, FileName))
+			t.Log(err)
+		})
+	}
+}
+
+func TestBolt_Open_NotARiotStore(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	write := func(t *testing.T, dir string, f func(tx *bolt.Tx) error) {
+		db, err := bolt.Open(filepath.Join(dir, FileName), 0o600, nil)
+		require.NoError(t, err)
+		require.NoError(t, db.Update(f))
+		require.NoError(t, db.Close())
+	}
+	t.Run("another program's file", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		write(t, dir, func(tx *bolt.Tx) error {
+			_, err := tx.CreateBucket([]byte("users"))
+			return err
+		})
+		_, err := OpenBolt(ctx, dir, BoltOptions{})
+		require.ErrorIs(t, err, ErrCorrupt)
+		assert.Contains(t, err.Error(), "another program")
+	})
+	t.Run("a newer format", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		s, err := OpenBolt(ctx, dir, BoltOptions{})
+		require.NoError(t, err)
+		require.NoError(t, s.Close())
+		write(t, dir, func(tx *bolt.Tx) error {
+			return tx.Bucket(bucketMeta).Put(keyVersion, binary.BigEndian.AppendUint32(nil, 99))
+		})
+		_, err = OpenBolt(ctx, dir, BoltOptions{})
+		require.ErrorIs(t, err, ErrVersion)
+	})
+}
+
+func TestBolt_Load_CorruptRecord(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	tests := []struct {
+		name  string
+		value []byte
+	}{
+		{"not CBOR", []byte{0xff, 0xff}},
+		{"empty", []byte{}},
+		{"short array", []byte{0x82, 0x01, 0x01}},
+		{"future record version", appendRecordVersion(7)},
+		{"trailing bytes", append(encodeRecord(nil, &sampleRecords()[2]), 0x00)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			dir := t.TempDir()
+			s, err := OpenBolt(ctx, dir, BoltOptions{})
+			require.NoError(t, err)
+			defer s.Close()
+			require.NoError(t, s.Apply(ctx, sampleRecords()))
+			require.NoError(t, s.db.Update(func(tx *bolt.Tx) error {
+				return tx.Bucket(bucketRecords).Put(binary.BigEndian.AppendUint64(nil, 3), tt.value)
+			}))
+			_, err = s.Load(ctx)
+			require.ErrorIs(t, err, ErrCorrupt)
+			assert.Contains(t, err.Error(), "record 3:", "the error names the record")
+			t.Log(err)
+		})
+	}
+	t.Run("running without its spec", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		s, err := OpenBolt(ctx, dir, BoltOptions{})
+		require.NoError(t, err)
+		defer s.Close()
+		recs := sampleRecords()
+		recs[1].Spec = nil
+		require.NoError(t, s.Apply(ctx, recs))
+		_, err = s.Load(ctx)
+		require.ErrorIs(t, err, ErrCorrupt)
+		assert.Contains(t, err.Error(), "running without a spec")
+	})
+}
+
+// appendRecordVersion encodes a record array whose version is v.
+func appendRecordVersion(v byte) []byte {
+	b := encodeRecord(nil, &sampleRecords()[2])
+	// The array head is one byte (13 items), then the version (small int).
+	b[1] = v
+	return b
+}
+
+// TestBolt_Apply_CannotWrite: a store that cannot write returns an error
+// from Apply, and writes nothing. The tests run as root, for whom a
+// read-only directory or file is still writable, so the store is made
+// unwritable in two ways that hold for root too: opened read-only, and
+// closed underneath the caller.
+func TestBolt_Apply_CannotWrite(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	t.Run("opened read-only", func(t *testing.T) {
+		t.Parallel()
+		dir := t.TempDir()
+		s, err := OpenBolt(ctx, dir, BoltOptions{})
+		require.NoError(t, err)
+		require.NoError(t, s.Apply(ctx, sampleRecords()[:1]))
+		require.NoError(t, s.Close())
+
+		ro, err := OpenBolt(ctx, dir, BoltOptions{ReadOnly: true})
+		require.NoError(t, err)
+		c := NewCommitter(ro)
+		defer c.Close()
+		err = c.Apply(ctx, sampleRecords())
+		require.ErrorIs(t, err, ErrReadOnly)
+		require.ErrorIs(t, ro.PutBlob(ctx, blob.Sum(nil), nil), ErrReadOnly)
+		got, err := ro.Load(ctx)
+		require.NoError(t, err)
+		assert.Len(t, got, 1, "nothing was written")
+	})
+	t.Run("closed underneath", func(t *testing.T) {
+		t.Parallel()
+		s, err := OpenBolt(ctx, t.TempDir(), BoltOptions{})
+		require.NoError(t, err)
+		c := NewCommitter(s)
+		require.NoError(t, s.Close())
+		require.ErrorIs(t, c.Apply(ctx, sampleRecords()), ErrClosed)
+		require.NoError(t, c.Close())
+	})
+	t.Run("read-only needs an existing store", func(t *testing.T) {
+		t.Parallel()
+		_, err := OpenBolt(ctx, t.TempDir(), BoltOptions{ReadOnly: true})
+		require.ErrorIs(t, err, os.ErrNotExist)
+	})
+}
+
+func TestBolt_Open_Locked(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	s, err := OpenBolt(context.Background(), dir, BoltOptions{})
+	require.NoError(t, err)
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err = OpenBolt(ctx, dir, BoltOptions{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "file lock")
+}
+
+// fakeBlockingStore is a fake Store for the committer tests: its Apply
+// records each batch and, for the first one, waits for a gate.
+type fakeBlockingStore struct {
+	*Memory
+	entered chan struct{} // closed when the first Apply starts
+	gate    chan struct{} // the first Apply waits for it
+	once    sync.Once
+
+	mu      sync.Mutex
+	batches [][]table.Record
+}
+
+func (f *fakeBlockingStore) Apply(ctx context.Context, batch []table.Record) error {
+	first := false
+	f.once.Do(func() { first = true; close(f.entered) })
+	if first {
+		<-f.gate
+	}
+	f.mu.Lock()
+	f.batches = append(f.batches, append([]table.Record(nil), batch...))
+	f.mu.Unlock()
+	return f.Memory.Apply(ctx, batch)
+}
+
+func TestCommitter_Apply_GroupsConcurrentCalls(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	f := &fakeBlockingStore{Memory: NewMemory(), entered: make(chan struct{}), gate: make(chan struct{})}
+	c := NewCommitter(f)
+	defer c.Close()
+
+	first := make(chan error, 1)
+	go func() { first <- c.Apply(ctx, []table.Record{{Key: key(0), ID: 1000, Status: table.Done}}) }()
+	<-f.entered // the first commit is in flight
+
+	const n = 50
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = c.Apply(ctx, []table.Record{{Key: key(i + 1), ID: uint64(i + 1), Status: table.Done}, {Key: key(1000 + i), ID: uint64(1000 + i + 1), Status: table.Done}})
+		}()
+	}
+	// Wait until all n are queued behind the commit in flight.
+	require.Eventually(t, func() bool { return c.queued() == n }, 10*time.Second, time.Millisecond)
+	close(f.gate)
+	wg.Wait()
+	require.NoError(t, <-first)
+	for _, err := range errs {
+		require.NoError(t, err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	require.Len(t, f.batches, 2, "one commit in flight, everything else in the next")
+	assert.Len(t, f.batches[0], 1)
+	assert.Len(t, f.batches[1], 2*n)
+	assert.Equal(t, CommitterStats{Commits: 2, Requests: n + 1, Records: 2*n + 1}, c.Stats())
+	recs, err := c.Load(ctx)
+	require.NoError(t, err)
+	assert.Len(t, recs, 2*n+1)
+}
+
+func TestCommitter_Apply_Concurrent(t *testing.T) {
+	t.Parallel()
+	// Many writers on a real file: everything written, in fewer commits
+	// than calls, and (under -race) without races.
+	ctx := context.Background()
+	s, err := OpenBolt(ctx, t.TempDir(), BoltOptions{})
+	require.NoError(t, err)
+	c := NewCommitter(s)
+	const writers, each = 8, 25
+	var wg sync.WaitGroup
+	for w := 0; w < writers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := 0; i < each; i++ {
+				rec := table.Record{Key: key(w*each + i), ID: uint64(w*each + i + 1), Status: table.Waiting, Spec: []byte("s")}
+				assert.NoError(t, c.Apply(ctx, []table.Record{rec}))
+			}
+		}()
+	}
+	wg.Wait()
+	recs, err := c.Load(ctx)
+	require.NoError(t, err)
+	assert.Len(t, recs, writers*each)
+	st := c.Stats()
+	assert.Equal(t, uint64(writers*each), st.Requests)
+	assert.LessOrEqual(t, st.Commits, st.Requests)
+	require.NoError(t, c.Close())
+	require.ErrorIs(t, c.Apply(ctx, recs[:1]), ErrClosed)
+}
+
+func TestCommitter_Apply_CanceledWaiter(t *testing.T) {
+	t.Parallel()
+	f := &fakeBlockingStore{Memory: NewMemory(), entered: make(chan struct{}), gate: make(chan struct{})}
+	c := NewCommitter(f)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Apply(ctx, []table.Record{{Key: key(1), ID: 1, Status: table.Done}}) }()
+	<-f.entered
+	cancel()
+	require.ErrorIs(t, <-done, context.Canceled)
+	close(f.gate)
+	require.NoError(t, c.Close())
+	// The batch was committed all the same (Close waits for the writer).
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	assert.Len(t, f.batches, 1)
+}

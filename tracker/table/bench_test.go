@@ -1,0 +1,105 @@
+package table_test
+
+import (
+	"encoding/binary"
+	"runtime"
+	"testing"
+
+	"github.com/riot-go/riot/tracker/table"
+	"github.com/riot-go/riot/workunit"
+)
+
+// BenchmarkTable_Memory_MillionWaiting submits a million small workunits
+// (persisted and acknowledged, no worker) and reports the heap the table
+// holds per waiting workunit. The spec bytes are shared by all, so they are
+// not counted: the table keeps the slices it is given. Target: ≤ 300 bytes.
+func BenchmarkTable_Memory_MillionWaiting(b *testing.B) {
+	const n = 1_000_000
+	spec := []byte("trivial workunit spec")
+	var perUnit float64
+	for i := 0; i < b.N; i++ {
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		tab := table.New(table.Config{})
+		var k workunit.Key
+		for j := 0; j < n; j++ {
+			binary.LittleEndian.PutUint64(k[:], uint64(j)*0x9e3779b97f4a7c15+1)
+			if err := tab.Step(table.Submit{Master: 1, Req: uint64(j), Owner: "alice", Key: k, Spec: spec}); err != nil {
+				b.Fatal(err)
+			}
+			if j%1024 == 1023 {
+				tab.Advance(tab.Ready())
+			}
+		}
+		tab.Advance(tab.Ready())
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		if s := tab.Stats(); s.Waiting != n {
+			b.Fatalf("%d waiting, want %d", s.Waiting, n)
+		}
+		perUnit = float64(after.HeapAlloc-before.HeapAlloc) / n
+		runtime.KeepAlive(tab)
+	}
+	b.ReportMetric(perUnit, "bytes/workunit")
+}
+
+// BenchmarkTable_Dispatch measures one workunit through the table per op:
+// submit (with a watch), assign, complete, credit, notify, with a Ready
+// taken and advanced every 64 ops as a shell would. "new-keys" submits a
+// new key each time, so the table grows by a record per op (memoization
+// keeps them all); "nocache-reruns" runs 65,536 keys again and again with
+// NoCache, the state machine's cost without growth.
+func BenchmarkTable_Dispatch(b *testing.B) {
+	b.Run("new-keys", func(b *testing.B) { benchDispatch(b, 0) })
+	b.Run("nocache-reruns", func(b *testing.B) { benchDispatch(b, 1<<16) })
+}
+
+func benchDispatch(b *testing.B, keys int) {
+	tab := table.New(table.Config{})
+	const window = 256
+	if err := tab.Step(table.WorkerJoin{Worker: 1, Name: "w1", Slots: window / 2, Prefetch: window / 2, Credit: window}); err != nil {
+		b.Fatal(err)
+	}
+	spec := []byte("spec")
+	result := []byte("result")
+	type lease struct {
+		key workunit.Key
+		tok table.Token
+	}
+	var held []lease
+	var k workunit.Key
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		n := i
+		if keys > 0 {
+			n = i % keys
+		}
+		binary.LittleEndian.PutUint64(k[:], uint64(n)*0x9e3779b97f4a7c15+1)
+		_ = tab.Step(table.Submit{Master: 1, Req: uint64(i), Key: k, Spec: spec, Watch: true,
+			Options: table.Options{NoCache: keys > 0}})
+		if i%64 == 63 || i == b.N-1 {
+			rd := tab.Ready()
+			for _, m := range rd.Send {
+				if a, ok := m.(*table.Assign); ok {
+					held = append(held, lease{a.Key, a.Token})
+				}
+			}
+			tab.Advance(rd)
+			for _, l := range held {
+				if err := tab.Step(table.Complete{Worker: 1, Key: l.key, Token: l.tok, Result: result}); err != nil {
+					b.Fatal(err)
+				}
+				_ = tab.Step(table.WorkerCredit{Worker: 1, N: 1})
+			}
+			held = held[:0]
+		}
+	}
+	tab.Advance(tab.Ready())
+	b.StopTimer()
+	if s := tab.Stats(); s.Running != 0 || s.Waiting != 0 {
+		b.Fatalf("stats %+v after %d", s, b.N)
+	}
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "workunits/s")
+}

@@ -1,0 +1,150 @@
+package table
+
+import (
+	"time"
+
+	"github.com/riot-go/riot/workunit"
+)
+
+// Event is an input to Table.Step. The concrete types are the structs in
+// this file: Submit, Watch, GetInfo, MasterLost, WorkerJoin, WorkerCredit,
+// WorkerLost, Complete, Fail and Tick. Events are values; the table keeps
+// the byte slices they carry (Spec, Result) without copying them, so the
+// shell must not reuse those buffers after Step.
+type Event interface {
+	isEvent()
+}
+
+// Submit adds a workunit, or joins the one the table has under Key.
+//
+// The answer is an Ack to Master (with Req) carrying the key's Info after
+// the submission:
+//   - unknown key: a new Waiting record (persisted first);
+//   - Waiting or Running: joined as it is (Spec and Options of this
+//     submission are ignored);
+//   - Done: answered at once with its result (memoization), unless
+//     Options.NoCache, which runs it again with this Spec and Options;
+//   - Error: reset to Waiting with this Spec and Options; it runs again.
+type Submit struct {
+	Master MasterID
+	// Req is the master's request id, echoed in the Ack (and in the
+	// Notification when Watch is set). Opaque to the table.
+	Req uint64
+	// Owner is the submitter's principal, stored with a new record.
+	Owner string
+	Key   workunit.Key
+	// Spec is the encoded workunit; the table never decodes it. Must not be
+	// empty.
+	Spec    []byte
+	Options Options
+	// Watch also watches the key, as a Watch with the same Req would,
+	// saving the master a message.
+	Watch bool
+}
+
+// Watch asks for one Notification to Master when Key is finished: at once
+// if it is already Done or Error, or Unknown if the table has never seen
+// it. Each Watch is answered exactly once, unless its master is lost first.
+type Watch struct {
+	Master MasterID
+	Req    uint64
+	Key    workunit.Key
+}
+
+// GetInfo asks for a key's Info, answered with an InfoReply to Master. An
+// unknown key is answered with Status Unknown.
+type GetInfo struct {
+	Master MasterID
+	Req    uint64
+	Key    workunit.Key
+}
+
+// MasterLost says a master connection is gone. Its watches are dropped;
+// its workunits keep running and their results stay in the table.
+type MasterLost struct {
+	Master MasterID
+}
+
+// WorkerJoin says a worker connected. Name must be unique among the joined
+// workers (it is the name that Info, errors and LostFrom show).
+//
+// The worker holds at most Slots+Prefetch leases (its window) and takes
+// work only while it has credit: Credit here, plus every WorkerCredit
+// since. Each assignment uses one credit. Credit beyond the window is not
+// kept.
+type WorkerJoin struct {
+	Worker WorkerID
+	Name   string
+	// Slots is how many workunits it runs at once; Prefetch how many more
+	// it may hold queued locally. Slots+Prefetch must be at least 1.
+	Slots, Prefetch int
+	// GPUs is its number of GPU devices (0 to MaxGPUs).
+	GPUs int
+	// Credit is the number of workunits it asks for now, typically
+	// Slots+Prefetch.
+	Credit int
+}
+
+// WorkerCredit grants N more assignments to a worker (N ≥ 1): a worker
+// sends one with each result to keep its window full.
+type WorkerCredit struct {
+	Worker WorkerID
+	N      int
+}
+
+// WorkerLost says a worker is gone: its connection closed, or it missed its
+// ping deadline. Every lease it held goes back to the front of the queue,
+// in the order it was given, with the worker's name added to LostFrom; a
+// workunit that reaches Config.MaxLost losses fails (workunit.WorkersLost).
+// Expired leases it still held were already put back when they expired.
+type WorkerLost struct {
+	Worker WorkerID
+}
+
+// Complete is a worker's result for the lease Token of Key. A token that
+// is not the key's current lease held by Worker (the lease expired, the
+// worker was lost, or it was never given) is stale: Step returns an error
+// wrapping ErrStale and the Ready lists a Discard; the table is otherwise
+// unchanged, except that an expired lease now answered frees its place in
+// the worker's window.
+type Complete struct {
+	Worker WorkerID
+	Key    workunit.Key
+	Token  Token
+	// Result is the encoded value.
+	Result []byte
+	// Console is the workunit's captured console output, passed to the
+	// Notifications this completion triggers; the table does not keep it.
+	Console []byte
+}
+
+// Fail is a worker's error for the lease Token of Key. Stale tokens are
+// handled as for Complete. The table stores a copy of Err with Worker and
+// Key filled in.
+type Fail struct {
+	Worker  WorkerID
+	Key     workunit.Key
+	Token   Token
+	Err     *workunit.Error
+	Console []byte
+}
+
+// Tick brings the time. Time enters the table only here: it stamps
+// LastChange and lease deadlines with the latest Tick's Now, and on each
+// Tick every lease whose deadline has passed expires (the workunit goes
+// back to the front of the queue, as if its worker had lost it). Now must
+// not go backwards (an earlier Now is ignored).
+type Tick struct {
+	Now time.Time
+}
+
+func (Submit) isEvent()       {}
+func (Watch) isEvent()        {}
+func (GetInfo) isEvent()      {}
+func (MasterLost) isEvent()   {}
+func (WorkerJoin) isEvent()   {}
+func (WorkerCredit) isEvent() {}
+func (WorkerLost) isEvent()   {}
+func (Complete) isEvent()     {}
+func (Fail) isEvent()         {}
+func (Tick) isEvent()         {}

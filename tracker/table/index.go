@@ -1,0 +1,110 @@
+package table
+
+import (
+	"encoding/binary"
+	"math/bits"
+
+	"github.com/riot-go/riot/workunit"
+)
+
+// index maps keys to record indices: an open-addressing hash table with
+// linear probing over one slice of uint64, 8 bytes a slot, no deletions
+// (records are never removed). A slot holds the top 32 bits of the key's
+// hash (its tag) and the record index plus one; 0 is an empty slot. The
+// tag both places a slot (its top bits are the home position) and filters
+// probes, so growing never reads a record and a probe reads one only when
+// the tags match.
+//
+// A Go map would do, at about five times the memory per entry and two
+// probes (lookup, then insert) per new key.
+type index struct {
+	slots []uint64
+	shift uint // 64 - log2(len(slots))
+	n     int
+	seed  [4]uint64
+}
+
+const minIndexBits = 10
+
+func newIndex(seed uint64) index {
+	x := index{}
+	for i := range x.seed {
+		seed += 0x9e3779b97f4a7c15
+		x.seed[i] = mix64(seed)
+	}
+	x.slots = make([]uint64, 1<<minIndexBits)
+	x.shift = 64 - minIndexBits
+	return x
+}
+
+func mix64(z uint64) uint64 {
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9
+	z = (z ^ (z >> 27)) * 0x94d049bb133111eb
+	return z ^ (z >> 31)
+}
+
+// hash mixes all 32 bytes of the key with the seed, so that keys chosen to
+// collide must be chosen knowing the seed.
+func (x *index) hash(k *workunit.Key) uint64 {
+	a := binary.LittleEndian.Uint64(k[0:]) ^ x.seed[0]
+	b := binary.LittleEndian.Uint64(k[8:]) ^ x.seed[1]
+	c := binary.LittleEndian.Uint64(k[16:]) ^ x.seed[2]
+	d := binary.LittleEndian.Uint64(k[24:]) ^ x.seed[3]
+	h1, l1 := bits.Mul64(a, b)
+	h2, l2 := bits.Mul64(c, d)
+	return mix64(h1 ^ l1 ^ bits.RotateLeft64(h2^l2, 29))
+}
+
+// find returns the record index of k, or, when k is absent, the slot where
+// it would go.
+func (x *index) find(k *workunit.Key, recs *slab) (idx uint32, found bool, slot int, tag uint32) {
+	h := x.hash(k)
+	tag = uint32(h >> 32)
+	mask := len(x.slots) - 1
+	for i := int(h >> x.shift); ; i = (i + 1) & mask {
+		s := x.slots[i]
+		if s == 0 {
+			return 0, false, i, tag
+		}
+		if uint32(s>>32) == tag {
+			idx := uint32(s) - 1
+			if recs.at(idx).key == *k {
+				return idx, true, 0, tag
+			}
+		}
+	}
+}
+
+func (x *index) get(k *workunit.Key, recs *slab) (uint32, bool) {
+	idx, ok, _, _ := x.find(k, recs)
+	return idx, ok
+}
+
+// insert puts idx at slot (from a find that did not find the key).
+func (x *index) insert(slot int, tag uint32, idx uint32) {
+	x.slots[slot] = uint64(tag)<<32 | uint64(idx+1)
+	x.n++
+	if x.n > len(x.slots)/8*7 {
+		x.grow()
+	}
+}
+
+func (x *index) grow() {
+	old := x.slots
+	x.slots = make([]uint64, 2*len(old))
+	x.shift--
+	mask := len(x.slots) - 1
+	for _, s := range old {
+		if s == 0 {
+			continue
+		}
+		// The tag is the hash's top 32 bits; the home slot its top
+		// 64-shift bits (at most 32).
+		for i := int(s >> 32 >> (x.shift - 32)); ; i = (i + 1) & mask {
+			if x.slots[i] == 0 {
+				x.slots[i] = s
+				break
+			}
+		}
+	}
+}

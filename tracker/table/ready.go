@@ -1,0 +1,116 @@
+package table
+
+import (
+	"github.com/riot-go/riot/workunit"
+)
+
+// Ready is what the shell must do, in this order:
+//
+//  1. Persist: write every record, atomically and durably (one fsync'd
+//     commit). Nothing below may leave the process before that commit.
+//  2. Send: send every message, in order (each names its destination).
+//  3. Notify: deliver every Notification, in order.
+//
+// Then call Table.Advance(rd). If step 1 fails, call Table.PersistFailed(rd)
+// instead (after doing steps 2 and 3 with each Ack replaced by a refusal).
+//
+// Every Ack depends only on records in its own Ready's Persist or on
+// records already durable (in an earlier Ready that was Advanced): that is
+// the persist-before-ack rule, made structural. Messages other than Acks
+// do not depend on durability.
+//
+// Ready's slices and the values they hold belong to the table; they are
+// valid until Advance or PersistFailed, after which the table reuses them.
+type Ready struct {
+	// Persist lists records whose durable state changed, each once, as they
+	// stand at the time of the Ready() call.
+	Persist []Record
+	// Send lists messages to workers (Assign) and masters (Ack, InfoReply),
+	// in the order the table made them.
+	Send []Message
+	// Notify lists the answers to watches, in the order they fired.
+	Notify []Notification
+	// Discarded lists stale completions rejected since the last Ready, for
+	// logs and metrics. Nothing needs to be done with them.
+	Discarded []Discard
+
+	// inflight holds the record indices of Persist; gen identifies the
+	// Ready for Advance.
+	inflight []uint32
+	gen      uint64
+	// The messages that Send points to.
+	acks    []Ack
+	assigns []Assign
+	infos   []InfoReply
+}
+
+// Empty reports whether rd holds nothing to do.
+func (rd Ready) Empty() bool {
+	return len(rd.Persist) == 0 && len(rd.Send) == 0 && len(rd.Notify) == 0 && len(rd.Discarded) == 0
+}
+
+// Message is something to send: an *Assign (to a worker), an *Ack or an
+// *InfoReply (to a master). Switch on the concrete type. The pointers are
+// the table's, valid until Advance: copy what must outlive it.
+type Message interface {
+	isMessage()
+}
+
+// Assign leases a workunit to a worker.
+type Assign struct {
+	Worker WorkerID
+	Key    workunit.Key
+	// Token identifies this lease; the worker's Complete or Fail must carry
+	// it.
+	Token   Token
+	Spec    []byte
+	Options Options
+	// Delivery counts the leases given for the workunit, this one included
+	// (1 for a first try).
+	Delivery int
+}
+
+// Ack answers a Submit: the key's Info after the submission (Done with a
+// result when answered from memory; Waiting or Running otherwise). An Ack
+// may be sent only once its Ready's Persist is durable; when persisting
+// fails, the shell sends the master a refusal instead.
+type Ack struct {
+	Master MasterID
+	Req    uint64
+	Key    workunit.Key
+	Info   Info
+}
+
+// InfoReply answers a GetInfo.
+type InfoReply struct {
+	Master MasterID
+	Req    uint64
+	Key    workunit.Key
+	Info   Info
+}
+
+func (*Assign) isMessage()    {}
+func (*Ack) isMessage()       {}
+func (*InfoReply) isMessage() {}
+
+// Notification answers a watch: Key is finished (Done or Error), or is
+// Unknown to the table. Req is the Watch's (or the Submit's).
+type Notification struct {
+	Master MasterID
+	Req    uint64
+	Key    workunit.Key
+	Info   Info
+	// Console is the console output of the run that finished, when the
+	// notification comes from that completion; nil when the key was
+	// already finished at the time of the watch.
+	Console []byte
+}
+
+// Discard is a stale completion the table rejected.
+type Discard struct {
+	Worker WorkerID
+	Key    workunit.Key
+	Token  Token
+	// Reason says why, e.g. "lease expired".
+	Reason string
+}

@@ -1,0 +1,1028 @@
+package table
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/riot-go/riot/workunit"
+)
+
+// record flags.
+const (
+	flagNoCache  = 1 << iota // Options.NoCache of the submission that made it run
+	flagPending              // listed in t.pending: to persist in the next Ready
+	flagInflight             // in the outstanding Ready's Persist, not yet durable
+)
+
+// record is one workunit. Kept small: a million waiting ones must fit in
+// well under 300 MB together with the index and the queue.
+type record struct {
+	key workunit.Key
+	// data is the spec while waiting or running and the result once done
+	// (nil once errored): the two are never needed at the same time.
+	data       []byte
+	ext        *extra // rare state; nil for most records
+	id         uint64 // Record.ID
+	seq        int64  // queue order
+	changed    int64  // last status change, unix nanoseconds (0: zero time)
+	owner      uint32 // name index
+	worker     uint32 // name index of the holder or finisher (0: none)
+	timeout    uint32 // ms
+	deliveries uint32
+	watch      uint32 // first watch node + 1 (0: none)
+	gpus       uint8
+	status     Status
+	flags      uint8
+}
+
+// extra holds what few records need.
+type extra struct {
+	err  *workunit.Error
+	lost []uint32 // name indices
+}
+
+const (
+	chunkBits = 12
+	chunkSize = 1 << chunkBits
+)
+
+// slab stores records in fixed chunks: growing never copies a record, and
+// a record's index never changes.
+type slab struct {
+	chunks [][]record
+	n      uint32
+}
+
+func (s *slab) at(i uint32) *record { return &s.chunks[i>>chunkBits][i&(chunkSize-1)] }
+
+func (s *slab) add() uint32 {
+	if s.n&(chunkSize-1) == 0 {
+		s.chunks = append(s.chunks, make([]record, chunkSize))
+	}
+	i := s.n
+	s.n++
+	return i
+}
+
+// lease is one delivery held by a worker.
+type lease struct {
+	token    Token
+	idx      uint32
+	gpus     uint8
+	expired  bool  // given up on; still counts in the worker's window
+	deadline int64 // unix nanoseconds; 0: none
+}
+
+type worker struct {
+	id       WorkerID
+	name     uint32
+	window   int
+	credit   int
+	gpus     int
+	gpusUsed int
+	leases   []lease // in the order given
+	inReady  bool
+}
+
+func (w *worker) canTake() bool { return w.credit > 0 && len(w.leases) < w.window }
+
+// watchNode is one watch, in a list per record. Nodes live in one slice
+// with a free list: watching allocates nothing once the slice has grown.
+type watchNode struct {
+	master MasterID
+	req    uint64
+	rec    uint32 // record index + 1; 0: a free node
+	next   uint32 // next node + 1 in the record's list, or in the free list
+}
+
+// Table is the workunit table: a deterministic state machine with no I/O.
+// Feed it events with Step, collect its output with Ready, confirm with
+// Advance. See the package documentation for the caller's duties.
+//
+// A Table is not safe for concurrent use: one goroutine owns it.
+type Table struct {
+	cfg     Config
+	now     int64
+	ticked  bool
+	recs    slab
+	index   index
+	queues  []gpuQueue // by gpus, ascending
+	queued  int
+	backSeq int64 // last seq given at the back
+	frontSq int64 // last seq given at the front (≤ 0)
+
+	names   []string // interned names; names[0] == ""
+	nameIdx map[string]uint32
+
+	workers     map[WorkerID]*worker
+	liveNames   map[uint32]WorkerID
+	ready       []*worker // workers that can take work, round-robin
+	rr          int
+	mayDispatch bool
+	nextToken   Token
+	nextID      uint64
+	leases      int
+
+	wnodes    []watchNode
+	wfree     uint32             // first free node + 1
+	masterNWs map[MasterID]int32 // watches per master
+	nwatches  int
+
+	counts    [Error + 1]int
+	discarded uint64
+
+	// Output under construction, the outstanding Ready's generation, and
+	// buffers to reuse.
+	pending     []uint32
+	out         Ready
+	outstanding uint64 // generation of the outstanding Ready; 0: none
+	gen         uint64
+	spare       Ready
+}
+
+// New returns an empty table. To restart from stored records, call Restore
+// before the first Step.
+func New(cfg Config) *Table {
+	t := &Table{
+		cfg:       cfg.withDefaults(),
+		names:     []string{""},
+		nameIdx:   map[string]uint32{"": 0},
+		workers:   make(map[WorkerID]*worker),
+		liveNames: make(map[uint32]WorkerID),
+		masterNWs: make(map[MasterID]int32),
+	}
+	t.index = newIndex(t.cfg.HashSeed)
+	t.nextToken = t.cfg.FirstToken
+	t.nextID = 1
+	return t
+}
+
+func (t *Table) intern(s string) uint32 {
+	if i, ok := t.nameIdx[s]; ok {
+		return i
+	}
+	i := uint32(len(t.names))
+	t.names = append(t.names, s)
+	t.nameIdx[s] = i
+	return i
+}
+
+func unixNano(tm time.Time) int64 {
+	if tm.IsZero() {
+		return 0
+	}
+	return tm.UnixNano()
+}
+
+func fromUnixNano(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}
+
+// Step feeds one event to the table. Its output accumulates for the next
+// Ready. Step may be called between Ready and Advance; what it produces goes
+// into the Ready after.
+//
+// Step returns an error for an event it rejects (see the Err variables);
+// the table is then unchanged but for a Discard. It never panics.
+func (t *Table) Step(ev Event) error {
+	var err error
+	switch e := ev.(type) {
+	case Submit:
+		err = t.submit(&e)
+	case Watch:
+		err = t.stepWatch(e)
+	case GetInfo:
+		err = t.getInfo(e)
+	case MasterLost:
+		t.masterLost(e.Master)
+	case WorkerJoin:
+		err = t.workerJoin(&e)
+	case WorkerCredit:
+		err = t.workerCredit(e)
+	case WorkerLost:
+		t.workerLost(e.Worker)
+	case Complete:
+		err = t.finish(e.Worker, e.Key, e.Token, e.Result, nil, e.Console)
+	case Fail:
+		err = t.finish(e.Worker, e.Key, e.Token, nil, e.Err, e.Console)
+	case Tick:
+		t.tick(e.Now)
+	case nil:
+		err = fmt.Errorf("%w: nil event", ErrInvalid)
+	default:
+		// Not %T: passing ev to fmt would make every event escape to the
+		// heap at every call site.
+		err = fmt.Errorf("%w: unknown event", ErrInvalid)
+	}
+	t.dispatch()
+	return err
+}
+
+// markDirty lists record idx for the next Ready's Persist.
+func (t *Table) markDirty(idx uint32) {
+	r := t.recs.at(idx)
+	if r.flags&flagPending == 0 {
+		r.flags |= flagPending
+		t.pending = append(t.pending, idx)
+	}
+}
+
+// needDurable makes sure that record idx is durable once the next Ready's
+// Persist is: if its last write is still in flight (and might fail), it is
+// written again.
+func (t *Table) needDurable(idx uint32) {
+	r := t.recs.at(idx)
+	if r.flags&flagInflight != 0 {
+		t.markDirty(idx)
+	}
+}
+
+func (t *Table) setStatus(r *record, s Status) {
+	t.counts[r.status]--
+	t.counts[s]++
+	r.status = s
+	r.changed = t.now
+}
+
+func (t *Table) info(r *record) Info {
+	in := Info{Status: r.status, Worker: t.names[r.worker], LastChange: fromUnixNano(r.changed)}
+	switch r.status {
+	case Done:
+		in.Result = r.data
+	case Error:
+		in.Err = r.ext.err
+	}
+	return in
+}
+
+func (t *Table) queueFor(gpus uint8) *ring {
+	for i := range t.queues {
+		if t.queues[i].gpus == gpus {
+			return &t.queues[i].q
+		}
+	}
+	i, _ := slices.BinarySearchFunc(t.queues, gpus, func(q gpuQueue, g uint8) int { return int(q.gpus) - int(g) })
+	t.queues = slices.Insert(t.queues, i, gpuQueue{gpus: gpus})
+	return &t.queues[i].q
+}
+
+func (t *Table) enqueueBack(idx uint32) {
+	r := t.recs.at(idx)
+	t.backSeq++
+	r.seq = t.backSeq
+	t.queueFor(r.gpus).pushBack(idx)
+	t.queued++
+	t.mayDispatch = true
+}
+
+func (t *Table) enqueueFront(idx uint32) {
+	r := t.recs.at(idx)
+	t.frontSq--
+	r.seq = t.frontSq
+	t.queueFor(r.gpus).pushFront(idx)
+	t.queued++
+	t.mayDispatch = true
+}
+
+func validOptions(o Options, what string, k workunit.Key) error {
+	if o.GPUs < 0 || o.GPUs > MaxGPUs {
+		return fmt.Errorf("%w: %s %s: %d GPUs (0 to %d)", ErrInvalid, what, k.Short(), o.GPUs, MaxGPUs)
+	}
+	return nil
+}
+
+func (t *Table) submit(e *Submit) error {
+	if e.Key == (workunit.Key{}) {
+		return fmt.Errorf("%w: submit: zero key", ErrInvalid)
+	}
+	if len(e.Spec) == 0 {
+		return fmt.Errorf("%w: submit %s: empty spec", ErrInvalid, e.Key.Short())
+	}
+	if err := validOptions(e.Options, "submit", e.Key); err != nil {
+		return err
+	}
+	idx, ok, slot, tag := t.index.find(&e.Key, &t.recs)
+	if !ok {
+		idx = t.recs.add()
+		r := t.recs.at(idx)
+		r.key = e.Key
+		r.id = t.nextID
+		t.nextID++
+		r.owner = t.intern(e.Owner)
+		t.counts[Waiting]++
+		r.status = Waiting
+		t.index.insert(slot, tag, idx)
+		t.reset(idx, e)
+	} else {
+		r := t.recs.at(idx)
+		switch r.status {
+		case Done:
+			if e.Options.NoCache {
+				t.reset(idx, e)
+			}
+		case Error:
+			t.reset(idx, e)
+		}
+	}
+	t.needDurable(idx)
+	r := t.recs.at(idx)
+	t.out.acks = grow(t.out.acks)
+	m := &t.out.acks[len(t.out.acks)-1]
+	*m = Ack{Master: e.Master, Req: e.Req, Key: e.Key, Info: t.info(r)}
+	t.out.Send = append(t.out.Send, m)
+	if e.Watch {
+		t.watch(e.Master, e.Req, idx)
+	}
+	return nil
+}
+
+// reset makes record idx waiting, to run the spec and options of e, at the
+// back of the queue.
+func (t *Table) reset(idx uint32, e *Submit) {
+	r := t.recs.at(idx)
+	r.data = e.Spec
+	r.gpus = uint8(e.Options.GPUs)
+	r.timeout = e.Options.Timeout
+	r.flags &^= flagNoCache
+	if e.Options.NoCache {
+		r.flags |= flagNoCache
+	}
+	r.ext = nil
+	r.worker = 0
+	t.setStatus(r, Waiting)
+	t.enqueueBack(idx)
+	t.markDirty(idx)
+}
+
+func (t *Table) stepWatch(e Watch) error {
+	idx, ok := t.index.get(&e.Key, &t.recs)
+	if !ok {
+		t.out.Notify = append(t.out.Notify, Notification{Master: e.Master, Req: e.Req, Key: e.Key})
+		return nil
+	}
+	t.watch(e.Master, e.Req, idx)
+	return nil
+}
+
+func (t *Table) watch(m MasterID, req uint64, idx uint32) {
+	r := t.recs.at(idx)
+	if r.status.Finished() {
+		t.out.Notify = append(t.out.Notify, Notification{Master: m, Req: req, Key: r.key, Info: t.info(r)})
+		return
+	}
+	n := t.wfree
+	if n != 0 {
+		t.wfree = t.wnodes[n-1].next
+	} else {
+		t.wnodes = append(t.wnodes, watchNode{})
+		n = uint32(len(t.wnodes))
+	}
+	t.wnodes[n-1] = watchNode{master: m, req: req, rec: idx + 1, next: r.watch}
+	r.watch = n
+	t.masterNWs[m]++
+	t.nwatches++
+}
+
+// freeWatch returns node n (+1) to the free list and uncounts it.
+func (t *Table) freeWatch(n uint32) {
+	wn := &t.wnodes[n-1]
+	if c := t.masterNWs[wn.master] - 1; c > 0 {
+		t.masterNWs[wn.master] = c
+	} else {
+		delete(t.masterNWs, wn.master)
+	}
+	*wn = watchNode{next: t.wfree}
+	t.wfree = n
+	t.nwatches--
+}
+
+// notify answers every watch of record idx, which has just finished, in
+// the order they were made.
+func (t *Table) notify(idx uint32, console []byte) {
+	r := t.recs.at(idx)
+	if r.watch == 0 {
+		return
+	}
+	in := t.info(r)
+	first := len(t.out.Notify)
+	for n := r.watch; n != 0; {
+		wn := t.wnodes[n-1]
+		t.out.Notify = append(t.out.Notify, Notification{Master: wn.master, Req: wn.req, Key: r.key, Info: in, Console: console})
+		t.freeWatch(n)
+		n = wn.next
+	}
+	r.watch = 0
+	slices.Reverse(t.out.Notify[first:]) // the list is newest first
+}
+
+func (t *Table) getInfo(e GetInfo) error {
+	var in Info
+	if idx, ok := t.index.get(&e.Key, &t.recs); ok {
+		in = t.info(t.recs.at(idx))
+	}
+	t.out.infos = grow(t.out.infos)
+	m := &t.out.infos[len(t.out.infos)-1]
+	*m = InfoReply{Master: e.Master, Req: e.Req, Key: e.Key, Info: in}
+	t.out.Send = append(t.out.Send, m)
+	return nil
+}
+
+// masterLost drops the master's watches: one pass over the watch nodes,
+// only for a master that has some.
+func (t *Table) masterLost(m MasterID) {
+	if t.masterNWs[m] == 0 {
+		return
+	}
+	for i := range t.wnodes {
+		wn := &t.wnodes[i]
+		if wn.rec == 0 || wn.master != m {
+			continue
+		}
+		n := uint32(i + 1)
+		// Unlink n from its record's list.
+		r := t.recs.at(wn.rec - 1)
+		if r.watch == n {
+			r.watch = wn.next
+		} else {
+			for p := r.watch; p != 0; p = t.wnodes[p-1].next {
+				if t.wnodes[p-1].next == n {
+					t.wnodes[p-1].next = wn.next
+					break
+				}
+			}
+		}
+		t.freeWatch(n)
+	}
+}
+
+func (t *Table) workerJoin(e *WorkerJoin) error {
+	switch {
+	case e.Name == "":
+		return fmt.Errorf("%w: worker %d joins without a name", ErrInvalid, e.Worker)
+	case e.Slots < 0 || e.Prefetch < 0 || e.Slots+e.Prefetch < 1:
+		return fmt.Errorf("%w: worker %q: slots %d and prefetch %d leave no window", ErrInvalid, e.Name, e.Slots, e.Prefetch)
+	case e.GPUs < 0 || e.GPUs > MaxGPUs:
+		return fmt.Errorf("%w: worker %q: %d GPUs (0 to %d)", ErrInvalid, e.Name, e.GPUs, MaxGPUs)
+	case e.Credit < 0:
+		return fmt.Errorf("%w: worker %q: credit %d", ErrInvalid, e.Name, e.Credit)
+	}
+	if _, ok := t.workers[e.Worker]; ok {
+		return fmt.Errorf("%w: worker id %d has joined already", ErrDuplicateWorker, e.Worker)
+	}
+	name := t.intern(e.Name)
+	if _, ok := t.liveNames[name]; ok {
+		return fmt.Errorf("%w: a worker named %q is connected", ErrDuplicateWorker, e.Name)
+	}
+	w := &worker{id: e.Worker, name: name, window: e.Slots + e.Prefetch, gpus: e.GPUs}
+	w.credit = min(e.Credit, w.window)
+	t.workers[e.Worker] = w
+	t.liveNames[name] = e.Worker
+	t.addReady(w)
+	return nil
+}
+
+func (t *Table) workerCredit(e WorkerCredit) error {
+	w, ok := t.workers[e.Worker]
+	if !ok {
+		return fmt.Errorf("%w: credit from worker %d", ErrUnknownWorker, e.Worker)
+	}
+	if e.N < 1 {
+		return fmt.Errorf("%w: worker %q grants credit %d", ErrInvalid, t.names[w.name], e.N)
+	}
+	w.credit = min(w.credit+e.N, w.window)
+	t.addReady(w)
+	return nil
+}
+
+func (t *Table) addReady(w *worker) {
+	if !w.inReady && w.canTake() {
+		w.inReady = true
+		t.ready = append(t.ready, w)
+		t.mayDispatch = true
+	}
+}
+
+func (t *Table) removeReady(i int) {
+	t.ready[i].inReady = false
+	copy(t.ready[i:], t.ready[i+1:])
+	t.ready[len(t.ready)-1] = nil
+	t.ready = t.ready[:len(t.ready)-1]
+}
+
+func (t *Table) workerLost(id WorkerID) {
+	w, ok := t.workers[id]
+	if !ok {
+		return
+	}
+	delete(t.workers, id)
+	delete(t.liveNames, w.name)
+	if w.inReady {
+		i := slices.Index(t.ready, w)
+		t.removeReady(i)
+		if t.rr > i {
+			t.rr--
+		}
+	}
+	t.leases -= len(w.leases)
+	// Back to the front in the order given: the first given ends first.
+	for i := len(w.leases) - 1; i >= 0; i-- {
+		if l := w.leases[i]; !l.expired {
+			t.lose(l.idx, w.name)
+		}
+	}
+	w.leases = nil
+}
+
+// lose takes a delivery of running record idx back from the worker named
+// by name: the record goes to the front of the queue, or fails once it has
+// been lost MaxLost times.
+func (t *Table) lose(idx uint32, name uint32) {
+	r := t.recs.at(idx)
+	if r.ext == nil {
+		r.ext = &extra{}
+	}
+	r.ext.lost = append(r.ext.lost, name)
+	r.worker = 0
+	t.markDirty(idx)
+	if len(r.ext.lost) >= t.cfg.MaxLost {
+		names := make([]string, len(r.ext.lost))
+		for i, n := range r.ext.lost {
+			names[i] = t.names[n]
+		}
+		r.ext.err = &workunit.Error{
+			Kind:    workunit.WorkersLost,
+			Name:    "WorkersLostError",
+			Message: fmt.Sprintf("lost by %d workers: %s", len(names), strings.Join(names, ", ")),
+			Key:     r.key,
+		}
+		r.data = nil
+		t.setStatus(r, Error)
+		t.notify(idx, nil)
+		return
+	}
+	t.setStatus(r, Waiting)
+	t.enqueueFront(idx)
+}
+
+func (t *Table) discard(w WorkerID, key workunit.Key, tok Token, reason string) error {
+	t.discarded++
+	t.out.Discarded = append(t.out.Discarded, Discard{Worker: w, Key: key, Token: tok, Reason: reason})
+	return fmt.Errorf("%w: worker %d, workunit %s, token %d: %s", ErrStale, w, key.Short(), tok, reason)
+}
+
+// finish handles a Complete (err == nil) or a Fail.
+func (t *Table) finish(id WorkerID, key workunit.Key, tok Token, result []byte, err *workunit.Error, console []byte) error {
+	w, ok := t.workers[id]
+	if !ok {
+		return t.discard(id, key, tok, "unknown worker")
+	}
+	li := -1
+	for i := range w.leases {
+		if w.leases[i].token == tok {
+			li = i
+			break
+		}
+	}
+	if li < 0 {
+		return t.discard(id, key, tok, "no such lease")
+	}
+	l := w.leases[li]
+	r := t.recs.at(l.idx)
+	if r.key != key {
+		return t.discard(id, key, tok, "lease is for another workunit")
+	}
+	w.leases = slices.Delete(w.leases, li, li+1)
+	t.leases--
+	w.gpusUsed -= int(l.gpus)
+	t.mayDispatch = true // GPUs freed
+	t.addReady(w)
+	if l.expired {
+		return t.discard(id, key, tok, "lease expired")
+	}
+	r.worker = w.name
+	if err == nil {
+		r.data = result
+		if r.ext != nil {
+			r.ext.err = nil
+		}
+		t.setStatus(r, Done)
+	} else {
+		e := *err
+		e.Worker = t.names[w.name]
+		e.Key = key
+		if r.ext == nil {
+			r.ext = &extra{}
+		}
+		r.ext.err = &e
+		r.data = nil
+		t.setStatus(r, Error)
+	}
+	t.markDirty(l.idx)
+	t.notify(l.idx, console)
+	return nil
+}
+
+func (t *Table) tick(now time.Time) {
+	n := unixNano(now)
+	if n <= t.now {
+		return
+	}
+	if !t.ticked {
+		// Leases given before the first tick count from it.
+		t.ticked = true
+		for _, w := range t.workers {
+			for i := range w.leases {
+				if w.leases[i].deadline != 0 {
+					w.leases[i].deadline += n
+				}
+			}
+		}
+	}
+	t.now = n
+	type expiry struct {
+		token Token
+		idx   uint32
+		name  uint32
+	}
+	var exp []expiry
+	for _, w := range t.workers {
+		for i := range w.leases {
+			l := &w.leases[i]
+			if !l.expired && l.deadline != 0 && l.deadline <= n {
+				l.expired = true
+				exp = append(exp, expiry{l.token, l.idx, w.name})
+			}
+		}
+	}
+	// Newest first to the front, so that the oldest ends first.
+	slices.SortFunc(exp, func(a, b expiry) int { return cmpToken(b.token, a.token) })
+	for _, x := range exp {
+		t.lose(x.idx, x.name)
+	}
+}
+
+func cmpToken(a, b Token) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// dispatch gives waiting workunits to workers with credit, round-robin,
+// oldest workunit first.
+func (t *Table) dispatch() {
+	if !t.mayDispatch {
+		return
+	}
+	t.mayDispatch = false
+	misses := 0
+	for t.queued > 0 && len(t.ready) > 0 && misses < len(t.ready) {
+		if t.rr >= len(t.ready) {
+			t.rr = 0
+		}
+		w := t.ready[t.rr]
+		if t.assign(w) {
+			misses = 0
+		} else {
+			misses++
+		}
+		if w.canTake() {
+			t.rr++
+		} else {
+			t.removeReady(t.rr)
+		}
+	}
+}
+
+// assign leases the oldest waiting workunit that w can run to w.
+func (t *Table) assign(w *worker) bool {
+	free := uint8(w.gpus - w.gpusUsed)
+	var best *ring
+	var bestSeq int64
+	for i := range t.queues {
+		gq := &t.queues[i]
+		if gq.gpus > free {
+			break
+		}
+		if gq.q.len() == 0 {
+			continue
+		}
+		if s := t.recs.at(gq.q.front()).seq; best == nil || s < bestSeq {
+			best, bestSeq = &gq.q, s
+		}
+	}
+	if best == nil {
+		return false
+	}
+	idx := best.popFront()
+	t.queued--
+	r := t.recs.at(idx)
+	tok := t.nextToken
+	t.nextToken++
+	var deadline int64
+	switch {
+	case r.timeout > 0:
+		deadline = t.now + int64(time.Duration(r.timeout)*time.Millisecond+t.cfg.LeaseGrace)
+	case t.cfg.LeaseTimeout > 0:
+		deadline = t.now + int64(t.cfg.LeaseTimeout)
+	}
+	w.leases = append(w.leases, lease{token: tok, idx: idx, gpus: r.gpus, deadline: deadline})
+	t.leases++
+	w.credit--
+	w.gpusUsed += int(r.gpus)
+	r.worker = w.name
+	r.deliveries++
+	t.setStatus(r, Running)
+	t.markDirty(idx)
+	t.out.assigns = grow(t.out.assigns)
+	m := &t.out.assigns[len(t.out.assigns)-1]
+	t.out.Send = append(t.out.Send, m)
+	*m = Assign{
+		Worker:   w.id,
+		Key:      r.key,
+		Token:    tok,
+		Spec:     r.data,
+		Options:  t.options(r),
+		Delivery: int(r.deliveries),
+	}
+	return true
+}
+
+// grow returns s with one more (zero) element. When s is full it moves to
+// a new array without copying: messages already listed keep pointing into
+// the old one, which stays valid.
+func grow[T any](s []T) []T {
+	if len(s) == cap(s) {
+		s = make([]T, 0, max(64, 2*cap(s)))
+	}
+	return s[:len(s)+1]
+}
+
+func (t *Table) options(r *record) Options {
+	return Options{NoCache: r.flags&flagNoCache != 0, GPUs: int(r.gpus), Timeout: r.timeout}
+}
+
+// snapshot returns record idx as a Record.
+func (t *Table) snapshot(idx uint32) Record {
+	r := t.recs.at(idx)
+	rec := Record{
+		Key:        r.key,
+		ID:         r.id,
+		Seq:        r.seq,
+		Options:    t.options(r),
+		Owner:      t.names[r.owner],
+		Status:     r.status,
+		Worker:     t.names[r.worker],
+		LastChange: fromUnixNano(r.changed),
+		Deliveries: int(r.deliveries),
+	}
+	switch r.status {
+	case Waiting, Running:
+		rec.Spec = r.data
+	case Done:
+		rec.Result = r.data
+	case Error:
+		rec.Err = r.ext.err
+	}
+	if r.ext != nil && len(r.ext.lost) > 0 {
+		rec.LostFrom = make([]string, len(r.ext.lost))
+		for i, n := range r.ext.lost {
+			rec.LostFrom[i] = t.names[n]
+		}
+	}
+	return rec
+}
+
+// Lookup returns the record of key as it stands, and whether the table
+// has it. For inspection (admin pages, tests); masters ask with GetInfo.
+func (t *Table) Lookup(key workunit.Key) (Record, bool) {
+	idx, ok := t.index.get(&key, &t.recs)
+	if !ok {
+		return Record{}, false
+	}
+	return t.snapshot(idx), true
+}
+
+// Stats returns counts of what the table holds.
+func (t *Table) Stats() Stats {
+	return Stats{
+		Waiting:   t.counts[Waiting],
+		Running:   t.counts[Running],
+		Done:      t.counts[Done],
+		Error:     t.counts[Error],
+		Workers:   len(t.workers),
+		Leases:    t.leases,
+		Watches:   t.nwatches,
+		Discarded: t.discarded,
+	}
+}
+
+// HasReady reports whether Ready would return something to do. It is false
+// while a Ready is outstanding (returned and not yet Advanced).
+func (t *Table) HasReady() bool {
+	return t.outstanding == 0 && (len(t.pending) > 0 || !t.out.Empty())
+}
+
+// Ready returns what the shell must do now (see Ready) and hands it over:
+// the next Ready holds only what comes after. The shell must call Advance
+// (or PersistFailed) with it before it calls Ready again; until then Ready
+// returns an empty Ready. An empty Ready needs no Advance.
+func (t *Table) Ready() Ready {
+	if t.outstanding != 0 || !t.HasReady() {
+		return Ready{}
+	}
+	rd := t.out
+	rd.Persist = t.spare.Persist[:0]
+	rd.inflight = t.spare.inflight[:0]
+	for _, idx := range t.pending {
+		r := t.recs.at(idx)
+		r.flags = r.flags&^flagPending | flagInflight
+		rd.Persist = append(rd.Persist, t.snapshot(idx))
+		rd.inflight = append(rd.inflight, idx)
+	}
+	t.pending = t.pending[:0]
+	t.out = Ready{Send: t.spare.Send[:0], Notify: t.spare.Notify[:0], Discarded: t.spare.Discarded[:0],
+		acks: t.spare.acks[:0], assigns: t.spare.assigns[:0], infos: t.spare.infos[:0]}
+	t.spare = Ready{}
+	t.gen++
+	t.outstanding = t.gen
+	rd.gen = t.gen
+	return rd
+}
+
+// Advance tells the table that the shell has done all that rd asked, in
+// order: its records are durable, its messages sent, its notifications
+// delivered. rd's slices are reused afterwards. An rd that is not the
+// outstanding Ready (advanced already, or empty) is ignored.
+func (t *Table) Advance(rd Ready) {
+	if rd.gen == 0 || rd.gen != t.outstanding {
+		return
+	}
+	for _, idx := range rd.inflight {
+		t.recs.at(idx).flags &^= flagInflight
+	}
+	t.recycle(rd)
+}
+
+// PersistFailed tells the table that rd.Persist could not be written. Call
+// it instead of Advance, after sending rd's messages with each Ack
+// replaced by a refusal (an Ack must never go out for a record that is not
+// durable) and delivering its notifications. The table writes the records
+// again in the next Ready, and every Ack it makes from now on waits for a
+// Ready that writes them.
+func (t *Table) PersistFailed(rd Ready) {
+	if rd.gen == 0 || rd.gen != t.outstanding {
+		return
+	}
+	for _, idx := range rd.inflight {
+		t.recs.at(idx).flags &^= flagInflight
+		t.markDirty(idx)
+	}
+	t.recycle(rd)
+}
+
+func (t *Table) recycle(rd Ready) {
+	clear(rd.Persist)
+	clear(rd.Send)
+	clear(rd.Notify)
+	clear(rd.Discarded)
+	clear(rd.acks)
+	clear(rd.assigns)
+	clear(rd.infos)
+	t.spare = Ready{
+		Persist:   rd.Persist[:0],
+		Send:      rd.Send[:0],
+		Notify:    rd.Notify[:0],
+		Discarded: rd.Discarded[:0],
+		inflight:  rd.inflight[:0],
+		acks:      rd.acks[:0],
+		assigns:   rd.assigns[:0],
+		infos:     rd.infos[:0],
+	}
+	t.outstanding = 0
+}
+
+// Restore loads records, as a store gives them back after a restart, into
+// an empty table. Call it once, before the first Step. Finished records
+// come back as they were (Done with their result, Error with their error);
+// Waiting and Running ones come back Waiting, in Seq order, with their
+// Deliveries and LostFrom kept (a Running one's lease is gone). Restored
+// records are durable: they are not persisted again until they change.
+//
+// Restore checks every record first and loads none if one is malformed.
+func (t *Table) Restore(recs []Record) error {
+	if t.recs.n != 0 || len(t.workers) != 0 || t.queued != 0 {
+		return ErrNotEmpty
+	}
+	for i := range recs {
+		if err := checkRecord(&recs[i]); err != nil {
+			return err
+		}
+	}
+	var waiting []uint32
+	for i := range recs {
+		rec := &recs[i]
+		_, dup, slot, tag := t.index.find(&rec.Key, &t.recs)
+		if dup {
+			t.clearRestore()
+			return fmt.Errorf("%w: record %s twice", ErrInvalid, rec.Key.Short())
+		}
+		idx := t.recs.add()
+		t.index.insert(slot, tag, idx)
+		r := t.recs.at(idx)
+		r.key = rec.Key
+		r.id = rec.ID
+		t.nextID = max(t.nextID, rec.ID+1)
+		r.seq = rec.Seq
+		r.changed = unixNano(rec.LastChange)
+		r.owner = t.intern(rec.Owner)
+		r.timeout = rec.Options.Timeout
+		r.gpus = uint8(rec.Options.GPUs)
+		if rec.Options.NoCache {
+			r.flags |= flagNoCache
+		}
+		r.deliveries = uint32(min(max(rec.Deliveries, 0), 1<<32-1))
+		if len(rec.LostFrom) > 0 {
+			r.ext = &extra{lost: make([]uint32, len(rec.LostFrom))}
+			for j, n := range rec.LostFrom {
+				r.ext.lost[j] = t.intern(n)
+			}
+		}
+		switch rec.Status {
+		case Waiting, Running:
+			r.status = Waiting
+			r.data = rec.Spec
+			waiting = append(waiting, idx)
+		case Done:
+			r.status = Done
+			r.data = rec.Result
+			r.worker = t.intern(rec.Worker)
+		case Error:
+			r.status = Error
+			r.worker = t.intern(rec.Worker)
+			if r.ext == nil {
+				r.ext = &extra{}
+			}
+			r.ext.err = rec.Err
+		}
+		t.counts[r.status]++
+		t.backSeq = max(t.backSeq, r.seq)
+		t.frontSq = min(t.frontSq, r.seq)
+	}
+	slices.SortStableFunc(waiting, func(a, b uint32) int {
+		sa, sb := t.recs.at(a).seq, t.recs.at(b).seq
+		switch {
+		case sa < sb:
+			return -1
+		case sa > sb:
+			return 1
+		}
+		return 0
+	})
+	for _, idx := range waiting {
+		t.queueFor(t.recs.at(idx).gpus).pushBack(idx)
+		t.queued++
+	}
+	t.mayDispatch = true
+	return nil
+}
+
+// clearRestore undoes a Restore that failed halfway.
+func (t *Table) clearRestore() {
+	fresh := New(t.cfg)
+	*t = *fresh
+}
+
+func checkRecord(rec *Record) error {
+	if rec.Key == (workunit.Key{}) {
+		return fmt.Errorf("%w: record with a zero key", ErrInvalid)
+	}
+	if rec.ID == 0 {
+		return fmt.Errorf("%w: record %s has no ID", ErrInvalid, rec.Key.Short())
+	}
+	if err := validOptions(rec.Options, "record", rec.Key); err != nil {
+		return err
+	}
+	switch rec.Status {
+	case Waiting, Running:
+		if len(rec.Spec) == 0 {
+			return fmt.Errorf("%w: record %s is %s without a spec", ErrInvalid, rec.Key.Short(), rec.Status)
+		}
+	case Done:
+	case Error:
+		if rec.Err == nil {
+			return fmt.Errorf("%w: record %s is error without an error", ErrInvalid, rec.Key.Short())
+		}
+	default:
+		return fmt.Errorf("%w: record %s has status %s", ErrInvalid, rec.Key.Short(), rec.Status)
+	}
+	return nil
+}

@@ -1,0 +1,210 @@
+package table
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/riot-go/riot/workunit"
+)
+
+// WorkerID names one worker connection. The shell assigns it (unique for
+// the table's lifetime; never reuse an ID after WorkerLost).
+type WorkerID uint64
+
+// MasterID names one master connection. The shell assigns it; the table
+// uses it only to address replies and to drop watches on MasterLost.
+type MasterID uint64
+
+// Token identifies one delivery (lease) of a workunit to a worker. A
+// Complete or Fail must present the token of the current lease; any other
+// token is stale.
+type Token uint64
+
+// Status is where a workunit stands. The names are Riot's.
+type Status uint8
+
+// The statuses. Unknown is not a stored status: it answers a question
+// about a key the table has never seen.
+const (
+	Unknown Status = 0
+	// Waiting: in the queue for a worker.
+	Waiting Status = 1
+	// Running: leased to a worker.
+	Running Status = 2
+	// Done: finished with a result.
+	Done Status = 3
+	// Error: finished with a *workunit.Error. Submitting the key again
+	// runs it again.
+	Error Status = 4
+)
+
+// String returns "waiting", "running", "done", "error" or "unknown".
+func (s Status) String() string {
+	switch s {
+	case Unknown:
+		return "unknown"
+	case Waiting:
+		return "waiting"
+	case Running:
+		return "running"
+	case Done:
+		return "done"
+	case Error:
+		return "error"
+	}
+	return fmt.Sprintf("Status(%d)", uint8(s))
+}
+
+// Finished reports whether s is Done or Error.
+func (s Status) Finished() bool { return s == Done || s == Error }
+
+// MaxGPUs is the most GPUs a workunit may ask for, and a worker may offer.
+const MaxGPUs = 255
+
+// Options are what a submission asks of the table beside its spec.
+type Options struct {
+	// NoCache runs the workunit again even if the table holds its result
+	// (Done). Without it a finished result is answered from memory.
+	NoCache bool
+	// GPUs is how many free GPU devices the worker that runs it must have
+	// (0 to MaxGPUs). The devices count as used until the lease ends.
+	GPUs int
+	// Timeout is the workunit's time limit in milliseconds (0: none). The
+	// table carries it to the worker, which enforces it; the table only
+	// adds Config.LeaseGrace to it to get the lease's deadline.
+	Timeout uint32
+}
+
+// Info is a workunit's info as Riot's client-workunit-info gives it:
+// status, the worker that holds or finished it, its result, and the time
+// of its last status change.
+type Info struct {
+	// Status is Unknown for a key the table has never seen (then every
+	// other field is zero).
+	Status Status
+	// Worker is the name of the worker that holds it (Running) or that
+	// finished it (Done, Error); "" while Waiting, and for an Error that no
+	// worker gave (WorkersLost).
+	Worker string
+	// Result is the encoded value of a Done workunit; nil otherwise. The
+	// bytes belong to the table: read them, never modify them.
+	Result []byte
+	// Err is the error of an Error workunit; nil otherwise. Shared: do not
+	// modify it.
+	Err *workunit.Error
+	// LastChange is the time of the last status change, as the last Tick
+	// before it gave it (the zero time before any Tick).
+	LastChange time.Time
+}
+
+// Record is one workunit's durable state: the unit of persistence. The
+// table lists changed records in Ready.Persist; the store writes them and
+// gives them back to Restore after a restart.
+//
+// Byte slices (Spec, Result) belong to the table and are never modified by
+// it; a store may keep them as they are until it has written them, and
+// must copy them when it must outlive the table's use of them (it need not:
+// the table never modifies them).
+type Record struct {
+	Key workunit.Key
+	// ID numbers the record: the table gives each new key the next ID,
+	// from 1 up, and keeps it for good (Restore brings IDs back). A store
+	// may key records by ID rather than Key: IDs grow with time, so the
+	// writes of a busy table land near each other.
+	ID uint64
+	// Seq orders the records in the waiting queue: a record restored as
+	// waiting goes to the queue in Seq order. It is negative for records
+	// that were put back at the front after a lost delivery.
+	Seq int64
+	// Spec is the workunit as the master sent it, opaque to the table. It
+	// is set while the record is Waiting or Running and nil once it is
+	// finished (the table keeps no spec for finished work: a resubmission
+	// brings its own). A store may delete the stored spec when it sees a
+	// finished record.
+	Spec    []byte
+	Options Options
+	// Owner is the principal that first submitted the key (the shell's
+	// name for the master, for isolation later); may be "".
+	Owner  string
+	Status Status
+	// Worker: see Info.Worker.
+	Worker string
+	// Result: see Info.Result.
+	Result []byte
+	// Err: see Info.Err.
+	Err        *workunit.Error
+	LastChange time.Time
+	// LostFrom names, in order, the workers that lost a delivery of the
+	// record (disconnected, missed their pings, or let its lease expire).
+	// Repeats are kept: a worker that lost it twice is named twice.
+	LostFrom []string
+	// Deliveries counts the leases given for it, all attempts together.
+	Deliveries int
+}
+
+// Info returns the record's Info.
+func (r *Record) Info() Info {
+	return Info{Status: r.Status, Worker: r.Worker, Result: r.Result, Err: r.Err, LastChange: r.LastChange}
+}
+
+// Default values for Config fields left zero.
+const (
+	DefaultMaxLost    = 3
+	DefaultLeaseGrace = 10 * time.Second
+)
+
+// Config tunes a Table. The zero Config is usable: every zero field takes
+// its documented default.
+type Config struct {
+	// MaxLost is how many lost deliveries a workunit survives: at the
+	// MaxLost-th loss it fails with a workunit.WorkersLost error that names
+	// the workers. DefaultMaxLost if zero.
+	MaxLost int
+	// LeaseTimeout is the lease of a workunit without a Timeout: a worker
+	// that holds one longer loses it (it goes back to the queue). Zero: such
+	// leases never expire; only WorkerLost takes them back.
+	LeaseTimeout time.Duration
+	// LeaseGrace is added to a workunit's own Timeout to get its lease: the
+	// worker enforces the Timeout and answers with a TimeLimit error, so the
+	// lease expires only when that answer does not come. DefaultLeaseGrace
+	// if zero.
+	LeaseGrace time.Duration
+	// FirstToken is the first lease token. Tokens count up from it. Give a
+	// restarted table a FirstToken that the previous run cannot have reached
+	// (the start time in nanoseconds does: tokens grow far slower than a
+	// nanosecond clock), so that a token from before the restart is never
+	// mistaken for a new one. 1 if zero.
+	FirstToken Token
+	// HashSeed seeds the hash of the key index. Keys are SHA-256 sums, so
+	// any seed spreads honest keys; give a random seed (crypto/rand) where
+	// masters are not trusted, so that none can choose keys that collide.
+	HashSeed uint64
+}
+
+func (c Config) withDefaults() Config {
+	if c.MaxLost <= 0 {
+		c.MaxLost = DefaultMaxLost
+	}
+	if c.LeaseGrace <= 0 {
+		c.LeaseGrace = DefaultLeaseGrace
+	}
+	if c.FirstToken == 0 {
+		c.FirstToken = 1
+	}
+	if c.LeaseTimeout < 0 {
+		c.LeaseTimeout = 0
+	}
+	return c
+}
+
+// Stats counts what the table holds. Cheap; for metrics.
+type Stats struct {
+	Waiting, Running, Done, Error int
+	// Workers is the number of joined workers; Leases the leases they hold,
+	// expired ones they have not answered included.
+	Workers, Leases int
+	// Watches is the number of pending watches.
+	Watches int
+	// Discarded counts stale completions rejected so far.
+	Discarded uint64
+}

@@ -1,0 +1,494 @@
+package value
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"math/big"
+	"unicode/utf16"
+	"unicode/utf8"
+)
+
+// CBOR major types.
+const (
+	MajorUint   = 0
+	MajorNeg    = 1
+	MajorBytes  = 2
+	MajorText   = 3
+	MajorArray  = 4
+	MajorMap    = 5
+	MajorTag    = 6
+	MajorSimple = 7
+)
+
+// CBOR simple values used by the codec.
+const (
+	SimpleFalse     = 20
+	SimpleTrue      = 21
+	SimpleNull      = 22
+	SimpleUndefined = 23
+)
+
+// maxSafeInteger is 2^53, past which a float64 no longer holds every integer.
+const maxSafeInteger = 1 << 53
+
+// Writer appends CBOR data items to a byte slice. The zero Writer is ready to
+// use. A Writer is not safe for concurrent use.
+//
+// Writer writes heads and leaves; callers write the items of an array or map
+// after its head. It writes the preferred (shortest) form of every head.
+type Writer struct {
+	buf []byte
+}
+
+// NewWriter returns a Writer that appends to buf[:0].
+func NewWriter(buf []byte) *Writer { return &Writer{buf: buf[:0]} }
+
+// Bytes returns the bytes written so far. They alias the Writer's buffer.
+func (w *Writer) Bytes() []byte { return w.buf }
+
+// Len returns the number of bytes written so far.
+func (w *Writer) Len() int { return len(w.buf) }
+
+// Reset empties the Writer, keeping its buffer.
+func (w *Writer) Reset() { w.buf = w.buf[:0] }
+
+// Head writes a head of the given major type and argument.
+func (w *Writer) Head(major byte, n uint64) {
+	m := major << 5
+	switch {
+	case n < 24:
+		w.buf = append(w.buf, m|byte(n))
+	case n <= math.MaxUint8:
+		w.buf = append(w.buf, m|24, byte(n))
+	case n <= math.MaxUint16:
+		w.buf = append(w.buf, m|25, byte(n>>8), byte(n))
+	case n <= math.MaxUint32:
+		w.buf = append(w.buf, m|26, byte(n>>24), byte(n>>16), byte(n>>8), byte(n))
+	default:
+		w.buf = append(w.buf, m|27)
+		w.buf = binary.BigEndian.AppendUint64(w.buf, n)
+	}
+}
+
+// Tag writes a tag head; the tagged item follows.
+func (w *Writer) Tag(tag uint64) { w.Head(MajorTag, tag) }
+
+// ArrayHeader writes the head of an array of n items.
+func (w *Writer) ArrayHeader(n int) { w.Head(MajorArray, uint64(n)) }
+
+// MapHeader writes the head of a map of n pairs.
+func (w *Writer) MapHeader(n int) { w.Head(MajorMap, uint64(n)) }
+
+// Simple writes a simple value such as SimpleNull.
+func (w *Writer) Simple(v byte) { w.buf = append(w.buf, MajorSimple<<5|v) }
+
+// Bool writes true or false.
+func (w *Writer) Bool(b bool) {
+	if b {
+		w.Simple(SimpleTrue)
+	} else {
+		w.Simple(SimpleFalse)
+	}
+}
+
+// Int writes an integer.
+func (w *Writer) Int(n int64) {
+	if n >= 0 {
+		w.Head(MajorUint, uint64(n))
+	} else {
+		w.Head(MajorNeg, uint64(-1-n))
+	}
+}
+
+// Number writes a JavaScript number: as a CBOR integer when it is an integer
+// within ±2^53 and not -0, otherwise as a float64. Every NaN is written as
+// the one NaN 0x7ff8000000000000, so equal values give equal bytes.
+func (w *Writer) Number(f float64) {
+	if f == math.Trunc(f) && f >= -maxSafeInteger && f <= maxSafeInteger && (f != 0 || !math.Signbit(f)) {
+		w.Int(int64(f))
+		return
+	}
+	if f != f {
+		f = math.Float64frombits(canonicalNaN)
+	}
+	w.Float64(f)
+}
+
+// canonicalNaN is the bits of the NaN that Number writes.
+const canonicalNaN = 0x7ff8000000000000
+
+// Float64 writes f as a double-precision float.
+func (w *Writer) Float64(f float64) {
+	w.buf = append(w.buf, MajorSimple<<5|27)
+	w.buf = binary.BigEndian.AppendUint64(w.buf, math.Float64bits(f))
+}
+
+// Text writes s as a text string. s must be valid UTF-8; use String for text
+// that may not be.
+func (w *Writer) Text(s string) {
+	w.Head(MajorText, uint64(len(s)))
+	w.buf = append(w.buf, s...)
+}
+
+// String writes s as a text string. Each byte of s that is not part of
+// valid UTF-8 is written as U+FFFD, so String never writes TagUTF16 (Marshal
+// does, for a string holding a surrogate in WTF-8 form; see the package
+// documentation).
+func (w *Writer) String(s string) {
+	if utf8.ValidString(s) {
+		w.Text(s)
+		return
+	}
+	w.Text(string([]rune(s)))
+}
+
+// UTF16 writes a string given as UTF-16 code units: as a text string when they
+// are valid Unicode, otherwise as TagUTF16 so that lone surrogates survive.
+func (w *Writer) UTF16(units []uint16) {
+	for i := 0; i < len(units); i++ {
+		u := units[i]
+		if u < 0xd800 || u > 0xdfff {
+			continue
+		}
+		if u <= 0xdbff && i+1 < len(units) && units[i+1] >= 0xdc00 && units[i+1] <= 0xdfff {
+			i++
+			continue
+		}
+		w.Tag(TagUTF16)
+		w.Head(MajorBytes, uint64(2*len(units)))
+		for _, u := range units {
+			w.buf = append(w.buf, byte(u), byte(u>>8))
+		}
+		return
+	}
+	w.Text(string(utf16.Decode(units)))
+}
+
+// ByteString writes b as a byte string.
+func (w *Writer) ByteString(b []byte) {
+	w.Head(MajorBytes, uint64(len(b)))
+	w.buf = append(w.buf, b...)
+}
+
+// BigInt writes n as a tagged bignum (tag 2 or 3), whatever its size.
+func (w *Writer) BigInt(n *big.Int) {
+	if n.Sign() >= 0 {
+		w.Tag(TagPosBignum)
+		w.ByteString(n.Bytes())
+		return
+	}
+	m := new(big.Int).Neg(n)
+	m.Sub(m, big.NewInt(1))
+	w.Tag(TagNegBignum)
+	w.ByteString(m.Bytes())
+}
+
+// Typed writes a typed array over raw little-endian element bytes, as its
+// RFC 8746 tag and a byte string. raw must hold whole elements.
+func (w *Writer) Typed(k TypedKind, raw []byte) {
+	w.Tag(uint64(k))
+	w.ByteString(raw)
+}
+
+// Raw appends b, which must be whole CBOR data items.
+func (w *Writer) Raw(b []byte) { w.buf = append(w.buf, b...) }
+
+// Head is a decoded CBOR head.
+type Head struct {
+	Major byte
+	// Arg is the argument: the value of an integer (for MajorNeg the value
+	// is -1-Arg), the length of a string, array or map, the tag number, or
+	// the simple value.
+	Arg uint64
+	// Float is set for MajorSimple floats (IsFloat true).
+	Float   float64
+	IsFloat bool
+}
+
+// ErrTruncated is reported (wrapped in a *SyntaxError) when data ends inside
+// an item.
+var ErrTruncated = errors.New("unexpected end of data")
+
+// SyntaxError reports malformed CBOR at an offset.
+type SyntaxError struct {
+	Offset int
+	Msg    string
+	Err    error
+}
+
+func (e *SyntaxError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("value: malformed data at byte %d: %s: %v", e.Offset, e.Msg, e.Err)
+	}
+	return fmt.Sprintf("value: malformed data at byte %d: %s", e.Offset, e.Msg)
+}
+
+func (e *SyntaxError) Unwrap() error { return e.Err }
+
+// Reader reads CBOR data items from a byte slice. It never reads past its
+// data and never allocates from a length it has not checked against the
+// bytes left. A Reader is not safe for concurrent use.
+type Reader struct {
+	data []byte
+	pos  int
+}
+
+// NewReader returns a Reader over data.
+func NewReader(data []byte) *Reader { return &Reader{data: data} }
+
+// Offset returns the position of the next byte to read.
+func (r *Reader) Offset() int { return r.pos }
+
+// Remaining returns the number of bytes not yet read.
+func (r *Reader) Remaining() int { return len(r.data) - r.pos }
+
+// Errorf returns a *SyntaxError at the current offset.
+func (r *Reader) Errorf(format string, args ...any) error {
+	return &SyntaxError{Offset: r.pos, Msg: fmt.Sprintf(format, args...)}
+}
+
+func (r *Reader) truncated(what string) error {
+	return &SyntaxError{Offset: r.pos, Msg: what, Err: ErrTruncated}
+}
+
+// Next reads one head. Indefinite lengths and reserved forms are errors.
+func (r *Reader) Next() (Head, error) {
+	if r.pos >= len(r.data) {
+		return Head{}, r.truncated("reading a head")
+	}
+	start := r.pos
+	b := r.data[r.pos]
+	r.pos++
+	h := Head{Major: b >> 5}
+	ai := b & 31
+	var n uint64
+	switch {
+	case ai < 24:
+		n = uint64(ai)
+	case ai <= 27:
+		size := 1 << (ai - 24)
+		if len(r.data)-r.pos < size {
+			r.pos = start
+			return Head{}, r.truncated("reading a head's argument")
+		}
+		p := r.data[r.pos : r.pos+size]
+		switch size {
+		case 1:
+			n = uint64(p[0])
+		case 2:
+			n = uint64(binary.BigEndian.Uint16(p))
+		case 4:
+			n = uint64(binary.BigEndian.Uint32(p))
+		default:
+			n = binary.BigEndian.Uint64(p)
+		}
+		r.pos += size
+	case ai == 31:
+		r.pos = start
+		return Head{}, r.Errorf("indefinite-length items are not supported")
+	default:
+		r.pos = start
+		return Head{}, r.Errorf("reserved additional information %d", ai)
+	}
+	h.Arg = n
+	if h.Major == MajorSimple {
+		switch ai {
+		case 25:
+			h.IsFloat, h.Float = true, float16ToFloat64(uint16(n))
+		case 26:
+			h.IsFloat, h.Float = true, float64(math.Float32frombits(uint32(n)))
+		case 27:
+			h.IsFloat, h.Float = true, math.Float64frombits(n)
+		case 24:
+			if n < 32 {
+				r.pos = start
+				return Head{}, r.Errorf("simple value %d in two-byte form", n)
+			}
+		}
+	}
+	return h, nil
+}
+
+// Bytes returns the next n bytes (the payload of a string head) without
+// copying: the result aliases the Reader's data.
+func (r *Reader) Bytes(n uint64) ([]byte, error) {
+	if n > uint64(len(r.data)-r.pos) {
+		return nil, r.truncated(fmt.Sprintf("string of %d bytes with %d left", n, len(r.data)-r.pos))
+	}
+	b := r.data[r.pos : r.pos+int(n)]
+	r.pos += int(n)
+	return b, nil
+}
+
+// CheckCount checks that a claimed count of items, each at least minBytes
+// long, fits in the bytes left, so that a caller may allocate for them.
+func (r *Reader) CheckCount(n uint64, minBytes int) error {
+	left := uint64(len(r.data) - r.pos)
+	if minBytes > 0 && n > left/uint64(minBytes) {
+		return r.truncated(fmt.Sprintf("%d items with %d bytes left", n, left))
+	}
+	return nil
+}
+
+// Skip reads and discards one whole data item, nested ones included, up to
+// maxDepth levels deep.
+func (r *Reader) Skip(maxDepth int) error {
+	if maxDepth <= 0 {
+		return r.Errorf("nesting deeper than the limit")
+	}
+	h, err := r.Next()
+	if err != nil {
+		return err
+	}
+	switch h.Major {
+	case MajorBytes, MajorText:
+		_, err = r.Bytes(h.Arg)
+		return err
+	case MajorArray, MajorMap:
+		n := h.Arg
+		if h.Major == MajorMap {
+			if n > math.MaxUint64/2 {
+				return r.truncated("map too large")
+			}
+			n *= 2
+		}
+		if err := r.CheckCount(n, 1); err != nil {
+			return err
+		}
+		for i := uint64(0); i < n; i++ {
+			if err := r.Skip(maxDepth - 1); err != nil {
+				return err
+			}
+		}
+	case MajorTag:
+		return r.Skip(maxDepth - 1)
+	}
+	return nil
+}
+
+// Text reads a text string and checks that it is valid UTF-8.
+func (r *Reader) Text() (string, error) {
+	h, err := r.Next()
+	if err != nil {
+		return "", err
+	}
+	if h.Major != MajorText {
+		return "", r.Errorf("want a text string, have major type %d", h.Major)
+	}
+	b, err := r.Bytes(h.Arg)
+	if err != nil {
+		return "", err
+	}
+	if !utf8.Valid(b) {
+		return "", r.Errorf("text string is not valid UTF-8")
+	}
+	return string(b), nil
+}
+
+// Uint reads an unsigned integer.
+func (r *Reader) Uint() (uint64, error) {
+	h, err := r.Next()
+	if err != nil {
+		return 0, err
+	}
+	if h.Major != MajorUint {
+		return 0, r.Errorf("want an unsigned integer, have major type %d", h.Major)
+	}
+	return h.Arg, nil
+}
+
+// ByteString reads a byte string, aliasing the Reader's data.
+func (r *Reader) ByteString() ([]byte, error) {
+	h, err := r.Next()
+	if err != nil {
+		return nil, err
+	}
+	if h.Major != MajorBytes {
+		return nil, r.Errorf("want a byte string, have major type %d", h.Major)
+	}
+	return r.Bytes(h.Arg)
+}
+
+// HeadNumber returns the JavaScript number that an integer or float head
+// stands for.
+func HeadNumber(h Head) (float64, bool) {
+	switch {
+	case h.Major == MajorUint:
+		return float64(h.Arg), true
+	case h.Major == MajorNeg:
+		return -1 - float64(h.Arg), true
+	case h.Major == MajorSimple && h.IsFloat:
+		return h.Float, true
+	}
+	return 0, false
+}
+
+// DateMillis returns the time value of a Date whose tag 1 item holds sec
+// seconds: the whole number of milliseconds m for which m / 1000 is sec, as
+// encoders compute it (math.Round(sec * 1000) alone can be one off for dates
+// far from 1970), or the nearest one when no m gives sec exactly. It returns
+// NaN for an invalid Date: sec NaN or infinite, or the time beyond ±8.64e15
+// milliseconds.
+func DateMillis(sec float64) float64 {
+	if math.IsNaN(sec) || math.IsInf(sec, 0) {
+		return math.NaN()
+	}
+	m := math.Round(sec * 1000)
+	for _, c := range [...]float64{m, m - 1, m + 1, m - 2, m + 2} {
+		if c/1000 == sec {
+			m = c
+			break
+		}
+	}
+	if m > 8.64e15 || m < -8.64e15 {
+		return math.NaN()
+	}
+	return m + 0 // no -0
+}
+
+// BignumFromBytes returns the BigInt of a tag 2 or 3 payload.
+func BignumFromBytes(tag uint64, b []byte) *big.Int {
+	n := new(big.Int).SetBytes(b)
+	if tag == TagNegBignum {
+		n.Add(n, big.NewInt(1))
+		n.Neg(n)
+	}
+	return n
+}
+
+// DecodeUTF16 returns the code units of a TagUTF16 payload.
+func DecodeUTF16(b []byte) ([]uint16, error) {
+	if len(b)%2 != 0 {
+		return nil, errors.New("UTF-16 string of odd length")
+	}
+	u := make([]uint16, len(b)/2)
+	for i := range u {
+		u[i] = uint16(b[2*i]) | uint16(b[2*i+1])<<8
+	}
+	return u, nil
+}
+
+func float16ToFloat64(h uint16) float64 {
+	sign := h >> 15
+	exp := int(h>>10) & 0x1f
+	frac := float64(h & 0x3ff)
+	var f float64
+	switch exp {
+	case 0:
+		f = math.Ldexp(frac, -24)
+	case 31:
+		if frac == 0 {
+			f = math.Inf(1)
+		} else {
+			f = math.NaN()
+		}
+	default:
+		f = math.Ldexp(frac+1024, exp-25)
+	}
+	if sign != 0 {
+		f = -f
+	}
+	return f
+}
