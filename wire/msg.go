@@ -1,0 +1,389 @@
+package wire
+
+import (
+	"time"
+
+	"github.com/riot-go/riot/blob"
+	"github.com/riot-go/riot/value"
+	"github.com/riot-go/riot/workunit"
+)
+
+// Msg is one protocol message. Its concrete type is a pointer to one of the
+// message structs of this package (*Hello, *Assign, ...); Decode returns
+// those, and Encode takes them. Callers branch with a type switch:
+//
+//	switch m := m.(type) {
+//	case *wire.Assign:
+//	case *wire.Done:
+//	}
+//
+// Byte-slice fields of a decoded message alias the frame it came from.
+type Msg interface {
+	// Type returns the message's type number.
+	Type() Type
+	// check reports what would make the message impossible to encode, or
+	// a field over l.
+	check(l *Limits) error
+	// encode writes the message's CBOR array.
+	encode(w *value.Writer)
+}
+
+// GPU describes one GPU device a worker offers.
+type GPU struct {
+	// Name is the device's name, e.g. "NVIDIA H200".
+	Name string
+	// Memory is its total memory in bytes.
+	Memory uint64
+}
+
+// ConsoleLine is one console call of a workunit: its method ("log",
+// "info", "warn", "error", "debug") and its text as formatted.
+type ConsoleLine struct {
+	Level string
+	Text  string
+}
+
+// Console is a workunit's console output, in order.
+type Console []ConsoleLine
+
+// Lease names one delivery of a workunit: its key and the lease token the
+// tracker gave with it (Assign.Token).
+type Lease struct {
+	Key   workunit.Key
+	Token uint64
+}
+
+// Options are what a Submit asks of the tracker beside its spec.
+type Options struct {
+	// NoCache runs the workunit again even when the tracker holds a result
+	// for its key (opting out of memoization).
+	NoCache bool
+	// GPUs is how many GPU devices the worker that runs it must give it.
+	GPUs int
+	// Timeout is its time limit (0: the worker's default). Travels in whole
+	// milliseconds, at most 2^32-1.
+	Timeout time.Duration
+	// Watch also watches the key: the tracker sends a Finished (with this
+	// Submit's Req) when it is finished, as a Watch would.
+	Watch bool
+}
+
+// Outcome is a workunit's state as the tracker reports it in Accepted,
+// Finished and InfoReply: Riot's status, client, result and last change,
+// with the error, console and elapsed time beside them.
+type Outcome struct {
+	Status Status
+	// Worker is the name of the worker that holds (running) or finished
+	// (done, error) the workunit; "" when none.
+	Worker string
+	// Result is the value-encoded result of a done workunit (see
+	// docs/values.md); nil otherwise.
+	Result []byte
+	// Error is the error of a workunit in status error; nil otherwise.
+	Error *workunit.Error
+	// Console is the console output of the run that finished it, when the
+	// tracker has it (it keeps it only until it has notified watchers).
+	Console Console
+	// LastChange is the time of the last status change, in whole
+	// milliseconds (UTC); the zero Time when unknown.
+	LastChange time.Time
+	// Elapsed is how long the run that finished it took on its worker, in
+	// whole microseconds; 0 when unknown.
+	Elapsed time.Duration
+}
+
+// outcomeItems is the number of items an Outcome adds to its message.
+const outcomeItems = 7
+
+// Hello opens a connection (client → tracker). It must be the only message
+// of the client's first frame.
+type Hello struct {
+	// Version is the client's ProtocolVersion.
+	Version uint32
+	Role    Role
+	// Name is the name the client asks for (its host name by default); the
+	// tracker makes it unique and says the name given in Welcome.
+	Name string
+	// Session is a client-chosen id (random, at least 16 bytes of entropy
+	// in hex) that stays the same across reconnects, so that the tracker
+	// can give a reconnecting master its watches back and recognize a
+	// reconnecting worker's late results.
+	Session string
+	// Slots is how many workunits a worker runs at once; Prefetch how many
+	// more it may hold queued. 0 for a master that takes no work.
+	Slots, Prefetch int
+	// GPUs lists the worker's GPU devices.
+	GPUs []GPU
+	// Token is the client's credentials ("" when the tracker needs none).
+	Token string
+	// Agent names the client software and its version, e.g.
+	// "riot-worker/0.1.0 go1.26".
+	Agent string
+}
+
+// Welcome accepts a Hello (tracker → client).
+type Welcome struct {
+	// Version is the tracker's ProtocolVersion (equal to the client's).
+	Version uint32
+	// Name is the unique name the tracker gave the client, e.g.
+	// "alfred-2". It is the client's answer to Riot's client-who-am-i.
+	Name string
+	// Tracker names the tracker (its host name and port, or its
+	// configured id).
+	Tracker string
+	// PingInterval is how often the tracker pings; whole milliseconds. A
+	// side that reads nothing for ReadTimeout(PingInterval) drops the
+	// connection.
+	PingInterval time.Duration
+	// Resumed reports that the tracker knew the Hello's Session from an
+	// earlier connection and kept its watches and leases. When false, a
+	// master sends its watches again.
+	Resumed bool
+	// Limits are what the tracker enforces; encode with them.
+	Limits Limits
+}
+
+// Refused refuses a Hello (tracker → client); the tracker closes the
+// connection after it with close code CloseRefused+Code. Its layout is the
+// same in every protocol version, so a client can read it from any tracker.
+type Refused struct {
+	Code Code
+	// Message says why, for people. For CodeVersion it names both
+	// versions: "protocol version 2 is not this tracker's version 1".
+	Message string
+	// Version is the tracker's ProtocolVersion.
+	Version uint32
+}
+
+// Error refuses one request (tracker → client): Req is the request's, or 0
+// for a problem with the connection as a whole. *Error is a Go error too.
+type Error struct {
+	Req     uint64
+	Code    Code
+	Message string
+}
+
+// Submit asks the tracker to run a workunit (master → tracker). The
+// tracker computes the key from the spec, makes the submission durable,
+// then answers with Accepted.
+type Submit struct {
+	Req uint64
+	// Spec is the workunit, encoded by workunit.Spec.MarshalBinary. wire
+	// does not decode it.
+	Spec    []byte
+	Options Options
+}
+
+// Accepted answers a Submit once it is durable (tracker → master). A key
+// already done is answered from memory: Status done and the result inline.
+type Accepted struct {
+	Req uint64
+	Key workunit.Key
+	Outcome
+}
+
+// Watch asks for a Finished for each key once it is finished (master →
+// tracker): at once for keys already done or in error, and with status
+// unknown for keys the tracker has never seen.
+type Watch struct {
+	Req  uint64
+	Keys []workunit.Key
+}
+
+// Unwatch drops this connection's pending watches of the keys (master →
+// tracker). No answer; a Finished already on its way may still arrive.
+type Unwatch struct {
+	Keys []workunit.Key
+}
+
+// Finished says a watched workunit is finished (tracker → master): Status
+// is done or error, or unknown when the watched key is not known. Req is
+// the Watch's or Submit's.
+type Finished struct {
+	Req uint64
+	Key workunit.Key
+	Outcome
+}
+
+// Info asks for a workunit's info (master → tracker): Riot's
+// client-workunit-info.
+type Info struct {
+	Req uint64
+	Key workunit.Key
+}
+
+// InfoReply answers an Info (tracker → master). Status unknown means the
+// tracker does not know the key.
+type InfoReply struct {
+	Req uint64
+	Key workunit.Key
+	Outcome
+}
+
+// BlobHave lists blobs a master is about to refer to (master → tracker);
+// the tracker answers with BlobNeed.
+type BlobHave struct {
+	Req    uint64
+	Hashes []blob.Hash
+}
+
+// BlobNeed answers a BlobHave (tracker → master): the hashes the tracker
+// does not hold, which the master must upload with BlobPut before it
+// submits workunits that refer to them.
+type BlobNeed struct {
+	Req     uint64
+	Missing []blob.Hash
+}
+
+// BlobPut uploads a blob (master → tracker); the tracker answers with
+// BlobStored once the blob is durable, or an Error (CodeInvalid when
+// blob.Sum(Data) is not Hash).
+type BlobPut struct {
+	Req  uint64
+	Hash blob.Hash
+	Data []byte
+}
+
+// BlobStored answers a BlobPut once the blob is durable (tracker → master).
+type BlobStored struct {
+	Req  uint64
+	Hash blob.Hash
+}
+
+// Credit lets the tracker assign N more workunits (worker → tracker). A
+// worker holds at most Slots+Prefetch leases; it sends credit for the room
+// it has, typically one per Done or Failed.
+type Credit struct {
+	N int
+}
+
+// Assign leases a workunit to a worker (tracker → worker). Each uses one
+// credit.
+type Assign struct {
+	Key workunit.Key
+	// Token identifies this lease; the Done, Failed or Return for it must
+	// carry it.
+	Token uint64
+	// Spec is the workunit as the master submitted it.
+	Spec []byte
+	// Realm groups workunits that may share a JavaScript realm on the
+	// worker; workunits of different realms never share one.
+	Realm string
+	// Timeout is the time limit the worker enforces (0: the worker's
+	// default); whole milliseconds.
+	Timeout time.Duration
+	// GPUs is how many of the worker's GPU devices the workunit gets.
+	GPUs int
+}
+
+// Done reports a workunit's result (worker → tracker).
+type Done struct {
+	Key   workunit.Key
+	Token uint64
+	// Result is the value-encoded result (docs/values.md).
+	Result  []byte
+	Console Console
+	// Elapsed is how long the evaluation took; whole microseconds.
+	Elapsed time.Duration
+}
+
+// Failed reports a workunit's error (worker → tracker).
+type Failed struct {
+	Key   workunit.Key
+	Token uint64
+	// Error must not be nil. Its Worker and Key may be left empty: the
+	// tracker fills them in.
+	Error   *workunit.Error
+	Console Console
+	Elapsed time.Duration
+}
+
+// Return hands leases back unfinished (worker → tracker), as a worker
+// shutting down gracefully does; the tracker queues them again without
+// counting a lost delivery.
+type Return struct {
+	Leases []Lease
+}
+
+// BlobGet asks for a blob (worker → tracker); answered by BlobData.
+type BlobGet struct {
+	Req  uint64
+	Hash blob.Hash
+}
+
+// BlobData answers a BlobGet (tracker → worker): the blob's Data, or
+// Missing when the tracker does not hold it.
+type BlobData struct {
+	Req  uint64
+	Hash blob.Hash
+	// Data is the blob; nil when Missing. An empty blob has empty Data
+	// and Missing false.
+	Data    []byte
+	Missing bool
+}
+
+// Type implements Msg.
+func (*Hello) Type() Type { return TypeHello }
+
+// Type implements Msg.
+func (*Welcome) Type() Type { return TypeWelcome }
+
+// Type implements Msg.
+func (*Refused) Type() Type { return TypeRefused }
+
+// Type implements Msg.
+func (*Error) Type() Type { return TypeError }
+
+// Type implements Msg.
+func (*Submit) Type() Type { return TypeSubmit }
+
+// Type implements Msg.
+func (*Accepted) Type() Type { return TypeAccepted }
+
+// Type implements Msg.
+func (*Watch) Type() Type { return TypeWatch }
+
+// Type implements Msg.
+func (*Unwatch) Type() Type { return TypeUnwatch }
+
+// Type implements Msg.
+func (*Finished) Type() Type { return TypeFinished }
+
+// Type implements Msg.
+func (*Info) Type() Type { return TypeInfo }
+
+// Type implements Msg.
+func (*InfoReply) Type() Type { return TypeInfoReply }
+
+// Type implements Msg.
+func (*BlobHave) Type() Type { return TypeBlobHave }
+
+// Type implements Msg.
+func (*BlobNeed) Type() Type { return TypeBlobNeed }
+
+// Type implements Msg.
+func (*BlobPut) Type() Type { return TypeBlobPut }
+
+// Type implements Msg.
+func (*BlobStored) Type() Type { return TypeBlobStored }
+
+// Type implements Msg.
+func (*Credit) Type() Type { return TypeCredit }
+
+// Type implements Msg.
+func (*Assign) Type() Type { return TypeAssign }
+
+// Type implements Msg.
+func (*Done) Type() Type { return TypeDone }
+
+// Type implements Msg.
+func (*Failed) Type() Type { return TypeFailed }
+
+// Type implements Msg.
+func (*Return) Type() Type { return TypeReturn }
+
+// Type implements Msg.
+func (*BlobGet) Type() Type { return TypeBlobGet }
+
+// Type implements Msg.
+func (*BlobData) Type() Type { return TypeBlobData }
