@@ -79,7 +79,7 @@ func bindConsole(rl *realm) error {
 		},
 	}
 	for name, fn := range exports {
-		if err := con.Set(name, fn); err != nil {
+		if err := rl.setFunc(con, name, fn); err != nil {
 			return err
 		}
 	}

@@ -10,7 +10,7 @@ import (
 // sub-millisecond precision, since the runtime was made.
 func bindPerformance(rl *realm) error {
 	perf := rl.rt.NewObject()
-	if err := perf.Set("now", func(goja.FunctionCall) goja.Value {
+	if err := rl.setFunc(perf, "now", func(goja.FunctionCall) goja.Value {
 		return rl.rt.ToValue(float64(time.Since(rl.origin)) / float64(time.Millisecond))
 	}); err != nil {
 		return err

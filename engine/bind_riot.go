@@ -13,6 +13,11 @@ func bindRiot(rl *realm) error {
 	if err := worker.Set("slot", rl.slotID); err != nil {
 		return err
 	}
+	// gpus depends on the request, and riot.worker is made once per realm:
+	// a getter reads it per workunit (bind_gpu.go).
+	if err := worker.DefineAccessorProperty("gpus", rl.rt.ToValue(workerGPUs(rl)), nil, goja.FLAG_FALSE, goja.FLAG_TRUE); err != nil {
+		return err
+	}
 	riot := rl.rt.NewObject()
 	if err := riot.Set("worker", worker); err != nil {
 		return err
@@ -29,7 +34,7 @@ func bindRiot(rl *realm) error {
 // "RangeError: Invalid string length" past MaxStringLength, as V8 does,
 // instead of building a string of gigabytes in one uninterruptible call.
 func bindStringLimits(rl *realm) error {
-	_, err := rl.rt.RunString(`(function (max) {
+	_, err := rl.rt.RunScript(internalFile, `(function (max) {
 		const S = String.prototype;
 		const origRepeat = S.repeat, origPadStart = S.padStart, origPadEnd = S.padEnd;
 		const str = (v, name) => {

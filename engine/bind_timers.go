@@ -149,11 +149,11 @@ func bindTimers(rl *realm) error {
 		"clearInterval": clearTimer,
 		"sleep":         sleep,
 	} {
-		if err := rl.rt.Set(name, fn); err != nil {
+		if err := rl.setFunc(rl.rt.GlobalObject(), name, fn); err != nil {
 			return err
 		}
 	}
-	_, err := rl.rt.RunString(`globalThis.queueMicrotask = function queueMicrotask(callback) {
+	_, err := rl.rt.RunScript(internalFile, `globalThis.queueMicrotask = function queueMicrotask(callback) {
 		if (typeof callback !== 'function') throw new TypeError('queueMicrotask: the callback must be a function');
 		Promise.resolve().then(callback);
 	};`)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dop251/goja"
 
+	"github.com/riot-go/riot/blob"
 	"github.com/riot-go/riot/value"
 )
 
@@ -41,6 +42,10 @@ type encodeOptions struct {
 	capture func(*goja.Object) (*CapturedFunc, error)
 	// limit bounds the encoding's size in bytes; 0 means no bound.
 	limit int
+	// blob, when set, may store an argument or a captured variable's
+	// value as a blob of its own: it returns the blob's hash and true, or
+	// false to encode the value in place (master.go).
+	blob func(*goja.Object) (blob.Hash, bool, error)
 }
 
 // errTooLarge is returned (wrapped) when an encoding passes its limit.
@@ -103,6 +108,78 @@ type encoder struct {
 	seen  map[*goja.Object]uint64
 	next  uint64
 	depth int
+	// log lists the objects registered since logging began, so that
+	// rollback can forget them (see mark).
+	log     []*goja.Object
+	logging bool
+	// blobs lists the blobs the document refers to, in order.
+	blobs []blob.Hash
+}
+
+// encMark is a point in an encoding to return to.
+type encMark struct {
+	len  int
+	next uint64
+	log  int
+	blob int
+}
+
+// mark returns the current point of the encoding. Encoding more and then
+// calling rollback(mark) undoes it: a master encodes a function once and
+// each forWork item after it.
+func (e *encoder) mark() encMark {
+	e.logging = true
+	return encMark{len: e.w.Len(), next: e.next, log: len(e.log), blob: len(e.blobs)}
+}
+
+func (e *encoder) rollback(m encMark) {
+	e.w.Truncate(m.len)
+	for _, o := range e.log[m.log:] {
+		delete(e.seen, o)
+	}
+	e.log = e.log[:m.log]
+	e.next = m.next
+	e.blobs = e.blobs[:m.blob]
+}
+
+// begin starts a new document.
+func (e *encoder) begin() {
+	e.w.Reset()
+	e.seen = nil
+	e.next = 0
+	e.log = e.log[:0]
+	e.logging = false
+	e.blobs = e.blobs[:0]
+}
+
+// beginArgs starts a document that is an array of n items made in Go (an
+// argument list): the array takes object index 0, as decoders count it.
+func (e *encoder) beginArgs(n int) {
+	e.begin()
+	e.w.ArrayHeader(n)
+	e.next++
+}
+
+// valueOrBlob encodes an argument or a captured variable's value, as a
+// blob reference when the blob hook takes it.
+func (e *encoder) valueOrBlob(v goja.Value) error {
+	if o, ok := v.(*goja.Object); ok && e.opts.blob != nil {
+		if _, seen := e.seen[o]; !seen {
+			if _, fn := goja.AssertFunction(o); !fn {
+				h, ok, err := e.opts.blob(o)
+				if err != nil {
+					return err
+				}
+				if ok {
+					e.w.Tag(value.TagBlob)
+					e.w.ByteString(h[:])
+					e.blobs = append(e.blobs, h)
+					return nil
+				}
+			}
+		}
+	}
+	return e.encode(v)
 }
 
 func newEncoder(rt *goja.Runtime, in *intrinsics, opts encodeOptions) *encoder {
@@ -113,9 +190,7 @@ func newEncoder(rt *goja.Runtime, in *intrinsics, opts encodeOptions) *encoder {
 // the caller). A value that cannot be sent is a *unsendableError; one too
 // large wraps errTooLarge.
 func (e *encoder) encodeValue(v goja.Value) ([]byte, error) {
-	e.w.Reset()
-	e.seen = nil
-	e.next = 0
+	e.begin()
 	if err := e.encode(v); err != nil {
 		return nil, err
 	}
@@ -143,6 +218,9 @@ func (e *encoder) register(o *goja.Object) {
 	}
 	e.seen[o] = e.next
 	e.next++
+	if e.logging {
+		e.log = append(e.log, o)
+	}
 }
 
 func (e *encoder) encode(v goja.Value) error {
@@ -569,7 +647,7 @@ func (e *encoder) function(o *goja.Object) error {
 	e.w.MapHeader(len(cf.Names))
 	for i, name := range cf.Names {
 		e.w.String(name)
-		if err := e.encode(cf.Values[i]); err != nil {
+		if err := e.valueOrBlob(cf.Values[i]); err != nil {
 			return withStep(err, "(free variable "+name+")")
 		}
 	}

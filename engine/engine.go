@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/riot-go/riot/blob"
+	"github.com/riot-go/riot/gpu"
 	"github.com/riot-go/riot/value"
 	"github.com/riot-go/riot/workunit"
 )
@@ -68,6 +69,12 @@ type Options struct {
 	BlobCacheSize int
 	// Logger receives the engine's logs. Default: slog.Default().
 	Logger *slog.Logger
+	// GPU gives workunits the CUDA devices of this driver (deviceCount,
+	// deviceResources and the rest of docs/gpu.md). Nil means no GPUs:
+	// deviceCount() is 0 and every request for a device is a RaftError.
+	// The caller opens the driver and closes it after the engine; the
+	// engine releases the resources its runtimes made when it drops them.
+	GPU *gpu.Driver
 }
 
 func (o *Options) setDefaults() {
@@ -113,6 +120,10 @@ type Request struct {
 	// Blobs gives the modules and blob values that Spec refers to. It may
 	// be nil when Spec refers to none.
 	Blobs blob.Source
+	// GPUs are the ordinals of the devices the worker gave this workunit,
+	// for placement; the workunit sees them as riot.worker.gpus. Empty
+	// means every device of Options.GPU.
+	GPUs []int
 }
 
 // Level is the console method a line was written with.

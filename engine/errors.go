@@ -34,6 +34,15 @@ func (rl *realm) failure(ctx context.Context, err error) (*workunit.Error, bool)
 		ie2  *internalError
 		syn  *value.SyntaxError
 	)
+	// A workunit stopped from outside fails as such, whatever error the
+	// stop surfaced as (a blob fetch or a decode cut short).
+	if cause := context.Cause(ctx); cause != nil && !errors.As(err, &so) && !errors.As(err, &ex) {
+		var frames []goja.StackFrame
+		if errors.As(err, &ie) {
+			frames = ie.Stack()
+		}
+		return causeError(ctx, cause, frames), true
+	}
 	switch {
 	case errors.As(err, &so):
 		return &workunit.Error{Kind: workunit.StackLimit, Name: "RangeError",
@@ -176,6 +185,9 @@ func writeFrames(b *strings.Builder, frames []goja.StackFrame) {
 			name = ""
 		}
 		pos := f.Position()
+		if pos.Filename == internalFile {
+			continue
+		}
 		if pos.Filename == "" && pos.Line == 0 {
 			if name == "" {
 				name = "<anonymous>"
@@ -200,7 +212,18 @@ var gojaFrame = regexp.MustCompile(`:(\d+):(\d+)\(\d+\)`)
 func normalizeStack(s string) string {
 	s = strings.TrimRight(s, "\n")
 	s = strings.ReplaceAll(s, "\n\tat ", "\n    at ")
-	return gojaFrame.ReplaceAllString(s, ":$1:$2")
+	s = gojaFrame.ReplaceAllString(s, ":$1:$2")
+	if !strings.Contains(s, internalFile) {
+		return s
+	}
+	lines := strings.Split(s, "\n")
+	kept := lines[:1]
+	for _, l := range lines[1:] {
+		if !strings.Contains(l, internalFile+":") {
+			kept = append(kept, l)
+		}
+	}
+	return strings.Join(kept, "\n")
 }
 
 // describe names a value's type for error messages: "undefined", "a

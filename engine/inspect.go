@@ -173,7 +173,7 @@ func (in *inspector) object(o *goja.Object, level int, deepest *int) string {
 		if p := o.Prototype(); p != rl.in.arrayProto {
 			prefix = in.className(o, "Array") + "(" + strconv.Itoa(n) + ") "
 		}
-		return prefix + in.wrap("[", "]", items, level, *deepest)
+		return in.reduce(prefix+"[", "]", items, level, *deepest, in.grouping(o, n))
 	case kindDate:
 		ms, err := rl.in.dateGetTime(o)
 		if err != nil || math.IsNaN(ms.ToFloat()) {
@@ -263,7 +263,7 @@ func (in *inspector) object(o *goja.Object, level int, deepest *int) string {
 		if n > in.opts.maxItems {
 			items = append(items, "... "+strconv.Itoa(n-in.opts.maxItems)+" more item"+plural(n-in.opts.maxItems))
 		}
-		return name + "(" + strconv.Itoa(n) + ") " + in.wrap("[", "]", items, level, *deepest)
+		return in.reduce(name+"("+strconv.Itoa(n)+") [", "]", items, level, *deepest, in.grouping(o, n))
 	case kindPromise:
 		p := o.Export().(*goja.Promise)
 		switch p.State() {
@@ -301,6 +301,18 @@ func (in *inspector) object(o *goja.Object, level int, deepest *int) string {
 		return prefix + "{}"
 	}
 	return prefix + in.wrap("{", "}", items, level, *deepest)
+}
+
+// grouping says how an array's first items are grouped: right-aligned when
+// they are all numbers or bigints.
+func (in *inspector) grouping(o *goja.Object, n int) grouping {
+	for i := 0; i < n && i < in.opts.maxItems; i++ {
+		v := o.Get(itoa(i))
+		if !goja.IsNumber(v) && !goja.IsBigInt(v) {
+			return groupPadEnd
+		}
+	}
+	return groupPadStart
 }
 
 // className returns the name of the object's constructor, as found on its
@@ -349,38 +361,115 @@ func (in *inspector) child(v goja.Value, level int, deepest *int) string {
 	return s
 }
 
-// wrap joins items on one line when they fit and hold at most three levels
-// of objects, else puts one per line.
+// wrap joins items as Node's util.inspect does (reduceToSingleString): on
+// one line when they fit in breakLength and hold at most three levels of
+// objects, else one per line; the items of long arrays are grouped in
+// aligned columns first (groupArrayElements).
 func (in *inspector) wrap(open, closing string, items []string, level, deepest int) string {
+	return in.reduce(open, closing, items, level, deepest, groupNone)
+}
+
+// grouping says whether and how array items are grouped in columns.
+type grouping int
+
+const (
+	groupNone    grouping = iota
+	groupPadEnd           // items of any kind, left-aligned
+	groupPadStart         // numbers, right-aligned
+)
+
+func (in *inspector) reduce(open, closing string, items []string, level, deepest int, group grouping) string {
 	if len(items) == 0 {
 		return open + closing
 	}
-	total := len(open) + len(closing) + 2
-	multi := false
-	for _, it := range items {
-		total += len(it) + 2
-		if strings.Contains(it, "\n") {
-			multi = true
+	output := items
+	if group != groupNone && len(items) > 6 {
+		output = in.group(items, level, group == groupPadStart)
+	}
+	if deepest < 3 && len(output) == len(items) {
+		start := len(output) + level*2 + len(open) + 10
+		total := len(output) + start
+		multi := false
+		for _, it := range output {
+			total += len(it)
+			if strings.Contains(it, "\n") {
+				multi = true
+			}
+		}
+		if !multi && total <= in.opts.breakLength {
+			return open + " " + strings.Join(output, ", ") + " " + closing
 		}
 	}
-	if !multi && deepest < 3 && total+level*2 <= in.opts.breakLength {
-		return open + " " + strings.Join(items, ", ") + " " + closing
+	indent := "\n" + strings.Repeat(" ", level*2)
+	return open + indent + "  " + strings.Join(output, ","+indent+"  ") + indent + closing
+}
+
+// group arranges many short array items in columns, as Node does.
+func (in *inspector) group(output []string, level int, padStart bool) []string {
+	const separatorSpace = 2
+	n := len(output)
+	if strings.HasPrefix(output[n-1], "... ") && strings.HasSuffix(output[n-1], " more items") || strings.HasSuffix(output[n-1], " more item") {
+		n-- // the "... more items" line is not grouped
 	}
-	indent := strings.Repeat("  ", level+1)
-	var b strings.Builder
-	b.WriteString(open)
-	for i, it := range items {
-		b.WriteString("\n")
-		b.WriteString(indent)
-		b.WriteString(it)
-		if i < len(items)-1 {
-			b.WriteString(",")
+	total, maxLen := 0, 0
+	for _, it := range output[:n] {
+		total += len(it) + separatorSpace
+		maxLen = max(maxLen, len(it))
+	}
+	actualMax := maxLen + separatorSpace
+	if !(actualMax*3+level*2 < in.opts.breakLength && (float64(total)/float64(actualMax) > 5 || maxLen <= 6)) {
+		return output
+	}
+	averageBias := math.Sqrt(float64(actualMax) - float64(total)/float64(len(output)))
+	biasedMax := math.Max(float64(actualMax)-3-averageBias, 1)
+	columns := min(
+		int(math.Round(math.Sqrt(2.5*biasedMax*float64(n))/biasedMax)),
+		(in.opts.breakLength-level*2)/actualMax,
+		3*4,
+		15,
+	)
+	if columns <= 1 {
+		return output
+	}
+	widths := make([]int, columns)
+	for i := range widths {
+		w := 0
+		for j := i; j < n; j += columns {
+			w = max(w, len(output[j]))
 		}
+		widths[i] = w + separatorSpace
 	}
-	b.WriteString("\n")
-	b.WriteString(strings.Repeat("  ", level))
-	b.WriteString(closing)
-	return b.String()
+	var rows []string
+	for i := 0; i < n; i += columns {
+		end := min(i+columns, n)
+		var b strings.Builder
+		for j := i; j < end-1; j++ {
+			cell := output[j] + ", "
+			b.WriteString(pad(cell, widths[j-i], padStart))
+		}
+		last := output[end-1]
+		if padStart {
+			b.WriteString(pad(last, widths[end-1-i]-separatorSpace, true))
+		} else {
+			b.WriteString(last)
+		}
+		rows = append(rows, b.String())
+	}
+	if n < len(output) {
+		rows = append(rows, output[n])
+	}
+	return rows
+}
+
+func pad(s string, width int, start bool) string {
+	if len(s) >= width {
+		return s
+	}
+	fill := strings.Repeat(" ", width-len(s))
+	if start {
+		return fill + s
+	}
+	return s + fill
 }
 
 func plural(n int) string {

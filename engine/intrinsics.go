@@ -73,7 +73,7 @@ func loadIntrinsics(rt *goja.Runtime) (*intrinsics, error) {
 	}
 	// One script reads every intrinsic the engine needs, so that a typo
 	// fails loudly at startup, not in the middle of a workunit.
-	v, err := rt.RunString(`(function () {
+	v, err := rt.RunScript(internalFile, `(function () {
 		const getter = (o, k) => Object.getOwnPropertyDescriptor(o, k).get;
 		const TA = Object.getPrototypeOf(Uint8Array.prototype);
 		return [

@@ -64,7 +64,16 @@ type blobValue struct {
 	v    goja.Value
 }
 
+// workerBindings are the globals a workunit sees besides the built-ins.
+var workerBindings = []func(*realm) error{bindConsole, bindTimers, bindPerformance, bindRiot, bindStringLimits, bindGPU}
+
 func newRealm(eng *Engine, slotID int, key string) (*realm, error) {
+	return newRealmWith(eng, slotID, key, workerBindings)
+}
+
+// newRealmWith makes a runtime with the given bindings: a worker's, or a
+// master's (master.go).
+func newRealmWith(eng *Engine, slotID int, key string, bindings []func(*realm) error) (*realm, error) {
 	rt := goja.New()
 	rt.SetMaxCallStackSize(eng.opts.MaxCallStackSize)
 	in, err := loadIntrinsics(rt)
@@ -84,12 +93,26 @@ func newRealm(eng *Engine, slotID int, key string) (*realm, error) {
 	}
 	rl.enc = newEncoder(rt, in, encodeOptions{root: "result", dest: "back to the master", limit: eng.opts.MaxResultBytes})
 	rl.dec = newDecoder(rt, in, rl, rl)
-	for _, bind := range []func(*realm) error{bindConsole, bindTimers, bindPerformance, bindRiot, bindStringLimits} {
+	for _, bind := range bindings {
 		if err := bind(rl); err != nil {
 			return nil, err
 		}
 	}
 	return rl, nil
+}
+
+// internalFile names the scripts riot runs in a runtime itself; stacks
+// leave their frames out.
+const internalFile = "riot:internal"
+
+// setFunc puts a Go function on obj under name, with its JavaScript name set
+// so that stack traces show it.
+func (rl *realm) setFunc(obj *goja.Object, name string, fn func(goja.FunctionCall) goja.Value) error {
+	f := rl.rt.ToValue(fn).(*goja.Object)
+	if err := f.DefineDataProperty("name", rl.rt.ToValue(name), goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE); err != nil {
+		return err
+	}
+	return obj.Set(name, f)
 }
 
 // close releases what the realm holds. The realm is not used again.
@@ -490,6 +513,7 @@ var reservedWords = map[string]bool{
 // run is one workunit's evaluation: its context, console and timers.
 type run struct {
 	ctx     context.Context
+	gpus    []int // Request.GPUs: the devices the worker gave the workunit
 	cancel  context.CancelCauseFunc
 	blobs   blob.Source
 	console console

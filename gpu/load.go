@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"unsafe"
 
@@ -101,6 +102,10 @@ func candidates(sonames []string, cudaHome string) []string {
 // path, or an error that lists every path tried with the loader's reason.
 func dlopen(what string, paths []string) (uintptr, string, error) {
 	var reasons []string
+	// dlerror's message is per thread: stay on one between dlopen and the
+	// dlerror that purego calls after it.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	for _, p := range paths {
 		h, err := purego.Dlopen(p, purego.RTLD_NOW|purego.RTLD_LOCAL)
 		if err == nil {

@@ -492,3 +492,6 @@ func float16ToFloat64(h uint16) float64 {
 	}
 	return f
 }
+
+// Truncate drops what was written after the first n bytes.
+func (w *Writer) Truncate(n int) { w.buf = w.buf[:n] }

@@ -1,0 +1,840 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dop251/goja"
+
+	"github.com/riot-go/riot/blob"
+	"github.com/riot-go/riot/engine/capture"
+	"github.com/riot-go/riot/value"
+	"github.com/riot-go/riot/workunit"
+)
+
+// bindConsole installs a master's console: log, info and debug write to
+// Stdout, warn, error, trace and assert to Stderr, formatted as Node does.
+func (m *master) bindConsole(rl *realm) error {
+	con := rl.rt.NewObject()
+	write := func(toErr bool, text string) {
+		w := m.opts.Stdout
+		if toErr {
+			w = m.opts.Stderr
+		}
+		fmt.Fprintln(w, text)
+	}
+	for name, toErr := range map[string]bool{"log": false, "info": false, "debug": false, "warn": true, "error": true} {
+		if err := rl.setFunc(con, name, func(call goja.FunctionCall) goja.Value {
+			write(toErr, rl.format(call.Arguments))
+			return goja.Undefined()
+		}); err != nil {
+			return err
+		}
+	}
+	if err := rl.setFunc(con, "trace", func(call goja.FunctionCall) goja.Value {
+		var b strings.Builder
+		b.WriteString("Trace")
+		if len(call.Arguments) > 0 {
+			b.WriteString(": " + rl.format(call.Arguments))
+		}
+		writeFrames(&b, rl.rt.CaptureCallStack(0, nil))
+		write(true, b.String())
+		return goja.Undefined()
+	}); err != nil {
+		return err
+	}
+	if err := rl.setFunc(con, "assert", func(call goja.FunctionCall) goja.Value {
+		if !call.Argument(0).ToBoolean() {
+			text := "Assertion failed"
+			if len(call.Arguments) > 1 {
+				text += ": " + rl.format(call.Arguments[1:])
+			}
+			write(true, text)
+		}
+		return goja.Undefined()
+	}); err != nil {
+		return err
+	}
+	if err := rl.setFunc(con, "dir", func(call goja.FunctionCall) goja.Value {
+		write(false, inspect(rl, call.Argument(0), inspectOptions{}))
+		return goja.Undefined()
+	}); err != nil {
+		return err
+	}
+	return rl.rt.Set("console", con)
+}
+
+// masterPrelude defines what is easier to write in JavaScript: the
+// WorkunitError class.
+const masterPrelude = `(function (riot) {
+	class WorkunitError extends Error {
+		constructor(message, props) {
+			super(message, props && props.cause !== undefined ? { cause: props.cause } : undefined);
+			Object.defineProperty(this, 'name', { value: 'WorkunitError', writable: true, configurable: true });
+			if (props) {
+				this.workunit = props.workunit;
+				this.worker = props.worker;
+				this.kind = props.kind;
+			}
+		}
+	}
+	Object.defineProperty(riot, 'WorkunitError', { value: WorkunitError, enumerable: true });
+})`
+
+// bindRiot installs the master's riot object (docs/reference.md) and the
+// capture hook that the instrumented script calls.
+func (m *master) bindRiot(rl *realm) error {
+	rt := rl.rt
+	if err := rt.Set(capture.DefaultHook, m.hook); err != nil {
+		return err
+	}
+	riot := rt.NewObject()
+	args := make([]any, len(m.opts.Args))
+	for i, a := range m.opts.Args {
+		args[i] = a
+	}
+	argv := rt.NewArray(args...)
+	if _, err := rl.in.objectFreeze(goja.Undefined(), argv); err != nil {
+		return err
+	}
+	if err := riot.Set("args", argv); err != nil {
+		return err
+	}
+	exports := map[string]func(goja.FunctionCall) goja.Value{
+		"connect":          m.connect,
+		"connectToTracker": m.connectToTracker,
+		"currentClient":    m.currentClient,
+		"readFile":         m.readFile,
+		"readLines":        m.readLines,
+		"writeFile":        m.writeFile,
+		"waitUntilDone":    m.waitUntilDone,
+		"callWhenDone":     m.callWhenDone,
+		"with":             m.with,
+	}
+	for name, fn := range exports {
+		if err := rl.setFunc(riot, name, fn); err != nil {
+			return err
+		}
+	}
+	if err := m.setSubmitters(rl, riot, WorkOptions{}); err != nil {
+		return err
+	}
+	pre, err := rt.RunScript(internalFile, masterPrelude)
+	if err != nil {
+		return err
+	}
+	define, _ := goja.AssertFunction(pre)
+	if _, err := define(goja.Undefined(), riot); err != nil {
+		return err
+	}
+	return rt.Set("riot", riot)
+}
+
+// setSubmitters puts doWork, forWork, doWorkCall and doWorkEval on obj,
+// submitting with opts.
+func (m *master) setSubmitters(rl *realm, obj *goja.Object, opts WorkOptions) error {
+	for name, fn := range map[string]func(goja.FunctionCall) goja.Value{
+		"doWork":     func(c goja.FunctionCall) goja.Value { return m.doWork(c, opts) },
+		"forWork":    func(c goja.FunctionCall) goja.Value { return m.forWork(c, opts) },
+		"doWorkCall": func(c goja.FunctionCall) goja.Value { return m.doWorkCall(c, opts) },
+		"doWorkEval": func(c goja.FunctionCall) goja.Value { return m.doWorkEval(c, opts) },
+	} {
+		if err := rl.setFunc(obj, name, fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// hook is the capture hook (capture.DefaultHook): it records, on each
+// function the script creates, its id and the getter of its free
+// variables, under a private symbol.
+func (m *master) hook(call goja.FunctionCall) goja.Value {
+	val := call.Argument(2)
+	target, ok := val.(*goja.Object)
+	if !ok {
+		return val
+	}
+	for _, p := range call.Arguments[3:] {
+		next, ok := target.Get(p.String()).(*goja.Object)
+		if !ok {
+			return val
+		}
+		target = next
+	}
+	reg := m.rl.rt.NewArray(call.Argument(0), call.Argument(1))
+	_ = target.DefineDataPropertySymbol(regSym, reg, goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+	return val
+}
+
+// captureFunc gives the encoder a function's source and the current values
+// of its free variables.
+func (m *master) captureFunc(fn *goja.Object) (*CapturedFunc, error) {
+	regv := fn.GetSymbol(regSym)
+	reg, ok := regv.(*goja.Object)
+	if !ok {
+		name := safeString(fn.Get("name"))
+		if name == "" {
+			name = "(anonymous)"
+		}
+		return nil, fmt.Errorf("function %s cannot be sent to a worker: only functions written in the job script can be (not built-in, bound or eval-made ones)", name)
+	}
+	id := int(reg.Get("0").ToInteger())
+	if id < 0 || id >= len(m.script.Funcs) {
+		return nil, fmt.Errorf("function registration %d is out of range", id)
+	}
+	f := &m.script.Funcs[id]
+	if !f.Shippable {
+		return nil, fmt.Errorf("%s cannot be sent to a worker: %s", m.describeFunc(id), f.Reason)
+	}
+	var vals []goja.Value
+	if g, ok := goja.AssertFunction(reg.Get("1")); ok {
+		arr, err := g(goja.Undefined())
+		if err != nil {
+			var ex *goja.Exception
+			if errors.As(err, &ex) {
+				return nil, fmt.Errorf("%s uses a free variable before it is defined: %s", m.describeFunc(id), safeString(ex.Value()))
+			}
+			return nil, err
+		}
+		ao := arr.(*goja.Object)
+		vals = make([]goja.Value, len(f.Free))
+		for i := range vals {
+			vals[i] = ao.Get(itoa(i))
+		}
+	}
+	col := f.Column - f.HeaderLen
+	if col < 1 {
+		col = 1
+	}
+	return &CapturedFunc{Source: f.Source, Names: f.Free, Values: vals, File: m.script.File, Line: f.Line, Column: col}, nil
+}
+
+// blobFor implements the encoder's blob hook: a value whose encoding
+// reaches the threshold is sent as a blob, once; the same object sent again
+// at the same size reuses the blob.
+func (m *master) blobFor(o *goja.Object) (blob.Hash, bool, error) {
+	size, big := m.sizeOf(o)
+	if !big {
+		return blob.Hash{}, false, nil
+	}
+	if ent, ok := m.blobIDs[o]; ok && ent.size == size {
+		return ent.hash, !ent.small, nil
+	}
+	enc := newEncoder(m.rl.rt, m.rl.in, encodeOptions{root: "value", dest: "to a worker", capture: m.captureFunc})
+	data, err := enc.encodeValue(o)
+	if err != nil {
+		return blob.Hash{}, false, err
+	}
+	if len(data) < m.opts.BlobThreshold {
+		m.blobIDs[o] = blobEntry{size: size, small: true}
+		return blob.Hash{}, false, nil
+	}
+	data = append([]byte(nil), data...)
+	h := blob.Sum(data)
+	m.pending[h] = data
+	m.blobIDs[o] = blobEntry{hash: h, size: size}
+	return h, true, nil
+}
+
+// sizeOf returns a cheap measure of a value's size, and whether it may be
+// large enough to be a blob: element counts of containers, byte counts of
+// buffers.
+func (m *master) sizeOf(o *goja.Object) (int64, bool) {
+	in := m.rl.in
+	var n int64
+	switch in.classify(o) {
+	case kindArray:
+		n = o.Get("length").ToInteger()
+		return n, n*4 >= int64(m.opts.BlobThreshold)/16
+	case kindPlain:
+		n = int64(len(o.Keys()))
+		return n, n*8 >= int64(m.opts.BlobThreshold)/16
+	case kindMap, kindSet:
+		n = o.Get("size").ToInteger()
+		return n, n*4 >= int64(m.opts.BlobThreshold)/16
+	case kindTyped:
+		v, _ := in.typedLength(o)
+		n = v.ToInteger() * 8
+	case kindArrayBuffer:
+		n = int64(len(o.Export().(goja.ArrayBuffer).Bytes()))
+	case kindDataView:
+		v, _ := in.viewLength(o)
+		n = v.ToInteger()
+	default:
+		return 0, false
+	}
+	return n, n >= int64(m.opts.BlobThreshold)/8
+}
+
+// encoder returns an encoder for workunit payloads: functions by capture,
+// large values as blobs.
+func (m *master) encoder() *encoder {
+	return newEncoder(m.rl.rt, m.rl.in, encodeOptions{root: "args", dest: "to a worker", capture: m.captureFunc, blob: m.blobFor})
+}
+
+// encodeError makes an encoding error read well: where, then why.
+func (m *master) encodeError(op, root string, err error) error {
+	var u *unsendableError
+	if errors.As(err, &u) {
+		path := u.path(root)
+		path = freeVariableStep.ReplaceAllString(path, " → free variable $1")
+		return fmt.Errorf("%s: %s: %s", op, path, u.msg)
+	}
+	return fmt.Errorf("%s: %w", op, err)
+}
+
+// freeVariableStep matches the encoder's path step into a captured
+// function's free variable.
+var freeVariableStep = regexp.MustCompile(`\(free variable ([^)]*)\)`)
+
+// fnSpec builds the spec of a fn workunit: the function, then the
+// arguments, in one document.
+func (m *master) fnSpec(op string, fn *goja.Object, args []goja.Value) (*workunit.Spec, error) {
+	enc := m.encoder()
+	enc.beginArgs(1 + len(args))
+	if err := enc.encode(fn); err != nil {
+		return nil, m.encodeError(op, m.fnName(fn), err)
+	}
+	for i, a := range args {
+		if err := enc.valueOrBlob(a); err != nil {
+			return nil, m.encodeError(op, "args["+itoa(i)+"]", err)
+		}
+	}
+	return &workunit.Spec{Kind: workunit.Fn, Name: m.script.File, Payload: append([]byte(nil), enc.w.Bytes()...), Blobs: append([]blob.Hash(nil), enc.blobs...)}, nil
+}
+
+func (m *master) fnName(fn *goja.Object) string {
+	if reg, ok := fn.GetSymbol(regSym).(*goja.Object); ok {
+		id := int(reg.Get("0").ToInteger())
+		if id >= 0 && id < len(m.script.Funcs) {
+			return m.describeFunc(id)
+		}
+	}
+	return "the function"
+}
+
+func (m *master) argFunction(op string, v goja.Value) *goja.Object {
+	o, ok := v.(*goja.Object)
+	if ok {
+		if _, ok := goja.AssertFunction(o); ok {
+			return o
+		}
+	}
+	m.rl.throw("TypeError", "%s: the workunit must be a function; it is %s", op, describe(v))
+	return nil
+}
+
+func (m *master) conn(op string) Conn {
+	if m.client == nil || m.client.conn == nil {
+		m.rl.throw("Error", "%s: not connected to a tracker (run the script with riot-worker eval, which starts one, or call riot.connect(host))", op)
+	}
+	return m.client.conn
+}
+
+// submit sends specs through c after uploading the blobs they need, waits
+// for the tracker's acknowledgements and returns the keys. Outcomes are
+// reported to Events as they come.
+func (m *master) submit(op string, c Conn, specs []*workunit.Spec, opts WorkOptions) []workunit.Key {
+	need := make(map[blob.Hash][]byte)
+	up := m.uploaded[c]
+	if up == nil {
+		up = make(map[blob.Hash]bool)
+		m.uploaded[c] = up
+	}
+	for _, s := range specs {
+		for _, h := range s.Blobs {
+			if !up[h] {
+				data, ok := m.pending[h]
+				if !ok {
+					m.rl.throw("Error", "%s: blob %s is missing on the master", op, h.Short())
+				}
+				need[h] = data
+			}
+		}
+	}
+	if len(need) > 0 {
+		if err := c.EnsureBlobs(m.ctx, need); err != nil {
+			m.rl.throw("Error", "%s: uploading %d blobs: %v", op, len(need), err)
+		}
+		for h := range need {
+			up[h] = true
+		}
+	}
+	opts.Watch = true
+	subs := make([]Submission, len(specs))
+	for i, s := range specs {
+		subs[i] = c.Submit(s, opts)
+	}
+	if m.opts.Events != nil {
+		m.opts.Events.Submitted(len(specs))
+	}
+	keys := make([]workunit.Key, len(subs))
+	for i, sub := range subs {
+		keys[i] = sub.Key()
+		if m.opts.Events != nil {
+			c.OnFinished(keys[i], m.report)
+		}
+	}
+	for _, sub := range subs {
+		if _, err := sub.Accepted(m.ctx); err != nil {
+			m.rl.throw("Error", "%s: the tracker refused workunit %s: %v", op, sub.Key().Short(), err)
+		}
+	}
+	return keys
+}
+
+// shownKeys remembers the keys whose console output was shown, so that a
+// workunit submitted twice shows it once. report runs on connection
+// goroutines, hence the lock.
+type shownKeys struct {
+	mu   sync.Mutex
+	keys map[workunit.Key]bool
+}
+
+func (m *master) report(o *Outcome) {
+	if len(o.Console) > 0 {
+		m.shown.mu.Lock()
+		if m.shown.keys == nil {
+			m.shown.keys = make(map[workunit.Key]bool)
+		}
+		if m.shown.keys[o.Key] {
+			c := *o
+			c.Console = nil
+			o = &c
+		}
+		m.shown.keys[o.Key] = true
+		m.shown.mu.Unlock()
+	}
+	m.opts.Events.Finished(o)
+}
+
+// doWork implements riot.doWork(fn, ...args): it returns the workunit's id
+// once the tracker has it.
+func (m *master) doWork(call goja.FunctionCall, opts WorkOptions) goja.Value {
+	const op = "riot.doWork"
+	fn := m.argFunction(op, call.Argument(0))
+	var args []goja.Value
+	if len(call.Arguments) > 1 {
+		args = call.Arguments[1:]
+	}
+	spec, err := m.fnSpec(op, fn, args)
+	if err != nil {
+		m.rl.throw("DataCloneError", "%v", err)
+	}
+	keys := m.submit(op, m.conn(op), []*workunit.Spec{spec}, opts)
+	return m.rl.rt.ToValue(keys[0].String())
+}
+
+// forWork implements riot.forWork(iterable, fn[, options]): one workunit
+// per item, fn(item, index), results in order.
+func (m *master) forWork(call goja.FunctionCall, opts WorkOptions) goja.Value {
+	const op = "riot.forWork"
+	var items []goja.Value
+	m.rl.rt.ForOf(call.Argument(0), func(v goja.Value) bool {
+		items = append(items, v)
+		return true
+	})
+	fn := m.argFunction(op, call.Argument(1))
+	if o, ok := call.Argument(2).(*goja.Object); ok {
+		opts = m.workOptions(op, o, opts)
+	}
+	c := m.conn(op)
+	enc := m.encoder()
+	enc.beginArgs(3)
+	if err := enc.encode(fn); err != nil {
+		m.rl.throw("DataCloneError", "%v", m.encodeError(op, m.fnName(fn), err))
+	}
+	mark := enc.mark()
+	specs := make([]*workunit.Spec, len(items))
+	for i, item := range items {
+		enc.rollback(mark)
+		if err := enc.valueOrBlob(item); err != nil {
+			m.rl.throw("DataCloneError", "%v", m.encodeError(op, "items["+itoa(i)+"]", err))
+		}
+		enc.w.Int(int64(i))
+		specs[i] = &workunit.Spec{Kind: workunit.Fn, Name: m.script.File, Payload: append([]byte(nil), enc.w.Bytes()...), Blobs: append([]blob.Hash(nil), enc.blobs...)}
+	}
+	keys := m.submit(op, c, specs, opts)
+	results := make([]any, len(keys))
+	for i, k := range keys {
+		results[i] = m.result(op, c, k)
+	}
+	return m.rl.rt.NewArray(results...)
+}
+
+// doWorkEval implements riot.doWorkEval(source[, options]).
+func (m *master) doWorkEval(call goja.FunctionCall, opts WorkOptions) goja.Value {
+	const op = "riot.doWorkEval"
+	if !goja.IsString(call.Argument(0)) {
+		m.rl.throw("TypeError", "%s: the source must be a string; it is %s", op, describe(call.Argument(0)))
+	}
+	if o, ok := call.Argument(1).(*goja.Object); ok {
+		opts = m.workOptions(op, o, opts)
+	}
+	spec := &workunit.Spec{Kind: workunit.Eval, Source: call.Argument(0).String(), Name: "eval"}
+	keys := m.submit(op, m.conn(op), []*workunit.Spec{spec}, opts)
+	return m.rl.rt.ToValue(keys[0].String())
+}
+
+// doWorkCall implements riot.doWorkCall(modulePath, exportName, ...args).
+func (m *master) doWorkCall(call goja.FunctionCall, opts WorkOptions) goja.Value {
+	const op = "riot.doWorkCall"
+	path := call.Argument(0)
+	name := call.Argument(1)
+	if !goja.IsString(path) || !goja.IsString(name) {
+		m.rl.throw("TypeError", "%s: give a module path and an export name, as strings", op)
+	}
+	mod, err := m.modules.load(m.dir, path.String(), m.relPath)
+	if err != nil {
+		m.rl.throw("Error", "%s: %v", op, err)
+	}
+	for h, data := range mod.blobs {
+		m.pending[h] = data
+	}
+	var args []goja.Value
+	if len(call.Arguments) > 2 {
+		args = call.Arguments[2:]
+	}
+	enc := m.encoder()
+	enc.beginArgs(len(args))
+	for i, a := range args {
+		if err := enc.valueOrBlob(a); err != nil {
+			m.rl.throw("DataCloneError", "%v", m.encodeError(op, "args["+itoa(i)+"]", err))
+		}
+	}
+	blobs := append(append([]blob.Hash(nil), mod.all...), enc.blobs...)
+	spec := &workunit.Spec{Kind: workunit.Call, Module: mod.hash, Export: name.String(), Payload: append([]byte(nil), enc.w.Bytes()...), Blobs: blobs}
+	keys := m.submit(op, m.conn(op), []*workunit.Spec{spec}, opts)
+	return m.rl.rt.ToValue(keys[0].String())
+}
+
+// with implements riot.with(options): the submitting functions with
+// options such as {gpus: 1, noCache: true, timeout: '30s'}.
+func (m *master) with(call goja.FunctionCall) goja.Value {
+	o, ok := call.Argument(0).(*goja.Object)
+	if !ok {
+		m.rl.throw("TypeError", "riot.with: give an options object, such as {gpus: 1}")
+	}
+	opts := m.workOptions("riot.with", o, WorkOptions{})
+	obj := m.rl.rt.NewObject()
+	if err := m.setSubmitters(m.rl, obj, opts); err != nil {
+		panic(err)
+	}
+	return obj
+}
+
+// workOptions reads {gpus, noCache, timeout} over base.
+func (m *master) workOptions(op string, o *goja.Object, base WorkOptions) WorkOptions {
+	for _, k := range o.Keys() {
+		v := o.Get(k)
+		switch k {
+		case "gpus":
+			n := v.ToInteger()
+			if n < 0 || n > 64 {
+				m.rl.throw("RangeError", "%s: gpus must be between 0 and 64, not %s", op, v)
+			}
+			base.GPUs = int(n)
+		case "noCache":
+			base.NoCache = v.ToBoolean()
+		case "timeout":
+			base.Timeout = m.duration(op, v)
+		default:
+			m.rl.throw("TypeError", "%s: unknown option %q (options are gpus, noCache and timeout)", op, k)
+		}
+	}
+	return base
+}
+
+// duration reads a time limit: milliseconds as a number, or a Go duration
+// string such as "30s".
+func (m *master) duration(op string, v goja.Value) time.Duration {
+	if goja.IsString(v) {
+		d, err := time.ParseDuration(v.String())
+		if err != nil {
+			m.rl.throw("TypeError", "%s: timeout %q: %v", op, v.String(), err)
+		}
+		return d
+	}
+	return time.Duration(v.ToFloat() * float64(time.Millisecond))
+}
+
+func (m *master) parseID(op string, v goja.Value) workunit.Key {
+	k, err := workunit.ParseKey(v.String())
+	if err != nil {
+		m.rl.throw("TypeError", "%s: %s is not a workunit id", op, inspect(m.rl, v, inspectOptions{}))
+	}
+	return k
+}
+
+// waitUntilDone implements riot.waitUntilDone(id): the result, or a thrown
+// WorkunitError that names the workunit and the worker.
+func (m *master) waitUntilDone(call goja.FunctionCall) goja.Value {
+	const op = "riot.waitUntilDone"
+	return m.result(op, m.conn(op), m.parseID(op, call.Argument(0)))
+}
+
+func (m *master) result(op string, c Conn, key workunit.Key) goja.Value {
+	o, err := c.Wait(m.ctx, key)
+	if err != nil {
+		m.rl.throw("Error", "%s: workunit %s: %v", op, key.Short(), err)
+	}
+	if o.Status == "error" {
+		panic(m.workunitError(key, o))
+	}
+	v, err := m.rl.dec.decodeValue(o.Result)
+	if err != nil {
+		m.rl.throw("Error", "%s: workunit %s: its result does not decode: %v", op, key.Short(), err)
+	}
+	return v
+}
+
+// workunitError makes the WorkunitError thrown for a failed workunit: its
+// message names the workunit and the worker, and its cause is the error the
+// workunit threw, rebuilt with its name, message and stack.
+func (m *master) workunitError(key workunit.Key, o *Outcome) *goja.Object {
+	rt := m.rl.rt
+	werr := o.Err
+	if werr == nil {
+		werr = &workunit.Error{Kind: workunit.Internal, Name: "Error", Message: "the tracker gave no error"}
+	}
+	cause := m.rebuildError(werr)
+	where := "workunit " + key.Short()
+	worker := werr.Worker
+	if worker == "" {
+		worker = o.Worker
+	}
+	if worker != "" {
+		where += " failed on worker " + worker
+	} else {
+		where += " failed"
+	}
+	msg := where + ": " + (&workunit.Error{Name: werr.Name, Message: werr.Message}).Error()
+	props := rt.NewObject()
+	_ = props.Set("cause", cause)
+	_ = props.Set("workunit", key.String())
+	_ = props.Set("worker", worker)
+	_ = props.Set("kind", werr.Kind.String())
+	ctor, _ := goja.AssertConstructor(rt.Get("riot").(*goja.Object).Get("WorkunitError"))
+	e, err := ctor(nil, rt.ToValue(msg), props)
+	if err != nil {
+		panic(err)
+	}
+	w := *werr
+	w.Key = key
+	w.Worker = worker
+	_ = e.DefineDataPropertySymbol(workErrSym, rt.ToValue(&w), goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE)
+	return e
+}
+
+// rebuildError makes a JavaScript error from a workunit's: the same
+// constructor when it is a built-in one, else an Error with that name.
+func (m *master) rebuildError(werr *workunit.Error) goja.Value {
+	if werr.Kind == workunit.Thrown && werr.Name == "" && werr.Value != nil {
+		if v, err := m.rl.dec.decodeValue(werr.Value); err == nil {
+			return v
+		}
+	}
+	ctor := m.rl.in.errorCtors[werr.Name]
+	if ctor == nil {
+		ctor = m.rl.in.errorCtors["Error"]
+	}
+	e, err := ctor(nil, m.rl.rt.ToValue(werr.Message))
+	if err != nil {
+		panic(err)
+	}
+	if _, builtin := m.rl.in.errorCtors[werr.Name]; !builtin && werr.Name != "" {
+		_ = e.DefineDataProperty("name", m.rl.rt.ToValue(werr.Name), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+	}
+	if werr.Stack != "" {
+		_ = e.DefineDataProperty("stack", m.rl.rt.ToValue(werr.Stack), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+	}
+	return e
+}
+
+// callWhenDone implements riot.callWhenDone(id, (isError, clientName,
+// result) => ...): the callback runs on the script's event loop; for a
+// failure, result is the error's message, as in Riot.
+func (m *master) callWhenDone(call goja.FunctionCall) goja.Value {
+	const op = "riot.callWhenDone"
+	c := m.conn(op)
+	key := m.parseID(op, call.Argument(0))
+	fn, ok := goja.AssertFunction(call.Argument(1))
+	if !ok {
+		m.rl.throw("TypeError", "%s: the callback must be a function", op)
+	}
+	m.waits++
+	c.OnFinished(key, func(o *Outcome) {
+		m.post(func() {
+			m.waits--
+			if o.Status == "error" {
+				msg := ""
+				if o.Err != nil {
+					msg = o.Err.Message
+				}
+				m.callback(fn, true, o.Worker, m.rl.rt.ToValue(msg))
+				return
+			}
+			v, err := m.rl.dec.decodeValue(o.Result)
+			if err != nil {
+				m.rl.throw("Error", "%s: workunit %s: its result does not decode: %v", op, key.Short(), err)
+			}
+			m.callback(fn, false, o.Worker, v)
+		})
+	})
+	return goja.Undefined()
+}
+
+func (m *master) callback(fn goja.Callable, isError bool, worker string, result goja.Value) {
+	if _, err := fn(goja.Undefined(), m.rl.rt.ToValue(isError), m.rl.rt.ToValue(worker), result); err != nil {
+		var ex *goja.Exception
+		if errors.As(err, &ex) {
+			panic(ex.Value())
+		}
+		panic(err)
+	}
+}
+
+// connect implements riot.connect(host, port?, name?): it connects and
+// makes the new connection the current client.
+func (m *master) connect(call goja.FunctionCall) goja.Value {
+	m.client = m.newClient(m.dial("riot.connect", call))
+	return m.client.obj
+}
+
+// connectToTracker implements riot.connectToTracker(host, port?, name?):
+// a client object for the low-level API, not made current.
+func (m *master) connectToTracker(call goja.FunctionCall) goja.Value {
+	return m.newClient(m.dial("riot.connectToTracker", call)).obj
+}
+
+func (m *master) dial(op string, call goja.FunctionCall) Conn {
+	if m.opts.Connect == nil {
+		m.rl.throw("Error", "%s: this master cannot open connections", op)
+	}
+	host := "localhost"
+	if a := call.Argument(0); !goja.IsUndefined(a) && !goja.IsNull(a) {
+		host = a.String()
+	}
+	port := 0
+	if p := call.Argument(1); !goja.IsUndefined(p) && !goja.IsNull(p) {
+		port = int(p.ToInteger())
+	}
+	name := ""
+	if n := call.Argument(2); !goja.IsUndefined(n) && !goja.IsNull(n) {
+		name = n.String()
+	}
+	c, err := m.opts.Connect(m.ctx, host, port, name)
+	if err != nil {
+		m.rl.throw("Error", "%s: %v", op, err)
+	}
+	m.conns = append(m.conns, c)
+	return c
+}
+
+// currentClient implements riot.currentClient() and
+// riot.currentClient(client), which makes client current.
+func (m *master) currentClient(call goja.FunctionCall) goja.Value {
+	if o, ok := call.Argument(0).(*goja.Object); ok {
+		for _, c := range m.clients {
+			if c.obj == o {
+				m.client = c
+				return goja.Undefined()
+			}
+		}
+		m.rl.throw("TypeError", "riot.currentClient: not a client object")
+	}
+	if m.client == nil || m.client.conn == nil {
+		return goja.Null()
+	}
+	return m.client.obj
+}
+
+// readFile implements riot.readFile(path[, encoding]): a string, or a
+// Uint8Array when encoding is null or 'binary'.
+func (m *master) readFile(call goja.FunctionCall) goja.Value {
+	path := call.Argument(0).String()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		m.rl.throw("Error", "riot.readFile: %v", err)
+	}
+	if enc := call.Argument(1); goja.IsNull(enc) || (goja.IsString(enc) && enc.String() == "binary") {
+		u8, err := m.rl.in.typedCtors["Uint8Array"](nil, m.rl.rt.ToValue(m.rl.rt.NewArrayBuffer(b)))
+		if err != nil {
+			panic(err)
+		}
+		return u8
+	}
+	return m.rl.rt.ToValue(string(b))
+}
+
+// readLines implements riot.readLines(path): the file's lines, without
+// their line ends.
+func (m *master) readLines(call goja.FunctionCall) goja.Value {
+	path := call.Argument(0).String()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		m.rl.throw("Error", "riot.readLines: %v", err)
+	}
+	s := strings.TrimSuffix(string(b), "\n")
+	var lines []any
+	if s != "" {
+		for _, l := range strings.Split(s, "\n") {
+			lines = append(lines, strings.TrimSuffix(l, "\r"))
+		}
+	}
+	return m.rl.rt.NewArray(lines...)
+}
+
+// writeFile implements riot.writeFile(path, data): a string, or the bytes
+// of a typed array or ArrayBuffer.
+func (m *master) writeFile(call goja.FunctionCall) goja.Value {
+	path := call.Argument(0).String()
+	data := call.Argument(1)
+	var b []byte
+	if o, ok := data.(*goja.Object); ok {
+		switch m.rl.in.classify(o) {
+		case kindArrayBuffer:
+			b = o.Export().(goja.ArrayBuffer).Bytes()
+		case kindTyped:
+			b = m.viewBytes(o, false)
+		case kindDataView:
+			b = m.viewBytes(o, true)
+		}
+	}
+	if b == nil {
+		b = []byte(data.String())
+	}
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		m.rl.throw("Error", "riot.writeFile: %v", err)
+	}
+	return goja.Undefined()
+}
+
+// viewBytes returns the bytes a typed array or DataView covers.
+func (m *master) viewBytes(o *goja.Object, dataView bool) []byte {
+	in := m.rl.in
+	buf, off, n := in.typedBuffer, in.typedOffset, in.typedLength
+	size := 1
+	if dataView {
+		buf, off, n = in.viewBuffer, in.viewOffset, in.viewLength
+	} else if name, ok := in.typedName(o); ok {
+		if k, ok := value.TypedKindByName(name); ok {
+			size = k.Size()
+		}
+	}
+	bv, err1 := buf(o)
+	ov, err2 := off(o)
+	nv, err3 := n(o)
+	if err := errors.Join(err1, err2, err3); err != nil {
+		m.rl.throw("TypeError", "%v", err)
+	}
+	data := bv.(*goja.Object).Export().(goja.ArrayBuffer).Bytes()
+	start := int(ov.ToInteger())
+	return data[start : start+int(nv.ToInteger())*size]
+}

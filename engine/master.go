@@ -1,0 +1,324 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/dop251/goja"
+
+	"github.com/riot-go/riot/blob"
+	"github.com/riot-go/riot/engine/capture"
+	"github.com/riot-go/riot/workunit"
+)
+
+// DefaultBlobThreshold is the encoded size from which a master sends an
+// argument or a captured variable as a blob of its own, uploaded once and
+// fetched once by each worker, instead of inside every workunit.
+const DefaultBlobThreshold = 64 << 10
+
+// ScriptOptions configures a job script run by RunScript.
+type ScriptOptions struct {
+	// Path is the script's file; its directory is where doWorkCall looks
+	// for modules. Source, when set, is used instead of reading Path.
+	Path   string
+	Source string
+	// Args are the script's arguments, riot.args.
+	Args []string
+	// Conn is the tracker connection the script starts with: the
+	// embedded default or the one named on the command line. It may be
+	// nil when the script connects itself.
+	Conn Conn
+	// Connect opens a connection for riot.connect and
+	// riot.connectToTracker. Nil means the script cannot connect.
+	Connect func(ctx context.Context, host string, port int, name string) (Conn, error)
+	// Stdout and Stderr receive the script's own console output (log and
+	// info to Stdout, the rest to Stderr). Default: os.Stdout, os.Stderr.
+	Stdout, Stderr io.Writer
+	// Events, when set, hears of every workunit the script submits and
+	// of every outcome, with its console output: the command shows them
+	// as a progress bar and as prefixed lines.
+	Events ScriptEvents
+	// BlobThreshold is the size from which values travel as blobs.
+	// Default: DefaultBlobThreshold.
+	BlobThreshold int
+	// Logger receives the master's logs. Default: slog.Default().
+	Logger *slog.Logger
+}
+
+// ScriptEvents hears what a job script's workunits do. Its methods are
+// called from several goroutines.
+type ScriptEvents interface {
+	// Submitted says that n more workunits were submitted.
+	Submitted(n int)
+	// Finished gives the outcome of a workunit the script submitted, with
+	// its console output, once.
+	Finished(o *Outcome)
+}
+
+// ScriptError is a job script's uncaught exception.
+type ScriptError struct {
+	// Name and Message are the JavaScript error's.
+	Name, Message string
+	// Stack is the error's stack, V8 style, and, for an error that came
+	// from a workunit, its cause's stack ("Caused by: ...").
+	Stack string
+	// Workunit is the failed workunit's error when the exception came
+	// from one (riot.waitUntilDone, riot.forWork).
+	Workunit *workunit.Error
+}
+
+func (e *ScriptError) Error() string {
+	if e.Name == "" {
+		return e.Message
+	}
+	return e.Name + ": " + e.Message
+}
+
+// Unwrap returns the workunit error, if any.
+func (e *ScriptError) Unwrap() error {
+	if e.Workunit == nil {
+		return nil
+	}
+	return e.Workunit
+}
+
+// RunScript runs a job script as a master: top to bottom, then until no
+// callback (riot.callWhenDone) or timer is pending, as Node does. It returns
+// nil, a *ScriptError for an uncaught exception, or the error that kept the
+// script from running.
+func RunScript(ctx context.Context, opts ScriptOptions) error {
+	if opts.Stdout == nil {
+		opts.Stdout = os.Stdout
+	}
+	if opts.Stderr == nil {
+		opts.Stderr = os.Stderr
+	}
+	if opts.BlobThreshold <= 0 {
+		opts.BlobThreshold = DefaultBlobThreshold
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	src := opts.Source
+	if src == "" && opts.Path != "" {
+		b, err := os.ReadFile(opts.Path)
+		if err != nil {
+			return fmt.Errorf("engine: job script: %w", err)
+		}
+		src = string(b)
+	}
+	name := opts.Path
+	if name == "" {
+		name = "script.js"
+	}
+	script, err := capture.Instrument(filepath.Base(name), src, capture.Options{})
+	if err != nil {
+		return &ScriptError{Name: "SyntaxError", Message: err.Error(), Stack: "SyntaxError: " + err.Error()}
+	}
+	eng, err := New(Options{Slots: 1, WorkerName: "master", Logger: opts.Logger})
+	if err != nil {
+		return err
+	}
+	defer eng.Close()
+	m := &master{
+		opts:     opts,
+		script:   script,
+		dir:      filepath.Dir(name),
+		jobs:     make(chan func(), 1024),
+		blobIDs:  make(map[*goja.Object]blobEntry),
+		pending:  make(map[blob.Hash][]byte),
+		uploaded: make(map[Conn]map[blob.Hash]bool),
+		modules:  newModuleCache(),
+		taken:    make(map[workunit.Key]*Work),
+	}
+	m.rl, err = newRealmWith(eng, 0, "master", []func(*realm) error{
+		m.bindConsole, bindTimers, bindPerformance, bindStringLimits, m.bindRiot,
+	})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		for _, c := range m.conns {
+			_ = c.Close()
+		}
+	}()
+	m.ctx = ctx
+	m.rl.cur = &run{ctx: ctx}
+	m.client = m.newClient(opts.Conn)
+	return m.run()
+}
+
+// master runs one job script. Its fields are used on the script's
+// goroutine only, except jobs, which connection callbacks send to.
+type master struct {
+	opts   ScriptOptions
+	script *capture.Script
+	dir    string
+	rl     *realm
+	ctx    context.Context
+
+	client  *jsClient   // riot.currentClient()
+	clients []*jsClient // every client object made
+	conns   []Conn      // connections the script opened, closed at the end
+	shown   shownKeys
+	taken   map[workunit.Key]*Work // workunits taken with waitForWork
+	jobs   chan func() // callbacks to run on the script's goroutine
+	waits  int         // callbacks still expected
+
+	blobIDs  map[*goja.Object]blobEntry
+	pending  map[blob.Hash][]byte // blobs made, not yet known to be uploaded
+	uploaded map[Conn]map[blob.Hash]bool
+	modules  *moduleCache
+}
+
+// blobEntry is how a large value was last sent: its blob, and the size it
+// had then (a change of size means the value changed).
+type blobEntry struct {
+	hash  blob.Hash
+	size  int64
+	small bool // it was encoded and found smaller than the threshold
+}
+
+func (m *master) run() error {
+	prg, err := goja.Compile(m.script.File, m.script.Source, false)
+	if err != nil {
+		return m.scriptError(err)
+	}
+	if _, err := m.rl.rt.RunProgram(prg); err != nil {
+		return m.scriptError(err)
+	}
+	// The event loop: callbacks and timers, until none is pending.
+	for m.waits > 0 || m.rl.cur.timers.pending() {
+		var due <-chan time.Time
+		if m.rl.cur.timers.pending() {
+			d := time.Until(m.rl.cur.timers.queue[0].at)
+			if d <= 0 {
+				if err := m.rl.cur.timers.runNext(m.ctx); err != nil {
+					return m.scriptError(err)
+				}
+				continue
+			}
+			t := time.NewTimer(d)
+			due = t.C
+			defer t.Stop()
+		}
+		select {
+		case job := <-m.jobs:
+			if err := m.call(job); err != nil {
+				return m.scriptError(err)
+			}
+		case <-due:
+			if err := m.rl.cur.timers.runNext(m.ctx); err != nil {
+				return m.scriptError(err)
+			}
+		case <-m.ctx.Done():
+			return fmt.Errorf("engine: job script stopped: %w", context.Cause(m.ctx))
+		}
+	}
+	return nil
+}
+
+// call runs a callback on the script's goroutine, catching what it throws.
+func (m *master) call(job func()) (err error) {
+	if ex := m.rl.rt.Try(job); ex != nil {
+		return ex
+	}
+	return nil
+}
+
+// post queues fn to run on the script's goroutine; callable from any
+// goroutine.
+func (m *master) post(fn func()) {
+	select {
+	case m.jobs <- fn:
+	case <-m.ctx.Done():
+	}
+}
+
+// scriptError turns what the script threw into a *ScriptError.
+func (m *master) scriptError(err error) error {
+	var ex *goja.Exception
+	var se *goja.CompilerSyntaxError
+	var ie *goja.InterruptedError
+	switch {
+	case errors.As(err, &ie):
+		return fmt.Errorf("engine: job script interrupted: %v", ie.Value())
+	case errors.As(err, &se):
+		msg, stack := syntaxError(se)
+		return &ScriptError{Name: "SyntaxError", Message: msg, Stack: stack}
+	case errors.As(err, &ex):
+		return m.exception(ex.Value(), ex.Stack())
+	}
+	return err
+}
+
+func (m *master) exception(v goja.Value, frames []goja.StackFrame) *ScriptError {
+	se := &ScriptError{}
+	o, ok := v.(*goja.Object)
+	if !ok || m.rl.in.classify(o) != kindError {
+		se.Message = "Uncaught " + inspect(m.rl, v, inspectOptions{})
+		se.Stack = stackString("", se.Message, frames, 0)
+		return se
+	}
+	m.rl.rt.Try(func() {
+		se.Name = safeString(o.Get("name"))
+		se.Message = safeString(o.Get("message"))
+		se.Stack = normalizeStack(safeString(o.Get("stack")))
+		if w, ok := exportOf(o.GetSymbol(workErrSym)).(*workunit.Error); ok {
+			se.Workunit = w
+			if w.Stack != "" {
+				se.Stack += "\nCaused by: " + w.Stack
+			}
+		}
+	})
+	if se.Stack == "" {
+		se.Stack = stackString(se.Name, se.Message, frames, 0)
+	}
+	return se
+}
+
+// Private symbols: a registered function keeps its capture registration
+// under regSym, and a WorkunitError its *workunit.Error under workErrSym.
+// Symbols are immutable values, shared safely by every runtime.
+var (
+	regSym     = goja.NewSymbol("riot.capture")
+	workErrSym = goja.NewSymbol("riot.workunitError")
+)
+
+// describeFunc names a function for messages: its name and where it is.
+func (m *master) describeFunc(id int) string {
+	f := m.script.Funcs[id]
+	name := f.Name
+	if name == "" {
+		name = "the function"
+	}
+	return fmt.Sprintf("%s (%s:%d:%d)", name, m.script.File, f.Line, f.Column)
+}
+
+// relPath returns a module's path relative to the script's directory, as
+// workers and stack traces show it.
+func (m *master) relPath(abs string) string {
+	dir, err := filepath.Abs(m.dir)
+	if err != nil {
+		return abs
+	}
+	rel, err := filepath.Rel(dir, abs)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		return abs
+	}
+	return filepath.ToSlash(rel)
+}
+
+func exportOf(v goja.Value) any {
+	if v == nil {
+		return nil
+	}
+	return v.Export()
+}

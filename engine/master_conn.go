@@ -1,0 +1,93 @@
+package engine
+
+import (
+	"context"
+	"time"
+
+	"github.com/riot-go/riot/blob"
+	"github.com/riot-go/riot/workunit"
+)
+
+// Conn is what a job script's riot object needs from its connection to a
+// tracker. The client package's *client.Client satisfies it through
+// client.MasterConn; tests use a fake. Implementations must be safe for
+// concurrent use: callbacks arrive on the connection's goroutines.
+type Conn interface {
+	// Name is the name the tracker gave this client (Riot's
+	// client-who-am-i).
+	Name() string
+	// Submit sends a workunit without waiting; Submission.Accepted waits
+	// for the tracker's durable acknowledgement. When watch is set, the
+	// tracker reports the outcome when it is finished, and OnFinished
+	// callbacks and Wait see it without another round trip.
+	Submit(spec *workunit.Spec, opts WorkOptions) Submission
+	// Wait blocks until the workunit is finished and returns its outcome.
+	Wait(ctx context.Context, key workunit.Key) (*Outcome, error)
+	// OnFinished calls fn once, on another goroutine, when the workunit is
+	// finished.
+	OnFinished(key workunit.Key, fn func(*Outcome))
+	// Info returns a workunit's state now; an unknown key has status
+	// "unknown".
+	Info(ctx context.Context, key workunit.Key) (*Outcome, error)
+	// EnsureBlobs makes sure the tracker holds every blob given, uploading
+	// those it lacks, and returns once they are durable.
+	EnsureBlobs(ctx context.Context, blobs map[blob.Hash][]byte) error
+	// WaitForWork takes one workunit to run, as a worker does (Riot's
+	// client-wait-for-work).
+	WaitForWork(ctx context.Context) (*Work, error)
+	// CompleteWork reports the result of a workunit taken with
+	// WaitForWork: result (a value document) or, when failed is set, err.
+	CompleteWork(ctx context.Context, w *Work, result []byte, err *workunit.Error) error
+	// Close ends the connection.
+	Close() error
+}
+
+// Submission is a submitted workunit, identified by its key from the start.
+type Submission interface {
+	Key() workunit.Key
+	// Accepted waits for the tracker's durable acknowledgement. A workunit
+	// already finished (memoized) comes back with its outcome.
+	Accepted(ctx context.Context) (*Outcome, error)
+}
+
+// WorkOptions are a workunit's options besides its content.
+type WorkOptions struct {
+	// NoCache runs the workunit even if the same one already finished.
+	NoCache bool
+	// GPUs is the number of GPUs it needs on its worker.
+	GPUs int
+	// Timeout is its time limit; zero means the worker's default.
+	Timeout time.Duration
+	// Watch asks the tracker to report the outcome when it is finished.
+	Watch bool
+}
+
+// Outcome is the state of a workunit as the tracker reports it.
+type Outcome struct {
+	Key workunit.Key
+	// Status is "waiting", "running", "done", "error" or "unknown".
+	Status string
+	// Worker is the name of the worker that holds or finished it.
+	Worker string
+	// Result is the result value document, when done.
+	Result []byte
+	// Err is the failure, when status is "error"; its Worker and Key are
+	// set.
+	Err *workunit.Error
+	// Console is the workunit's console output, when it was just run.
+	Console []ConsoleLine
+	// LastChange is when its status last changed.
+	LastChange time.Time
+}
+
+// Finished reports whether the workunit is done or failed.
+func (o *Outcome) Finished() bool { return o.Status == "done" || o.Status == "error" }
+
+// Work is a workunit taken with Conn.WaitForWork.
+type Work struct {
+	Key   workunit.Key
+	Token uint64
+	Spec  *workunit.Spec
+	// Blobs gives the modules and values the spec refers to.
+	Blobs blob.Source
+}

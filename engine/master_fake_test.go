@@ -1,0 +1,194 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/riot-go/riot/blob"
+	"github.com/riot-go/riot/workunit"
+)
+
+// fakeTracker is a tracker for the master's unit tests: it keeps workunits
+// in memory and runs them on an in-process engine (or, when manual, hands
+// them out through WaitForWork). It is a test double, not riot's tracker:
+// the end-to-end tests run the real one.
+type fakeTracker struct {
+	eng    *Engine
+	manual bool
+
+	mu       sync.Mutex
+	blobs    blob.Map
+	uploads  int // blobs uploaded
+	outcomes map[workunit.Key]*Outcome
+	waiters  map[workunit.Key][]func(*Outcome)
+	runs     int // workunits run
+	queue    chan *Work
+	names    int
+}
+
+func newFakeTracker(t testing.TB, manual bool) *fakeTracker {
+	return &fakeTracker{
+		eng:      newEngine(t, Options{Slots: 4, WorkerName: "fake-worker"}),
+		manual:   manual,
+		blobs:    blob.Map{},
+		outcomes: make(map[workunit.Key]*Outcome),
+		waiters:  make(map[workunit.Key][]func(*Outcome)),
+		queue:    make(chan *Work, 100),
+	}
+}
+
+func (ft *fakeTracker) connect(ctx context.Context, host string, port int, name string) (Conn, error) {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	ft.names++
+	if name == "" {
+		name = "master"
+	}
+	return &fakeConn{ft: ft, name: name}, nil
+}
+
+func (ft *fakeTracker) finish(o *Outcome) {
+	ft.mu.Lock()
+	ft.outcomes[o.Key] = o
+	ws := ft.waiters[o.Key]
+	delete(ft.waiters, o.Key)
+	ft.mu.Unlock()
+	for _, w := range ws {
+		w(o)
+	}
+}
+
+func (ft *fakeTracker) blobSource() blob.Source {
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	m := blob.Map{}
+	for h, b := range ft.blobs {
+		m[h] = b
+	}
+	return m
+}
+
+type fakeConn struct {
+	ft   *fakeTracker
+	name string
+}
+
+type fakeSubmission struct {
+	key workunit.Key
+	out *Outcome
+}
+
+func (s *fakeSubmission) Key() workunit.Key { return s.key }
+func (s *fakeSubmission) Accepted(ctx context.Context) (*Outcome, error) {
+	return s.out, nil
+}
+
+func (c *fakeConn) Name() string { return c.name }
+
+func (c *fakeConn) Submit(spec *workunit.Spec, opts WorkOptions) Submission {
+	ft := c.ft
+	key := spec.Key()
+	ft.mu.Lock()
+	if o, ok := ft.outcomes[key]; ok && o.Status == "done" && !opts.NoCache {
+		ft.mu.Unlock()
+		return &fakeSubmission{key: key, out: o}
+	}
+	ft.runs++
+	ft.mu.Unlock()
+	if ft.manual {
+		ft.queue <- &Work{Key: key, Spec: spec, Blobs: ft.blobSource()}
+		return &fakeSubmission{key: key, out: &Outcome{Key: key, Status: "waiting"}}
+	}
+	src := ft.blobSource()
+	go func() {
+		res, err := ft.eng.Run(context.Background(), Request{Spec: spec, Blobs: src, Realm: c.name, Timeout: opts.Timeout})
+		o := &Outcome{Key: key, Worker: "fake-worker", LastChange: time.Now()}
+		if res != nil {
+			o.Console = res.Console
+		}
+		var werr *workunit.Error
+		switch {
+		case err == nil:
+			o.Status, o.Result = "done", res.Value
+		case errors.As(err, &werr):
+			w := *werr
+			w.Worker, w.Key = "fake-worker", key
+			o.Status, o.Err = "error", &w
+		default:
+			o.Status, o.Err = "error", &workunit.Error{Kind: workunit.Internal, Message: err.Error()}
+		}
+		ft.finish(o)
+	}()
+	return &fakeSubmission{key: key, out: &Outcome{Key: key, Status: "waiting"}}
+}
+
+func (c *fakeConn) Wait(ctx context.Context, key workunit.Key) (*Outcome, error) {
+	ch := make(chan *Outcome, 1)
+	c.OnFinished(key, func(o *Outcome) { ch <- o })
+	select {
+	case o := <-ch:
+		return o, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (c *fakeConn) OnFinished(key workunit.Key, fn func(*Outcome)) {
+	ft := c.ft
+	ft.mu.Lock()
+	if o, ok := ft.outcomes[key]; ok {
+		ft.mu.Unlock()
+		go fn(o)
+		return
+	}
+	ft.waiters[key] = append(ft.waiters[key], fn)
+	ft.mu.Unlock()
+}
+
+func (c *fakeConn) Info(ctx context.Context, key workunit.Key) (*Outcome, error) {
+	c.ft.mu.Lock()
+	defer c.ft.mu.Unlock()
+	if o, ok := c.ft.outcomes[key]; ok {
+		return o, nil
+	}
+	return &Outcome{Key: key, Status: "unknown"}, nil
+}
+
+func (c *fakeConn) EnsureBlobs(ctx context.Context, blobs map[blob.Hash][]byte) error {
+	c.ft.mu.Lock()
+	defer c.ft.mu.Unlock()
+	for h, b := range blobs {
+		if _, ok := c.ft.blobs[h]; !ok {
+			c.ft.blobs[h] = b
+			c.ft.uploads++
+		}
+	}
+	return nil
+}
+
+func (c *fakeConn) WaitForWork(ctx context.Context) (*Work, error) {
+	select {
+	case w := <-c.ft.queue:
+		return w, nil
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+}
+
+func (c *fakeConn) CompleteWork(ctx context.Context, w *Work, result []byte, werr *workunit.Error) error {
+	o := &Outcome{Key: w.Key, Worker: c.name, LastChange: time.Now()}
+	if werr != nil {
+		e := *werr
+		e.Worker = c.name
+		o.Status, o.Err = "error", &e
+	} else {
+		o.Status, o.Result = "done", result
+	}
+	c.ft.finish(o)
+	return nil
+}
+
+func (c *fakeConn) Close() error { return nil }

@@ -1,0 +1,244 @@
+package engine
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/riot-go/riot/workunit"
+)
+
+// scriptRun is a job script run against a fake tracker.
+type scriptRun struct {
+	ft             *fakeTracker
+	stdout, stderr bytes.Buffer
+	events         recordingEvents
+	err            error
+}
+
+// recordingEvents records what ScriptEvents hears.
+type recordingEvents struct {
+	mu        sync.Mutex
+	submitted int
+	finished  []*Outcome
+}
+
+func (r *recordingEvents) Submitted(n int) { r.mu.Lock(); r.submitted += n; r.mu.Unlock() }
+func (r *recordingEvents) Finished(o *Outcome) {
+	r.mu.Lock()
+	r.finished = append(r.finished, o)
+	r.mu.Unlock()
+}
+
+// runScript writes files (name → content) into a directory and runs
+// main.js there as a master.
+func runScript(t *testing.T, files map[string]string, args ...string) *scriptRun {
+	t.Helper()
+	dir := t.TempDir()
+	for name, content := range files {
+		p := filepath.Join(dir, name)
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
+	}
+	sr := &scriptRun{ft: newFakeTracker(t, false)}
+	conn, err := sr.ft.connect(context.Background(), "localhost", 0, "")
+	require.NoError(t, err)
+	sr.err = RunScript(context.Background(), ScriptOptions{
+		Path:    filepath.Join(dir, "main.js"),
+		Args:    args,
+		Conn:    conn,
+		Connect: sr.ft.connect,
+		Stdout:  &sr.stdout,
+		Stderr:  &sr.stderr,
+		Events:  &sr.events,
+	})
+	return sr
+}
+
+func TestMaster_SimpleDemo(t *testing.T) {
+	t.Parallel()
+	sr := runScript(t, map[string]string{"main.js": `
+		function run() {
+			return riot.forWork(Array.from({length: 10}, (_, i) => i), (i) => {
+				sleep(0.01); // or some big task
+				return 10 * i;
+			});
+		}
+		console.log(run());
+		console.log('Complete');
+	`})
+	require.NoError(t, sr.err)
+	assert.Equal(t, "[\n   0, 10, 20, 30, 40,\n  50, 60, 70, 80, 90\n]\nComplete\n", sr.stdout.String())
+	assert.Equal(t, 10, sr.events.submitted)
+	assert.Len(t, sr.events.finished, 10)
+}
+
+func TestMaster_FreeVariables(t *testing.T) {
+	t.Parallel()
+	sr := runScript(t, map[string]string{"main.js": `
+		const greeting = 'Workunit';
+		function run() {
+			const masterRandomNumber = 67;
+			const ids = [];
+			for (let x = 0; x < 3; x++) {
+				ids.push(riot.doWork(() => greeting + ' #' + x + ': master chose ' + masterRandomNumber));
+			}
+			for (const id of ids) console.log(riot.waitUntilDone(id));
+		}
+		run();
+	`})
+	require.NoError(t, sr.err)
+	assert.Equal(t, "Workunit #0: master chose 67\nWorkunit #1: master chose 67\nWorkunit #2: master chose 67\n", sr.stdout.String())
+}
+
+func TestMaster_Closures(t *testing.T) {
+	t.Parallel()
+	sr := runScript(t, map[string]string{"main.js": `
+		function fact(n) { return n <= 1 ? 1 : n * fact(n - 1) }
+		const isEven = (n) => n === 0 ? true : isOdd(n - 1);
+		const isOdd = (n) => n === 0 ? false : isEven(n - 1);
+		const scale = { by: 3 };
+		const [a, { b = 4 } = {}] = [2];
+		class Point { constructor(x) { this.x = x } norm() { return Math.abs(this.x) } }
+		const out = riot.forWork([1, 2, 3], (n, i) => [fact(n + 2), isEven(n), n * scale.by + a + b, new Point(-n).norm(), i]);
+		console.log(JSON.stringify(out));
+	`})
+	require.NoError(t, sr.err)
+	assert.Equal(t, "[[6,false,9,1,0],[24,true,12,2,1],[120,false,15,3,2]]\n", sr.stdout.String())
+}
+
+func TestMaster_LargeValueTravelsOnce(t *testing.T) {
+	t.Parallel()
+	sr := runScript(t, map[string]string{"main.js": `
+		const dictionary = new Set(Array.from({length: 20000}, (_, i) => 'word' + i));
+		const hits = riot.forWork(['word1', 'nope', 'word19999'], (w) => dictionary.has(w));
+		const again = riot.waitUntilDone(riot.doWork(() => dictionary.size));
+		console.log(JSON.stringify(hits), again);
+	`})
+	require.NoError(t, sr.err)
+	assert.Equal(t, "[true,false,true] 20000\n", sr.stdout.String())
+	assert.Equal(t, 1, sr.ft.uploads, "the dictionary is uploaded once")
+}
+
+func TestMaster_DoWorkCallAndEval(t *testing.T) {
+	t.Parallel()
+	sr := runScript(t, map[string]string{
+		"main.js": `
+			const ids = [0, 1, 2].map((x) => riot.doWorkCall('do-work-call.js', 'double', x));
+			console.log(ids.map(riot.waitUntilDone).join(' '));
+			console.log(riot.waitUntilDone(riot.doWorkEval('3 + 5')));
+		`,
+		"do-work-call.js":  "const u = require('./lib/util');\nexports.double = (x) => u.twice(x);\n",
+		"lib/util.js":      "exports.twice = (x) => 2 * x + require('./offset.json').offset;\n",
+		"lib/offset.json":  `{"offset": 0}`,
+	})
+	require.NoError(t, sr.err)
+	assert.Equal(t, "0 2 4\n8\n", sr.stdout.String())
+}
+
+func TestMaster_FailingWorkunit(t *testing.T) {
+	t.Parallel()
+	sr := runScript(t, map[string]string{"main.js": `
+		const id = riot.doWork((x) => {
+			if (x > 1) throw new RangeError('too big: ' + x);
+		}, 5);
+		try {
+			riot.waitUntilDone(id);
+		} catch (e) {
+			console.log(e.name, '|', e.message.replace(/[0-9a-f]{12}/, 'ID'), '|', e.cause.name, e.cause.message, '|', e.worker, e.kind);
+		}
+		riot.waitUntilDone(id);
+	`})
+	require.Error(t, sr.err)
+	assert.Equal(t, "WorkunitError | workunit ID failed on worker fake-worker: RangeError: too big: 5 | RangeError too big: 5 | fake-worker thrown\n", sr.stdout.String())
+	var se *ScriptError
+	require.True(t, errors.As(sr.err, &se))
+	assert.Equal(t, "WorkunitError", se.Name)
+	assert.Contains(t, se.Stack, "at main.js:10:")
+	assert.Contains(t, se.Stack, "Caused by: RangeError: too big: 5\n    at main.js:3:")
+	var werr *workunit.Error
+	require.True(t, errors.As(sr.err, &werr))
+	assert.Equal(t, "fake-worker", werr.Worker)
+}
+
+func TestMaster_CallWhenDone(t *testing.T) {
+	t.Parallel()
+	sr := runScript(t, map[string]string{"main.js": `
+		const ok = riot.doWork(() => 42);
+		const bad = riot.doWork(() => { throw new Error('nope') });
+		riot.callWhenDone(ok, (isError, client, result) => console.log('ok', isError, client, result));
+		riot.callWhenDone(bad, (isError, client, result) => console.log('bad', isError, client, result));
+		console.log('top level done');
+	`})
+	require.NoError(t, sr.err)
+	lines := strings.Split(strings.TrimSpace(sr.stdout.String()), "\n")
+	require.Len(t, lines, 3)
+	assert.Equal(t, "top level done", lines[0])
+	assert.ElementsMatch(t, []string{"ok false fake-worker 42", "bad true fake-worker nope"}, lines[1:])
+}
+
+func TestMaster_Unsendable(t *testing.T) {
+	t.Parallel()
+	sr := runScript(t, map[string]string{"main.js": `
+		const sock = Symbol('socket');
+		function work() { return typeof sock }
+		riot.doWork(work);
+	`})
+	require.Error(t, sr.err)
+	assert.Contains(t, sr.err.Error(), "riot.doWork: work (main.js:3:3) → free variable sock: a symbol cannot be sent to a worker")
+
+	sr = runScript(t, map[string]string{"main.js": `riot.doWork((x) => x, {onDone() {}, list: [Math.max]})`})
+	require.Error(t, sr.err)
+	assert.Contains(t, sr.err.Error(), "riot.doWork: args[0].list[0]: function max cannot be sent to a worker: only functions written in the job script can be")
+}
+
+func TestMaster_Files(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	in := filepath.Join(dir, "words.txt")
+	require.NoError(t, os.WriteFile(in, []byte("alpha\r\nbeta\ngamma\n"), 0o644))
+	out := filepath.Join(dir, "out.txt")
+	sr := runScript(t, map[string]string{"main.js": `
+		const [input, output] = riot.args;
+		const lines = riot.readLines(input);
+		riot.writeFile(output, lines.join(',') + '|' + riot.readFile(input).length);
+	`}, in, out)
+	require.NoError(t, sr.err)
+	got, err := os.ReadFile(out)
+	require.NoError(t, err)
+	assert.Equal(t, "alpha,beta,gamma|18", string(got))
+}
+
+func TestMaster_LowLevelClient(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.js"), []byte(`
+		const c = riot.currentClient();
+		const id = c.addWorkunit((x) => x * 2, 21);
+		const [key, work] = c.waitForWork();
+		console.log(key === id, work.kind);
+		c.completeWorkunit(key, false, work.fn(...work.args));
+		const [k2, status, client, result] = c.waitForFinishedWorkunit(id);
+		console.log(k2 === id, status, client, result);
+		const info = c.workunitInfo(id);
+		console.log(info[0], info[1], info[2], info[3] instanceof Date);
+		c.callWithWorkunitInfo(id, (s, cl, r) => console.log('info', s, cl, r));
+		console.log(c.whoAmI(), riot.connectToTracker('localhost', 2355, 'other').whoAmI());
+		console.log(c.workunitInfo(riot.doWorkEval('1')).length);
+	`), 0o644))
+	ft := newFakeTracker(t, true)
+	conn, err := ft.connect(context.Background(), "localhost", 0, "me")
+	require.NoError(t, err)
+	var stdout bytes.Buffer
+	err = RunScript(context.Background(), ScriptOptions{Path: filepath.Join(dir, "main.js"), Conn: conn, Connect: ft.connect, Stdout: &stdout})
+	require.NoError(t, err)
+	assert.Equal(t, "true fn\ntrue done me 42\ndone me 42 true\ninfo done me 42\nme other\n4\n", stdout.String())
+}

@@ -1,0 +1,244 @@
+package engine
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"time"
+
+	"github.com/dop251/goja/ast"
+	"github.com/dop251/goja/parser"
+
+	"github.com/riot-go/riot/blob"
+	"github.com/riot-go/riot/workunit"
+)
+
+// loadedModule is a module ready to ship: its blob's hash, the blobs of
+// it and every module it requires, and their hashes in order.
+type loadedModule struct {
+	hash  blob.Hash
+	blobs map[blob.Hash][]byte
+	all   []blob.Hash
+}
+
+// moduleCache reads modules for riot.doWorkCall and keeps what it built
+// while the files stay the same (size and modification time). It is used
+// by one goroutine.
+type moduleCache struct {
+	files map[string]*moduleFile
+}
+
+type moduleFile struct {
+	size    int64
+	modTime time.Time
+	source  string
+	specs   []string // the string literals passed to require, in order
+}
+
+func newModuleCache() *moduleCache { return &moduleCache{files: make(map[string]*moduleFile)} }
+
+// load resolves spec (a path relative to dir, with or without ./) and builds
+// the module and every module it requires, transitively.
+func (c *moduleCache) load(dir, spec string, rel func(string) string) (*loadedModule, error) {
+	abs, err := resolveFile(dir, spec)
+	if err != nil {
+		return nil, err
+	}
+	lm := &loadedModule{blobs: make(map[blob.Hash][]byte)}
+	lm.hash, err = c.build(abs, rel, lm, nil)
+	if err != nil {
+		return nil, err
+	}
+	return lm, nil
+}
+
+// build makes the module blob of the file abs, after those of its
+// requires. stack holds the files being built, to report a cycle.
+func (c *moduleCache) build(abs string, rel func(string) string, lm *loadedModule, stack []string) (blob.Hash, error) {
+	for i, s := range stack {
+		if s == abs {
+			cycle := append(append([]string(nil), stack[i:]...), abs)
+			for j := range cycle {
+				cycle[j] = rel(cycle[j])
+			}
+			return blob.Hash{}, fmt.Errorf("modules that require each other cannot be shipped: %s", strings.Join(cycle, " → "))
+		}
+	}
+	f, err := c.file(abs)
+	if err != nil {
+		return blob.Hash{}, err
+	}
+	mod := &workunit.Module{Path: rel(abs), Source: f.source, Requires: make(map[string]blob.Hash)}
+	for _, spec := range f.specs {
+		if _, done := mod.Requires[spec]; done {
+			continue
+		}
+		dep, err := resolveRequire(filepath.Dir(abs), spec)
+		if errors.Is(err, errBuiltin) {
+			continue // a host module: require throws on the worker, if reached
+		}
+		if err != nil {
+			return blob.Hash{}, fmt.Errorf("%s: require(%q): %w", rel(abs), spec, err)
+		}
+		h, err := c.build(dep, rel, lm, append(stack, abs))
+		if err != nil {
+			return blob.Hash{}, err
+		}
+		mod.Requires[spec] = h
+	}
+	data, err := mod.MarshalBinary()
+	if err != nil {
+		return blob.Hash{}, err
+	}
+	h := blob.Sum(data)
+	if _, ok := lm.blobs[h]; !ok {
+		lm.blobs[h] = data
+		lm.all = append(lm.all, h)
+	}
+	return h, nil
+}
+
+// file reads a module file, or returns what was read before if the file has
+// not changed.
+func (c *moduleCache) file(abs string) (*moduleFile, error) {
+	st, err := os.Stat(abs)
+	if err != nil {
+		return nil, err
+	}
+	if f, ok := c.files[abs]; ok && f.size == st.Size() && f.modTime.Equal(st.ModTime()) {
+		return f, nil
+	}
+	b, err := os.ReadFile(abs)
+	if err != nil {
+		return nil, err
+	}
+	src := string(b)
+	f := &moduleFile{size: st.Size(), modTime: st.ModTime()}
+	if strings.HasSuffix(abs, ".json") {
+		f.source = "module.exports = " + src + ";"
+	} else {
+		f.source = src
+		if f.specs, err = requires(abs, src); err != nil {
+			return nil, err
+		}
+	}
+	c.files[abs] = f
+	return f, nil
+}
+
+// requires returns the string literals passed to require calls in src.
+func requires(name, src string) ([]string, error) {
+	prg, err := parser.ParseFile(nil, name, "(function (exports, require, module, __filename, __dirname) {"+src+"\n})", 0)
+	if err != nil {
+		return nil, fmt.Errorf("module %s: %w", name, err)
+	}
+	var specs []string
+	walkAST(reflect.ValueOf(prg), func(n any) {
+		call, ok := n.(*ast.CallExpression)
+		if !ok || len(call.ArgumentList) != 1 {
+			return
+		}
+		id, ok := call.Callee.(*ast.Identifier)
+		if !ok || id.Name != "require" {
+			return
+		}
+		if lit, ok := call.ArgumentList[0].(*ast.StringLiteral); ok {
+			specs = append(specs, lit.Value.String())
+		}
+	})
+	return specs, nil
+}
+
+// walkAST calls visit on every AST node under v.
+func walkAST(v reflect.Value, visit func(any)) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			return
+		}
+		if v.Type().Elem().PkgPath() != "github.com/dop251/goja/ast" {
+			return
+		}
+		visit(v.Interface())
+		walkAST(v.Elem(), visit)
+	case reflect.Interface:
+		if !v.IsNil() {
+			walkAST(v.Elem(), visit)
+		}
+	case reflect.Struct:
+		for i := 0; i < v.NumField(); i++ {
+			if v.Type().Field(i).IsExported() {
+				walkAST(v.Field(i), visit)
+			}
+		}
+	case reflect.Slice:
+		for i := 0; i < v.Len(); i++ {
+			walkAST(v.Index(i), visit)
+		}
+	}
+}
+
+// errBuiltin is a require of a name that is neither a path nor found in a
+// node_modules directory: a host module such as "fs".
+var errBuiltin = errors.New("not a file")
+
+// resolveFile finds the module that a doWorkCall path names, relative to
+// dir: the file itself, or with .js or .json, or its index.js.
+func resolveFile(dir, spec string) (string, error) {
+	p := spec
+	if !filepath.IsAbs(p) {
+		p = filepath.Join(dir, spec)
+	}
+	abs, err := filepath.Abs(p)
+	if err != nil {
+		return "", err
+	}
+	for _, cand := range []string{abs, abs + ".js", abs + ".json", filepath.Join(abs, "index.js")} {
+		if st, err := os.Stat(cand); err == nil && !st.IsDir() {
+			return cand, nil
+		}
+	}
+	return "", fmt.Errorf("module %s: no such file (tried %s, .js, .json and /index.js)", spec, abs)
+}
+
+// resolveRequire resolves a require specifier as Node does: a relative or
+// absolute path against dir, or a package in node_modules directories
+// from dir up.
+func resolveRequire(dir, spec string) (string, error) {
+	if strings.HasPrefix(spec, "./") || strings.HasPrefix(spec, "../") || strings.HasPrefix(spec, "/") || spec == "." || spec == ".." {
+		return resolveFile(dir, spec)
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		nm := filepath.Join(d, "node_modules", spec)
+		if main := packageMain(nm); main != "" {
+			if p, err := resolveFile(nm, main); err == nil {
+				return p, nil
+			}
+		}
+		if p, err := resolveFile(filepath.Dir(nm), filepath.Base(nm)); err == nil {
+			return p, nil
+		}
+		if d == filepath.Dir(d) {
+			return "", errBuiltin
+		}
+	}
+}
+
+// packageMain returns the "main" of dir/package.json, if any.
+func packageMain(dir string) string {
+	b, err := os.ReadFile(filepath.Join(dir, "package.json"))
+	if err != nil {
+		return ""
+	}
+	var pkg struct {
+		Main string `json:"main"`
+	}
+	if err := json.Unmarshal(b, &pkg); err != nil {
+		return ""
+	}
+	return pkg.Main
+}

@@ -1,0 +1,2 @@
+// The module that scripts/do-work-call.js calls on its workers.
+exports.double = (x) => x * 2;

@@ -1,0 +1,23 @@
+// low-level.js: Riot's lower-level client API (manual, section 4), with a
+// job script acting as both the master that adds a workunit and the
+// "worker" that takes it and completes it.
+//
+//   riot-worker eval --workers 0 scripts/low-level.js
+//
+// (With --workers 0 the embedded tracker has no workers of its own, so the
+// workunit is surely taken by this script.)
+
+const client = riot.currentClient();
+console.log(`who am I: ${typeof client.whoAmI()}`);
+
+const id = client.addWorkunit((a, b) => a * b, 6, 7);
+console.log('info:', client.workunitInfo(id)[0]); // waiting
+
+const [key, work] = client.waitForWork();
+console.log('took my own workunit:', key === id, work.kind);
+client.completeWorkunit(key, false, work.fn(...work.args));
+
+const [, status, , result] = client.waitForFinishedWorkunit(id);
+console.log('finished:', status, result);
+client.callWithWorkunitInfo(id, (status, who, result, lastChange) =>
+  console.log('info:', status, result, lastChange instanceof Date));
