@@ -54,7 +54,7 @@ func bindStringLimits(rl *realm) error {
 			const s = str(this, 'padEnd'); if (Number(len) > max) throw new RangeError('Invalid string length');
 			return origPadEnd.call(s, len, fill);
 		}});
-	})(` + itoa(MaxStringLength) + `);
+	})(`+itoa(MaxStringLength)+`);
 	delete globalThis.GoError;`)
 	return err
 }

@@ -373,9 +373,9 @@ func (in *inspector) wrap(open, closing string, items []string, level, deepest i
 type grouping int
 
 const (
-	groupNone    grouping = iota
-	groupPadEnd           // items of any kind, left-aligned
-	groupPadStart         // numbers, right-aligned
+	groupNone     grouping = iota
+	groupPadEnd            // items of any kind, left-aligned
+	groupPadStart          // numbers, right-aligned
 )
 
 func (in *inspector) reduce(open, closing string, items []string, level, deepest int, group grouping) string {

@@ -169,8 +169,8 @@ type master struct {
 	conns   []Conn      // connections the script opened, closed at the end
 	shown   shownKeys
 	taken   map[workunit.Key]*Work // workunits taken with waitForWork
-	jobs   chan func() // callbacks to run on the script's goroutine
-	waits  int         // callbacks still expected
+	jobs    chan func()            // callbacks to run on the script's goroutine
+	waits   int                    // callbacks still expected
 
 	blobIDs  map[*goja.Object]blobEntry
 	pending  map[blob.Hash][]byte // blobs made, not yet known to be uploaded

@@ -136,9 +136,9 @@ func TestMaster_DoWorkCallAndEval(t *testing.T) {
 			console.log(ids.map(riot.waitUntilDone).join(' '));
 			console.log(riot.waitUntilDone(riot.doWorkEval('3 + 5')));
 		`,
-		"do-work-call.js":  "const u = require('./lib/util');\nexports.double = (x) => u.twice(x);\n",
-		"lib/util.js":      "exports.twice = (x) => 2 * x + require('./offset.json').offset;\n",
-		"lib/offset.json":  `{"offset": 0}`,
+		"do-work-call.js": "const u = require('./lib/util');\nexports.double = (x) => u.twice(x);\n",
+		"lib/util.js":     "exports.twice = (x) => 2 * x + require('./offset.json').offset;\n",
+		"lib/offset.json": `{"offset": 0}`,
 	})
 	require.NoError(t, sr.err)
 	assert.Equal(t, "0 2 4\n8\n", sr.stdout.String())
