@@ -66,9 +66,9 @@
 //
 //	waiting → running → done | error
 //
-// and back to waiting when its worker is lost, when its lease expires, or
-// when an errored (or, with Options.NoCache, a done) key is submitted
-// again. Submitting a done key answers at once with its result, as Riot's
+// and back to waiting when its worker is lost, when its lease expires,
+// when its worker hands it back (Return, which counts no loss), or when an
+// errored (or, with Options.NoCache, a done) key is submitted again. Submitting a done key answers at once with its result, as Riot's
 // memoized workunits did. A workunit lost MaxLost times fails with a
 // workunit.WorkersLost error that names the workers.
 //
@@ -86,8 +86,9 @@
 // # Leases
 //
 // Each assignment is a lease with a Token. The worker answers with
-// Complete or Fail and that token. A lease ends when answered, when its
-// worker is lost, or when its deadline passes (Options.Timeout plus
+// Complete or Fail and that token, or hands it back with Return. A lease
+// ends when answered or returned, when its worker is lost, or when its
+// deadline passes (Options.Timeout plus
 // Config.LeaseGrace, or Config.LeaseTimeout): then the workunit goes back
 // to the front of the queue with the worker's name in its LostFrom. Late
 // answers to ended leases are stale: rejected with ErrStale and listed in

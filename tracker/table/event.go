@@ -7,8 +7,8 @@ import (
 )
 
 // Event is an input to Table.Step. The concrete types are the structs in
-// this file: Submit, Watch, GetInfo, MasterLost, WorkerJoin, WorkerCredit,
-// WorkerLost, Complete, Fail and Tick. Events are values; the table keeps
+// this file: Submit, Watch, Unwatch, GetInfo, MasterLost, WorkerJoin,
+// WorkerCredit, WorkerLost, Complete, Fail, Return and Tick. Events are values; the table keeps
 // the byte slices they carry (Spec, Result) without copying them, so the
 // shell must not reuse those buffers after Step.
 type Event interface {
@@ -48,6 +48,14 @@ type Submit struct {
 type Watch struct {
 	Master MasterID
 	Req    uint64
+	Key    workunit.Key
+}
+
+// Unwatch drops Master's pending watches of Key, whatever their Req. It is
+// not answered; a watch that has fired already is not taken back. Unknown
+// keys and keys without such watches are no error.
+type Unwatch struct {
+	Master MasterID
 	Key    workunit.Key
 }
 
@@ -129,6 +137,29 @@ type Fail struct {
 	Console []byte
 }
 
+// LeaseRef names one lease: the workunit's key and the lease's token.
+type LeaseRef struct {
+	Key   workunit.Key
+	Token Token
+}
+
+// Return is a worker handing leases back unfinished, as a worker that shuts
+// down gracefully does. Each returned lease ends, and its workunit goes back
+// to the front of the queue, the first listed first, without counting a
+// loss: LostFrom is unchanged and the return never makes it fail. Its
+// delivery still counts in Deliveries. A worker that returns work is
+// leaving: its credit drops to zero, so that none of the work comes back to
+// it; it gets more only once it grants credit again (WorkerCredit).
+//
+// A lease that is not a current lease of Worker is stale, as for Complete:
+// listed as a Discard, with an error wrapping ErrStale from Step. Unlike
+// other events, a Return with stale leases still returns the current ones
+// it lists (Step reports the first stale one).
+type Return struct {
+	Worker WorkerID
+	Leases []LeaseRef
+}
+
 // Tick brings the time. Time enters the table only here: it stamps
 // LastChange and lease deadlines with the latest Tick's Now, and on each
 // Tick every lease whose deadline has passed expires (the workunit goes
@@ -140,6 +171,7 @@ type Tick struct {
 
 func (Submit) isEvent()       {}
 func (Watch) isEvent()        {}
+func (Unwatch) isEvent()      {}
 func (GetInfo) isEvent()      {}
 func (MasterLost) isEvent()   {}
 func (WorkerJoin) isEvent()   {}
@@ -147,4 +179,5 @@ func (WorkerCredit) isEvent() {}
 func (WorkerLost) isEvent()   {}
 func (Complete) isEvent()     {}
 func (Fail) isEvent()         {}
+func (Return) isEvent()       {}
 func (Tick) isEvent()         {}

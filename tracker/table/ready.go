@@ -65,6 +65,10 @@ type Assign struct {
 	Token   Token
 	Spec    []byte
 	Options Options
+	// Owner is the record's Owner (its first submitter's principal), so
+	// that the shell can keep the work of different owners apart on
+	// workers.
+	Owner string
 	// Delivery counts the leases given for the workunit, this one included
 	// (1 for a first try).
 	Delivery int

@@ -15,6 +15,7 @@ package table_test
 //	config [maxlost=N] [leasetimeout=D] [leasegrace=D]   a fresh table
 //	submit M K [req=N] [owner=S] [gpus=N] [timeout=MS] [nocache] [watch] [spec=S]
 //	watch M K [req=N]
+//	unwatch M K
 //	info M K [req=N]
 //	masterlost M
 //	join W [slots=N] [prefetch=N] [gpus=N] [credit=N]  (credit defaults to slots+prefetch)
@@ -22,6 +23,7 @@ package table_test
 //	lost W
 //	complete W K [token=N] [result=S] [console=S]     (token defaults to W's lease of K)
 //	fail W K [token=N] [msg=S]
+//	return W K[:TOKEN]... [token=N]                   (tokens default to W's leases of the keys)
 //	tick D                                            advance the clock by D
 //	restart [config keys]                             a new table restored from what was persisted
 //	hold                                              take the Ready but do not Advance it
@@ -323,6 +325,25 @@ func (e *env) exec(cmd string, a args) {
 		})
 	case "watch":
 		e.step(table.Watch{Master: e.master(a.arg(t, 0)), Req: uint64(a.int(t, "req", 0)), Key: e.key(a.arg(t, 1))})
+	case "unwatch":
+		e.step(table.Unwatch{Master: e.master(a.arg(t, 0)), Key: e.key(a.arg(t, 1))})
+	case "return":
+		wn := a.arg(t, 0)
+		var leases []table.LeaseRef
+		for _, kn := range a.pos[1:] {
+			kn, ts, explicit := strings.Cut(kn, ":")
+			tok := e.tokens[[2]string{wn, kn}]
+			if _, ok := a.kv["token"]; ok {
+				tok = table.Token(a.int(t, "token", 0))
+			}
+			if explicit {
+				n, err := strconv.Atoi(ts)
+				require.NoError(t, err, "token of %s", kn)
+				tok = table.Token(n)
+			}
+			leases = append(leases, table.LeaseRef{Key: e.key(kn), Token: tok})
+		}
+		e.step(table.Return{Worker: e.worker(wn), Leases: leases})
 	case "info":
 		e.step(table.GetInfo{Master: e.master(a.arg(t, 0)), Req: uint64(a.int(t, "req", 0)), Key: e.key(a.arg(t, 1))})
 	case "masterlost":
@@ -530,7 +551,11 @@ func (e *env) print(rd *table.Ready) {
 		case *table.Assign:
 			wn, kn := e.wname(m.Worker), e.keyName(m.Key)
 			e.tokens[[2]string{wn, kn}] = m.Token
-			e.out = append(e.out, fmt.Sprintf("assign %s %s token=%d delivery=%d%s", wn, kn, m.Token, m.Delivery, e.options(m.Options)))
+			owner := ""
+			if m.Owner != "" {
+				owner = " owner=" + m.Owner
+			}
+			e.out = append(e.out, fmt.Sprintf("assign %s %s token=%d delivery=%d%s%s", wn, kn, m.Token, m.Delivery, e.options(m.Options), owner))
 		case *table.Ack:
 			e.out = append(e.out, fmt.Sprintf("ack %s %s%s %s", e.mnames[m.Master], e.keyName(m.Key), req(m.Req), e.info(m.Info)))
 		case *table.InfoReply:

@@ -196,6 +196,8 @@ func (t *Table) Step(ev Event) error {
 		err = t.submit(&e)
 	case Watch:
 		err = t.stepWatch(e)
+	case Unwatch:
+		t.unwatch(e)
 	case GetInfo:
 		err = t.getInfo(e)
 	case MasterLost:
@@ -210,6 +212,8 @@ func (t *Table) Step(ev Event) error {
 		err = t.finish(e.Worker, e.Key, e.Token, e.Result, nil, e.Console)
 	case Fail:
 		err = t.finish(e.Worker, e.Key, e.Token, nil, e.Err, e.Console)
+	case Return:
+		err = t.stepReturn(&e)
 	case Tick:
 		t.tick(e.Now)
 	case nil:
@@ -420,6 +424,30 @@ func (t *Table) notify(idx uint32, console []byte) {
 	slices.Reverse(t.out.Notify[first:]) // the list is newest first
 }
 
+// unwatch unlinks and frees every watch of e.Master on e.Key.
+func (t *Table) unwatch(e Unwatch) {
+	idx, ok := t.index.get(&e.Key, &t.recs)
+	if !ok {
+		return
+	}
+	r := t.recs.at(idx)
+	prev := uint32(0)
+	for n := r.watch; n != 0; {
+		next := t.wnodes[n-1].next
+		if t.wnodes[n-1].master == e.Master {
+			if prev == 0 {
+				r.watch = next
+			} else {
+				t.wnodes[prev-1].next = next
+			}
+			t.freeWatch(n)
+		} else {
+			prev = n
+		}
+		n = next
+	}
+}
+
 func (t *Table) getInfo(e GetInfo) error {
 	var in Info
 	if idx, ok := t.index.get(&e.Key, &t.recs); ok {
@@ -627,6 +655,72 @@ func (t *Table) finish(id WorkerID, key workunit.Key, tok Token, result []byte, 
 	return nil
 }
 
+// stepReturn ends the current leases e lists and puts their workunits back
+// at the front of the queue, without counting a loss.
+func (t *Table) stepReturn(e *Return) error {
+	var first error
+	stale := func(lr LeaseRef, reason string) {
+		if err := t.discard(e.Worker, lr.Key, lr.Token, reason); first == nil {
+			first = err
+		}
+	}
+	w, ok := t.workers[e.Worker]
+	if !ok {
+		for _, lr := range e.Leases {
+			stale(lr, "unknown worker")
+		}
+		return first
+	}
+	var back []uint32
+	for _, lr := range e.Leases {
+		li := -1
+		for i := range w.leases {
+			if w.leases[i].token == lr.Token {
+				li = i
+				break
+			}
+		}
+		if li < 0 {
+			stale(lr, "no such lease")
+			continue
+		}
+		l := w.leases[li]
+		if t.recs.at(l.idx).key != lr.Key {
+			stale(lr, "lease is for another workunit")
+			continue
+		}
+		w.leases = slices.Delete(w.leases, li, li+1)
+		t.leases--
+		w.gpusUsed -= int(l.gpus)
+		t.mayDispatch = true // GPUs freed
+		if l.expired {
+			stale(lr, "lease expired")
+			continue
+		}
+		back = append(back, l.idx)
+	}
+	// A worker that hands work back is leaving: it gets none of it back,
+	// and no more work until it sends credit again.
+	w.credit = 0
+	if w.inReady {
+		i := slices.Index(t.ready, w)
+		t.removeReady(i)
+		if t.rr > i {
+			t.rr--
+		}
+	}
+	// Last listed to the front first, so that the first listed goes first.
+	for i := len(back) - 1; i >= 0; i-- {
+		idx := back[i]
+		r := t.recs.at(idx)
+		r.worker = 0
+		t.setStatus(r, Waiting)
+		t.enqueueFront(idx)
+		t.markDirty(idx)
+	}
+	return first
+}
+
 func (t *Table) tick(now time.Time) {
 	n := unixNano(now)
 	if n <= t.now {
@@ -751,6 +845,7 @@ func (t *Table) assign(w *worker) bool {
 		Token:    tok,
 		Spec:     r.data,
 		Options:  t.options(r),
+		Owner:    t.names[r.owner],
 		Delivery: int(r.deliveries),
 	}
 	return true
@@ -823,6 +918,23 @@ func (t *Table) Stats() Stats {
 		Watches:   t.nwatches,
 		Discarded: t.discarded,
 	}
+}
+
+// Worker returns what the table knows of joined worker id, and whether it
+// has joined (and not been lost). For status pages.
+func (t *Table) Worker(id WorkerID) (WorkerInfo, bool) {
+	w, ok := t.workers[id]
+	if !ok {
+		return WorkerInfo{}, false
+	}
+	return WorkerInfo{
+		Name:     t.names[w.name],
+		Window:   w.window,
+		Credit:   w.credit,
+		Leases:   len(w.leases),
+		GPUs:     w.gpus,
+		GPUsUsed: w.gpusUsed,
+	}, true
 }
 
 // HasReady reports whether Ready would return something to do. It is false

@@ -466,7 +466,7 @@ func TestTable_Invariants(t *testing.T) {
 		req := uint64(0)
 		for i := 0; i < 3000; i++ {
 			var ev table.Event
-			switch rng.IntN(9) {
+			switch rng.IntN(10) {
 			case 0, 1:
 				req++
 				ev = table.Submit{Master: table.MasterID(rng.IntN(3) + 1), Req: req, Key: key(rng.IntN(40)),
@@ -501,6 +501,20 @@ func TestTable_Invariants(t *testing.T) {
 			case 7:
 				now = now.Add(time.Duration(rng.IntN(4)) * time.Second)
 				ev = table.Tick{Now: now}
+			case 9:
+				for w, hs := range leases {
+					if len(hs) == 0 {
+						continue
+					}
+					n := rng.IntN(len(hs)) + 1
+					refs := make([]table.LeaseRef, n)
+					for j, h := range hs[:n] {
+						refs[j] = table.LeaseRef{Key: h.key, Token: h.tok}
+					}
+					leases[w] = hs[n:]
+					ev = table.Return{Worker: w, Leases: refs}
+					break
+				}
 			case 8:
 				ev = table.MasterLost{Master: table.MasterID(rng.IntN(3) + 1)}
 				for k := range watchesOut {

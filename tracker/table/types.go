@@ -208,3 +208,19 @@ type Stats struct {
 	// Discarded counts stale completions rejected so far.
 	Discarded uint64
 }
+
+// WorkerInfo describes a joined worker, for status pages.
+type WorkerInfo struct {
+	// Name is the worker's name.
+	Name string
+	// Window is Slots+Prefetch: the most leases it may hold.
+	Window int
+	// Credit is how many more assignments it has asked for (at most
+	// Window).
+	Credit int
+	// Leases is how many leases it holds, expired ones it has not answered
+	// included.
+	Leases int
+	// GPUs is its number of GPU devices; GPUsUsed how many its leases use.
+	GPUs, GPUsUsed int
+}

@@ -1,0 +1,750 @@
+package tracker
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/riot-go/riot/blob"
+	"github.com/riot-go/riot/tracker/table"
+	"github.com/riot-go/riot/wire"
+	"github.com/riot-go/riot/workunit"
+)
+
+// closeGrace is how long a connection waits for the peer's close frame
+// after sending its own, before it closes the TCP connection.
+const closeGrace = 2 * time.Second
+
+// keepFrameBytes is the frame size below which results are kept aliasing
+// their frame rather than copied.
+const keepFrameBytes = 16 << 10
+
+// maxCloseText is the most text a close frame carries (125 bytes of
+// payload, 2 of them the code).
+const maxCloseText = 123
+
+// inKind says what an inbound brings to the table's loop.
+type inKind uint8
+
+const (
+	inHello inKind = iota + 1 // a connection's hello: join it
+	inFrame                   // messages for the table
+	inGone                    // the connection has ended
+)
+
+// inbound is what a connection's reader hands to the table's loop. Each
+// connection has one and reuses it: after an inHello or inFrame the reader
+// waits for the loop's ack (conn.ack) before it touches it again; an
+// inGone is its last and is not acked.
+type inbound struct {
+	kind   inKind
+	c      *conn
+	hello  *wire.Hello
+	msgs   []wire.Msg // decoded messages for the loop; valid until the ack
+	aux    []aux      // one per message
+	reason string     // inGone: why
+}
+
+// aux is what the reader works out for a message, off the table's loop.
+type aux struct {
+	key workunit.Key // Submit: the key of its spec
+	run []byte       // Done, Failed: the run's elapsed time and console (packRun)
+}
+
+// qstate is the state of a connection's outgoing queue.
+type qstate uint8
+
+const (
+	qOpen    qstate = iota // messages are taken
+	qClosing               // flush what is queued, send a close frame, stop
+	qDead                  // write nothing more
+)
+
+// conn is one websocket: a master or a worker. Its reader is the HTTP
+// handler's goroutine (serve), its writer a goroutine of its own
+// (writeLoop). Messages to send go through its queue, which the table's
+// loop and the reader fill and the writer empties.
+type conn struct {
+	s      *Server
+	id     uint64 // also its table.WorkerID and table.MasterID
+	ws     *websocket.Conn
+	remote string
+	since  time.Time
+
+	// From the Hello: set by the reader before it hands the hello to the
+	// loop, read-only afterwards.
+	role                  wire.Role
+	session, agent        string
+	slots, prefetch, gpus int
+	// token is the Hello's credentials, kept for the checks a later
+	// version makes; none are made yet.
+	token string
+
+	// Set by the loop when it takes the hello, before it acks; the reader
+	// reads accepted after the ack.
+	accepted bool
+	realm    string // the table Owner and Assign realm of its submissions
+
+	ack chan struct{}
+	inb inbound
+
+	closeSent atomic.Bool // the writer sent a close frame
+	wake      chan struct{}
+	done      chan struct{} // closed when the writer has ended
+
+	mu         sync.Mutex // guards what follows
+	name       string     // unique; set by the loop at the hello
+	queue      []wire.Msg
+	qbytes     int
+	state      qstate
+	closeCode  int
+	closeText  string
+	dropReason string // why the server dropped it, if it did
+
+	// Owned by the loop.
+	touched bool // has messages pushed in this round, to wake
+}
+
+func newConn(s *Server, ws *websocket.Conn, remote string) *conn {
+	c := &conn{
+		s:      s,
+		id:     s.nextConn.Add(1),
+		ws:     ws,
+		remote: remote,
+		since:  time.Now(),
+		ack:    make(chan struct{}, 1),
+		wake:   make(chan struct{}, 1),
+		done:   make(chan struct{}),
+	}
+	c.inb.c = c
+	return c
+}
+
+// label names the connection in logs.
+func (c *conn) label() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.name != "" {
+		return c.name
+	}
+	return c.remote
+}
+
+func (c *conn) setName(name string) {
+	c.mu.Lock()
+	c.name = name
+	c.mu.Unlock()
+}
+
+// msgBytes estimates what m costs in a queue.
+func msgBytes(m wire.Msg) int {
+	const base = 64
+	switch m := m.(type) {
+	case *wire.Assign:
+		return base + len(m.Spec)
+	case *wire.Accepted:
+		return base + outcomeBytes(&m.Outcome)
+	case *wire.Finished:
+		return base + outcomeBytes(&m.Outcome)
+	case *wire.InfoReply:
+		return base + outcomeBytes(&m.Outcome)
+	case *wire.BlobData:
+		return base + len(m.Data)
+	case *wire.BlobNeed:
+		return base + 32*len(m.Missing)
+	}
+	return base
+}
+
+func outcomeBytes(o *wire.Outcome) int {
+	n := len(o.Result)
+	if o.Error != nil {
+		n += len(o.Error.Message) + len(o.Error.Stack) + len(o.Error.Value)
+	}
+	for _, l := range o.Console {
+		n += len(l.Text) + 8
+	}
+	return n
+}
+
+// push queues m without waking the writer (see wakeup). It reports whether
+// m was queued: not when the connection is closing, and not when the
+// queue is full, which drops the connection.
+func (c *conn) push(m wire.Msg) bool {
+	n := msgBytes(m)
+	c.mu.Lock()
+	if c.state != qOpen {
+		c.mu.Unlock()
+		return false
+	}
+	if c.qbytes+n > c.s.opts.QueueBytes {
+		reason := fmt.Sprintf("outgoing queue full (%d messages, %d bytes): the peer does not read", len(c.queue), c.qbytes)
+		c.state = qDead
+		c.dropReason = reason
+		clear(c.queue)
+		c.queue = c.queue[:0]
+		c.qbytes = 0
+		name := c.name
+		c.mu.Unlock()
+		c.s.counters.dropped.Add(1)
+		c.s.log.Warn("dropping connection", "conn", name, "remote", c.remote, "reason", reason)
+		c.ws.Close() // unblocks the writer and the reader
+		c.wakeup()
+		return false
+	}
+	c.queue = append(c.queue, m)
+	c.qbytes += n
+	c.mu.Unlock()
+	return true
+}
+
+// send queues m and wakes the writer.
+func (c *conn) send(m wire.Msg) {
+	if c.push(m) {
+		c.wakeup()
+	}
+}
+
+func (c *conn) wakeup() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// closeAfter makes the writer send what is queued, then a close frame
+// with code and text, and stop. Nothing can be queued afterwards.
+func (c *conn) closeAfter(code int, text string) {
+	c.mu.Lock()
+	if c.state == qOpen {
+		c.state = qClosing
+		c.closeCode = code
+		c.closeText = clip(text, maxCloseText)
+	}
+	c.mu.Unlock()
+	c.wakeup()
+}
+
+// stop makes the writer stop without writing anything more, unless it is
+// closing the connection already.
+func (c *conn) stop() {
+	c.mu.Lock()
+	if c.state == qOpen {
+		c.state = qDead
+	}
+	c.mu.Unlock()
+	c.wakeup()
+}
+
+// take hands the writer what is queued, giving the queue buf to fill next.
+func (c *conn) take(buf []wire.Msg) ([]wire.Msg, qstate, int, string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	msgs := c.queue
+	c.queue = buf[:0]
+	c.qbytes = 0
+	return msgs, c.state, c.closeCode, c.closeText
+}
+
+// writeFailed drops the connection after a failed write.
+func (c *conn) writeFailed(err error) {
+	c.mu.Lock()
+	if c.dropReason == "" && c.state != qDead {
+		c.dropReason = "write failed: " + err.Error()
+	}
+	c.state = qDead
+	c.mu.Unlock()
+	c.s.counters.dropped.Add(1)
+	c.ws.Close()
+}
+
+// writeLoop is the connection's writer: it pings every PingInterval and
+// writes every message that is ready, batched into as few frames as the
+// limits allow.
+func (c *conn) writeLoop() {
+	defer close(c.done)
+	o := &c.s.opts
+	ping := time.NewTicker(o.PingInterval)
+	defer ping.Stop()
+	enc := wire.Encoder{Limits: o.Limits}
+	var spare []wire.Msg
+	for {
+		select {
+		case <-c.wake:
+		case <-ping.C:
+			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(o.WriteTimeout)); err != nil {
+				c.writeFailed(err)
+				return
+			}
+			continue
+		}
+		msgs, st, code, text := c.take(spare)
+		if st == qDead {
+			return
+		}
+		if err := c.writeAll(&enc, msgs); err != nil {
+			c.writeFailed(err)
+			return
+		}
+		clear(msgs)
+		spare = msgs[:0]
+		if st == qClosing {
+			_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text),
+				time.Now().Add(o.WriteTimeout))
+			// The reader waits a little for the peer's close, then ends.
+			c.closeSent.Store(true)
+			_ = c.ws.NetConn().SetReadDeadline(time.Now().Add(closeGrace))
+			return
+		}
+	}
+}
+
+// writeAll encodes msgs into frames and writes them. Welcome and Refused
+// go alone in their frame.
+func (c *conn) writeAll(enc *wire.Encoder, msgs []wire.Msg) error {
+	for _, m := range msgs {
+		err := enc.Add(m)
+		if errors.Is(err, wire.ErrFrameFull) {
+			if err := c.writeFrame(enc); err != nil {
+				return err
+			}
+			err = enc.Add(m)
+		}
+		if err != nil {
+			// Cannot happen for what the tracker makes within its limits;
+			// answer the request rather than leave it hanging.
+			c.s.log.Error("cannot send a message", "conn", c.label(), "type", m.Type().String(), "err", err)
+			if req := reqOf(m); req != 0 {
+				e := &wire.Error{Req: req, Code: wire.CodeOf(err), Message: "tracker: cannot send the answer: " + err.Error()}
+				if enc.Add(e) != nil {
+					if err := c.writeFrame(enc); err != nil {
+						return err
+					}
+					_ = enc.Add(e)
+				}
+			}
+			continue
+		}
+		switch m.(type) {
+		case *wire.Welcome, *wire.Refused:
+			if err := c.writeFrame(enc); err != nil {
+				return err
+			}
+		}
+	}
+	if enc.Len() > 0 {
+		return c.writeFrame(enc)
+	}
+	return nil
+}
+
+func (c *conn) writeFrame(enc *wire.Encoder) error {
+	frame := enc.Frame()
+	n := enc.Len()
+	_ = c.ws.SetWriteDeadline(time.Now().Add(c.s.opts.WriteTimeout))
+	err := c.ws.WriteMessage(websocket.BinaryMessage, frame)
+	enc.Reset()
+	if err != nil {
+		return err
+	}
+	c.s.counters.framesOut.Add(1)
+	c.s.counters.messagesOut.Add(uint64(n))
+	c.s.counters.bytesOut.Add(uint64(len(frame)))
+	return nil
+}
+
+// reqOf returns the request id an answer carries, 0 if none.
+func reqOf(m wire.Msg) uint64 {
+	switch m := m.(type) {
+	case *wire.Accepted:
+		return m.Req
+	case *wire.Finished:
+		return m.Req
+	case *wire.InfoReply:
+		return m.Req
+	case *wire.BlobNeed:
+		return m.Req
+	case *wire.BlobStored:
+		return m.Req
+	case *wire.BlobData:
+		return m.Req
+	}
+	return 0
+}
+
+// serveWS is the handler of wire.Path: it upgrades to a websocket and
+// serves it until it ends.
+func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
+	ws, err := s.upgrader.Upgrade(w, r, nil)
+	if err != nil {
+		return // the upgrader has answered, and logged
+	}
+	c := newConn(s, ws, r.RemoteAddr)
+	if !s.track(c) {
+		// Shutting down: refuse without starting the pumps.
+		frame, _ := wire.Encode(&wire.Refused{Code: wire.CodeShutdown, Message: "tracker: shutting down", Version: wire.ProtocolVersion})
+		deadline := time.Now().Add(time.Second)
+		_ = ws.SetWriteDeadline(deadline)
+		_ = ws.WriteMessage(websocket.BinaryMessage, frame)
+		_ = ws.WriteControl(websocket.CloseMessage,
+			websocket.FormatCloseMessage(wire.CloseRefused+int(wire.CodeShutdown), "tracker: shutting down"), deadline)
+		ws.Close()
+		return
+	}
+	defer s.untrack(c)
+	c.serve()
+}
+
+// serve runs the connection: its writer in a goroutine, its reader here.
+func (c *conn) serve() {
+	go c.writeLoop()
+	reason := c.readLoop()
+	c.stop()
+	if c.accepted {
+		c.inb.kind = inGone
+		c.inb.reason = reason
+		select {
+		case c.s.in <- &c.inb:
+		case <-c.s.loopDone:
+		}
+	} else {
+		c.s.log.Debug("connection ended before its hello was taken", "remote", c.remote, "reason", reason)
+	}
+	<-c.done
+	c.ws.Close()
+}
+
+// hand gives the loop c.inb and waits until the loop has taken it. It
+// reports false when the loop has ended.
+func (c *conn) hand() bool {
+	select {
+	case c.s.in <- &c.inb:
+	case <-c.s.loopDone:
+		return false
+	}
+	select {
+	case <-c.ack:
+		return true
+	case <-c.s.loopDone:
+		return false
+	}
+}
+
+// extend moves the read deadline to d from now, unless the connection is
+// closing.
+func (c *conn) extend(d time.Duration) {
+	if c.closeSent.Load() {
+		return
+	}
+	_ = c.ws.SetReadDeadline(time.Now().Add(d))
+	if c.closeSent.Load() { // the writer shortened it meanwhile
+		_ = c.ws.SetReadDeadline(time.Now().Add(closeGrace))
+	}
+}
+
+// readLoop is the connection's reader: the handshake, then every frame,
+// until the connection ends. It returns why it ended.
+func (c *conn) readLoop() string {
+	s := c.s
+	timeout := wire.ReadTimeout(s.opts.PingInterval)
+	c.ws.SetReadLimit(int64(s.opts.Limits.MaxFrameBytes))
+	c.ws.SetPongHandler(func(string) error {
+		c.extend(timeout)
+		return nil
+	})
+	c.ws.SetPingHandler(func(data string) error {
+		c.extend(timeout)
+		err := c.ws.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(s.opts.WriteTimeout))
+		var ne net.Error
+		if err == nil || errors.Is(err, websocket.ErrCloseSent) || (errors.As(err, &ne) && ne.Timeout()) {
+			return nil
+		}
+		return err
+	})
+	dec := wire.Decoder{Limits: s.opts.Limits}
+
+	msgs, _, reason, ok := c.readFrame(&dec, timeout)
+	if !ok {
+		return reason
+	}
+	hello, isHello := msgs[0].(*wire.Hello)
+	if !isHello || len(msgs) != 1 {
+		return c.violation(&wire.Error{Code: wire.CodeProtocol,
+			Message: "tracker: the first frame must hold a hello and nothing else"}, wire.CloseProtocolError)
+	}
+	if hello.Version != wire.ProtocolVersion {
+		return c.refuse(wire.VersionMismatch(hello.Version))
+	}
+	if err := checkHello(hello); err != nil {
+		return c.refuse(&wire.Refused{Code: wire.CodeInvalid, Message: err.Error(), Version: wire.ProtocolVersion})
+	}
+	c.role, c.session, c.agent, c.token = hello.Role, hello.Session, hello.Agent, hello.Token
+	c.slots, c.prefetch, c.gpus = hello.Slots, hello.Prefetch, len(hello.GPUs)
+	ib := &c.inb
+	ib.kind, ib.hello = inHello, hello
+	if !c.hand() {
+		return c.refuse(&wire.Refused{Code: wire.CodeShutdown, Message: "tracker: shutting down", Version: wire.ProtocolVersion})
+	}
+	ib.hello = nil
+	if !c.accepted {
+		// The loop queued a Refused and the close.
+		c.discard()
+		return "refused"
+	}
+
+	var spec workunit.Spec
+	for {
+		msgs, size, reason, ok := c.readFrame(&dec, timeout)
+		if !ok {
+			return reason
+		}
+		ib.kind = inFrame
+		ib.msgs, ib.aux = ib.msgs[:0], ib.aux[:0]
+		for _, m := range msgs {
+			var a aux
+			switch m := m.(type) {
+			case *wire.BlobHave, *wire.BlobPut, *wire.BlobGet:
+				c.blob(m)
+				continue
+			case *wire.Submit:
+				if err := spec.UnmarshalBinary(m.Spec); err != nil {
+					c.send(&wire.Error{Req: m.Req, Code: wire.CodeInvalid, Message: "tracker: submit: " + err.Error()})
+					continue
+				}
+				a.key = spec.Key()
+			case *wire.Done:
+				a.run = packRun(m.Elapsed, m.Console)
+				// The table keeps the result for good; a result that aliases a
+				// frame much larger than itself would keep the whole frame
+				// alive, so copy it out.
+				if size > keepFrameBytes && len(m.Result) < size/2 {
+					m.Result = bytes.Clone(m.Result)
+				}
+			case *wire.Failed:
+				a.run = packRun(m.Elapsed, m.Console)
+			case *wire.Watch, *wire.Unwatch, *wire.Info, *wire.Credit, *wire.Return:
+			case *wire.Hello:
+				return c.violation(&wire.Error{Code: wire.CodeProtocol, Message: "tracker: a second hello"}, wire.CloseProtocolError)
+			default:
+				return c.violation(&wire.Error{Code: wire.CodeProtocol,
+					Message: fmt.Sprintf("tracker: a %s message goes from the tracker to clients, not back", m.Type())}, wire.CloseProtocolError)
+			}
+			ib.msgs = append(ib.msgs, m)
+			ib.aux = append(ib.aux, a)
+		}
+		if len(ib.msgs) > 0 && !c.hand() {
+			c.discard()
+			return "tracker shutting down"
+		}
+		clear(ib.msgs)
+		clear(ib.aux)
+	}
+}
+
+// checkHello checks what the table cannot take.
+func checkHello(h *wire.Hello) error {
+	switch {
+	case h.Role != wire.RoleMaster && h.Role != wire.RoleWorker:
+		return fmt.Errorf("tracker: unknown role %q (want %q or %q)", h.Role, wire.RoleMaster, wire.RoleWorker)
+	case len(h.GPUs) > table.MaxGPUs:
+		return fmt.Errorf("tracker: %d GPUs (at most %d)", len(h.GPUs), table.MaxGPUs)
+	case h.Slots > 1<<20 || h.Prefetch > 1<<20:
+		return fmt.Errorf("tracker: %d slots and %d prefetch: too many", h.Slots, h.Prefetch)
+	}
+	return nil
+}
+
+// readFrame reads and decodes the next frame that holds messages, and
+// returns them with the frame's size. Each frame is read into a buffer of
+// its own, which the messages' byte slices alias (the table keeps specs
+// and results without copying them). When the connection ends or the
+// frame is bad, it returns why and false.
+func (c *conn) readFrame(dec *wire.Decoder, timeout time.Duration) ([]wire.Msg, int, string, bool) {
+	for {
+		c.extend(timeout)
+		mt, frame, err := c.ws.ReadMessage()
+		if err != nil {
+			return nil, 0, c.readErrReason(err, timeout), false
+		}
+		if mt != websocket.BinaryMessage {
+			return nil, 0, c.violation(nil, wire.CloseUnsupportedData), false
+		}
+		c.s.counters.framesIn.Add(1)
+		c.s.counters.bytesIn.Add(uint64(len(frame)))
+		msgs, err := dec.Decode(frame)
+		if err != nil {
+			var de *wire.DecodeError
+			var req uint64
+			code := wire.CloseProtocolError
+			if errors.As(err, &de) {
+				req = de.Req
+				if errors.Is(err, wire.ErrLimit) && de.Index < 0 {
+					code = wire.CloseTooBig
+				}
+			}
+			return nil, 0, c.violation(&wire.Error{Req: req, Code: wire.CodeOf(err), Message: err.Error()}, code), false
+		}
+		c.s.counters.messagesIn.Add(uint64(len(msgs)))
+		if len(msgs) > 0 {
+			return msgs, len(frame), "", true
+		}
+	}
+}
+
+// readErrReason says why a read failed, for the log.
+func (c *conn) readErrReason(err error, timeout time.Duration) string {
+	c.mu.Lock()
+	dropped := c.dropReason
+	c.mu.Unlock()
+	var ce *websocket.CloseError
+	var ne net.Error
+	switch {
+	case dropped != "":
+		return dropped
+	case errors.As(err, &ce) && ce.Code == websocket.CloseAbnormalClosure:
+		return "connection lost (no close frame)"
+	case errors.As(err, &ce):
+		if ce.Text != "" {
+			return fmt.Sprintf("closed by the peer (%d: %s)", ce.Code, ce.Text)
+		}
+		return fmt.Sprintf("closed by the peer (%d)", ce.Code)
+	case c.closeSent.Load():
+		return "closed by the tracker"
+	case errors.As(err, &ne) && ne.Timeout():
+		return fmt.Sprintf("missed its ping deadline: nothing read for %v", timeout)
+	case errors.Is(err, websocket.ErrReadLimit):
+		return fmt.Sprintf("a frame over max-frame-bytes (%d)", c.s.opts.Limits.MaxFrameBytes)
+	}
+	return "connection lost: " + err.Error()
+}
+
+// violation answers a protocol violation: the Error e (when not nil), then
+// a close frame with code. It returns the reason for the log.
+func (c *conn) violation(e *wire.Error, code int) string {
+	text := "text messages are not riot frames"
+	if e != nil {
+		text = e.Message
+		c.send(e)
+	}
+	c.closeAfter(code, text)
+	c.s.log.Info("protocol error", "conn", c.label(), "remote", c.remote, "err", text)
+	c.discard()
+	return "protocol error: " + text
+}
+
+// refuse answers a hello with r and closes the connection with
+// wire.CloseRefused + r.Code.
+func (c *conn) refuse(r *wire.Refused) string {
+	c.send(r)
+	c.closeAfter(wire.CloseRefused+int(r.Code), r.Message)
+	c.s.log.Info("refused", "remote", c.remote, "code", r.Code.String(), "why", r.Message)
+	c.discard()
+	return "refused: " + r.Message
+}
+
+// discard reads and drops frames until the connection ends: after the
+// tracker has decided to close it, until the peer's close arrives or the
+// grace after the tracker's own passes.
+func (c *conn) discard() {
+	for {
+		if _, _, err := c.ws.NextReader(); err != nil {
+			return
+		}
+	}
+}
+
+// blob answers a blob message, from the reader: blobs go to the store
+// directly, not through the table.
+func (c *conn) blob(m wire.Msg) {
+	ctx := c.s.baseCtx
+	st := c.s.st
+	switch m := m.(type) {
+	case *wire.BlobHave:
+		var missing []blob.Hash
+		for _, h := range m.Hashes {
+			ok, err := st.HasBlob(ctx, h)
+			if err != nil {
+				c.storeFailed(m.Req, "blob-have", err)
+				return
+			}
+			if !ok {
+				missing = append(missing, h)
+			}
+		}
+		c.send(&wire.BlobNeed{Req: m.Req, Missing: missing})
+	case *wire.BlobPut:
+		if sum := blob.Sum(m.Data); sum != m.Hash {
+			c.send(&wire.Error{Req: m.Req, Code: wire.CodeInvalid,
+				Message: fmt.Sprintf("tracker: blob-put: the data hashes to %s, not %s", sum, m.Hash)})
+			return
+		}
+		if err := st.PutBlob(ctx, m.Hash, m.Data); err != nil {
+			c.storeFailed(m.Req, "blob-put", err)
+			return
+		}
+		c.send(&wire.BlobStored{Req: m.Req, Hash: m.Hash})
+	case *wire.BlobGet:
+		data, err := st.GetBlob(ctx, m.Hash)
+		switch {
+		case errors.Is(err, blob.ErrNotFound):
+			c.send(&wire.BlobData{Req: m.Req, Hash: m.Hash, Missing: true})
+		case err != nil:
+			c.storeFailed(m.Req, "blob-get", err)
+		default:
+			if data == nil {
+				data = []byte{}
+			}
+			c.send(&wire.BlobData{Req: m.Req, Hash: m.Hash, Data: data})
+		}
+	}
+}
+
+func (c *conn) storeFailed(req uint64, op string, err error) {
+	c.s.log.Error("store failed", "op", op, "conn", c.label(), "err", err)
+	c.send(&wire.Error{Req: req, Code: wire.CodeStore, Message: "tracker: " + op + ": " + err.Error()})
+}
+
+// packRun packs a run's elapsed time and console into the bytes that the
+// table carries, opaque, from a Complete or Fail to its Notifications.
+func packRun(elapsed time.Duration, console wire.Console) []byte {
+	if elapsed <= 0 && len(console) == 0 {
+		return nil
+	}
+	b := binary.AppendUvarint(make([]byte, 0, 10), uint64(max(elapsed, 0)/time.Microsecond))
+	if len(console) > 0 {
+		cb, _ := console.MarshalBinary()
+		b = append(b, cb...)
+	}
+	return b
+}
+
+// unpackRun undoes packRun.
+func unpackRun(b []byte) (time.Duration, wire.Console) {
+	us, n := binary.Uvarint(b)
+	if n <= 0 {
+		return 0, nil
+	}
+	var console wire.Console
+	if len(b) > n && console.UnmarshalBinary(b[n:]) != nil {
+		console = nil
+	}
+	return time.Duration(us) * time.Microsecond, console
+}
+
+// clip cuts s to at most n bytes, at a rune boundary.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n]
+}

@@ -1,0 +1,69 @@
+// Package tracker is riotd, the riot tracker: the I/O shell around the
+// workunit table (package tracker/table) and the durable store (package
+// tracker/store). It serves the protocol of package wire on a websocket
+// endpoint (ws://HOST:2355/riot), drives the table from one goroutine,
+// persists what the table asks before it acknowledges anything, pings
+// every connection, and shows its state on GET /status and GET /metrics.
+// The decisions (memoization, dispatch with credit, leases, reassignment,
+// failure after too many losses) are the table's; this package owns the
+// network, the disk, the clock and every goroutine.
+//
+// # Usage
+//
+//	fs := flag.NewFlagSet("riotd", flag.ContinueOnError)
+//	opts, err := tracker.ConfigureOptions(fs, os.Args[1:])
+//	srv, err := tracker.New(opts)     // opens the store, listens
+//	err = srv.Run(ctx)                // serves until ctx ends, then shuts down
+//
+// Tests start a tracker with package tracker/trackertest.
+//
+// # Goroutines
+//
+//   - The loop (one): owns the table. Readers hand it decoded frames; it
+//     steps the table, takes each Ready, has its records written, sends
+//     its messages and advances the table. While a commit is in flight it
+//     keeps stepping events, which the next Ready batches: one fsync serves
+//     every submission that arrived during the previous one.
+//   - The persister (one): writes each Ready's records (store.Committer.Apply)
+//     so that the loop never blocks on fsync.
+//   - Per websocket, a reader (the HTTP handler's goroutine) and a writer.
+//     The reader reads and decodes frames, computes workunit keys, answers
+//     blob requests from the store, and hands the rest to the loop; it
+//     waits for the loop to take a frame before it decodes the next, which
+//     is the connection's back-pressure. The writer pings, and writes every
+//     message that is ready batched into as few frames as fit.
+//   - The HTTP server's.
+//
+// # Protocol choices
+//
+//   - Names are unique among connections: a second "alfred" is "alfred-2".
+//   - A connection whose Hello has slots or prefetch joins the table as a
+//     worker with no credit; it gets work once it sends Credit. Any
+//     connection may submit.
+//   - The realm of an Assign is the submitting master's Session ("conn:"
+//     and its name when it gave none), kept as the record's Owner: work of
+//     different masters never shares a JavaScript realm on a worker.
+//   - Hello.Token is accepted and kept; credentials are not checked yet.
+//   - Welcome.Resumed is always false: the tracker keeps no state of a
+//     connection once it is gone. A master that reconnects watches its keys
+//     again (finished ones are answered at once); a worker's leases go back
+//     to the queue the moment its connection ends.
+//   - Each connection's outgoing queue is bounded (Options.QueueBytes): a
+//     peer that does not read is dropped when it fills, with a logged
+//     reason, so it never stalls the tracker or anyone else.
+//
+// # Durability
+//
+// With a data directory, an Accepted (and a BlobStored) is sent only after
+// the record (the blob) is on disk. If a write fails, the submissions that
+// waited for it are refused with wire.CodeStore. Finished results survive a
+// restart; waiting and running workunits are waiting again after one. Without
+// a data directory nothing is written (--memory).
+//
+// # The caller's duties
+//
+//  1. Build Options with ConfigureOptions (flags) or by hand; call New once.
+//  2. Call Run once; it returns after ctx ends and the shutdown is done.
+//     Or call Shutdown, from any goroutine, to stop it sooner.
+//  3. A given Options.Store becomes the Server's: do not use or close it.
+package tracker

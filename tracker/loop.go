@@ -1,0 +1,544 @@
+package tracker
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/riot-go/riot/tracker/table"
+	"github.com/riot-go/riot/wire"
+)
+
+// After a failed write of the store, the loop waits before it writes
+// again: minRetry at first, doubling up to maxRetry while writes fail.
+const (
+	minRetry = 50 * time.Millisecond
+	maxRetry = 5 * time.Second
+)
+
+// maxBatch bounds how many inbounds the loop takes in one round before it
+// makes a Ready: enough to batch a busy moment, few enough to keep the
+// round trip short.
+const maxBatch = 64
+
+// loop owns the workunit table. One goroutine (run) does everything here:
+// it steps the table with what the readers hand it, has each Ready
+// persisted (by the persister goroutine, so that it keeps stepping events
+// during a commit), then sends its messages and advances the table.
+type loop struct {
+	s   *Server
+	tab *table.Table
+
+	conns   map[uint64]*conn // accepted connections by id
+	names   map[string]*conn // by name
+	masters int              // accepted connections of role master
+	touched []*conn          // connections with messages pushed this round
+	waiters []*waiter        // WaitStats callers
+	leases  []table.LeaseRef // reused by Return
+	rate    rateMeter        // finished workunits per second
+
+	// Persistence: at most one Ready is outstanding, with the persister.
+	persistReq  chan []table.Record
+	persistDone chan error
+	outstanding bool
+	rd          table.Ready
+	commitStart time.Time
+	// After a failed write, the next waits until retryAt, backing off.
+	retryAt time.Time
+	backoff time.Duration
+
+	submitted, completed, failed, storeErrors uint64
+	commitTime                                time.Duration // summed over commits
+	commits                                   uint64
+}
+
+type waiter struct {
+	cond func(Stats) bool
+	ch   chan Stats // buffered 1
+}
+
+func newLoop(s *Server, tab *table.Table) *loop {
+	return &loop{
+		s:           s,
+		tab:         tab,
+		conns:       make(map[uint64]*conn),
+		names:       make(map[string]*conn),
+		persistReq:  make(chan []table.Record, 1),
+		persistDone: make(chan error, 1),
+	}
+}
+
+// run is the loop's goroutine.
+func (l *loop) run() {
+	defer close(l.s.loopDone)
+	persisterDone := make(chan struct{})
+	go l.persister(persisterDone)
+	defer func() {
+		close(l.persistReq)
+		<-persisterDone
+	}()
+	ticker := time.NewTicker(l.s.opts.TickInterval)
+	defer ticker.Stop()
+	now := time.Now()
+	_ = l.tab.Step(table.Tick{Now: now})
+	l.rate.sample(now, 0)
+	for {
+		select {
+		case ib := <-l.s.in:
+			l.handle(ib)
+		more:
+			for range maxBatch - 1 {
+				select {
+				case ib := <-l.s.in:
+					l.handle(ib)
+				default:
+					break more
+				}
+			}
+		case err := <-l.persistDone:
+			l.persisted(err)
+		case now := <-ticker.C:
+			_ = l.tab.Step(table.Tick{Now: now})
+			l.rate.sample(now, l.completed+l.failed)
+		case f := <-l.s.calls:
+			f(l)
+		case <-l.s.quit:
+			l.drain()
+			return
+		}
+		l.pump()
+		l.flush()
+		l.checkWaiters()
+	}
+}
+
+// persister writes each Ready's records, one at a time, and reports.
+func (l *loop) persister(done chan<- struct{}) {
+	defer close(done)
+	for recs := range l.persistReq {
+		l.persistDone <- l.s.st.Apply(l.s.baseCtx, recs)
+	}
+}
+
+// drain finishes the table's work at shutdown: the outstanding Ready and
+// whatever was stepped before, then closes every connection.
+func (l *loop) drain() {
+	for {
+		l.retryAt = time.Time{} // one last try, whatever the backoff
+		if l.outstanding {
+			err := <-l.persistDone
+			l.persisted(err)
+			if err != nil {
+				break // do not retry a failing store forever
+			}
+			continue
+		}
+		if !l.tab.HasReady() {
+			break
+		}
+		l.pump()
+	}
+	for _, c := range l.conns {
+		c.closeAfter(wire.CloseGoingAway, "tracker shutting down")
+		l.s.log.Info("disconnected", "conn", c.name, "role", string(c.role), "remote", c.remote,
+			"reason", "tracker shutting down", "connected", time.Since(c.since).Round(time.Millisecond))
+	}
+	l.flush()
+}
+
+func (l *loop) handle(ib *inbound) {
+	c := ib.c
+	switch ib.kind {
+	case inHello:
+		l.hello(c, ib.hello)
+		c.ack <- struct{}{}
+	case inFrame:
+		l.frame(ib)
+		c.ack <- struct{}{}
+	case inGone:
+		l.gone(c, ib.reason)
+	}
+}
+
+// push queues m for c, to be woken at the end of the round.
+func (l *loop) push(c *conn, m wire.Msg) {
+	if c.push(m) && !c.touched {
+		c.touched = true
+		l.touched = append(l.touched, c)
+	}
+}
+
+// flush wakes the writers of the connections that got messages.
+func (l *loop) flush() {
+	for i, c := range l.touched {
+		c.touched = false
+		c.wakeup()
+		l.touched[i] = nil
+	}
+	l.touched = l.touched[:0]
+}
+
+func (l *loop) hello(c *conn, h *wire.Hello) {
+	refuse := func(code wire.Code, msg string) {
+		c.push(&wire.Refused{Code: code, Message: msg, Version: wire.ProtocolVersion})
+		c.closeAfter(wire.CloseRefused+int(code), msg)
+		l.s.log.Info("refused", "remote", c.remote, "code", code.String(), "why", msg)
+	}
+	if n := l.s.opts.MaxConns; n > 0 && len(l.conns) >= n {
+		refuse(wire.CodeFull, fmt.Sprintf("tracker: full (%d connections)", n))
+		return
+	}
+	name := l.uniqueName(h.Name, h.Role)
+	if c.slots+c.prefetch > 0 {
+		err := l.tab.Step(table.WorkerJoin{Worker: table.WorkerID(c.id), Name: name,
+			Slots: c.slots, Prefetch: c.prefetch, GPUs: c.gpus, Credit: 0})
+		if err != nil {
+			refuse(wire.CodeInvalid, err.Error())
+			return
+		}
+	}
+	c.setName(name)
+	c.realm = c.session
+	if c.realm == "" {
+		c.realm = "conn:" + name
+	}
+	c.accepted = true
+	l.conns[c.id] = c
+	l.names[name] = c
+	if c.role == wire.RoleMaster {
+		l.masters++
+	}
+	l.push(c, &wire.Welcome{
+		Version:      wire.ProtocolVersion,
+		Name:         name,
+		Tracker:      l.s.name,
+		PingInterval: l.s.opts.PingInterval,
+		Limits:       l.s.opts.Limits,
+	})
+	l.s.log.Info("connected", "conn", name, "role", string(c.role), "remote", c.remote, "agent", c.agent,
+		"slots", c.slots, "prefetch", c.prefetch, "gpus", c.gpus)
+}
+
+// uniqueName returns asked, or asked-2, asked-3, ... whichever is free.
+func (l *loop) uniqueName(asked string, role wire.Role) string {
+	base := clip(asked, 200)
+	if base == "" {
+		base = string(role)
+	}
+	if _, taken := l.names[base]; !taken {
+		return base
+	}
+	for i := 2; ; i++ {
+		n := base + "-" + strconv.Itoa(i)
+		if _, taken := l.names[n]; !taken {
+			return n
+		}
+	}
+}
+
+func (l *loop) gone(c *conn, reason string) {
+	if l.conns[c.id] != c {
+		return
+	}
+	delete(l.conns, c.id)
+	delete(l.names, c.name)
+	if c.role == wire.RoleMaster {
+		l.masters--
+	}
+	held := 0
+	if c.slots+c.prefetch > 0 {
+		if wi, ok := l.tab.Worker(table.WorkerID(c.id)); ok {
+			held = wi.Leases
+		}
+		_ = l.tab.Step(table.WorkerLost{Worker: table.WorkerID(c.id)})
+	}
+	_ = l.tab.Step(table.MasterLost{Master: table.MasterID(c.id)})
+	attrs := []any{"conn", c.name, "role", string(c.role), "remote", c.remote, "reason", reason,
+		"connected", time.Since(c.since).Round(time.Millisecond)}
+	if held > 0 {
+		l.s.log.Warn("worker lost: its workunits go back to the queue", append(attrs, "leases", held)...)
+		return
+	}
+	l.s.log.Info("disconnected", attrs...)
+}
+
+// frame steps the table with a frame's messages.
+func (l *loop) frame(ib *inbound) {
+	c := ib.c
+	if l.conns[c.id] != c {
+		return
+	}
+	wid, mid := table.WorkerID(c.id), table.MasterID(c.id)
+	for i, m := range ib.msgs {
+		a := &ib.aux[i]
+		switch m := m.(type) {
+		case *wire.Submit:
+			err := l.tab.Step(table.Submit{
+				Master: mid,
+				Req:    m.Req,
+				Owner:  c.realm,
+				Key:    a.key,
+				Spec:   m.Spec,
+				Options: table.Options{
+					NoCache: m.Options.NoCache,
+					GPUs:    m.Options.GPUs,
+					Timeout: uint32(m.Options.Timeout / time.Millisecond),
+				},
+				Watch: m.Options.Watch,
+			})
+			if err != nil {
+				l.push(c, &wire.Error{Req: m.Req, Code: codeFor(err), Message: err.Error()})
+				continue
+			}
+			l.submitted++
+		case *wire.Watch:
+			for _, k := range m.Keys {
+				_ = l.tab.Step(table.Watch{Master: mid, Req: m.Req, Key: k})
+			}
+		case *wire.Unwatch:
+			for _, k := range m.Keys {
+				_ = l.tab.Step(table.Unwatch{Master: mid, Key: k})
+			}
+		case *wire.Info:
+			_ = l.tab.Step(table.GetInfo{Master: mid, Req: m.Req, Key: m.Key})
+		case *wire.Credit:
+			if c.slots+c.prefetch == 0 {
+				l.push(c, &wire.Error{Code: wire.CodeInvalid,
+					Message: "tracker: credit from a connection without slots: a worker says its slots in its hello"})
+				continue
+			}
+			if m.N > 0 {
+				_ = l.tab.Step(table.WorkerCredit{Worker: wid, N: m.N})
+			}
+		case *wire.Done:
+			if l.tab.Step(table.Complete{Worker: wid, Key: m.Key, Token: table.Token(m.Token), Result: m.Result, Console: a.run}) == nil {
+				l.completed++
+			}
+		case *wire.Failed:
+			if l.tab.Step(table.Fail{Worker: wid, Key: m.Key, Token: table.Token(m.Token), Err: m.Error, Console: a.run}) == nil {
+				l.failed++
+			}
+		case *wire.Return:
+			l.leases = l.leases[:0]
+			for _, ls := range m.Leases {
+				l.leases = append(l.leases, table.LeaseRef{Key: ls.Key, Token: table.Token(ls.Token)})
+			}
+			_ = l.tab.Step(table.Return{Worker: wid, Leases: l.leases})
+			l.s.log.Info("worker returned workunits", "conn", c.name, "leases", len(m.Leases))
+		}
+	}
+}
+
+// codeFor returns the wire code of an error Step returned.
+func codeFor(err error) wire.Code {
+	if errors.Is(err, table.ErrInvalid) {
+		return wire.CodeInvalid
+	}
+	return wire.CodeInternal
+}
+
+// pump takes the table's Ready while none is outstanding: one with
+// records to write goes to the persister, one without is done at once.
+func (l *loop) pump() {
+	if !l.retryAt.IsZero() {
+		if time.Now().Before(l.retryAt) {
+			return // the ticker brings the loop back
+		}
+		l.retryAt = time.Time{}
+	}
+	for !l.outstanding && l.tab.HasReady() {
+		rd := l.tab.Ready()
+		if l.s.durable && len(rd.Persist) > 0 {
+			l.rd = rd
+			l.outstanding = true
+			l.commitStart = time.Now()
+			l.persistReq <- rd.Persist // never blocks: one at a time
+			return
+		}
+		l.deliver(&rd, nil)
+		l.tab.Advance(rd)
+	}
+}
+
+// persisted finishes the outstanding Ready once its records are written
+// (err nil) or could not be (err).
+func (l *loop) persisted(err error) {
+	rd := l.rd
+	l.rd = table.Ready{}
+	l.outstanding = false
+	l.commits++
+	l.commitTime += time.Since(l.commitStart)
+	if err != nil {
+		l.storeErrors++
+		l.backoff = min(max(2*l.backoff, minRetry), maxRetry)
+		l.retryAt = time.Now().Add(l.backoff)
+		l.s.log.Error("store write failed: refusing the submissions that waited for it",
+			"records", len(rd.Persist), "retry_in", l.backoff, "err", err)
+	} else {
+		l.backoff = 0
+	}
+	l.deliver(&rd, err)
+	if err != nil {
+		l.tab.PersistFailed(rd)
+	} else {
+		l.tab.Advance(rd)
+	}
+}
+
+// deliver sends a Ready's messages and notifications, in order; with perr
+// set, each Ack is a refusal with wire.CodeStore instead.
+func (l *loop) deliver(rd *table.Ready, perr error) {
+	for _, m := range rd.Send {
+		switch m := m.(type) {
+		case *table.Assign:
+			if c := l.conns[uint64(m.Worker)]; c != nil {
+				l.push(c, &wire.Assign{
+					Key:     m.Key,
+					Token:   uint64(m.Token),
+					Spec:    m.Spec,
+					Realm:   m.Owner,
+					Timeout: time.Duration(m.Options.Timeout) * time.Millisecond,
+					GPUs:    m.Options.GPUs,
+				})
+			}
+		case *table.Ack:
+			c := l.conns[uint64(m.Master)]
+			switch {
+			case c == nil:
+			case perr != nil:
+				l.push(c, &wire.Error{Req: m.Req, Code: wire.CodeStore,
+					Message: "tracker: the submission could not be stored: " + perr.Error()})
+			default:
+				l.push(c, &wire.Accepted{Req: m.Req, Key: m.Key, Outcome: outcome(&m.Info, nil)})
+			}
+		case *table.InfoReply:
+			if c := l.conns[uint64(m.Master)]; c != nil {
+				l.push(c, &wire.InfoReply{Req: m.Req, Key: m.Key, Outcome: outcome(&m.Info, nil)})
+			}
+		}
+	}
+	for i := range rd.Notify {
+		n := &rd.Notify[i]
+		if c := l.conns[uint64(n.Master)]; c != nil {
+			l.push(c, &wire.Finished{Req: n.Req, Key: n.Key, Outcome: outcome(&n.Info, n.Console)})
+		}
+	}
+	for _, d := range rd.Discarded {
+		l.s.log.Info("stale result discarded", "worker", l.workerName(d.Worker), "key", d.Key.Short(),
+			"token", uint64(d.Token), "reason", d.Reason)
+	}
+	if perr != nil {
+		return
+	}
+	for i := range rd.Persist {
+		r := &rd.Persist[i]
+		switch {
+		case r.Status == table.Error && r.Err != nil:
+			l.s.log.Info("workunit failed", "key", r.Key.Short(), "worker", r.Err.Worker, "kind", r.Err.Kind.String(),
+				"name", r.Err.Name, "message", r.Err.Message)
+		case r.Status == table.Waiting && r.Deliveries > 0 && len(r.LostFrom) > 0:
+			l.s.log.Info("workunit reassigned", "key", r.Key.Short(), "lost_from", r.LostFrom[len(r.LostFrom)-1],
+				"losses", len(r.LostFrom), "deliveries", r.Deliveries)
+		}
+	}
+}
+
+func (l *loop) workerName(id table.WorkerID) string {
+	if c := l.conns[uint64(id)]; c != nil {
+		return c.name
+	}
+	return "gone#" + strconv.FormatUint(uint64(id), 10)
+}
+
+// outcome converts a table Info, and a run packed by packRun, to a wire
+// Outcome.
+func outcome(in *table.Info, run []byte) wire.Outcome {
+	o := wire.Outcome{
+		Status:     wire.Status(in.Status),
+		Worker:     in.Worker,
+		Result:     in.Result,
+		Error:      in.Err,
+		LastChange: in.LastChange,
+	}
+	if len(run) > 0 {
+		o.Elapsed, o.Console = unpackRun(run)
+	}
+	return o
+}
+
+func (l *loop) stats() Stats {
+	return Stats{
+		Stats:       l.tab.Stats(),
+		Connections: len(l.conns),
+		Masters:     l.masters,
+		Submitted:   l.submitted,
+		Completed:   l.completed,
+		Failed:      l.failed,
+		StoreErrors: l.storeErrors,
+	}
+}
+
+func (l *loop) addWaiter(w *waiter) { l.waiters = append(l.waiters, w) }
+
+func (l *loop) removeWaiter(w *waiter) {
+	for i, x := range l.waiters {
+		if x == w {
+			l.waiters = append(l.waiters[:i], l.waiters[i+1:]...)
+			return
+		}
+	}
+}
+
+// checkWaiters answers the waiters whose condition holds, when the
+// tracker is idle: no Ready outstanding and none to take.
+func (l *loop) checkWaiters() {
+	if len(l.waiters) == 0 || l.outstanding || l.tab.HasReady() {
+		return
+	}
+	st := l.stats()
+	kept := l.waiters[:0]
+	for _, w := range l.waiters {
+		if w.cond(st) {
+			w.ch <- st
+		} else {
+			kept = append(kept, w)
+		}
+	}
+	clear(l.waiters[len(kept):])
+	l.waiters = kept
+}
+
+// rateMeter measures finished workunits per second over the last ten
+// seconds, from samples taken at most once a second.
+type rateMeter struct {
+	t [11]time.Time
+	n [11]uint64
+	i int // next slot
+	k int // samples held
+}
+
+func (r *rateMeter) sample(now time.Time, n uint64) {
+	if r.k > 0 {
+		last := (r.i + len(r.t) - 1) % len(r.t)
+		if now.Sub(r.t[last]) < time.Second {
+			return
+		}
+	}
+	r.t[r.i], r.n[r.i] = now, n
+	r.i = (r.i + 1) % len(r.t)
+	r.k = min(r.k+1, len(r.t))
+}
+
+func (r *rateMeter) perSecond() float64 {
+	if r.k < 2 {
+		return 0
+	}
+	last := (r.i + len(r.t) - 1) % len(r.t)
+	first := (r.i + len(r.t) - r.k) % len(r.t)
+	d := r.t[last].Sub(r.t[first]).Seconds()
+	if d <= 0 {
+		return 0
+	}
+	return float64(r.n[last]-r.n[first]) / d
+}

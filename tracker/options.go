@@ -1,0 +1,285 @@
+package tracker
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/riot-go/riot/tracker/store"
+	"github.com/riot-go/riot/tracker/table"
+	"github.com/riot-go/riot/wire"
+)
+
+// Defaults for Options fields left zero.
+const (
+	// DefaultTickInterval is how often the tracker gives the table the
+	// time: lease deadlines are checked, and LastChange stamped, at this
+	// resolution.
+	DefaultTickInterval = 100 * time.Millisecond
+	// DefaultWriteTimeout is how long a write of one frame may take before
+	// the connection is dropped.
+	DefaultWriteTimeout = 10 * time.Second
+	// DefaultShutdownTimeout bounds the graceful shutdown that Run does
+	// when its context ends.
+	DefaultShutdownTimeout = 10 * time.Second
+	// DefaultQueueBytes bounds what may wait to be written to one
+	// connection (about: each message counts 64 bytes plus its payload).
+	DefaultQueueBytes = 256 << 20
+)
+
+// Options configure a Server. The zero Options are usable: every zero field
+// takes its documented default, and no data directory means memory only.
+// ConfigureOptions fills Options from command-line flags.
+type Options struct {
+	// Listen is the address to listen on, HOST:PORT (HOST empty: every
+	// interface; PORT 0: any free port, see Server.Addr). Default
+	// ":2355" (wire.DefaultPort).
+	Listen string
+	// DataDir is the directory of the durable store (store.FileName in
+	// it), created if need be. Empty: nothing is written to disk, and a
+	// restart forgets everything.
+	DataDir string
+	// Store, when not nil, is used instead of DataDir as the durable
+	// store (for tests, e.g. a fake that blocks or fails). The Server owns
+	// it from New on and closes it.
+	Store store.Store
+	// Name is the tracker's name in Welcome and on the status page.
+	// Default: the host name and the port.
+	Name string
+	// PingInterval is how often the tracker pings each connection
+	// (wire.DefaultPingInterval if zero). A connection that sends nothing,
+	// not even a pong, for wire.ReadTimeout(PingInterval) is dropped.
+	PingInterval time.Duration
+	// WriteTimeout bounds the write of one frame (DefaultWriteTimeout).
+	WriteTimeout time.Duration
+	// TickInterval is how often the table gets the time
+	// (DefaultTickInterval).
+	TickInterval time.Duration
+	// MaxLost is how many lost deliveries fail a workunit
+	// (table.DefaultMaxLost if zero).
+	MaxLost int
+	// LeaseTimeout takes a workunit without a time limit back from a
+	// worker that holds it longer (0: never; only a lost connection takes
+	// it back). LeaseGrace is added to a workunit's own time limit to get
+	// its lease (table.DefaultLeaseGrace if zero).
+	LeaseTimeout, LeaseGrace time.Duration
+	// QueueBytes bounds the messages waiting to be written to one
+	// connection (DefaultQueueBytes); a connection whose peer does not
+	// read them is dropped when they pass it. It is raised to at least
+	// twice Limits.MaxFrameBytes.
+	QueueBytes int
+	// MaxConns bounds the connections at once; more are refused with
+	// wire.CodeFull. 0: no bound.
+	MaxConns int
+	// Limits are what the tracker enforces on frames and announces in
+	// Welcome; zero fields take wire's defaults.
+	Limits wire.Limits
+	// ShutdownTimeout bounds the graceful shutdown that Run does when its
+	// context ends (DefaultShutdownTimeout).
+	ShutdownTimeout time.Duration
+	// Logger receives the tracker's logs. Nil: a handler of LogFormat at
+	// LogLevel, writing to standard error.
+	Logger *slog.Logger
+	// LogLevel and LogFormat ("text" or "json"; "" is text) make the
+	// logger when Logger is nil.
+	LogLevel  slog.Level
+	LogFormat string
+}
+
+// DefaultDataDir returns where riotd keeps its store unless told
+// otherwise: $XDG_STATE_HOME/riot, else $HOME/.local/state/riot, else
+// ./riot-data. getenv reads the environment (os.Getenv).
+func DefaultDataDir(getenv func(string) string) string {
+	if d := getenv("XDG_STATE_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "riot")
+	}
+	if h := getenv("HOME"); h != "" && filepath.IsAbs(h) {
+		return filepath.Join(h, ".local", "state", "riot")
+	}
+	return "riot-data"
+}
+
+const usageHeader = `riotd: the riot tracker
+
+Usage:
+  riotd [--port 2355] [--listen HOST[:PORT]] [--data DIR | --memory] [flags]
+
+riotd hands workunits from masters to workers and results back. Masters and
+workers connect to ws://HOST:PORT/riot; GET /status shows the tracker's state
+and GET /metrics serves Prometheus metrics, on the same port.
+
+Workunits and results are kept in DIR/tracker.db (default %s),
+so finished results survive a restart. --memory (or --data "") keeps
+everything in memory instead: nothing is written, and a restart forgets all.
+
+Flags:
+`
+
+// ConfigureOptions defines riotd's flags on fs, parses args with it, and
+// returns the Options they give, defaults applied and checked. It returns
+// flag.ErrHelp (wrapped) for -h and --help, after fs has printed the usage.
+// Positional arguments are an error: riotd takes none.
+func ConfigureOptions(fs *flag.FlagSet, args []string) (Options, error) {
+	return configureOptions(fs, args, os.Getenv)
+}
+
+func configureOptions(fs *flag.FlagSet, args []string, getenv func(string) string) (Options, error) {
+	var o Options
+	defData := DefaultDataDir(getenv)
+	port := fs.Int("port", wire.DefaultPort, "TCP `port` to listen on")
+	fs.StringVar(&o.Listen, "listen", "", "address to listen on, `HOST[:PORT]` (default: every interface, --port)")
+	fs.StringVar(&o.DataDir, "data", defData, "`directory` of the durable store; \"\" keeps everything in memory")
+	memory := fs.Bool("memory", false, "keep everything in memory, write nothing (same as --data \"\")")
+	fs.StringVar(&o.Name, "name", "", "the tracker's `name` in welcomes and on the status page (default: host:port)")
+	fs.DurationVar(&o.PingInterval, "ping-interval", wire.DefaultPingInterval,
+		"how often to ping each connection; one silent for twice this is dropped")
+	fs.DurationVar(&o.WriteTimeout, "write-timeout", DefaultWriteTimeout, "drop a connection whose frame takes longer to write")
+	fs.IntVar(&o.MaxLost, "max-lost", table.DefaultMaxLost, "fail a workunit after this many lost deliveries")
+	fs.DurationVar(&o.LeaseTimeout, "lease-timeout", 0,
+		"take a workunit without a time limit back from a worker that holds it longer (0: never)")
+	fs.DurationVar(&o.LeaseGrace, "lease-grace", table.DefaultLeaseGrace,
+		"added to a workunit's time limit before the tracker takes it back")
+	fs.IntVar(&o.MaxConns, "max-conns", 0, "refuse connections beyond this many (0: no limit)")
+	fs.IntVar(&o.QueueBytes, "queue-bytes", DefaultQueueBytes,
+		"drop a connection when this many `bytes` wait to be written to it")
+	fs.IntVar(&o.Limits.MaxFrameBytes, "max-frame-bytes", wire.DefaultMaxFrameBytes, "largest frame accepted, in `bytes`")
+	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", DefaultShutdownTimeout, "bound on the graceful shutdown")
+	fs.TextVar(&o.LogLevel, "log-level", slog.LevelInfo, "log `level`: debug, info, warn or error")
+	fs.StringVar(&o.LogFormat, "log-format", "text", "log `format`: text or json")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), usageHeader, defData)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return Options{}, fmt.Errorf("tracker: %w", err)
+	}
+	if fs.NArg() > 0 {
+		return Options{}, fmt.Errorf("tracker: unexpected argument %q (riotd takes only flags)", fs.Arg(0))
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *memory {
+		if set["data"] && o.DataDir != "" {
+			return Options{}, errors.New("tracker: --memory and --data DIR disagree: choose one")
+		}
+		o.DataDir = ""
+	}
+	listen, err := listenAddr(o.Listen, *port, set["port"])
+	if err != nil {
+		return Options{}, err
+	}
+	o.Listen = listen
+	if err := o.check(); err != nil {
+		return Options{}, err
+	}
+	return o, nil
+}
+
+// listenAddr merges --listen and --port into HOST:PORT.
+func listenAddr(listen string, port int, portSet bool) (string, error) {
+	if port < 0 || port > 65535 {
+		return "", fmt.Errorf("tracker: --port %d: not a TCP port", port)
+	}
+	ps := strconv.Itoa(port)
+	if listen == "" {
+		return net.JoinHostPort("", ps), nil
+	}
+	host, lp, err := net.SplitHostPort(listen)
+	if err != nil {
+		// No port: HOST alone, maybe an IPv6 address, maybe in brackets.
+		host = strings.TrimSuffix(strings.TrimPrefix(listen, "["), "]")
+		if strings.ContainsAny(host, "[]") || (strings.Contains(host, ":") && net.ParseIP(host) == nil) {
+			return "", fmt.Errorf("tracker: --listen %q: want HOST or HOST:PORT", listen)
+		}
+		return net.JoinHostPort(host, ps), nil
+	}
+	n, err := strconv.Atoi(lp)
+	if err != nil || n < 0 || n > 65535 {
+		return "", fmt.Errorf("tracker: --listen %q: %q is not a TCP port", listen, lp)
+	}
+	if portSet && n != port {
+		return "", fmt.Errorf("tracker: --port %d and --listen %s disagree", port, listen)
+	}
+	return net.JoinHostPort(host, lp), nil
+}
+
+// check reports options that make no sense.
+func (o *Options) check() error {
+	switch {
+	case o.PingInterval < 0:
+		return fmt.Errorf("tracker: ping interval %v is negative", o.PingInterval)
+	case o.WriteTimeout < 0:
+		return fmt.Errorf("tracker: write timeout %v is negative", o.WriteTimeout)
+	case o.TickInterval < 0:
+		return fmt.Errorf("tracker: tick interval %v is negative", o.TickInterval)
+	case o.MaxLost < 0:
+		return fmt.Errorf("tracker: max lost %d is negative", o.MaxLost)
+	case o.LeaseTimeout < 0 || o.LeaseGrace < 0:
+		return errors.New("tracker: lease timeout and grace must not be negative")
+	case o.QueueBytes < 0:
+		return fmt.Errorf("tracker: queue bytes %d is negative", o.QueueBytes)
+	case o.MaxConns < 0:
+		return fmt.Errorf("tracker: max conns %d is negative", o.MaxConns)
+	case o.PingInterval > 0 && o.PingInterval < time.Millisecond:
+		return fmt.Errorf("tracker: ping interval %v is under a millisecond", o.PingInterval)
+	case o.PingInterval > time.Duration(1<<32-1)*time.Millisecond:
+		return fmt.Errorf("tracker: ping interval %v is too long", o.PingInterval)
+	}
+	switch o.LogFormat {
+	case "", "text", "json":
+	default:
+		return fmt.Errorf("tracker: log format %q: want text or json", o.LogFormat)
+	}
+	return nil
+}
+
+// withDefaults returns o with every zero field set to its default.
+func (o Options) withDefaults() Options {
+	if o.Listen == "" {
+		o.Listen = net.JoinHostPort("", strconv.Itoa(wire.DefaultPort))
+	}
+	if o.PingInterval == 0 {
+		o.PingInterval = wire.DefaultPingInterval
+	}
+	if o.WriteTimeout == 0 {
+		o.WriteTimeout = DefaultWriteTimeout
+	}
+	if o.TickInterval == 0 {
+		o.TickInterval = DefaultTickInterval
+	}
+	if o.ShutdownTimeout == 0 {
+		o.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	o.Limits = o.Limits.WithDefaults()
+	// One message carrying the largest field must fit in a frame.
+	room := min(64<<10, o.Limits.MaxFrameBytes/4)
+	most := o.Limits.MaxFrameBytes - room
+	o.Limits.MaxSpecBytes = min(o.Limits.MaxSpecBytes, most)
+	o.Limits.MaxResultBytes = min(o.Limits.MaxResultBytes, most)
+	o.Limits.MaxBlobBytes = min(o.Limits.MaxBlobBytes, most)
+	if o.QueueBytes == 0 {
+		o.QueueBytes = DefaultQueueBytes
+	}
+	o.QueueBytes = max(o.QueueBytes, 2*o.Limits.MaxFrameBytes)
+	return o
+}
+
+// logger returns the logger the options ask for.
+func (o *Options) logger(stderr io.Writer) *slog.Logger {
+	if o.Logger != nil {
+		return o.Logger
+	}
+	ho := &slog.HandlerOptions{Level: o.LogLevel}
+	if o.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(stderr, ho))
+	}
+	return slog.New(slog.NewTextHandler(stderr, ho))
+}

@@ -1,0 +1,172 @@
+package tracker
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/riot-go/riot/wire"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func env(kv ...string) func(string) string {
+	m := map[string]string{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		m[kv[i]] = kv[i+1]
+	}
+	return func(k string) string { return m[k] }
+}
+
+func TestConfigureOptions(t *testing.T) {
+	t.Parallel()
+	home := env("HOME", "/home/ann")
+	tests := []struct {
+		name   string
+		args   []string
+		getenv func(string) string
+		check  func(t *testing.T, o Options)
+		err    string
+	}{
+		{
+			name: "defaults", getenv: home,
+			check: func(t *testing.T, o Options) {
+				assert.Equal(t, ":2355", o.Listen)
+				assert.Equal(t, "/home/ann/.local/state/riot", o.DataDir)
+				assert.Equal(t, wire.DefaultPingInterval, o.PingInterval)
+				assert.Equal(t, DefaultWriteTimeout, o.WriteTimeout)
+				assert.Equal(t, 3, o.MaxLost)
+				assert.Equal(t, slog.LevelInfo, o.LogLevel)
+				assert.Equal(t, "text", o.LogFormat)
+			},
+		},
+		{
+			name: "XDG_STATE_HOME wins", getenv: env("HOME", "/home/ann", "XDG_STATE_HOME", "/var/state"),
+			check: func(t *testing.T, o Options) { assert.Equal(t, "/var/state/riot", o.DataDir) },
+		},
+		{
+			name: "no home", getenv: env(),
+			check: func(t *testing.T, o Options) { assert.Equal(t, "riot-data", o.DataDir) },
+		},
+		{
+			name: "the seed's --port", args: []string{"--port", "12345"}, getenv: home,
+			check: func(t *testing.T, o Options) { assert.Equal(t, ":12345", o.Listen) },
+		},
+		{
+			name: "listen host", args: []string{"--listen", "127.0.0.1", "--port", "99"}, getenv: home,
+			check: func(t *testing.T, o Options) { assert.Equal(t, "127.0.0.1:99", o.Listen) },
+		},
+		{
+			name: "listen host:port", args: []string{"--listen", "localhost:7000"}, getenv: home,
+			check: func(t *testing.T, o Options) { assert.Equal(t, "localhost:7000", o.Listen) },
+		},
+		{
+			name: "listen ipv6", args: []string{"-listen", "::1"}, getenv: home,
+			check: func(t *testing.T, o Options) { assert.Equal(t, "[::1]:2355", o.Listen) },
+		},
+		{
+			name: "listen bracketed ipv6 with port", args: []string{"-listen", "[::1]:80"}, getenv: home,
+			check: func(t *testing.T, o Options) { assert.Equal(t, "[::1]:80", o.Listen) },
+		},
+		{name: "ports disagree", args: []string{"--listen", ":1", "--port", "2"}, getenv: home, err: "disagree"},
+		{name: "bad port", args: []string{"--port", "70000"}, getenv: home, err: "not a TCP port"},
+		{name: "bad listen port", args: []string{"--listen", "h:x"}, getenv: home, err: "not a TCP port"},
+		{
+			name: "memory", args: []string{"--memory"}, getenv: home,
+			check: func(t *testing.T, o Options) { assert.Empty(t, o.DataDir) },
+		},
+		{
+			name: "data empty", args: []string{"--data", ""}, getenv: home,
+			check: func(t *testing.T, o Options) { assert.Empty(t, o.DataDir) },
+		},
+		{
+			name: "data dir", args: []string{"--data", "/srv/riot"}, getenv: home,
+			check: func(t *testing.T, o Options) { assert.Equal(t, "/srv/riot", o.DataDir) },
+		},
+		{name: "memory and data", args: []string{"--memory", "--data", "/srv/riot"}, getenv: home, err: "disagree"},
+		{
+			name: "tuning", getenv: home,
+			args: []string{"--ping-interval", "1s", "--max-lost", "5", "--lease-timeout", "1m", "--log-level", "debug",
+				"--log-format", "json", "--name", "hub", "--max-frame-bytes", "1048576", "--max-conns", "10"},
+			check: func(t *testing.T, o Options) {
+				assert.Equal(t, time.Second, o.PingInterval)
+				assert.Equal(t, 5, o.MaxLost)
+				assert.Equal(t, time.Minute, o.LeaseTimeout)
+				assert.Equal(t, slog.LevelDebug, o.LogLevel)
+				assert.Equal(t, "json", o.LogFormat)
+				assert.Equal(t, "hub", o.Name)
+				assert.Equal(t, 1<<20, o.Limits.MaxFrameBytes)
+				assert.Equal(t, 10, o.MaxConns)
+			},
+		},
+		{name: "bad log format", args: []string{"--log-format", "xml"}, getenv: home, err: "log format"},
+		{name: "bad log level", args: []string{"--log-level", "loud"}, getenv: home, err: "log-level"},
+		{name: "negative ping", args: []string{"--ping-interval", "-1s"}, getenv: home, err: "negative"},
+		{name: "arguments", args: []string{"localhost"}, getenv: home, err: "unexpected argument"},
+		{name: "unknown flag", args: []string{"--bogus"}, getenv: home, err: "bogus"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			fs := flag.NewFlagSet("riotd", flag.ContinueOnError)
+			fs.SetOutput(io.Discard)
+			o, err := configureOptions(fs, tt.args, tt.getenv)
+			if tt.err != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.err)
+				return
+			}
+			require.NoError(t, err)
+			tt.check(t, o)
+		})
+	}
+}
+
+func TestConfigureOptions_Help(t *testing.T) {
+	t.Parallel()
+	fs := flag.NewFlagSet("riotd", flag.ContinueOnError)
+	var out bytes.Buffer
+	fs.SetOutput(&out)
+	_, err := configureOptions(fs, []string{"--help"}, env("HOME", "/home/ann"))
+	require.True(t, errors.Is(err, flag.ErrHelp), "%v", err)
+	help := out.String()
+	for _, want := range []string{"--port 2355", "/home/ann/.local/state/riot", "--memory", "/status", "/metrics", "-log-format"} {
+		assert.Contains(t, help, want)
+	}
+}
+
+func TestOptions_WithDefaults_Limits(t *testing.T) {
+	t.Parallel()
+	o := Options{Limits: wire.Limits{MaxFrameBytes: 1 << 20}}.withDefaults()
+	assert.Less(t, o.Limits.MaxResultBytes, o.Limits.MaxFrameBytes, "a result must fit in a frame")
+	assert.Less(t, o.Limits.MaxSpecBytes, o.Limits.MaxFrameBytes)
+	assert.Less(t, o.Limits.MaxBlobBytes, o.Limits.MaxFrameBytes)
+	assert.GreaterOrEqual(t, o.QueueBytes, 2<<20)
+	d := Options{}.withDefaults()
+	assert.Equal(t, wire.Limits{}.WithDefaults(), d.Limits, "the defaults leave room already")
+}
+
+func TestPackRun(t *testing.T) {
+	t.Parallel()
+	assert.Nil(t, packRun(0, nil))
+	c := wire.Console{{Level: "warn", Text: "careful"}, {Level: "log", Text: "ü"}}
+	for _, tc := range []struct {
+		elapsed time.Duration
+		console wire.Console
+	}{{1500 * time.Microsecond, nil}, {0, c}, {time.Hour, c}} {
+		e, got := unpackRun(packRun(tc.elapsed, tc.console))
+		assert.Equal(t, tc.elapsed, e)
+		assert.Equal(t, tc.console, got)
+	}
+}
+
+func TestClip(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, "abc", clip("abc", 5))
+	assert.Equal(t, "ab", clip("abcdef", 2))
+	assert.Equal(t, "a", clip("aé", 2), "never half a rune")
+}

@@ -1,0 +1,422 @@
+package tracker
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/riot-go/riot/tracker/store"
+	"github.com/riot-go/riot/tracker/table"
+	"github.com/riot-go/riot/wire"
+	"github.com/riot-go/riot/workunit"
+)
+
+// Errors of the Server's lifecycle; test with errors.Is.
+var (
+	// ErrRunning: Run was called on a Server that has run already.
+	ErrRunning = errors.New("tracker: server has run already")
+	// ErrClosed: the server is shut down (or shutting down), so it cannot
+	// answer.
+	ErrClosed = errors.New("tracker: server closed")
+)
+
+// Server is riotd: the websocket endpoint, the connections, the loop that
+// drives the workunit table, the store, and the status page. Make one with
+// New, serve with Run, stop by ending Run's context or with Shutdown.
+//
+// A Server is safe for concurrent use: its methods may be called from any
+// goroutine. It owns every goroutine it starts: one for the table, one
+// that writes the store, the HTTP server's, and a reader and a writer per
+// websocket; all have ended when Run returns.
+type Server struct {
+	opts    Options
+	log     *slog.Logger
+	name    string
+	started time.Time
+
+	st        store.Store      // the store (a Committer around it when durable)
+	committer *store.Committer // nil in memory mode
+	durable   bool             // records are written (false: memory mode)
+
+	ln       net.Listener
+	http     *http.Server
+	upgrader websocket.Upgrader
+	metrics  *prometheus.Registry
+
+	// The table's loop: everything that goes to it goes through these.
+	lp    *loop
+	in    chan *inbound    // from readers: hellos, frames, goodbyes
+	calls chan func(*loop) // from other goroutines: run this in the loop
+
+	baseCtx    context.Context // for store calls; canceled by a forced stop
+	cancelBase context.CancelFunc
+
+	ready    chan struct{} // closed when Run serves
+	quit     chan struct{} // closed when shutdown begins
+	loopDone chan struct{} // closed when the loop has ended
+	stopped  chan struct{} // closed when shutdown is complete
+	stopOnce sync.Once
+	stopErr  error
+
+	stateMu  sync.Mutex
+	running  bool // Run has started the loop
+	quitting bool // Shutdown has begun
+
+	nextConn atomic.Uint64
+
+	liveMu  sync.Mutex
+	live    map[*conn]struct{} // every websocket, for a forced stop
+	closing bool               // no more connections
+	connWG  sync.WaitGroup     // the connections' goroutines
+
+	counters ioCounters
+}
+
+// ioCounters count traffic, for metrics. Updated atomically by readers and
+// writers.
+type ioCounters struct {
+	framesIn, messagesIn, bytesIn    atomic.Uint64
+	framesOut, messagesOut, bytesOut atomic.Uint64
+	dropped                          atomic.Uint64 // connections dropped for a full queue or a failed write
+}
+
+// New checks opts, opens the store (DataDir, or opts.Store, or memory),
+// restores the table from it, and listens on opts.Listen. Serve with Run.
+// The store and the listener are the Server's: Run and Shutdown close
+// them, and so does New when it fails.
+func New(opts Options) (*Server, error) {
+	if err := opts.check(); err != nil {
+		return nil, err
+	}
+	o := opts.withDefaults()
+	s := &Server{
+		opts:     o,
+		log:      o.logger(os.Stderr),
+		started:  time.Now(),
+		in:       make(chan *inbound, 256),
+		calls:    make(chan func(*loop)),
+		ready:    make(chan struct{}),
+		quit:     make(chan struct{}),
+		loopDone: make(chan struct{}),
+		stopped:  make(chan struct{}),
+		live:     make(map[*conn]struct{}),
+	}
+	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
+
+	var st store.Store
+	switch {
+	case o.Store != nil:
+		st, s.durable = o.Store, true
+	case o.DataDir != "":
+		b, err := store.OpenBolt(s.baseCtx, o.DataDir, store.BoltOptions{})
+		if err != nil {
+			return nil, fmt.Errorf("tracker: %w", err)
+		}
+		st, s.durable = b, true
+	default:
+		st = store.NewMemory()
+	}
+	if s.durable {
+		s.committer = store.NewCommitter(st)
+		st = s.committer
+	}
+	s.st = st
+	tab, restored, err := s.restore()
+	if err != nil {
+		s.st.Close()
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		s.st.Close()
+		return nil, fmt.Errorf("tracker: listen: %w", err)
+	}
+	s.ln = ln
+	s.name = o.Name
+	if s.name == "" {
+		host, _ := os.Hostname()
+		if host == "" {
+			host = "riotd"
+		}
+		s.name = net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
+	}
+	s.lp = newLoop(s, tab)
+	s.upgrader = websocket.Upgrader{
+		ReadBufferSize:  64 << 10,
+		WriteBufferSize: 64 << 10,
+		Subprotocols:    []string{wire.Subprotocol},
+		// CheckOrigin nil: requests without an Origin header (every
+		// non-browser client) and same-origin ones are allowed.
+		Error: func(w http.ResponseWriter, r *http.Request, status int, reason error) {
+			s.log.Debug("websocket upgrade refused", "remote", r.RemoteAddr, "status", status, "err", reason)
+			http.Error(w, http.StatusText(status)+": "+reason.Error(), status)
+		},
+	}
+	s.metrics = s.newMetrics()
+	s.http = &http.Server{
+		Handler:           s.routes(),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+		BaseContext:       func(net.Listener) context.Context { return s.baseCtx },
+	}
+	where := o.DataDir
+	if o.Store != nil {
+		where = "(given store)"
+	} else if !s.durable {
+		where = "(memory: nothing is written)"
+	}
+	s.log.Info("riotd listening", "addr", s.Addr(), "name", s.name, "data", where,
+		"done", restored.Done, "error", restored.Error, "waiting", restored.Waiting)
+	return s, nil
+}
+
+// restore makes the table and loads the stored records into it.
+func (s *Server) restore() (*table.Table, table.Stats, error) {
+	var seed [8]byte
+	_, _ = rand.Read(seed[:]) // crypto/rand.Read never fails
+	tab := table.New(table.Config{
+		MaxLost:      s.opts.MaxLost,
+		LeaseTimeout: s.opts.LeaseTimeout,
+		LeaseGrace:   s.opts.LeaseGrace,
+		// Tokens of this run start above any an earlier run reached.
+		FirstToken: table.Token(time.Now().UnixNano()),
+		HashSeed:   binary.LittleEndian.Uint64(seed[:]),
+	})
+	recs, err := s.st.Load(s.baseCtx)
+	if err != nil {
+		return nil, table.Stats{}, fmt.Errorf("tracker: load: %w", err)
+	}
+	if err := tab.Restore(recs); err != nil {
+		return nil, table.Stats{}, fmt.Errorf("tracker: restore: %w", err)
+	}
+	return tab, tab.Stats(), nil
+}
+
+// Addr returns the address the Server listens on, with the port it got
+// when asked for port 0.
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Name returns the tracker's name, as Welcome gives it.
+func (s *Server) Name() string { return s.name }
+
+// Ready returns a channel that is closed once Run serves: the table's loop
+// runs and connections are accepted. (Connections made between New and
+// Run wait in the listen queue.)
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// Run serves until ctx ends or Shutdown is called, then shuts down
+// gracefully within Options.ShutdownTimeout (see Shutdown), and returns
+// the shutdown's error. Run may be called once.
+func (s *Server) Run(ctx context.Context) error {
+	s.stateMu.Lock()
+	if s.running {
+		s.stateMu.Unlock()
+		return ErrRunning
+	}
+	if s.quitting {
+		// Shut down before it ran.
+		s.stateMu.Unlock()
+		<-s.stopped
+		return s.stopErr
+	}
+	s.running = true
+	s.stateMu.Unlock()
+	var wg sync.WaitGroup
+	wg.Go(s.lp.run)
+	serveErr := make(chan error, 1)
+	wg.Go(func() { serveErr <- s.http.Serve(s.ln) })
+	close(s.ready)
+	var err error
+	select {
+	case <-ctx.Done():
+		s.log.Info("riotd: context ended", "why", context.Cause(ctx))
+	case <-s.quit:
+	case err = <-serveErr:
+		s.log.Error("riotd: serving failed", "err", err)
+		err = fmt.Errorf("tracker: serve: %w", err)
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), s.opts.ShutdownTimeout)
+	defer cancel()
+	if serr := s.Shutdown(sctx); err == nil {
+		err = serr
+	}
+	wg.Wait()
+	return err
+}
+
+// Shutdown stops the Server gracefully: it stops accepting connections,
+// lets the table's loop persist and send what it has, closes every
+// websocket with CloseGoingAway (http.Server.Shutdown does not close
+// hijacked connections such as websockets, so the Server does), waits for
+// their goroutines, and flushes and closes the store. If ctx ends first,
+// it closes what is left at once and returns ctx's error; the store is
+// then closed only if no write is in flight. Run returns once the
+// shutdown is complete. Calls after the first wait for it.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.stopOnce.Do(func() {
+		s.stateMu.Lock()
+		s.quitting = true
+		running := s.running
+		s.stateMu.Unlock()
+		s.log.Info("riotd shutting down")
+		close(s.quit)
+		s.stopErr = s.shutdown(ctx, running)
+		close(s.stopped)
+	})
+	select {
+	case <-s.stopped:
+		return s.stopErr
+	case <-ctx.Done():
+		return fmt.Errorf("tracker: shutdown: %w", ctx.Err())
+	}
+}
+
+func (s *Server) shutdown(ctx context.Context, running bool) error {
+	var errs []error
+	if err := s.http.Shutdown(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("tracker: shutdown: http: %w", err))
+		s.http.Close()
+	}
+	if !running {
+		s.ln.Close() // http.Shutdown closes only listeners it serves
+		close(s.loopDone)
+	}
+	loopEnded := wait(ctx, s.loopDone)
+	// The loop closed the connections it knew; close the others (those
+	// still in their handshake) too.
+	s.liveMu.Lock()
+	s.closing = true
+	for c := range s.live {
+		c.closeAfter(wire.CloseGoingAway, "tracker shutting down")
+	}
+	s.liveMu.Unlock()
+	connsDone := make(chan struct{})
+	go func() { s.connWG.Wait(); close(connsDone) }()
+	if !wait(ctx, connsDone) {
+		s.log.Warn("riotd: shutdown timed out: closing connections at once")
+		s.liveMu.Lock()
+		for c := range s.live {
+			c.ws.Close()
+		}
+		s.liveMu.Unlock()
+		s.cancelBase()
+		errs = append(errs, fmt.Errorf("tracker: shutdown: %w", ctx.Err()))
+	}
+	if loopEnded {
+		if err := s.st.Close(); err != nil {
+			errs = append(errs, fmt.Errorf("tracker: shutdown: %w", err))
+		}
+	} else {
+		errs = append(errs, fmt.Errorf("tracker: shutdown: the table's loop did not end (a store write hangs): %w", ctx.Err()))
+	}
+	s.cancelBase()
+	s.log.Info("riotd stopped")
+	return errors.Join(errs...)
+}
+
+// wait waits for ch to be closed or ctx to end, and reports which.
+func wait(ctx context.Context, ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	case <-ctx.Done():
+		select {
+		case <-ch:
+			return true
+		default:
+			return false
+		}
+	}
+}
+
+// track registers a new websocket, unless the server is closing.
+func (s *Server) track(c *conn) bool {
+	s.liveMu.Lock()
+	defer s.liveMu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.live[c] = struct{}{}
+	s.connWG.Add(1)
+	return true
+}
+
+func (s *Server) untrack(c *conn) {
+	s.liveMu.Lock()
+	delete(s.live, c)
+	s.liveMu.Unlock()
+	s.connWG.Done()
+}
+
+// do runs f in the table's loop and waits for it.
+func (s *Server) do(ctx context.Context, f func(*loop)) error {
+	done := make(chan struct{})
+	call := func(l *loop) { f(l); close(done) }
+	select {
+	case s.calls <- call:
+	case <-s.loopDone:
+		return ErrClosed
+	case <-ctx.Done():
+		return fmt.Errorf("tracker: %w", ctx.Err())
+	}
+	<-done
+	return nil
+}
+
+// Stats returns counts of what the tracker holds now.
+func (s *Server) Stats(ctx context.Context) (Stats, error) {
+	var st Stats
+	err := s.do(ctx, func(l *loop) { st = l.stats() })
+	return st, err
+}
+
+// WaitStats waits until cond holds for the tracker's Stats, and returns
+// them. cond is called in the table's loop whenever the tracker is idle
+// (every Ready it made is persisted, sent and advanced), after whatever
+// changed; it must be quick and must not call the Server. So when
+// WaitStats returns, the state it saw is durable and its messages are on
+// their way. It returns ErrClosed when the server stops first, or ctx's
+// error.
+func (s *Server) WaitStats(ctx context.Context, cond func(Stats) bool) (Stats, error) {
+	w := &waiter{cond: cond, ch: make(chan Stats, 1)}
+	if err := s.do(ctx, func(l *loop) { l.addWaiter(w) }); err != nil {
+		return Stats{}, err
+	}
+	select {
+	case st := <-w.ch:
+		return st, nil
+	case <-s.loopDone:
+		select {
+		case st := <-w.ch:
+			return st, nil
+		default:
+			return Stats{}, ErrClosed
+		}
+	case <-ctx.Done():
+		_ = s.do(context.Background(), func(l *loop) { l.removeWaiter(w) })
+		return Stats{}, fmt.Errorf("tracker: %w", ctx.Err())
+	}
+}
+
+// Lookup returns the table's record of key as it stands, and whether the
+// table has it: for inspection (tests, admin tools). Masters ask with
+// Info. The record's byte slices are shared with the table: read them,
+// never modify them.
+func (s *Server) Lookup(ctx context.Context, key workunit.Key) (table.Record, bool, error) {
+	var rec table.Record
+	var ok bool
+	err := s.do(ctx, func(l *loop) { rec, ok = l.tab.Lookup(key) })
+	return rec, ok, err
+}

@@ -1,0 +1,763 @@
+package tracker_test
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/riot-go/riot/blob"
+	"github.com/riot-go/riot/tracker"
+	"github.com/riot-go/riot/tracker/store"
+	"github.com/riot-go/riot/tracker/table"
+	"github.com/riot-go/riot/tracker/trackertest"
+	"github.com/riot-go/riot/wire"
+	"github.com/riot-go/riot/workunit"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestServer_Handshake(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t)
+	c := dialRaw(t, tr, dialOpts{})
+	c.send(&wire.Hello{Version: wire.ProtocolVersion, Role: wire.RoleMaster, Name: "alfred", Session: "s1", Agent: "test"})
+	w := recv[*wire.Welcome](c)
+	assert.Equal(t, uint32(wire.ProtocolVersion), w.Version)
+	assert.Equal(t, "alfred", w.Name)
+	assert.Equal(t, tr.Server().Name(), w.Tracker)
+	assert.Equal(t, wire.DefaultPingInterval, w.PingInterval)
+	assert.False(t, w.Resumed)
+	assert.Equal(t, wire.Limits{}.WithDefaults(), w.Limits)
+
+	// Names are unique among connections, whatever their role.
+	assert.Equal(t, "alfred-2", master(t, tr, "alfred").name)
+	assert.Equal(t, "alfred-3", worker(t, tr, "alfred", 1).name)
+	assert.Equal(t, "master", master(t, tr, "").name)
+	st := tr.WaitFor(t, func(s tracker.Stats) bool { return s.Connections == 4 })
+	assert.Equal(t, 3, st.Masters)
+	assert.Equal(t, 1, st.Workers)
+
+	// A name is free again once its connection is gone.
+	c.ws.Close()
+	tr.WaitFor(t, func(s tracker.Stats) bool { return s.Connections == 3 })
+	assert.Equal(t, "alfred", master(t, tr, "alfred").name)
+}
+
+func TestServer_Handshake_VersionMismatch(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t)
+	c := dialRaw(t, tr, dialOpts{})
+	c.send(&wire.Hello{Version: 7, Role: wire.RoleWorker, Name: "future"})
+	r := recv[*wire.Refused](c)
+	assert.Equal(t, wire.CodeVersion, r.Code)
+	assert.Equal(t, uint32(wire.ProtocolVersion), r.Version)
+	assert.Contains(t, r.Message, "protocol version 7")
+	assert.Contains(t, r.Message, "version 1")
+	assert.Equal(t, wire.CloseRefused+int(wire.CodeVersion), c.closeCode())
+	assert.Equal(t, 0, tr.Stats(t).Connections)
+}
+
+func TestServer_Handshake_ProtocolErrors(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t)
+	s, _ := spec(t, "1")
+	tests := []struct {
+		name string
+		// first is sent first; then, when hello is set, after a Welcome.
+		hello bool
+		msgs  []wire.Msg
+		code  int
+		want  string
+	}{
+		{name: "a message before hello", msgs: []wire.Msg{&wire.Submit{Req: 1, Spec: s}},
+			code: wire.CloseProtocolError, want: "first frame must hold a hello"},
+		{name: "hello with more in its frame", msgs: []wire.Msg{&wire.Hello{Version: 1, Role: wire.RoleMaster}, &wire.Credit{N: 1}},
+			code: wire.CloseProtocolError, want: "first frame must hold a hello"},
+		{name: "a second hello", hello: true, msgs: []wire.Msg{&wire.Hello{Version: 1, Role: wire.RoleMaster}},
+			code: wire.CloseProtocolError, want: "second hello"},
+		{name: "a tracker's message", hello: true, msgs: []wire.Msg{&wire.Credit{N: 1}, &wire.BlobStored{Req: 3}},
+			code: wire.CloseProtocolError, want: "blob-stored message goes from the tracker"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			var c *wsClient
+			if tt.hello {
+				c = master(t, tr, "m")
+			} else {
+				c = dialRaw(t, tr, dialOpts{})
+			}
+			c.send(tt.msgs...)
+			var e *wire.Error
+			for e == nil {
+				if m, ok := c.next().(*wire.Error); ok {
+					e = m
+				}
+			}
+			assert.Equal(t, wire.CodeProtocol, e.Code)
+			assert.Contains(t, e.Message, tt.want)
+			assert.Equal(t, tt.code, c.closeCode())
+		})
+	}
+}
+
+func TestServer_Handshake_BadFrame(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t)
+	c := master(t, tr, "m")
+	// A submit whose spec field is a text string: the Error names it and
+	// echoes the request id.
+	require.NoError(t, c.ws.WriteMessage(2, []byte{0x81, 0x87, 0x05, 0x09, 0x61, 0x78, 0xf4, 0x00, 0x00, 0xf4}))
+	e := recv[*wire.Error](c)
+	assert.Equal(t, uint64(9), e.Req)
+	assert.Equal(t, wire.CodeProtocol, e.Code)
+	assert.Contains(t, e.Message, "spec")
+	assert.Equal(t, wire.CloseProtocolError, c.closeCode())
+}
+
+func TestServer_Submit_InvalidSpec(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t)
+	c := master(t, tr, "m")
+	c.send(&wire.Submit{Req: 4, Spec: []byte{0x01}})
+	e := recv[*wire.Error](c)
+	assert.Equal(t, uint64(4), e.Req)
+	assert.Equal(t, wire.CodeInvalid, e.Code)
+	assert.Contains(t, e.Message, "spec")
+	s, _ := spec(t, "1")
+	c.send(&wire.Submit{Req: 5, Spec: s, Options: wire.Options{GPUs: 300}})
+	e = recv[*wire.Error](c)
+	assert.Equal(t, uint64(5), e.Req)
+	assert.Equal(t, wire.CodeInvalid, e.Code)
+	assert.Equal(t, 0, tr.Stats(t).Waiting)
+}
+
+func TestServer_Dispatch_Credit(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t)
+	m := master(t, tr, "m")
+	var keys []workunit.Key
+	for i := range 4 {
+		k, acc := m.submit("work(" + string(rune('0'+i)) + ")")
+		assert.Equal(t, wire.StatusWaiting, acc.Status)
+		keys = append(keys, k)
+	}
+	// Two workers of one slot each: one workunit each, however many wait.
+	w1 := worker(t, tr, "w1", 1)
+	w2 := worker(t, tr, "w2", 1)
+	tr.WaitFor(t, func(s tracker.Stats) bool { return s.Running == 2 })
+	got := map[*wsClient][]*wire.Assign{}
+	for _, w := range []*wsClient{w1, w2} {
+		for _, msg := range w.barrier() {
+			got[w] = append(got[w], msg.(*wire.Assign))
+		}
+		require.Len(t, got[w], 1, "%s holds one workunit", w.name)
+	}
+	// The oldest first, one each in turn.
+	assert.ElementsMatch(t, keys[:2], []workunit.Key{got[w1][0].Key, got[w2][0].Key})
+	// A result with a credit brings the next.
+	w1.complete(got[w1][0], result(1), &wire.Credit{N: 1})
+	a := recv[*wire.Assign](w1)
+	assert.Equal(t, keys[2], a.Key)
+	w1.complete(a, result(2), &wire.Credit{N: 1})
+	a = recv[*wire.Assign](w1)
+	assert.Equal(t, keys[3], a.Key)
+	w1.complete(a, result(3))
+	w2.complete(got[w2][0], result(4))
+	done := map[workunit.Key]string{}
+	for range 4 {
+		f := recv[*wire.Finished](m)
+		assert.Equal(t, wire.StatusDone, f.Status)
+		done[f.Key] = f.Worker
+	}
+	assert.Len(t, done, 4)
+	st := tr.WaitFor(t, func(s tracker.Stats) bool { return s.Done == 4 })
+	assert.Equal(t, uint64(4), st.Completed)
+	assert.Equal(t, 0, st.Leases)
+}
+
+// TestServer_Dispatch_NoCreditNoWork: a worker that joined gets nothing
+// before its first Credit.
+func TestServer_Dispatch_NoCreditNoWork(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t)
+	m := master(t, tr, "m")
+	m.submit("1")
+	w := dial(t, tr, wire.Hello{Role: wire.RoleWorker, Name: "w", Slots: 4})
+	tr.WaitFor(t, func(s tracker.Stats) bool { return s.Workers == 1 })
+	assert.Empty(t, w.barrier())
+	w.send(&wire.Credit{N: 1})
+	recv[*wire.Assign](w)
+}
+
+func TestServer_Finished_ToEveryWatcher(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t)
+	m1 := master(t, tr, "m1")
+	m2 := master(t, tr, "m2")
+	key, _ := m1.submit("6*7")
+	m2.send(&wire.Watch{Req: 77, Keys: []workunit.Key{key}})
+	tr.WaitFor(t, func(s tracker.Stats) bool { return s.Watches == 2 })
+	w := worker(t, tr, "alfred", 1)
+	a := recv[*wire.Assign](w)
+	assert.Equal(t, key, a.Key)
+	console := wire.Console{{Level: "log", Text: "hi"}}
+	w.send(&wire.Done{Key: a.Key, Token: a.Token, Result: result(42 - 30), Console: console, Elapsed: 1500 * time.Microsecond})
+	for _, tc := range []struct {
+		c   *wsClient
+		req uint64
+	}{{m1, 1}, {m2, 77}} {
+		f := recv[*wire.Finished](tc.c)
+		assert.Equal(t, tc.req, f.Req)
+		assert.Equal(t, key, f.Key)
+		assert.Equal(t, wire.StatusDone, f.Status)
+		assert.Equal(t, "alfred", f.Worker)
+		assert.Equal(t, result(12), f.Result)
+		assert.Equal(t, console, f.Console)
+		assert.Equal(t, 1500*time.Microsecond, f.Elapsed)
+		assert.False(t, f.LastChange.IsZero())
+	}
+	// Info after the fact: done, by alfred, with the result.
+	m2.send(&wire.Info{Req: 78, Key: key})
+	in := recv[*wire.InfoReply](m2)
+	assert.Equal(t, uint64(78), in.Req)
+	assert.Equal(t, wire.StatusDone, in.Status)
+	assert.Equal(t, "alfred", in.Worker)
+	assert.Equal(t, result(12), in.Result)
+}
+
+func TestServer_Watch_UnknownAndUnwatch(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t)
+	m := master(t, tr, "m")
+	_, unknown := spec(t, "never submitted")
+	m.send(&wire.Watch{Req: 3, Keys: []workunit.Key{unknown}}, &wire.Info{Req: 4, Key: unknown})
+	// Answers go before notifications in the tracker's rounds.
+	in := recv[*wire.InfoReply](m)
+	assert.Equal(t, wire.StatusUnknown, in.Status)
+	f := recv[*wire.Finished](m)
+	assert.Equal(t, wire.StatusUnknown, f.Status)
+	assert.Equal(t, uint64(3), f.Req)
+
+	key, _ := m.submit("x", func(o *wire.Options) { o.Watch = false })
+	m.send(&wire.Watch{Req: 5, Keys: []workunit.Key{key}})
+	tr.WaitFor(t, func(s tracker.Stats) bool { return s.Watches == 1 })
+	m.send(&wire.Unwatch{Keys: []workunit.Key{key}})
+	tr.WaitFor(t, func(s tracker.Stats) bool { return s.Watches == 0 })
+	w := worker(t, tr, "w", 1)
+	w.complete(recv[*wire.Assign](w), result(1))
+	tr.WaitFor(t, func(s tracker.Stats) bool { return s.Done == 1 })
+	assert.Empty(t, m.barrier(), "an unwatched key is not reported")
+}
+
+func TestServer_Memoized(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t)
+	m := master(t, tr, "m")
+	key, _ := m.submit("memo")
+	w := worker(t, tr, "w", 1)
+	w.complete(recv[*wire.Assign](w), result(9), &wire.Credit{N: 1})
+	recv[*wire.Finished](m)
+
+	// Submitted again, by anyone: answered from the table, done, with the
+	// result inline and a Finished right after; nothing runs.
+	m2 := master(t, tr, "m2")
+	k2, acc := m2.submit("memo")
+	assert.Equal(t, key, k2)
+	assert.Equal(t, wire.StatusDone, acc.Status)
+	assert.Equal(t, result(9), acc.Result)
+	assert.Equal(t, "w", acc.Worker)
+	f := recv[*wire.Finished](m2)
+	assert.Equal(t, result(9), f.Result)
+	assert.Empty(t, w.barrier(), "a memoized workunit does not run again")
+
+	// NoCache runs it again.
+	_, acc = m2.submit("memo", func(o *wire.Options) { o.NoCache = true })
+	assert.Equal(t, wire.StatusWaiting, acc.Status)
+	w.complete(recv[*wire.Assign](w), result(10))
+	f = recv[*wire.Finished](m2)
+	assert.Equal(t, result(10), f.Result)
+}
+
+func TestServer_Failed_RunsAgain(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t)
+	m := master(t, tr, "m")
+	key, _ := m.submit("throw new TypeError('nope')")
+	w := worker(t, tr, "bob", 1)
+	a := recv[*wire.Assign](w)
+	w.send(&wire.Failed{Key: a.Key, Token: a.Token, Error: &workunit.Error{
+		Kind: workunit.Thrown, Name: "TypeError", Message: "nope", Stack: "TypeError: nope\n    at test.js:1:7",
+	}}, &wire.Credit{N: 1})
+	f := recv[*wire.Finished](m)
+	assert.Equal(t, wire.StatusError, f.Status)
+	assert.Equal(t, "bob", f.Worker)
+	require.NotNil(t, f.Error)
+	assert.Equal(t, workunit.Thrown, f.Error.Kind)
+	assert.Equal(t, "TypeError", f.Error.Name)
+	assert.Equal(t, "nope", f.Error.Message)
+	assert.Equal(t, "TypeError: nope\n    at test.js:1:7", f.Error.Stack)
+	assert.Equal(t, "bob", f.Error.Worker, "the error names the worker")
+	assert.Equal(t, key, f.Error.Key)
+	assert.Equal(t, uint64(1), tr.WaitFor(t, func(s tracker.Stats) bool { return s.Error == 1 }).Failed)
+
+	// An errored workunit runs again when submitted again.
+	_, acc := m.submit("throw new TypeError('nope')")
+	assert.Equal(t, wire.StatusWaiting, acc.Status)
+	a = recv[*wire.Assign](w)
+	assert.Equal(t, key, a.Key)
+	w.complete(a, result(1))
+	assert.Equal(t, wire.StatusDone, recv[*wire.Finished](m).Status)
+}
+
+func TestServer_WorkerLost_Reassigned(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t)
+	m := master(t, tr, "m")
+	key, _ := m.submit("long")
+	w1 := worker(t, tr, "w1", 1)
+	recv[*wire.Assign](w1)
+	w1.ws.Close()
+	tr.WaitFor(t, func(s tracker.Stats) bool { return s.Workers == 0 && s.Waiting == 1 })
+	rec, ok := tr.Lookup(t, key)
+	require.True(t, ok)
+	assert.Equal(t, []string{"w1"}, rec.LostFrom)
+
+	w2 := worker(t, tr, "w2", 1)
+	a := recv[*wire.Assign](w2)
+	assert.Equal(t, key, a.Key)
+	w2.complete(a, result(5))
+	f := recv[*wire.Finished](m)
+	assert.Equal(t, "w2", f.Worker)
+	tr.WaitFor(t, func(s tracker.Stats) bool { return s.Done == 1 })
+	assert.Empty(t, m.barrier(), "the master gets the result once")
+}
+
+func TestServer_WorkerLost_TooOften(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t, trackertest.WithOptions(func(o *tracker.Options) { o.MaxLost = 2 }))
+	m := master(t, tr, "m")
+	m.submit("crash()")
+	for _, name := range []string{"a", "b"} {
+		w := worker(t, tr, name, 1)
+		recv[*wire.Assign](w)
+		w.ws.Close()
+		tr.WaitFor(t, func(s tracker.Stats) bool { return s.Workers == 0 })
+	}
+	f := recv[*wire.Finished](m)
+	assert.Equal(t, wire.StatusError, f.Status)
+	require.NotNil(t, f.Error)
+	assert.Equal(t, workunit.WorkersLost, f.Error.Kind)
+	assert.Contains(t, f.Error.Message, "a, b")
+}
+
+func TestServer_MissedPong_Dropped(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t, trackertest.WithOptions(func(o *tracker.Options) {
+		o.PingInterval = 100 * time.Millisecond
+	}))
+	m := master(t, tr, "m")
+	key, _ := m.submit("1")
+	// This worker reads but never answers a ping, and sends nothing.
+	w := worker(t, tr, "deaf", 1, dialOpts{noPong: true})
+	recv[*wire.Assign](w)
+	tr.WaitFor(t, func(s tracker.Stats) bool { return s.Workers == 0 && s.Waiting == 1 })
+	rec, _ := tr.Lookup(t, key)
+	assert.Equal(t, []string{"deaf"}, rec.LostFrom)
+	w.closed()
+}
+
+// TestServer_StaleResult: a result from a worker the tracker gave up on
+// is discarded; the master gets the one of the current lease, once.
+func TestServer_StaleResult(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t)
+	m := master(t, tr, "m")
+	key, _ := m.submit("slow")
+	w1 := worker(t, tr, "w1", 1)
+	old := recv[*wire.Assign](w1)
+	w1.ws.Close()
+	tr.WaitFor(t, func(s tracker.Stats) bool { return s.Workers == 0 })
+
+	// w1 comes back and reports its old lease: stale.
+	w1 = dial(t, tr, wire.Hello{Role: wire.RoleWorker, Name: "w1", Slots: 1})
+	w1.send(&wire.Done{Key: old.Key, Token: old.Token, Result: result(1)})
+	st := tr.WaitFor(t, func(s tracker.Stats) bool { return s.Discarded == 1 })
+	assert.Equal(t, 1, st.Waiting)
+	// A made-up token is stale too, every time.
+	w1.send(&wire.Done{Key: key, Token: 12345, Result: result(2)}, &wire.Failed{Key: key, Token: 12345,
+		Error: &workunit.Error{Kind: workunit.Thrown, Name: "Error"}})
+	tr.WaitFor(t, func(s tracker.Stats) bool { return s.Discarded == 3 })
+
+	w1.send(&wire.Credit{N: 1})
+	a := recv[*wire.Assign](w1)
+	assert.NotEqual(t, old.Token, a.Token)
+	w1.complete(a, result(3))
+	w1.complete(a, result(4)) // a duplicate: stale
+	f := recv[*wire.Finished](m)
+	assert.Equal(t, result(3), f.Result)
+	st = tr.WaitFor(t, func(s tracker.Stats) bool { return s.Discarded == 4 })
+	assert.Equal(t, 1, st.Done)
+	assert.Empty(t, m.barrier())
+}
+
+func TestServer_Return(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t)
+	m := master(t, tr, "m")
+	k1, _ := m.submit("one")
+	k2, _ := m.submit("two")
+	w1 := worker(t, tr, "w1", 2)
+	a1, a2 := recv[*wire.Assign](w1), recv[*wire.Assign](w1)
+	w1.send(&wire.Return{Leases: []wire.Lease{{Key: a1.Key, Token: a1.Token}, {Key: a2.Key, Token: a2.Token}}})
+	tr.WaitFor(t, func(s tracker.Stats) bool { return s.Waiting == 2 && s.Leases == 0 })
+	for _, k := range []workunit.Key{k1, k2} {
+		rec, _ := tr.Lookup(t, k)
+		assert.Empty(t, rec.LostFrom, "a return is no loss")
+	}
+	assert.Empty(t, w1.barrier(), "a worker that returns work gets none back without credit")
+	w1.ws.Close()
+	w2 := worker(t, tr, "w2", 2)
+	assert.Equal(t, k1, recv[*wire.Assign](w2).Key)
+	assert.Equal(t, k2, recv[*wire.Assign](w2).Key)
+}
+
+func TestServer_Realm(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t)
+	m1 := dial(t, tr, wire.Hello{Role: wire.RoleMaster, Name: "m", Session: "alpha"})
+	m2 := dial(t, tr, wire.Hello{Role: wire.RoleMaster, Name: "m", Session: "beta"})
+	m1.submit("a")
+	m2.submit("b")
+	m2.submit("a") // joins m1's: same key, m1's realm
+	w := worker(t, tr, "w", 2)
+	realms := []string{recv[*wire.Assign](w).Realm, recv[*wire.Assign](w).Realm}
+	assert.Equal(t, []string{"alpha", "beta"}, realms)
+	rec, _ := tr.Lookup(t, mustKey(t, "a"))
+	assert.Equal(t, "alpha", rec.Owner)
+}
+
+func mustKey(t *testing.T, src string) workunit.Key {
+	_, k := spec(t, src)
+	return k
+}
+
+func TestServer_Blobs(t *testing.T) {
+	t.Parallel()
+	for _, durable := range []bool{false, true} {
+		t.Run(map[bool]string{false: "memory", true: "bolt"}[durable], func(t *testing.T) {
+			t.Parallel()
+			var opts []trackertest.Option
+			if durable {
+				opts = append(opts, trackertest.Durable())
+			}
+			tr := trackertest.Start(t, opts...)
+			m := master(t, tr, "m")
+			data, h := blobOf("a large captured dictionary")
+			empty, eh := blobOf("")
+			m.send(&wire.BlobHave{Req: 1, Hashes: []blob.Hash{h, eh}})
+			need := recv[*wire.BlobNeed](m)
+			assert.Equal(t, uint64(1), need.Req)
+			assert.Equal(t, []blob.Hash{h, eh}, need.Missing)
+
+			m.send(&wire.BlobPut{Req: 2, Hash: h, Data: []byte("something else")})
+			e := recv[*wire.Error](m)
+			assert.Equal(t, uint64(2), e.Req)
+			assert.Equal(t, wire.CodeInvalid, e.Code)
+
+			m.send(&wire.BlobPut{Req: 3, Hash: h, Data: data}, &wire.BlobPut{Req: 4, Hash: eh, Data: empty})
+			assert.Equal(t, h, recv[*wire.BlobStored](m).Hash)
+			assert.Equal(t, eh, recv[*wire.BlobStored](m).Hash)
+			m.send(&wire.BlobHave{Req: 5, Hashes: []blob.Hash{h, eh}})
+			assert.Empty(t, recv[*wire.BlobNeed](m).Missing)
+
+			w := dial(t, tr, wire.Hello{Role: wire.RoleWorker, Name: "w", Slots: 1})
+			_, missing := blobOf("nobody put this")
+			w.send(&wire.BlobGet{Req: 6, Hash: h}, &wire.BlobGet{Req: 7, Hash: missing}, &wire.BlobGet{Req: 8, Hash: eh})
+			bd := recv[*wire.BlobData](w)
+			assert.Equal(t, uint64(6), bd.Req)
+			assert.Equal(t, data, bd.Data)
+			assert.False(t, bd.Missing)
+			bd = recv[*wire.BlobData](w)
+			assert.Equal(t, uint64(7), bd.Req)
+			assert.True(t, bd.Missing)
+			bd = recv[*wire.BlobData](w)
+			assert.Equal(t, uint64(8), bd.Req)
+			assert.False(t, bd.Missing)
+			assert.Empty(t, bd.Data)
+		})
+	}
+}
+
+func TestServer_Restart(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t, trackertest.Durable())
+	m := master(t, tr, "m")
+	kDone, _ := m.submit("done")
+	kFailed, _ := m.submit("failed")
+	kRunning, _ := m.submit("running")
+	kWaiting, _ := m.submit("waiting")
+	w := worker(t, tr, "w", 1)
+	w.complete(recv[*wire.Assign](w), result(7), &wire.Credit{N: 1})
+	a := recv[*wire.Assign](w)
+	w.send(&wire.Failed{Key: a.Key, Token: a.Token, Error: &workunit.Error{Kind: workunit.Thrown, Name: "Error", Message: "x"}},
+		&wire.Credit{N: 1})
+	assert.Equal(t, kRunning, recv[*wire.Assign](w).Key)
+	tr.WaitFor(t, func(s tracker.Stats) bool { return s.Done == 1 && s.Error == 1 && s.Running == 1 })
+
+	addr := tr.Addr()
+	tr.Restart(t)
+	assert.Equal(t, addr, tr.Addr(), "a restarted tracker keeps its address")
+	// Finished results survive; waiting and running workunits wait.
+	want := map[workunit.Key]table.Status{kDone: table.Done, kFailed: table.Error, kRunning: table.Waiting, kWaiting: table.Waiting}
+	for k, st := range want {
+		rec, ok := tr.Lookup(t, k)
+		require.True(t, ok)
+		assert.Equal(t, st, rec.Status, "%s", k.Short())
+	}
+	rec, _ := tr.Lookup(t, kDone)
+	assert.Equal(t, result(7), rec.Result)
+
+	m = master(t, tr, "m")
+	_, acc := m.submit("done")
+	assert.Equal(t, wire.StatusDone, acc.Status, "a memoized result survives a restart")
+	assert.Equal(t, result(7), acc.Result)
+	recv[*wire.Finished](m)
+	m.send(&wire.Watch{Req: 100, Keys: []workunit.Key{kRunning, kWaiting}})
+	w = worker(t, tr, "w", 2)
+	a1, a2 := recv[*wire.Assign](w), recv[*wire.Assign](w)
+	assert.Equal(t, []workunit.Key{kRunning, kWaiting}, []workunit.Key{a1.Key, a2.Key}, "in queue order")
+	assert.Greater(t, a1.Token, a.Token, "tokens of a new run start above the old ones")
+	w.complete(a1, result(1))
+	w.complete(a2, result(2))
+	got := []workunit.Key{recv[*wire.Finished](m).Key, recv[*wire.Finished](m).Key}
+	assert.ElementsMatch(t, []workunit.Key{kRunning, kWaiting}, got)
+}
+
+// fakeStore is a store whose Apply announces each batch and waits to be
+// told what to answer, so that a test can hold a commit in flight.
+type fakeStore struct {
+	*store.Memory
+	applied chan []table.Record
+	answer  chan error
+	auto    chan struct{} // closed: answer nil at once
+}
+
+func newFakeStore() *fakeStore {
+	return &fakeStore{Memory: store.NewMemory(), applied: make(chan []table.Record, 16),
+		answer: make(chan error), auto: make(chan struct{})}
+}
+
+func (f *fakeStore) Apply(ctx context.Context, batch []table.Record) error {
+	select {
+	case <-f.auto:
+		return f.Memory.Apply(ctx, batch)
+	default:
+	}
+	f.applied <- slices.Clone(batch)
+	select {
+	case err := <-f.answer:
+		if err != nil {
+			return err
+		}
+	case <-f.auto:
+	}
+	return f.Memory.Apply(ctx, batch)
+}
+
+func (f *fakeStore) nextApply(t *testing.T) []table.Record {
+	t.Helper()
+	select {
+	case b := <-f.applied:
+		return b
+	case <-time.After(waitLimit):
+		t.Fatalf("no Apply within %v", waitLimit)
+	}
+	return nil
+}
+
+func startWithFake(t *testing.T) (*trackertest.Tracker, *fakeStore) {
+	f := newFakeStore()
+	tr := trackertest.Start(t, trackertest.WithStore(f))
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(f.auto) }) }) // before Stop
+	return tr, f
+}
+
+func TestServer_Submit_AcceptedOnlyWhenDurable(t *testing.T) {
+	t.Parallel()
+	tr, f := startWithFake(t)
+	m := master(t, tr, "m")
+	s, key := spec(t, "durable")
+	m.send(&wire.Submit{Req: 1, Spec: s})
+	batch := f.nextApply(t)
+	require.Len(t, batch, 1)
+	assert.Equal(t, key, batch[0].Key)
+	assert.Equal(t, table.Waiting, batch[0].Status)
+	// While the write is in flight, the tracker answers other requests but
+	// not the submission; events keep being taken (a second submission),
+	// and go into the next commit.
+	s2, key2 := spec(t, "durable 2")
+	m.send(&wire.Submit{Req: 2, Spec: s2})
+	assert.Empty(t, m.barrier(), "no Accepted before the record is durable")
+	f.answer <- nil
+	acc := recv[*wire.Accepted](m)
+	assert.Equal(t, uint64(1), acc.Req)
+	batch = f.nextApply(t)
+	require.Len(t, batch, 1)
+	assert.Equal(t, key2, batch[0].Key)
+	assert.Empty(t, m.barrier())
+	f.answer <- nil
+	assert.Equal(t, uint64(2), recv[*wire.Accepted](m).Req)
+}
+
+func TestServer_Submit_StoreFails(t *testing.T) {
+	t.Parallel()
+	tr, f := startWithFake(t)
+	m := master(t, tr, "m")
+	s, _ := spec(t, "doomed")
+	m.send(&wire.Submit{Req: 9, Spec: s})
+	f.nextApply(t)
+	f.answer <- errors.New("fake: disk full")
+	e := recv[*wire.Error](m)
+	assert.Equal(t, uint64(9), e.Req)
+	assert.Equal(t, wire.CodeStore, e.Code)
+	assert.Contains(t, e.Message, "disk full")
+	// The table writes the record again; the submission is never
+	// acknowledged.
+	f.nextApply(t)
+	f.answer <- nil
+	st := tr.WaitFor(t, func(s tracker.Stats) bool { return s.StoreErrors == 1 })
+	assert.Equal(t, 1, st.Waiting)
+	for _, msg := range m.barrier() {
+		_, isAccepted := msg.(*wire.Accepted)
+		assert.False(t, isAccepted, "an Accepted after a failed write")
+	}
+}
+
+// TestServer_SlowMaster: a master that stops reading is dropped when its
+// queue fills, and never holds up the others.
+func TestServer_SlowMaster(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t, trackertest.WithOptions(func(o *tracker.Options) {
+		o.Limits.MaxFrameBytes = 1 << 20
+		o.QueueBytes = 2 << 20
+	}))
+	slow := dial(t, tr, wire.Hello{Role: wire.RoleMaster, Name: "slow"})
+	slow.stopReading() // from here on, nobody reads slow's connection
+	const n = 64
+	for i := range n {
+		s, _ := spec(t, "big "+strings.Repeat("x", i))
+		slow.send(&wire.Submit{Req: uint64(i + 1), Spec: s, Options: wire.Options{Watch: true}})
+	}
+	tr.WaitFor(t, func(s tracker.Stats) bool { return s.Submitted == n })
+	w := worker(t, tr, "w", 8)
+	big := make([]byte, 256<<10) // the tracker does not look into results
+	for range n {
+		a := recv[*wire.Assign](w)
+		w.send(&wire.Done{Key: a.Key, Token: a.Token, Result: big}, &wire.Credit{N: 1})
+	}
+	// The others go on while slow's results pile up.
+	fast := master(t, tr, "fast")
+	fast.submit("quick")
+	w.complete(recv[*wire.Assign](w), result(1))
+	assert.Equal(t, result(1), recv[*wire.Finished](fast).Result)
+	st := tr.WaitFor(t, func(s tracker.Stats) bool { return s.Masters == 1 && s.Done == n+1 })
+	assert.Equal(t, 1, st.Masters, "slow was dropped")
+}
+
+func TestServer_Shutdown_ClosesWebsockets(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t)
+	m := master(t, tr, "m")
+	m.submit("pending")
+	w := worker(t, tr, "w", 1)
+	recv[*wire.Assign](w)
+	raw := dialRaw(t, tr, dialOpts{}) // connected, no hello yet
+	tr.Stop(t)
+	for _, c := range []*wsClient{m, w} {
+		assert.Equal(t, wire.CloseGoingAway, c.closeCode())
+	}
+	// One still in its handshake is closed too: going away, or refused as
+	// the tracker is shutting down when it was not quite registered yet.
+	assert.Contains(t, []int{wire.CloseGoingAway, wire.CloseRefused + int(wire.CodeShutdown)}, raw.closeCode())
+}
+
+func TestServer_Shutdown_BeforeRun(t *testing.T) {
+	t.Parallel()
+	srv, err := tracker.New(tracker.Options{Listen: "127.0.0.1:0", Logger: testLogger(t)})
+	require.NoError(t, err)
+	require.NoError(t, srv.Shutdown(context.Background()))
+	require.NoError(t, srv.Run(context.Background()), "Run after Shutdown returns at once")
+	_, err = srv.Stats(context.Background())
+	assert.ErrorIs(t, err, tracker.ErrClosed)
+}
+
+func TestServer_Run_Twice(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t)
+	assert.ErrorIs(t, tr.Server().Run(context.Background()), tracker.ErrRunning)
+}
+
+func TestServer_Run_EndsWithContext(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	srv, err := tracker.New(tracker.Options{Listen: "127.0.0.1:0", DataDir: dir, Logger: testLogger(t)})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	<-srv.Ready()
+	_, err = srv.Stats(context.Background())
+	require.NoError(t, err)
+	cancel()
+	select {
+	case err := <-done:
+		require.NoError(t, err)
+	case <-time.After(waitLimit):
+		t.Fatal("Run did not return")
+	}
+	// The store was closed: a second tracker opens the same directory (it
+	// would wait for the file lock otherwise, and fail).
+	srv, err = tracker.New(tracker.Options{Listen: "127.0.0.1:0", DataDir: dir, Logger: testLogger(t)})
+	require.NoError(t, err)
+	require.NoError(t, srv.Shutdown(context.Background()))
+}
+
+func testLogger(t *testing.T) *slog.Logger {
+	return slog.New(slog.NewTextHandler(t.Output(), nil))
+}
+
+func TestServer_Full(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t, trackertest.WithOptions(func(o *tracker.Options) { o.MaxConns = 1 }))
+	master(t, tr, "first")
+	c := dialRaw(t, tr, dialOpts{})
+	c.send(&wire.Hello{Version: wire.ProtocolVersion, Role: wire.RoleMaster, Name: "second"})
+	r := recv[*wire.Refused](c)
+	assert.Equal(t, wire.CodeFull, r.Code)
+	assert.Equal(t, wire.CloseRefused+int(wire.CodeFull), c.closeCode())
+}
+
+func TestServer_TextMessage(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t)
+	c := master(t, tr, "m")
+	require.NoError(t, c.ws.WriteMessage(1, []byte("hello?")))
+	assert.Equal(t, wire.CloseUnsupportedData, c.closeCode())
+}
+
+func TestServer_CreditWithoutSlots(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t)
+	c := master(t, tr, "m")
+	c.send(&wire.Credit{N: 3})
+	e := recv[*wire.Error](c)
+	assert.Equal(t, wire.CodeInvalid, e.Code)
+	assert.Equal(t, uint64(0), e.Req)
+}

@@ -1,0 +1,275 @@
+package tracker
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/riot-go/riot/tracker/table"
+	"github.com/riot-go/riot/wire"
+)
+
+// Stats counts what the tracker holds: the table's counts and the
+// connections, with counters since the start.
+type Stats struct {
+	// Stats are the table's: workunits by status, joined workers, leases,
+	// watches, discarded stale results.
+	table.Stats
+	// Connections is the number of connections past their hello; Masters
+	// those whose hello said role master.
+	Connections, Masters int
+	// Submitted counts accepted submissions (Submit events the table
+	// took), Completed and Failed the results and errors workers reported
+	// that were not stale, since the start.
+	Submitted, Completed, Failed uint64
+	// StoreErrors counts failed writes of the store.
+	StoreErrors uint64
+}
+
+// Status is the tracker's state at a glance, as GET /status gives it (in
+// JSON).
+type Status struct {
+	Tracker       string    `json:"tracker"`
+	Protocol      int       `json:"protocol_version"`
+	Started       time.Time `json:"started"`
+	UptimeSeconds float64   `json:"uptime_seconds"`
+	// Data is the data directory, or "" when nothing is written.
+	Data    string `json:"data"`
+	Durable bool   `json:"durable"`
+	// Workunits counts the table's workunits by status.
+	Workunits struct {
+		Waiting int `json:"waiting"`
+		Running int `json:"running"`
+		Done    int `json:"done"`
+		Error   int `json:"error"`
+	} `json:"workunits"`
+	Leases    int    `json:"leases"`
+	Watches   int    `json:"watches"`
+	Discarded uint64 `json:"discarded"`
+	Submitted uint64 `json:"submitted"`
+	Completed uint64 `json:"completed"`
+	Failed    uint64 `json:"failed"`
+	// FinishedPerSecond is the rate of results and errors over the last
+	// ten seconds.
+	FinishedPerSecond float64        `json:"finished_per_second"`
+	Workers           []WorkerStatus `json:"workers"`
+	Masters           []ConnStatus   `json:"masters"`
+}
+
+// ConnStatus describes a connection on the status page.
+type ConnStatus struct {
+	Name   string    `json:"name"`
+	Role   string    `json:"role"`
+	Remote string    `json:"remote"`
+	Agent  string    `json:"agent"`
+	Since  time.Time `json:"since"`
+}
+
+// WorkerStatus describes a worker on the status page.
+type WorkerStatus struct {
+	ConnStatus
+	Slots    int `json:"slots"`
+	Prefetch int `json:"prefetch"`
+	GPUs     int `json:"gpus"`
+	// Busy is how many workunits it holds; Credit how many more it asked
+	// for.
+	Busy   int `json:"busy"`
+	Credit int `json:"credit"`
+}
+
+// Status returns the tracker's state at a glance.
+func (s *Server) Status(ctx context.Context) (Status, error) {
+	var st Status
+	err := s.do(ctx, func(l *loop) { st = l.status() })
+	return st, err
+}
+
+func (l *loop) status() Status {
+	ts := l.tab.Stats()
+	var st Status
+	st.Tracker = l.s.name
+	st.Protocol = wire.ProtocolVersion
+	st.Started = l.s.started.UTC()
+	st.UptimeSeconds = time.Since(l.s.started).Seconds()
+	st.Data = l.s.opts.DataDir
+	st.Durable = l.s.durable
+	st.Workunits.Waiting, st.Workunits.Running, st.Workunits.Done, st.Workunits.Error = ts.Waiting, ts.Running, ts.Done, ts.Error
+	st.Leases, st.Watches, st.Discarded = ts.Leases, ts.Watches, ts.Discarded
+	st.Submitted, st.Completed, st.Failed = l.submitted, l.completed, l.failed
+	st.FinishedPerSecond = l.rate.perSecond()
+	st.Workers = []WorkerStatus{}
+	st.Masters = []ConnStatus{}
+	for _, c := range l.conns {
+		cs := ConnStatus{Name: c.name, Role: string(c.role), Remote: c.remote, Agent: c.agent, Since: c.since.UTC()}
+		if wi, ok := l.tab.Worker(table.WorkerID(c.id)); ok {
+			st.Workers = append(st.Workers, WorkerStatus{ConnStatus: cs, Slots: c.slots, Prefetch: c.prefetch,
+				GPUs: wi.GPUs, Busy: wi.Leases, Credit: wi.Credit})
+		} else {
+			st.Masters = append(st.Masters, cs)
+		}
+	}
+	slices.SortFunc(st.Workers, func(a, b WorkerStatus) int { return cmp.Compare(a.Name, b.Name) })
+	slices.SortFunc(st.Masters, func(a, b ConnStatus) int { return cmp.Compare(a.Name, b.Name) })
+	return st
+}
+
+// routes returns the tracker's HTTP handler: the websocket endpoint, the
+// status page and the metrics.
+func (s *Server) routes() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+wire.Path, s.serveWS)
+	mux.HandleFunc("GET /status", s.serveStatus)
+	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics, promhttp.HandlerOpts{}))
+	mux.HandleFunc("GET /{$}", s.serveIndex)
+	return mux
+}
+
+func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	st, err := s.Status(ctx)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(st)
+}
+
+// serveIndex shows the status as text, for people with curl.
+func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	st, err := s.Status(ctx)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusServiceUnavailable)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	data := st.Data
+	if !st.Durable {
+		data = "(memory only)"
+	}
+	fmt.Fprintf(w, "riotd %s, up %s, data %s\n", st.Tracker, time.Duration(st.UptimeSeconds*float64(time.Second)).Round(time.Second), data)
+	fmt.Fprintf(w, "workunits: %d waiting, %d running, %d done, %d error; %.1f finished/s\n",
+		st.Workunits.Waiting, st.Workunits.Running, st.Workunits.Done, st.Workunits.Error, st.FinishedPerSecond)
+	fmt.Fprintf(w, "workers: %d\n", len(st.Workers))
+	for _, wk := range st.Workers {
+		fmt.Fprintf(w, "  %-24s busy %d of %d slots (+%d prefetch), %d GPUs, %s\n",
+			wk.Name, wk.Busy, wk.Slots, wk.Prefetch, wk.GPUs, wk.Remote)
+	}
+	fmt.Fprintf(w, "masters: %d\n", len(st.Masters))
+	for _, m := range st.Masters {
+		fmt.Fprintf(w, "  %-24s %s\n", m.Name, m.Remote)
+	}
+	fmt.Fprintf(w, "\nGET /status for JSON, /metrics for Prometheus.\n")
+}
+
+// newMetrics returns the registry of the tracker's Prometheus metrics.
+func (s *Server) newMetrics() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		newCollector(s),
+	)
+	return reg
+}
+
+// collector exports the tracker's Stats as Prometheus metrics, read from
+// the table's loop at each scrape. See docs/riotd.md for the list.
+type collector struct {
+	s *Server
+
+	workunits, workers, masters, conns, leases, watches  *prometheus.Desc
+	submitted, finished, discarded, storeErrors, commits *prometheus.Desc
+	records, frames, messages, bytes, dropped            *prometheus.Desc
+}
+
+func newCollector(s *Server) *collector {
+	desc := func(name, help string, labels ...string) *prometheus.Desc {
+		return prometheus.NewDesc("riot_"+name, help, labels, nil)
+	}
+	return &collector{
+		s:           s,
+		workunits:   desc("workunits", "Workunits in the table, by status.", "status"),
+		workers:     desc("workers", "Connected workers."),
+		masters:     desc("masters", "Connected masters."),
+		conns:       desc("connections", "Connections past their hello."),
+		leases:      desc("leases", "Workunits held by workers."),
+		watches:     desc("watches", "Pending watches of masters."),
+		submitted:   desc("submitted_total", "Submissions taken."),
+		finished:    desc("finished_total", "Results reported by workers, by outcome.", "outcome"),
+		discarded:   desc("discarded_total", "Stale results discarded."),
+		storeErrors: desc("store_errors_total", "Failed writes of the store."),
+		commits:     desc("store_commits_total", "Commits (fsyncs) of the store."),
+		records:     desc("store_records_total", "Records written to the store."),
+		frames:      desc("frames_total", "Websocket frames, by direction.", "direction"),
+		messages:    desc("messages_total", "Protocol messages, by direction.", "direction"),
+		bytes:       desc("bytes_total", "Bytes of frames, by direction.", "direction"),
+		dropped:     desc("connections_dropped_total", "Connections dropped for a full queue or a failed write."),
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	for _, d := range []*prometheus.Desc{c.workunits, c.workers, c.masters, c.conns, c.leases,
+		c.watches, c.submitted, c.finished, c.discarded, c.storeErrors, c.commits, c.records,
+		c.frames, c.messages, c.bytes, c.dropped} {
+		ch <- d
+	}
+}
+
+// Collect implements prometheus.Collector.
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := c.s.Stats(ctx)
+	if err != nil {
+		return
+	}
+	gauge := func(d *prometheus.Desc, v float64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.GaugeValue, v, labels...)
+	}
+	counter := func(d *prometheus.Desc, v uint64, labels ...string) {
+		ch <- prometheus.MustNewConstMetric(d, prometheus.CounterValue, float64(v), labels...)
+	}
+	gauge(c.workunits, float64(st.Waiting), "waiting")
+	gauge(c.workunits, float64(st.Running), "running")
+	gauge(c.workunits, float64(st.Done), "done")
+	gauge(c.workunits, float64(st.Error), "error")
+	gauge(c.workers, float64(st.Workers))
+	gauge(c.masters, float64(st.Masters))
+	gauge(c.conns, float64(st.Connections))
+	gauge(c.leases, float64(st.Leases))
+	gauge(c.watches, float64(st.Watches))
+	counter(c.submitted, st.Submitted)
+	counter(c.finished, st.Completed, "done")
+	counter(c.finished, st.Failed, "error")
+	counter(c.discarded, st.Discarded)
+	counter(c.storeErrors, st.StoreErrors)
+	var cs struct{ commits, records uint64 }
+	if c.s.committer != nil {
+		x := c.s.committer.Stats()
+		cs.commits, cs.records = x.Commits, x.Records
+	}
+	counter(c.commits, cs.commits)
+	counter(c.records, cs.records)
+	io := &c.s.counters
+	counter(c.frames, io.framesIn.Load(), "in")
+	counter(c.frames, io.framesOut.Load(), "out")
+	counter(c.messages, io.messagesIn.Load(), "in")
+	counter(c.messages, io.messagesOut.Load(), "out")
+	counter(c.bytes, io.bytesIn.Load(), "in")
+	counter(c.bytes, io.bytesOut.Load(), "out")
+	counter(c.dropped, io.dropped.Load())
+}
