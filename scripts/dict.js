@@ -5,8 +5,10 @@
 //
 // --words  the word list (default /usr/share/dict/words, from Debian's
 //          wamerican package)
-// --limit  use only the first N words of at least three letters (the full
-//          list takes hours on one machine, as it did for Riot)
+// --limit  use only the first N words of at least three letters that start
+//          with a lowercase letter (the full list takes hours on one
+//          machine, as it did for Riot; proper nouns, which come first in
+//          the list, rarely make compounds)
 // --chunk  put N first words in each workunit instead of one: the seed's
 //          third run, "fewer and larger workunits"
 //
@@ -29,7 +31,7 @@ function options(args) {
 const opts = options(riot.args);
 let words = riot.readLines(opts.words).filter((word) => word.length >= 3);
 if (opts.limit > 0) {
-  words = words.slice(0, opts.limit);
+  words = words.filter((word) => word[0] !== word[0].toUpperCase()).slice(0, opts.limit);
 }
 const dictionary = new Set(words);
 

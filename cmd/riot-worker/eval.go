@@ -6,16 +6,34 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
+	"os"
 	"time"
 
+	"github.com/riot-go/riot/client"
 	"github.com/riot-go/riot/engine"
+	"github.com/riot-go/riot/wire"
 	"github.com/riot-go/riot/workunit"
 )
 
-const evalUsage = `Usage: riot-worker eval [flags] -e SOURCE
+const evalUsage = `Usage: riot-worker eval [flags] SCRIPT.js [ARGS...]
+       riot-worker eval [flags] -e SOURCE
 
-Evaluates SOURCE as an eval workunit (Riot's do-work/eval) and prints its
-value on stdout:
+With SCRIPT.js, runs the job script as a master (docs/reference.md): its
+riot.forWork, riot.doWork, riot.doWorkCall and riot.doWorkEval hand out
+workunits, to the tracker named by --tracker (or RIOT_TRACKER), or, with
+neither, to the embedded default: a tracker in this process with a local
+worker of --workers slots. ARGS are the script's riot.args. While work is
+outstanding a progress bar shows on stderr (when it is a terminal), and
+each workunit's console output appears there, prefixed with its worker's
+name. An uncaught error ends the script: its message, naming the workunit
+and the worker when it came from one, and its stacks go to stderr, and the
+status is 1.
+
+With -e, evaluates SOURCE as an eval workunit (Riot's do-work/eval) and prints its
+value on stdout. With --tracker (or RIOT_TRACKER), the workunit is submitted
+to that tracker and runs on one of its workers; without, it runs in this
+process. The value is printed:
 
   - as JSON, when the value is JSON without loss: null, booleans, finite
     numbers, strings, arrays and plain objects, without cycles;
@@ -23,9 +41,13 @@ value on stdout:
     10n, Map(1) { 'a' => 1 }, 2026-11-30T06:56:44.000Z, ...).
 
 The workunit's console output goes to stderr, each line prefixed with the
-worker's name. When SOURCE throws, riot-worker prints "Name: message" and the
-stack on stderr and exits with status 1. A runaway workunit (time limit,
-stack depth, memory) fails the same way.
+worker's name ("local" in process). When SOURCE throws, riot-worker prints
+"Name: message" and the stack on stderr (through a tracker, preceded by the
+name of the worker that raised it) and exits with status 1. A runaway
+workunit (time limit, stack depth, memory) fails the same way.
+
+A tracker remembers finished workunits: evaluating the same SOURCE again
+through it answers from memory (without its console output).
 
 Exit status: 0 success, 1 the workunit failed, 2 bad usage.
 
@@ -36,6 +58,15 @@ type evalFlags struct {
 	source  string
 	timeout time.Duration
 	memory  uint64
+	tracker string
+	token   string
+	// Job scripts only.
+	script     string
+	scriptArgs []string
+	workers    int
+	data       string
+	progress   bool
+	quiet      bool
 }
 
 func parseEvalFlags(args []string, stderr io.Writer) (*evalFlags, error) {
@@ -44,7 +75,13 @@ func parseEvalFlags(args []string, stderr io.Writer) (*evalFlags, error) {
 	f := &evalFlags{}
 	fs.StringVar(&f.source, "e", "", "evaluate this JavaScript `source`")
 	fs.DurationVar(&f.timeout, "timeout", 0, "time limit of the workunit, such as 30s or 5m (default: none)")
-	fs.Uint64Var(&f.memory, "memory-limit", 0, "heap `bytes` past which the workunit is interrupted (default: none)")
+	fs.Uint64Var(&f.memory, "memory-limit", 0, "heap `bytes` past which the workunit is interrupted, in process (default: none)")
+	fs.StringVar(&f.tracker, "tracker", os.Getenv("RIOT_TRACKER"), "run the workunit on this tracker's workers, `HOST[:PORT]` (default: $RIOT_TRACKER, else in process)")
+	fs.StringVar(&f.token, "token", os.Getenv("RIOT_TOKEN"), "the tracker's credentials (default: $RIOT_TOKEN)")
+	fs.IntVar(&f.workers, "workers", -1, "job scripts on the embedded default: the local worker's slots, 0 for none (default: one per CPU)")
+	fs.StringVar(&f.data, "data", "", "job scripts on the embedded default: keep the tracker's store in this `DIR` (default: memory only)")
+	fs.BoolVar(&f.progress, "progress", false, "job scripts: show the progress bar even when stderr is not a terminal")
+	fs.BoolVar(&f.quiet, "quiet", false, "job scripts: never show the progress bar")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), evalUsage)
 		fs.PrintDefaults()
@@ -52,13 +89,22 @@ func parseEvalFlags(args []string, stderr io.Writer) (*evalFlags, error) {
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	if fs.NArg() > 0 {
+	switch {
+	case f.source != "" && fs.NArg() > 0:
 		fs.Usage()
-		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
+		return nil, fmt.Errorf("give -e SOURCE or a SCRIPT.js, not both (unexpected arguments: %q)", fs.Args())
+	case f.source == "" && fs.NArg() == 0:
+		fs.Usage()
+		return nil, errors.New("a SCRIPT.js or -e SOURCE is required")
+	case fs.NArg() > 0:
+		f.script, f.scriptArgs = fs.Arg(0), fs.Args()[1:]
+		if f.progress && f.quiet {
+			return nil, errors.New("--progress and --quiet contradict each other")
+		}
+		return f, nil
 	}
-	if f.source == "" {
-		fs.Usage()
-		return nil, errors.New("-e SOURCE is required")
+	if f.tracker != "" && f.memory != 0 {
+		return nil, errors.New("--memory-limit applies in process only: give it to the workers (riot-worker --memory-limit)")
 	}
 	return f, nil
 }
@@ -71,6 +117,12 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "riot-worker eval: %v\n", err)
 		return 2
+	}
+	if f.script != "" {
+		return runScript(ctx, f, stdout, stderr)
+	}
+	if f.tracker != "" {
+		return evalRemote(ctx, f, stdout, stderr)
 	}
 	eng, err := engine.New(engine.Options{Slots: 1, Timeout: f.timeout, MemoryLimit: f.memory})
 	if err != nil {
@@ -86,7 +138,33 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return printFailure(stderr, err)
 	}
-	text, _, err := engine.FormatValue(res.Value)
+	return printValue(stdout, stderr, res.Value)
+}
+
+// evalRemote submits the workunit to f.tracker, waits for it to finish on
+// a worker, and prints what the in-process path prints.
+func evalRemote(ctx context.Context, f *evalFlags, stdout, stderr io.Writer) int {
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	c, err := client.Dial(ctx, f.tracker, client.Options{Token: f.token, Logger: logger})
+	if err != nil {
+		fmt.Fprintf(stderr, "riot-worker eval: %v\n", err)
+		return 1
+	}
+	defer c.Close()
+	spec := &workunit.Spec{Kind: workunit.Eval, Source: f.source, Name: "eval"}
+	out, err := c.Submit(spec, wire.Options{Watch: true, Timeout: f.timeout}).Wait(ctx)
+	if out != nil {
+		printWireConsole(stderr, out.Worker, out.Console)
+	}
+	if err != nil {
+		return printFailure(stderr, err)
+	}
+	return printValue(stdout, stderr, out.Result)
+}
+
+// printValue prints a result as engine.FormatValue formats it.
+func printValue(stdout, stderr io.Writer, result []byte) int {
+	text, _, err := engine.FormatValue(result)
 	if err != nil {
 		fmt.Fprintf(stderr, "riot-worker eval: %v\n", err)
 		return 1
@@ -103,6 +181,14 @@ func printConsole(w io.Writer, worker string, lines []engine.ConsoleLine) {
 	}
 }
 
+// printWireConsole writes console lines that came through a tracker, as
+// printConsole does.
+func printWireConsole(w io.Writer, worker string, lines wire.Console) {
+	for _, l := range lines {
+		fmt.Fprintf(w, "[%s] %s\n", worker, l.Text)
+	}
+}
+
 // printFailure writes a failed workunit's error, "Name: message" and its
 // stack, and returns the exit status.
 func printFailure(w io.Writer, err error) int {
@@ -111,10 +197,17 @@ func printFailure(w io.Writer, err error) int {
 		fmt.Fprintf(w, "riot-worker eval: %v\n", err)
 		return 1
 	}
-	if werr.Stack != "" {
+	if werr.Worker != "" {
+		// Through a tracker: name the worker that raised it.
+		fmt.Fprintf(w, "worker %s: ", werr.Worker)
+	}
+	switch {
+	case werr.Stack != "":
 		fmt.Fprintln(w, werr.Stack)
-	} else {
-		fmt.Fprintln(w, werr.Error())
+	case werr.Name != "" && werr.Message != "":
+		fmt.Fprintf(w, "%s: %s\n", werr.Name, werr.Message)
+	default:
+		fmt.Fprintln(w, werr.Name+werr.Message)
 	}
 	return 1
 }

@@ -1,30 +1,45 @@
-// Command riot-worker evaluates riot workunits.
+// Command riot-worker is riot's worker and master command.
 //
-//	riot-worker eval -e SOURCE        evaluate JavaScript and print its value
+//	riot-worker [flags] HOST[:PORT]   run a worker for the tracker at HOST
+//	riot-worker eval [flags] -e SOURCE evaluate JavaScript and print its value
 //
-// See docs/getting-started.md and `riot-worker eval --help`.
+// See docs/workers.md and `riot-worker --help`, `riot-worker eval --help`.
 package main
 
 import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
+	"time"
 )
 
 const usage = `riot-worker: a riot worker and master
 
 Usage:
+  riot-worker [flags] HOST[:PORT]      run a worker for the tracker at HOST
   riot-worker eval [flags] -e SOURCE   evaluate SOURCE and print its value
   riot-worker help                     show this help
 
-Run 'riot-worker eval --help' for the flags of eval.
+Run 'riot-worker --help' for the flags of the worker and 'riot-worker eval
+--help' for those of eval.
 `
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	go func() {
+		// The first signal stops gracefully; a second one exits at once.
+		<-ctx.Done()
+		again := make(chan os.Signal, 1)
+		signal.Notify(again, os.Interrupt, syscall.SIGTERM)
+		<-again
+		fmt.Fprintln(os.Stderr, "riot-worker: interrupted again; exiting now")
+		os.Exit(130)
+	}()
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
 	os.Exit(code)
@@ -40,10 +55,27 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "eval":
 		return runEval(ctx, args[1:], stdout, stderr)
-	case "help", "-h", "-help", "--help":
+	case "help":
 		fmt.Fprint(stdout, usage)
 		return 0
 	}
-	fmt.Fprintf(stderr, "riot-worker: unknown command %q\n\n%s", args[0], usage)
-	return 2
+	// No subcommand: worker mode (its flags, then the tracker's HOST).
+	if mistypedCommand(ctx, args[0]) {
+		fmt.Fprintf(stderr, "riot-worker: unknown command %q (nor a tracker host that resolves)\n\n%s", args[0], usage)
+		return 2
+	}
+	return runWorker(ctx, args, stderr)
+}
+
+// mistypedCommand reports whether word, in the command's place, is more
+// likely a mistyped command than the tracker's host: a plain word (no dot,
+// colon or slash) that does not resolve as a host name.
+func mistypedCommand(ctx context.Context, word string) bool {
+	if word == "" || strings.HasPrefix(word, "-") || strings.ContainsAny(word, ".:/[") || word == "localhost" {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+	defer cancel()
+	_, err := net.DefaultResolver.LookupHost(ctx, word)
+	return err != nil
 }

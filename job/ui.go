@@ -1,4 +1,4 @@
-package main
+package job
 
 import (
 	"fmt"
@@ -131,6 +131,11 @@ func (u *jobUI) drawLocked(force bool) {
 	if !u.bar {
 		return
 	}
+	if u.done >= u.total {
+		// Nothing outstanding: no bar.
+		u.clearLocked()
+		return
+	}
 	now := time.Now()
 	if !force && u.drawn && now.Sub(u.last) < 100*time.Millisecond && u.done < u.total {
 		return
@@ -166,7 +171,7 @@ func (u *jobUI) lineLocked(now time.Time) string {
 	}
 	if u.busy != nil {
 		if busy, workers, ok := u.busy(); ok {
-			fmt.Fprintf(&b, "  %d/%d workers busy", busy, workers)
+			fmt.Fprintf(&b, "  %d/%d slots busy", busy, workers)
 		}
 	}
 	return b.String()

@@ -1,0 +1,520 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/riot-go/riot/value"
+	"github.com/riot-go/riot/wire"
+	"github.com/riot-go/riot/workunit"
+)
+
+// Outcome is a workunit's state as the tracker reported it: Riot's status,
+// client (the worker), result and last change, with the error, console
+// output and run time beside them.
+type Outcome struct {
+	// Key is the workunit's key.
+	Key workunit.Key
+	// Status is waiting, running, done or error (or unknown: the tracker
+	// does not know the key).
+	Status wire.Status
+	// Worker names the worker that holds (running) or finished (done,
+	// error) the workunit; "" when none.
+	Worker string
+	// Result is the value-encoded result of a done workunit (see
+	// docs/values.md and Value); nil otherwise.
+	Result []byte
+	// Err is the error of a workunit in status error, with Worker and Key
+	// filled in, so that its message names the worker; nil otherwise.
+	Err *workunit.Error
+	// Console is the console output of the run that finished it, when the
+	// tracker still had it.
+	Console wire.Console
+	// LastChange is when its status last changed; zero when unknown.
+	LastChange time.Time
+	// Elapsed is how long the finishing run took on its worker.
+	Elapsed time.Duration
+}
+
+// Finished reports whether the workunit is done or in error.
+func (o *Outcome) Finished() bool {
+	return o.Status == wire.StatusDone || o.Status == wire.StatusError
+}
+
+// Value returns the result of a done workunit as a Go value (see
+// value.Unmarshal), the *workunit.Error of a failed one, or an error
+// wrapping ErrNotFinished.
+func (o *Outcome) Value() (any, error) {
+	switch o.Status {
+	case wire.StatusDone:
+		v, err := value.Unmarshal(o.Result)
+		if err != nil {
+			return nil, fmt.Errorf("client: result of workunit %s: %w", o.Key.Short(), err)
+		}
+		return v, nil
+	case wire.StatusError:
+		return nil, o.Err
+	}
+	return nil, fmt.Errorf("%w: %s is %s", ErrNotFinished, o.Key.Short(), o.Status)
+}
+
+// err returns the outcome's workunit error as an error (nil when none).
+func (o *Outcome) err() error {
+	if o == nil || o.Err == nil {
+		return nil
+	}
+	return o.Err
+}
+
+// outcomeOf copies what a message says of key into an Outcome (the
+// message's bytes belong to the reader's buffer). The error gets the
+// worker and key when the tracker left them out.
+func outcomeOf(key workunit.Key, o *wire.Outcome) *Outcome {
+	out := &Outcome{
+		Key:        key,
+		Status:     o.Status,
+		Worker:     o.Worker,
+		Result:     bytes.Clone(o.Result),
+		LastChange: o.LastChange,
+		Elapsed:    o.Elapsed,
+	}
+	if o.Error != nil {
+		e := *o.Error
+		e.Value = bytes.Clone(e.Value)
+		if e.Worker == "" {
+			e.Worker = o.Worker
+		}
+		if e.Key == (workunit.Key{}) {
+			e.Key = key
+		}
+		out.Err = &e
+	}
+	if len(o.Console) > 0 {
+		out.Console = slices.Clone(o.Console)
+	}
+	return out
+}
+
+// watch is the client's wait for one key: every waiter, callback and
+// watched Call of the key shares it, so that the tracker gets one Watch
+// per key however many wait. It ends with the first Finished answering a
+// request made since it began (Req ≥ minReq): answers to older requests
+// are stale.
+type watch struct {
+	key       workunit.Key
+	minReq    uint64
+	refs      int
+	resolved  bool
+	done      chan struct{}
+	out       *Outcome
+	err       error
+	listeners []func(*Outcome, error) // called with c.mu held; must not block
+}
+
+// watchBatch is a Watch message on the current connection: its keys, and
+// how many of them have not been answered.
+type watchBatch struct {
+	keys []workunit.Key
+	left int
+}
+
+// watchLocked returns key's watch with one more reference, making it and
+// sending a Watch when there is none.
+func (c *Client) watchLocked(key workunit.Key) *watch {
+	w := c.watches[key]
+	if w == nil {
+		w = &watch{key: key, minReq: c.req + 1, done: make(chan struct{})}
+		c.watches[key] = w
+		c.sendLocked(c.watchMsgLocked([]workunit.Key{key}))
+	}
+	w.refs++
+	return w
+}
+
+// releaseLocked drops a reference to w; the last one, before w is
+// resolved, unwatches the key.
+func (c *Client) releaseLocked(w *watch) {
+	w.refs--
+	if w.refs > 0 || w.resolved {
+		return
+	}
+	if c.watches[w.key] == w {
+		delete(c.watches, w.key)
+		if c.err == nil {
+			c.sendLocked(&wire.Unwatch{Keys: []workunit.Key{w.key}})
+		}
+	}
+}
+
+// resolveLocked ends w with out and err and tells its listeners.
+func (c *Client) resolveLocked(w *watch, out *Outcome, err error) {
+	if w.resolved {
+		return
+	}
+	w.resolved = true
+	w.out, w.err = out, err
+	close(w.done)
+	if c.watches[w.key] == w {
+		delete(c.watches, w.key)
+	}
+	for _, l := range w.listeners {
+		l(out, err)
+	}
+	w.listeners = nil
+}
+
+// onFinishedLocked handles a Finished: it ends the key's watch unless the
+// answer is stale.
+func (c *Client) onFinishedLocked(m *wire.Finished) {
+	if b := c.batches[m.Req]; b != nil {
+		if b.left--; b.left <= 0 {
+			delete(c.batches, m.Req)
+		}
+	}
+	w := c.watches[m.Key]
+	if w == nil || m.Req < w.minReq {
+		return
+	}
+	switch m.Status {
+	case wire.StatusUnknown:
+		c.resolveLocked(w, nil, unknownKeyErr(m.Key))
+	case wire.StatusDone, wire.StatusError:
+		out := outcomeOf(m.Key, &m.Outcome)
+		c.resolveLocked(w, out, out.err())
+	}
+}
+
+// Call is a submitted workunit: Submit returns it at once, before the
+// tracker has answered. Its methods are safe for concurrent use.
+type Call struct {
+	// Key is the workunit's key, computed locally (the tracker computes
+	// the same from the spec).
+	Key workunit.Key
+
+	c        *Client
+	req      uint64
+	msg      *wire.Submit
+	w        *watch // the key's watch, when the Call watches
+	accepted chan struct{}
+	acc      *Outcome // guarded by accepted
+	accErr   error
+
+	// guarded by c.mu, readable after done is closed
+	finished bool
+	done     chan struct{}
+	out      *Outcome
+	err      error
+	cbs      []func(*Outcome, error)
+}
+
+func (k *Call) message() wire.Msg { return k.msg }
+
+// fail ends the submission with err (the tracker refused it, or the client
+// ended). A watch it carried is sent again for others waiting on the key.
+func (k *Call) fail(c *Client, err error) {
+	k.accErr = fmt.Errorf("client: submit %s: %w", k.Key.Short(), err)
+	close(k.accepted)
+	k.finishLocked(nil, k.accErr)
+	if w := k.w; w != nil && !w.resolved {
+		w.refs--
+		if w.refs == 0 {
+			if c.watches[w.key] == w {
+				delete(c.watches, w.key)
+			}
+		} else if c.err == nil {
+			c.sendLocked(c.watchMsgLocked([]workunit.Key{w.key}))
+		}
+	}
+}
+
+// finishLocked ends the Call (the first end wins) and queues its
+// callbacks.
+func (k *Call) finishLocked(out *Outcome, err error) {
+	if k.finished {
+		return
+	}
+	k.finished = true
+	k.out, k.err = out, err
+	close(k.done)
+	for _, fn := range k.cbs {
+		k.c.cb.push(func() { fn(out, err) })
+	}
+	k.cbs = nil
+}
+
+// onAcceptedLocked handles an Accepted: the submission is durable. A
+// memoized (finished) outcome ends the Call and the key's watch at once.
+func (c *Client) onAcceptedLocked(m *wire.Accepted) {
+	r, ok := c.pending[m.Req]
+	k, isCall := r.(*Call)
+	if !ok || !isCall {
+		return
+	}
+	delete(c.pending, m.Req)
+	if m.Key != k.Key {
+		c.log.Error("client: the tracker computed another key", "want", k.Key.String(), "got", m.Key.String())
+	}
+	out := outcomeOf(k.Key, &m.Outcome)
+	k.acc = out
+	close(k.accepted)
+	if out.Finished() {
+		if k.w != nil && k.w.minReq <= k.req {
+			c.resolveLocked(k.w, out, out.err())
+		}
+		k.finishLocked(out, out.err())
+	}
+}
+
+// Submit queues spec for the tracker and returns at once: submissions are
+// pipelined, so that 10,000 Submits share a few frames and round trips.
+// The Call's Accepted waits for the tracker's durable acknowledgement;
+// Wait for the workunit to finish.
+//
+// With opts.Watch, the submission also watches the key, and the result
+// comes without another message: use it when the result is wanted.
+// Submitting a key that is done answers from memory (Accepted carries the
+// result); one that is waiting or running joins it; one in error runs it
+// again (see docs/protocol.md, Memoization). opts.NoCache runs a done key
+// again.
+//
+// A spec that is invalid or over the tracker's MaxSpecBytes gives a Call
+// whose Accepted and Wait return the error.
+func (c *Client) Submit(spec *workunit.Spec, opts wire.Options) *Call {
+	k := &Call{c: c, accepted: make(chan struct{}), done: make(chan struct{})}
+	var data []byte
+	err := fmt.Errorf("client: submit: nil spec")
+	if spec != nil {
+		if err = spec.Validate(); err == nil {
+			k.Key = spec.Key()
+			data, err = spec.MarshalBinary()
+		}
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if err == nil && c.err != nil {
+		err = c.err
+	}
+	if err == nil {
+		if lim := c.welcome.Limits.WithDefaults().MaxSpecBytes; len(data) > lim {
+			err = fmt.Errorf("%w: a spec of %d bytes, limit %d (put large values in blobs)", wire.ErrLimit, len(data), lim)
+		}
+	}
+	if err != nil {
+		k.fail(c, err)
+		return k
+	}
+	k.req = c.nextReqLocked()
+	k.msg = &wire.Submit{Req: k.req, Spec: data, Options: opts}
+	c.pending[k.req] = k
+	if opts.Watch {
+		w := c.watches[k.Key]
+		if w == nil {
+			w = &watch{key: k.Key, done: make(chan struct{})}
+			c.watches[k.Key] = w
+		}
+		// Only answers to this submission or later requests end the
+		// watch: an older watch may report an earlier run's error.
+		w.minReq = k.req
+		w.refs++
+		w.listeners = append(w.listeners, k.finishLocked)
+		k.w = w
+	}
+	c.sendLocked(k.msg)
+	return k
+}
+
+// Accepted waits until the tracker has made the submission durable and
+// returns the outcome it acknowledged: status waiting or running, or done
+// with the result inline when the key's result was known. A Call made by
+// Watch returns (nil, nil) at once. The error is the tracker's refusal (a
+// *wire.Error: wire.IsCode tells why), ErrClosed, or ctx's.
+func (k *Call) Accepted(ctx context.Context) (*Outcome, error) {
+	select {
+	case <-k.accepted:
+		return k.acc, k.accErr
+	case <-ctx.Done():
+		return nil, fmt.Errorf("client: submit %s: %w", k.Key.Short(), ctx.Err())
+	}
+}
+
+// Wait waits until the workunit is finished and returns its Outcome. When
+// the workunit failed, the error is its *workunit.Error (the Outcome is
+// returned too), whose message names the worker; use errors.As. Other
+// errors mean the outcome is not known: the tracker refused the
+// submission, the client ended, or ctx ended.
+func (k *Call) Wait(ctx context.Context) (*Outcome, error) {
+	if k.w == nil {
+		select {
+		case <-k.done:
+			return k.out, k.err
+		default:
+		}
+		acc, err := k.Accepted(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if acc != nil && acc.Finished() {
+			return acc, acc.err()
+		}
+		return k.c.WaitFor(ctx, k.Key)
+	}
+	select {
+	case <-k.done:
+		return k.out, k.err
+	case <-ctx.Done():
+		return nil, fmt.Errorf("client: wait for workunit %s: %w", k.Key.Short(), ctx.Err())
+	}
+}
+
+// OnDone calls fn with what Wait would return once the workunit is
+// finished (or the submission failed, or the client ended). fn runs on the
+// client's callback goroutine, which runs callbacks one at a time in the
+// order their outcomes arrived: it must not block for long, and may call
+// the Client.
+func (k *Call) OnDone(fn func(*Outcome, error)) {
+	if k.w == nil {
+		go func() {
+			out, err := k.Wait(context.Background())
+			k.c.cb.push(func() { fn(out, err) })
+		}()
+		return
+	}
+	k.c.mu.Lock()
+	defer k.c.mu.Unlock()
+	if k.finished {
+		out, err := k.out, k.err
+		k.c.cb.push(func() { fn(out, err) })
+		return
+	}
+	k.cbs = append(k.cbs, fn)
+}
+
+// Watch returns a Call for a key submitted elsewhere (by another master,
+// or an earlier run: results are durable): Wait and OnDone work as for a
+// submitted workunit, and Accepted returns (nil, nil) at once. Waiting for
+// a key the tracker does not know fails with a *wire.Error of code
+// wire.CodeUnknownKey.
+func (c *Client) Watch(key workunit.Key) *Call {
+	k := &Call{Key: key, c: c, accepted: make(chan struct{}), done: make(chan struct{})}
+	close(k.accepted)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		k.finishLocked(nil, c.err)
+		return k
+	}
+	w := c.watchLocked(key)
+	k.w = w
+	w.listeners = append(w.listeners, k.finishLocked)
+	return k
+}
+
+// WaitFor waits until the workunit key is finished and returns its
+// Outcome, as Call.Wait does: a failed workunit gives its Outcome and its
+// *workunit.Error. Any number of goroutines may wait for one key; the
+// tracker is asked once. Riot's wait-until-done on a workunit id.
+func (c *Client) WaitFor(ctx context.Context, key workunit.Key) (*Outcome, error) {
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		return nil, err
+	}
+	w := c.watchLocked(key)
+	c.mu.Unlock()
+	select {
+	case <-w.done:
+		return w.out, w.err
+	case <-ctx.Done():
+		c.mu.Lock()
+		c.releaseLocked(w)
+		c.mu.Unlock()
+		return nil, fmt.Errorf("client: wait for workunit %s: %w", key.Short(), ctx.Err())
+	}
+}
+
+// CallWhenDone calls fn once the workunit key is finished, with what
+// WaitFor would return, on the client's callback goroutine (see
+// Call.OnDone). Riot's call-when-done: fn gets the error (a
+// *workunit.Error naming the worker), the worker's name (Outcome.Worker)
+// and the result (Outcome.Value). When the client ends first, fn gets a
+// nil Outcome and the client's error.
+func (c *Client) CallWhenDone(key workunit.Key, fn func(*Outcome, error)) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		err := c.err
+		c.cb.push(func() { fn(nil, err) })
+		return
+	}
+	w := c.watchLocked(key)
+	w.listeners = append(w.listeners, func(out *Outcome, err error) {
+		c.cb.push(func() { fn(out, err) })
+	})
+}
+
+// infoReq is an Info awaiting its InfoReply.
+type infoReq struct {
+	msg  *wire.Info
+	done chan struct{}
+	out  *Outcome
+	err  error
+}
+
+func (r *infoReq) message() wire.Msg { return r.msg }
+
+func (r *infoReq) fail(_ *Client, err error) {
+	r.err = fmt.Errorf("client: info %s: %w", r.msg.Key.Short(), err)
+	close(r.done)
+}
+
+func (c *Client) onInfoLocked(m *wire.InfoReply) {
+	r, ok := c.pending[m.Req].(*infoReq)
+	if !ok {
+		return
+	}
+	delete(c.pending, m.Req)
+	r.out = outcomeOf(m.Key, &m.Outcome)
+	close(r.done)
+}
+
+// Info returns the workunit's current state at once, without waiting for
+// it to finish (Riot's client-workunit-info: status, worker, result, last
+// change). A key the tracker does not know has status wire.StatusUnknown.
+// A failed workunit's error is in Outcome.Err; the error returned is about
+// the request only.
+func (c *Client) Info(ctx context.Context, key workunit.Key) (*Outcome, error) {
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		return nil, err
+	}
+	req := c.nextReqLocked()
+	r := &infoReq{msg: &wire.Info{Req: req, Key: key}, done: make(chan struct{})}
+	c.pending[req] = r
+	c.sendLocked(r.msg)
+	c.mu.Unlock()
+	select {
+	case <-r.done:
+		return r.out, r.err
+	case <-ctx.Done():
+		c.mu.Lock()
+		delete(c.pending, req)
+		c.mu.Unlock()
+		return nil, fmt.Errorf("client: info %s: %w", key.Short(), ctx.Err())
+	}
+}
+
+// Sync is a round trip to the tracker: it returns once the tracker has
+// handled every message this client sent before the call, and the client
+// has received every message the tracker sent before it answered (the
+// tracker answers in order). A worker that stops uses it to receive the
+// assignments already on their way, so that it can return them.
+func (c *Client) Sync(ctx context.Context) error {
+	_, err := c.Info(ctx, workunit.Key{})
+	return err
+}

@@ -1,0 +1,565 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/gorilla/websocket"
+
+	"github.com/riot-go/riot/wire"
+	"github.com/riot-go/riot/workunit"
+)
+
+const (
+	closeNormal    = wire.CloseNormal
+	closeGoingAway = wire.CloseGoingAway
+	// readSlack is added to the tracker's MaxFrameBytes for the websocket
+	// read limit.
+	readSlack = 64 << 10
+	// maxRecentBytes and maxRecent bound the results kept to send again
+	// after a reconnect (the tracker may not have read them).
+	maxRecentBytes = 16 << 20
+	maxRecent      = 4096
+	// maxKeepRead is the largest read buffer kept between frames.
+	maxKeepRead = 4 << 20
+	// maxBatches bounds the Watch messages remembered per connection (a
+	// batch whose keys were unwatched is never fully answered).
+	maxBatches = 1 << 16
+	// maxWatchKeys is the most keys put in one Watch message.
+	maxWatchKeys = 8192
+)
+
+// conn is one websocket connection: its reader and writer goroutines and
+// how it ended.
+type conn struct {
+	ws      *websocket.Conn
+	welcome wire.Welcome
+
+	once       sync.Once
+	err        error
+	done       chan struct{} // closed when the connection failed or was closed
+	readerDone chan struct{}
+	writerDone chan struct{}
+}
+
+// fail ends the connection with err (the first error wins) and closes the
+// websocket, which stops both goroutines.
+func (cn *conn) fail(err error) {
+	cn.once.Do(func() {
+		cn.err = err
+		close(cn.done)
+		_ = cn.ws.Close()
+	})
+}
+
+// sendClose sends a close message (allowed concurrently with the writer).
+func (cn *conn) sendClose(code int, timeout time.Duration) {
+	_ = cn.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), time.Now().Add(timeout))
+}
+
+// connect dials the tracker and does the Hello/Welcome handshake.
+func (c *Client) connect(ctx context.Context) (*conn, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.DialTimeout)
+	defer cancel()
+	d := websocket.Dialer{
+		Proxy:            http.ProxyFromEnvironment,
+		HandshakeTimeout: c.opts.DialTimeout,
+		Subprotocols:     []string{wire.Subprotocol},
+		TLSClientConfig:  c.opts.TLSConfig,
+		ReadBufferSize:   64 << 10,
+		WriteBufferSize:  64 << 10,
+	}
+	ws, resp, err := d.DialContext(ctx, c.url, nil)
+	if resp != nil && resp.Body != nil {
+		_ = resp.Body.Close()
+	}
+	if err != nil {
+		return nil, fmt.Errorf("client: dial %s: %w", c.url, err)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = ws.Close() })
+	cn, err := c.handshake(ctx, ws)
+	if !stop() && err == nil {
+		err = ctx.Err()
+	}
+	if err != nil {
+		_ = ws.Close()
+		return nil, err
+	}
+	return cn, nil
+}
+
+func (c *Client) handshake(ctx context.Context, ws *websocket.Conn) (*conn, error) {
+	hello := &wire.Hello{
+		Version:  wire.ProtocolVersion,
+		Role:     c.opts.Role,
+		Name:     c.opts.Name,
+		Session:  c.opts.Session,
+		Slots:    c.opts.Slots,
+		Prefetch: c.opts.Prefetch,
+		GPUs:     c.opts.GPUs,
+		Token:    c.opts.Token,
+		Agent:    c.opts.Agent,
+	}
+	frame, err := wire.Encode(hello)
+	if err != nil {
+		return nil, fmt.Errorf("client: hello: %w", err)
+	}
+	deadline, _ := ctx.Deadline()
+	_ = ws.SetWriteDeadline(deadline)
+	if err := ws.WriteMessage(websocket.BinaryMessage, frame); err != nil {
+		return nil, fmt.Errorf("client: send hello to %s: %w", c.url, err)
+	}
+	_ = ws.SetReadDeadline(deadline)
+	typ, frame, err := ws.ReadMessage()
+	if err != nil {
+		var ce *websocket.CloseError
+		if errors.As(err, &ce) && ce.Code > wire.CloseRefused && ce.Code < wire.CloseRefused+1000 {
+			return nil, refusedErr(c.url, &wire.Refused{Code: wire.Code(ce.Code - wire.CloseRefused), Message: ce.Text})
+		}
+		return nil, fmt.Errorf("client: read welcome from %s: %w", c.url, err)
+	}
+	if typ != websocket.BinaryMessage {
+		return nil, fmt.Errorf("client: %s answered the hello with a text message", c.url)
+	}
+	msgs, err := wire.Decode(frame)
+	if err != nil {
+		return nil, fmt.Errorf("client: welcome from %s: %w", c.url, err)
+	}
+	if len(msgs) != 1 {
+		return nil, fmt.Errorf("client: %s answered the hello with %d messages, want a welcome", c.url, len(msgs))
+	}
+	switch m := msgs[0].(type) {
+	case *wire.Welcome:
+		if m.Version != wire.ProtocolVersion {
+			return nil, &VersionError{Client: wire.ProtocolVersion, Tracker: m.Version}
+		}
+		_ = ws.SetReadDeadline(time.Time{})
+		_ = ws.SetWriteDeadline(time.Time{})
+		w := *m
+		w.Limits = w.Limits.WithDefaults()
+		if w.PingInterval <= 0 {
+			w.PingInterval = wire.DefaultPingInterval
+		}
+		return &conn{
+			ws:         ws,
+			welcome:    w,
+			done:       make(chan struct{}),
+			readerDone: make(chan struct{}),
+			writerDone: make(chan struct{}),
+		}, nil
+	case *wire.Refused:
+		return nil, refusedErr(c.url, m)
+	default:
+		return nil, fmt.Errorf("client: %s answered the hello with %s, want a welcome", c.url, m.Type())
+	}
+}
+
+// startConn makes cn the live connection: it queues again what a new
+// connection must carry, then starts its reader and writer. It returns
+// false, and closes cn, when the client is ending.
+func (c *Client) startConn(cn *conn) bool {
+	c.mu.Lock()
+	if c.err != nil || c.closing {
+		c.mu.Unlock()
+		_ = cn.ws.Close()
+		return false
+	}
+	c.cur = cn
+	c.welcome = cn.welcome
+	c.resumeLocked()
+	c.mu.Unlock()
+	c.wake()
+	go c.reader(cn)
+	go c.writer(cn)
+	return true
+}
+
+// run is the connection loop: it waits for the live connection to end,
+// then dials again with backoff, until the client ends.
+func (c *Client) run(cn *conn) {
+	defer close(c.runDone)
+	for {
+		<-cn.done
+		<-cn.readerDone
+		<-cn.writerDone
+		c.mu.Lock()
+		c.cur = nil
+		ended := c.err != nil || c.closing
+		c.mu.Unlock()
+		if ended {
+			<-c.ended // Close ends the client
+			return
+		}
+		c.log.Warn("client: connection lost; reconnecting", "name", cn.welcome.Name, "err", cn.err)
+		if cn = c.redial(); cn == nil {
+			return
+		}
+		if !c.startConn(cn) {
+			<-c.ended // Close ends the client
+			return
+		}
+		c.log.Info("client: reconnected", "name", cn.welcome.Name, "resumed", cn.welcome.Resumed)
+	}
+}
+
+// redial dials until it connects (returning the connection) or the client
+// ends (returning nil). A refusal that will not go away by itself (a
+// version mismatch, bad credentials) ends the client with it.
+func (c *Client) redial() *conn {
+	delay := c.opts.MinBackoff
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { // a Close stops the attempt in progress
+		select {
+		case <-c.ended:
+			cancel()
+		case <-ctx.Done():
+		}
+	}()
+	for {
+		wait := delay/2 + rand.N(delay/2+1)
+		t := time.NewTimer(wait)
+		select {
+		case <-c.ended:
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+		cn, err := c.connect(ctx)
+		if err == nil {
+			return cn
+		}
+		if !retryable(err) {
+			c.log.Error("client: the tracker refused the connection", "err", err)
+			c.end(err)
+			return nil
+		}
+		c.log.Debug("client: reconnect failed", "err", err, "retry_in", delay)
+		delay = min(delay*2, c.opts.MaxBackoff)
+	}
+}
+
+// resumeLocked rebuilds the writer's queue for a new connection: results
+// and returns that may not have reached the tracker, the credit not yet
+// used, then every request still waiting for its answer, in the order it
+// was first made, and a watch of every key still waited for.
+func (c *Client) resumeLocked() {
+	out := make([]wire.Msg, 0, len(c.recent)+len(c.out)+len(c.pending)+1)
+	out = append(out, c.recent...)
+	c.recent, c.recentBytes = nil, 0
+	for _, m := range c.out {
+		switch m.(type) {
+		case *wire.Done, *wire.Failed, *wire.Return:
+			out = append(out, m)
+		}
+	}
+	if !c.welcome.Resumed && len(c.assigns) > 0 {
+		// Leases of the old connection that nobody took yet: the tracker
+		// has given them back to the queue. Drop them, and ask for as
+		// much work again.
+		c.credit += len(c.assigns)
+		clear(c.assigns)
+		c.assigns = c.assigns[:0]
+	}
+	if c.credit > 0 {
+		out = append(out, &wire.Credit{N: c.credit})
+	}
+	reqs := make([]uint64, 0, len(c.pending))
+	for req := range c.pending {
+		reqs = append(reqs, req)
+	}
+	slices.Sort(reqs)
+	covered := make(map[workunit.Key]bool)
+	for _, req := range reqs {
+		r := c.pending[req]
+		m := r.message()
+		if s, ok := m.(*wire.Submit); ok && s.Options.Watch {
+			covered[r.(*Call).Key] = true
+		}
+		out = append(out, m)
+	}
+	clear(c.batches)
+	var keys []workunit.Key
+	for k := range c.watches {
+		if !covered[k] {
+			keys = append(keys, k)
+		}
+	}
+	for len(keys) > 0 {
+		n := min(len(keys), maxWatchKeys)
+		out = append(out, c.watchMsgLocked(keys[:n]))
+		keys = keys[n:]
+	}
+	c.out = out
+}
+
+// watchMsgLocked returns a Watch of keys under a new request id, noting
+// the batch so that an Error answering it can fail its keys.
+func (c *Client) watchMsgLocked(keys []workunit.Key) *wire.Watch {
+	req := c.nextReqLocked()
+	ks := slices.Clone(keys)
+	if len(c.batches) < maxBatches { // else an Error answering it is only logged
+		c.batches[req] = &watchBatch{keys: ks, left: len(ks)}
+	}
+	return &wire.Watch{Req: req, Keys: ks}
+}
+
+// writer sends what is queued, every message that is ready in one frame
+// (several when they pass the tracker's limits), until cn ends.
+func (c *Client) writer(cn *conn) {
+	defer close(cn.writerDone)
+	enc := wire.Encoder{Limits: cn.welcome.Limits}
+	send := func() error {
+		if enc.Len() == 0 {
+			return nil
+		}
+		_ = cn.ws.SetWriteDeadline(time.Now().Add(c.opts.WriteTimeout))
+		err := cn.ws.WriteMessage(websocket.BinaryMessage, enc.Frame())
+		enc.Reset()
+		return err
+	}
+	for {
+		select {
+		case <-c.kick:
+		case <-cn.done:
+			return
+		}
+		c.mu.Lock()
+		if c.cur != cn {
+			c.mu.Unlock()
+			c.wake() // for the next connection's writer
+			return
+		}
+		batch := c.out
+		c.out = c.spare[:0]
+		c.spare = nil
+		c.keepRecentLocked(batch)
+		c.mu.Unlock()
+
+		var err error
+		for _, m := range batch {
+			aerr := enc.Add(m)
+			if errors.Is(aerr, wire.ErrFrameFull) {
+				if err = send(); err != nil {
+					break
+				}
+				aerr = enc.Add(m)
+			}
+			if aerr != nil {
+				c.unsendable(m, aerr)
+			}
+		}
+		if err == nil {
+			err = send()
+		}
+		clear(batch)
+		c.mu.Lock()
+		if c.spare == nil {
+			c.spare = batch[:0]
+		}
+		if c.closing && len(c.out) == 0 && err == nil && c.flushed != nil {
+			close(c.flushed)
+			c.flushed = nil
+		}
+		c.mu.Unlock()
+		if err != nil {
+			cn.fail(fmt.Errorf("client: write: %w", err))
+			return
+		}
+	}
+}
+
+// keepRecentLocked remembers the results in batch, to send them again
+// after a reconnect: the tracker may not have read them. Only the latest
+// are kept (maxRecent, maxRecentBytes).
+func (c *Client) keepRecentLocked(batch []wire.Msg) {
+	for _, m := range batch {
+		var n int
+		switch m := m.(type) {
+		case *wire.Done:
+			n = len(m.Result) + 64
+		case *wire.Failed:
+			n = len(m.Error.Message) + len(m.Error.Stack) + 64
+		default:
+			continue
+		}
+		c.recent = append(c.recent, m)
+		c.recentBytes += n
+	}
+	if len(c.recent) > maxRecent || c.recentBytes > maxRecentBytes {
+		drop := len(c.recent) / 2
+		c.recent = slices.Delete(c.recent, 0, drop)
+		c.recentBytes /= 2
+	}
+}
+
+// unsendable handles a message the encoder refused (a field over the
+// tracker's limits): the request it carried fails.
+func (c *Client) unsendable(m wire.Msg, err error) {
+	c.log.Error("client: cannot send a message", "type", m.Type(), "err", err)
+	var req uint64
+	switch m := m.(type) {
+	case *wire.Submit:
+		req = m.Req
+	case *wire.Info:
+		req = m.Req
+	case *wire.BlobHave:
+		req = m.Req
+	case *wire.BlobPut:
+		req = m.Req
+	case *wire.BlobGet:
+		req = m.Req
+	}
+	if req == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r, ok := c.pending[req]; ok {
+		delete(c.pending, req)
+		r.fail(c, fmt.Errorf("client: %w", err))
+	}
+}
+
+// reader reads and handles the tracker's frames until cn ends. It keeps
+// the read deadline at wire.ReadTimeout of the tracker's ping interval,
+// renewed by every frame and ping, and answers pings with pongs.
+func (c *Client) reader(cn *conn) {
+	defer close(cn.readerDone)
+	ws := cn.ws
+	timeout := wire.ReadTimeout(cn.welcome.PingInterval)
+	ws.SetReadLimit(int64(cn.welcome.Limits.MaxFrameBytes) + readSlack)
+	_ = ws.SetReadDeadline(time.Now().Add(timeout))
+	ws.SetPingHandler(func(data string) error {
+		_ = ws.SetReadDeadline(time.Now().Add(timeout))
+		err := ws.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(c.opts.WriteTimeout))
+		var ne net.Error
+		if err == nil || errors.Is(err, websocket.ErrCloseSent) || errors.As(err, &ne) && ne.Timeout() {
+			return nil
+		}
+		return err
+	})
+	ws.SetPongHandler(func(string) error {
+		_ = ws.SetReadDeadline(time.Now().Add(timeout))
+		return nil
+	})
+	dec := wire.Decoder{Limits: cn.welcome.Limits}
+	var buf bytes.Buffer // frames are read into it, and what is kept is copied out
+	for {
+		typ, r, err := ws.NextReader()
+		if err == nil {
+			buf.Reset()
+			_, err = buf.ReadFrom(r)
+		}
+		if err != nil {
+			cn.fail(fmt.Errorf("client: read: %w", err))
+			return
+		}
+		frame := buf.Bytes()
+		if buf.Cap() > maxKeepRead && buf.Len() < buf.Cap()/4 {
+			buf = bytes.Buffer{} // do not keep a huge buffer for small frames
+		}
+		_ = ws.SetReadDeadline(time.Now().Add(timeout))
+		if typ != websocket.BinaryMessage {
+			cn.sendClose(wire.CloseUnsupportedData, c.opts.WriteTimeout)
+			cn.fail(errors.New("client: the tracker sent a text message"))
+			return
+		}
+		msgs, err := dec.Decode(frame)
+		if err != nil {
+			c.log.Error("client: bad frame from the tracker", "err", err)
+			cn.sendClose(wire.CloseProtocolError, c.opts.WriteTimeout)
+			cn.fail(err)
+			return
+		}
+		if err := c.handle(cn, msgs); err != nil {
+			c.log.Error("client: bad message from the tracker", "err", err)
+			cn.sendClose(wire.CloseProtocolError, c.opts.WriteTimeout)
+			cn.fail(err)
+			return
+		}
+	}
+}
+
+// handle applies the messages of one frame, in order, under one lock.
+// Decoded messages belong to the Decoder, and their byte slices to the
+// reader's buffer: what is kept is copied.
+func (c *Client) handle(cn *conn, msgs []wire.Msg) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cur != cn {
+		return nil
+	}
+	queued := false
+	for _, m := range msgs {
+		if m.Type().FromClient() {
+			return fmt.Errorf("client: the tracker sent %s, a client's message", m.Type())
+		}
+		switch m := m.(type) {
+		case *wire.Accepted:
+			c.onAcceptedLocked(m)
+		case *wire.Finished:
+			c.onFinishedLocked(m)
+		case *wire.InfoReply:
+			c.onInfoLocked(m)
+		case *wire.BlobNeed:
+			c.onBlobNeedLocked(m)
+		case *wire.BlobStored:
+			c.onBlobStoredLocked(m)
+		case *wire.BlobData:
+			c.onBlobDataLocked(m)
+		case *wire.Assign:
+			a := &Assignment{Key: m.Key, Token: m.Token, Spec: bytes.Clone(m.Spec), Realm: m.Realm, Timeout: m.Timeout, GPUs: m.GPUs}
+			c.assigns = append(c.assigns, a)
+			if c.credit > 0 {
+				c.credit--
+			}
+			queued = true
+		case *wire.Error:
+			c.onErrorLocked(m)
+		default:
+			return fmt.Errorf("client: the tracker sent %s after its welcome", m.Type())
+		}
+	}
+	if queued {
+		c.signalAssign()
+	}
+	return nil
+}
+
+// onErrorLocked handles an Error: it answers the request with its Req, or
+// the connection as a whole (Req 0). A shutting-down tracker's refusal
+// leaves the request waiting: it goes out again on the next connection.
+func (c *Client) onErrorLocked(m *wire.Error) {
+	if m.Req == 0 {
+		c.log.Warn("client: the tracker reports an error", "code", m.Code, "message", m.Message)
+		return
+	}
+	if m.Code == wire.CodeShutdown {
+		return
+	}
+	if r, ok := c.pending[m.Req]; ok {
+		delete(c.pending, m.Req)
+		r.fail(c, copyErr(m))
+		return
+	}
+	if b, ok := c.batches[m.Req]; ok {
+		delete(c.batches, m.Req)
+		err := fmt.Errorf("client: watch: %w", copyErr(m))
+		for _, k := range b.keys {
+			if w := c.watches[k]; w != nil && w.minReq <= m.Req {
+				c.resolveLocked(w, nil, err)
+			}
+		}
+		return
+	}
+	c.log.Debug("client: an error for no pending request", "req", m.Req, "code", m.Code, "message", m.Message)
+}

@@ -1,0 +1,242 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/riot-go/riot/value"
+	"github.com/riot-go/riot/wire"
+	"github.com/riot-go/riot/workunit"
+)
+
+// Assignment is a lease on a workunit that the tracker gave this client
+// (a wire.Assign): run it, then answer with Done or Failed (or Return it)
+// with its Lease.
+type Assignment struct {
+	Key workunit.Key
+	// Token names the lease; Done, Failed and Return carry it.
+	Token uint64
+	// Spec is the workunit as the master submitted it (Decode it with
+	// Assignment.Decode).
+	Spec []byte
+	// Realm groups workunits that may share a JavaScript realm.
+	Realm string
+	// Timeout is the workunit's time limit; 0 for the worker's default.
+	Timeout time.Duration
+	// GPUs is how many of the worker's GPU devices it gets.
+	GPUs int
+}
+
+// Lease returns the assignment's key and token.
+func (a *Assignment) Lease() wire.Lease { return wire.Lease{Key: a.Key, Token: a.Token} }
+
+// Decode returns the workunit's spec.
+func (a *Assignment) Decode() (*workunit.Spec, error) {
+	var s workunit.Spec
+	if err := s.UnmarshalBinary(a.Spec); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+// Credit lets the tracker assign n more workunits to this client (a
+// worker grants slots+prefetch at the start, then one per result). The
+// client remembers the credit not yet used and grants it again on each
+// new connection. Credit does not block.
+func (c *Client) Credit(n int) {
+	if n <= 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return
+	}
+	c.credit += n
+	c.sendLocked(&wire.Credit{N: n})
+}
+
+// signalAssign wakes a goroutine waiting in NextAssignment.
+func (c *Client) signalAssign() {
+	select {
+	case c.assignSig <- struct{}{}:
+	default:
+	}
+}
+
+// NextAssignment returns the next workunit the tracker assigned, waiting
+// for one until ctx ends. Assignments come only for credit (Credit).
+func (c *Client) NextAssignment(ctx context.Context) (*Assignment, error) {
+	for {
+		c.mu.Lock()
+		if len(c.assigns) > 0 {
+			a := c.assigns[0]
+			c.assigns[0] = nil
+			c.assigns = c.assigns[1:]
+			if len(c.assigns) > 0 {
+				c.signalAssign()
+			}
+			c.mu.Unlock()
+			return a, nil
+		}
+		if c.err != nil {
+			err := c.err
+			c.mu.Unlock()
+			return nil, err
+		}
+		c.mu.Unlock()
+		select {
+		case <-c.assignSig:
+		case <-c.ended:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("client: wait for work: %w", ctx.Err())
+		}
+	}
+}
+
+// TakeQueued returns the assignments received and not yet taken by
+// NextAssignment, and removes them: a worker that stops returns them.
+func (c *Client) TakeQueued() []*Assignment {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	q := c.assigns
+	c.assigns = nil
+	return q
+}
+
+// Report is a workunit's end as a worker reports it: a result (Done) or
+// an error (Failed), with the credit to grant with it.
+type Report struct {
+	Lease wire.Lease
+	// Result is the value document of a workunit that succeeded; Error
+	// the error of one that failed (exactly one of them is set).
+	Result []byte
+	Error  *workunit.Error
+	// Console and Elapsed are the run's console output and duration.
+	Console wire.Console
+	Elapsed time.Duration
+	// Credit is granted in the same frame (see Credit); 0 for none.
+	Credit int
+}
+
+// Report sends r as a Done or a Failed, and its credit, in the same frame.
+// It does not block. A result over the tracker's MaxResultBytes is refused
+// with an error wrapping wire.ErrLimit (and nothing is sent): report a
+// workunit.ResultLimit error instead. A thrown value over that limit is
+// dropped from the error (its name and message stay). Reports of leases
+// from an earlier connection may be sent: the tracker discards those it no
+// longer holds.
+func (c *Client) Report(r Report) error {
+	if (r.Error == nil) == (r.Result == nil) {
+		return fmt.Errorf("client: report of workunit %s: want a result or an error", r.Lease.Key.Short())
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return c.err
+	}
+	lim := c.welcome.Limits.WithDefaults().MaxResultBytes
+	var m wire.Msg
+	if r.Error != nil {
+		werr := r.Error
+		if len(werr.Value) > lim {
+			cp := *werr
+			cp.Value = nil
+			werr = &cp
+		}
+		m = &wire.Failed{Key: r.Lease.Key, Token: r.Lease.Token, Error: werr, Console: r.Console, Elapsed: r.Elapsed}
+	} else {
+		if len(r.Result) > lim {
+			return fmt.Errorf("client: result of workunit %s: %w: %d bytes, limit %d",
+				r.Lease.Key.Short(), wire.ErrLimit, len(r.Result), lim)
+		}
+		if len(r.Result) == 0 {
+			return fmt.Errorf("client: result of workunit %s: empty (a value document has at least one byte)", r.Lease.Key.Short())
+		}
+		m = &wire.Done{Key: r.Lease.Key, Token: r.Lease.Token, Result: r.Result, Console: r.Console, Elapsed: r.Elapsed}
+	}
+	c.sendLocked(m)
+	if r.Credit > 0 {
+		c.credit += r.Credit
+		c.sendLocked(&wire.Credit{N: r.Credit})
+	}
+	return nil
+}
+
+// Done reports a workunit's result (a value document, see package value)
+// for lease l, with its console output and run time: Report without
+// credit.
+func (c *Client) Done(l wire.Lease, result []byte, console wire.Console, elapsed time.Duration) error {
+	if result == nil {
+		result = []byte{}
+	}
+	return c.Report(Report{Lease: l, Result: result, Console: console, Elapsed: elapsed})
+}
+
+// Failed reports a workunit's error for lease l (the tracker fills in its
+// Worker and Key): Report without credit.
+func (c *Client) Failed(l wire.Lease, werr *workunit.Error, console wire.Console, elapsed time.Duration) error {
+	if werr == nil {
+		return errors.New("client: failed: nil error")
+	}
+	return c.Report(Report{Lease: l, Error: werr, Console: console, Elapsed: elapsed})
+}
+
+// Return hands leases back unfinished, as a worker that stops does: the
+// tracker gives them to other workers at once. It does not block.
+func (c *Client) Return(leases ...wire.Lease) error {
+	if len(leases) == 0 {
+		return nil
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return c.err
+	}
+	for len(leases) > 0 {
+		n := min(len(leases), maxWatchKeys)
+		c.sendLocked(&wire.Return{Leases: append([]wire.Lease(nil), leases[:n]...)})
+		leases = leases[n:]
+	}
+	return nil
+}
+
+// WaitForWork is Riot's client-wait-for-work: it takes one workunit from
+// the tracker itself, granting credit 1 when it holds neither a queued
+// assignment nor unused credit, and waits for the assignment. Answer it
+// with CompleteWorkunit (or Done, Failed, Return). The tracker assigns
+// work only to clients whose Hello offered room: dial with Options.Slots
+// 1 to take work from a master's client.
+func (c *Client) WaitForWork(ctx context.Context) (*Assignment, error) {
+	if c.opts.Slots+c.opts.Prefetch == 0 {
+		return nil, errors.New("client: wait for work: this client offered no room for work in its hello (dial with Options.Slots 1)")
+	}
+	c.mu.Lock()
+	if len(c.assigns) == 0 && c.credit == 0 && c.err == nil {
+		c.credit++
+		c.sendLocked(&wire.Credit{N: 1})
+	}
+	c.mu.Unlock()
+	return c.NextAssignment(ctx)
+}
+
+// CompleteWorkunit is Riot's client-complete-workunit!: it finishes the
+// assignment a with result (a Go value, see value.Marshal) when werr is
+// nil, or fails it with werr (a *workunit.Error is sent as it is; any
+// other error as a thrown Error with its message).
+func (c *Client) CompleteWorkunit(a *Assignment, result any, werr error) error {
+	if werr != nil {
+		e := wire.WorkError(werr)
+		if e.Kind == workunit.Internal && !errors.As(werr, new(*workunit.Error)) {
+			e.Kind = workunit.Thrown
+		}
+		return c.Failed(a.Lease(), e, nil, 0)
+	}
+	data, err := value.Marshal(result)
+	if err != nil {
+		return fmt.Errorf("client: result of workunit %s: %w", a.Key.Short(), err)
+	}
+	return c.Done(a.Lease(), data, nil, 0)
+}

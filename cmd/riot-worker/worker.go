@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"runtime"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/riot-go/riot/client"
+	"github.com/riot-go/riot/engine"
+	"github.com/riot-go/riot/gpu"
+	"github.com/riot-go/riot/worker"
+)
+
+const workerUsage = `Usage: riot-worker [flags] HOST[:PORT]
+
+Runs a riot worker: connects to the tracker at HOST (port 2355 unless
+--port or HOST:PORT says otherwise; a ws:// or wss:// URL works too), takes
+workunits from it, evaluates them, and sends their results back, until
+SIGINT or SIGTERM. Riot's worker, as in
+
+  riot-worker --port 1234 --name worker-name server-host
+
+The tracker makes names unique: a second worker named alfred is alfred-2.
+A worker that loses its tracker keeps trying to reconnect.
+
+On SIGINT or SIGTERM the worker stops taking work, lets running workunits
+finish for up to --grace, then hands the rest back to the tracker and
+exits. A second signal exits at once. See docs/workers.md, and
+'riot-worker help' for the other commands (eval).
+
+Flags:
+`
+
+type workerFlags struct {
+	port     int
+	name     string
+	slots    int
+	prefetch int
+	grace    time.Duration
+	timeout  time.Duration
+	memory   uint64
+	cache    int64
+	token    string
+	noGPU    bool
+	logLevel string
+	tracker  string
+}
+
+func parseWorkerFlags(args []string, stderr io.Writer) (*workerFlags, error) {
+	fs := flag.NewFlagSet("riot-worker", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	f := &workerFlags{}
+	fs.IntVar(&f.port, "port", 0, "the tracker's `port` (default 2355)")
+	fs.StringVar(&f.name, "name", "", "the worker's `name` (default: the host name; the tracker makes it unique)")
+	fs.IntVar(&f.slots, "slots", runtime.NumCPU(), "workunits run at once")
+	fs.IntVar(&f.prefetch, "prefetch", 0, "workunits held queued beyond the slots (default: 2 per slot)")
+	fs.DurationVar(&f.grace, "grace", worker.DefaultGrace, "how long running workunits may finish after SIGINT or SIGTERM")
+	fs.DurationVar(&f.timeout, "timeout", 0, "time limit of workunits that set none, such as 30s or 5m (default: none)")
+	fs.Uint64Var(&f.memory, "memory-limit", 0, "heap `bytes` past which running workunits are interrupted (default: none)")
+	fs.Int64Var(&f.cache, "blob-cache", worker.DefaultBlobCacheBytes, "`bytes` of blobs (modules, large values) kept")
+	fs.StringVar(&f.token, "token", os.Getenv("RIOT_TOKEN"), "the tracker's credentials (default: $RIOT_TOKEN)")
+	fs.BoolVar(&f.noGPU, "no-gpu", false, "offer no GPU devices, even when a CUDA driver is present")
+	fs.StringVar(&f.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), workerUsage)
+		fs.PrintDefaults()
+	}
+	// Flags may come before and after HOST.
+	var hosts []string
+	for {
+		if err := fs.Parse(args); err != nil {
+			return nil, err
+		}
+		if fs.NArg() == 0 {
+			break
+		}
+		hosts = append(hosts, fs.Arg(0))
+		args = fs.Args()[1:]
+	}
+	if len(hosts) != 1 {
+		fs.Usage()
+		if len(hosts) == 0 {
+			return nil, errors.New("the tracker's HOST is required")
+		}
+		return nil, fmt.Errorf("one HOST, not %d: %q", len(hosts), hosts)
+	}
+	addr, err := trackerAddr(hosts[0], f.port)
+	if err != nil {
+		return nil, err
+	}
+	f.tracker = addr
+	if f.slots <= 0 {
+		return nil, fmt.Errorf("--slots %d: want at least 1", f.slots)
+	}
+	if f.prefetch < 0 {
+		return nil, fmt.Errorf("--prefetch %d: want 0 or more", f.prefetch)
+	}
+	return f, nil
+}
+
+// trackerAddr joins HOST and --port: a port given twice must agree.
+func trackerAddr(host string, port int) (string, error) {
+	if port < 0 || port > 65535 {
+		return "", fmt.Errorf("--port %d: out of range", port)
+	}
+	if port == 0 || strings.Contains(host, "://") {
+		if port != 0 {
+			return "", errors.New("--port does not go with a URL: put the port in the URL")
+		}
+		return host, nil
+	}
+	if h, p, err := net.SplitHostPort(host); err == nil {
+		if p != strconv.Itoa(port) {
+			return "", fmt.Errorf("the port is given twice: %s and --port %d", host, port)
+		}
+		host = h
+	}
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	return net.JoinHostPort(host, strconv.Itoa(port)), nil
+}
+
+func runWorker(ctx context.Context, args []string, stderr io.Writer) int {
+	f, err := parseWorkerFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "riot-worker: %v\n", err)
+		return 2
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
+		fmt.Fprintf(stderr, "riot-worker: --log-level %q: want debug, info, warn or error\n", f.logLevel)
+		return 2
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	eo := engine.Options{Timeout: f.timeout, MemoryLimit: f.memory}
+	if !f.noGPU {
+		drv, err := gpu.Open(gpu.WithLogger(logger))
+		if err != nil {
+			logger.Debug("riot-worker: no GPUs", "err", err)
+		}
+		if drv.DeviceCount() > 0 {
+			eo.GPU = drv
+			logger.Info("riot-worker: GPUs", "devices", drv.DeviceCount())
+		}
+		defer drv.Close()
+	}
+	grace := f.grace
+	if grace <= 0 {
+		grace = -1 // no grace: interrupt at once
+	}
+	err = worker.Run(ctx, worker.Options{
+		Tracker:        f.tracker,
+		Name:           f.name,
+		Slots:          f.slots,
+		Prefetch:       f.prefetch,
+		Grace:          grace,
+		Engine:         eo,
+		BlobCacheBytes: f.cache,
+		Client:         client.Options{Token: f.token},
+		Logger:         logger,
+	})
+	if err != nil {
+		fmt.Fprintf(stderr, "riot-worker: %v\n", err)
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,227 @@
+// Package job runs riot job scripts: what riot-worker eval SCRIPT.js does.
+//
+// A job script runs on the master (engine.RunScript) with a connection to a
+// tracker: the one named by Options.Tracker, or, when none is named, the
+// embedded default: a tracker in this process, listening on loopback, in
+// memory (or in Options.Data), with a worker in this process whose slots do
+// the work. Either way the script, its workunits and their results are the
+// same; only where the work runs differs.
+//
+// While work is outstanding, Run shows a progress bar on stderr when stderr
+// is a terminal, and every workunit's console output, each line prefixed
+// with its worker's name.
+package job
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"runtime"
+	"strconv"
+	"time"
+
+	"golang.org/x/term"
+
+	"github.com/riot-go/riot/client"
+	"github.com/riot-go/riot/engine"
+	"github.com/riot-go/riot/tracker"
+	"github.com/riot-go/riot/wire"
+	"github.com/riot-go/riot/worker"
+)
+
+// Progress says when Run shows a progress bar.
+type Progress int
+
+// Progress modes.
+const (
+	ProgressAuto Progress = iota // when stderr is a terminal
+	ProgressOn
+	ProgressOff
+)
+
+// Options configures Run.
+type Options struct {
+	// Script is the job script's path; Args are its arguments (riot.args).
+	Script string
+	Args   []string
+	// Tracker is the tracker to use ("host", "host:port", a ws:// or
+	// wss:// URL). Empty: the embedded default.
+	Tracker string
+	// Token is the tracker's credentials, if it needs them.
+	Token string
+	// Workers is the number of slots of the embedded default's worker;
+	// 0 means none (the script takes work itself), negative means one per
+	// CPU. Ignored with Tracker.
+	Workers int
+	// Data is the directory of the embedded tracker's store; empty keeps
+	// everything in memory.
+	Data string
+	// Engine configures the embedded worker's evaluation (time limit,
+	// memory guard).
+	Engine engine.Options
+	// Progress says when to show the progress bar.
+	Progress Progress
+	// Stdout and Stderr default to os.Stdout and os.Stderr.
+	Stdout, Stderr io.Writer
+	// Logger receives the logs of the embedded tracker and worker (quiet
+	// by default: they would run into the script's output).
+	Logger *slog.Logger
+}
+
+// Run runs a job script to its end. An uncaught exception is returned as
+// an *engine.ScriptError.
+func Run(ctx context.Context, opts Options) error {
+	if opts.Stdout == nil {
+		opts.Stdout = os.Stdout
+	}
+	if opts.Stderr == nil {
+		opts.Stderr = os.Stderr
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(opts.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+
+	addr := opts.Tracker
+	var stats func() (int, int, bool)
+	if addr == "" {
+		emb, err := startEmbedded(ctx, opts)
+		if err != nil {
+			return err
+		}
+		defer emb.stop()
+		addr = emb.addr
+		stats = emb.busy
+	} else {
+		stats = remoteBusy(ctx, addr)
+	}
+
+	dial := func(ctx context.Context, host string, port int, name string) (engine.Conn, error) {
+		target := host
+		if port > 0 {
+			target = net.JoinHostPort(host, strconv.Itoa(port))
+		}
+		copts := client.Options{Name: name, Role: wire.RoleMaster, Token: opts.Token, Logger: opts.Logger}
+		c, err := client.Dial(ctx, target, copts)
+		if err != nil {
+			return nil, err
+		}
+		copts.Name, copts.Slots = c.Name(), 1
+		return &conn{c: c, dial: func(ctx context.Context) (*client.Client, error) {
+			return client.Dial(ctx, target, copts)
+		}}, nil
+	}
+	main, err := dial(ctx, addr, 0, "")
+	if err != nil {
+		return fmt.Errorf("job: connecting to the tracker at %s: %w", addr, err)
+	}
+	defer main.Close()
+
+	bar := opts.Progress == ProgressOn
+	if opts.Progress == ProgressAuto {
+		if f, ok := opts.Stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+			bar = true
+		}
+	}
+	ui := newJobUI(opts.Stderr, bar, stats)
+	defer ui.Close()
+	return engine.RunScript(ctx, engine.ScriptOptions{
+		Path:    opts.Script,
+		Args:    opts.Args,
+		Conn:    main,
+		Connect: dial,
+		Stdout:  ui.Writer(opts.Stdout),
+		Stderr:  ui.Writer(opts.Stderr),
+		Events:  ui,
+		Logger:  opts.Logger,
+	})
+}
+
+// embedded is the embedded default: a tracker and a worker in this process.
+type embedded struct {
+	addr string
+	srv  *tracker.Server
+	ctx  context.Context
+	// stopWorker and stopTracker end the worker, then the tracker: the
+	// worker goes first, so that it does not try to reconnect to a
+	// tracker going away.
+	stopWorker, stopTracker func()
+}
+
+func startEmbedded(parent context.Context, opts Options) (*embedded, error) {
+	srv, err := tracker.New(tracker.Options{Listen: "127.0.0.1:0", DataDir: opts.Data, Name: "embedded", Logger: opts.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("job: embedded tracker: %w", err)
+	}
+	tctx, tcancel := context.WithCancel(parent)
+	trackerDone := make(chan error, 1)
+	go func() { trackerDone <- srv.Run(tctx) }()
+	e := &embedded{srv: srv, ctx: tctx, stopWorker: func() {}}
+	e.stopTracker = func() { tcancel(); <-trackerDone }
+	select {
+	case <-srv.Ready():
+	case err := <-trackerDone:
+		tcancel()
+		return nil, fmt.Errorf("job: embedded tracker: %w", err)
+	}
+	e.addr = srv.Addr().String()
+
+	slots := opts.Workers
+	if slots < 0 {
+		slots = runtime.NumCPU()
+	}
+	if slots == 0 {
+		return e, nil
+	}
+	wctx, wcancel := context.WithCancel(tctx)
+	ready := make(chan struct{})
+	workerDone := make(chan error, 1)
+	wopts := worker.Options{
+		Tracker: e.addr,
+		Name:    "local",
+		Slots:   slots,
+		Grace:   -1,
+		Engine:  opts.Engine,
+		Logger:  opts.Logger,
+		Ready:   func(string) { close(ready) },
+	}
+	go func() { workerDone <- worker.Run(wctx, wopts) }()
+	e.stopWorker = func() { wcancel(); <-workerDone }
+	select {
+	case <-ready:
+	case err := <-workerDone:
+		wcancel()
+		e.stopTracker()
+		return nil, fmt.Errorf("job: embedded worker: %w", err)
+	}
+	return e, nil
+}
+
+func (e *embedded) stop() {
+	e.stopWorker()
+	e.stopTracker()
+}
+
+// busy reports the embedded worker's busy slots and its slots.
+func (e *embedded) busy() (int, int, bool) {
+	ctx, cancel := context.WithTimeout(e.ctx, 200*time.Millisecond)
+	defer cancel()
+	st, err := e.srv.Status(ctx)
+	if err != nil {
+		return 0, 0, false
+	}
+	return busySlots(&st)
+}
+
+func busySlots(st *tracker.Status) (int, int, bool) {
+	busy, slots := 0, 0
+	for _, w := range st.Workers {
+		busy += min(w.Busy, w.Slots)
+		slots += w.Slots
+	}
+	return busy, slots, slots > 0
+}

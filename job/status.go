@@ -1,0 +1,73 @@
+package job
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/riot-go/riot/client"
+	"github.com/riot-go/riot/tracker"
+)
+
+// remoteBusy returns a function that reports the workers busy on a remote
+// tracker, from its status page (GET /status), read once a second in the
+// background while ctx lasts.
+func remoteBusy(ctx context.Context, addr string) func() (int, int, bool) {
+	ws, err := client.TrackerURL(addr)
+	if err != nil {
+		return nil
+	}
+	pu, err := url.Parse(ws)
+	if err != nil {
+		return nil
+	}
+	pu.Scheme = strings.Replace(pu.Scheme, "ws", "http", 1)
+	pu.Path = "/status"
+	u := pu.String()
+	var (
+		mu          sync.Mutex
+		busy, slots int
+		known       bool
+		hc          = &http.Client{Timeout: 2 * time.Second}
+	)
+	poll := func() {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+		if err != nil {
+			return
+		}
+		resp, err := hc.Do(req)
+		if err != nil {
+			return
+		}
+		defer resp.Body.Close()
+		var st tracker.Status
+		if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&st) != nil {
+			return
+		}
+		b, s, ok := busySlots(&st)
+		mu.Lock()
+		busy, slots, known = b, s, ok
+		mu.Unlock()
+	}
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			poll()
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	return func() (int, int, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		return busy, slots, known
+	}
+}

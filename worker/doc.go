@@ -1,0 +1,43 @@
+// Package worker is riot's worker loop: it connects to a tracker, takes
+// workunits, evaluates them with the engine, and reports their results.
+// The riot-worker command is a thin main around Run.
+//
+// # What Run does
+//
+//  1. Dials the tracker as a worker (package client), retrying while it
+//     cannot be reached, and gets its unique name (alfred, alfred-2, ...).
+//  2. Starts an engine with Slots slots named after the worker, and grants
+//     the tracker credit for Slots + Prefetch workunits.
+//  3. For each assignment: decodes its spec, starts fetching the blobs it
+//     lists that are not in the blob cache (a bounded LRU by bytes, filled
+//     from the tracker), and queues it for a slot. A slot evaluates it with
+//     the assignment's realm and time limit, and sends Done with the
+//     result and console output, or Failed with the workunit's error (a
+//     throw, a time limit, a memory limit, a result too large), then
+//     grants one credit. A workunit's failure never stops the worker.
+//  4. When the connection drops, the client reconnects; results of leases
+//     from the old connection are still sent (the tracker discards those
+//     it no longer holds).
+//  5. When ctx ends, it stops gracefully: no more credit, no new work;
+//     running workunits get Grace to finish, then are interrupted; every
+//     lease not finished (interrupted, queued, or prefetched) is handed
+//     back with Return, and the connection closes.
+//
+// # Usage
+//
+//	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+//	defer stop()
+//	err := worker.Run(ctx, worker.Options{
+//		Tracker: "alfred:2355",
+//		Slots:   8,
+//		Engine:  engine.Options{Timeout: 10 * time.Minute, MemoryLimit: 8 << 30},
+//	})
+//
+// # The caller's duties
+//
+//  1. Give Options.Tracker; everything else has a default.
+//  2. End ctx to stop the worker, and expect Run to take up to Grace (plus
+//     a close handshake) to return.
+//  3. When Options.Engine.GPU is set, open the driver before Run and close
+//     it after.
+package worker

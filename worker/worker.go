@@ -1,0 +1,465 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"runtime"
+	"sync"
+	"time"
+
+	"github.com/riot-go/riot/client"
+	"github.com/riot-go/riot/engine"
+	"github.com/riot-go/riot/wire"
+	"github.com/riot-go/riot/workunit"
+)
+
+// Defaults for Options fields left zero.
+const (
+	// DefaultPrefetchPerSlot is how many workunits a worker holds queued
+	// per slot beyond those it runs, by default: enough to start the next
+	// workunit without waiting for a round trip to the tracker, and few
+	// enough that a slow worker does not hoard work.
+	DefaultPrefetchPerSlot = 2
+	// DefaultGrace is how long a stopping worker lets running workunits
+	// finish before it interrupts and returns them.
+	DefaultGrace = 30 * time.Second
+	// DefaultBlobCacheBytes bounds the blob cache.
+	DefaultBlobCacheBytes = 512 << 20
+)
+
+// syncTimeout bounds the round trip a stopping worker makes to receive the
+// assignments on their way.
+const syncTimeout = 5 * time.Second
+
+// Options configure a worker. Tracker is required; every other field has a
+// default.
+type Options struct {
+	// Tracker is the tracker's address: "host", "host:port" (default port
+	// 2355) or a ws:// or wss:// URL (see client.TrackerURL).
+	Tracker string
+	// Name is the name the worker asks for; the tracker makes it unique
+	// (a second worker on host alfred is alfred-2). Default: the host
+	// name.
+	Name string
+	// Slots is how many workunits run at once, each in its own JavaScript
+	// runtime. Default: runtime.NumCPU().
+	Slots int
+	// Prefetch is how many more workunits the worker holds queued, so
+	// that a slot that finishes starts the next one without waiting for
+	// the tracker; their blobs are fetched while they wait. Default:
+	// DefaultPrefetchPerSlot per slot. Negative means none.
+	Prefetch int
+	// Grace is how long a stopping worker lets its running workunits
+	// finish before it interrupts them and hands them back to the tracker.
+	// Default: DefaultGrace. Negative means no grace: running workunits
+	// are interrupted at once.
+	Grace time.Duration
+	// Engine configures evaluation: the default time limit (Timeout), the
+	// memory guard (MemoryLimit), stack depth, console and result bounds,
+	// GPUs. Its Slots, WorkerName and Logger are set from these Options;
+	// its MaxResultBytes is at most the tracker's MaxResultBytes.
+	Engine engine.Options
+	// BlobCacheBytes bounds the cache of blobs (modules and large values)
+	// fetched from the tracker, least recently used first out. Default:
+	// DefaultBlobCacheBytes.
+	BlobCacheBytes int64
+	// Client holds the other connection settings (Token, backoff, TLS,
+	// timeouts); its Name, Role, Slots, Prefetch, GPUs and Logger are set
+	// from these Options.
+	Client client.Options
+	// Logger receives the worker's logs. Default: slog.Default().
+	Logger *slog.Logger
+	// Ready, when set, is called once the worker is connected and has
+	// asked for work, with the name the tracker gave it.
+	Ready func(name string)
+	// Started, when set, is called on a slot's goroutine as each workunit
+	// starts, for logs, metrics and tests. It must not block.
+	Started func(a *client.Assignment)
+}
+
+func (o *Options) setDefaults() error {
+	if o.Tracker == "" {
+		return errors.New("worker: no tracker address")
+	}
+	if o.Slots <= 0 {
+		o.Slots = runtime.NumCPU()
+	}
+	switch {
+	case o.Prefetch == 0:
+		o.Prefetch = DefaultPrefetchPerSlot * o.Slots
+	case o.Prefetch < 0:
+		o.Prefetch = 0
+	}
+	switch {
+	case o.Grace == 0:
+		o.Grace = DefaultGrace
+	case o.Grace < 0:
+		o.Grace = 0
+	}
+	if o.BlobCacheBytes <= 0 {
+		o.BlobCacheBytes = DefaultBlobCacheBytes
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return nil
+}
+
+// Run connects to the tracker as a worker and evaluates the workunits it
+// assigns until ctx ends, then stops gracefully: it takes no more work,
+// lets running workunits finish within Options.Grace, interrupts the rest,
+// hands back (Return) every lease it did not finish, and closes. It
+// returns nil after a stop by ctx.
+//
+// While the tracker cannot be reached, Run keeps dialing with backoff
+// (also before the first connection); a dropped connection is made again
+// by the client, and work goes on. Run returns an error only when it
+// cannot work at all: bad Options, a tracker that refuses it for good (a
+// protocol version mismatch, bad credentials), or an engine that cannot
+// start. A workunit's failure (a throw, a time limit, a memory limit) is
+// the workunit's result and never stops the worker.
+func Run(ctx context.Context, opts Options) error {
+	if err := opts.setDefaults(); err != nil {
+		return err
+	}
+	w := &worker{opts: opts, log: opts.Logger}
+	return w.run(ctx)
+}
+
+type worker struct {
+	opts  Options
+	log   *slog.Logger
+	c     *client.Client
+	eng   *engine.Engine
+	cache *Cache
+	gpus  *gpuPool
+}
+
+// job is an assignment on its way to a slot.
+type job struct {
+	a    *client.Assignment
+	spec *workunit.Spec
+}
+
+func (w *worker) run(ctx context.Context) error {
+	copts := w.opts.Client
+	copts.Name = w.opts.Name
+	copts.Role = wire.RoleWorker
+	copts.Slots = w.opts.Slots
+	copts.Prefetch = w.opts.Prefetch
+	copts.Logger = w.opts.Logger
+	copts.GPUs = nil
+	if drv := w.opts.Engine.GPU; drv != nil {
+		for i := range drv.DeviceCount() {
+			if d, err := drv.Device(i); err == nil {
+				copts.GPUs = append(copts.GPUs, wire.GPU{Name: d.Name, Memory: d.TotalMemory})
+			}
+		}
+	}
+	w.gpus = newGPUPool(len(copts.GPUs))
+	c, err := w.dial(ctx, copts)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		return err
+	}
+	w.c = c
+	defer c.Close()
+	name := c.Name()
+	w.log = w.opts.Logger.With("worker", name)
+
+	eo := w.opts.Engine
+	eo.Slots = w.opts.Slots
+	eo.WorkerName = name
+	eo.Logger = w.opts.Logger
+	lim := c.Limits().MaxResultBytes
+	if eo.MaxResultBytes <= 0 || eo.MaxResultBytes > lim {
+		eo.MaxResultBytes = lim
+	}
+	w.eng, err = engine.New(eo)
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	defer w.eng.Close()
+	w.cache = NewCache(w.opts.BlobCacheBytes, c.FetchBlob)
+
+	// evalCtx bounds evaluations: it ends Grace after the stop.
+	evalCtx, cancelEval := context.WithCancel(context.WithoutCancel(ctx))
+	defer cancelEval()
+	stop, stopNow := context.WithCancel(ctx)
+	defer stopNow()
+
+	window := w.opts.Slots + w.opts.Prefetch
+	jobs := make(chan *job, window)
+	var returned leases
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		w.dispatch(stop, jobs, &returned)
+	}()
+	var slots sync.WaitGroup
+	for range w.opts.Slots {
+		slots.Add(1)
+		go func() {
+			defer slots.Done()
+			w.slot(stop, evalCtx, jobs, &returned)
+		}()
+	}
+	c.Credit(window)
+	w.log.Info("worker: ready", "tracker", c.Tracker(), "slots", w.opts.Slots, "prefetch", w.opts.Prefetch)
+	if w.opts.Ready != nil {
+		w.opts.Ready(name)
+	}
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case <-c.Ended():
+		runErr = fmt.Errorf("worker: %w", c.Err())
+	}
+	stopNow()
+	w.log.Info("worker: stopping", "grace", w.opts.Grace)
+	grace := time.AfterFunc(w.opts.Grace, cancelEval)
+	defer grace.Stop()
+	wg.Wait()
+	// Receive the assignments already on their way, to return them too.
+	syncCtx, cancelSync := context.WithTimeout(context.Background(), syncTimeout)
+	if err := c.Sync(syncCtx); err != nil {
+		w.log.Debug("worker: sync before returning work", "err", err)
+	}
+	cancelSync()
+	slots.Wait()
+	// Nothing takes jobs any more: hand back what was not started.
+	close(jobs)
+	for j := range jobs {
+		returned.add(j.a.Lease())
+	}
+	for _, a := range c.TakeQueued() {
+		returned.add(a.Lease())
+	}
+	if ls := returned.take(); len(ls) > 0 {
+		w.log.Info("worker: returning unfinished workunits", "count", len(ls))
+		_ = c.Return(ls...)
+	}
+	return runErr
+}
+
+// dial connects, retrying with backoff while the tracker cannot be
+// reached (or is full, or shutting down) until ctx ends.
+func (w *worker) dial(ctx context.Context, copts client.Options) (*client.Client, error) {
+	minB, maxB := copts.MinBackoff, copts.MaxBackoff
+	if minB <= 0 {
+		minB = client.DefaultMinBackoff
+	}
+	if maxB <= 0 {
+		maxB = client.DefaultMaxBackoff
+	}
+	delay := minB
+	for {
+		c, err := client.Dial(ctx, w.opts.Tracker, copts)
+		if err == nil {
+			return c, nil
+		}
+		var ve *client.VersionError
+		if errors.As(err, &ve) || wire.IsCode(err, wire.CodeAuth, wire.CodeInvalid, wire.CodeProtocol) {
+			return nil, fmt.Errorf("worker: %w", err)
+		}
+		w.log.Warn("worker: cannot reach the tracker; retrying", "tracker", w.opts.Tracker, "err", err, "retry_in", delay)
+		t := time.NewTimer(delay/2 + rand.N(delay/2+1))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		delay = min(2*delay, maxB)
+	}
+}
+
+// dispatch takes assignments from the client as they come, starts
+// fetching their blobs, and queues them for the slots, until stop ends.
+func (w *worker) dispatch(stop context.Context, jobs chan<- *job, returned *leases) {
+	for {
+		a, err := w.c.NextAssignment(stop)
+		if err != nil {
+			return
+		}
+		spec, err := a.Decode()
+		if err != nil {
+			w.fail(a, &workunit.Error{Kind: workunit.Invalid, Name: "WorkunitError", Message: err.Error()})
+			continue
+		}
+		j := &job{a: a, spec: spec}
+		w.prefetch(stop, spec)
+		select {
+		case jobs <- j:
+		case <-stop.Done():
+			returned.add(a.Lease())
+			return
+		}
+	}
+}
+
+// prefetch starts fetching the blobs spec needs that are not cached, so
+// that they are there when a slot takes it.
+func (w *worker) prefetch(ctx context.Context, spec *workunit.Spec) {
+	for _, h := range spec.Blobs {
+		if w.cache.Has(h) {
+			continue
+		}
+		go func() {
+			if _, err := w.cache.Blob(ctx, h); err != nil && ctx.Err() == nil {
+				w.log.Debug("worker: prefetch failed", "blob", h.Short(), "err", err)
+			}
+		}()
+	}
+}
+
+// slot runs jobs one at a time until stop ends.
+func (w *worker) slot(stop, evalCtx context.Context, jobs <-chan *job, returned *leases) {
+	for {
+		select {
+		case <-stop.Done():
+			return
+		case j := <-jobs:
+			if stop.Err() != nil {
+				returned.add(j.a.Lease())
+				return
+			}
+			if !w.evaluate(stop, evalCtx, j) {
+				returned.add(j.a.Lease())
+			}
+		}
+	}
+}
+
+// evaluate runs one job and reports its result. It returns false when the
+// job was interrupted by the end of the grace period and must be returned
+// unfinished.
+func (w *worker) evaluate(stop, evalCtx context.Context, j *job) bool {
+	a := j.a
+	gpus, release := w.gpus.take(a.GPUs)
+	defer release()
+	if w.opts.Started != nil {
+		w.opts.Started(a)
+	}
+	res, err := w.eng.Run(evalCtx, engine.Request{
+		Spec:    j.spec,
+		Realm:   a.Realm,
+		Timeout: a.Timeout,
+		Blobs:   w.cache,
+		GPUs:    gpus,
+	})
+	if err != nil && evalCtx.Err() != nil {
+		return false // interrupted after the grace: hand it back
+	}
+	r := client.Report{Lease: a.Lease()}
+	if res != nil {
+		r.Console = consoleOf(res.Console)
+		r.Elapsed = res.Elapsed
+	}
+	if stop.Err() == nil {
+		r.Credit = 1 // room for the next one, in the same frame
+	}
+	if err != nil {
+		r.Error = wire.WorkError(err)
+	} else {
+		r.Result = res.Value
+	}
+	w.report(r)
+	return true
+}
+
+// report sends a workunit's end; a result too large for the tracker is
+// sent as a result-limit error instead.
+func (w *worker) report(r client.Report) {
+	err := w.c.Report(r)
+	if errors.Is(err, wire.ErrLimit) {
+		size := len(r.Result)
+		r.Result = nil
+		r.Error = &workunit.Error{Kind: workunit.ResultLimit, Name: "RangeError",
+			Message: fmt.Sprintf("the result (%d bytes) is larger than the tracker's limit of %d bytes",
+				size, w.c.Limits().MaxResultBytes)}
+		err = w.c.Report(r)
+	}
+	if err != nil {
+		w.log.Warn("worker: cannot report a workunit", "key", r.Lease.Key.Short(), "err", err)
+	}
+}
+
+// fail reports a workunit's error, with one credit.
+func (w *worker) fail(a *client.Assignment, werr *workunit.Error) {
+	w.report(client.Report{Lease: a.Lease(), Error: werr, Credit: 1})
+}
+
+func consoleOf(lines []engine.ConsoleLine) wire.Console {
+	if len(lines) == 0 {
+		return nil
+	}
+	out := make(wire.Console, len(lines))
+	for i, l := range lines {
+		out[i] = wire.ConsoleLine{Level: string(l.Level), Text: l.Text}
+	}
+	return out
+}
+
+// leases collects leases to hand back.
+type leases struct {
+	mu sync.Mutex
+	ls []wire.Lease
+}
+
+func (l *leases) add(x wire.Lease) {
+	l.mu.Lock()
+	l.ls = append(l.ls, x)
+	l.mu.Unlock()
+}
+
+func (l *leases) take() []wire.Lease {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ls := l.ls
+	l.ls = nil
+	return ls
+}
+
+// gpuPool hands out the worker's GPU ordinals to workunits that need
+// devices. The tracker gives a workunit GPUs only when the worker has that
+// many free, so take never waits.
+type gpuPool struct {
+	mu   sync.Mutex
+	free []int
+}
+
+func newGPUPool(n int) *gpuPool {
+	p := &gpuPool{}
+	for i := range n {
+		p.free = append(p.free, i)
+	}
+	return p
+}
+
+// take returns n free ordinals and a function that frees them. n 0 gives
+// no ordinals (the workunit sees every device, as engine.Request says).
+func (p *gpuPool) take(n int) ([]int, func()) {
+	if n <= 0 {
+		return nil, func() {}
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if n > len(p.free) {
+		n = len(p.free)
+	}
+	got := append([]int(nil), p.free[:n]...)
+	p.free = p.free[n:]
+	return got, func() {
+		p.mu.Lock()
+		p.free = append(p.free, got...)
+		p.mu.Unlock()
+	}
+}
