@@ -490,11 +490,11 @@ func (m *master) doWorkCall(call goja.FunctionCall, opts WorkOptions) goja.Value
 	if !goja.IsString(path) || !goja.IsString(name) {
 		m.rl.throw("TypeError", "%s: give a module path and an export name, as strings", op)
 	}
-	mod, err := m.modules.load(m.dir, path.String(), m.relPath)
+	mod, err := m.modules.Load(path.String())
 	if err != nil {
 		m.rl.throw("Error", "%s: %v", op, err)
 	}
-	for h, data := range mod.blobs {
+	for h, data := range mod.Blobs {
 		m.pending[h] = data
 	}
 	var args []goja.Value
@@ -508,8 +508,8 @@ func (m *master) doWorkCall(call goja.FunctionCall, opts WorkOptions) goja.Value
 			m.rl.throw("DataCloneError", "%v", m.encodeError(op, "args["+itoa(i)+"]", err))
 		}
 	}
-	blobs := append(append([]blob.Hash(nil), mod.all...), enc.blobs...)
-	spec := &workunit.Spec{Kind: workunit.Call, Module: mod.hash, Export: name.String(), Payload: append([]byte(nil), enc.w.Bytes()...), Blobs: blobs}
+	blobs := append(append([]blob.Hash(nil), mod.All...), enc.blobs...)
+	spec := &workunit.Spec{Kind: workunit.Call, Module: mod.Hash, Export: name.String(), Payload: append([]byte(nil), enc.w.Bytes()...), Blobs: blobs}
 	keys := m.submit(op, m.conn(op), []*workunit.Spec{spec}, opts)
 	return m.rl.rt.ToValue(keys[0].String())
 }

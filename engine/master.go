@@ -8,13 +8,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/dop251/goja"
 
 	"github.com/riot-go/riot/blob"
 	"github.com/riot-go/riot/engine/capture"
+	"github.com/riot-go/riot/modules"
 	"github.com/riot-go/riot/workunit"
 )
 
@@ -130,12 +130,11 @@ func RunScript(ctx context.Context, opts ScriptOptions) error {
 	m := &master{
 		opts:     opts,
 		script:   script,
-		dir:      filepath.Dir(name),
 		jobs:     make(chan func(), 1024),
 		blobIDs:  make(map[*goja.Object]blobEntry),
 		pending:  make(map[blob.Hash][]byte),
 		uploaded: make(map[Conn]map[blob.Hash]bool),
-		modules:  newModuleCache(),
+		modules:  modules.NewCache(filepath.Dir(name)),
 		taken:    make(map[workunit.Key]*Work),
 	}
 	m.rl, err = newRealmWith(eng, 0, "master", []func(*realm) error{
@@ -160,7 +159,6 @@ func RunScript(ctx context.Context, opts ScriptOptions) error {
 type master struct {
 	opts   ScriptOptions
 	script *capture.Script
-	dir    string
 	rl     *realm
 	ctx    context.Context
 
@@ -175,7 +173,7 @@ type master struct {
 	blobIDs  map[*goja.Object]blobEntry
 	pending  map[blob.Hash][]byte // blobs made, not yet known to be uploaded
 	uploaded map[Conn]map[blob.Hash]bool
-	modules  *moduleCache
+	modules  *modules.Cache
 }
 
 // blobEntry is how a large value was last sent: its blob, and the size it
@@ -300,20 +298,6 @@ func (m *master) describeFunc(id int) string {
 		name = "the function"
 	}
 	return fmt.Sprintf("%s (%s:%d:%d)", name, m.script.File, f.Line, f.Column)
-}
-
-// relPath returns a module's path relative to the script's directory, as
-// workers and stack traces show it.
-func (m *master) relPath(abs string) string {
-	dir, err := filepath.Abs(m.dir)
-	if err != nil {
-		return abs
-	}
-	rel, err := filepath.Rel(dir, abs)
-	if err != nil || strings.HasPrefix(rel, "..") {
-		return abs
-	}
-	return filepath.ToSlash(rel)
 }
 
 func exportOf(v goja.Value) any {

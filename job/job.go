@@ -89,11 +89,11 @@ func Run(ctx context.Context, opts Options) error {
 	addr := opts.Tracker
 	var stats func() (int, int, bool)
 	if addr == "" {
-		emb, err := startEmbedded(ctx, opts)
+		emb, err := StartEmbedded(ctx, EmbeddedOptions{Workers: opts.Workers, Data: opts.Data, Engine: opts.Engine, Logger: opts.Logger})
 		if err != nil {
 			return err
 		}
-		defer emb.stop()
+		defer emb.Stop()
 		addr = emb.addr
 		stats = emb.busy
 	} else {
@@ -141,8 +141,25 @@ func Run(ctx context.Context, opts Options) error {
 	})
 }
 
-// embedded is the embedded default: a tracker and a worker in this process.
-type embedded struct {
+// EmbeddedOptions configures StartEmbedded.
+type EmbeddedOptions struct {
+	// Workers is the number of slots of the local worker; 0 means none,
+	// negative one per CPU.
+	Workers int
+	// Data is the directory of the tracker's store; empty keeps everything
+	// in memory.
+	Data string
+	// Engine configures the worker's evaluation.
+	Engine engine.Options
+	// Logger receives the tracker's and the worker's logs. Default: only
+	// errors, on standard error.
+	Logger *slog.Logger
+}
+
+// Embedded is the embedded default: a tracker on loopback and a worker,
+// both in this process. Go programs use it as riot-worker eval does, to run
+// work without starting riotd and workers by hand.
+type Embedded struct {
 	addr string
 	srv  *tracker.Server
 	ctx  context.Context
@@ -152,15 +169,21 @@ type embedded struct {
 	stopWorker, stopTracker func()
 }
 
-func startEmbedded(parent context.Context, opts Options) (*embedded, error) {
+// StartEmbedded starts a tracker on 127.0.0.1 (any free port) and, unless
+// opts.Workers is 0, a worker named "local" connected to it. It returns once
+// both are ready; Stop ends them.
+func StartEmbedded(ctx context.Context, opts EmbeddedOptions) (*Embedded, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	}
 	srv, err := tracker.New(tracker.Options{Listen: "127.0.0.1:0", DataDir: opts.Data, Name: "embedded", Logger: opts.Logger})
 	if err != nil {
 		return nil, fmt.Errorf("job: embedded tracker: %w", err)
 	}
-	tctx, tcancel := context.WithCancel(parent)
+	tctx, tcancel := context.WithCancel(ctx)
 	trackerDone := make(chan error, 1)
 	go func() { trackerDone <- srv.Run(tctx) }()
-	e := &embedded{srv: srv, ctx: tctx, stopWorker: func() {}}
+	e := &Embedded{srv: srv, ctx: tctx, stopWorker: func() {}}
 	e.stopTracker = func() { tcancel(); <-trackerDone }
 	select {
 	case <-srv.Ready():
@@ -201,13 +224,17 @@ func startEmbedded(parent context.Context, opts Options) (*embedded, error) {
 	return e, nil
 }
 
-func (e *embedded) stop() {
+// Addr is the tracker's address, HOST:PORT, for client.Dial.
+func (e *Embedded) Addr() string { return e.addr }
+
+// Stop ends the worker, then the tracker, and waits for both.
+func (e *Embedded) Stop() {
 	e.stopWorker()
 	e.stopTracker()
 }
 
 // busy reports the embedded worker's busy slots and its slots.
-func (e *embedded) busy() (int, int, bool) {
+func (e *Embedded) busy() (int, int, bool) {
 	ctx, cancel := context.WithTimeout(e.ctx, 200*time.Millisecond)
 	defer cancel()
 	st, err := e.srv.Status(ctx)

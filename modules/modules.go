@@ -1,4 +1,11 @@
-package engine
+// Package modules reads CommonJS modules from disk and packs them as
+// workunit.Module blobs: a module, and every module it requires with a
+// string literal, resolved as Node resolves them (relative paths, .js,
+// .json, index.js, node_modules with package.json "main"), each named by
+// the hash of its content and of its requires' hashes. riot.doWorkCall in
+// job scripts and client.DoWorkCall in Go ship modules this way: workers need
+// no copy, and a changed file is a different module.
+package modules
 
 import (
 	"encoding/json"
@@ -17,18 +24,24 @@ import (
 	"github.com/riot-go/riot/workunit"
 )
 
-// loadedModule is a module ready to ship: its blob's hash, the blobs of
-// it and every module it requires, and their hashes in order.
-type loadedModule struct {
-	hash  blob.Hash
-	blobs map[blob.Hash][]byte
-	all   []blob.Hash
+// Loaded is a module ready to ship: its blob's hash, and the blobs of it
+// and of every module it requires.
+type Loaded struct {
+	// Hash names the module's blob: a workunit.Spec's Module.
+	Hash blob.Hash
+	// Blobs holds the encoded workunit.Module of it and of every module it
+	// requires, transitively, by hash.
+	Blobs map[blob.Hash][]byte
+	// All lists the hashes of Blobs, the module's own last: a
+	// workunit.Spec's Blobs.
+	All []blob.Hash
 }
 
-// moduleCache reads modules for riot.doWorkCall and keeps what it built
-// while the files stay the same (size and modification time). It is used
-// by one goroutine.
-type moduleCache struct {
+// Cache reads modules and keeps what it read while the files stay the same
+// (size and modification time), so that shipping one module many times
+// reads it once. It is not safe for concurrent use.
+type Cache struct {
+	base  string
 	files map[string]*moduleFile
 }
 
@@ -39,26 +52,46 @@ type moduleFile struct {
 	specs   []string // the string literals passed to require, in order
 }
 
-func newModuleCache() *moduleCache { return &moduleCache{files: make(map[string]*moduleFile)} }
+// NewCache returns a Cache that resolves module paths relative to base (a
+// job script's directory) and names modules by their path relative to it,
+// as workers' stack traces show them.
+func NewCache(base string) *Cache {
+	return &Cache{base: base, files: make(map[string]*moduleFile)}
+}
 
-// load resolves spec (a path relative to dir, with or without ./) and builds
-// the module and every module it requires, transitively.
-func (c *moduleCache) load(dir, spec string, rel func(string) string) (*loadedModule, error) {
-	abs, err := resolveFile(dir, spec)
+// Load resolves path (relative to the Cache's base, with or without ./; or
+// absolute) and builds the module and every module it requires.
+func (c *Cache) Load(path string) (*Loaded, error) {
+	abs, err := resolveFile(c.base, path)
 	if err != nil {
 		return nil, err
 	}
-	lm := &loadedModule{blobs: make(map[blob.Hash][]byte)}
-	lm.hash, err = c.build(abs, rel, lm, nil)
+	lm := &Loaded{Blobs: make(map[blob.Hash][]byte)}
+	lm.Hash, err = c.build(abs, lm, nil)
 	if err != nil {
 		return nil, err
 	}
 	return lm, nil
 }
 
+// rel returns a module's path relative to the base, or its absolute path
+// when it lies outside.
+func (c *Cache) rel(abs string) string {
+	dir, err := filepath.Abs(c.base)
+	if err != nil {
+		return abs
+	}
+	rel, err := filepath.Rel(dir, abs)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		return abs
+	}
+	return filepath.ToSlash(rel)
+}
+
 // build makes the module blob of the file abs, after those of its
 // requires. stack holds the files being built, to report a cycle.
-func (c *moduleCache) build(abs string, rel func(string) string, lm *loadedModule, stack []string) (blob.Hash, error) {
+func (c *Cache) build(abs string, lm *Loaded, stack []string) (blob.Hash, error) {
+	rel := c.rel
 	for i, s := range stack {
 		if s == abs {
 			cycle := append(append([]string(nil), stack[i:]...), abs)
@@ -84,7 +117,7 @@ func (c *moduleCache) build(abs string, rel func(string) string, lm *loadedModul
 		if err != nil {
 			return blob.Hash{}, fmt.Errorf("%s: require(%q): %w", rel(abs), spec, err)
 		}
-		h, err := c.build(dep, rel, lm, append(stack, abs))
+		h, err := c.build(dep, lm, append(stack, abs))
 		if err != nil {
 			return blob.Hash{}, err
 		}
@@ -95,16 +128,16 @@ func (c *moduleCache) build(abs string, rel func(string) string, lm *loadedModul
 		return blob.Hash{}, err
 	}
 	h := blob.Sum(data)
-	if _, ok := lm.blobs[h]; !ok {
-		lm.blobs[h] = data
-		lm.all = append(lm.all, h)
+	if _, ok := lm.Blobs[h]; !ok {
+		lm.Blobs[h] = data
+		lm.All = append(lm.All, h)
 	}
 	return h, nil
 }
 
 // file reads a module file, or returns what was read before if the file has
 // not changed.
-func (c *moduleCache) file(abs string) (*moduleFile, error) {
+func (c *Cache) file(abs string) (*moduleFile, error) {
 	st, err := os.Stat(abs)
 	if err != nil {
 		return nil, err

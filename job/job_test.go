@@ -1,0 +1,114 @@
+package job
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/riot-go/riot/engine"
+	"github.com/riot-go/riot/workunit"
+)
+
+// runJob runs a script from ../scripts on the embedded default.
+func runJob(t *testing.T, opts Options) (stdout, stderr string, err error) {
+	t.Helper()
+	var out, errb bytes.Buffer
+	opts.Stdout, opts.Stderr = &out, &errb
+	if opts.Progress == ProgressAuto {
+		opts.Progress = ProgressOff
+	}
+	err = Run(context.Background(), opts)
+	return out.String(), errb.String(), err
+}
+
+func TestRun_SeedScripts(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		script  string
+		args    []string
+		workers int
+		stdout  string // a regexp that must match the whole output
+	}{
+		{"do-work-call.js", nil, 2, `^\[\n   0,  2,  4,  6,  8,\n  10, 12, 14, 16, 18\n\]\n$`},
+		{"do-work-eval.js", nil, 1, `^8\n$`},
+		{"free-variables.js", nil, 2, `^(Workunit #\d: Master chose (\d+), but we choose \d+\.\n){10}$`},
+		{"dict.js", []string{"--words", "../scripts/testdata/words.txt"}, 2, `^real time: \d+ ms\nThere are 4 words\.\n\[(\["(abc|def)","(abc|def|ghi)"\],?){4}\]\n$`},
+		{"low-level.js", nil, 0, `^who am I: string\ninfo: waiting\ntook my own workunit: true fn\nfinished: done 42\ninfo: done 42 true\n$`},
+	} {
+		t.Run(tt.script, func(t *testing.T) {
+			t.Parallel()
+			stdout, stderr, err := runJob(t, Options{Script: "../scripts/" + tt.script, Args: tt.args, Workers: tt.workers})
+			require.NoError(t, err, stderr)
+			assert.Regexp(t, regexp.MustCompile(tt.stdout), stdout)
+		})
+	}
+}
+
+func TestRun_FreeVariables_MasterChoosesOnce(t *testing.T) {
+	t.Parallel()
+	stdout, _, err := runJob(t, Options{Script: "../scripts/free-variables.js", Workers: 2})
+	require.NoError(t, err)
+	chosen := regexp.MustCompile(`Master chose (\d+)`).FindAllStringSubmatch(stdout, -1)
+	require.Len(t, chosen, 10)
+	for _, c := range chosen {
+		assert.Equal(t, chosen[0][1], c[1], "every workunit sees the master's number")
+	}
+}
+
+func TestRun_Failing(t *testing.T) {
+	t.Parallel()
+	stdout, _, err := runJob(t, Options{Script: "../scripts/failing.js", Workers: 2})
+	assert.Contains(t, stdout, `caught WorkunitError: workunit `)
+	assert.Contains(t, stdout, ` failed on worker local: TypeError: row "three" is not a number`)
+	assert.Contains(t, stdout, "callWhenDone: error? true, from a worker: true, message: row \"four\" is not a number\n")
+	var se *engine.ScriptError
+	require.True(t, errors.As(err, &se), "%v", err)
+	assert.Regexp(t, `^WorkunitError: workunit [0-9a-f]{12} failed on worker local: TypeError: row "six" is not a number\n`, se.Stack)
+	assert.Contains(t, se.Stack, "Caused by: TypeError: row \"six\" is not a number\n    at parse (failing.js:15:11)")
+	var werr *workunit.Error
+	require.True(t, errors.As(err, &werr))
+	assert.Equal(t, "local", werr.Worker)
+}
+
+func TestRun_ConsoleAndProgress(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	script := dir + "/job.js"
+	writeFile(t, script, `
+		const out = riot.forWork([1, 2, 3], (n) => { console.log('working on', n); return n * 2; });
+		console.log(out.join(','));
+	`)
+	stdout, stderr, err := runJob(t, Options{Script: script, Workers: 1, Progress: ProgressOn})
+	require.NoError(t, err)
+	assert.Equal(t, "2,4,6\n", stdout)
+	plain := regexp.MustCompile("\r\x1b\\[2K").ReplaceAllString(stderr, "\n")
+	for _, n := range []string{"1", "2", "3"} {
+		assert.Contains(t, plain, "[local] working on "+n+"\n")
+	}
+	assert.Contains(t, plain, "] 0/3")
+	last := stderr[strings.LastIndex(stderr, "\n")+1:]
+	assert.NotContains(t, last, "/3", "the bar is gone when the work is done: %q", stderr)
+}
+
+func TestRun_SyntaxError(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	writeFile(t, dir+"/bad.js", "riot.doWork(() => {\n  return (;\n})")
+	_, _, err := runJob(t, Options{Script: dir + "/bad.js", Workers: 1})
+	var se *engine.ScriptError
+	require.True(t, errors.As(err, &se), "%v", err)
+	assert.Equal(t, "SyntaxError", se.Name)
+	assert.Contains(t, se.Message, "bad.js:2:")
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
+}
