@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	"github.com/dop251/goja"
@@ -130,7 +131,7 @@ func RunScript(ctx context.Context, opts ScriptOptions) error {
 	m := &master{
 		opts:     opts,
 		script:   script,
-		jobs:     make(chan func(), 1024),
+		jobs:     jobQueue{ready: make(chan struct{}, 1)},
 		blobIDs:  make(map[*goja.Object]blobEntry),
 		pending:  make(map[blob.Hash][]byte),
 		uploaded: make(map[Conn]map[blob.Hash]bool),
@@ -167,7 +168,7 @@ type master struct {
 	conns   []Conn      // connections the script opened, closed at the end
 	shown   shownKeys
 	taken   map[workunit.Key]*Work // workunits taken with waitForWork
-	jobs    chan func()            // callbacks to run on the script's goroutine
+	jobs    jobQueue               // callbacks to run on the script's goroutine
 	waits   int                    // callbacks still expected
 
 	blobIDs  map[*goja.Object]blobEntry
@@ -195,6 +196,7 @@ func (m *master) run() error {
 	// The event loop: callbacks and timers, until none is pending.
 	for m.waits > 0 || m.rl.cur.timers.pending() {
 		var due <-chan time.Time
+		var t *time.Timer
 		if m.rl.cur.timers.pending() {
 			d := time.Until(m.rl.cur.timers.queue[0].at)
 			if d <= 0 {
@@ -203,21 +205,27 @@ func (m *master) run() error {
 				}
 				continue
 			}
-			t := time.NewTimer(d)
+			t = time.NewTimer(d)
 			due = t.C
-			defer t.Stop()
 		}
+		var err error
 		select {
-		case job := <-m.jobs:
-			if err := m.call(job); err != nil {
-				return m.scriptError(err)
+		case <-m.jobs.ready:
+			for _, job := range m.jobs.take() {
+				if err = m.call(job); err != nil {
+					break
+				}
 			}
 		case <-due:
-			if err := m.rl.cur.timers.runNext(m.ctx); err != nil {
-				return m.scriptError(err)
-			}
+			err = m.rl.cur.timers.runNext(m.ctx)
 		case <-m.ctx.Done():
-			return fmt.Errorf("engine: job script stopped: %w", context.Cause(m.ctx))
+			err = fmt.Errorf("engine: job script stopped: %w", context.Cause(m.ctx))
+		}
+		if t != nil {
+			t.Stop()
+		}
+		if err != nil {
+			return m.scriptError(err)
 		}
 	}
 	return nil
@@ -232,12 +240,34 @@ func (m *master) call(job func()) (err error) {
 }
 
 // post queues fn to run on the script's goroutine; callable from any
-// goroutine.
-func (m *master) post(fn func()) {
+// goroutine, it never blocks.
+func (m *master) post(fn func()) { m.jobs.push(fn) }
+
+// jobQueue is an unbounded queue of callbacks from connection goroutines to
+// the script's goroutine: a connection must never wait on a script that is
+// itself waiting (in riot.waitUntilDone) for that connection.
+type jobQueue struct {
+	mu    sync.Mutex
+	jobs  []func()
+	ready chan struct{} // has a value when jobs may be non-empty
+}
+
+func (q *jobQueue) push(fn func()) {
+	q.mu.Lock()
+	q.jobs = append(q.jobs, fn)
+	q.mu.Unlock()
 	select {
-	case m.jobs <- fn:
-	case <-m.ctx.Done():
+	case q.ready <- struct{}{}:
+	default:
 	}
+}
+
+func (q *jobQueue) take() []func() {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	jobs := q.jobs
+	q.jobs = nil
+	return jobs
 }
 
 // scriptError turns what the script threw into a *ScriptError.
