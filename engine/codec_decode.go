@@ -486,7 +486,7 @@ func (d *decoder) tagged(tag uint64) (goja.Value, error) {
 // typedArray decodes an RFC 8746 typed array: the view takes one index and
 // its buffer the next.
 func (d *decoder) typedArray(tag uint64) (goja.Value, error) {
-	kind, bigEndian, ok := typedKindOfTag(tag)
+	kind, bigEndian, ok := value.TypedKindOfTag(tag)
 	if !ok {
 		return nil, d.r.Errorf("typed array tag %d is not supported", tag)
 	}
@@ -782,29 +782,4 @@ func swapBytes(b []byte, size int) {
 			b[i+j], b[i+size-1-j] = b[i+size-1-j], b[i+j]
 		}
 	}
-}
-
-// typedKindOfTag maps an RFC 8746 tag (either byte order) to a kind.
-func typedKindOfTag(tag uint64) (k value.TypedKind, bigEndian bool, ok bool) {
-	switch tag {
-	case 65:
-		return value.Uint16, true, true
-	case 66:
-		return value.Uint32, true, true
-	case 67:
-		return value.BigUint64, true, true
-	case 73:
-		return value.Int16, true, true
-	case 74:
-		return value.Int32, true, true
-	case 75:
-		return value.BigInt64, true, true
-	case 81:
-		return value.Float32, true, true
-	case 82:
-		return value.Float64, true, true
-	case 64, 68, 69, 70, 71, 72, 77, 78, 79, 85, 86:
-		return value.TypedKind(tag), false, true
-	}
-	return 0, false, false
 }

@@ -92,10 +92,10 @@ func TypedKindByName(name string) (TypedKind, bool) {
 	return 0, false
 }
 
-// typedKindOfTag maps an RFC 8746 tag (either byte order) to a kind and
+// TypedKindOfTag maps an RFC 8746 tag (either byte order) to a kind and
 // whether its elements are big-endian. Float16 and Float128 are not
 // supported and report ok == false.
-func typedKindOfTag(tag uint64) (k TypedKind, bigEndian bool, ok bool) {
+func TypedKindOfTag(tag uint64) (k TypedKind, bigEndian bool, ok bool) {
 	switch tag {
 	case 64:
 		return Uint8, false, true

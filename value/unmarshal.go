@@ -352,7 +352,7 @@ func (d *decodeState) tagged(tag uint64, start, depth int) (any, error) {
 	case TagUTF16:
 		return d.utf16()
 	}
-	if k, bigEndian, ok := typedKindOfTag(tag); ok {
+	if k, bigEndian, ok := TypedKindOfTag(tag); ok {
 		return d.typed(k, bigEndian)
 	}
 	return nil, d.errorAt(start, "unsupported tag %d", tag)
