@@ -20,6 +20,10 @@ var (
 	// ErrDuplicateWorker: a WorkerJoin with an ID already joined, or a name
 	// that a joined worker has.
 	ErrDuplicateWorker = errors.New("table: duplicate worker")
+	// ErrLimit: a Submit that would give its owner more workunits waiting
+	// or running than Config.MaxOpenPerOwner. The shell should answer its
+	// sender with a limit error; nothing was stored.
+	ErrLimit = errors.New("table: limit passed")
 	// ErrNotEmpty: Restore on a table that already holds records or
 	// workers.
 	ErrNotEmpty = errors.New("table: restore into a table in use")

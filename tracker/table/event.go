@@ -30,7 +30,9 @@ type Submit struct {
 	// Req is the master's request id, echoed in the Ack (and in the
 	// Notification when Watch is set). Opaque to the table.
 	Req uint64
-	// Owner is the submitter's principal, stored with a new record.
+	// Owner is the submitter's principal, stored with a new record and
+	// with one that this submission makes waiting again (after an error,
+	// or with NoCache). Config.MaxOpenPerOwner counts by it.
 	Owner string
 	Key   workunit.Key
 	// Spec is the encoded workunit; the table never decodes it. Must not be

@@ -65,7 +65,8 @@ type Assign struct {
 	Token   Token
 	Spec    []byte
 	Options Options
-	// Owner is the record's Owner (its first submitter's principal), so
+	// Owner is the record's Owner (the principal whose submission made it
+	// waiting), so
 	// that the shell can keep the work of different owners apart on
 	// workers.
 	Owner string

@@ -132,6 +132,9 @@ type Table struct {
 
 	counts    [Error + 1]int
 	discarded uint64
+	// open counts the workunits waiting or running by owner (an index
+	// into names), for Config.MaxOpenPerOwner.
+	open []int32
 
 	// Output under construction, the outstanding Ready's generation, and
 	// buffers to reuse.
@@ -249,8 +252,49 @@ func (t *Table) needDurable(idx uint32) {
 func (t *Table) setStatus(r *record, s Status) {
 	t.counts[r.status]--
 	t.counts[s]++
+	if was, is := isOpen(r.status), isOpen(s); was != is {
+		if is {
+			t.addOpen(r.owner, 1)
+		} else {
+			t.addOpen(r.owner, -1)
+		}
+	}
 	r.status = s
 	r.changed = t.now
+}
+
+// isOpen reports whether a workunit of status s counts against its
+// owner's Config.MaxOpenPerOwner.
+func isOpen(s Status) bool { return s == Waiting || s == Running }
+
+// addOpen adds d to the open workunits of owner.
+func (t *Table) addOpen(owner uint32, d int32) {
+	for int(owner) >= len(t.open) {
+		t.open = append(t.open, 0)
+	}
+	t.open[owner] += d
+}
+
+// openOf returns how many workunits owner has waiting or running.
+func (t *Table) openOf(owner uint32) int {
+	if int(owner) < len(t.open) {
+		return int(t.open[owner])
+	}
+	return 0
+}
+
+// checkOpen refuses a submission that would give its owner more open
+// workunits than Config.MaxOpenPerOwner.
+func (t *Table) checkOpen(e *Submit) error {
+	limit := t.cfg.MaxOpenPerOwner
+	if limit <= 0 {
+		return nil
+	}
+	if i, ok := t.nameIdx[e.Owner]; ok && t.openOf(i) >= limit {
+		return fmt.Errorf("%w: submit %s: %d workunits of this master are waiting or running, the most it may have (wait for some to finish)",
+			ErrLimit, e.Key.Short(), t.openOf(i))
+	}
+	return nil
 }
 
 func (t *Table) info(r *record) Info {
@@ -311,6 +355,12 @@ func (t *Table) submit(e *Submit) error {
 		return err
 	}
 	idx, ok, slot, tag := t.index.find(&e.Key, &t.recs)
+	if !ok || t.recs.at(idx).status == Error || (t.recs.at(idx).status == Done && e.Options.NoCache) {
+		// It becomes waiting: one more for its owner.
+		if err := t.checkOpen(e); err != nil {
+			return err
+		}
+	}
 	if !ok {
 		idx = t.recs.add()
 		r := t.recs.at(idx)
@@ -320,6 +370,7 @@ func (t *Table) submit(e *Submit) error {
 		r.owner = t.intern(e.Owner)
 		t.counts[Waiting]++
 		r.status = Waiting
+		t.addOpen(r.owner, 1)
 		t.index.insert(slot, tag, idx)
 		t.reset(idx, e)
 	} else {
@@ -346,9 +397,17 @@ func (t *Table) submit(e *Submit) error {
 }
 
 // reset makes record idx waiting, to run the spec and options of e, at the
-// back of the queue.
+// back of the queue. Its owner becomes e's: the run is e's submitter's,
+// and runs in its realm.
 func (t *Table) reset(idx uint32, e *Submit) {
 	r := t.recs.at(idx)
+	if owner := t.intern(e.Owner); owner != r.owner {
+		if isOpen(r.status) {
+			t.addOpen(r.owner, -1)
+			t.addOpen(owner, 1)
+		}
+		r.owner = owner
+	}
 	r.data = e.Spec
 	r.gpus = uint8(e.Options.GPUs)
 	r.timeout = e.Options.Timeout
@@ -835,7 +894,10 @@ func (t *Table) assign(w *worker) bool {
 	r.worker = w.name
 	r.deliveries++
 	t.setStatus(r, Running)
-	t.markDirty(idx)
+	// Running is not written: a restart brings running workunits back as
+	// waiting anyway, so the write would buy nothing but disk traffic (a
+	// third of it). The record's next write (its result, or its loss)
+	// carries the delivery count.
 	t.out.assigns = grow(t.out.assigns)
 	m := &t.out.assigns[len(t.out.assigns)-1]
 	t.out.Send = append(t.out.Send, m)
@@ -1086,6 +1148,9 @@ func (t *Table) Restore(recs []Record) error {
 			r.ext.err = rec.Err
 		}
 		t.counts[r.status]++
+		if isOpen(r.status) {
+			t.addOpen(r.owner, 1)
+		}
 		t.backSeq = max(t.backSeq, r.seq)
 		t.frontSq = min(t.frontSq, r.seq)
 	}

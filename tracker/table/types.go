@@ -123,8 +123,10 @@ type Record struct {
 	// finished record.
 	Spec    []byte
 	Options Options
-	// Owner is the principal that first submitted the key (the shell's
-	// name for the master, for isolation later); may be "".
+	// Owner is the principal whose submission last made the record
+	// waiting: its first submitter, or whoever ran it again after an
+	// error or with NoCache (the shell's realm of that master, which keeps
+	// the work of different masters apart on workers); may be "".
 	Owner  string
 	Status Status
 	// Worker: see Info.Worker.
@@ -179,6 +181,12 @@ type Config struct {
 	// any seed spreads honest keys; give a random seed (crypto/rand) where
 	// masters are not trusted, so that none can choose keys that collide.
 	HashSeed uint64
+	// MaxOpenPerOwner bounds the workunits of one owner (Submit.Owner: the
+	// shell gives one per master) that are waiting or running: a Submit
+	// that would make one more is refused with ErrLimit. A Submit that
+	// joins a waiting or running workunit, or is answered from memory,
+	// is never refused. Zero: no bound.
+	MaxOpenPerOwner int
 }
 
 func (c Config) withDefaults() Config {
