@@ -317,6 +317,17 @@ func noDriver(op string, device int) error {
 	return &gpu.Error{Op: op, Kind: gpu.Logic, Err: fmt.Errorf("no device %d among 0", device)}
 }
 
+// defaultDevice is the device of a call that names none: the first device
+// the worker gave the running workunit (Request.GPUs, riot.worker.gpus[0]),
+// so that a workunit submitted with {gpus: n} follows its placement without
+// naming a device; 0 when the workunit was given none.
+func (b *gpuBinding) defaultDevice() int {
+	if b.rl.cur != nil && len(b.rl.cur.gpus) > 0 {
+		return b.rl.cur.gpus[0]
+	}
+	return 0
+}
+
 func (b *gpuBinding) count() int {
 	if b.drv == nil {
 		return 0
@@ -419,7 +430,8 @@ func (b *gpuBinding) resArg(name, what string, v goja.Value) *resHandle {
 }
 
 // resourcesOption returns the resources named by options.resources, or
-// else the default resources of options.device (0 when absent).
+// else the default resources of options.device (defaultDevice when
+// absent).
 func (b *gpuBinding) resourcesOption(name string, o *goja.Object) *resHandle {
 	rv, dv := field(o, "resources"), field(o, "device")
 	if !goja.IsUndefined(rv) {
@@ -431,7 +443,7 @@ func (b *gpuBinding) resourcesOption(name string, o *goja.Object) *resHandle {
 		}
 		return h
 	}
-	return b.current(name, b.intArg(name, "options.device", dv, 0))
+	return b.current(name, b.intArg(name, "options.device", dv, b.defaultDevice()))
 }
 
 // --- resources ---
@@ -503,7 +515,7 @@ func (b *gpuBinding) deviceCount(goja.FunctionCall) goja.Value {
 
 func (b *gpuBinding) deviceInfo(call goja.FunctionCall) goja.Value {
 	const name = "deviceInfo"
-	d := b.intArg(name, "device", call.Argument(0), 0)
+	d := b.intArg(name, "device", call.Argument(0), b.defaultDevice())
 	if b.drv == nil {
 		b.fail(name, noDriver(name, d))
 	}
@@ -527,7 +539,7 @@ func (b *gpuBinding) deviceInfo(call goja.FunctionCall) goja.Value {
 func (b *gpuBinding) deviceResources(call goja.FunctionCall) goja.Value {
 	const name = "deviceResources"
 	o := b.optionsArg(name, call.Argument(0))
-	d := b.intArg(name, "options.device", field(o, "device"), 0)
+	d := b.intArg(name, "options.device", field(o, "device"), b.defaultDevice())
 	return b.newResources(name, d).obj
 }
 
@@ -538,7 +550,7 @@ func (b *gpuBinding) resourcesDevice(call goja.FunctionCall) goja.Value {
 
 func (b *gpuBinding) currentDeviceResources(call goja.FunctionCall) goja.Value {
 	const name = "currentDeviceResources"
-	return b.current(name, b.intArg(name, "device", call.Argument(0), 0)).obj
+	return b.current(name, b.intArg(name, "device", call.Argument(0), b.defaultDevice())).obj
 }
 
 func (b *gpuBinding) resourcesSync(call goja.FunctionCall) goja.Value {

@@ -622,6 +622,41 @@ func TestGPU_WorkerGPUs(t *testing.T) {
 	assert.Equal(t, []any{0.0, 1.0}, gpuEval(t, e, `riot.worker.gpus`), "per workunit, not per realm")
 }
 
+// A workunit given devices (Request.GPUs) uses the first of them wherever
+// it names none: deviceResources, currentDeviceResources, deviceInfo, the
+// array constructors and kernels. A device it names is used as named.
+func TestGPU_DefaultDevice(t *testing.T) {
+	t.Parallel()
+	f := newFakeGPU(t)
+	e := gpuEngine(t, f.open(t, 3), Options{})
+	src := `(() => {
+		const k = compileKernel(` + "`" + axpySource + "`" + `, 'axpy_f32');
+		const x = deviceArray(new Float32Array(4).fill(1));
+		launchKernel(k, {grid: 1, block: 4}, {f32: 2}, x, x, {i32: 4});
+		return [riot.worker.gpus, resourcesDevice(deviceResources()), resourcesDevice(deviceResources({})),
+			currentDeviceResources().device, deviceInfo().device, x.device, deviceZeros(2).device,
+			resourcesDevice(deviceResources({device: 0})), Array.from(x.toHost())];
+	})()`
+	for _, tt := range []struct {
+		gpus []int
+		want []any
+	}{
+		{nil, []any{[]any{0.0, 1.0, 2.0}, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, []any{3.0, 3.0, 3.0, 3.0}}},
+		{[]int{2}, []any{[]any{2.0}, 2.0, 2.0, 2.0, 2.0, 2.0, 2.0, 0.0, []any{3.0, 3.0, 3.0, 3.0}}},
+		{[]int{1, 2}, []any{[]any{1.0, 2.0}, 1.0, 1.0, 1.0, 1.0, 1.0, 1.0, 0.0, []any{3.0, 3.0, 3.0, 3.0}}},
+	} {
+		req := gpuReq(src)
+		req.GPUs = tt.gpus
+		got, _ := gpuRun(t, e, req)
+		assert.Equal(t, tt.want, got, "GPUs %v", tt.gpus)
+	}
+	// The seed's failure still names the device asked for.
+	req := gpuReq(seedProgram(`return caught(() => deviceResources({device: 4}));`))
+	req.GPUs = []int{1}
+	got, _ := gpuRun(t, e, req)
+	assert.Equal(t, []any{"RaftError", "logic", "deviceResources: no device 4 among 3"}, got)
+}
+
 // Without a driver, everything says there are no devices.
 func TestGPU_NoDriver(t *testing.T) {
 	t.Parallel()

@@ -1,31 +1,59 @@
 #!/usr/bin/env bash
 # gpu-check.sh: riot's GPU check, for a machine with an NVIDIA GPU and driver.
 #
-# It builds the gpu package (with CGO_ENABLED=0, as releases are built), runs
-# all of its tests with RIOT_GPU_REAL=1 (so the tests that need the real driver
-# run, and a missing driver is a failure instead of a skip), then a short
-# benchmark: Sync overhead, host<->device bandwidth and gemm TFLOP/s through the
-# binding. It prints a short table last and finishes in under five minutes.
+# In under five minutes, it
+#   1. builds (CGO_ENABLED=0, as releases are built) the gpu package's test
+#      binary, the engine's test binary, riotd and riot-worker;
+#   2. asks the driver for its devices, and stops there, with status 3, when
+#      there is no usable driver (as on a machine without a GPU);
+#   3. runs every test of package gpu with RIOT_GPU_REAL=1 (so the tests that
+#      need the real driver run, and a missing driver is a failure, not a
+#      skip), and the engine's real-driver binding test (TestGPUReal_*);
+#   4. starts riotd and one riot-worker (which opens the driver) on loopback
+#      and runs the job scripts scripts/gpu-*.js against them with
+#      riot-worker eval --tracker, checking each one's output: the seed's
+#      section 1.3 (finding, resources, timing, worker, fanning, failures),
+#      the NVRTC example (saxpy) and the short matMul benchmark (gemm);
+#   5. benchmarks the gpu package: Sync overhead, host<->device bandwidth and
+#      gemm TFLOP/s through the binding;
+# and prints a short table last.
 #
 # Usage:
 #   scripts/gpu-check.sh
 #       needs Go and the module cache (or network) for the build;
 #   GPU_TEST_BINARY=/path/gpu.test scripts/gpu-check.sh
-#       runs a test binary built elsewhere with
-#       CGO_ENABLED=0 go test -c -o gpu.test ./gpu   (no Go needed here).
+#       uses a gpu test binary built elsewhere with
+#       CGO_ENABLED=0 go test -c -o gpu.test ./gpu; without Go, only steps
+#       2, 3 (package gpu) and 5 run.
+#   RIOT_BIN_DIR=/path scripts/gpu-check.sh
+#       uses riotd, riot-worker and engine.test from /path (built elsewhere:
+#       go build ./cmd/riotd ./cmd/riot-worker; go test -c ./engine).
 #
 # The libraries are found as the package finds them (libcuda.so.1 by the
 # loader; cuBLAS, cuSOLVER, cuSPARSE, NVRTC also in $CUDA_HOME/lib64 and
 # /usr/local/cuda/lib64); RIOT_CUDA_LIBRARY, RIOT_CUBLAS_LIBRARY,
 # RIOT_CUSOLVER_LIBRARY, RIOT_CUSPARSE_LIBRARY and RIOT_NVRTC_LIBRARY override
-# them. RIOT_GPU_BENCH_N (default 4096) and RIOT_GPU_BENCH_MIB (default 64) size
-# the benchmark. Exit status: 0 when the build, the tests and the benchmark
-# passed.
+# them. RIOT_GPU_BENCH_N (default 4096) sizes the gemm benchmark and the gemm
+# script, RIOT_GPU_BENCH_MIB (default 64) the copies.
+#
+# Exit status: 0 when everything passed; 1 when something failed; 2 when it
+# cannot build; 3 when there is no usable CUDA driver here.
 set -uo pipefail
 
 cd "$(dirname "$0")/.." || exit 2
 work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+pids=()
+cleanup() {
+	local p
+	for p in "${pids[@]}"; do
+		kill -TERM "$p" 2>/dev/null
+	done
+	for p in "${pids[@]}"; do
+		wait "$p" 2>/dev/null
+	done
+	rm -rf "$work"
+}
+trap cleanup EXIT
 
 # Every step's time limit is capped by what is left of 290 seconds.
 limit() {
@@ -34,37 +62,97 @@ limit() {
 	if [ "$1" -lt "$left" ]; then echo "$1"; else echo "$left"; fi
 }
 
+# row prints one line of the final table.
+rows=()
+row() { rows+=("$(printf '%-34s %s' "$1" "$2")"); }
+table() {
+	echo
+	echo "== riot gpu check"
+	local r
+	for r in "${rows[@]}"; do echo "$r"; done
+}
+
 fail=0
+n=${RIOT_GPU_BENCH_N:-4096}
+have_go=1
+command -v go >/dev/null || have_go=0
+
+# --- 1. build ---
+echo "== build (CGO_ENABLED=0)"
 bin=${GPU_TEST_BINARY:-}
+bindir=${RIOT_BIN_DIR:-}
 if [ -n "$bin" ]; then
 	bin=$(cd "$(dirname "$bin")" && pwd)/$(basename "$bin")
-	build="prebuilt test binary"
-else
-	if ! command -v go >/dev/null; then
-		echo "gpu-check: go not found; build a test binary elsewhere and set GPU_TEST_BINARY" >&2
+fi
+if [ -n "$bindir" ]; then
+	bindir=$(cd "$bindir" && pwd)
+fi
+if [ $have_go -eq 0 ] && { [ -z "$bin" ] || [ -z "$bindir" ]; }; then
+	if [ -z "$bin" ]; then
+		echo "gpu-check: go not found; build the binaries elsewhere and set GPU_TEST_BINARY (and RIOT_BIN_DIR)" >&2
 		exit 2
 	fi
-	echo "== build (CGO_ENABLED=0)"
-	if CGO_ENABLED=0 timeout "$(limit 100)" go build ./gpu/ &&
-		CGO_ENABLED=0 timeout "$(limit 60)" go vet ./gpu/ &&
-		CGO_ENABLED=0 timeout "$(limit 100)" go test -c -o "$work/gpu.test" ./gpu/; then
-		bin=$work/gpu.test
-		build="ok"
-	else
-		echo "gpu-check: build failed" >&2
-		exit 1
-	fi
+	echo "(go not found: only package gpu is checked; set RIOT_BIN_DIR for the rest)"
 fi
+build="ok"
+if [ $have_go -eq 1 ]; then
+	t=$(limit 120)
+	if [ -z "$bin" ]; then
+		if CGO_ENABLED=0 timeout "$t" go vet ./gpu/ &&
+			CGO_ENABLED=0 timeout "$t" go test -c -o "$work/gpu.test" ./gpu/; then
+			bin=$work/gpu.test
+		else
+			echo "gpu-check: build failed (package gpu)" >&2
+			exit 2
+		fi
+	else
+		build="prebuilt gpu test binary"
+	fi
+	if [ -z "$bindir" ]; then
+		mkdir -p "$work/bin"
+		if CGO_ENABLED=0 timeout "$(limit 120)" go build -o "$work/bin/" ./cmd/riotd ./cmd/riot-worker &&
+			CGO_ENABLED=0 timeout "$(limit 120)" go test -c -o "$work/bin/engine.test" ./engine/; then
+			bindir=$work/bin
+		else
+			echo "gpu-check: build failed (riotd, riot-worker or package engine)" >&2
+			exit 2
+		fi
+	else
+		build="$build, prebuilt riotd and riot-worker"
+	fi
+else
+	build="prebuilt"
+fi
+row "build" "$build"
 
-echo "== device"
+# --- 2. the driver ---
+echo "== driver"
 if command -v nvidia-smi >/dev/null; then
 	nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
 else
 	echo "(nvidia-smi not found)"
 fi
+(cd gpu && timeout "$(limit 30)" "$bin" -test.run '^TestReal_Devices$' -test.v -test.count=1) >"$work/driver.log" 2>&1
+if grep -q -- '--- SKIP' "$work/driver.log"; then
+	why=$(grep -m1 -E 'real_test.go:[0-9]+: ' "$work/driver.log" | sed -E 's/^.*real_test.go:[0-9]+: //')
+	echo "gpu-check: no usable CUDA driver here: ${why:-$(tail -n 5 "$work/driver.log")}"
+	echo "gpu-check: nothing more to check on this machine; run this script on one with an NVIDIA GPU and driver."
+	row "driver" "none: ${why:-see the log above}"
+	table
+	exit 3
+fi
+grep -E 'real_test.go:[0-9]+: device' "$work/driver.log" | sed -E 's/^.*real_test.go:[0-9]+: //'
+if ! grep -q -- '--- PASS' "$work/driver.log"; then
+	fail=1
+	echo "gpu-check: the driver is there, but listing its devices failed:"
+	tail -n 30 "$work/driver.log"
+fi
+devices=$(grep -cE 'real_test.go:[0-9]+: device' "$work/driver.log")
+row "driver" "$devices device(s): $(grep -m1 -E 'real_test.go:[0-9]+: device 0' "$work/driver.log" | sed -E 's/^.*device 0: //')"
 
-echo "== tests (RIOT_GPU_REAL=1)"
-t=$(limit 150)
+# --- 3. real-driver tests ---
+echo "== gpu tests (RIOT_GPU_REAL=1)"
+t=$(limit 90)
 (cd gpu && RIOT_GPU_REAL=1 timeout "$t" "$bin" -test.count=1 -test.v -test.timeout="$((t > 10 ? t - 5 : t))s") >"$work/test.log" 2>&1
 test_rc=$?
 grep -E '^\s*--- (FAIL|SKIP)|^(FAIL|ok|PASS)$|real_test.go:[0-9]+: (device|cuBLAS|cuSOLVER|cuSPARSE|NVRTC)' "$work/test.log"
@@ -76,9 +164,106 @@ fi
 passed=$(grep -cE '^\s*--- PASS' "$work/test.log")
 skipped=$(grep -cE '^\s*--- SKIP' "$work/test.log")
 failed=$(grep -cE '^\s*--- FAIL' "$work/test.log")
+row "gpu tests" "$passed passed, $skipped skipped, $failed failed (exit $test_rc)"
 
+if [ -n "$bindir" ]; then
+	echo "== engine binding test (RIOT_GPU_REAL=1)"
+	t=$(limit 45)
+	(cd engine && RIOT_GPU_REAL=1 timeout "$t" "$bindir/engine.test" -test.run '^TestGPUReal' -test.count=1 -test.v) >"$work/engine.log" 2>&1
+	engine_rc=$?
+	grep -E '^\s*--- (PASS|FAIL|SKIP)' "$work/engine.log"
+	if [ $engine_rc -ne 0 ]; then
+		fail=1
+		echo "-- engine test log (last 40 lines)"
+		tail -n 40 "$work/engine.log"
+		row "engine binding test" "FAILED (exit $engine_rc)"
+	else
+		row "engine binding test" "ok"
+	fi
+else
+	row "engine binding test" "not run (no riot binaries)"
+fi
+
+# --- 4. the job scripts against riotd and riot-worker ---
+# check SCRIPT PATTERN...: each extended regular expression must match a line
+# of the script's output.
+scripts_ok=0
+scripts_run=0
+check_script() {
+	local name=$1
+	shift
+	local out=$work/$name.out
+	scripts_run=$((scripts_run + 1))
+	echo "-- $name.js"
+	timeout "$(limit 60)" "$bindir/riot-worker" eval --quiet --tracker "$addr" "scripts/$name.js" "${script_args[@]}" >"$out" 2>"$work/$name.err"
+	local rc=$?
+	cat "$out"
+	local ok=1 p
+	[ $rc -eq 0 ] || ok=0
+	grep -q '^No GPU' "$out" && ok=0
+	for p in "$@"; do
+		grep -qE -- "$p" "$out" || { ok=0; echo "   (no line matches: $p)"; }
+	done
+	if [ $ok -eq 1 ]; then
+		scripts_ok=$((scripts_ok + 1))
+	else
+		fail=1
+		echo "   FAILED (exit $rc); stderr:"
+		tail -n 20 "$work/$name.err"
+		failed_scripts+=("$name")
+	fi
+}
+failed_scripts=()
+if [ -n "$bindir" ]; then
+	echo "== job scripts (riotd + riot-worker on loopback)"
+	"$bindir/riotd" --listen 127.0.0.1:0 --memory --name gpu-check >"$work/riotd.log" 2>&1 &
+	pids+=($!)
+	addr=""
+	for _ in $(seq 100); do
+		addr=$(grep -m1 -oE 'msg="riotd listening" addr=[^ ]+' "$work/riotd.log" | sed 's/.*addr=//')
+		[ -n "$addr" ] && break
+		sleep 0.1
+	done
+	if [ -z "$addr" ]; then
+		echo "gpu-check: riotd did not start:"
+		cat "$work/riotd.log"
+		fail=1
+		row "job scripts" "not run (riotd did not start)"
+	else
+		"$bindir/riot-worker" --name gpu-check --slots 4 "$addr" >"$work/worker.log" 2>&1 &
+		pids+=($!)
+		for _ in $(seq 200); do
+			grep -q 'worker: ready' "$work/worker.log" && break
+			sleep 0.1
+		done
+		grep -E 'worker: (GPU|no GPUs|ready)' "$work/worker.log"
+		script_args=()
+		check_script gpu-finding '^> deviceCount\(\)$' "^RaftError: deviceResources: no device [0-9]+ among $devices$"
+		check_script gpu-resources '^\[DeviceResources device 0\]$' '^false$' '^\[ [0-9]+ \]$'
+		check_script gpu-timing '^\[ 2, true \]$'
+		check_script gpu-worker '^\[ 2, 1 \]$'
+		check_script gpu-fanning '^worker 0: 2 rows$' '^worker 0: 1 rows$' '^worker 1: 1 rows$' '^worker 2: 2 rows$'
+		check_script gpu-failures "^\[ \[ 1, 'logic', 'deviceResources: no device [0-9]+ among $devices' \] \]$"
+		check_script gpu-saxpy 'max \|y - host\| = 0, ok$'
+		script_args=("$n" 5)
+		check_script gpu-gemm '^float32: .* check ok$' '^float64: .* check ok$'
+		if [ ${#failed_scripts[@]} -eq 0 ]; then
+			row "job scripts" "$scripts_ok of $scripts_run ok"
+		else
+			row "job scripts" "$scripts_ok of $scripts_run ok; failed: ${failed_scripts[*]}"
+		fi
+		for dtype in float32 float64; do
+			tf=$(grep -m1 -E "^$dtype: " "$work/gpu-gemm.out" | sed -E 's/^[a-z0-9]+: ([^ ]+) TFLOP.*/\1/')
+			row "gpu-gemm.js $dtype n=$n" "${tf:-?} TFLOP/s (matMul, best of 5)"
+		done
+	fi
+else
+	row "job scripts" "not run (no riot binaries)"
+fi
+
+# --- 5. benchmark ---
 echo "== benchmark"
-(cd gpu && RIOT_GPU_REAL=1 timeout "$(limit 100)" "$bin" -test.run '^$' -test.bench . -test.benchtime 1s -test.count=1) >"$work/bench.log" 2>&1
+(cd gpu && RIOT_GPU_REAL=1 RIOT_GPU_BENCH_N="$n" timeout "$(limit 90)" "$bin" -test.run '^$' -test.bench . -test.benchtime 1s -test.count=1) >"$work/bench.log" 2>&1
 bench_rc=$?
 grep -E '^Benchmark|FAIL|skip' "$work/bench.log"
 if [ $bench_rc -ne 0 ]; then
@@ -86,12 +271,9 @@ if [ $bench_rc -ne 0 ]; then
 	echo "-- benchmark log (last 40 lines)"
 	tail -n 40 "$work/bench.log"
 fi
-
-echo
-echo "== riot gpu check"
-printf '%-34s %s\n' "build" "$build"
-printf '%-34s %s\n' "tests" "$passed passed, $skipped skipped, $failed failed (exit $test_rc)"
-awk '
+while IFS= read -r line; do
+	rows+=("$line")
+done < <(awk '
 /^Benchmark/ {
 	name = $1; sub(/-[0-9]+$/, "", name); sub(/^Benchmark/, "", name)
 	ns = ""; mbs = ""; tf = ""
@@ -111,8 +293,10 @@ awk '
 	else if (mbs != "") value = sprintf("%.1f GB/s", mbs / 1000)
 	else value = sprintf("%.1f us", ns / 1000)
 	printf "%-34s %s\n", label, value
-}' "$work/bench.log"
+}' "$work/bench.log")
 if [ $bench_rc -ne 0 ]; then
-	printf '%-34s %s\n' "benchmark" "failed (exit $bench_rc)"
+	row "benchmark" "failed (exit $bench_rc)"
 fi
+row "total time" "${SECONDS} s"
+table
 exit $fail

@@ -151,14 +151,7 @@ func (w *worker) run(ctx context.Context) error {
 	copts.Slots = w.opts.Slots
 	copts.Prefetch = w.opts.Prefetch
 	copts.Logger = w.opts.Logger
-	copts.GPUs = nil
-	if drv := w.opts.Engine.GPU; drv != nil {
-		for i := range drv.DeviceCount() {
-			if d, err := drv.Device(i); err == nil {
-				copts.GPUs = append(copts.GPUs, wire.GPU{Name: d.Name, Memory: d.TotalMemory})
-			}
-		}
-	}
+	copts.GPUs = helloGPUs(w.opts.Engine.GPU, w.opts.Logger)
 	w.gpus = newGPUPool(len(copts.GPUs))
 	c, err := w.dial(ctx, copts)
 	if err != nil {
@@ -211,7 +204,7 @@ func (w *worker) run(ctx context.Context) error {
 		}()
 	}
 	c.Credit(window)
-	w.log.Info("worker: ready", "tracker", c.Tracker(), "slots", w.opts.Slots, "prefetch", w.opts.Prefetch)
+	w.log.Info("worker: ready", "tracker", c.Tracker(), "slots", w.opts.Slots, "prefetch", w.opts.Prefetch, "gpus", len(copts.GPUs))
 	if w.opts.Ready != nil {
 		w.opts.Ready(name)
 	}
@@ -426,40 +419,4 @@ func (l *leases) take() []wire.Lease {
 	ls := l.ls
 	l.ls = nil
 	return ls
-}
-
-// gpuPool hands out the worker's GPU ordinals to workunits that need
-// devices. The tracker gives a workunit GPUs only when the worker has that
-// many free, so take never waits.
-type gpuPool struct {
-	mu   sync.Mutex
-	free []int
-}
-
-func newGPUPool(n int) *gpuPool {
-	p := &gpuPool{}
-	for i := range n {
-		p.free = append(p.free, i)
-	}
-	return p
-}
-
-// take returns n free ordinals and a function that frees them. n 0 gives
-// no ordinals (the workunit sees every device, as engine.Request says).
-func (p *gpuPool) take(n int) ([]int, func()) {
-	if n <= 0 {
-		return nil, func() {}
-	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if n > len(p.free) {
-		n = len(p.free)
-	}
-	got := append([]int(nil), p.free[:n]...)
-	p.free = p.free[n:]
-	return got, func() {
-		p.mu.Lock()
-		p.free = append(p.free, got...)
-		p.mu.Unlock()
-	}
 }

@@ -67,6 +67,7 @@ type evalFlags struct {
 	data       string
 	progress   bool
 	quiet      bool
+	noGPU      bool
 }
 
 func parseEvalFlags(args []string, stderr io.Writer) (*evalFlags, error) {
@@ -82,6 +83,7 @@ func parseEvalFlags(args []string, stderr io.Writer) (*evalFlags, error) {
 	fs.StringVar(&f.data, "data", "", "job scripts on the embedded default: keep the tracker's store in this `DIR` (default: memory only)")
 	fs.BoolVar(&f.progress, "progress", false, "job scripts: show the progress bar even when stderr is not a terminal")
 	fs.BoolVar(&f.quiet, "quiet", false, "job scripts: never show the progress bar")
+	fs.BoolVar(&f.noGPU, "no-gpu", false, "job scripts on the embedded default: give the local worker no GPUs")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), evalUsage)
 		fs.PrintDefaults()

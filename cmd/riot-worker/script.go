@@ -5,9 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 
 	"github.com/riot-go/riot/engine"
 	"github.com/riot-go/riot/job"
+	"github.com/riot-go/riot/worker"
 )
 
 // runScript runs a job script (riot-worker eval SCRIPT.js) and returns the
@@ -20,6 +22,14 @@ func runScript(ctx context.Context, f *evalFlags, stdout, stderr io.Writer) int 
 	case f.quiet:
 		progress = job.ProgressOff
 	}
+	eo := engine.Options{Timeout: f.timeout, MemoryLimit: f.memory}
+	if f.tracker == "" && f.workers != 0 && !f.noGPU {
+		// The embedded default's worker gets this machine's GPUs, as a
+		// riot-worker would; without a driver it has none, quietly.
+		drv := worker.OpenGPU(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError})))
+		defer drv.Close()
+		eo.GPU = drv
+	}
 	err := job.Run(ctx, job.Options{
 		Script:   f.script,
 		Args:     f.scriptArgs,
@@ -27,7 +37,7 @@ func runScript(ctx context.Context, f *evalFlags, stdout, stderr io.Writer) int 
 		Token:    f.token,
 		Workers:  f.workers,
 		Data:     f.data,
-		Engine:   engine.Options{Timeout: f.timeout, MemoryLimit: f.memory},
+		Engine:   eo,
 		Progress: progress,
 		Stdout:   stdout,
 		Stderr:   stderr,
