@@ -1,0 +1,220 @@
+// Command riot-bench measures riot end to end with real processes: it
+// starts riotd and riot-worker processes on loopback and drives them with
+// a Go client master (package client), then prints what it measured.
+//
+//	riot-bench [--riotd PATH --riot-worker PATH] [--n 200000] [--latency-n 2000]
+//	           [--stores memory,durable] [--dict-limits 3000,7500] [--format text|markdown]
+//
+// It measures, for each store (riotd --memory, riotd --data DIR):
+//
+//   - throughput: fn workunits `(i) => i + 1` with distinct arguments,
+//     submitted pipelined and all waited for, --n-one with one worker and
+//     --n with --workers; in workunits per second, beside the original
+//     Riot's 22.7 (one worker) and 45 (two) and DESIGN.md's target of
+//     50,000;
+//   - round-trip latency: --latency-n such workunits one at a time, p50
+//     and p99 (targets 0.3 ms and 2 ms);
+//
+// and, for each --dict-limits L, the bytes on the wire of
+// `riot-worker eval scripts/dict.js --limit L` over --words, counted by
+// two counting TCP proxies that riot-bench puts between riotd and the
+// master, and between riotd and the workers, beside the dictionary's size;
+// and the same for a variant of dict.js whose dictionary is the whole word
+// list, with --dict-whole workunits.
+//
+// Without --riotd and --riot-worker it builds both with `go build` into a
+// temporary directory; it must then run inside riot's module.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/riot-go/riot/e2e"
+)
+
+const usage = `riot-bench: measure riot end to end with riotd and riot-worker processes
+
+Usage:
+  riot-bench [flags]
+
+Starts riotd and riot-worker processes on loopback and measures, with a Go
+client master: throughput of trivial workunits with one worker and with
+--workers, round-trip latency of one workunit at a time, each with riotd in
+memory and durable; and the bytes on the wire of scripts/dict.js. Prints
+tables (--format markdown for docs/benchmarks.md).
+
+Flags:
+`
+
+// config is riot-bench's flags.
+type config struct {
+	riotd, worker string
+	workers       int
+	slots         int
+	prefetch      int
+	n, warmup     int
+	nOne          int
+	latencyN      int
+	stores        []string
+	dataDir       string
+	dictLimits    []int
+	dictWhole     int
+	words         string
+	scripts       string
+	format        string
+	timeout       time.Duration
+	verbose       bool
+	args          []string // as given, for the report
+}
+
+func parseFlags(args []string, stderr io.Writer) (*config, error) {
+	fs := flag.NewFlagSet("riot-bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	c := &config{args: args}
+	var stores, limits string
+	fs.StringVar(&c.riotd, "riotd", "", "riotd binary `path` (default: go build it)")
+	fs.StringVar(&c.worker, "riot-worker", "", "riot-worker binary `path` (default: go build it)")
+	fs.IntVar(&c.workers, "workers", 2, "riot-worker processes in the throughput and latency runs")
+	fs.IntVar(&c.slots, "slots", runtime.NumCPU(), "--slots of each worker")
+	fs.IntVar(&c.prefetch, "prefetch", 0, "--prefetch of each worker (0: riot-worker's default, 2 per slot)")
+	fs.IntVar(&c.n, "n", 200_000, "workunits in the throughput run with --workers workers")
+	fs.IntVar(&c.nOne, "n-one", 0, "workunits in the throughput run with one worker (default: a quarter of --n)")
+	fs.IntVar(&c.warmup, "warmup", 2_000, "workunits run before each measurement, not measured")
+	fs.IntVar(&c.latencyN, "latency-n", 2_000, "workunits in the latency run, one at a time")
+	fs.StringVar(&stores, "stores", "memory,durable", "riotd stores to measure: `memory,durable`")
+	fs.StringVar(&c.dataDir, "data", "", "parent `directory` of the durable stores (default: a temporary directory)")
+	fs.StringVar(&limits, "dict-limits", "3000,7500", "scripts/dict.js --limit values to measure the bytes of, `L1,L2`; empty: none")
+	fs.IntVar(&c.dictWhole, "dict-whole", 200, "workunits of the whole-list variant of dict.js (every workunit captures the whole --words); 0: skip")
+	fs.StringVar(&c.words, "words", "/usr/share/dict/words", "the word list of scripts/dict.js")
+	fs.StringVar(&c.scripts, "scripts", "", "riot's scripts `directory` (default: the module's scripts/)")
+	fs.StringVar(&c.format, "format", "text", "output `format`: text or markdown")
+	fs.DurationVar(&c.timeout, "timeout", 20*time.Minute, "bound on the whole run")
+	fs.BoolVar(&c.verbose, "v", false, "print the processes' logs when done")
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if (c.riotd == "") != (c.worker == "") {
+		return nil, errors.New("give both --riotd and --riot-worker, or neither")
+	}
+	if c.workers < 1 || c.slots < 1 || c.n < 1 || c.latencyN < 1 || c.warmup < 0 || c.prefetch < 0 || c.dictWhole < 0 || c.nOne < 0 {
+		return nil, errors.New("--workers, --slots, --n and --latency-n must be at least 1; --warmup, --prefetch, --n-one and --dict-whole at least 0")
+	}
+	if c.nOne == 0 {
+		c.nOne = max(c.n/4, 1)
+	}
+	for _, s := range splitList(stores) {
+		if s != "memory" && s != "durable" {
+			return nil, fmt.Errorf("--stores: %q is neither memory nor durable", s)
+		}
+		c.stores = append(c.stores, s)
+	}
+	for _, s := range splitList(limits) {
+		l, err := strconv.Atoi(s)
+		if err != nil || l < 0 {
+			return nil, fmt.Errorf("--dict-limits: %q is not a count", s)
+		}
+		if l > 0 {
+			c.dictLimits = append(c.dictLimits, l)
+		}
+	}
+	if c.format != "text" && c.format != "markdown" {
+		return nil, fmt.Errorf("--format %q: want text or markdown", c.format)
+	}
+	return c, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run runs riot-bench and returns its exit status: 0 done, 1 failed, 2 bad
+// flags.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "riot-bench: %v\n", err)
+		return 2
+	}
+	ctx, cancel := context.WithTimeout(ctx, cfg.timeout)
+	defer cancel()
+	b := &bench{cfg: cfg, log: stderr}
+	if err := b.setup(ctx); err != nil {
+		fmt.Fprintf(stderr, "riot-bench: %v\n", err)
+		return 1
+	}
+	defer b.cleanup()
+	rep, err := b.run(ctx)
+	if err != nil {
+		fmt.Fprintf(stderr, "riot-bench: %v\n", err)
+		return 1
+	}
+	rep.write(stdout, cfg.format)
+	return 0
+}
+
+// environment describes where the figures come from.
+func environment() string {
+	return fmt.Sprintf("%s/%s, %d CPUs, %s", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())
+}
+
+// loadAverage returns the one-minute load average (Linux), or "?": how
+// busy the machine was, besides riot-bench.
+func loadAverage() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "?"
+	}
+	f := strings.Fields(string(b))
+	if len(f) == 0 {
+		return "?"
+	}
+	return f[0]
+}
+
+// binsFor returns the binaries riot-bench runs: the ones given, or fresh
+// ones built into dir.
+func binsFor(ctx context.Context, cfg *config, dir string) (e2e.Bins, error) {
+	if cfg.riotd != "" {
+		root, _ := e2e.ModuleRoot() // only a working directory for the processes
+		return e2e.Bins{Riotd: cfg.riotd, RiotWorker: cfg.worker, Root: root}, nil
+	}
+	bins, err := e2e.Build(ctx, dir)
+	if err != nil {
+		return e2e.Bins{}, fmt.Errorf("%w (or give --riotd and --riot-worker)", err)
+	}
+	return bins, nil
+}

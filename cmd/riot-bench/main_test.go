@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bytes"
+	"io"
+	"net"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestParseFlags(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		args []string
+		want string // an error's text; "" for none
+	}{
+		{"defaults", nil, ""},
+		{"one binary", []string{"--riotd", "/x"}, "both"},
+		{"bad store", []string{"--stores", "memory,disk"}, "disk"},
+		{"bad limit", []string{"--dict-limits", "5k"}, "5k"},
+		{"bad format", []string{"--format", "html"}, "html"},
+		{"zero n", []string{"--n", "0"}, "at least 1"},
+		{"argument", []string{"extra"}, "unexpected"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			_, err := parseFlags(tc.args, io.Discard)
+			if tc.want == "" {
+				require.NoError(t, err)
+				return
+			}
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+	c, err := parseFlags([]string{"--stores", " durable ", "--dict-limits", "0,10"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"durable"}, c.stores)
+	assert.Equal(t, []int{10}, c.dictLimits)
+	assert.Equal(t, 50_000, c.nOne, "a quarter of --n")
+}
+
+func TestDistribution(t *testing.T) {
+	t.Parallel()
+	lat := make([]time.Duration, 100)
+	for i := range lat {
+		lat[i] = time.Duration(100-i) * time.Millisecond // 100 ms down to 1 ms
+	}
+	d := distribution(lat)
+	assert.Equal(t, 100, d.n)
+	assert.Equal(t, 50*time.Millisecond, d.p50)
+	assert.Equal(t, 90*time.Millisecond, d.p90)
+	assert.Equal(t, 99*time.Millisecond, d.p99)
+	assert.Equal(t, 100*time.Millisecond, d.max)
+	assert.Equal(t, 50500*time.Microsecond, d.mean)
+	assert.Equal(t, latency{}, distribution(nil))
+}
+
+func TestDictionarySize(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join("..", "..", "scripts", "testdata", "words.txt")
+	// abc def abcdef ghi abcghi defghi xyzzy abcabc: 8 words of 3 letters
+	// or more (zz is too short).
+	words, text, file, err := dictionarySize(path, 100)
+	require.NoError(t, err)
+	assert.Equal(t, 8, words)
+	assert.EqualValues(t, len("abc def abcdef ghi abcghi defghi xyzzy abcabc "), text)
+	assert.EqualValues(t, len("abc def abcdef ghi abcghi defghi zz xyzzy abcabc "), file)
+	words, text, _, err = dictionarySize(path, 2)
+	require.NoError(t, err)
+	assert.Equal(t, 2, words)
+	assert.EqualValues(t, 8, text)
+	words, _, _, err = dictionarySize(path, -1)
+	require.NoError(t, err)
+	assert.Equal(t, 8, words)
+	assert.Equal(t, 5, jsLength("día😀"), "UTF-16 code units, as JavaScript counts")
+}
+
+// TestCountingProxy: the proxy forwards both ways and counts each.
+func TestCountingProxy(t *testing.T) {
+	t.Parallel()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer ln.Close()
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		buf := make([]byte, 5)
+		if _, err := io.ReadFull(c, buf); err != nil {
+			return
+		}
+		_, _ = c.Write(bytes.Repeat(buf, 3)) // 15 bytes back
+	}()
+	p, err := startProxy(ln.Addr().String())
+	require.NoError(t, err)
+	defer p.Close()
+
+	c, err := net.Dial("tcp", p.Addr())
+	require.NoError(t, err)
+	defer c.Close()
+	_, err = c.Write([]byte("hello"))
+	require.NoError(t, err)
+	got := make([]byte, 15)
+	_, err = io.ReadFull(c, got)
+	require.NoError(t, err)
+	assert.Equal(t, "hellohellohello", string(got))
+	up, down := p.Bytes()
+	assert.EqualValues(t, 5, up)
+	assert.EqualValues(t, 15, down)
+}
+
+func TestFormat(t *testing.T) {
+	t.Parallel()
+	assert.Equal(t, "52,345", thousands(52345.4))
+	assert.Equal(t, "1,000,000", thousands(1e6))
+	assert.Equal(t, "2.5", thousands(2.5))
+	assert.Equal(t, "0.300 ms", ms(300*time.Microsecond))
+	assert.Equal(t, "1.62 ms", ms(1620*time.Microsecond))
+	assert.Equal(t, "48.6 KiB", size(49795))
+	assert.Equal(t, "512 B", size(512))
+}
+
+// TestRun: riot-bench end to end, small: it builds riotd and riot-worker,
+// measures both stores and a dictionary job, and prints its tables.
+func TestRun(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs riotd and riot-worker processes")
+	}
+	t.Parallel()
+	words := filepath.Join("..", "..", "scripts", "testdata", "words.txt")
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"--n", "300", "--warmup", "10", "--latency-n", "30", "--slots", "1",
+		"--dict-limits", "8", "--dict-whole", "3", "--words", words, "--format", "markdown", "--timeout", "2m"}, &stdout, &stderr)
+	require.Equal(t, 0, code, "stderr:\n%s", stderr.String())
+	out := stdout.String()
+	for _, want := range []string{
+		"| throughput, 1 worker, 75 workunits pipelined |",
+		"| throughput, 2 workers, 300 workunits pipelined |",
+		"| round trip p99 |",
+		"riotd --memory", "riotd --data DIR",
+		"| dict.js --limit 8 | whole list, 3 workunits |",
+		"| workunits (one per word); compound words found | 8; 4 | 3; ",
+	} {
+		assert.Contains(t, out, want)
+	}
+	assert.True(t, strings.HasPrefix(out, "riot-bench --n 300"), out)
+}
