@@ -18,11 +18,20 @@ import (
 
 // Defaults for Options fields left zero.
 const (
-	// DefaultPrefetchPerSlot is how many workunits a worker holds queued
-	// per slot beyond those it runs, by default: enough to start the next
-	// workunit without waiting for a round trip to the tracker, and few
-	// enough that a slow worker does not hoard work.
+	// DefaultPrefetchPerSlot is the least a worker holds queued per slot
+	// beyond what it runs, when it sizes its prefetch itself (Prefetch
+	// 0): enough to start the next workunit without waiting for the
+	// tracker, few enough that a worker with slow workunits does not hoard
+	// work.
 	DefaultPrefetchPerSlot = 2
+	// MaxPrefetchPerSlot is the most it holds queued per slot then: for
+	// workunits of a few microseconds, what covers PrefetchLatency.
+	MaxPrefetchPerSlot = 64
+	// PrefetchLatency is the time the queue must cover when a worker sizes
+	// its prefetch: about a round trip to the tracker and back under load.
+	// A worker whose workunits take d holds about PrefetchLatency/d of
+	// them per slot, between DefaultPrefetchPerSlot and MaxPrefetchPerSlot.
+	PrefetchLatency = 2 * time.Millisecond
 	// DefaultGrace is how long a stopping worker lets running workunits
 	// finish before it interrupts and returns them.
 	DefaultGrace = 30 * time.Second
@@ -49,8 +58,11 @@ type Options struct {
 	Slots int
 	// Prefetch is how many more workunits the worker holds queued, so
 	// that a slot that finishes starts the next one without waiting for
-	// the tracker; their blobs are fetched while they wait. Default:
-	// DefaultPrefetchPerSlot per slot. Negative means none.
+	// the tracker; their blobs are fetched while they wait. Zero (the
+	// default) lets the worker size it from how long its workunits take:
+	// from DefaultPrefetchPerSlot per slot for slow ones to
+	// MaxPrefetchPerSlot for workunits of microseconds (see
+	// PrefetchLatency). Positive fixes it; negative means none.
 	Prefetch int
 	// Grace is how long a stopping worker lets its running workunits
 	// finish before it interrupts them and hands them back to the tracker.
@@ -78,6 +90,10 @@ type Options struct {
 	// Started, when set, is called on a slot's goroutine as each workunit
 	// starts, for logs, metrics and tests. It must not block.
 	Started func(a *client.Assignment)
+
+	// adaptive is set when Prefetch was left zero: the worker sizes its
+	// prefetch, up to Prefetch.
+	adaptive bool
 }
 
 func (o *Options) setDefaults() error {
@@ -89,7 +105,8 @@ func (o *Options) setDefaults() error {
 	}
 	switch {
 	case o.Prefetch == 0:
-		o.Prefetch = DefaultPrefetchPerSlot * o.Slots
+		o.adaptive = true
+		o.Prefetch = MaxPrefetchPerSlot * o.Slots
 	case o.Prefetch < 0:
 		o.Prefetch = 0
 	}
@@ -130,12 +147,13 @@ func Run(ctx context.Context, opts Options) error {
 }
 
 type worker struct {
-	opts  Options
-	log   *slog.Logger
-	c     *client.Client
-	eng   *engine.Engine
-	cache *Cache
-	gpus  *gpuPool
+	opts    Options
+	log     *slog.Logger
+	c       *client.Client
+	eng     *engine.Engine
+	cache   *Cache
+	credits *credits
+	gpus    *gpuPool
 }
 
 // job is an assignment on its way to a slot.
@@ -186,8 +204,8 @@ func (w *worker) run(ctx context.Context) error {
 	stop, stopNow := context.WithCancel(ctx)
 	defer stopNow()
 
-	window := w.opts.Slots + w.opts.Prefetch
-	jobs := make(chan *job, window)
+	w.credits = newCredits(w.opts)
+	jobs := make(chan *job, w.opts.Slots+w.opts.Prefetch)
 	var returned leases
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -203,8 +221,12 @@ func (w *worker) run(ctx context.Context) error {
 			w.slot(stop, evalCtx, jobs, &returned)
 		}()
 	}
-	c.Credit(window)
-	w.log.Info("worker: ready", "tracker", c.Tracker(), "slots", w.opts.Slots, "prefetch", w.opts.Prefetch, "gpus", len(copts.GPUs))
+	c.Credit(w.credits.window)
+	prefetch := any(w.opts.Prefetch)
+	if w.opts.adaptive {
+		prefetch = fmt.Sprintf("%d to %d", w.credits.min, w.credits.max)
+	}
+	w.log.Info("worker: ready", "tracker", c.Tracker(), "slots", w.opts.Slots, "prefetch", prefetch, "gpus", len(copts.GPUs))
 	if w.opts.Ready != nil {
 		w.opts.Ready(name)
 	}
@@ -357,7 +379,9 @@ func (w *worker) evaluate(stop, evalCtx context.Context, j *job) bool {
 		r.Elapsed = res.Elapsed
 	}
 	if stop.Err() == nil {
-		r.Credit = 1 // room for the next one, in the same frame
+		// Room for the next one, and more or less as the prefetch
+		// follows the workunits' durations; in the same frame.
+		r.Credit = w.credits.done(r.Elapsed)
 	}
 	if err != nil {
 		r.Error = wire.WorkError(err)
@@ -388,6 +412,53 @@ func (w *worker) report(r client.Report) {
 // fail reports a workunit's error, with one credit.
 func (w *worker) fail(a *client.Assignment, werr *workunit.Error) {
 	w.report(client.Report{Lease: a.Lease(), Error: werr, Credit: 1})
+}
+
+// credits sizes the work a worker asks for: its window, the workunits it
+// lets itself hold (running and queued), is its slots plus a prefetch
+// between min and max. With a fixed prefetch, min is max and each finished
+// workunit gives back one credit. Otherwise the prefetch per slot follows
+// PrefetchLatency divided by the workunits' average duration: short
+// workunits need a deep queue to keep the slots busy while credit and work
+// cross the network; long ones need almost none. It is safe for concurrent
+// use by the slots.
+type credits struct {
+	slots    int
+	min, max int
+
+	mu     sync.Mutex
+	window int
+	avg    time.Duration // moving average of workunit durations; 0 before the first
+}
+
+func newCredits(o Options) *credits {
+	c := &credits{slots: o.Slots, min: o.Prefetch, max: o.Prefetch}
+	if o.adaptive {
+		c.min = min(DefaultPrefetchPerSlot*o.Slots, o.Prefetch)
+	}
+	c.window = o.Slots + c.min
+	return c
+}
+
+// done returns the credit to grant after a workunit that took d: one to
+// replace it, plus or minus the change of the window.
+func (c *credits) done(d time.Duration) int {
+	if c.min == c.max {
+		return 1
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d = max(d, time.Microsecond)
+	if c.avg == 0 {
+		c.avg = d
+	} else {
+		c.avg += (d - c.avg) / 8
+	}
+	perSlot := int((PrefetchLatency + c.avg - 1) / c.avg)
+	target := c.slots + min(max(c.slots*perSlot, c.min), c.max)
+	grant := max(1+target-c.window, 0)
+	c.window += grant - 1
+	return grant
 }
 
 func consoleOf(lines []engine.ConsoleLine) wire.Console {
