@@ -38,7 +38,6 @@ func TestE2E_WorkerPrefetchZero(t *testing.T) {
 // only when no other worker takes it in the same step: with a worker that
 // has room, a dead worker's workunits move on without that line.
 func TestE2E_ReassignmentLogged(t *testing.T) {
-	knownBug(t, "riotd logs \"workunit reassigned\" only for records persisted as waiting (tracker/loop.go deliver); a lost workunit leased again at once is persisted as running and not logged")
 	t.Parallel()
 	tr := bins.StartTracker(t, e2e.TrackerOptions{})
 	victim := bins.StartWorker(t, tr.Addr(), e2e.WorkerOptions{Name: "victim", Slots: 1})

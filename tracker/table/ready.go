@@ -34,6 +34,12 @@ type Ready struct {
 	// logs and metrics. Nothing needs to be done with them.
 	Discarded []Discard
 
+	// Requeued lists the workunits taken back from a worker (lost, or its
+	// lease expired) and put back at the front of the queue since the last
+	// Ready, for logs and metrics; one that another worker took at once is
+	// among them too.
+	Requeued []Requeue
+
 	// inflight holds the record indices of Persist; gen identifies the
 	// Ready for Advance.
 	inflight []uint32
@@ -46,7 +52,7 @@ type Ready struct {
 
 // Empty reports whether rd holds nothing to do.
 func (rd Ready) Empty() bool {
-	return len(rd.Persist) == 0 && len(rd.Send) == 0 && len(rd.Notify) == 0 && len(rd.Discarded) == 0
+	return len(rd.Persist) == 0 && len(rd.Send) == 0 && len(rd.Notify) == 0 && len(rd.Discarded) == 0 && len(rd.Requeued) == 0
 }
 
 // Message is something to send: an *Assign (to a worker), an *Ack or an
@@ -109,6 +115,15 @@ type Notification struct {
 	// notification comes from that completion; nil when the key was
 	// already finished at the time of the watch.
 	Console []byte
+}
+
+// Requeue is a workunit taken back from a worker and queued again.
+type Requeue struct {
+	Key workunit.Key
+	// LostFrom names the worker it was taken from.
+	LostFrom string
+	// Losses is how many workers it has been lost from so far.
+	Losses int
 }
 
 // Discard is a stale completion the table rejected.

@@ -654,6 +654,7 @@ func (t *Table) lose(idx uint32, name uint32) {
 	}
 	t.setStatus(r, Waiting)
 	t.enqueueFront(idx)
+	t.out.Requeued = append(t.out.Requeued, Requeue{Key: r.key, LostFrom: t.names[name], Losses: len(r.ext.lost)})
 }
 
 func (t *Table) discard(w WorkerID, key workunit.Key, tok Token, reason string) error {
@@ -1023,7 +1024,7 @@ func (t *Table) Ready() Ready {
 		rd.inflight = append(rd.inflight, idx)
 	}
 	t.pending = t.pending[:0]
-	t.out = Ready{Send: t.spare.Send[:0], Notify: t.spare.Notify[:0], Discarded: t.spare.Discarded[:0],
+	t.out = Ready{Send: t.spare.Send[:0], Notify: t.spare.Notify[:0], Discarded: t.spare.Discarded[:0], Requeued: t.spare.Requeued[:0],
 		acks: t.spare.acks[:0], assigns: t.spare.assigns[:0], infos: t.spare.infos[:0]}
 	t.spare = Ready{}
 	t.gen++
@@ -1068,6 +1069,7 @@ func (t *Table) recycle(rd Ready) {
 	clear(rd.Send)
 	clear(rd.Notify)
 	clear(rd.Discarded)
+	clear(rd.Requeued)
 	clear(rd.acks)
 	clear(rd.assigns)
 	clear(rd.infos)
@@ -1076,6 +1078,7 @@ func (t *Table) recycle(rd Ready) {
 		Send:      rd.Send[:0],
 		Notify:    rd.Notify[:0],
 		Discarded: rd.Discarded[:0],
+		Requeued:  rd.Requeued[:0],
 		inflight:  rd.inflight[:0],
 		acks:      rd.acks[:0],
 		assigns:   rd.assigns[:0],
