@@ -3,6 +3,7 @@ package worker
 import (
 	"container/list"
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 
@@ -20,8 +21,18 @@ type Cache struct {
 	size  int64
 	order *list.List // of *entry, most recently used first
 	items map[blob.Hash]*list.Element
-	hits  uint64
-	miss  uint64
+	// loading holds the fetches in flight, so that callers asking for a
+	// blob being fetched wait for that fetch instead of starting another.
+	loading map[blob.Hash]*load
+	hits    uint64
+	miss    uint64
+}
+
+// load is a fetch in flight; done is closed when data and err are set.
+type load struct {
+	done chan struct{}
+	data []byte
+	err  error
 }
 
 type entry struct {
@@ -33,23 +44,62 @@ type entry struct {
 // fetch on a miss. A blob larger than maxBytes is fetched each time it is
 // asked for and not kept.
 func NewCache(maxBytes int64, fetch func(ctx context.Context, h blob.Hash) ([]byte, error)) *Cache {
-	return &Cache{fetch: fetch, max: maxBytes, order: list.New(), items: make(map[blob.Hash]*list.Element)}
+	return &Cache{fetch: fetch, max: maxBytes, order: list.New(), items: make(map[blob.Hash]*list.Element),
+		loading: make(map[blob.Hash]*load)}
 }
 
-// Blob implements blob.Source: the blob h, from the cache or fetched.
+// Blob implements blob.Source: the blob h, from the cache or fetched. Of
+// concurrent callers missing the same blob, one fetches it and the others
+// wait for that fetch (or for their own context).
 func (c *Cache) Blob(ctx context.Context, h blob.Hash) ([]byte, error) {
-	if data, ok := c.get(h); ok {
-		return data, nil
+	for {
+		c.mu.Lock()
+		if el, ok := c.items[h]; ok {
+			c.hits++
+			c.order.MoveToFront(el)
+			c.mu.Unlock()
+			return el.Value.(*entry).data, nil
+		}
+		l, waiting := c.loading[h]
+		if !waiting {
+			c.miss++
+			l = &load{done: make(chan struct{})}
+			c.loading[h] = l
+			c.mu.Unlock()
+			c.load(ctx, h, l)
+			return l.data, l.err
+		}
+		c.mu.Unlock()
+		select {
+		case <-l.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		// The fetch we waited for failed because its own caller gave up:
+		// try again, with this caller's context.
+		if l.err != nil && (errors.Is(l.err, context.Canceled) || errors.Is(l.err, context.DeadlineExceeded)) && ctx.Err() == nil {
+			continue
+		}
+		return l.data, l.err
 	}
+}
+
+// load fetches h for l, keeps it, and wakes l's waiters.
+func (c *Cache) load(ctx context.Context, h blob.Hash, l *load) {
 	data, err := c.fetch(ctx, h)
-	if err != nil {
-		return nil, err
+	if err == nil {
+		if sum := blob.Sum(data); sum != h {
+			data, err = nil, fmt.Errorf("worker: blob %s: fetched data hashes to %s", h.Short(), sum.Short())
+		}
 	}
-	if blob.Sum(data) != h {
-		return nil, fmt.Errorf("worker: blob %s: fetched data hashes to %s", h.Short(), blob.Sum(data).Short())
+	l.data, l.err = data, err
+	if err == nil {
+		c.put(h, data)
 	}
-	c.put(h, data)
-	return data, nil
+	c.mu.Lock()
+	delete(c.loading, h)
+	c.mu.Unlock()
+	close(l.done)
 }
 
 // Has reports whether the cache holds h.
@@ -66,19 +116,6 @@ func (c *Cache) Stats() (bytes int64, blobs int, hits, misses uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.size, len(c.items), c.hits, c.miss
-}
-
-func (c *Cache) get(h blob.Hash) ([]byte, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	el, ok := c.items[h]
-	if !ok {
-		c.miss++
-		return nil, false
-	}
-	c.hits++
-	c.order.MoveToFront(el)
-	return el.Value.(*entry).data, true
 }
 
 func (c *Cache) put(h blob.Hash, data []byte) {
