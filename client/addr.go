@@ -22,7 +22,11 @@ import (
 // the path wire.Path. A ws:// or wss:// URL is used as given, with path
 // wire.Path when it has none (its port defaults to the scheme's, as a
 // browser's would, so that a tracker behind a TLS proxy on 443 works).
-func TrackerURL(addr string) (string, error) {
+func TrackerURL(addr string) (string, error) { return trackerURL(addr, false) }
+
+// trackerURL is TrackerURL, with wss:// for addresses without a scheme
+// when secure.
+func trackerURL(addr string, secure bool) (string, error) {
 	addr = strings.TrimSpace(addr)
 	if addr == "" {
 		return "", fmt.Errorf("client: empty tracker address")
@@ -55,6 +59,10 @@ func TrackerURL(addr string) (string, error) {
 	if n, err := strconv.Atoi(port); err != nil || n <= 0 || n > 65535 {
 		return "", fmt.Errorf("client: tracker address %q: bad port %q", addr, port)
 	}
-	u := url.URL{Scheme: "ws", Host: net.JoinHostPort(host, port), Path: wire.Path}
+	scheme := "ws"
+	if secure {
+		scheme = "wss"
+	}
+	u := url.URL{Scheme: scheme, Host: net.JoinHostPort(host, port), Path: wire.Path}
 	return u.String(), nil
 }

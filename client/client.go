@@ -70,7 +70,10 @@ type Options struct {
 	// writes take longer is dropped (and made again). Default:
 	// DefaultWriteTimeout.
 	WriteTimeout time.Duration
-	// TLSConfig is used for wss:// trackers; nil means the defaults.
+	// TLSConfig is used for wss:// trackers; nil means the defaults (the
+	// system's certificate authorities). When it is set, an address
+	// without a scheme ("host", "host:port") means wss:// rather than
+	// ws://. See TLSConfigWithCA.
 	TLSConfig *tls.Config
 }
 
@@ -174,14 +177,28 @@ func Dial(ctx context.Context, addr string, opts Options) (*Client, error) {
 	if err := opts.setDefaults(); err != nil {
 		return nil, err
 	}
-	u, err := TrackerURL(addr)
+	u, err := trackerURL(addr, opts.TLSConfig != nil)
 	if err != nil {
 		return nil, err
 	}
+	c := newClient(opts, u)
+	cn, err := c.connect(ctx)
+	if err != nil {
+		c.cb.stop()
+		return nil, err
+	}
+	c.startConn(cn) // nothing can end the client yet
+	go c.run(cn)
+	return c, nil
+}
+
+// newClient returns a Client for the tracker at url, not connected, with
+// its callback goroutine started. opts have their defaults.
+func newClient(opts Options, url string) *Client {
 	c := &Client{
 		opts:      opts,
-		url:       u,
-		log:       opts.Logger.With("tracker", u),
+		url:       url,
+		log:       opts.Logger.With("tracker", url),
 		kick:      make(chan struct{}, 1),
 		assignSig: make(chan struct{}, 1),
 		ended:     make(chan struct{}),
@@ -194,14 +211,7 @@ func Dial(ctx context.Context, addr string, opts Options) (*Client, error) {
 		stored:    make(map[blob.Hash]struct{}),
 	}
 	c.cb.init()
-	cn, err := c.connect(ctx)
-	if err != nil {
-		c.cb.stop()
-		return nil, err
-	}
-	c.startConn(cn) // nothing can end the client yet
-	go c.run(cn)
-	return c, nil
+	return c
 }
 
 // Name returns the name the tracker gave this client (Riot's

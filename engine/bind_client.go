@@ -143,7 +143,7 @@ func (c *jsClient) newWorkunit(op string, args []goja.Value) workunit.Key {
 			m.rl.throw("DataCloneError", "%v", err)
 		}
 	}
-	return m.submit(op, conn, []*workunit.Spec{spec}, WorkOptions{})[0]
+	return m.submit(op, conn, []*workunit.Spec{spec}, WorkOptions{})[0].Key()
 }
 
 func (c *jsClient) addWorkunit(call goja.FunctionCall) goja.Value {
@@ -164,7 +164,7 @@ func (c *jsClient) callWithNewWorkunit(call goja.FunctionCall) goja.Value {
 // finished (Riot's client-wait-for-finished-workunit).
 func (c *jsClient) finished(op string, key workunit.Key) []goja.Value {
 	m := c.m
-	o, err := c.need(op).Wait(m.ctx, key)
+	o, err := m.wait(c.need(op), key)
 	if err != nil {
 		m.rl.throw("Error", "%s: %v", op, err)
 	}

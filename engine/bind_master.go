@@ -338,9 +338,10 @@ func (m *master) conn(op string) Conn {
 }
 
 // submit sends specs through c after uploading the blobs they need, waits
-// for the tracker's acknowledgements and returns the keys. Outcomes are
-// reported to Events as they come.
-func (m *master) submit(op string, c Conn, specs []*workunit.Spec, opts WorkOptions) []workunit.Key {
+// for the tracker's acknowledgements and returns the submissions, which
+// m.subs remembers by key so that waiting on one later asks the tracker
+// nothing. Outcomes are reported to Events as they come.
+func (m *master) submit(op string, c Conn, specs []*workunit.Spec, opts WorkOptions) []Submission {
 	need := make(map[blob.Hash][]byte)
 	up := m.uploaded[c]
 	if up == nil {
@@ -374,11 +375,10 @@ func (m *master) submit(op string, c Conn, specs []*workunit.Spec, opts WorkOpti
 	if m.opts.Events != nil {
 		m.opts.Events.Submitted(len(specs))
 	}
-	keys := make([]workunit.Key, len(subs))
-	for i, sub := range subs {
-		keys[i] = sub.Key()
+	for _, sub := range subs {
+		m.subs[sub.Key()] = subEntry{sub: sub, conn: c}
 		if m.opts.Events != nil {
-			c.OnFinished(keys[i], m.report)
+			sub.OnDone(m.report)
 		}
 	}
 	for _, sub := range subs {
@@ -386,7 +386,32 @@ func (m *master) submit(op string, c Conn, specs []*workunit.Spec, opts WorkOpti
 			m.rl.throw("Error", "%s: the tracker refused workunit %s: %v", op, sub.Key().Short(), err)
 		}
 	}
-	return keys
+	return subs
+}
+
+// subEntry is a workunit this script submitted, and the connection it went
+// through.
+type subEntry struct {
+	sub  Submission
+	conn Conn
+}
+
+// wait returns the outcome of key: from the script's own submission when
+// it made one through c, else from the tracker.
+func (m *master) wait(c Conn, key workunit.Key) (*Outcome, error) {
+	if e, ok := m.subs[key]; ok && e.conn == c {
+		return e.sub.Wait(m.ctx)
+	}
+	return c.Wait(m.ctx, key)
+}
+
+// onFinished calls fn when key is finished, as wait finds it.
+func (m *master) onFinished(c Conn, key workunit.Key, fn func(*Outcome)) {
+	if e, ok := m.subs[key]; ok && e.conn == c {
+		e.sub.OnDone(fn)
+		return
+	}
+	c.OnFinished(key, fn)
 }
 
 // shownKeys remembers the keys whose console output was shown, so that a
@@ -427,8 +452,8 @@ func (m *master) doWork(call goja.FunctionCall, opts WorkOptions) goja.Value {
 	if err != nil {
 		m.rl.throw("DataCloneError", "%v", err)
 	}
-	keys := m.submit(op, m.conn(op), []*workunit.Spec{spec}, opts)
-	return m.rl.rt.ToValue(keys[0].String())
+	subs := m.submit(op, m.conn(op), []*workunit.Spec{spec}, opts)
+	return m.rl.rt.ToValue(subs[0].Key().String())
 }
 
 // forWork implements riot.forWork(iterable, fn[, options]): one workunit
@@ -460,10 +485,10 @@ func (m *master) forWork(call goja.FunctionCall, opts WorkOptions) goja.Value {
 		enc.w.Int(int64(i))
 		specs[i] = &workunit.Spec{Kind: workunit.Fn, Name: m.script.File, Payload: append([]byte(nil), enc.w.Bytes()...), Blobs: append([]blob.Hash(nil), enc.blobs...)}
 	}
-	keys := m.submit(op, c, specs, opts)
-	results := make([]any, len(keys))
-	for i, k := range keys {
-		results[i] = m.result(op, c, k)
+	subs := m.submit(op, c, specs, opts)
+	results := make([]any, len(subs))
+	for i, s := range subs {
+		results[i] = m.result(op, c, s.Key())
 	}
 	return m.rl.rt.NewArray(results...)
 }
@@ -478,8 +503,8 @@ func (m *master) doWorkEval(call goja.FunctionCall, opts WorkOptions) goja.Value
 		opts = m.workOptions(op, o, opts)
 	}
 	spec := &workunit.Spec{Kind: workunit.Eval, Source: call.Argument(0).String(), Name: "eval"}
-	keys := m.submit(op, m.conn(op), []*workunit.Spec{spec}, opts)
-	return m.rl.rt.ToValue(keys[0].String())
+	subs := m.submit(op, m.conn(op), []*workunit.Spec{spec}, opts)
+	return m.rl.rt.ToValue(subs[0].Key().String())
 }
 
 // doWorkCall implements riot.doWorkCall(modulePath, exportName, ...args).
@@ -510,8 +535,8 @@ func (m *master) doWorkCall(call goja.FunctionCall, opts WorkOptions) goja.Value
 	}
 	blobs := append(append([]blob.Hash(nil), mod.All...), enc.blobs...)
 	spec := &workunit.Spec{Kind: workunit.Call, Module: mod.Hash, Export: name.String(), Payload: append([]byte(nil), enc.w.Bytes()...), Blobs: blobs}
-	keys := m.submit(op, m.conn(op), []*workunit.Spec{spec}, opts)
-	return m.rl.rt.ToValue(keys[0].String())
+	subs := m.submit(op, m.conn(op), []*workunit.Spec{spec}, opts)
+	return m.rl.rt.ToValue(subs[0].Key().String())
 }
 
 // with implements riot.with(options): the submitting functions with
@@ -580,7 +605,7 @@ func (m *master) waitUntilDone(call goja.FunctionCall) goja.Value {
 }
 
 func (m *master) result(op string, c Conn, key workunit.Key) goja.Value {
-	o, err := c.Wait(m.ctx, key)
+	o, err := m.wait(c, key)
 	if err != nil {
 		m.rl.throw("Error", "%s: workunit %s: %v", op, key.Short(), err)
 	}
@@ -669,7 +694,7 @@ func (m *master) callWhenDone(call goja.FunctionCall) goja.Value {
 		m.rl.throw("TypeError", "%s: the callback must be a function", op)
 	}
 	m.waits++
-	c.OnFinished(key, func(o *Outcome) {
+	m.onFinished(c, key, func(o *Outcome) {
 		m.post(func() {
 			m.waits--
 			if o.Status == "error" {

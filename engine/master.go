@@ -137,6 +137,7 @@ func RunScript(ctx context.Context, opts ScriptOptions) error {
 		uploaded: make(map[Conn]map[blob.Hash]bool),
 		modules:  modules.NewCache(filepath.Dir(name)),
 		taken:    make(map[workunit.Key]*Work),
+		subs:     make(map[workunit.Key]subEntry),
 	}
 	m.rl, err = newRealmWith(eng, 0, "master", []func(*realm) error{
 		m.bindConsole, bindTimers, bindPerformance, bindStringLimits, m.bindRiot,
@@ -167,9 +168,10 @@ type master struct {
 	clients []*jsClient // every client object made
 	conns   []Conn      // connections the script opened, closed at the end
 	shown   shownKeys
-	taken   map[workunit.Key]*Work // workunits taken with waitForWork
-	jobs    jobQueue               // callbacks to run on the script's goroutine
-	waits   int                    // callbacks still expected
+	taken   map[workunit.Key]*Work    // workunits taken with waitForWork
+	subs    map[workunit.Key]subEntry // workunits this script submitted
+	jobs    jobQueue                  // callbacks to run on the script's goroutine
+	waits   int                       // callbacks still expected
 
 	blobIDs  map[*goja.Object]blobEntry
 	pending  map[blob.Hash][]byte // blobs made, not yet known to be uploaded

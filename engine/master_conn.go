@@ -43,11 +43,17 @@ type Conn interface {
 }
 
 // Submission is a submitted workunit, identified by its key from the start.
+// Its outcome, once known, is kept: waiting on it again asks the tracker
+// nothing.
 type Submission interface {
 	Key() workunit.Key
 	// Accepted waits for the tracker's durable acknowledgement. A workunit
 	// already finished (memoized) comes back with its outcome.
 	Accepted(ctx context.Context) (*Outcome, error)
+	// Wait blocks until the workunit is finished and returns its outcome.
+	Wait(ctx context.Context) (*Outcome, error)
+	// OnDone calls fn once, on another goroutine, when it is finished.
+	OnDone(fn func(*Outcome))
 }
 
 // WorkOptions are a workunit's options besides its content.

@@ -79,12 +79,15 @@ type fakeConn struct {
 type fakeSubmission struct {
 	key workunit.Key
 	out *Outcome
+	c   *fakeConn
 }
 
 func (s *fakeSubmission) Key() workunit.Key { return s.key }
 func (s *fakeSubmission) Accepted(ctx context.Context) (*Outcome, error) {
 	return s.out, nil
 }
+func (s *fakeSubmission) Wait(ctx context.Context) (*Outcome, error) { return s.c.Wait(ctx, s.key) }
+func (s *fakeSubmission) OnDone(fn func(*Outcome))                   { s.c.OnFinished(s.key, fn) }
 
 func (c *fakeConn) Name() string { return c.name }
 
@@ -94,13 +97,13 @@ func (c *fakeConn) Submit(spec *workunit.Spec, opts WorkOptions) Submission {
 	ft.mu.Lock()
 	if o, ok := ft.outcomes[key]; ok && o.Status == "done" && !opts.NoCache {
 		ft.mu.Unlock()
-		return &fakeSubmission{key: key, out: o}
+		return &fakeSubmission{key: key, out: o, c: c}
 	}
 	ft.runs++
 	ft.mu.Unlock()
 	if ft.manual {
 		ft.queue <- &Work{Key: key, Spec: spec, Blobs: ft.blobSource()}
-		return &fakeSubmission{key: key, out: &Outcome{Key: key, Status: "waiting"}}
+		return &fakeSubmission{key: key, out: &Outcome{Key: key, Status: "waiting"}, c: c}
 	}
 	src := ft.blobSource()
 	go func() {
@@ -122,7 +125,7 @@ func (c *fakeConn) Submit(spec *workunit.Spec, opts WorkOptions) Submission {
 		}
 		ft.finish(o)
 	}()
-	return &fakeSubmission{key: key, out: &Outcome{Key: key, Status: "waiting"}}
+	return &fakeSubmission{key: key, out: &Outcome{Key: key, Status: "waiting"}, c: c}
 }
 
 func (c *fakeConn) Wait(ctx context.Context, key workunit.Key) (*Outcome, error) {

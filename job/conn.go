@@ -67,17 +67,19 @@ func outcome(out *client.Outcome, err error) (*engine.Outcome, error) {
 }
 
 func (k *conn) OnFinished(key workunit.Key, fn func(*engine.Outcome)) {
-	k.c.CallWhenDone(key, func(out *client.Outcome, err error) {
-		o, err := outcome(out, err)
-		if err != nil {
-			// The client ended (closed, or its context): report it as
-			// the workunit's failure, so that no callback is left
-			// waiting forever.
-			o = &engine.Outcome{Key: key, Status: "error", Err: &workunit.Error{
-				Kind: workunit.Internal, Name: "Error", Message: fmt.Sprintf("the connection to the tracker ended: %v", err), Key: key}}
-		}
-		fn(o)
-	})
+	k.c.CallWhenDone(key, func(out *client.Outcome, err error) { fn(finished(key, out, err)) })
+}
+
+// finished converts the outcome a callback gets. When the client ended
+// (closed, or its context) instead, it reports that as the workunit's
+// failure, so that no callback is left waiting forever.
+func finished(key workunit.Key, out *client.Outcome, err error) *engine.Outcome {
+	o, err := outcome(out, err)
+	if err != nil {
+		o = &engine.Outcome{Key: key, Status: "error", Err: &workunit.Error{
+			Kind: workunit.Internal, Name: "Error", Message: fmt.Sprintf("the connection to the tracker ended: %v", err), Key: key}}
+	}
+	return o
 }
 
 func (k *conn) Info(ctx context.Context, key workunit.Key) (*engine.Outcome, error) {
@@ -147,6 +149,15 @@ func (s submission) Key() workunit.Key { return s.call.Key }
 func (s submission) Accepted(ctx context.Context) (*engine.Outcome, error) {
 	out, err := s.call.Accepted(ctx)
 	return outcome(out, err)
+}
+
+func (s submission) Wait(ctx context.Context) (*engine.Outcome, error) {
+	out, err := s.call.Wait(ctx)
+	return outcome(out, err)
+}
+
+func (s submission) OnDone(fn func(*engine.Outcome)) {
+	s.call.OnDone(func(out *client.Outcome, err error) { fn(finished(s.call.Key, out, err)) })
 }
 
 // blobSource fetches blobs from the tracker for workunits a script takes

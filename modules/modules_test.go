@@ -33,10 +33,10 @@ func module(t *testing.T, lm *Loaded, h [32]byte) *workunit.Module {
 func TestCache_Load_Resolution(t *testing.T) {
 	t.Parallel()
 	dir := writeFiles(t, map[string]string{
-		"main.js":                        "const a = require('./lib/a');\nconst b = require('./lib');\nconst c = require('pkg');\nconst d = require('./data.json');\nconst fs = require('fs');\n// require('./not-a-require-call-in-a-comment') is ignored\nconst s = 'require(\"./nor-in-a-string\")';\nexports.x = 1;",
-		"lib/a.js":                       "exports.a = 1;",
-		"lib/index.js":                   "exports.b = require('./a');",
-		"data.json":                      `{"k": 2}`,
+		"main.js":                       "const a = require('./lib/a');\nconst b = require('./lib');\nconst c = require('pkg');\nconst d = require('./data.json');\nconst fs = require('fs');\n// require('./not-a-require-call-in-a-comment') is ignored\nconst s = 'require(\"./nor-in-a-string\")';\nexports.x = 1;",
+		"lib/a.js":                      "exports.a = 1;",
+		"lib/index.js":                  "exports.b = require('./a');",
+		"data.json":                     `{"k": 2}`,
 		"node_modules/pkg/package.json": `{"main": "src/main.js"}`,
 		"node_modules/pkg/src/main.js":  "module.exports = 3;",
 	})

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"sync"
@@ -83,9 +84,10 @@ type conn struct {
 	role                  wire.Role
 	session, agent        string
 	slots, prefetch, gpus int
-	// token is the Hello's credentials, kept for the checks a later
-	// version makes; none are made yet.
-	token string
+	// principal names the credential the Hello's token matched ("" when
+	// the tracker checks none); rights say what it allows.
+	principal string
+	rights    rights
 
 	// Set by the loop when it takes the hello, before it acks; the reader
 	// reads accepted after the ack.
@@ -387,19 +389,29 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		return // the upgrader has answered, and logged
 	}
 	c := newConn(s, ws, r.RemoteAddr)
-	if !s.track(c) {
-		// Shutting down: refuse without starting the pumps.
-		frame, _ := wire.Encode(&wire.Refused{Code: wire.CodeShutdown, Message: "tracker: shutting down", Version: wire.ProtocolVersion})
-		deadline := time.Now().Add(time.Second)
-		_ = ws.SetWriteDeadline(deadline)
-		_ = ws.WriteMessage(websocket.BinaryMessage, frame)
-		_ = ws.WriteControl(websocket.CloseMessage,
-			websocket.FormatCloseMessage(wire.CloseRefused+int(wire.CodeShutdown), "tracker: shutting down"), deadline)
-		ws.Close()
+	switch s.track(c) {
+	case trackClosing:
+		refuseEarly(ws, wire.CodeShutdown, "tracker: shutting down")
+		return
+	case trackFull:
+		s.counters.refusedFull.Add(1)
+		s.log.Warn("refused", "remote", r.RemoteAddr, "code", wire.CodeFull.String(), "why", "too many connections in their handshake")
+		refuseEarly(ws, wire.CodeFull, fmt.Sprintf("tracker: full (%d connections)", s.opts.MaxConns))
 		return
 	}
 	defer s.untrack(c)
 	c.serve()
+}
+
+// refuseEarly refuses a websocket without starting its pumps or reading
+// its hello: a Refused, then the close.
+func refuseEarly(ws *websocket.Conn, code wire.Code, msg string) {
+	frame, _ := wire.Encode(&wire.Refused{Code: code, Message: msg, Version: wire.ProtocolVersion})
+	deadline := time.Now().Add(time.Second)
+	_ = ws.SetWriteDeadline(deadline)
+	_ = ws.WriteMessage(websocket.BinaryMessage, frame)
+	_ = ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(wire.CloseRefused+int(code), msg), deadline)
+	ws.Close()
 }
 
 // serve runs the connection: its writer in a goroutine, its reader here.
@@ -454,7 +466,6 @@ func (c *conn) extend(d time.Duration) {
 func (c *conn) readLoop() string {
 	s := c.s
 	timeout := wire.ReadTimeout(s.opts.PingInterval)
-	c.ws.SetReadLimit(int64(s.opts.Limits.MaxFrameBytes))
 	c.ws.SetPongHandler(func(string) error {
 		c.extend(timeout)
 		return nil
@@ -482,10 +493,13 @@ func (c *conn) readLoop() string {
 	if hello.Version != wire.ProtocolVersion {
 		return c.refuse(wire.VersionMismatch(hello.Version))
 	}
+	if r := c.authenticate(hello); r != nil {
+		return c.refuse(r)
+	}
 	if err := checkHello(hello); err != nil {
 		return c.refuse(&wire.Refused{Code: wire.CodeInvalid, Message: err.Error(), Version: wire.ProtocolVersion})
 	}
-	c.role, c.session, c.agent, c.token = hello.Role, hello.Session, hello.Agent, hello.Token
+	c.role, c.session, c.agent = hello.Role, hello.Session, hello.Agent
 	c.slots, c.prefetch, c.gpus = hello.Slots, hello.Prefetch, len(hello.GPUs)
 	ib := &c.inb
 	ib.kind, ib.hello = inHello, hello
@@ -508,6 +522,10 @@ func (c *conn) readLoop() string {
 		ib.kind = inFrame
 		ib.msgs, ib.aux = ib.msgs[:0], ib.aux[:0]
 		for _, m := range msgs {
+			if need, what := needs(m); c.rights&need == 0 {
+				c.forbid(m, what)
+				continue
+			}
 			var a aux
 			switch m := m.(type) {
 			case *wire.BlobHave, *wire.BlobPut, *wire.BlobGet:
@@ -548,6 +566,84 @@ func (c *conn) readLoop() string {
 	}
 }
 
+// authenticate checks the Hello's token, when the tracker has
+// credentials, and sets the connection's principal and rights. It returns
+// the Refused to answer with when the Hello may not connect. An address
+// that failed before waits first (see throttle).
+func (c *conn) authenticate(h *wire.Hello) *wire.Refused {
+	s := c.s
+	if s.auth == nil {
+		c.rights = allRights
+		return nil
+	}
+	refused := func(msg string) *wire.Refused {
+		s.counters.authFailures.Add(1)
+		return &wire.Refused{Code: wire.CodeAuth, Message: msg, Version: wire.ProtocolVersion}
+	}
+	addr := hostOf(c.remote)
+	wait, done, ok := s.throttle.enter(addr)
+	if !ok {
+		return refused("tracker: too many failed attempts from this address: wait and try again")
+	}
+	defer done()
+	if wait > 0 {
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-s.quit:
+			t.Stop()
+			return &wire.Refused{Code: wire.CodeShutdown, Message: "tracker: shutting down", Version: wire.ProtocolVersion}
+		}
+	}
+	if h.Token == "" {
+		s.throttle.failed(addr)
+		return refused("tracker: this tracker needs a token: give the token of a master or a worker (--token or $RIOT_TOKEN)")
+	}
+	cred, ok := s.auth.check(h.Token)
+	if !ok {
+		s.throttle.failed(addr)
+		return refused("tracker: unknown token")
+	}
+	if cred.role == wire.RoleWorker && h.Role != wire.RoleWorker {
+		s.throttle.failed(addr)
+		return refused(fmt.Sprintf("tracker: a worker's token cannot connect as %q: workers take work, masters submit it", string(h.Role)))
+	}
+	s.throttle.succeeded(addr)
+	c.principal, c.rights = cred.name, rightsOf(cred.role)
+	return nil
+}
+
+// forbid answers a message that the connection's credentials do not allow:
+// an Error with wire.CodeForbidden for its request (the connection as a
+// whole for those without one). The connection stays open.
+func (c *conn) forbid(m wire.Msg, what string) {
+	c.s.counters.forbidden.Add(1)
+	c.s.log.Warn("request refused: the credentials do not allow it", "conn", c.label(), "principal", c.principal,
+		"remote", c.remote, "type", m.Type().String())
+	c.send(&wire.Error{Req: reqOfRequest(m), Code: wire.CodeForbidden,
+		Message: fmt.Sprintf("tracker: %s refused: a worker's token may take work, not %s", m.Type(), what)})
+}
+
+// reqOfRequest returns the request id a client's message carries, 0 if
+// none.
+func reqOfRequest(m wire.Msg) uint64 {
+	switch m := m.(type) {
+	case *wire.Submit:
+		return m.Req
+	case *wire.Watch:
+		return m.Req
+	case *wire.Info:
+		return m.Req
+	case *wire.BlobHave:
+		return m.Req
+	case *wire.BlobPut:
+		return m.Req
+	case *wire.BlobGet:
+		return m.Req
+	}
+	return 0
+}
+
 // checkHello checks what the table cannot take.
 func checkHello(h *wire.Hello) error {
 	switch {
@@ -569,12 +665,24 @@ func checkHello(h *wire.Hello) error {
 func (c *conn) readFrame(dec *wire.Decoder, timeout time.Duration) ([]wire.Msg, int, string, bool) {
 	for {
 		c.extend(timeout)
-		mt, frame, err := c.ws.ReadMessage()
+		mt, r, err := c.ws.NextReader()
 		if err != nil {
 			return nil, 0, c.readErrReason(err, timeout), false
 		}
 		if mt != websocket.BinaryMessage {
 			return nil, 0, c.violation(nil, wire.CloseUnsupportedData), false
+		}
+		// The limit is enforced here rather than by the websocket's read
+		// limit, so that the peer learns why (an Error, and the close
+		// frame's text) instead of a bare 1009.
+		most := c.s.opts.Limits.MaxFrameBytes
+		frame, err := io.ReadAll(io.LimitReader(r, int64(most)+1))
+		if err != nil {
+			return nil, 0, c.readErrReason(err, timeout), false
+		}
+		if len(frame) > most {
+			return nil, 0, c.violation(&wire.Error{Code: wire.CodeLimit,
+				Message: fmt.Sprintf("tracker: a frame of more than %d bytes: over max-frame-bytes", most)}, wire.CloseTooBig), false
 		}
 		c.s.counters.framesIn.Add(1)
 		c.s.counters.bytesIn.Add(uint64(len(frame)))

@@ -40,10 +40,21 @@
 //   - A connection whose Hello has slots or prefetch joins the table as a
 //     worker with no credit; it gets work once it sends Credit. Any
 //     connection may submit.
-//   - The realm of an Assign is the submitting master's Session ("conn:"
-//     and its name when it gave none), kept as the record's Owner: work of
-//     different masters never shares a JavaScript realm on a worker.
-//   - Hello.Token is accepted and kept; credentials are not checked yet.
+//   - The realm of an Assign is a digest of the submitting master's
+//     credential and Session (one per connection when it gave none), kept
+//     as the record's Owner: work of different masters never shares a
+//     JavaScript realm on a worker, and workers learn no session.
+//   - Credentials (Options.TokenFile, Options.Tokens): a Hello must carry
+//     a known token, compared in constant time; addresses that keep
+//     failing are slowed down (see throttle). A worker's token allows the
+//     worker's half of the protocol only; other requests get
+//     wire.CodeForbidden. Without credentials, riotd listens on loopback
+//     unless Options.UnsafeNoAuth. See docs/security.md.
+//   - Limits: frames (read by the reader itself, so that a frame too large
+//     is refused with a reason), specs, results and blobs (wire.Limits),
+//     workunits waiting per master (Options.MaxWaitingPerMaster, counted
+//     by the table), connections (Options.MaxConns, with a slack for
+//     handshakes).
 //   - Welcome.Resumed is always false: the tracker keeps no state of a
 //     connection once it is gone. A master that reconnects watches its keys
 //     again (finished ones are answered at once); a worker's leases go back

@@ -186,6 +186,7 @@ func (l *loop) hello(c *conn, h *wire.Hello) {
 		l.s.log.Info("refused", "remote", c.remote, "code", code.String(), "why", msg)
 	}
 	if n := l.s.opts.MaxConns; n > 0 && len(l.conns) >= n {
+		l.s.counters.refusedFull.Add(1)
 		refuse(wire.CodeFull, fmt.Sprintf("tracker: full (%d connections)", n))
 		return
 	}
@@ -199,10 +200,7 @@ func (l *loop) hello(c *conn, h *wire.Hello) {
 		}
 	}
 	c.setName(name)
-	c.realm = c.session
-	if c.realm == "" {
-		c.realm = "conn:" + name
-	}
+	c.realm = realmOf(c.principal, c.session, l.s.nonce[:], c.id)
 	c.accepted = true
 	l.conns[c.id] = c
 	l.names[name] = c
@@ -335,6 +333,9 @@ func codeFor(err error) wire.Code {
 	if errors.Is(err, table.ErrInvalid) {
 		return wire.CodeInvalid
 	}
+	if errors.Is(err, table.ErrLimit) {
+		return wire.CodeLimit
+	}
 	return wire.CodeInternal
 }
 
@@ -424,6 +425,9 @@ func (l *loop) deliver(rd *table.Ready, perr error) {
 			l.push(c, &wire.Finished{Req: n.Req, Key: n.Key, Outcome: outcome(&n.Info, n.Console)})
 		}
 	}
+	for _, q := range rd.Requeued {
+		l.s.log.Info("workunit reassigned", "key", q.Key.Short(), "lost_from", q.LostFrom, "losses", q.Losses)
+	}
 	for _, d := range rd.Discarded {
 		l.s.log.Info("stale result discarded", "worker", l.workerName(d.Worker), "key", d.Key.Short(),
 			"token", uint64(d.Token), "reason", d.Reason)
@@ -437,9 +441,6 @@ func (l *loop) deliver(rd *table.Ready, perr error) {
 		case r.Status == table.Error && r.Err != nil:
 			l.s.log.Info("workunit failed", "key", r.Key.Short(), "worker", r.Err.Worker, "kind", r.Err.Kind.String(),
 				"name", r.Err.Name, "message", r.Err.Message)
-		case r.Status == table.Waiting && r.Deliveries > 0 && len(r.LostFrom) > 0:
-			l.s.log.Info("workunit reassigned", "key", r.Key.Short(), "lost_from", r.LostFrom[len(r.LostFrom)-1],
-				"losses", len(r.LostFrom), "deliveries", r.Deliveries)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package tracker
 
 import (
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -33,6 +34,9 @@ const (
 	// DefaultQueueBytes bounds what may wait to be written to one
 	// connection (about: each message counts 64 bytes plus its payload).
 	DefaultQueueBytes = 256 << 20
+	// DefaultMaxConns is riotd's --max-conns (Options.MaxConns zero means
+	// no bound).
+	DefaultMaxConns = 10000
 )
 
 // Options configure a Server. The zero Options are usable: every zero field
@@ -40,9 +44,27 @@ const (
 // ConfigureOptions fills Options from command-line flags.
 type Options struct {
 	// Listen is the address to listen on, HOST:PORT (HOST empty: every
-	// interface; PORT 0: any free port, see Server.Addr). Default
-	// ":2355" (wire.DefaultPort).
+	// interface; PORT 0: any free port, see Server.Addr). Default:
+	// port 2355 (wire.DefaultPort) on every interface when credentials
+	// are configured, else on 127.0.0.1 only. Without credentials, a HOST
+	// that is not loopback needs UnsafeNoAuth.
 	Listen string
+	// TokenFile is a file of credentials (see ParseTokens), read by New;
+	// Tokens adds more (for programs that embed the tracker). With
+	// neither, no credentials are checked: anyone who can connect may
+	// submit work and take it.
+	TokenFile string
+	Tokens    []Credential
+	// UnsafeNoAuth allows a Listen address other than loopback without
+	// credentials: anyone who can reach the address can run code on the
+	// workers and read every result.
+	UnsafeNoAuth bool
+	// TLSCertFile and TLSKeyFile (PEM) make the tracker serve TLS (wss://
+	// and https://). The files are read again when the certificate file
+	// changes, so a renewed certificate needs no restart. TLSConfig, when
+	// not nil, is used instead (its Certificates or GetCertificate).
+	TLSCertFile, TLSKeyFile string
+	TLSConfig               *tls.Config
 	// DataDir is the directory of the durable store (store.FileName in
 	// it), created if need be. Empty: nothing is written to disk, and a
 	// restart forgets everything.
@@ -77,8 +99,14 @@ type Options struct {
 	// twice Limits.MaxFrameBytes.
 	QueueBytes int
 	// MaxConns bounds the connections at once; more are refused with
-	// wire.CodeFull. 0: no bound.
+	// wire.CodeFull. Connections still in their handshake count too,
+	// beyond MaxConns up to a small slack. 0: no bound.
 	MaxConns int
+	// MaxWaitingPerMaster bounds the workunits of one master (one realm:
+	// a credential and session) that are waiting or running: a Submit
+	// that would make one more is refused with wire.CodeLimit, and stored
+	// nowhere. 0: no bound.
+	MaxWaitingPerMaster int
 	// Limits are what the tracker enforces on frames and announces in
 	// Welcome; zero fields take wire's defaults.
 	Limits wire.Limits
@@ -110,11 +138,17 @@ func DefaultDataDir(getenv func(string) string) string {
 const usageHeader = `riotd: the riot tracker
 
 Usage:
-  riotd [--port 2355] [--listen HOST[:PORT]] [--data DIR | --memory] [flags]
+  riotd [--port 2355] [--listen HOST[:PORT]] [--data DIR | --memory]
+        [--token-file FILE] [--tls-cert FILE --tls-key FILE] [flags]
 
 riotd hands workunits from masters to workers and results back. Masters and
-workers connect to ws://HOST:PORT/riot; GET /status shows the tracker's state
-and GET /metrics serves Prometheus metrics, on the same port.
+workers connect to ws://HOST:PORT/riot (wss:// with --tls-cert); GET /status
+shows the tracker's state and GET /metrics serves Prometheus metrics, on the
+same port.
+
+Without --token-file, riotd checks no credentials and listens on 127.0.0.1
+only; anyone who can connect may run code on the workers. With it, masters
+and workers must give a token (--token or RIOT_TOKEN). See docs/security.md.
 
 Workunits and results are kept in DIR/tracker.db (default %s),
 so finished results survive a restart. --memory (or --data "") keeps
@@ -135,7 +169,12 @@ func configureOptions(fs *flag.FlagSet, args []string, getenv func(string) strin
 	var o Options
 	defData := DefaultDataDir(getenv)
 	port := fs.Int("port", wire.DefaultPort, "TCP `port` to listen on")
-	fs.StringVar(&o.Listen, "listen", "", "address to listen on, `HOST[:PORT]` (default: every interface, --port)")
+	fs.StringVar(&o.Listen, "listen", "", "address to listen on, `HOST[:PORT]` (default: every interface with --token-file, else 127.0.0.1; --port)")
+	fs.StringVar(&o.TokenFile, "token-file", "", "`file` of credentials, lines of \"master TOKEN\" or \"worker TOKEN\" (default: none checked, loopback only)")
+	fs.BoolVar(&o.UnsafeNoAuth, "unsafe-no-auth", false,
+		"allow --listen on an address other than loopback without --token-file: anyone who reaches it can run code on the workers")
+	fs.StringVar(&o.TLSCertFile, "tls-cert", "", "serve TLS (wss://) with this certificate chain `file` (PEM); needs --tls-key")
+	fs.StringVar(&o.TLSKeyFile, "tls-key", "", "the private key `file` (PEM) of --tls-cert")
 	fs.StringVar(&o.DataDir, "data", defData, "`directory` of the durable store; \"\" keeps everything in memory")
 	memory := fs.Bool("memory", false, "keep everything in memory, write nothing (same as --data \"\")")
 	fs.StringVar(&o.Name, "name", "", "the tracker's `name` in welcomes and on the status page (default: host:port)")
@@ -147,7 +186,9 @@ func configureOptions(fs *flag.FlagSet, args []string, getenv func(string) strin
 		"take a workunit without a time limit back from a worker that holds it longer (0: never)")
 	fs.DurationVar(&o.LeaseGrace, "lease-grace", table.DefaultLeaseGrace,
 		"added to a workunit's time limit before the tracker takes it back")
-	fs.IntVar(&o.MaxConns, "max-conns", 0, "refuse connections beyond this many (0: no limit)")
+	fs.IntVar(&o.MaxConns, "max-conns", DefaultMaxConns, "refuse connections beyond this many (0: no limit)")
+	fs.IntVar(&o.MaxWaitingPerMaster, "max-waiting", 0,
+		"refuse submissions of a master that has this many workunits waiting or running (0: no limit)")
 	fs.IntVar(&o.QueueBytes, "queue-bytes", DefaultQueueBytes,
 		"drop a connection when this many `bytes` wait to be written to it")
 	fs.IntVar(&o.Limits.MaxFrameBytes, "max-frame-bytes", wire.DefaultMaxFrameBytes, "largest frame accepted, in `bytes`")
@@ -176,7 +217,16 @@ func configureOptions(fs *flag.FlagSet, args []string, getenv func(string) strin
 	if err != nil {
 		return Options{}, err
 	}
+	if o.Listen == "" && !o.authConfigured() {
+		listen = net.JoinHostPort(loopback, strconv.Itoa(*port))
+	}
 	o.Listen = listen
+	if o.TokenFile != "" {
+		// Read it now too, so that a bad file is a usage error.
+		if _, _, err := LoadTokenFile(o.TokenFile); err != nil {
+			return Options{}, err
+		}
+	}
 	if err := o.check(); err != nil {
 		return Options{}, err
 	}
@@ -238,13 +288,52 @@ func (o *Options) check() error {
 	default:
 		return fmt.Errorf("tracker: log format %q: want text or json", o.LogFormat)
 	}
+	switch {
+	case o.MaxWaitingPerMaster < 0:
+		return fmt.Errorf("tracker: max waiting %d is negative", o.MaxWaitingPerMaster)
+	case (o.TLSCertFile == "") != (o.TLSKeyFile == ""):
+		return errors.New("tracker: --tls-cert and --tls-key go together: give both or neither")
+	}
+	if !o.authConfigured() && !o.UnsafeNoAuth && o.Listen != "" {
+		host, _, err := net.SplitHostPort(o.Listen)
+		if err != nil {
+			return fmt.Errorf("tracker: listen address %q: %w", o.Listen, err)
+		}
+		if !isLoopback(host) {
+			shown := host
+			if shown == "" {
+				shown = "every interface"
+			}
+			return fmt.Errorf("tracker: listening on %s (%s) without --token-file lets anyone who reaches it run code on your workers; "+
+				"give --token-file FILE, or --unsafe-no-auth if that is what you want", shown, o.Listen)
+		}
+	}
 	return nil
+}
+
+// loopback is the host riotd listens on by default without credentials.
+const loopback = "127.0.0.1"
+
+// authConfigured reports whether the options give credentials to check.
+func (o *Options) authConfigured() bool { return o.TokenFile != "" || len(o.Tokens) > 0 }
+
+// isLoopback reports whether host is a loopback address or "localhost".
+func isLoopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }
 
 // withDefaults returns o with every zero field set to its default.
 func (o Options) withDefaults() Options {
 	if o.Listen == "" {
-		o.Listen = net.JoinHostPort("", strconv.Itoa(wire.DefaultPort))
+		host := ""
+		if !o.authConfigured() {
+			host = loopback
+		}
+		o.Listen = net.JoinHostPort(host, strconv.Itoa(wire.DefaultPort))
 	}
 	if o.PingInterval == 0 {
 		o.PingInterval = wire.DefaultPingInterval

@@ -35,8 +35,10 @@ func TestConfigureOptions(t *testing.T) {
 		{
 			name: "defaults", getenv: home,
 			check: func(t *testing.T, o Options) {
-				assert.Equal(t, ":2355", o.Listen)
+				assert.Equal(t, "127.0.0.1:2355", o.Listen, "no credentials: loopback only")
 				assert.Equal(t, "/home/ann/.local/state/riot", o.DataDir)
+				assert.Equal(t, DefaultMaxConns, o.MaxConns)
+				assert.Zero(t, o.MaxWaitingPerMaster)
 				assert.Equal(t, wire.DefaultPingInterval, o.PingInterval)
 				assert.Equal(t, DefaultWriteTimeout, o.WriteTimeout)
 				assert.Equal(t, 3, o.MaxLost)
@@ -54,7 +56,7 @@ func TestConfigureOptions(t *testing.T) {
 		},
 		{
 			name: "the seed's --port", args: []string{"--port", "12345"}, getenv: home,
-			check: func(t *testing.T, o Options) { assert.Equal(t, ":12345", o.Listen) },
+			check: func(t *testing.T, o Options) { assert.Equal(t, "127.0.0.1:12345", o.Listen) },
 		},
 		{
 			name: "listen host", args: []string{"--listen", "127.0.0.1", "--port", "99"}, getenv: home,
@@ -73,6 +75,18 @@ func TestConfigureOptions(t *testing.T) {
 			check: func(t *testing.T, o Options) { assert.Equal(t, "[::1]:80", o.Listen) },
 		},
 		{name: "ports disagree", args: []string{"--listen", ":1", "--port", "2"}, getenv: home, err: "disagree"},
+		{name: "every interface without tokens", args: []string{"--listen", ":2355"}, getenv: home, err: "--unsafe-no-auth"},
+		{name: "another host without tokens", args: []string{"--listen", "10.1.2.3"}, getenv: home, err: "without --token-file"},
+		{
+			name: "unsafe no auth", args: []string{"--listen", "0.0.0.0:7000", "--unsafe-no-auth"}, getenv: home,
+			check: func(t *testing.T, o Options) {
+				assert.Equal(t, "0.0.0.0:7000", o.Listen)
+				assert.True(t, o.UnsafeNoAuth)
+			},
+		},
+		{name: "tls cert without key", args: []string{"--tls-cert", "c.pem"}, getenv: home, err: "go together"},
+		{name: "missing token file", args: []string{"--token-file", "/nonexistent/tokens"}, getenv: home, err: "no such file"},
+		{name: "negative max waiting", args: []string{"--max-waiting", "-1"}, getenv: home, err: "negative"},
 		{name: "bad port", args: []string{"--port", "70000"}, getenv: home, err: "not a TCP port"},
 		{name: "bad listen port", args: []string{"--listen", "h:x"}, getenv: home, err: "not a TCP port"},
 		{
@@ -91,7 +105,7 @@ func TestConfigureOptions(t *testing.T) {
 		{
 			name: "tuning", getenv: home,
 			args: []string{"--ping-interval", "1s", "--max-lost", "5", "--lease-timeout", "1m", "--log-level", "debug",
-				"--log-format", "json", "--name", "hub", "--max-frame-bytes", "1048576", "--max-conns", "10"},
+				"--log-format", "json", "--name", "hub", "--max-frame-bytes", "1048576", "--max-conns", "10", "--max-waiting", "500"},
 			check: func(t *testing.T, o Options) {
 				assert.Equal(t, time.Second, o.PingInterval)
 				assert.Equal(t, 5, o.MaxLost)
@@ -101,6 +115,7 @@ func TestConfigureOptions(t *testing.T) {
 				assert.Equal(t, "hub", o.Name)
 				assert.Equal(t, 1<<20, o.Limits.MaxFrameBytes)
 				assert.Equal(t, 10, o.MaxConns)
+				assert.Equal(t, 500, o.MaxWaitingPerMaster)
 			},
 		},
 		{name: "bad log format", args: []string{"--log-format", "xml"}, getenv: home, err: "log format"},

@@ -3,6 +3,7 @@ package tracker
 import (
 	"context"
 	"crypto/rand"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -51,6 +53,10 @@ type Server struct {
 	durable   bool             // records are written (false: memory mode)
 
 	ln       net.Listener
+	tls      bool           // ln serves TLS
+	auth     *authenticator // nil: no credentials checked
+	throttle *throttle      // slows down addresses that fail to authenticate
+	nonce    [16]byte       // random, per run: realms of connections without a session
 	http     *http.Server
 	upgrader websocket.Upgrader
 	metrics  *prometheus.Registry
@@ -90,6 +96,9 @@ type ioCounters struct {
 	framesIn, messagesIn, bytesIn    atomic.Uint64
 	framesOut, messagesOut, bytesOut atomic.Uint64
 	dropped                          atomic.Uint64 // connections dropped for a full queue or a failed write
+	authFailures                     atomic.Uint64 // hellos refused for their credentials
+	forbidden                        atomic.Uint64 // requests refused for the connection's credentials
+	refusedFull                      atomic.Uint64 // connections refused: tracker full
 }
 
 // New checks opts, opens the store (DataDir, or opts.Store, or memory),
@@ -114,6 +123,26 @@ func New(opts Options) (*Server, error) {
 		live:     make(map[*conn]struct{}),
 	}
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
+	s.throttle = newThrottle(time.Now)
+	_, _ = rand.Read(s.nonce[:])
+	creds := o.Tokens
+	var tokenWarn string
+	if o.TokenFile != "" {
+		fc, warn, err := LoadTokenFile(o.TokenFile)
+		if err != nil {
+			return nil, err
+		}
+		creds, tokenWarn = append(slices.Clip(creds), fc...), warn
+	}
+	auth, err := newAuthenticator(creds)
+	if err != nil {
+		return nil, err
+	}
+	s.auth = auth
+	tlsConf, err := o.serverTLS(s.log)
+	if err != nil {
+		return nil, err
+	}
 
 	var st store.Store
 	switch {
@@ -144,6 +173,9 @@ func New(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("tracker: listen: %w", err)
 	}
 	s.ln = ln
+	if tlsConf != nil {
+		s.ln, s.tls = tls.NewListener(ln, tlsConf), true
+	}
 	s.name = o.Name
 	if s.name == "" {
 		host, _ := os.Hostname()
@@ -168,6 +200,7 @@ func New(opts Options) (*Server, error) {
 	s.http = &http.Server{
 		Handler:           s.routes(),
 		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
 		BaseContext:       func(net.Listener) context.Context { return s.baseCtx },
 	}
@@ -177,8 +210,24 @@ func New(opts Options) (*Server, error) {
 	} else if !s.durable {
 		where = "(memory: nothing is written)"
 	}
-	s.log.Info("riotd listening", "addr", s.Addr(), "name", s.name, "data", where,
+	s.log.Info("riotd listening", "addr", s.Addr(), "url", s.URL(), "name", s.name, "data", where,
 		"done", restored.Done, "error", restored.Error, "waiting", restored.Waiting)
+	switch {
+	case s.auth != nil:
+		s.log.Info("riotd: masters and workers need a token", "credentials", len(s.auth.creds), "file", o.TokenFile)
+		if tokenWarn != "" {
+			s.log.Warn("riotd: " + tokenWarn)
+		}
+	case o.UnsafeNoAuth && !isLoopback(hostOf(o.Listen)):
+		s.log.Warn("riotd: no credentials (--unsafe-no-auth): anyone who can reach this address can run code on the workers and read every result",
+			"addr", s.Addr())
+	default:
+		s.log.Warn("riotd: no credentials (no --token-file): listening on loopback only; anyone on this machine can run code on the workers",
+			"addr", s.Addr())
+	}
+	if !s.tls && s.auth != nil && !isLoopback(hostOf(o.Listen)) {
+		s.log.Warn("riotd: tokens travel in clear text without TLS (--tls-cert, --tls-key), or put riotd behind a TLS proxy")
+	}
 	return s, nil
 }
 
@@ -187,9 +236,10 @@ func (s *Server) restore() (*table.Table, table.Stats, error) {
 	var seed [8]byte
 	_, _ = rand.Read(seed[:]) // crypto/rand.Read never fails
 	tab := table.New(table.Config{
-		MaxLost:      s.opts.MaxLost,
-		LeaseTimeout: s.opts.LeaseTimeout,
-		LeaseGrace:   s.opts.LeaseGrace,
+		MaxLost:         s.opts.MaxLost,
+		MaxOpenPerOwner: s.opts.MaxWaitingPerMaster,
+		LeaseTimeout:    s.opts.LeaseTimeout,
+		LeaseGrace:      s.opts.LeaseGrace,
 		// Tokens of this run start above any an earlier run reached.
 		FirstToken: table.Token(time.Now().UnixNano()),
 		HashSeed:   binary.LittleEndian.Uint64(seed[:]),
@@ -207,6 +257,16 @@ func (s *Server) restore() (*table.Table, table.Stats, error) {
 // Addr returns the address the Server listens on, with the port it got
 // when asked for port 0.
 func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// URL returns the tracker's websocket URL: ws://ADDR/riot, or wss:// when
+// it serves TLS.
+func (s *Server) URL() string {
+	scheme := "ws://"
+	if s.tls {
+		scheme = "wss://"
+	}
+	return scheme + s.Addr().String() + wire.Path
+}
 
 // Name returns the tracker's name, as Welcome gives it.
 func (s *Server) Name() string { return s.name }
@@ -341,16 +401,34 @@ func wait(ctx context.Context, ch <-chan struct{}) bool {
 	}
 }
 
-// track registers a new websocket, unless the server is closing.
-func (s *Server) track(c *conn) bool {
+// handshakeSlack is how many websockets beyond Options.MaxConns may be
+// open at once, in their handshake: the loop refuses those past MaxConns
+// at their hello, with a reason; past the slack they are refused at once.
+func handshakeSlack(maxConns int) int { return min(max(maxConns/4, 16), 1024) }
+
+// trackResult is what track decided.
+type trackResult uint8
+
+const (
+	tracked      trackResult = iota
+	trackClosing             // the server is shutting down
+	trackFull                // too many websockets
+)
+
+// track registers a new websocket, unless the server is closing or has
+// too many.
+func (s *Server) track(c *conn) trackResult {
 	s.liveMu.Lock()
 	defer s.liveMu.Unlock()
 	if s.closing {
-		return false
+		return trackClosing
+	}
+	if n := s.opts.MaxConns; n > 0 && len(s.live) >= n+handshakeSlack(n) {
+		return trackFull
 	}
 	s.live[c] = struct{}{}
 	s.connWG.Add(1)
-	return true
+	return tracked
 }
 
 func (s *Server) untrack(c *conn) {

@@ -435,11 +435,19 @@ func TestServer_Realm(t *testing.T) {
 	m1.submit("a")
 	m2.submit("b")
 	m2.submit("a") // joins m1's: same key, m1's realm
-	w := worker(t, tr, "w", 2)
-	realms := []string{recv[*wire.Assign](w).Realm, recv[*wire.Assign](w).Realm}
-	assert.Equal(t, []string{"alpha", "beta"}, realms)
+	// alpha again, as a master that reconnected.
+	m3 := dial(t, tr, wire.Hello{Role: wire.RoleMaster, Name: "m", Session: "alpha"})
+	m3.submit("c")
+	w := worker(t, tr, "w", 3)
+	realms := []string{recv[*wire.Assign](w).Realm, recv[*wire.Assign](w).Realm, recv[*wire.Assign](w).Realm}
+	assert.NotEqual(t, realms[0], realms[1], "masters of different sessions have different realms")
+	assert.Equal(t, realms[0], realms[2], "a session keeps its realm")
+	for _, r := range realms {
+		assert.NotContains(t, r, "alpha", "workers never see a master's session")
+		assert.NotContains(t, r, "beta")
+	}
 	rec, _ := tr.Lookup(t, mustKey(t, "a"))
-	assert.Equal(t, "alpha", rec.Owner)
+	assert.Equal(t, realms[0], rec.Owner)
 }
 
 func mustKey(t *testing.T, src string) workunit.Key {

@@ -5,8 +5,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -125,10 +127,64 @@ func (l *loop) status() Status {
 func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+wire.Path, s.serveWS)
-	mux.HandleFunc("GET /status", s.serveStatus)
+	mux.HandleFunc("GET /status", s.needMaster(s.serveStatus))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics, promhttp.HandlerOpts{}))
-	mux.HandleFunc("GET /{$}", s.serveIndex)
+	mux.HandleFunc("GET /healthz", s.serveHealth)
+	mux.HandleFunc("GET /{$}", s.needMaster(s.serveIndex))
 	return mux
+}
+
+// needMaster wraps a handler of the status pages, which name every
+// connection and its address: when the tracker has credentials, a request
+// must carry a master's token as "Authorization: Bearer TOKEN". Failures
+// are throttled as hellos are.
+func (s *Server) needMaster(h http.HandlerFunc) http.HandlerFunc {
+	if s.auth == nil {
+		return h
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		addr := hostOf(r.RemoteAddr)
+		wait, done, ok := s.throttle.enter(addr)
+		if !ok {
+			http.Error(w, "too many failed attempts from this address", http.StatusTooManyRequests)
+			return
+		}
+		defer done()
+		if wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-r.Context().Done():
+				t.Stop()
+				return
+			}
+		}
+		tok, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		cred, valid := s.auth.check(strings.TrimSpace(tok))
+		if !found || !valid || cred.role != wire.RoleMaster {
+			s.throttle.failed(addr)
+			s.counters.authFailures.Add(1)
+			w.Header().Set("WWW-Authenticate", `Bearer realm="riotd"`)
+			http.Error(w, "riotd: the status page needs a master's token: Authorization: Bearer TOKEN", http.StatusUnauthorized)
+			return
+		}
+		s.throttle.succeeded(addr)
+		h(w, r)
+	}
+}
+
+// serveHealth answers GET /healthz, for probes (Kubernetes, load
+// balancers): 200 "ok" while the table's loop answers within two seconds,
+// else 503. It needs no credentials and tells nothing else.
+func (s *Server) serveHealth(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+	defer cancel()
+	if err := s.do(ctx, func(*loop) {}); err != nil {
+		http.Error(w, "unavailable", http.StatusServiceUnavailable)
+		return
+	}
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	_, _ = io.WriteString(w, "ok\n")
 }
 
 func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request) {
@@ -193,6 +249,7 @@ type collector struct {
 	workunits, workers, masters, conns, leases, watches  *prometheus.Desc
 	submitted, finished, discarded, storeErrors, commits *prometheus.Desc
 	records, frames, messages, bytes, dropped            *prometheus.Desc
+	authFailures, forbidden, refusedFull                 *prometheus.Desc
 }
 
 func newCollector(s *Server) *collector {
@@ -217,6 +274,10 @@ func newCollector(s *Server) *collector {
 		messages:    desc("messages_total", "Protocol messages, by direction.", "direction"),
 		bytes:       desc("bytes_total", "Bytes of frames, by direction.", "direction"),
 		dropped:     desc("connections_dropped_total", "Connections dropped for a full queue or a failed write."),
+		authFailures: desc("auth_failures_total",
+			"Hellos and status requests refused for their credentials (missing, unknown, or a worker's token for a master)."),
+		forbidden:   desc("requests_forbidden_total", "Requests refused because the connection's token does not allow them."),
+		refusedFull: desc("connections_refused_full_total", "Connections refused because the tracker was full (--max-conns)."),
 	}
 }
 
@@ -224,7 +285,7 @@ func newCollector(s *Server) *collector {
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.workunits, c.workers, c.masters, c.conns, c.leases,
 		c.watches, c.submitted, c.finished, c.discarded, c.storeErrors, c.commits, c.records,
-		c.frames, c.messages, c.bytes, c.dropped} {
+		c.frames, c.messages, c.bytes, c.dropped, c.authFailures, c.forbidden, c.refusedFull} {
 		ch <- d
 	}
 }
@@ -264,12 +325,15 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	}
 	counter(c.commits, cs.commits)
 	counter(c.records, cs.records)
-	io := &c.s.counters
-	counter(c.frames, io.framesIn.Load(), "in")
-	counter(c.frames, io.framesOut.Load(), "out")
-	counter(c.messages, io.messagesIn.Load(), "in")
-	counter(c.messages, io.messagesOut.Load(), "out")
-	counter(c.bytes, io.bytesIn.Load(), "in")
-	counter(c.bytes, io.bytesOut.Load(), "out")
-	counter(c.dropped, io.dropped.Load())
+	ioc := &c.s.counters
+	counter(c.frames, ioc.framesIn.Load(), "in")
+	counter(c.frames, ioc.framesOut.Load(), "out")
+	counter(c.messages, ioc.messagesIn.Load(), "in")
+	counter(c.messages, ioc.messagesOut.Load(), "out")
+	counter(c.bytes, ioc.bytesIn.Load(), "in")
+	counter(c.bytes, ioc.bytesOut.Load(), "out")
+	counter(c.dropped, ioc.dropped.Load())
+	counter(c.authFailures, ioc.authFailures.Load())
+	counter(c.forbidden, ioc.forbidden.Load())
+	counter(c.refusedFull, ioc.refusedFull.Load())
 }

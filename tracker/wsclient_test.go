@@ -5,6 +5,7 @@ package tracker_test
 
 import (
 	"crypto/rand"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"sync/atomic"
@@ -38,14 +39,15 @@ type wsClient struct {
 }
 
 type dialOpts struct {
-	noRead bool // do not read at all (a peer that stops reading)
-	noPong bool // read, but never answer pings
+	noRead bool        // do not read at all (a peer that stops reading)
+	noPong bool        // read, but never answer pings
+	tls    *tls.Config // for a tracker with TLS
 }
 
 // dialRaw opens a websocket to tr without saying hello.
 func dialRaw(t *testing.T, tr *trackertest.Tracker, o dialOpts) *wsClient {
 	t.Helper()
-	d := websocket.Dialer{Subprotocols: []string{wire.Subprotocol}, HandshakeTimeout: waitLimit}
+	d := websocket.Dialer{Subprotocols: []string{wire.Subprotocol}, HandshakeTimeout: waitLimit, TLSClientConfig: o.tls}
 	ws, resp, err := d.Dial(tr.URL(), nil)
 	require.NoError(t, err)
 	resp.Body.Close()

@@ -276,6 +276,10 @@ const (
 	CodeShutdown Code = 9
 	// CodeInternal: the tracker failed; a bug to report.
 	CodeInternal Code = 10
+	// CodeForbidden: the connection's credentials do not allow the
+	// request (a worker token that submits, watches or asks for infos).
+	// The request had no effect; the connection stays open.
+	CodeForbidden Code = 11
 )
 
 // String returns the code's name, such as "version-mismatch".
@@ -301,6 +305,8 @@ func (c Code) String() string {
 		return "shutting-down"
 	case CodeInternal:
 		return "internal-error"
+	case CodeForbidden:
+		return "forbidden"
 	}
 	return fmt.Sprintf("Code(%d)", uint16(c))
 }

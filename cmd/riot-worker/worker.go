@@ -16,7 +16,6 @@ import (
 
 	"github.com/riot-go/riot/client"
 	"github.com/riot-go/riot/engine"
-	"github.com/riot-go/riot/gpu"
 	"github.com/riot-go/riot/worker"
 )
 
@@ -31,6 +30,11 @@ SIGINT or SIGTERM. Riot's worker, as in
 
 The tracker makes names unique: a second worker named alfred is alfred-2.
 A worker that loses its tracker keeps trying to reconnect.
+
+A tracker that checks credentials needs a worker's (or a master's) token:
+--token or $RIOT_TOKEN. For a tracker that serves TLS, give a wss:// URL, or
+--tls-ca FILE (the authority that signed its certificate), which makes HOST
+mean wss:// too. See docs/security.md.
 
 On SIGINT or SIGTERM the worker stops taking work, lets running workunits
 finish for up to --grace, then hands the rest back to the tracker and
@@ -50,6 +54,7 @@ type workerFlags struct {
 	memory   uint64
 	cache    int64
 	token    string
+	tlsCA    string
 	noGPU    bool
 	logLevel string
 	tracker  string
@@ -68,6 +73,8 @@ func parseWorkerFlags(args []string, stderr io.Writer) (*workerFlags, error) {
 	fs.Uint64Var(&f.memory, "memory-limit", 0, "heap `bytes` past which running workunits are interrupted (default: none)")
 	fs.Int64Var(&f.cache, "blob-cache", worker.DefaultBlobCacheBytes, "`bytes` of blobs (modules, large values) kept")
 	fs.StringVar(&f.token, "token", os.Getenv("RIOT_TOKEN"), "the tracker's credentials (default: $RIOT_TOKEN)")
+	fs.StringVar(&f.tlsCA, "tls-ca", os.Getenv("RIOT_TLS_CA"),
+		"PEM `file` of the authority that signed the tracker's certificate; implies wss:// (default: $RIOT_TLS_CA)")
 	fs.BoolVar(&f.noGPU, "no-gpu", false, "offer no GPU devices, even when a CUDA driver is present")
 	fs.StringVar(&f.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
 	fs.Usage = func() {
@@ -144,17 +151,24 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) int {
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
-	eo := engine.Options{Timeout: f.timeout, MemoryLimit: f.memory}
-	if !f.noGPU {
-		drv, err := gpu.Open(gpu.WithLogger(logger))
+	copts := client.Options{Token: f.token}
+	if f.tlsCA != "" {
+		conf, err := client.TLSConfigWithCA(f.tlsCA)
 		if err != nil {
-			logger.Debug("riot-worker: no GPUs", "err", err)
+			fmt.Fprintf(stderr, "riot-worker: --tls-ca: %v\n", err)
+			return 2
 		}
-		if drv.DeviceCount() > 0 {
-			eo.GPU = drv
-			logger.Info("riot-worker: GPUs", "devices", drv.DeviceCount())
-		}
+		copts.TLSConfig = conf
+	}
+	eo := engine.Options{Timeout: f.timeout, MemoryLimit: f.memory}
+	if f.noGPU {
+		logger.Info("riot-worker: GPUs disabled (--no-gpu)")
+	} else {
+		// Opened even when it has no devices, so that workunits asking
+		// for one are told why there is none.
+		drv := worker.OpenGPU(logger)
 		defer drv.Close()
+		eo.GPU = drv
 	}
 	grace := f.grace
 	if grace <= 0 {
@@ -168,7 +182,7 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) int {
 		Grace:          grace,
 		Engine:         eo,
 		BlobCacheBytes: f.cache,
-		Client:         client.Options{Token: f.token},
+		Client:         copts,
 		Logger:         logger,
 	})
 	if err != nil {

@@ -2,8 +2,11 @@
 // workers and results back.
 //
 //	riotd [--port 2355] [--listen HOST[:PORT]] [--data DIR | --memory]
+//	      [--token-file FILE] [--tls-cert FILE --tls-key FILE]
 //
-// See docs/riotd.md and `riotd --help`.
+// Without --token-file it checks no credentials and listens on loopback
+// only. See docs/riotd.md, docs/security.md, docs/operations.md and
+// `riotd --help`.
 package main
 
 import (

@@ -3,15 +3,33 @@ package main
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/riot-go/riot/tracker/trackertest"
 )
+
+// tokens writes a token file and returns its path.
+func tokens(t *testing.T, lines ...string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "tokens")
+	var b bytes.Buffer
+	for _, l := range lines {
+		b.WriteString(l + "\n")
+	}
+	require.NoError(t, os.WriteFile(path, b.Bytes(), 0o600))
+	return path
+}
 
 func TestRun(t *testing.T) {
 	t.Parallel()
 	canceled, cancel := context.WithCancel(context.Background())
 	cancel()
+	cert := trackertest.NewCert(t)
 	tests := []struct {
 		name string
 		args []string
@@ -22,7 +40,14 @@ func TestRun(t *testing.T) {
 		{name: "help", args: []string{"--help"}, code: 0, out: "riotd [--port 2355]"},
 		{name: "bad flag", args: []string{"--bogus"}, code: 2, out: "bogus"},
 		{name: "argument", args: []string{"localhost"}, code: 2, out: "unexpected argument"},
-		{name: "cannot listen", args: []string{"--memory", "--listen", "256.0.0.1:0"}, code: 1, out: "listen"},
+		{name: "cannot listen", args: []string{"--memory", "--listen", "256.0.0.1:0", "--unsafe-no-auth"}, code: 1, out: "listen"},
+		{name: "open to all without tokens", args: []string{"--memory", "--listen", ":0"}, code: 2, out: "--unsafe-no-auth"},
+		{name: "bad token file", args: []string{"--memory", "--token-file", tokens(t, "master short")}, code: 2, out: "at least 16"},
+		{name: "start and stop with tokens and TLS", args: []string{"--memory", "--listen", "127.0.0.1:0", "--log-level", "warn",
+			"--token-file", tokens(t, "master 0123456789abcdef0123456789abcdef"),
+			"--tls-cert", cert.CertFile, "--tls-key", cert.KeyFile}, ctx: canceled, code: 0},
+		{name: "bad certificate", args: []string{"--memory", "--listen", "127.0.0.1:0", "--tls-cert", cert.KeyFile, "--tls-key", cert.KeyFile},
+			code: 1, out: "tls"},
 		// Starts, serves, and stops cleanly when the context ends.
 		{name: "start and stop", args: []string{"--memory", "--listen", "127.0.0.1:0", "--log-level", "warn"}, ctx: canceled, code: 0},
 		{name: "start and stop with data", args: []string{"--data", t.TempDir(), "--listen", "127.0.0.1:0", "--log-level", "warn"},

@@ -15,6 +15,10 @@
 //	tr.Stop(t)     // the tracker is down: clients see 1001 and reconnect...
 //	tr.Restart(t)  // ...until it is back
 //
+//	cert := trackertest.NewCert(t)                // a CA and a server certificate
+//	tr := trackertest.Start(t, trackertest.TLS(cert), trackertest.Tokens(
+//		tracker.Credential{Role: wire.RoleMaster, Token: tok})) // wss://, tokens checked
+//
 // WaitFor is how a test synchronizes with the tracker's state without
 // sleeping: it blocks until a condition over tracker.Stats holds, checked
 // each time the tracker is idle (see tracker.Server.WaitStats).
@@ -38,7 +42,6 @@ import (
 	"github.com/riot-go/riot/tracker"
 	"github.com/riot-go/riot/tracker/store"
 	"github.com/riot-go/riot/tracker/table"
-	"github.com/riot-go/riot/wire"
 	"github.com/riot-go/riot/workunit"
 )
 
@@ -95,6 +98,7 @@ type Tracker struct {
 	addr string
 
 	mu   sync.Mutex
+	url  string
 	srv  *tracker.Server
 	done chan error // Run's result
 }
@@ -148,6 +152,7 @@ func (tr *Tracker) start(t testing.TB, listen string) {
 	tr.mu.Lock()
 	tr.srv, tr.done = srv, done
 	tr.addr = srv.Addr().String()
+	tr.url = srv.URL()
 	tr.mu.Unlock()
 }
 
@@ -159,8 +164,13 @@ func (tr *Tracker) Addr() string {
 	return tr.addr
 }
 
-// URL returns the websocket URL, "ws://127.0.0.1:PORT/riot".
-func (tr *Tracker) URL() string { return "ws://" + tr.Addr() + wire.Path }
+// URL returns the websocket URL, "ws://127.0.0.1:PORT/riot" ("wss://"
+// for a tracker with TLS).
+func (tr *Tracker) URL() string {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.url
+}
 
 // Server returns the running Server (a new one after Restart), nil while
 // the tracker is stopped.

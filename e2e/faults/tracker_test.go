@@ -1,0 +1,127 @@
+package faults_test
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/riot-go/riot/client"
+	"github.com/riot-go/riot/e2e"
+	"github.com/riot-go/riot/wire"
+	"github.com/riot-go/riot/workunit"
+)
+
+// TestFaults_TrackerKilled: riotd is killed with SIGKILL five times
+// during a job and started again on its --data. The job completes with
+// every result right; nothing acknowledged is lost (each restart restores
+// at least the workunits accepted and the results delivered before the
+// kill); and finished work is not run again (each workunit's result
+// carries a nonce drawn when it ran, and the tracker's result at the end
+// is the one the master first received).
+func TestFaults_TrackerKilled(t *testing.T) {
+	n, kills := 3000, 5
+	if testing.Short() {
+		n = 1000
+	}
+	const sleep = 0.004
+	ctx := e2e.Context(t, jobWait)
+	tr := bins.StartTracker(t, e2e.TrackerOptions{Durable: true})
+	for _, name := range []string{"w1", "w2"} {
+		bins.StartWorker(t, tr.Addr(), e2e.WorkerOptions{Name: name, Slots: 2})
+	}
+	m := master(t, tr.Addr())
+
+	keys := make([]workunit.Key, n)
+	calls := make([]*client.Call, n)
+	first := make([]float64, n) // the nonce of the result first received
+	var mu sync.Mutex
+	var accepted, received atomic.Int64
+	for i := range n {
+		spec := squareSpec(i, sleep)
+		keys[i] = spec.Key()
+		calls[i] = m.Submit(spec, wire.Options{Watch: true})
+		go func() {
+			if _, err := calls[i].Accepted(ctx); err == nil {
+				accepted.Add(1)
+			}
+		}()
+		calls[i].OnDone(func(out *client.Outcome, err error) {
+			if err == nil {
+				if s, err := checkSquare(i, out.Result); err == nil {
+					mu.Lock()
+					first[i] = s.nonce
+					mu.Unlock()
+				}
+			}
+			received.Add(1)
+		})
+	}
+
+	for k := range kills {
+		// The first kill comes while submissions are on their way; the
+		// job makes progress between the others.
+		target := int64(k * n / (kills + 1))
+		err := e2e.CheckFor(ctx, 2*time.Millisecond, func() error {
+			if received.Load() < target {
+				return errNotYet
+			}
+			return nil
+		})
+		require.NoError(t, err, "kill %d: waiting for %d results", k+1, target)
+		accBefore, recvBefore := accepted.Load(), received.Load()
+		require.NoError(t, tr.Kill())
+		require.NoError(t, tr.Restart(ctx))
+		r, err := tr.Restored(ctx)
+		require.NoError(t, err)
+		t.Logf("kill %d: before it %d accepted, %d results delivered; restored %d done, %d waiting, %d error",
+			k+1, accBefore, recvBefore, r.Done, r.Waiting, r.Error)
+		assert.GreaterOrEqual(t, int64(r.Done), recvBefore, "every delivered result survives")
+		assert.GreaterOrEqual(t, int64(r.Done+r.Waiting+r.Error), accBefore, "every accepted workunit survives")
+		assert.Zero(t, r.Error)
+	}
+	if received.Load() == int64(n) {
+		t.Fatal(errJobDone)
+	}
+
+	lost, wrong := 0, 0
+	for i, k := range calls {
+		out, err := k.Wait(ctx)
+		if err != nil {
+			lost++
+			t.Errorf("workunit %d: %v", i, err)
+			continue
+		}
+		if _, err := checkSquare(i, out.Result); err != nil {
+			wrong++
+			t.Error(err)
+		}
+	}
+	// What the tracker holds now, delivered once per key to a watcher:
+	// the results first received, not those of a second run.
+	count, results := watch(t, tr.Addr(), keys).wait(t, ctx, n)
+	dups := duplicates(count)
+	rerun := 0
+	mu.Lock()
+	for i, key := range keys {
+		s, err := checkSquare(i, results[key])
+		switch {
+		case err != nil:
+			wrong++
+			t.Error(err)
+		case s.nonce != first[i]:
+			rerun++
+			t.Errorf("workunit %d ran again after its result was delivered", i)
+		}
+	}
+	mu.Unlock()
+	t.Logf("tracker killed: kills %d, workunits %d, results lost %d, wrong %d, duplicates delivered %d, finished work run again %d",
+		kills, n, lost, wrong, dups, rerun)
+	assert.Zero(t, lost, "results lost")
+	assert.Zero(t, wrong, "wrong results")
+	assert.Zero(t, dups, "duplicates delivered")
+	assert.Zero(t, rerun, "finished work run again")
+}

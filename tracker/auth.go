@@ -1,0 +1,382 @@
+package tracker
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/riot-go/riot/wire"
+)
+
+// MinTokenBytes is the shortest token riotd accepts in a token file: 16
+// bytes, e.g. 32 hex digits from `openssl rand -hex 16`.
+const MinTokenBytes = 16
+
+// maxTokenBytes bounds a token (and what a Hello may present as one).
+const maxTokenBytes = 4096
+
+// Credential is one token that riotd accepts and what it allows.
+type Credential struct {
+	// Role is wire.RoleMaster, which allows everything (submit, watch,
+	// info, blobs, and taking work too), or wire.RoleWorker, which allows
+	// taking work, reporting results, handing work back and fetching
+	// blobs, but not submitting or reading results.
+	Role wire.Role
+	// Token is the secret: at least MinTokenBytes bytes, printable ASCII
+	// without spaces.
+	Token string
+	// Name names the credential in logs, and keeps the JavaScript realms
+	// of masters with different credentials apart (see docs/security.md).
+	// ParseTokens gives "ROLE:LINE" when the line names none.
+	Name string
+}
+
+// ParseTokens reads a token file: one credential per line,
+//
+//	ROLE TOKEN [NAME]
+//
+// where ROLE is master or worker, TOKEN the secret, and NAME an optional
+// name for logs. Blank lines and lines starting with # are ignored. It
+// refuses a file with no credentials, a token shorter than MinTokenBytes,
+// and a token given twice.
+func ParseTokens(r io.Reader) ([]Credential, error) {
+	var creds []Credential
+	seen := make(map[string]int)
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 1024), 64<<10)
+	line := 0
+	for sc.Scan() {
+		line++
+		text := strings.TrimSpace(sc.Text())
+		if text == "" || strings.HasPrefix(text, "#") {
+			continue
+		}
+		f := strings.Fields(text)
+		if len(f) < 2 || len(f) > 3 {
+			return nil, fmt.Errorf("tracker: tokens: line %d: want ROLE TOKEN [NAME], with ROLE master or worker", line)
+		}
+		c := Credential{Role: wire.Role(f[0]), Token: f[1]}
+		if c.Role != wire.RoleMaster && c.Role != wire.RoleWorker {
+			return nil, fmt.Errorf("tracker: tokens: line %d: role %q: want master or worker", line, f[0])
+		}
+		if err := checkToken(c.Token); err != nil {
+			return nil, fmt.Errorf("tracker: tokens: line %d: %w", line, err)
+		}
+		if prev, ok := seen[c.Token]; ok {
+			return nil, fmt.Errorf("tracker: tokens: line %d: the token of line %d again", line, prev)
+		}
+		seen[c.Token] = line
+		c.Name = string(c.Role) + ":" + strconv.Itoa(line)
+		if len(f) == 3 {
+			c.Name = f[2]
+		}
+		creds = append(creds, c)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("tracker: tokens: %w", err)
+	}
+	if len(creds) == 0 {
+		return nil, errors.New("tracker: tokens: no credentials (want lines of ROLE TOKEN [NAME])")
+	}
+	return creds, nil
+}
+
+// checkToken says what is wrong with a token, without quoting it.
+func checkToken(tok string) error {
+	if len(tok) < MinTokenBytes {
+		return fmt.Errorf("a token of %d bytes: use at least %d (e.g. openssl rand -hex 16)", len(tok), MinTokenBytes)
+	}
+	if len(tok) > maxTokenBytes {
+		return fmt.Errorf("a token of %d bytes: at most %d", len(tok), maxTokenBytes)
+	}
+	for i := range len(tok) {
+		if tok[i] <= ' ' || tok[i] > '~' {
+			return fmt.Errorf("a token with a byte %#x at %d: use printable ASCII", tok[i], i)
+		}
+	}
+	return nil
+}
+
+// LoadTokenFile reads the token file at path (see ParseTokens). It
+// returns warn, a warning for the log, when every user of the machine may
+// read it. (A group may: Kubernetes mounts secrets readable by the pod's
+// fsGroup.)
+func LoadTokenFile(path string) (creds []Credential, warn string, err error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, "", fmt.Errorf("tracker: tokens: %w", err)
+	}
+	defer f.Close()
+	if fi, err := f.Stat(); err == nil && fi.Mode().Perm()&0o007 != 0 {
+		warn = fmt.Sprintf("the token file %s has mode %v: every user of this machine may read it (chmod 600)", path, fi.Mode().Perm())
+	}
+	creds, err = ParseTokens(f)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w (in %s)", err, path)
+	}
+	return creds, warn, nil
+}
+
+// rights say what a connection may do.
+type rights uint8
+
+const (
+	// mayWork: credit, done, failed, return, blob-get.
+	mayWork rights = 1 << iota
+	// maySubmit: submit, watch, unwatch, info, blob-have, blob-put.
+	maySubmit
+	allRights = mayWork | maySubmit
+)
+
+func rightsOf(role wire.Role) rights {
+	if role == wire.RoleWorker {
+		return mayWork
+	}
+	return allRights
+}
+
+// needs returns the rights a message from a client needs, and the words
+// that name what it does, for the refusal.
+func needs(m wire.Msg) (rights, string) {
+	switch m.(type) {
+	case *wire.Submit:
+		return maySubmit, "submit workunits"
+	case *wire.Watch, *wire.Unwatch:
+		return maySubmit, "watch workunits"
+	case *wire.Info:
+		return maySubmit, "ask for a workunit's info"
+	case *wire.BlobHave, *wire.BlobPut:
+		return maySubmit, "upload blobs"
+	}
+	return mayWork, "take work"
+}
+
+// authenticator checks tokens against the credentials, in constant time.
+// It is read-only after newAuthenticator: safe for concurrent use.
+type authenticator struct {
+	creds []credSum
+}
+
+type credSum struct {
+	sum  [sha256.Size]byte
+	role wire.Role
+	name string
+}
+
+func newAuthenticator(creds []Credential) (*authenticator, error) {
+	if len(creds) == 0 {
+		return nil, nil
+	}
+	a := &authenticator{}
+	seen := make(map[[sha256.Size]byte]bool)
+	for i, c := range creds {
+		if c.Role != wire.RoleMaster && c.Role != wire.RoleWorker {
+			return nil, fmt.Errorf("tracker: credential %d: role %q: want master or worker", i, c.Role)
+		}
+		if err := checkToken(c.Token); err != nil {
+			return nil, fmt.Errorf("tracker: credential %d (%s): %w", i, c.Name, err)
+		}
+		sum := sha256.Sum256([]byte(c.Token))
+		if seen[sum] {
+			return nil, fmt.Errorf("tracker: credential %d (%s): a token given twice", i, c.Name)
+		}
+		seen[sum] = true
+		name := c.Name
+		if name == "" {
+			name = string(c.Role) + ":" + strconv.Itoa(i+1)
+		}
+		a.creds = append(a.creds, credSum{sum: sum, role: c.Role, name: name})
+	}
+	return a, nil
+}
+
+// check returns the credential whose token is tok. It compares SHA-256
+// sums (so the token's length leaks nothing) with every credential,
+// without stopping at a match, so that its time does not depend on which
+// credential matches, or on how much of a wrong token is right.
+func (a *authenticator) check(tok string) (credSum, bool) {
+	if len(tok) > maxTokenBytes {
+		tok = tok[:maxTokenBytes+1] // still wrong, but hashed in bounded time
+	}
+	sum := sha256.Sum256([]byte(tok))
+	match := -1
+	for i := range a.creds {
+		eq := subtle.ConstantTimeCompare(sum[:], a.creds[i].sum[:])
+		match = subtle.ConstantTimeSelect(eq, i, match)
+	}
+	if match < 0 {
+		return credSum{}, false
+	}
+	return a.creds[match], true
+}
+
+// Throttling of failed authentications, by remote address.
+const (
+	// freeFailures is how many failures an address may have before its
+	// attempts are slowed down.
+	freeFailures = 5
+	// firstDelay is the delay after freeFailures; each further failure
+	// doubles it, up to maxAuthDelay.
+	firstDelay   = 100 * time.Millisecond
+	maxAuthDelay = 5 * time.Second
+	// forgetAfter: an address that has not failed for this long starts
+	// afresh.
+	forgetAfter = 10 * time.Minute
+	// maxDelayed bounds the attempts of one address that wait at once;
+	// more are refused at once.
+	maxDelayed = 8
+	// maxTracked bounds the addresses remembered.
+	maxTracked = 1 << 14
+)
+
+// throttle slows down addresses that fail to authenticate: after
+// freeFailures failures, each attempt from the address waits (firstDelay,
+// doubling per failure, at most maxAuthDelay) before its token is checked,
+// and at most maxDelayed attempts of one address wait at once. A success
+// forgets the address's failures. Safe for concurrent use.
+type throttle struct {
+	now func() time.Time
+
+	mu    sync.Mutex
+	addrs map[string]*strikes
+}
+
+type strikes struct {
+	failures int
+	last     time.Time // of the last failure
+	waiting  int
+}
+
+func newThrottle(now func() time.Time) *throttle {
+	return &throttle{now: now, addrs: make(map[string]*strikes)}
+}
+
+// hostOf returns the host of a remote address "host:port" (the address
+// itself when it has no port).
+func hostOf(remote string) string {
+	if h, _, err := net.SplitHostPort(remote); err == nil {
+		return h
+	}
+	return remote
+}
+
+// delayFor returns the wait of the next attempt after n failures.
+func delayFor(n int) time.Duration {
+	if n < freeFailures {
+		return 0
+	}
+	d := firstDelay
+	for range n - freeFailures {
+		d *= 2
+		if d >= maxAuthDelay {
+			return maxAuthDelay
+		}
+	}
+	return d
+}
+
+// enter is called before an attempt from addr is checked. It returns how
+// long the attempt must wait first, and done, to call when the check is
+// over; ok is false when too many attempts of addr wait already (refuse
+// the attempt at once, and do not call done).
+func (t *throttle) enter(addr string) (wait time.Duration, done func(), ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := t.addrs[addr]
+	if s != nil && t.now().Sub(s.last) > forgetAfter && s.waiting == 0 {
+		delete(t.addrs, addr)
+		s = nil
+	}
+	if s == nil || s.failures < freeFailures {
+		return 0, func() {}, true
+	}
+	if s.waiting >= maxDelayed {
+		return 0, nil, false
+	}
+	s.waiting++
+	return delayFor(s.failures), func() {
+		t.mu.Lock()
+		s.waiting--
+		t.mu.Unlock()
+	}, true
+}
+
+// failed counts a failure of addr.
+func (t *throttle) failed(addr string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	now := t.now()
+	s := t.addrs[addr]
+	if s == nil {
+		if len(t.addrs) >= maxTracked {
+			t.evictLocked(now)
+		}
+		s = &strikes{}
+		t.addrs[addr] = s
+	} else if now.Sub(s.last) > forgetAfter {
+		s.failures = 0
+	}
+	s.failures++
+	s.last = now
+}
+
+// succeeded forgets addr's failures.
+func (t *throttle) succeeded(addr string) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if s := t.addrs[addr]; s != nil && s.waiting == 0 {
+		delete(t.addrs, addr)
+	} else if s != nil {
+		s.failures = 0
+	}
+}
+
+// evictLocked makes room: it drops the addresses not heard of for
+// forgetAfter, or else half of those not waiting.
+func (t *throttle) evictLocked(now time.Time) {
+	for a, s := range t.addrs {
+		if now.Sub(s.last) > forgetAfter && s.waiting == 0 {
+			delete(t.addrs, a)
+		}
+	}
+	for a, s := range t.addrs {
+		if len(t.addrs) < maxTracked/2 {
+			return
+		}
+		if s.waiting == 0 {
+			delete(t.addrs, a)
+		}
+	}
+}
+
+// realmOf returns the realm of a master's workunits: a digest of its
+// credential's name and its session, so that masters of different
+// credentials never share one, a worker that sees realms learns no
+// session, and a master that reconnects with its session gets its realm
+// back. A connection without a session gets a realm of its own.
+func realmOf(principal, session string, nonce []byte, conn uint64) string {
+	h := sha256.New()
+	if session == "" {
+		h.Write([]byte("riot-realm-conn\x00"))
+		h.Write(nonce)
+		h.Write([]byte(strconv.FormatUint(conn, 10)))
+	} else {
+		h.Write([]byte("riot-realm\x00"))
+		h.Write([]byte(strconv.Itoa(len(principal))))
+		h.Write([]byte{0})
+		h.Write([]byte(principal))
+		h.Write([]byte(session))
+	}
+	var sum [sha256.Size]byte
+	return "r" + hex.EncodeToString(h.Sum(sum[:0])[:16])
+}

@@ -1,0 +1,269 @@
+package tracker
+
+import (
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/riot-go/riot/wire"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+const (
+	masterTok = "m-0123456789abcdef0123456789abcdef"
+	workerTok = "w-0123456789abcdef0123456789abcdef"
+)
+
+func TestParseTokens(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		in   string
+		want []Credential
+		err  string
+	}{
+		{
+			name: "roles, names, comments",
+			in:   "# riotd tokens\n\nmaster " + masterTok + " alice\n  worker " + workerTok + "  \n",
+			want: []Credential{
+				{Role: wire.RoleMaster, Token: masterTok, Name: "alice"},
+				{Role: wire.RoleWorker, Token: workerTok, Name: "worker:4"},
+			},
+		},
+		{name: "empty", in: "# nothing\n\n", err: "no credentials"},
+		{name: "unknown role", in: "admin " + masterTok + "\n", err: `line 1: role "admin"`},
+		{name: "no token", in: "master\n", err: "line 1: want ROLE TOKEN"},
+		{name: "too many fields", in: "master " + masterTok + " a b\n", err: "line 1: want ROLE TOKEN"},
+		{name: "short token", in: "worker abc\n", err: "line 1: a token of 3 bytes: use at least 16"},
+		{name: "control byte", in: "worker " + workerTok + "\x01\n", err: "printable ASCII"},
+		{name: "twice", in: "master " + masterTok + "\nworker " + masterTok + "\n", err: "line 2: the token of line 1 again"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, err := ParseTokens(strings.NewReader(tt.in))
+			if tt.err != "" {
+				require.Error(t, err)
+				assert.Contains(t, err.Error(), tt.err)
+				assert.NotContains(t, err.Error(), masterTok, "an error never quotes a token")
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, got)
+		})
+	}
+}
+
+func TestLoadTokenFile_WarnsWhenReadable(t *testing.T) {
+	t.Parallel()
+	path := filepath.Join(t.TempDir(), "tokens")
+	require.NoError(t, os.WriteFile(path, []byte("master "+masterTok+"\n"), 0o644))
+	creds, warn, err := LoadTokenFile(path)
+	require.NoError(t, err)
+	assert.Len(t, creds, 1)
+	assert.Contains(t, warn, "chmod 600")
+	for _, mode := range []os.FileMode{0o600, 0o440} {
+		require.NoError(t, os.Chmod(path, mode))
+		_, warn, err = LoadTokenFile(path)
+		require.NoError(t, err)
+		assert.Empty(t, warn, "%v", mode)
+	}
+}
+
+func TestAuthenticator_Check(t *testing.T) {
+	t.Parallel()
+	a, err := newAuthenticator([]Credential{
+		{Role: wire.RoleMaster, Token: masterTok, Name: "alice"},
+		{Role: wire.RoleWorker, Token: workerTok},
+	})
+	require.NoError(t, err)
+	c, ok := a.check(masterTok)
+	require.True(t, ok)
+	assert.Equal(t, "alice", c.name)
+	assert.Equal(t, wire.RoleMaster, c.role)
+	c, ok = a.check(workerTok)
+	require.True(t, ok)
+	assert.Equal(t, "worker:2", c.name)
+	for _, bad := range []string{"", masterTok[:len(masterTok)-1], masterTok + "x", strings.Repeat("x", 10000)} {
+		_, ok := a.check(bad)
+		assert.False(t, ok, "%.20q", bad)
+	}
+	none, err := newAuthenticator(nil)
+	require.NoError(t, err)
+	assert.Nil(t, none, "no credentials: nothing is checked")
+	_, err = newAuthenticator([]Credential{{Role: wire.RoleMaster, Token: "short"}})
+	assert.ErrorContains(t, err, "at least 16")
+}
+
+func TestRights(t *testing.T) {
+	t.Parallel()
+	worker, master := rightsOf(wire.RoleWorker), rightsOf(wire.RoleMaster)
+	for _, tc := range []struct {
+		m         wire.Msg
+		workerMay bool
+	}{
+		{&wire.Submit{}, false}, {&wire.Watch{}, false}, {&wire.Unwatch{}, false}, {&wire.Info{}, false},
+		{&wire.BlobHave{}, false}, {&wire.BlobPut{}, false},
+		{&wire.Credit{}, true}, {&wire.Done{}, true}, {&wire.Failed{}, true}, {&wire.Return{}, true}, {&wire.BlobGet{}, true},
+	} {
+		need, what := needs(tc.m)
+		assert.Equal(t, tc.workerMay, worker&need != 0, "%s", tc.m.Type())
+		assert.NotZero(t, master&need, "a master may %s", what)
+	}
+}
+
+// fakeClock is a clock a test moves by hand.
+type fakeClock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+func TestThrottle(t *testing.T) {
+	t.Parallel()
+	clk := &fakeClock{now: time.Unix(1e9, 0)}
+	th := newThrottle(clk.Now)
+	const addr = "192.0.2.7"
+	for range freeFailures {
+		wait, done, ok := th.enter(addr)
+		require.True(t, ok)
+		assert.Zero(t, wait, "the first failures are free")
+		done()
+		th.failed(addr)
+	}
+	var waits []time.Duration
+	for range 4 {
+		wait, done, ok := th.enter(addr)
+		require.True(t, ok)
+		waits = append(waits, wait)
+		done()
+		th.failed(addr)
+	}
+	assert.Equal(t, []time.Duration{firstDelay, 2 * firstDelay, 4 * firstDelay, 8 * firstDelay}, waits)
+	for range 20 {
+		th.failed(addr)
+	}
+	wait, done, ok := th.enter(addr)
+	require.True(t, ok)
+	assert.Equal(t, maxAuthDelay, wait, "capped")
+	done()
+
+	// Other addresses are not slowed down.
+	wait, done, ok = th.enter("192.0.2.8")
+	require.True(t, ok)
+	assert.Zero(t, wait)
+	done()
+
+	// At most maxDelayed attempts of one address wait at once.
+	var dones []func()
+	for range maxDelayed {
+		_, done, ok := th.enter(addr)
+		require.True(t, ok)
+		dones = append(dones, done)
+	}
+	_, _, ok = th.enter(addr)
+	assert.False(t, ok, "the next is refused at once")
+	for _, d := range dones {
+		d()
+	}
+
+	// Failures are forgotten after a quiet while, and after a success.
+	clk.add(forgetAfter + time.Second)
+	wait, done, ok = th.enter(addr)
+	require.True(t, ok)
+	assert.Zero(t, wait)
+	done()
+	for range freeFailures + 2 {
+		th.failed(addr)
+	}
+	th.succeeded(addr)
+	wait, done, _ = th.enter(addr)
+	assert.Zero(t, wait)
+	done()
+}
+
+func TestThrottle_Bounded(t *testing.T) {
+	t.Parallel()
+	clk := &fakeClock{now: time.Unix(1e9, 0)}
+	th := newThrottle(clk.Now)
+	for i := range maxTracked + 100 {
+		th.failed("addr-" + strings.Repeat("x", i%7) + string(rune('a'+i%26)) + time.Duration(i).String())
+	}
+	th.mu.Lock()
+	n := len(th.addrs)
+	th.mu.Unlock()
+	assert.LessOrEqual(t, n, maxTracked)
+}
+
+func TestRealmOf(t *testing.T) {
+	t.Parallel()
+	nonce := []byte("nonce")
+	a := realmOf("alice", "s1", nonce, 1)
+	assert.Equal(t, a, realmOf("alice", "s1", nonce, 2), "a session keeps its realm across connections")
+	assert.NotEqual(t, a, realmOf("bob", "s1", nonce, 1), "another credential, another realm")
+	assert.NotEqual(t, a, realmOf("alice", "s2", nonce, 1))
+	assert.NotEqual(t, realmOf("al", "ices1", nonce, 1), realmOf("alice", "s1", nonce, 1), "no ambiguity in the join")
+	assert.NotEqual(t, realmOf("", "", nonce, 1), realmOf("", "", nonce, 2), "no session: a realm per connection")
+	assert.NotContains(t, a, "s1")
+}
+
+func TestConfigureOptions_TokenFile(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	good := filepath.Join(dir, "tokens")
+	require.NoError(t, os.WriteFile(good, []byte("master "+masterTok+"\n"), 0o600))
+	bad := filepath.Join(dir, "bad")
+	require.NoError(t, os.WriteFile(bad, []byte("master short\n"), 0o600))
+	parse := func(args ...string) (Options, error) {
+		fs := flag.NewFlagSet("riotd", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		return configureOptions(fs, args, env("HOME", "/home/ann"))
+	}
+	o, err := parse("--token-file", good)
+	require.NoError(t, err)
+	assert.Equal(t, ":2355", o.Listen, "with credentials: every interface")
+	o, err = parse("--token-file", good, "--listen", "10.1.2.3:99")
+	require.NoError(t, err)
+	assert.Equal(t, "10.1.2.3:99", o.Listen)
+	_, err = parse("--token-file", bad)
+	assert.ErrorContains(t, err, "at least 16")
+}
+
+func TestOptions_Check_Listen(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		o  Options
+		ok bool
+	}{
+		{Options{}, true},
+		{Options{Listen: "127.0.0.1:0"}, true},
+		{Options{Listen: "[::1]:0"}, true},
+		{Options{Listen: "localhost:0"}, true},
+		{Options{Listen: ":0"}, false},
+		{Options{Listen: "192.0.2.1:0"}, false},
+		{Options{Listen: ":0", UnsafeNoAuth: true}, true},
+		{Options{Listen: ":0", Tokens: []Credential{{Role: wire.RoleMaster, Token: masterTok}}}, true},
+	} {
+		err := tc.o.check()
+		assert.Equal(t, tc.ok, err == nil, "%+v: %v", tc.o.Listen, err)
+	}
+	assert.Equal(t, "127.0.0.1:2355", Options{}.withDefaults().Listen)
+	assert.Equal(t, ":2355", Options{Tokens: []Credential{{Role: wire.RoleMaster, Token: masterTok}}}.withDefaults().Listen)
+}

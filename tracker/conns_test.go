@@ -1,0 +1,73 @@
+package tracker
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/gorilla/websocket"
+	"github.com/riot-go/riot/wire"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// eventually polls cond until it holds, failing the test after a bound:
+// for state that no event announces.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 30s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestServer_HandshakeSlack: connections that never say hello count
+// against MaxConns beyond a slack; past it, the tracker refuses new ones
+// at once, without waiting for their hello.
+func TestServer_HandshakeSlack(t *testing.T) {
+	t.Parallel()
+	srv, err := New(Options{Listen: "127.0.0.1:0", MaxConns: 1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	<-srv.Ready()
+	dial := func() *websocket.Conn {
+		d := websocket.Dialer{Subprotocols: []string{wire.Subprotocol}}
+		ws, resp, err := d.Dial(srv.URL(), nil)
+		require.NoError(t, err)
+		resp.Body.Close()
+		t.Cleanup(func() { ws.Close() })
+		return ws
+	}
+	live := func() int {
+		srv.liveMu.Lock()
+		defer srv.liveMu.Unlock()
+		return len(srv.live)
+	}
+	n := 1 + handshakeSlack(1)
+	for i := range n {
+		dial()
+		eventually(t, "tracked", func() bool { return live() == i+1 })
+	}
+	ws := dial() // says nothing
+	_ = ws.SetReadDeadline(time.Now().Add(30 * time.Second))
+	_, frame, err := ws.ReadMessage()
+	require.NoError(t, err)
+	msgs, err := wire.Decode(frame)
+	require.NoError(t, err)
+	require.Len(t, msgs, 1)
+	r, ok := msgs[0].(*wire.Refused)
+	require.True(t, ok, "%T", msgs[0])
+	assert.Equal(t, wire.CodeFull, r.Code)
+	assert.Equal(t, n, live())
+}

@@ -1,0 +1,126 @@
+package tracker_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/gorilla/websocket"
+	"github.com/riot-go/riot/tracker"
+	"github.com/riot-go/riot/tracker/trackertest"
+	"github.com/riot-go/riot/wire"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// smallFrames makes a tracker whose frames are at most 1 MiB (so its
+// specs and results at most 960 KiB).
+func smallFrames(o *tracker.Options) { o.Limits.MaxFrameBytes = 1 << 20 }
+
+// TestServer_Limit_Frame: a frame over max-frame-bytes closes its
+// connection with 1009 and a reason; what the connection had submitted
+// stays, and nobody else notices.
+func TestServer_Limit_Frame(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t, trackertest.WithOptions(smallFrames))
+	big := master(t, tr, "big")
+	kept, _ := big.submit("'kept'")
+	other := master(t, tr, "other")
+	require.NoError(t, big.ws.WriteMessage(websocket.BinaryMessage, make([]byte, 1<<20+1)))
+	e := recv[*wire.Error](big)
+	assert.Equal(t, wire.CodeLimit, e.Code)
+	assert.Contains(t, e.Message, "a frame of more than 1048576 bytes: over max-frame-bytes")
+	err := big.closed()
+	var ce *websocket.CloseError
+	require.True(t, errors.As(err, &ce), "%v", err)
+	assert.Equal(t, wire.CloseTooBig, ce.Code)
+	assert.Contains(t, ce.Text, "max-frame-bytes")
+
+	rec, ok := tr.Lookup(t, kept)
+	require.True(t, ok, "what was accepted stays")
+	assert.Equal(t, wire.StatusWaiting, wire.Status(rec.Status))
+	other.submit("'fine'")
+}
+
+// TestServer_Limit_Spec: a spec over max-spec-bytes is refused by name;
+// the workunit is not stored.
+func TestServer_Limit_Spec(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t, trackertest.WithOptions(smallFrames))
+	m := master(t, tr, "m")
+	s, key := spec(t, "'"+strings.Repeat("x", 1000<<10)+"'")
+	m.send(&wire.Submit{Req: 5, Spec: s})
+	e := recv[*wire.Error](m)
+	assert.Equal(t, wire.CodeLimit, e.Code)
+	assert.Equal(t, uint64(5), e.Req)
+	assert.Contains(t, e.Message, "field spec")
+	assert.Equal(t, wire.CloseProtocolError, m.closeCode())
+	_, ok := tr.Lookup(t, key)
+	assert.False(t, ok)
+}
+
+// TestServer_Limit_Result: a worker that sends a result over
+// max-result-bytes is dropped and its workunit goes to another worker (a
+// worker of this repository sends a result-limit error instead).
+func TestServer_Limit_Result(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t, trackertest.WithOptions(smallFrames))
+	m := master(t, tr, "m")
+	key, _ := m.submit("big()")
+	w := worker(t, tr, "w", 1)
+	a := recv[*wire.Assign](w)
+	w.complete(a, make([]byte, 1000<<10))
+	e := recv[*wire.Error](w)
+	assert.Equal(t, wire.CodeLimit, e.Code)
+	assert.Contains(t, e.Message, "field result")
+	w2 := worker(t, tr, "w2", 1)
+	a2 := recv[*wire.Assign](w2)
+	assert.Equal(t, key, a2.Key)
+	w2.complete(a2, result(3))
+	assert.Equal(t, result(3), recv[*wire.Finished](m).Result)
+}
+
+// TestServer_Limit_WaitingPerMaster: a master with max-waiting workunits
+// waiting or running has its next submission refused (not stored); it
+// gets room as they finish; joins and other masters are not held up.
+func TestServer_Limit_WaitingPerMaster(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t, trackertest.WithOptions(func(o *tracker.Options) { o.MaxWaitingPerMaster = 2 }))
+	m := master(t, tr, "m")
+	k1, _ := m.submit("1")
+	m.submit("2")
+	s3, k3 := spec(t, "3")
+	m.send(&wire.Submit{Req: 77, Spec: s3, Options: wire.Options{Watch: true}})
+	e := recv[*wire.Error](m)
+	assert.Equal(t, wire.CodeLimit, e.Code)
+	assert.Equal(t, uint64(77), e.Req)
+	assert.Contains(t, e.Message, "2 workunits of this master are waiting or running")
+	_, ok := tr.Lookup(t, k3)
+	assert.False(t, ok, "refused: not stored")
+
+	other := master(t, tr, "other")
+	other.submit("1") // joins m's
+	other.submit("3")
+
+	w := worker(t, tr, "w", 1)
+	a := recv[*wire.Assign](w)
+	require.Equal(t, k1, a.Key)
+	w.complete(a, result(1))
+	recv[*wire.Finished](m)
+	m.submit("4") // room again
+}
+
+// TestServer_Limit_ErrorEndsNothing: a refused request leaves the
+// connection working: the tracker answers the next ones.
+func TestServer_Limit_ErrorEndsNothing(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t, trackertest.WithOptions(func(o *tracker.Options) { o.MaxWaitingPerMaster = 1 }))
+	m := master(t, tr, "m")
+	m.submit("1")
+	for i := range 3 {
+		s, _ := spec(t, strings.Repeat(" ", i)+"2")
+		m.send(&wire.Submit{Req: uint64(100 + i), Spec: s})
+		assert.Equal(t, wire.CodeLimit, recv[*wire.Error](m).Code)
+	}
+	assert.Empty(t, m.barrier())
+}
