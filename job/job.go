@@ -14,6 +14,7 @@ package job
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"log/slog"
@@ -52,6 +53,9 @@ type Options struct {
 	Tracker string
 	// Token is the tracker's credentials, if it needs them.
 	Token string
+	// TLSConfig is used for a tracker reached over TLS (wss://, or any
+	// address when set); nil means the system's defaults.
+	TLSConfig *tls.Config
 	// Workers is the number of slots of the embedded default's worker;
 	// 0 means none (the script takes work itself), negative means one per
 	// CPU. Ignored with Tracker.
@@ -97,7 +101,7 @@ func Run(ctx context.Context, opts Options) error {
 		addr = emb.addr
 		stats = emb.busy
 	} else {
-		stats = remoteBusy(ctx, addr)
+		stats = remoteBusy(ctx, addr, opts.Token, opts.TLSConfig)
 	}
 
 	dial := func(ctx context.Context, host string, port int, name string) (engine.Conn, error) {
@@ -105,7 +109,7 @@ func Run(ctx context.Context, opts Options) error {
 		if port > 0 {
 			target = net.JoinHostPort(host, strconv.Itoa(port))
 		}
-		copts := client.Options{Name: name, Role: wire.RoleMaster, Token: opts.Token, Logger: opts.Logger}
+		copts := client.Options{Name: name, Role: wire.RoleMaster, Token: opts.Token, TLSConfig: opts.TLSConfig, Logger: opts.Logger}
 		c, err := client.Dial(ctx, target, copts)
 		if err != nil {
 			return nil, err

@@ -2,6 +2,7 @@ package job
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"net/http"
 	"net/url"
@@ -14,9 +15,9 @@ import (
 )
 
 // remoteBusy returns a function that reports the workers busy on a remote
-// tracker, from its status page (GET /status), read once a second in the
-// background while ctx lasts.
-func remoteBusy(ctx context.Context, addr string) func() (int, int, bool) {
+// tracker, from its status page (GET /status, with the master's token),
+// read once a second in the background while ctx lasts.
+func remoteBusy(ctx context.Context, addr, token string, tlsConf *tls.Config) func() (int, int, bool) {
 	ws, err := client.TrackerURL(addr)
 	if err != nil {
 		return nil
@@ -26,6 +27,9 @@ func remoteBusy(ctx context.Context, addr string) func() (int, int, bool) {
 		return nil
 	}
 	pu.Scheme = strings.Replace(pu.Scheme, "ws", "http", 1)
+	if tlsConf != nil {
+		pu.Scheme = "https"
+	}
 	pu.Path = "/status"
 	u := pu.String()
 	var (
@@ -38,6 +42,9 @@ func remoteBusy(ctx context.Context, addr string) func() (int, int, bool) {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
 		if err != nil {
 			return
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
 		}
 		resp, err := hc.Do(req)
 		if err != nil {

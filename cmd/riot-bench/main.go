@@ -87,7 +87,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.worker, "riot-worker", "", "riot-worker binary `path` (default: go build it)")
 	fs.IntVar(&c.workers, "workers", 2, "riot-worker processes in the throughput and latency runs")
 	fs.IntVar(&c.slots, "slots", runtime.NumCPU(), "--slots of each worker")
-	fs.IntVar(&c.prefetch, "prefetch", 0, "--prefetch of each worker (0: riot-worker's default, 2 per slot)")
+	fs.IntVar(&c.prefetch, "prefetch", 0, "--prefetch of each worker (0: riot-worker's default, sized from the workunits' durations)")
 	fs.IntVar(&c.n, "n", 200_000, "workunits in the throughput run with --workers workers")
 	fs.IntVar(&c.nOne, "n-one", 0, "workunits in the throughput run with one worker (default: a quarter of --n)")
 	fs.IntVar(&c.warmup, "warmup", 2_000, "workunits run before each measurement, not measured")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -60,6 +61,7 @@ type evalFlags struct {
 	memory  uint64
 	tracker string
 	token   string
+	tlsCA   string
 	// Job scripts only.
 	script     string
 	scriptArgs []string
@@ -79,6 +81,7 @@ func parseEvalFlags(args []string, stderr io.Writer) (*evalFlags, error) {
 	fs.Uint64Var(&f.memory, "memory-limit", 0, "heap `bytes` past which the workunit is interrupted, in process (default: none)")
 	fs.StringVar(&f.tracker, "tracker", os.Getenv("RIOT_TRACKER"), "run the workunit on this tracker's workers, `HOST[:PORT]` (default: $RIOT_TRACKER, else in process)")
 	fs.StringVar(&f.token, "token", os.Getenv("RIOT_TOKEN"), "the tracker's credentials (default: $RIOT_TOKEN)")
+	fs.StringVar(&f.tlsCA, "tls-ca", os.Getenv("RIOT_TLS_CA"), "reach the tracker over TLS, trusting the authority in this PEM `FILE` (default: $RIOT_TLS_CA; a wss:// address uses the system's authorities)")
 	fs.IntVar(&f.workers, "workers", -1, "job scripts on the embedded default: the local worker's slots, 0 for none (default: one per CPU)")
 	fs.StringVar(&f.data, "data", "", "job scripts on the embedded default: keep the tracker's store in this `DIR` (default: memory only)")
 	fs.BoolVar(&f.progress, "progress", false, "job scripts: show the progress bar even when stderr is not a terminal")
@@ -147,7 +150,12 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 // a worker, and prints what the in-process path prints.
 func evalRemote(ctx context.Context, f *evalFlags, stdout, stderr io.Writer) int {
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	c, err := client.Dial(ctx, f.tracker, client.Options{Token: f.token, Logger: logger})
+	tlsConf, err := f.tlsConfig()
+	if err != nil {
+		fmt.Fprintf(stderr, "riot-worker eval: %v\n", err)
+		return 2
+	}
+	c, err := client.Dial(ctx, f.tracker, client.Options{Token: f.token, TLSConfig: tlsConf, Logger: logger})
 	if err != nil {
 		fmt.Fprintf(stderr, "riot-worker eval: %v\n", err)
 		return 1
@@ -162,6 +170,18 @@ func evalRemote(ctx context.Context, f *evalFlags, stdout, stderr io.Writer) int
 		return printFailure(stderr, err)
 	}
 	return printValue(stdout, stderr, out.Result)
+}
+
+// tlsConfig returns the TLS configuration --tls-ca asks for, or nil.
+func (f *evalFlags) tlsConfig() (*tls.Config, error) {
+	if f.tlsCA == "" {
+		return nil, nil
+	}
+	conf, err := client.TLSConfigWithCA(f.tlsCA)
+	if err != nil {
+		return nil, fmt.Errorf("--tls-ca: %w", err)
+	}
+	return conf, nil
 }
 
 // printValue prints a result as engine.FormatValue formats it.

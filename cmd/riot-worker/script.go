@@ -22,6 +22,11 @@ func runScript(ctx context.Context, f *evalFlags, stdout, stderr io.Writer) int 
 	case f.quiet:
 		progress = job.ProgressOff
 	}
+	tlsConf, err := f.tlsConfig()
+	if err != nil {
+		fmt.Fprintf(stderr, "riot-worker eval: %v\n", err)
+		return 2
+	}
 	eo := engine.Options{Timeout: f.timeout, MemoryLimit: f.memory}
 	if f.tracker == "" && f.workers != 0 && !f.noGPU {
 		// The embedded default's worker gets this machine's GPUs, as a
@@ -30,17 +35,18 @@ func runScript(ctx context.Context, f *evalFlags, stdout, stderr io.Writer) int 
 		defer drv.Close()
 		eo.GPU = drv
 	}
-	err := job.Run(ctx, job.Options{
-		Script:   f.script,
-		Args:     f.scriptArgs,
-		Tracker:  f.tracker,
-		Token:    f.token,
-		Workers:  f.workers,
-		Data:     f.data,
-		Engine:   eo,
-		Progress: progress,
-		Stdout:   stdout,
-		Stderr:   stderr,
+	err = job.Run(ctx, job.Options{
+		Script:    f.script,
+		Args:      f.scriptArgs,
+		Tracker:   f.tracker,
+		Token:     f.token,
+		TLSConfig: tlsConf,
+		Workers:   f.workers,
+		Data:      f.data,
+		Engine:    eo,
+		Progress:  progress,
+		Stdout:    stdout,
+		Stderr:    stderr,
 	})
 	var se *engine.ScriptError
 	switch {

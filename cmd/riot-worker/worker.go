@@ -67,7 +67,7 @@ func parseWorkerFlags(args []string, stderr io.Writer) (*workerFlags, error) {
 	fs.IntVar(&f.port, "port", 0, "the tracker's `port` (default 2355)")
 	fs.StringVar(&f.name, "name", "", "the worker's `name` (default: the host name; the tracker makes it unique)")
 	fs.IntVar(&f.slots, "slots", runtime.NumCPU(), "workunits run at once")
-	fs.IntVar(&f.prefetch, "prefetch", 0, "workunits held queued beyond the slots (default: 2 per slot)")
+	fs.IntVar(&f.prefetch, "prefetch", -1, "workunits held queued beyond the slots; 0 for none (default: sized by the worker from its workunits' durations, 2 to 64 per slot)")
 	fs.DurationVar(&f.grace, "grace", worker.DefaultGrace, "how long running workunits may finish after SIGINT or SIGTERM")
 	fs.DurationVar(&f.timeout, "timeout", 0, "time limit of workunits that set none, such as 30s or 5m (default: none)")
 	fs.Uint64Var(&f.memory, "memory-limit", 0, "heap `bytes` past which running workunits are interrupted (default: none)")
@@ -108,7 +108,7 @@ func parseWorkerFlags(args []string, stderr io.Writer) (*workerFlags, error) {
 	if f.slots <= 0 {
 		return nil, fmt.Errorf("--slots %d: want at least 1", f.slots)
 	}
-	if f.prefetch < 0 {
+	if f.prefetch < -1 {
 		return nil, fmt.Errorf("--prefetch %d: want 0 or more", f.prefetch)
 	}
 	return f, nil
@@ -178,7 +178,7 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) int {
 		Tracker:        f.tracker,
 		Name:           f.name,
 		Slots:          f.slots,
-		Prefetch:       f.prefetch,
+		Prefetch:       prefetchOption(f.prefetch),
 		Grace:          grace,
 		Engine:         eo,
 		BlobCacheBytes: f.cache,
@@ -190,4 +190,17 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) int {
 		return 1
 	}
 	return 0
+}
+
+// prefetchOption maps --prefetch to worker.Options.Prefetch: the flag's
+// default (-1) leaves the worker to size its prefetch (0 there), and 0
+// means none (negative there).
+func prefetchOption(flag int) int {
+	switch {
+	case flag < 0:
+		return 0
+	case flag == 0:
+		return -1
+	}
+	return flag
 }

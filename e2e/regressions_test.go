@@ -1,7 +1,6 @@
 package e2e_test
 
 import (
-	"os"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,21 +10,10 @@ import (
 	"github.com/riot-go/riot/value"
 )
 
-// knownBug skips a test that shows a bug not fixed yet, unless
-// RIOT_E2E_KNOWN_BUGS is set: run them with RIOT_E2E_KNOWN_BUGS=1 to see
-// whether a fix works, then delete the knownBug call.
-func knownBug(t *testing.T, bug string) {
-	t.Helper()
-	if os.Getenv("RIOT_E2E_KNOWN_BUGS") == "" {
-		t.Skip("known bug: " + bug)
-	}
-}
-
-// TestE2E_WorkerPrefetchZero: docs/workers.md says `--prefetch 0` makes a
-// worker hold only what it runs; riot-worker treats 0 as "the default, 2
-// per slot", and refuses negative values, so no flag gives no prefetch.
+// TestE2E_WorkerPrefetchZero: `--prefetch 0` makes a worker hold only what
+// it runs (docs/workers.md). A regression test: riot-worker once passed 0
+// on, where the worker loop read it as "the default".
 func TestE2E_WorkerPrefetchZero(t *testing.T) {
-	knownBug(t, "riot-worker --prefetch 0 gives 2 per slot (cmd/riot-worker/worker.go passes 0 to worker.Options.Prefetch, where 0 means the default and only a negative value means none)")
 	t.Parallel()
 	tr := bins.StartTracker(t, e2e.TrackerOptions{})
 	bins.StartWorker(t, tr.Addr(), e2e.WorkerOptions{Name: "nopf", Slots: 1, Args: []string{"--prefetch", "0"}})
@@ -33,10 +21,10 @@ func TestE2E_WorkerPrefetchZero(t *testing.T) {
 	assert.Equal(t, 0, st.Workers[0].Prefetch, "riot-worker --prefetch 0")
 }
 
-// TestE2E_ReassignmentLogged: docs/riotd.md says riotd logs "workunit
-// reassigned" when a workunit goes back to the queue after a loss. It does
-// only when no other worker takes it in the same step: with a worker that
-// has room, a dead worker's workunits move on without that line.
+// TestE2E_ReassignmentLogged: riotd logs "workunit reassigned" when a
+// workunit goes back to the queue after a loss (docs/riotd.md), also when
+// another worker takes it in the same step. A regression test: the line
+// was once written only for workunits persisted as waiting.
 func TestE2E_ReassignmentLogged(t *testing.T) {
 	t.Parallel()
 	tr := bins.StartTracker(t, e2e.TrackerOptions{})
