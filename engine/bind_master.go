@@ -215,61 +215,93 @@ func (m *master) captureFunc(fn *goja.Object) (*CapturedFunc, error) {
 	return &CapturedFunc{Source: f.Source, Names: f.Free, Values: vals, File: m.script.File, Line: f.Line, Column: col}, nil
 }
 
-// blobFor implements the encoder's blob hook: a value whose encoding
-// reaches the threshold is sent as a blob, once; the same object sent again
-// at the same size reuses the blob.
+// MinBlobBytes is the smallest encoded value a master sends as a blob:
+// one sent this many times or more over, counting every workunit that
+// carries it, is cheaper uploaded once and fetched once per worker.
+const MinBlobBytes = 1 << 10
+
+// blobFor implements the encoder's blob hook: a value is sent as a blob,
+// once, when its encoding reaches the threshold, or when it reaches
+// MinBlobBytes and the bytes it would take inside every workunit that
+// carries it (this forWork's items, earlier workunits of the script) reach
+// the threshold. The same object sent again at the same size reuses its
+// blob.
 func (m *master) blobFor(o *goja.Object) (blob.Hash, bool, error) {
-	size, big := m.sizeOf(o)
-	if !big {
+	size, ok := m.sizeOf(o)
+	if !ok {
 		return blob.Hash{}, false, nil
 	}
-	if ent, ok := m.blobIDs[o]; ok && ent.size == size {
-		return ent.hash, !ent.small, nil
+	ent, seen := m.blobIDs[o]
+	if seen && ent.size == size && !ent.hash.IsZero() {
+		return ent.hash, true, nil
 	}
-	enc := newEncoder(m.rl.rt, m.rl.in, encodeOptions{root: "value", dest: "to a worker", capture: m.captureFunc})
-	data, err := enc.encodeValue(o)
-	if err != nil {
-		return blob.Hash{}, false, err
+	encode := func() ([]byte, error) {
+		enc := newEncoder(m.rl.rt, m.rl.in, encodeOptions{root: "value", dest: "to a worker", capture: m.captureFunc})
+		data, err := enc.encodeValue(o)
+		return append([]byte(nil), data...), err
 	}
-	if len(data) < m.opts.BlobThreshold {
-		m.blobIDs[o] = blobEntry{size: size, small: true}
+	var data []byte
+	if !seen || ent.size != size {
+		var err error
+		if data, err = encode(); err != nil {
+			return blob.Hash{}, false, err
+		}
+		ent = blobEntry{size: size, bytes: len(data)}
+	}
+	ent.sends += m.copies
+	if ent.bytes < MinBlobBytes || (ent.bytes < m.opts.BlobThreshold && ent.bytes*ent.sends < m.opts.BlobThreshold) {
+		if len(m.blobIDs) >= maxBlobEntries {
+			clear(m.blobIDs) // forget, rather than keep every object ever sent alive
+		}
+		m.blobIDs[o] = ent
 		return blob.Hash{}, false, nil
 	}
-	data = append([]byte(nil), data...)
-	h := blob.Sum(data)
-	m.pending[h] = data
-	m.blobIDs[o] = blobEntry{hash: h, size: size}
-	return h, true, nil
+	if data == nil {
+		var err error
+		if data, err = encode(); err != nil {
+			return blob.Hash{}, false, err
+		}
+	}
+	ent.hash = blob.Sum(data)
+	m.pending[ent.hash] = data
+	m.blobIDs[o] = ent
+	return ent.hash, true, nil
 }
 
-// sizeOf returns a cheap measure of a value's size, and whether it may be
-// large enough to be a blob: element counts of containers, byte counts of
-// buffers.
+// maxBlobEntries bounds what a master remembers of the objects it sent.
+const maxBlobEntries = 1 << 16
+
+// sizeOf returns a cheap measure of a value's size, which changes when
+// the value grows or shrinks, and whether it may be large enough to be a
+// blob: element counts of containers, byte counts of buffers.
 func (m *master) sizeOf(o *goja.Object) (int64, bool) {
 	in := m.rl.in
-	var n int64
+	var n, bytes int64
 	switch in.classify(o) {
 	case kindArray:
 		n = o.Get("length").ToInteger()
-		return n, n*4 >= int64(m.opts.BlobThreshold)/16
+		bytes = 2 * n
 	case kindPlain:
 		n = int64(len(o.Keys()))
-		return n, n*8 >= int64(m.opts.BlobThreshold)/16
+		bytes = 4 * n
 	case kindMap, kindSet:
 		n = o.Get("size").ToInteger()
-		return n, n*4 >= int64(m.opts.BlobThreshold)/16
+		bytes = 2 * n
 	case kindTyped:
 		v, _ := in.typedLength(o)
-		n = v.ToInteger() * 8
+		n = v.ToInteger()
+		bytes = n
 	case kindArrayBuffer:
 		n = int64(len(o.Export().(goja.ArrayBuffer).Bytes()))
+		bytes = n
 	case kindDataView:
 		v, _ := in.viewLength(o)
 		n = v.ToInteger()
+		bytes = n
 	default:
 		return 0, false
 	}
-	return n, n >= int64(m.opts.BlobThreshold)/8
+	return n, bytes >= MinBlobBytes/4
 }
 
 // encoder returns an encoder for workunit payloads: functions by capture,
@@ -472,7 +504,11 @@ func (m *master) forWork(call goja.FunctionCall, opts WorkOptions) goja.Value {
 	c := m.conn(op)
 	enc := m.encoder()
 	enc.beginArgs(3)
-	if err := enc.encode(fn); err != nil {
+	// The function and what it captures go into every item's workunit.
+	m.copies = max(len(items), 1)
+	err := enc.encode(fn)
+	m.copies = 1
+	if err != nil {
 		m.rl.throw("DataCloneError", "%v", m.encodeError(op, m.fnName(fn), err))
 	}
 	mark := enc.mark()

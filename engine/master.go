@@ -138,6 +138,7 @@ func RunScript(ctx context.Context, opts ScriptOptions) error {
 		modules:  modules.NewCache(filepath.Dir(name)),
 		taken:    make(map[workunit.Key]*Work),
 		subs:     make(map[workunit.Key]subEntry),
+		copies:   1,
 	}
 	m.rl, err = newRealmWith(eng, 0, "master", []func(*realm) error{
 		m.bindConsole, bindTimers, bindPerformance, bindStringLimits, m.bindRiot,
@@ -170,6 +171,7 @@ type master struct {
 	shown   shownKeys
 	taken   map[workunit.Key]*Work    // workunits taken with waitForWork
 	subs    map[workunit.Key]subEntry // workunits this script submitted
+	copies  int                       // how many workunits the value being encoded goes into
 	jobs    jobQueue                  // callbacks to run on the script's goroutine
 	waits   int                       // callbacks still expected
 
@@ -179,12 +181,14 @@ type master struct {
 	modules  *modules.Cache
 }
 
-// blobEntry is how a large value was last sent: its blob, and the size it
-// had then (a change of size means the value changed).
+// blobEntry is what a master knows of an object it sent: its size measure
+// then (a change means the value changed), its encoded size, how many
+// workunits carried it, and its blob once it became one.
 type blobEntry struct {
-	hash  blob.Hash
 	size  int64
-	small bool // it was encoded and found smaller than the threshold
+	bytes int
+	sends int
+	hash  blob.Hash
 }
 
 func (m *master) run() error {

@@ -128,6 +128,20 @@ func TestMaster_LargeValueTravelsOnce(t *testing.T) {
 	assert.Equal(t, 1, sr.ft.uploads, "the dictionary is uploaded once")
 }
 
+func TestMaster_ValueCarriedByManyWorkunitsIsABlob(t *testing.T) {
+	t.Parallel()
+	sr := runScript(t, map[string]string{"main.js": `
+		const medium = Array.from({length: 500}, (_, i) => 'w' + i);     // some KiB: under the threshold
+		const tiny = [1, 2, 3];
+		const a = riot.forWork(Array.from({length: 100}, (_, i) => i), (i) => medium[i] + tiny.length);
+		const once = riot.waitUntilDone(riot.doWork((n) => n + tiny.length, 1));
+		console.log(a[99], once);
+	`})
+	require.NoError(t, sr.err)
+	assert.Equal(t, "w993 4\n", sr.stdout.String())
+	assert.Equal(t, 1, sr.ft.uploads, "medium, carried by 100 workunits, is uploaded once; tiny never")
+}
+
 func TestMaster_DoWorkCallAndEval(t *testing.T) {
 	t.Parallel()
 	sr := runScript(t, map[string]string{

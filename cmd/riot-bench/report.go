@@ -146,7 +146,7 @@ func (r *report) write(w io.Writer, format string) {
 		t.write(w, format)
 		fmt.Fprintf(w, "The word list is %s. dict.js --limit L keeps its first L lower-case words of 3 letters or more as the dictionary and makes one workunit of each; "+
 			"the whole-list variant (riot-bench's own script) keeps every word of 3 letters or more as the dictionary and makes workunits of the first N lower-case ones. "+
-			"Every workunit captures the dictionary; a captured value of 64 KiB or more travels as a blob. Bytes are counted by TCP proxies between riotd and the master, and between riotd and the workers.\n\n",
+			"Every workunit captures the dictionary; a captured value travels as a blob when it is 64 KiB or more, or 1 KiB or more and carried by workunits adding up to 64 KiB. Bytes are counted by TCP proxies between riotd and the master, and between riotd and the workers.\n\n",
 			size(float64(r.dicts[0].fileBytes)))
 	}
 }
