@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"sync"
@@ -90,7 +91,10 @@ const masterPrelude = `(function (riot) {
 // capture hook that the instrumented script calls.
 func (m *master) bindRiot(rl *realm) error {
 	rt := rl.rt
-	if err := rt.Set(capture.DefaultHook, m.hook); err != nil {
+	if err := rt.Set(capture.DefaultHook, m.hook(0)); err != nil {
+		return err
+	}
+	if err := rl.setFunc(rt.GlobalObject(), "require", m.requireFrom(filepath.Dir(m.opts.Path))); err != nil {
 		return err
 	}
 	riot := rt.NewObject()
@@ -151,10 +155,15 @@ func (m *master) setSubmitters(rl *realm, obj *goja.Object, opts WorkOptions) er
 	return nil
 }
 
-// hook is the capture hook (capture.DefaultHook): it records, on each
-// function the script creates, its id and the getter of its free
-// variables, under a private symbol.
-func (m *master) hook(call goja.FunctionCall) goja.Value {
+// hook returns the capture hook of script k (capture.DefaultHook for the
+// job script): it records, on each function the script creates, the
+// script, the function's id and the getter of its free variables, under a
+// private symbol.
+func (m *master) hook(k int) func(goja.FunctionCall) goja.Value {
+	return func(call goja.FunctionCall) goja.Value { return m.register(k, call) }
+}
+
+func (m *master) register(k int, call goja.FunctionCall) goja.Value {
 	val := call.Argument(2)
 	target, ok := val.(*goja.Object)
 	if !ok {
@@ -167,7 +176,7 @@ func (m *master) hook(call goja.FunctionCall) goja.Value {
 		}
 		target = next
 	}
-	reg := m.rl.rt.NewArray(call.Argument(0), call.Argument(1))
+	reg := m.rl.rt.NewArray(k, call.Argument(0), call.Argument(1))
 	_ = target.DefineDataPropertySymbol(regSym, reg, goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE)
 	return val
 }
@@ -184,21 +193,21 @@ func (m *master) captureFunc(fn *goja.Object) (*CapturedFunc, error) {
 		}
 		return nil, fmt.Errorf("function %s cannot be sent to a worker: only functions written in the job script can be (not built-in, bound or eval-made ones)", name)
 	}
-	id := int(reg.Get("0").ToInteger())
-	if id < 0 || id >= len(m.script.Funcs) {
-		return nil, fmt.Errorf("function registration %d is out of range", id)
+	k, id, ok := m.registration(reg)
+	if !ok {
+		return nil, fmt.Errorf("function registration %d/%d is out of range", k, id)
 	}
-	f := &m.script.Funcs[id]
+	f := &m.scripts[k].Funcs[id]
 	if !f.Shippable {
-		return nil, fmt.Errorf("%s cannot be sent to a worker: %s", m.describeFunc(id), f.Reason)
+		return nil, fmt.Errorf("%s cannot be sent to a worker: %s", m.describeFunc(k, id), f.Reason)
 	}
 	var vals []goja.Value
-	if g, ok := goja.AssertFunction(reg.Get("1")); ok {
+	if g, ok := goja.AssertFunction(reg.Get("2")); ok {
 		arr, err := g(goja.Undefined())
 		if err != nil {
 			var ex *goja.Exception
 			if errors.As(err, &ex) {
-				return nil, fmt.Errorf("%s uses a free variable before it is defined: %s", m.describeFunc(id), safeString(ex.Value()))
+				return nil, fmt.Errorf("%s uses a free variable before it is defined: %s", m.describeFunc(k, id), safeString(ex.Value()))
 			}
 			return nil, err
 		}
@@ -212,7 +221,15 @@ func (m *master) captureFunc(fn *goja.Object) (*CapturedFunc, error) {
 	if col < 1 {
 		col = 1
 	}
-	return &CapturedFunc{Source: f.Source, Names: f.Free, Values: vals, File: m.script.File, Line: f.Line, Column: col}, nil
+	return &CapturedFunc{Source: f.Source, Names: f.Free, Values: vals, File: m.scripts[k].File, Line: f.Line, Column: col}, nil
+}
+
+// registration reads a registration: the script's index and the
+// function's id in it.
+func (m *master) registration(reg *goja.Object) (k, id int, ok bool) {
+	k, id = int(reg.Get("0").ToInteger()), int(reg.Get("1").ToInteger())
+	ok = k >= 0 && k < len(m.scripts) && id >= 0 && id < len(m.scripts[k].Funcs)
+	return k, id, ok
 }
 
 // MinBlobBytes is the smallest encoded value a master sends as a blob:
@@ -338,14 +355,13 @@ func (m *master) fnSpec(op string, fn *goja.Object, args []goja.Value) (*workuni
 			return nil, m.encodeError(op, "args["+itoa(i)+"]", err)
 		}
 	}
-	return &workunit.Spec{Kind: workunit.Fn, Name: m.script.File, Payload: append([]byte(nil), enc.w.Bytes()...), Blobs: append([]blob.Hash(nil), enc.blobs...)}, nil
+	return &workunit.Spec{Kind: workunit.Fn, Name: m.scripts[0].File, Payload: append([]byte(nil), enc.w.Bytes()...), Blobs: append([]blob.Hash(nil), enc.blobs...)}, nil
 }
 
 func (m *master) fnName(fn *goja.Object) string {
 	if reg, ok := fn.GetSymbol(regSym).(*goja.Object); ok {
-		id := int(reg.Get("0").ToInteger())
-		if id >= 0 && id < len(m.script.Funcs) {
-			return m.describeFunc(id)
+		if k, id, ok := m.registration(reg); ok {
+			return m.describeFunc(k, id)
 		}
 	}
 	return "the function"
@@ -519,7 +535,7 @@ func (m *master) forWork(call goja.FunctionCall, opts WorkOptions) goja.Value {
 			m.rl.throw("DataCloneError", "%v", m.encodeError(op, "items["+itoa(i)+"]", err))
 		}
 		enc.w.Int(int64(i))
-		specs[i] = &workunit.Spec{Kind: workunit.Fn, Name: m.script.File, Payload: append([]byte(nil), enc.w.Bytes()...), Blobs: append([]blob.Hash(nil), enc.blobs...)}
+		specs[i] = &workunit.Spec{Kind: workunit.Fn, Name: m.scripts[0].File, Payload: append([]byte(nil), enc.w.Bytes()...), Blobs: append([]blob.Hash(nil), enc.blobs...)}
 	}
 	subs := m.submit(op, c, specs, opts)
 	results := make([]any, len(subs))

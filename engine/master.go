@@ -130,7 +130,8 @@ func RunScript(ctx context.Context, opts ScriptOptions) error {
 	defer eng.Close()
 	m := &master{
 		opts:     opts,
-		script:   script,
+		scripts:  []*capture.Script{script},
+		mods:     make(map[string]*goja.Object),
 		jobs:     jobQueue{ready: make(chan struct{}, 1)},
 		blobIDs:  make(map[*goja.Object]blobEntry),
 		pending:  make(map[blob.Hash][]byte),
@@ -160,10 +161,14 @@ func RunScript(ctx context.Context, opts ScriptOptions) error {
 // master runs one job script. Its fields are used on the script's
 // goroutine only, except jobs, which connection callbacks send to.
 type master struct {
-	opts   ScriptOptions
-	script *capture.Script
-	rl     *realm
-	ctx    context.Context
+	opts ScriptOptions
+	// scripts are the instrumented job script (0) and the modules it
+	// required (1, ...): a captured function is registered with its
+	// script's index and its index there.
+	scripts []*capture.Script
+	mods    map[string]*goja.Object // module objects of required files, by absolute path
+	rl      *realm
+	ctx     context.Context
 
 	client  *jsClient   // riot.currentClient()
 	clients []*jsClient // every client object made
@@ -192,7 +197,7 @@ type blobEntry struct {
 }
 
 func (m *master) run() error {
-	prg, err := goja.Compile(m.script.File, m.script.Source, false)
+	prg, err := goja.Compile(m.scripts[0].File, m.scripts[0].Source, false)
 	if err != nil {
 		return m.scriptError(err)
 	}
@@ -327,13 +332,13 @@ var (
 )
 
 // describeFunc names a function for messages: its name and where it is.
-func (m *master) describeFunc(id int) string {
-	f := m.script.Funcs[id]
+func (m *master) describeFunc(k, id int) string {
+	f := m.scripts[k].Funcs[id]
 	name := f.Name
 	if name == "" {
 		name = "the function"
 	}
-	return fmt.Sprintf("%s (%s:%d:%d)", name, m.script.File, f.Line, f.Column)
+	return fmt.Sprintf("%s (%s:%d:%d)", name, m.scripts[k].File, f.Line, f.Column)
 }
 
 func exportOf(v goja.Value) any {

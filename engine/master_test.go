@@ -142,6 +142,32 @@ func TestMaster_ValueCarriedByManyWorkunitsIsABlob(t *testing.T) {
 	assert.Equal(t, 1, sr.ft.uploads, "medium, carried by 100 workunits, is uploaded once; tiny never")
 }
 
+func TestMaster_Require(t *testing.T) {
+	t.Parallel()
+	sr := runScript(t, map[string]string{
+		"main.js": `
+			const { square, table } = require('./lib/math');
+			const cfg = require('./cfg.json');
+			console.log(JSON.stringify(riot.forWork([1, 2, 3], (x) => square(x) + table[x] + cfg.offset)));
+			try { require('fs') } catch (e) { console.log(e.message) }
+		`,
+		"lib/math.js": "const base = require('./base');\nexports.table = [0, 10, 20, 30];\nexports.square = function square(x) { return base.times(x, x) };\n",
+		"lib/base.js": "exports.times = (a, b) => a * b;\n",
+		"cfg.json":    `{"offset": 100}`,
+	})
+	require.NoError(t, sr.err)
+	assert.Equal(t, "[111,124,139]\nrequire(\"fs\"): no such module (job scripts have no Node built-in modules: riot.readFile, riot.readLines and riot.writeFile reach files)\n", sr.stdout.String())
+
+	// A function from a module fails with its own file and line.
+	sr = runScript(t, map[string]string{
+		"main.js": "riot.waitUntilDone(riot.doWork(require('./bad').boom))",
+		"bad.js":  "exports.boom = () => {\n  throw new Error('from a module')\n};\n",
+	})
+	var se *ScriptError
+	require.True(t, errors.As(sr.err, &se), "%v", sr.err)
+	assert.Contains(t, se.Stack, "Caused by: Error: from a module\n    at bad.js:2:9")
+}
+
 func TestMaster_DoWorkCallAndEval(t *testing.T) {
 	t.Parallel()
 	sr := runScript(t, map[string]string{

@@ -111,7 +111,7 @@ func (c *Cache) build(abs string, lm *Loaded, stack []string) (blob.Hash, error)
 			continue
 		}
 		dep, err := resolveRequire(filepath.Dir(abs), spec)
-		if errors.Is(err, errBuiltin) {
+		if errors.Is(err, ErrBuiltin) {
 			continue // a host module: require throws on the worker, if reached
 		}
 		if err != nil {
@@ -215,9 +215,16 @@ func walkAST(v reflect.Value, visit func(any)) {
 	}
 }
 
-// errBuiltin is a require of a name that is neither a path nor found in a
-// node_modules directory: a host module such as "fs".
-var errBuiltin = errors.New("not a file")
+// ErrBuiltin is returned by Resolve for a name that is neither a path nor
+// found in a node_modules directory: a host module such as "fs".
+var ErrBuiltin = errors.New("modules: not a file (a host module?)")
+
+// Resolve resolves a require specifier as Node does, from the directory
+// dir of the requiring file: a relative or absolute path (the file, or with
+// .js or .json, or its index.js), or a package in node_modules directories
+// from dir up (its package.json "main"). It returns the absolute path, or
+// an error wrapping ErrBuiltin for a name found nowhere.
+func Resolve(dir, spec string) (string, error) { return resolveRequire(dir, spec) }
 
 // resolveFile finds the module that a doWorkCall path names, relative to
 // dir: the file itself, or with .js or .json, or its index.js.
@@ -256,7 +263,7 @@ func resolveRequire(dir, spec string) (string, error) {
 			return p, nil
 		}
 		if d == filepath.Dir(d) {
-			return "", errBuiltin
+			return "", ErrBuiltin
 		}
 	}
 }

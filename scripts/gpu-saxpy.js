@@ -15,40 +15,7 @@
 // The inputs are exact in float32 (multiples of 1/8 below 125, and small
 // integers), so the device and the host agree exactly, fused multiply-add
 // or not. Without a GPU it says so and exits.
-// --- What every gpu-*.js script starts with ---
-
-// gpuProbe asks a worker what GPU devices it has: a workunit without
-// {gpus}, so that any worker takes it, and with noCache, so that the answer
-// is today's and not one the tracker remembers.
-function gpuProbe() {
-  return riot.waitUntilDone(riot.with({ noCache: true }).doWork(() => {
-    const count = deviceCount();
-    const devices = Array.from({ length: count }, (_, i) => {
-      const d = deviceInfo(i);
-      return `${i}: ${d.name}, ${(d.totalMemory / 2 ** 30).toFixed(1)} GiB`;
-    });
-    let why = '';
-    if (count === 0) {
-      try {
-        deviceInfo(0);
-      } catch (e) {
-        why = e.message.replace(/^deviceInfo: no device 0 among 0(: )?/, '');
-      }
-    }
-    return { worker: riot.worker.name, count, devices, why };
-  }));
-}
-
-// sayProbe prints what the probe found; without a device it says so
-// plainly, then what the script does about it.
-function sayProbe(probe, without) {
-  if (probe.count > 0) {
-    console.log(`worker ${probe.worker}: ${probe.count} GPU device${probe.count === 1 ? '' : 's'} (${probe.devices.join('; ')})`);
-  } else {
-    console.log(`No GPU: worker ${probe.worker} has no GPU devices${probe.why ? ` (${probe.why})` : ''}.`);
-    console.log(without);
-  }
-}
+const { gpuProbe, sayProbe } = require('./lib/gpu-common'); // what every gpu-*.js script starts with
 
 // --- The kernel ---
 
