@@ -273,6 +273,14 @@ func TestMaster_LowLevelClient(t *testing.T) {
 		c.callWithWorkunitInfo(id, (s, cl, r) => console.log('info', s, cl, r));
 		console.log(c.whoAmI(), riot.connectToTracker('localhost', 2355, 'other').whoAmI());
 		console.log(c.workunitInfo(riot.doWorkEval('1')).length);
+		const id2 = c.callWithNewWorkunit((x) => x + 1, 1, (id) => id);
+		const [k3, w3] = c.waitForWork();
+		const [k4, w4] = c.waitForWork(); // the doWorkEval above, still waiting
+		for (const [k, w] of [[k3, w3], [k4, w4]]) {
+			c.completeWorkunit(k, w.kind === 'eval', w.kind === 'eval' ? new RangeError('no') : w.fn(...w.args));
+		}
+		c.callWithFinishedWorkunit(id2, (k, status, client, result) => console.log(k === id2, status, client, result));
+		console.log(c.workunitInfo(k3 === id2 ? k4 : k3).slice(0, 3).join(' '));
 	`), 0o644))
 	ft := newFakeTracker(t, true)
 	conn, err := ft.connect(context.Background(), "localhost", 0, "me")
@@ -280,5 +288,5 @@ func TestMaster_LowLevelClient(t *testing.T) {
 	var stdout bytes.Buffer
 	err = RunScript(context.Background(), ScriptOptions{Path: filepath.Join(dir, "main.js"), Conn: conn, Connect: ft.connect, Stdout: &stdout})
 	require.NoError(t, err)
-	assert.Equal(t, "true fn\ntrue done me 42\ndone me 42 true\ninfo done me 42\nme other\n4\n", stdout.String())
+	assert.Equal(t, "true fn\ntrue done me 42\ndone me 42 true\ninfo done me 42\nme other\n4\ntrue done me 2\nerror me no\n", stdout.String())
 }
