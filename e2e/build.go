@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"testing"
+	"time"
 )
 
 // Module is the import path of riot's module, which ModuleRoot looks for.
@@ -93,4 +95,23 @@ func modulePath(gomod string) (string, error) {
 		return "", err
 	}
 	return "", errors.New("no module line")
+}
+
+// Main is a TestMain body for packages of process tests: it builds riotd
+// and riot-worker into a temporary directory, sets *bins, runs the tests,
+// and removes the directory. It returns the exit status for os.Exit.
+func Main(m *testing.M, bins *Bins) int {
+	dir, err := os.MkdirTemp("", "riot-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if *bins, err = Build(ctx, dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
 }

@@ -1,8 +1,6 @@
 package e2e_test
 
 import (
-	"context"
-	"fmt"
 	"log/slog"
 	"os"
 	"testing"
@@ -18,25 +16,7 @@ import (
 // TestMain and read-only afterwards.
 var bins e2e.Bins
 
-func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "riot-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	if bins, err = e2e.Build(ctx, dir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
-}
+func TestMain(m *testing.M) { os.Exit(e2e.Main(m, &bins)) }
 
 // dial connects a Go client master to addr for the test, logging to the
 // test's output, and closes it when the test ends.

@@ -24,25 +24,7 @@ import (
 // afterwards.
 var bins e2e.Bins
 
-func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "riot-faults-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	if bins, err = e2e.Build(ctx, dir); err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	return m.Run()
-}
+func TestMain(m *testing.M) { os.Exit(e2e.Main(m, &bins)) }
 
 // jobWait bounds each test's job: far more than it needs, so that a hang
 // fails instead of running forever.
