@@ -424,9 +424,10 @@ func (m *master) submit(op string, c Conn, specs []*workunit.Spec, opts WorkOpti
 		m.opts.Events.Submitted(len(specs))
 	}
 	for _, sub := range subs {
-		m.subs[sub.Key()] = subEntry{sub: sub, conn: c}
+		e := subEntry{sub: sub, conn: c, reported: new(sync.Once)}
+		m.subs[sub.Key()] = e
 		if m.opts.Events != nil {
-			sub.OnDone(m.report)
+			sub.OnDone(func(o *Outcome) { m.reportOnce(e, o) })
 		}
 	}
 	for _, sub := range subs {
@@ -442,6 +443,18 @@ func (m *master) submit(op string, c Conn, specs []*workunit.Spec, opts WorkOpti
 type subEntry struct {
 	sub  Submission
 	conn Conn
+	// reported gives its outcome to Events once: on the script's
+	// goroutine when it takes the result, or on the connection's when
+	// that comes first (a workunit nobody waits for). A second caller
+	// waits until the first has done it.
+	reported *sync.Once
+}
+
+// reportOnce gives Events a submission's outcome, once.
+func (m *master) reportOnce(e subEntry, o *Outcome) {
+	if m.opts.Events != nil {
+		e.reported.Do(func() { m.report(o) })
+	}
 }
 
 // wait returns the outcome of key: from the script's own submission when
@@ -660,6 +673,11 @@ func (m *master) result(op string, c Conn, key workunit.Key) goja.Value {
 	o, err := m.wait(c, key)
 	if err != nil {
 		m.rl.throw("Error", "%s: workunit %s: %v", op, key.Short(), err)
+	}
+	if e, ok := m.subs[key]; ok && e.conn == c {
+		// Before the script goes on: its workunits' console output shows
+		// before what the script prints next.
+		m.reportOnce(e, o)
 	}
 	if o.Status == "error" {
 		panic(m.workunitError(key, o))

@@ -77,8 +77,10 @@ func TestMaster_SimpleDemo(t *testing.T) {
 	`})
 	require.NoError(t, sr.err)
 	assert.Equal(t, "[\n   0, 10, 20, 30, 40,\n  50, 60, 70, 80, 90\n]\nComplete\n", sr.stdout.String())
+	sr.events.mu.Lock()
+	defer sr.events.mu.Unlock()
 	assert.Equal(t, 10, sr.events.submitted)
-	assert.Len(t, sr.events.finished, 10)
+	assert.Len(t, sr.events.finished, 10, "every result the script took was reported before it went on")
 }
 
 func TestMaster_FreeVariables(t *testing.T) {

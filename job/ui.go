@@ -24,6 +24,7 @@ type jobUI struct {
 	failed int
 	start  time.Time
 	drawn  bool
+	closed bool
 	last   time.Time
 	// busy reports how many workers are busy and how many there are, when
 	// the tracker can say.
@@ -70,10 +71,14 @@ func (u *jobUI) Submitted(n int) {
 }
 
 // Finished implements engine.ScriptEvents: the workunit's console lines,
-// then the bar.
+// then the bar. After Close (the script has ended) it shows nothing: a
+// workunit the script did not wait for has nobody to show it to.
 func (u *jobUI) Finished(o *engine.Outcome) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	if u.closed {
+		return
+	}
 	u.done++
 	if o.Status == "error" {
 		u.failed++
@@ -117,6 +122,7 @@ func (u *jobUI) Close() {
 	defer u.mu.Unlock()
 	u.clearLocked()
 	u.bar = false
+	u.closed = true
 }
 
 func (u *jobUI) clearLocked() {
