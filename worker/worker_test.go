@@ -275,8 +275,10 @@ func TestWorker_GracefulStop(t *testing.T) {
 	tr.WaitFor(t, func(s tracker.Stats) bool { return s.Leases == 4 })
 	require.NoError(t, w1.stop(t))
 	assert.Empty(t, started, "nothing else started")
-	st := tr.WaitFor(t, func(s tracker.Stats) bool { return s.Waiting == 4 })
-	assert.Zero(t, st.Workers)
+	// The worker returns its leases before it closes its connection, so
+	// wait for both events.
+	st := tr.WaitFor(t, func(s tracker.Stats) bool { return s.Waiting == 4 && s.Workers == 0 })
+	assert.Zero(t, st.Leases)
 
 	w2 := start(t, tr.Addr(), worker.Options{Name: "second", Slots: 2})
 	for _, k := range append([]*client.Call{spin}, rest...) {
