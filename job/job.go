@@ -131,7 +131,11 @@ func Run(ctx context.Context, opts Options) error {
 			bar = true
 		}
 	}
-	ui := newJobUI(opts.Stderr, bar, stats)
+	hint := addr // where a worker would connect, for the no-workers hint
+	if opts.Progress == ProgressOff || opts.Tracker == "" {
+		hint = ""
+	}
+	ui := newJobUI(opts.Stderr, bar, hint, stats)
 	defer ui.Close()
 	return engine.RunScript(ctx, engine.ScriptOptions{
 		Path:    opts.Script,
@@ -248,11 +252,12 @@ func (e *Embedded) busy() (int, int, bool) {
 	return busySlots(&st)
 }
 
-func busySlots(st *tracker.Status) (int, int, bool) {
-	busy, slots := 0, 0
+// busySlots sums the busy slots and the slots of the workers in st; ok
+// is always true, since st was read.
+func busySlots(st *tracker.Status) (busy, slots int, ok bool) {
 	for _, w := range st.Workers {
 		busy += min(w.Busy, w.Slots)
 		slots += w.Slots
 	}
-	return busy, slots, slots > 0
+	return busy, slots, true
 }

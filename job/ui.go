@@ -26,16 +26,29 @@ type jobUI struct {
 	drawn  bool
 	closed bool
 	last   time.Time
-	// busy reports how many workers are busy and how many there are, when
-	// the tracker can say.
-	busy func() (busy, workers int, ok bool)
-	stop chan struct{}
-	wg   sync.WaitGroup
+	// busy reports how many slots are busy and how many the connected
+	// workers have, when the tracker can say (ok).
+	busy func() (busy, slots int, ok bool)
+	// hint is the tracker's address when, without a bar, the UI is to say
+	// once on w that work waits and no worker is connected (idleSince:
+	// since when, as seen by tick); "" for never.
+	hint      string
+	hinted    bool
+	idleSince time.Time
+	stop      chan struct{}
+	wg        sync.WaitGroup
 }
 
-func newJobUI(w io.Writer, bar bool, busy func() (int, int, bool)) *jobUI {
+// noWorkersHintAfter is how long work waits with no worker connected
+// before a job without a bar says so.
+const noWorkersHintAfter = 5 * time.Second
+
+func newJobUI(w io.Writer, bar bool, hint string, busy func() (int, int, bool)) *jobUI {
 	u := &jobUI{w: w, bar: bar, width: 24, start: time.Now(), busy: busy, stop: make(chan struct{})}
-	if bar {
+	if !bar && busy != nil {
+		u.hint = hint
+	}
+	if u.bar || u.hint != "" {
 		u.wg.Add(1)
 		go u.tick()
 	}
@@ -43,22 +56,48 @@ func newJobUI(w io.Writer, bar bool, busy func() (int, int, bool)) *jobUI {
 }
 
 // tick redraws the bar twice a second, so that the rate and ETA move while
-// nothing finishes.
+// nothing finishes, or, without a bar, watches for work that no worker
+// can take.
 func (u *jobUI) tick() {
 	defer u.wg.Done()
 	t := time.NewTicker(500 * time.Millisecond)
 	defer t.Stop()
 	for {
 		select {
-		case <-t.C:
+		case now := <-t.C:
 			u.mu.Lock()
 			if u.total > 0 {
 				u.drawLocked(true)
 			}
 			u.mu.Unlock()
+			u.checkIdle(now)
 		case <-u.stop:
 			return
 		}
+	}
+}
+
+// checkIdle prints the no-workers hint once, when workunits have been
+// outstanding with no worker connected for noWorkersHintAfter.
+func (u *jobUI) checkIdle(now time.Time) {
+	if u.hint == "" {
+		return
+	}
+	_, slots, ok := u.busy()
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.hinted || u.closed || u.done >= u.total || !ok || slots > 0 {
+		u.idleSince = time.Time{}
+		return
+	}
+	if u.idleSince.IsZero() {
+		u.idleSince = now
+		return
+	}
+	if now.Sub(u.idleSince) >= noWorkersHintAfter {
+		u.hinted = true
+		fmt.Fprintf(u.w, "riot: %d workunits wait and no worker is connected to the tracker; start one with: riot-worker %s\n",
+			u.total-u.done, u.hint)
 	}
 }
 
@@ -176,8 +215,11 @@ func (u *jobUI) lineLocked(now time.Time) string {
 		}
 	}
 	if u.busy != nil {
-		if busy, workers, ok := u.busy(); ok {
-			fmt.Fprintf(&b, "  %d/%d slots busy", busy, workers)
+		switch busy, slots, ok := u.busy(); {
+		case ok && slots == 0:
+			b.WriteString("  no workers connected")
+		case ok:
+			fmt.Fprintf(&b, "  %d/%d slots busy", busy, slots)
 		}
 	}
 	return b.String()
