@@ -405,19 +405,7 @@ func (c *Client) keepRecentLocked(batch []wire.Msg) {
 // tracker's limits): the request it carried fails.
 func (c *Client) unsendable(m wire.Msg, err error) {
 	c.log.Error("client: cannot send a message", "type", m.Type(), "err", err)
-	var req uint64
-	switch m := m.(type) {
-	case *wire.Submit:
-		req = m.Req
-	case *wire.Info:
-		req = m.Req
-	case *wire.BlobHave:
-		req = m.Req
-	case *wire.BlobPut:
-		req = m.Req
-	case *wire.BlobGet:
-		req = m.Req
-	}
+	req := wire.ReqOf(m)
 	if req == 0 {
 		return
 	}

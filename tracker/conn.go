@@ -323,7 +323,7 @@ func (c *conn) writeAll(enc *wire.Encoder, msgs []wire.Msg) error {
 			// Cannot happen for what the tracker makes within its limits;
 			// answer the request rather than leave it hanging.
 			c.s.log.Error("cannot send a message", "conn", c.label(), "type", m.Type().String(), "err", err)
-			if req := reqOf(m); req != 0 {
+			if req := wire.ReqOf(m); req != 0 {
 				e := &wire.Error{Req: req, Code: wire.CodeOf(err), Message: "tracker: cannot send the answer: " + err.Error()}
 				if enc.Add(e) != nil {
 					if err := c.writeFrame(enc); err != nil {
@@ -360,25 +360,6 @@ func (c *conn) writeFrame(enc *wire.Encoder) error {
 	c.s.counters.messagesOut.Add(uint64(n))
 	c.s.counters.bytesOut.Add(uint64(len(frame)))
 	return nil
-}
-
-// reqOf returns the request id an answer carries, 0 if none.
-func reqOf(m wire.Msg) uint64 {
-	switch m := m.(type) {
-	case *wire.Accepted:
-		return m.Req
-	case *wire.Finished:
-		return m.Req
-	case *wire.InfoReply:
-		return m.Req
-	case *wire.BlobNeed:
-		return m.Req
-	case *wire.BlobStored:
-		return m.Req
-	case *wire.BlobData:
-		return m.Req
-	}
-	return 0
 }
 
 // serveWS is the handler of wire.Path: it upgrades to a websocket and
@@ -620,28 +601,8 @@ func (c *conn) forbid(m wire.Msg, what string) {
 	c.s.counters.forbidden.Add(1)
 	c.s.log.Warn("request refused: the credentials do not allow it", "conn", c.label(), "principal", c.principal,
 		"remote", c.remote, "type", m.Type().String())
-	c.send(&wire.Error{Req: reqOfRequest(m), Code: wire.CodeForbidden,
+	c.send(&wire.Error{Req: wire.ReqOf(m), Code: wire.CodeForbidden,
 		Message: fmt.Sprintf("tracker: %s refused: a worker's token may take work, not %s", m.Type(), what)})
-}
-
-// reqOfRequest returns the request id a client's message carries, 0 if
-// none.
-func reqOfRequest(m wire.Msg) uint64 {
-	switch m := m.(type) {
-	case *wire.Submit:
-		return m.Req
-	case *wire.Watch:
-		return m.Req
-	case *wire.Info:
-		return m.Req
-	case *wire.BlobHave:
-		return m.Req
-	case *wire.BlobPut:
-		return m.Req
-	case *wire.BlobGet:
-		return m.Req
-	}
-	return 0
 }
 
 // checkHello checks what the table cannot take.

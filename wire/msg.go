@@ -28,6 +28,40 @@ type Msg interface {
 	encode(w *value.Writer)
 }
 
+// ReqOf returns the request id m carries (a request, or the answer to
+// one), 0 if none.
+func ReqOf(m Msg) uint64 {
+	switch m := m.(type) {
+	case *Submit:
+		return m.Req
+	case *Watch:
+		return m.Req
+	case *Info:
+		return m.Req
+	case *BlobHave:
+		return m.Req
+	case *BlobPut:
+		return m.Req
+	case *BlobGet:
+		return m.Req
+	case *Error:
+		return m.Req
+	case *Accepted:
+		return m.Req
+	case *Finished:
+		return m.Req
+	case *InfoReply:
+		return m.Req
+	case *BlobNeed:
+		return m.Req
+	case *BlobStored:
+		return m.Req
+	case *BlobData:
+		return m.Req
+	}
+	return 0
+}
+
 // GPU describes one GPU device a worker offers.
 type GPU struct {
 	// Name is the device's name, e.g. "NVIDIA H200".

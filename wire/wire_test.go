@@ -3,6 +3,7 @@ package wire
 import (
 	"errors"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -408,5 +409,19 @@ func TestDecode_Edges(t *testing.T) {
 			}
 			assert.Equal(t, canon, again)
 		})
+	}
+}
+
+// ReqOf knows every message type with a Req field.
+func TestReqOf_EveryMessage(t *testing.T) {
+	t.Parallel()
+	for _, s := range samples() {
+		v := reflect.ValueOf(s.msg).Elem()
+		want := uint64(0)
+		if f := v.FieldByName("Req"); f.IsValid() {
+			f.SetUint(77)
+			want = 77
+		}
+		assert.Equal(t, want, ReqOf(s.msg), s.name)
 	}
 }
