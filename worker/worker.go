@@ -226,7 +226,12 @@ func (w *worker) run(ctx context.Context) error {
 	if w.opts.adaptive {
 		prefetch = fmt.Sprintf("%d to %d", w.credits.min, w.credits.max)
 	}
-	w.log.Info("worker: ready", "tracker", c.Tracker(), "slots", w.opts.Slots, "prefetch", prefetch, "gpus", len(copts.GPUs))
+	memLimit := "none"
+	if n := w.opts.Engine.MemoryLimit; n > 0 {
+		memLimit = fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	}
+	w.log.Info("worker: ready", "tracker", c.Tracker(), "slots", w.opts.Slots, "prefetch", prefetch,
+		"memory_limit", memLimit, "gpus", len(copts.GPUs))
 	if w.opts.Ready != nil {
 		w.opts.Ready(name)
 	}

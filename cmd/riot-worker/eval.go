@@ -13,6 +13,7 @@ import (
 
 	"github.com/riot-go/riot/client"
 	"github.com/riot-go/riot/engine"
+	"github.com/riot-go/riot/sysmem"
 	"github.com/riot-go/riot/wire"
 	"github.com/riot-go/riot/workunit"
 )
@@ -50,22 +51,26 @@ workunit (time limit, stack depth, memory) fails the same way.
 A tracker remembers finished workunits: evaluating the same SOURCE again
 through it answers from memory (without its console output).
 
-Exit status: 0 success, 1 the workunit failed, 2 bad usage.
+Exit status: 0 success, 1 the workunit (or the script) failed, 2 bad usage,
+130 a job script stopped by SIGINT or SIGTERM (its workunits stay with a
+tracker named by --tracker, and run on).
 
 Flags:
 `
 
 type evalFlags struct {
-	source  string
-	timeout time.Duration
-	memory  uint64
-	tracker string
-	token   string
-	tlsCA   string
+	source   string
+	timeout  time.Duration
+	memory   uint64 // --memory-limit in bytes, 0 for none
+	memLimit sysmem.Limit
+	tracker  string
+	token    string
+	tlsCA    string
 	// Job scripts only.
 	script     string
 	scriptArgs []string
-	workers    int
+	workers    int // -1: one slot per CPU
+	workersF   autoInt
 	data       string
 	progress   bool
 	quiet      bool
@@ -78,11 +83,11 @@ func parseEvalFlags(args []string, stderr io.Writer) (*evalFlags, error) {
 	f := &evalFlags{}
 	fs.StringVar(&f.source, "e", "", "evaluate this JavaScript `source`")
 	fs.DurationVar(&f.timeout, "timeout", 0, "time limit of the workunit, such as 30s or 5m (default: none)")
-	fs.Uint64Var(&f.memory, "memory-limit", 0, "heap `bytes` past which the workunit is interrupted, in process (default: none)")
+	memoryLimitFlag(fs, &f.memLimit, "workunits run in this process are")
 	fs.StringVar(&f.tracker, "tracker", os.Getenv("RIOT_TRACKER"), "run the workunit on this tracker's workers, `HOST[:PORT]` (default: $RIOT_TRACKER, else in process)")
 	fs.StringVar(&f.token, "token", os.Getenv("RIOT_TOKEN"), "the tracker's credentials (default: $RIOT_TOKEN)")
 	fs.StringVar(&f.tlsCA, "tls-ca", os.Getenv("RIOT_TLS_CA"), "reach the tracker over TLS, trusting the authority in this PEM `FILE` (default: $RIOT_TLS_CA; a wss:// address uses the system's authorities)")
-	fs.IntVar(&f.workers, "workers", -1, "job scripts on the embedded default: the local worker's slots, 0 for none (default: one per CPU)")
+	fs.Var(&f.workersF, "workers", "job scripts on the embedded default: the local worker's `slots`, 0 for none (default: one per CPU)")
 	fs.StringVar(&f.data, "data", "", "job scripts on the embedded default: keep the tracker's store in this `DIR` (default: memory only)")
 	fs.BoolVar(&f.progress, "progress", false, "job scripts: show the progress bar even when stderr is not a terminal")
 	fs.BoolVar(&f.quiet, "quiet", false, "job scripts: never show the progress bar")
@@ -93,6 +98,16 @@ func parseEvalFlags(args []string, stderr io.Writer) (*evalFlags, error) {
 	}
 	if err := fs.Parse(args); err != nil {
 		return nil, err
+	}
+	if f.workers = f.workersF.or(-1); f.workersF.set && f.workers < 0 {
+		return nil, fmt.Errorf("--workers %d: want 0 or more", f.workers)
+	}
+	var err error
+	if f.memory, err = memoryLimitBytes(fs, f.memLimit); err != nil {
+		return nil, err
+	}
+	if f.tracker != "" && flagGiven(fs, "memory-limit") {
+		return nil, errors.New("--memory-limit applies in process only: give it to the workers (riot-worker --memory-limit)")
 	}
 	switch {
 	case f.source != "" && fs.NArg() > 0:
@@ -107,9 +122,6 @@ func parseEvalFlags(args []string, stderr io.Writer) (*evalFlags, error) {
 			return nil, errors.New("--progress and --quiet contradict each other")
 		}
 		return f, nil
-	}
-	if f.tracker != "" && f.memory != 0 {
-		return nil, errors.New("--memory-limit applies in process only: give it to the workers (riot-worker --memory-limit)")
 	}
 	return f, nil
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/riot-go/riot/client"
 	"github.com/riot-go/riot/engine"
+	"github.com/riot-go/riot/sysmem"
 	"github.com/riot-go/riot/worker"
 )
 
@@ -45,19 +46,21 @@ Flags:
 `
 
 type workerFlags struct {
-	port     int
-	name     string
-	slots    int
-	prefetch int
-	grace    time.Duration
-	timeout  time.Duration
-	memory   uint64
-	cache    int64
-	token    string
-	tlsCA    string
-	noGPU    bool
-	logLevel string
-	tracker  string
+	port      int
+	name      string
+	slots     int
+	prefetch  int // -1: sized by the worker
+	prefetchF autoInt
+	grace     time.Duration
+	timeout   time.Duration
+	memory    uint64 // --memory-limit in bytes, 0 for none
+	memLimit  sysmem.Limit
+	cache     int64
+	token     string
+	tlsCA     string
+	noGPU     bool
+	logLevel  string
+	tracker   string
 }
 
 func parseWorkerFlags(args []string, stderr io.Writer) (*workerFlags, error) {
@@ -67,10 +70,10 @@ func parseWorkerFlags(args []string, stderr io.Writer) (*workerFlags, error) {
 	fs.IntVar(&f.port, "port", 0, "the tracker's `port` (default 2355)")
 	fs.StringVar(&f.name, "name", "", "the worker's `name` (default: the host name; the tracker makes it unique)")
 	fs.IntVar(&f.slots, "slots", runtime.NumCPU(), "workunits run at once")
-	fs.IntVar(&f.prefetch, "prefetch", -1, "workunits held queued beyond the slots; 0 for none (default: sized by the worker from its workunits' durations, 2 to 64 per slot)")
+	fs.Var(&f.prefetchF, "prefetch", "hold `N` workunits queued beyond the slots; 0 for none (default: sized by the worker from its workunits' durations, 2 to 64 per slot)")
 	fs.DurationVar(&f.grace, "grace", worker.DefaultGrace, "how long running workunits may finish after SIGINT or SIGTERM")
 	fs.DurationVar(&f.timeout, "timeout", 0, "time limit of workunits that set none, such as 30s or 5m (default: none)")
-	fs.Uint64Var(&f.memory, "memory-limit", 0, "heap `bytes` past which running workunits are interrupted (default: none)")
+	memoryLimitFlag(fs, &f.memLimit, "running workunits are")
 	fs.Int64Var(&f.cache, "blob-cache", worker.DefaultBlobCacheBytes, "`bytes` of blobs (modules, large values) kept")
 	fs.StringVar(&f.token, "token", os.Getenv("RIOT_TOKEN"), "the tracker's credentials (default: $RIOT_TOKEN)")
 	fs.StringVar(&f.tlsCA, "tls-ca", os.Getenv("RIOT_TLS_CA"),
@@ -108,8 +111,11 @@ func parseWorkerFlags(args []string, stderr io.Writer) (*workerFlags, error) {
 	if f.slots <= 0 {
 		return nil, fmt.Errorf("--slots %d: want at least 1", f.slots)
 	}
-	if f.prefetch < -1 {
+	if f.prefetch = f.prefetchF.or(-1); f.prefetchF.set && f.prefetch < 0 {
 		return nil, fmt.Errorf("--prefetch %d: want 0 or more", f.prefetch)
+	}
+	if f.memory, err = memoryLimitBytes(fs, f.memLimit); err != nil {
+		return nil, err
 	}
 	return f, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"flag"
 	"io"
 	"log/slog"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/riot-go/riot/client"
+	"github.com/riot-go/riot/sysmem"
 	"github.com/riot-go/riot/tracker"
 	"github.com/riot-go/riot/tracker/trackertest"
 	"github.com/riot-go/riot/worker"
@@ -221,4 +223,90 @@ func TestWorker_Process(t *testing.T) {
 		t.Fatal("riot-worker did not stop on SIGTERM")
 	}
 	tr.WaitFor(t, func(s tracker.Stats) bool { return s.Workers == 0 })
+}
+
+func TestMemoryLimitFlag(t *testing.T) {
+	t.Parallel()
+	total, totalErr := sysmem.Total()
+	parseWorker := func(args ...string) (uint64, error) {
+		f, err := parseWorkerFlags(append(args, "h"), io.Discard)
+		if err != nil {
+			return 0, err
+		}
+		return f.memory, nil
+	}
+	parseEval := func(args ...string) (uint64, error) {
+		f, err := parseEvalFlags(append(args, "-e", "1"), io.Discard)
+		if err != nil {
+			return 0, err
+		}
+		return f.memory, nil
+	}
+	for name, parse := range map[string]func(...string) (uint64, error){"worker": parseWorker, "eval": parseEval} {
+		n, err := parse()
+		require.NoError(t, err, name)
+		if totalErr == nil {
+			assert.Equal(t, total*defaultMemoryLimit/100, n, "%s: the default is %d%% of the machine", name, defaultMemoryLimit)
+		} else {
+			assert.Zero(t, n, "%s: no limit where the machine's memory cannot be read", name)
+		}
+		for arg, want := range map[string]uint64{"none": 0, "0": 0, "2GiB": 2 << 30, "1000": 1000, "512M": 512 << 20} {
+			n, err := parse("--memory-limit", arg)
+			require.NoError(t, err, "%s --memory-limit %s", name, arg)
+			assert.Equal(t, want, n, "%s --memory-limit %s", name, arg)
+		}
+		_, err = parse("--memory-limit", "lots")
+		assert.ErrorContains(t, err, `memory limit "lots": want a size`, name)
+		if totalErr == nil {
+			n, err = parse("--memory-limit", "50%")
+			require.NoError(t, err, name)
+			assert.Equal(t, total/2, n, name)
+		}
+	}
+}
+
+func TestEval_MemoryLimitWithTracker(t *testing.T) {
+	t.Parallel()
+	// The default limit is for this process and does not stand in the
+	// way of a tracker; one given on the command line is a mistake there.
+	_, err := parseEvalFlags([]string{"--tracker", "h:1", "-e", "1"}, io.Discard)
+	require.NoError(t, err)
+	_, err = parseEvalFlags([]string{"--tracker", "h:1", "job.js"}, io.Discard)
+	require.NoError(t, err)
+	for _, args := range [][]string{
+		{"--tracker", "h:1", "--memory-limit", "1GiB", "-e", "1"},
+		{"--tracker", "h:1", "--memory-limit", "none", "job.js"},
+	} {
+		_, err = parseEvalFlags(args, io.Discard)
+		assert.ErrorContains(t, err, "--memory-limit applies in process only", "%q", args)
+	}
+}
+
+func TestAutoIntFlags(t *testing.T) {
+	t.Parallel()
+	f, err := parseWorkerFlags([]string{"h"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, -1, f.prefetch, "unset: the worker sizes its prefetch")
+	f, err = parseWorkerFlags([]string{"--prefetch", "0", "h"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, 0, f.prefetch)
+	_, err = parseWorkerFlags([]string{"--prefetch", "-1", "h"}, io.Discard)
+	assert.ErrorContains(t, err, "--prefetch -1: want 0 or more")
+	_, err = parseWorkerFlags([]string{"--prefetch", "x", "h"}, io.Discard)
+	assert.ErrorContains(t, err, `invalid value "x" for flag -prefetch: want a whole number`)
+
+	e, err := parseEvalFlags([]string{"job.js"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, -1, e.workers, "unset: one slot per CPU")
+	e, err = parseEvalFlags([]string{"--workers", "0", "job.js"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, 0, e.workers)
+	_, err = parseEvalFlags([]string{"--workers", "-2", "job.js"}, io.Discard)
+	assert.ErrorContains(t, err, "--workers -2: want 0 or more")
+
+	var usage bytes.Buffer
+	_, err = parseWorkerFlags([]string{"--help"}, &usage)
+	require.ErrorIs(t, err, flag.ErrHelp)
+	assert.NotContains(t, usage.String(), "(default -1)")
+	assert.Contains(t, usage.String(), "(default 80%)")
 }
