@@ -2,8 +2,11 @@ package e2e_test
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"regexp"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -334,4 +337,36 @@ func TestE2E_ErrorNamesWorker(t *testing.T) {
 	assert.Equal(t, 1, res.Code, res)
 	assert.Empty(t, res.Stdout, res)
 	assert.Contains(t, res.Stderr, "worker "+w.Name()+": TypeError", res)
+}
+
+// TestE2E_InterruptedJob: Ctrl-C on a job script takes nothing back from
+// the tracker. riot-worker eval exits with 130 and says so; the work runs
+// once a worker comes, and the rerun collects it without running it again.
+func TestE2E_InterruptedJob(t *testing.T) {
+	t.Parallel()
+	tr := bins.StartTracker(t, e2e.TrackerOptions{})
+	script := filepath.Join(t.TempDir(), "squares.js")
+	require.NoError(t, os.WriteFile(script, []byte(
+		"console.log(JSON.stringify(riot.forWork([1, 2, 3, 4, 5], (n) => n * n)));\n"), 0o644))
+
+	job := e2e.NewProcess("riot-worker eval", bins.RiotWorker,
+		[]string{"eval", "--quiet", "--tracker", tr.Addr(), script}, nil, bins.Root)
+	require.NoError(t, job.Start())
+	t.Cleanup(func() { job.Close() })
+	tr.WaitFor(t, func(st tracker.Status) bool { return st.Workunits.Waiting == 5 })
+	require.NoError(t, job.Signal(syscall.SIGINT))
+	ctx := e2e.Context(t, e2e.DefaultWait)
+	code, err := job.Wait(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 130, code, job.Log())
+	assert.Contains(t, job.Log(), "riot-worker eval: interrupted with 5 of 5 workunits unfinished; they stay with the tracker at "+tr.Addr()+" and run on")
+
+	bins.StartWorker(t, tr.Addr(), e2e.WorkerOptions{Name: "late", Slots: 2})
+	done := tr.WaitFor(t, func(st tracker.Status) bool { return st.Workunits.Done == 5 })
+	again := bins.RunEval(t, "--quiet", "--tracker", tr.Addr(), script)
+	require.Equal(t, 0, again.Code, again)
+	assert.Equal(t, "[1,4,9,16,25]\n", again.Stdout)
+	after, err := tr.Status(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, done.Completed, after.Completed, "the rerun collected the results without running anything")
 }

@@ -87,6 +87,7 @@ func Run(ctx context.Context, opts Options) error {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(opts.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
 	}
+	parent := ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 
@@ -137,7 +138,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	ui := newJobUI(opts.Stderr, bar, hint, stats)
 	defer ui.Close()
-	return engine.RunScript(ctx, engine.ScriptOptions{
+	err = engine.RunScript(ctx, engine.ScriptOptions{
 		Path:    opts.Script,
 		Args:    opts.Args,
 		Conn:    main,
@@ -147,7 +148,35 @@ func Run(ctx context.Context, opts Options) error {
 		Events:  ui,
 		Logger:  opts.Logger,
 	})
+	if err != nil && parent.Err() != nil {
+		done, total := ui.counts()
+		return &InterruptedError{Submitted: total, Unfinished: total - done, cause: parent.Err(), script: err}
+	}
+	return err
 }
+
+// InterruptedError is Run's error when its context ended (the user
+// pressed Ctrl-C) before the script did. What the script handed out stays
+// with the tracker: a tracker of its own keeps running it, and the
+// embedded default keeps what finished only in Options.Data.
+type InterruptedError struct {
+	// Submitted is how many workunits the script handed out, and
+	// Unfinished how many of them it had no result of yet.
+	Submitted, Unfinished int
+	cause                 error // the context's error
+	script                error // what the script saw
+}
+
+func (e *InterruptedError) Error() string {
+	if e.Submitted == 0 {
+		return "job: interrupted"
+	}
+	return fmt.Sprintf("job: interrupted with %d of %d workunits unfinished", e.Unfinished, e.Submitted)
+}
+
+// Unwrap returns the context's error (context.Canceled, or
+// context.DeadlineExceeded) and the error the script stopped with.
+func (e *InterruptedError) Unwrap() []error { return []error{e.cause, e.script} }
 
 // EmbeddedOptions configures StartEmbedded.
 type EmbeddedOptions struct {

@@ -112,3 +112,54 @@ func writeFile(t *testing.T, path, content string) {
 	t.Helper()
 	require.NoError(t, os.WriteFile(path, []byte(content), 0o644))
 }
+
+// cancelOnLine is a writer that cancels a context when a line it is given
+// contains mark.
+type cancelOnLine struct {
+	mark   string
+	cancel context.CancelFunc
+	buf    bytes.Buffer
+}
+
+func (w *cancelOnLine) Write(p []byte) (int, error) {
+	w.buf.Write(p)
+	if strings.Contains(w.buf.String(), w.mark) {
+		w.cancel()
+	}
+	return len(p), nil
+}
+
+func TestRun_Interrupted(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	script := dir + "/job.js"
+	// No workers: nothing finishes but what the script itself completes.
+	writeFile(t, script, `
+		const ids = [1, 2, 3].map((n) => riot.doWork((x) => x, n));
+		const c = riot.currentClient();
+		const [key, work] = c.waitForWork();
+		c.completeWorkunit(key, false, work.fn(...work.args));
+		riot.waitUntilDone(key);
+		console.log('submitted');
+		ids.forEach((id) => riot.waitUntilDone(id));
+	`)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := &cancelOnLine{mark: "submitted\n", cancel: cancel}
+	err := Run(ctx, Options{Script: script, Workers: 0, Progress: ProgressOff, Stdout: out, Stderr: &bytes.Buffer{}})
+	var ie *InterruptedError
+	require.True(t, errors.As(err, &ie), "%v", err)
+	assert.Equal(t, 3, ie.Submitted)
+	assert.Equal(t, 2, ie.Unfinished)
+	assert.ErrorIs(t, err, context.Canceled)
+	assert.EqualError(t, err, "job: interrupted with 2 of 3 workunits unfinished")
+
+	// A script that ends on its own is not interrupted, whatever its
+	// context does afterwards.
+	writeFile(t, script, `console.log('submitted');`)
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	out = &cancelOnLine{mark: "submitted\n", cancel: cancel}
+	err = Run(ctx, Options{Script: script, Workers: 0, Progress: ProgressOff, Stdout: out, Stderr: &bytes.Buffer{}})
+	require.NoError(t, err)
+}

@@ -137,6 +137,14 @@ func (u *jobUI) Finished(o *engine.Outcome) {
 	u.drawLocked(len(o.Console) > 0)
 }
 
+// counts returns how many workunits the script handed out (total) and
+// how many of their results it has taken (done).
+func (u *jobUI) counts() (done, total int) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.done, u.total
+}
+
 // Writer wraps w, the script's own stdout or stderr, so that what it
 // writes does not run into the bar.
 func (u *jobUI) Writer(w io.Writer) io.Writer {

@@ -49,9 +49,13 @@ func runScript(ctx context.Context, f *evalFlags, stdout, stderr io.Writer) int 
 		Stderr:    stderr,
 	})
 	var se *engine.ScriptError
+	var ie *job.InterruptedError
 	switch {
 	case err == nil:
 		return 0
+	case errors.As(err, &ie):
+		fmt.Fprintf(stderr, "riot-worker eval: %s\n", interruptedText(ie, f))
+		return 130
 	case errors.As(err, &se):
 		stack := se.Stack
 		if stack == "" {
@@ -62,4 +66,23 @@ func runScript(ctx context.Context, f *evalFlags, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "riot-worker eval: %v\n", err)
 	}
 	return 1
+}
+
+// interruptedText says what became of a job's work when the user stopped
+// it: on a tracker it runs on and a rerun collects it; on the embedded
+// default only a --data store keeps what finished.
+func interruptedText(e *job.InterruptedError, f *evalFlags) string {
+	what := "interrupted"
+	if e.Submitted > 0 {
+		what = fmt.Sprintf("interrupted with %d of %d workunits unfinished", e.Unfinished, e.Submitted)
+	}
+	switch {
+	case e.Unfinished == 0:
+		return what
+	case f.tracker != "":
+		return what + "; they stay with the tracker at " + f.tracker + " and run on: run the job again to collect their results"
+	case f.data != "":
+		return what + "; what finished is kept in " + f.data + ": run the job again with --data " + f.data + " to pick up where it left off"
+	}
+	return what + "; the embedded tracker kept nothing (with --data DIR, a rerun picks up where the last one left off)"
 }

@@ -1,0 +1,29 @@
+package main
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+
+	"github.com/riot-go/riot/job"
+)
+
+func TestInterruptedText(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		err  job.InterruptedError
+		f    evalFlags
+		want string
+	}{
+		{job.InterruptedError{}, evalFlags{}, "interrupted"},
+		{job.InterruptedError{Submitted: 4}, evalFlags{tracker: "alfred"}, "interrupted with 0 of 4 workunits unfinished"},
+		{job.InterruptedError{Submitted: 10, Unfinished: 7}, evalFlags{tracker: "alfred:2355"},
+			"interrupted with 7 of 10 workunits unfinished; they stay with the tracker at alfred:2355 and run on: run the job again to collect their results"},
+		{job.InterruptedError{Submitted: 10, Unfinished: 7}, evalFlags{data: "state"},
+			"interrupted with 7 of 10 workunits unfinished; what finished is kept in state: run the job again with --data state to pick up where it left off"},
+		{job.InterruptedError{Submitted: 10, Unfinished: 7}, evalFlags{},
+			"interrupted with 7 of 10 workunits unfinished; the embedded tracker kept nothing (with --data DIR, a rerun picks up where the last one left off)"},
+	} {
+		assert.Equal(t, tt.want, interruptedText(&tt.err, &tt.f))
+	}
+}
