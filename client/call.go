@@ -518,3 +518,75 @@ func (c *Client) Sync(ctx context.Context) error {
 	_, err := c.Info(ctx, workunit.Key{})
 	return err
 }
+
+type cancelReq struct {
+	msg  *wire.Cancel
+	done chan struct{}
+	keys []workunit.Key
+	err  error
+}
+
+func (r *cancelReq) message() wire.Msg { return r.msg }
+
+func (r *cancelReq) fail(_ *Client, err error) {
+	r.err = fmt.Errorf("client: cancel: %w", err)
+	close(r.done)
+}
+
+func (c *Client) onCanceledLocked(m *wire.Canceled) {
+	r, ok := c.pending[m.Req].(*cancelReq)
+	if !ok {
+		return
+	}
+	delete(c.pending, m.Req)
+	r.keys = m.Keys
+	close(r.done)
+}
+
+// Cancel asks the tracker to cancel workunits, and returns the keys it
+// canceled. Each key that is waiting or running, and was submitted with
+// this client's credentials, fails with a *workunit.Error of kind
+// workunit.Canceled ("canceled by NAME"): those waiting for it get that
+// error, and a worker running it is told to stop. Keys that are done, in
+// error, unknown, or another master's are left as they are. Submitting a
+// canceled key again runs it again. The tracker answers once the
+// cancellations are durable; Cancel waits for that, or for ctx.
+func (c *Client) Cancel(ctx context.Context, keys ...workunit.Key) ([]workunit.Key, error) {
+	if len(keys) == 0 {
+		return nil, nil
+	}
+	var canceled []workunit.Key
+	for len(keys) > 0 {
+		n := min(len(keys), maxWatchKeys)
+		got, err := c.cancel(ctx, keys[:n])
+		canceled = append(canceled, got...)
+		if err != nil {
+			return canceled, err
+		}
+		keys = keys[n:]
+	}
+	return canceled, nil
+}
+
+func (c *Client) cancel(ctx context.Context, keys []workunit.Key) ([]workunit.Key, error) {
+	c.mu.Lock()
+	if c.err != nil {
+		err := c.err
+		c.mu.Unlock()
+		return nil, err
+	}
+	req := c.nextReqLocked()
+	r := &cancelReq{msg: &wire.Cancel{Req: req, Keys: append([]workunit.Key(nil), keys...)}, done: make(chan struct{})}
+	c.pending[req] = r
+	c.sendLocked(r.msg)
+	c.mu.Unlock()
+	select {
+	case <-r.done:
+		return r.keys, r.err
+	case <-ctx.Done():
+		c.mu.Lock()
+		delete(c.pending, req)
+		c.mu.Unlock()
+		return nil, fmt.Errorf("client: cancel: %w", ctx.Err())
+	}
+}

@@ -75,6 +75,12 @@ type Options struct {
 	// without a scheme ("host", "host:port") means wss:// rather than
 	// ws://. See TLSConfigWithCA.
 	TLSConfig *tls.Config
+	// OnRevoke, when set, is called when the tracker revokes an assignment
+	// this client took (its master canceled the workunit), after
+	// Assignment.Revoked has become true: a worker stops running it.
+	// It is called from the client's reader goroutine, without the
+	// client's lock held, and must not block.
+	OnRevoke func(*Assignment)
 }
 
 func (o *Options) setDefaults() error {
@@ -166,6 +172,7 @@ type Client struct {
 	stored  map[blob.Hash]struct{}  // blobs the tracker holds
 	credit  int                     // credit granted and not used by an Assign
 	assigns []*Assignment           // assignments not yet taken
+	live    map[uint64]*Assignment  // assignments not yet answered, by token
 }
 
 // Dial connects to the tracker at addr ("host", "host:port", or a ws:// or
@@ -204,6 +211,7 @@ func newClient(opts Options, url string) *Client {
 		ended:     make(chan struct{}),
 		runDone:   make(chan struct{}),
 		pending:   make(map[uint64]request),
+		live:      make(map[uint64]*Assignment),
 		watches:   make(map[workunit.Key]*watch),
 		batches:   make(map[uint64]*watchBatch),
 		gets:      make(map[blob.Hash]*getReq),

@@ -481,6 +481,15 @@ func (c *Client) reader(cn *conn) {
 // Decoded messages belong to the Decoder, and their byte slices to the
 // reader's buffer: what is kept is copied.
 func (c *Client) handle(cn *conn, msgs []wire.Msg) error {
+	var revoked []*Assignment
+	if c.opts.OnRevoke != nil {
+		// After the unlock: the callback runs without the lock.
+		defer func() {
+			for _, a := range revoked {
+				c.opts.OnRevoke(a)
+			}
+		}()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.cur != cn {
@@ -507,10 +516,19 @@ func (c *Client) handle(cn *conn, msgs []wire.Msg) error {
 		case *wire.Assign:
 			a := &Assignment{Key: m.Key, Token: m.Token, Spec: bytes.Clone(m.Spec), Realm: m.Realm, Timeout: m.Timeout, GPUs: m.GPUs}
 			c.assigns = append(c.assigns, a)
+			c.live[a.Token] = a
 			if c.credit > 0 {
 				c.credit--
 			}
 			queued = true
+		case *wire.Revoke:
+			if a := c.live[m.Token]; a != nil && a.Key == m.Key {
+				delete(c.live, m.Token)
+				a.revoked.Store(true)
+				revoked = append(revoked, a)
+			}
+		case *wire.Canceled:
+			c.onCanceledLocked(m)
 		case *wire.Error:
 			c.onErrorLocked(m)
 		default:

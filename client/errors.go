@@ -32,7 +32,7 @@ type VersionError struct {
 }
 
 // Error returns e.g. "client: protocol version mismatch: this client
-// speaks version 1, the tracker version 2".
+// speaks version 2, the tracker version 3".
 func (e *VersionError) Error() string {
 	s := fmt.Sprintf("client: protocol version mismatch: this client speaks version %d, the tracker version %d",
 		e.Client, e.Tracker)

@@ -58,20 +58,20 @@ func serveOne(t *testing.T, w *Client, fn func(*workunit.Spec) (any, error)) {
 func TestFake_Dial_VersionMismatch(t *testing.T) {
 	t.Parallel()
 	ft := newFakeTracker(t)
-	ft.version = 2
+	ft.version = 3
 	_, err := Dial(testCtx(t), ft.addr(), Options{})
 	var ve *VersionError
 	require.ErrorAs(t, err, &ve)
-	assert.Equal(t, uint32(1), ve.Client)
-	assert.Equal(t, uint32(2), ve.Tracker)
-	assert.Contains(t, err.Error(), "this client speaks version 1, the tracker version 2")
+	assert.Equal(t, uint32(2), ve.Client)
+	assert.Equal(t, uint32(3), ve.Tracker)
+	assert.Contains(t, err.Error(), "this client speaks version 2, the tracker version 3")
 	assert.True(t, wire.IsCode(err, wire.CodeVersion))
 }
 
 func TestFake_Dial_Refused(t *testing.T) {
 	t.Parallel()
 	ft := newFakeTracker(t)
-	ft.refuse = &wire.Refused{Code: wire.CodeAuth, Message: "unknown token", Version: 1}
+	ft.refuse = &wire.Refused{Code: wire.CodeAuth, Message: "unknown token", Version: wire.ProtocolVersion}
 	_, err := Dial(testCtx(t), ft.addr(), Options{Token: "x"})
 	var re *RefusedError
 	require.ErrorAs(t, err, &re)
@@ -470,7 +470,7 @@ func TestFake_Reconnect_VersionMismatchEnds(t *testing.T) {
 	_, err := k.Accepted(testCtx(t))
 	require.NoError(t, err)
 	ft.mu.Lock()
-	ft.version = 2
+	ft.version = wire.ProtocolVersion + 1
 	ft.mu.Unlock()
 	ft.dropAll()
 	<-c.Ended()

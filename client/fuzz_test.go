@@ -44,7 +44,7 @@ func FuzzClientFrame(f *testing.F) {
 		{&wire.BlobNeed{Req: 9, Missing: []blob.Hash{{1}}}, &wire.BlobStored{Req: 9, Hash: blob.Hash{1}}},
 		{&wire.BlobData{Req: 9, Hash: blob.Hash{1}, Data: []byte("x")}, &wire.BlobData{Req: 10, Hash: blob.Hash{2}, Missing: true}},
 		{&wire.Assign{Key: keys[0], Token: 5, Spec: specBytes, Realm: "r", Timeout: time.Second, GPUs: 1}},
-		{&wire.Welcome{Version: 1, Name: "x"}},
+		{&wire.Welcome{Version: wire.ProtocolVersion, Name: "x"}},
 		{&wire.Credit{N: 1}},
 	}
 	for _, msgs := range seeds {

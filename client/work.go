@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"github.com/riot-go/riot/value"
@@ -27,7 +28,16 @@ type Assignment struct {
 	Timeout time.Duration
 	// GPUs is how many of the worker's GPU devices it gets.
 	GPUs int
+
+	revoked atomic.Bool
 }
+
+// Revoked reports whether the tracker has revoked the assignment: its
+// master canceled the workunit. Do not start it; stop it if it runs; and
+// answer it (Failed, kind workunit.Canceled) at once, which frees its
+// place in the worker's window (the tracker discards the answer). See
+// Options.OnRevoke. It is safe for concurrent use.
+func (a *Assignment) Revoked() bool { return a.revoked.Load() }
 
 // Lease returns the assignment's key and token.
 func (a *Assignment) Lease() wire.Lease { return wire.Lease{Key: a.Key, Token: a.Token} }
@@ -157,6 +167,7 @@ func (c *Client) Report(r Report) error {
 		}
 		m = &wire.Done{Key: r.Lease.Key, Token: r.Lease.Token, Result: r.Result, Console: r.Console, Elapsed: r.Elapsed}
 	}
+	delete(c.live, r.Lease.Token)
 	c.sendLocked(m)
 	if r.Credit > 0 {
 		c.credit += r.Credit
@@ -194,6 +205,9 @@ func (c *Client) Return(leases ...wire.Lease) error {
 	defer c.mu.Unlock()
 	if c.err != nil {
 		return c.err
+	}
+	for _, l := range leases {
+		delete(c.live, l.Token)
 	}
 	for len(leases) > 0 {
 		n := min(len(leases), maxWatchKeys)

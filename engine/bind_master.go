@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -118,6 +119,7 @@ func (m *master) bindRiot(rl *realm) error {
 		"writeFile":        m.writeFile,
 		"waitUntilDone":    m.waitUntilDone,
 		"callWhenDone":     m.callWhenDone,
+		"cancel":           m.cancel,
 		"with":             m.with,
 	}
 	for name, fn := range exports {
@@ -750,6 +752,34 @@ func (m *master) rebuildError(werr *workunit.Error) goja.Value {
 		_ = e.DefineDataProperty("stack", m.rl.rt.ToValue(werr.Stack), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
 	}
 	return e
+}
+
+// cancel implements riot.cancel(id, ...) and riot.cancel([id, ...]): it
+// cancels this master's workunits that are waiting or running and returns
+// the ids it canceled. Their waiters get a WorkunitError of kind
+// 'canceled'.
+func (m *master) cancel(call goja.FunctionCall) goja.Value {
+	const op = "riot.cancel"
+	var keys []workunit.Key
+	for _, a := range call.Arguments {
+		if o, ok := a.(*goja.Object); ok && o.ClassName() == "Array" {
+			n := o.Get("length").ToInteger()
+			for i := range n {
+				keys = append(keys, m.parseID(op, o.Get(strconv.FormatInt(i, 10))))
+			}
+			continue
+		}
+		keys = append(keys, m.parseID(op, a))
+	}
+	canceled, err := m.conn(op).Cancel(m.ctx, keys)
+	if err != nil {
+		m.rl.throw("Error", "%s: %v", op, err)
+	}
+	ids := make([]any, len(canceled))
+	for i, k := range canceled {
+		ids[i] = k.String()
+	}
+	return m.rl.rt.NewArray(ids...)
 }
 
 // callWhenDone implements riot.callWhenDone(id, (isError, clientName,

@@ -29,6 +29,9 @@ type Conn interface {
 	// Info returns a workunit's state now; an unknown key has status
 	// "unknown".
 	Info(ctx context.Context, key workunit.Key) (*Outcome, error)
+	// Cancel cancels this master's workunits among keys that are waiting
+	// or running, and returns the keys it canceled (client.Client.Cancel).
+	Cancel(ctx context.Context, keys []workunit.Key) ([]workunit.Key, error)
 	// EnsureBlobs makes sure the tracker holds every blob given, uploading
 	// those it lacks, and returns once they are durable.
 	EnsureBlobs(ctx context.Context, blobs map[blob.Hash][]byte) error

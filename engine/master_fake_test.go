@@ -24,7 +24,8 @@ type fakeTracker struct {
 	uploads  int // blobs uploaded
 	outcomes map[workunit.Key]*Outcome
 	waiters  map[workunit.Key][]func(*Outcome)
-	runs     int // workunits run
+	open     map[workunit.Key]bool // submitted, not finished
+	runs     int                   // workunits run
 	queue    chan *Work
 	names    int
 }
@@ -36,6 +37,7 @@ func newFakeTracker(t testing.TB, manual bool) *fakeTracker {
 		blobs:    blob.Map{},
 		outcomes: make(map[workunit.Key]*Outcome),
 		waiters:  make(map[workunit.Key][]func(*Outcome)),
+		open:     make(map[workunit.Key]bool),
 		queue:    make(chan *Work, 100),
 	}
 }
@@ -50,8 +52,15 @@ func (ft *fakeTracker) connect(ctx context.Context, host string, port int, name 
 	return &fakeConn{ft: ft, name: name}, nil
 }
 
+// finish records a workunit's outcome and tells its waiters. The first
+// outcome of a run counts: a canceled run's result comes too late.
 func (ft *fakeTracker) finish(o *Outcome) {
 	ft.mu.Lock()
+	if !ft.open[o.Key] {
+		ft.mu.Unlock()
+		return
+	}
+	delete(ft.open, o.Key)
 	ft.outcomes[o.Key] = o
 	ws := ft.waiters[o.Key]
 	delete(ft.waiters, o.Key)
@@ -100,6 +109,7 @@ func (c *fakeConn) Submit(spec *workunit.Spec, opts WorkOptions) Submission {
 		return &fakeSubmission{key: key, out: o, c: c}
 	}
 	ft.runs++
+	ft.open[key] = true
 	ft.mu.Unlock()
 	if ft.manual {
 		ft.queue <- &Work{Key: key, Spec: spec, Blobs: ft.blobSource()}
@@ -158,6 +168,22 @@ func (c *fakeConn) Info(ctx context.Context, key workunit.Key) (*Outcome, error)
 		return o, nil
 	}
 	return &Outcome{Key: key, Status: "unknown"}, nil
+}
+
+func (c *fakeConn) Cancel(ctx context.Context, keys []workunit.Key) ([]workunit.Key, error) {
+	var canceled []workunit.Key
+	for _, k := range keys {
+		c.ft.mu.Lock()
+		open := c.ft.open[k]
+		c.ft.mu.Unlock()
+		if !open {
+			continue
+		}
+		c.ft.finish(&Outcome{Key: k, Status: "error", LastChange: time.Now(),
+			Err: &workunit.Error{Kind: workunit.Canceled, Name: "AbortError", Message: "canceled by " + c.name, Key: k}})
+		canceled = append(canceled, k)
+	}
+	return canceled, nil
 }
 
 func (c *fakeConn) EnsureBlobs(ctx context.Context, blobs map[blob.Hash][]byte) error {

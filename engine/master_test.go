@@ -292,3 +292,32 @@ func TestMaster_LowLevelClient(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "true fn\ntrue done me 42\ndone me 42 true\ninfo done me 42\nme other\n4\ntrue done me 2\nerror me no\n", stdout.String())
 }
+
+func TestMaster_Cancel(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.js"), []byte(`
+		const a = riot.doWork((x) => x, 1);
+		const b = riot.doWork((x) => x, 2);
+		const got = riot.cancel([a], b, a); // a twice: once canceled, it is not open
+		console.log(got.length, got[0] === a, got[1] === b);
+		try {
+			riot.waitUntilDone(a);
+		} catch (e) {
+			console.log(e instanceof riot.WorkunitError, e.kind, e.message.replace(/[0-9a-f]{12}/, 'ID'));
+		}
+		console.log(riot.cancel(a).length, riot.cancel().length);
+		try {
+			riot.cancel('nope');
+		} catch (e) {
+			console.log(e.name, e.message);
+		}
+	`), 0o644))
+	ft := newFakeTracker(t, true)
+	conn, err := ft.connect(context.Background(), "localhost", 0, "me")
+	require.NoError(t, err)
+	var stdout bytes.Buffer
+	err = RunScript(context.Background(), ScriptOptions{Path: filepath.Join(dir, "main.js"), Conn: conn, Connect: ft.connect, Stdout: &stdout})
+	require.NoError(t, err)
+	assert.Equal(t, "2 true true\ntrue canceled workunit ID failed: AbortError: canceled by me\n0 0\nTypeError riot.cancel: 'nope' is not a workunit id\n", stdout.String())
+}

@@ -87,6 +87,10 @@ func (k *conn) Info(ctx context.Context, key workunit.Key) (*engine.Outcome, err
 	return outcome(out, err)
 }
 
+func (k *conn) Cancel(ctx context.Context, keys []workunit.Key) ([]workunit.Key, error) {
+	return k.c.Cancel(ctx, keys...)
+}
+
 func (k *conn) EnsureBlobs(ctx context.Context, blobs map[blob.Hash][]byte) error {
 	return k.c.EnsureBlobs(ctx, blobs)
 }

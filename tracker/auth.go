@@ -155,6 +155,8 @@ func needs(m wire.Msg) (rights, string) {
 		return maySubmit, "watch workunits"
 	case *wire.Info:
 		return maySubmit, "ask for a workunit's info"
+	case *wire.Cancel:
+		return maySubmit, "cancel workunits"
 	case *wire.BlobHave, *wire.BlobPut:
 		return maySubmit, "upload blobs"
 	}

@@ -213,3 +213,31 @@ func TestServer_NoAuth_LoopbackOnly(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, srv.Shutdown(t.Context()))
 }
+
+// TestServer_Auth_Cancel: a master cancels only what its own session
+// submitted; a worker's token may not cancel at all.
+func TestServer_Auth_Cancel(t *testing.T) {
+	t.Parallel()
+	tr := withTokens(t)
+	alice := dial(t, tr, wire.Hello{Role: wire.RoleMaster, Name: "alice", Token: aliceTok})
+	key, _ := alice.submit("'mine'")
+	bob := dial(t, tr, wire.Hello{Role: wire.RoleMaster, Name: "bob", Token: bobTok})
+	bob.send(&wire.Cancel{Req: 1, Keys: []workunit.Key{key}})
+	assert.Empty(t, recv[*wire.Canceled](bob).Keys, "bob cannot cancel alice's workunit")
+	w := dial(t, tr, wire.Hello{Role: wire.RoleWorker, Name: "w", Token: workerTok})
+	w.send(&wire.Cancel{Req: 2, Keys: []workunit.Key{key}})
+	e := recv[*wire.Error](w)
+	assert.Equal(t, wire.CodeForbidden, e.Code)
+	assert.Contains(t, e.Message, "cancel workunits")
+
+	alice.send(&wire.Watch{Req: 3, Keys: []workunit.Key{key}}, &wire.Cancel{Req: 4, Keys: []workunit.Key{key}})
+	c := recv[*wire.Canceled](alice)
+	assert.Equal(t, uint64(4), c.Req)
+	assert.Equal(t, []workunit.Key{key}, c.Keys)
+	f := recv[*wire.Finished](alice)
+	assert.Equal(t, wire.StatusError, f.Status)
+	assert.Equal(t, workunit.Canceled, f.Error.Kind)
+	assert.Equal(t, "canceled by alice", f.Error.Message)
+	body, _ := get(t, "http://"+tr.Addr()+"/metrics")
+	assert.Contains(t, body, `riot_finished_total{outcome="canceled"} 1`)
+}

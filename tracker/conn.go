@@ -528,7 +528,7 @@ func (c *conn) readLoop() string {
 				}
 			case *wire.Failed:
 				a.run = packRun(m.Elapsed, m.Console)
-			case *wire.Watch, *wire.Unwatch, *wire.Info, *wire.Credit, *wire.Return:
+			case *wire.Watch, *wire.Unwatch, *wire.Info, *wire.Cancel, *wire.Credit, *wire.Return:
 			case *wire.Hello:
 				return c.violation(&wire.Error{Code: wire.CodeProtocol, Message: "tracker: a second hello"}, wire.CloseProtocolError)
 			default:

@@ -35,8 +35,8 @@ func FuzzServerFrame(f *testing.F) {
 		first bool
 		msgs  []wire.Msg
 	}{
-		{true, []wire.Msg{&wire.Hello{Version: 1, Role: wire.RoleWorker, Name: "w", Session: "s", Slots: 2, Prefetch: 1}}},
-		{true, []wire.Msg{&wire.Hello{Version: 2, Role: wire.RoleMaster}}},
+		{true, []wire.Msg{&wire.Hello{Version: wire.ProtocolVersion, Role: wire.RoleWorker, Name: "w", Session: "s", Slots: 2, Prefetch: 1}}},
+		{true, []wire.Msg{&wire.Hello{Version: wire.ProtocolVersion + 1, Role: wire.RoleMaster}}},
 		{false, []wire.Msg{&wire.Submit{Req: 1, Spec: specBytes, Options: wire.Options{Watch: true, Timeout: time.Second}}}},
 		{false, []wire.Msg{&wire.Submit{Req: 2, Spec: []byte{0x80}}}},
 		{false, []wire.Msg{&wire.Watch{Req: 3, Keys: []workunit.Key{key}}, &wire.Unwatch{Keys: []workunit.Key{key}}}},
@@ -79,7 +79,7 @@ func FuzzServerFrame(f *testing.F) {
 		resp.Body.Close()
 		return ws
 	}
-	hello, _ := wire.Encode(&wire.Hello{Version: 1, Role: wire.RoleMaster, Name: "fuzz", Session: "fuzz", Slots: 1})
+	hello, _ := wire.Encode(&wire.Hello{Version: wire.ProtocolVersion, Role: wire.RoleMaster, Name: "fuzz", Session: "fuzz", Slots: 1})
 	barrier, _ := wire.Encode(&wire.BlobHave{Req: barrierReq})
 	var open *websocket.Conn // a connection past its hello, kept between inputs
 	f.Fuzz(func(t *testing.T, first bool, frame []byte) {

@@ -8,6 +8,7 @@ import (
 
 	"github.com/riot-go/riot/tracker/table"
 	"github.com/riot-go/riot/wire"
+	"github.com/riot-go/riot/workunit"
 )
 
 // After a failed write of the store, the loop waits before it writes
@@ -48,9 +49,9 @@ type loop struct {
 	retryAt time.Time
 	backoff time.Duration
 
-	submitted, completed, failed, storeErrors uint64
-	commitTime                                time.Duration // summed over commits
-	commits                                   uint64
+	submitted, completed, failed, canceled, storeErrors uint64
+	commitTime                                          time.Duration // summed over commits
+	commits                                             uint64
 }
 
 type waiter struct {
@@ -300,6 +301,8 @@ func (l *loop) frame(ib *inbound) {
 			}
 		case *wire.Info:
 			_ = l.tab.Step(table.GetInfo{Master: mid, Req: m.Req, Key: m.Key})
+		case *wire.Cancel:
+			_ = l.tab.Step(table.Cancel{Master: mid, Req: m.Req, Owner: c.realm, By: c.name, Keys: m.Keys})
 		case *wire.Credit:
 			if c.slots+c.prefetch == 0 {
 				l.push(c, &wire.Error{Code: wire.CodeInvalid,
@@ -417,6 +420,21 @@ func (l *loop) deliver(rd *table.Ready, perr error) {
 			if c := l.conns[uint64(m.Master)]; c != nil {
 				l.push(c, &wire.InfoReply{Req: m.Req, Key: m.Key, Outcome: outcome(&m.Info, nil)})
 			}
+		case *table.CancelReply:
+			c := l.conns[uint64(m.Master)]
+			switch {
+			case c == nil:
+			case perr != nil:
+				l.push(c, &wire.Error{Req: m.Req, Code: wire.CodeStore,
+					Message: "tracker: the cancellation could not be stored: " + perr.Error()})
+			default:
+				l.canceled += uint64(len(m.Keys))
+				l.push(c, &wire.Canceled{Req: m.Req, Keys: m.Keys})
+			}
+		case *table.Revoke:
+			if c := l.conns[uint64(m.Worker)]; c != nil {
+				l.push(c, &wire.Revoke{Key: m.Key, Token: uint64(m.Token)})
+			}
 		}
 	}
 	for i := range rd.Notify {
@@ -438,6 +456,8 @@ func (l *loop) deliver(rd *table.Ready, perr error) {
 	for i := range rd.Persist {
 		r := &rd.Persist[i]
 		switch {
+		case r.Status == table.Error && r.Err != nil && r.Err.Kind == workunit.Canceled && r.Err.Worker == "":
+			l.s.log.Info("workunit canceled", "key", r.Key.Short(), "message", r.Err.Message)
 		case r.Status == table.Error && r.Err != nil:
 			l.s.log.Info("workunit failed", "key", r.Key.Short(), "worker", r.Err.Worker, "kind", r.Err.Kind.String(),
 				"name", r.Err.Name, "message", r.Err.Message)
@@ -476,6 +496,7 @@ func (l *loop) stats() Stats {
 		Submitted:   l.submitted,
 		Completed:   l.completed,
 		Failed:      l.failed,
+		Canceled:    l.canceled,
 		StoreErrors: l.storeErrors,
 	}
 }

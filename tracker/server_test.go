@@ -3,6 +3,7 @@ package tracker_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"slices"
 	"strings"
@@ -57,7 +58,7 @@ func TestServer_Handshake_VersionMismatch(t *testing.T) {
 	assert.Equal(t, wire.CodeVersion, r.Code)
 	assert.Equal(t, uint32(wire.ProtocolVersion), r.Version)
 	assert.Contains(t, r.Message, "protocol version 7")
-	assert.Contains(t, r.Message, "version 1")
+	assert.Contains(t, r.Message, fmt.Sprintf("version %d", wire.ProtocolVersion))
 	assert.Equal(t, wire.CloseRefused+int(wire.CodeVersion), c.closeCode())
 	assert.Equal(t, 0, tr.Stats(t).Connections)
 }
@@ -76,9 +77,9 @@ func TestServer_Handshake_ProtocolErrors(t *testing.T) {
 	}{
 		{name: "a message before hello", msgs: []wire.Msg{&wire.Submit{Req: 1, Spec: s}},
 			code: wire.CloseProtocolError, want: "first frame must hold a hello"},
-		{name: "hello with more in its frame", msgs: []wire.Msg{&wire.Hello{Version: 1, Role: wire.RoleMaster}, &wire.Credit{N: 1}},
+		{name: "hello with more in its frame", msgs: []wire.Msg{&wire.Hello{Version: wire.ProtocolVersion, Role: wire.RoleMaster}, &wire.Credit{N: 1}},
 			code: wire.CloseProtocolError, want: "first frame must hold a hello"},
-		{name: "a second hello", hello: true, msgs: []wire.Msg{&wire.Hello{Version: 1, Role: wire.RoleMaster}},
+		{name: "a second hello", hello: true, msgs: []wire.Msg{&wire.Hello{Version: wire.ProtocolVersion, Role: wire.RoleMaster}},
 			code: wire.CloseProtocolError, want: "second hello"},
 		{name: "a tracker's message", hello: true, msgs: []wire.Msg{&wire.Credit{N: 1}, &wire.BlobStored{Req: 3}},
 			code: wire.CloseProtocolError, want: "blob-stored message goes from the tracker"},

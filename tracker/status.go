@@ -29,8 +29,9 @@ type Stats struct {
 	Connections, Masters int
 	// Submitted counts accepted submissions (Submit events the table
 	// took), Completed and Failed the results and errors workers reported
-	// that were not stale, since the start.
-	Submitted, Completed, Failed uint64
+	// that were not stale, and Canceled the workunits masters canceled,
+	// since the start.
+	Submitted, Completed, Failed, Canceled uint64
 	// StoreErrors counts failed writes of the store.
 	StoreErrors uint64
 }
@@ -58,6 +59,7 @@ type Status struct {
 	Submitted uint64 `json:"submitted"`
 	Completed uint64 `json:"completed"`
 	Failed    uint64 `json:"failed"`
+	Canceled  uint64 `json:"canceled"`
 	// FinishedPerSecond is the rate of results and errors over the last
 	// ten seconds.
 	FinishedPerSecond float64        `json:"finished_per_second"`
@@ -104,7 +106,7 @@ func (l *loop) status() Status {
 	st.Durable = l.s.durable
 	st.Workunits.Waiting, st.Workunits.Running, st.Workunits.Done, st.Workunits.Error = ts.Waiting, ts.Running, ts.Done, ts.Error
 	st.Leases, st.Watches, st.Discarded = ts.Leases, ts.Watches, ts.Discarded
-	st.Submitted, st.Completed, st.Failed = l.submitted, l.completed, l.failed
+	st.Submitted, st.Completed, st.Failed, st.Canceled = l.submitted, l.completed, l.failed, l.canceled
 	st.FinishedPerSecond = l.rate.perSecond()
 	st.Workers = []WorkerStatus{}
 	st.Masters = []ConnStatus{}
@@ -265,7 +267,7 @@ func newCollector(s *Server) *collector {
 		leases:      desc("leases", "Workunits held by workers."),
 		watches:     desc("watches", "Pending watches of masters."),
 		submitted:   desc("submitted_total", "Submissions taken."),
-		finished:    desc("finished_total", "Results reported by workers, by outcome.", "outcome"),
+		finished:    desc("finished_total", "Workunits finished: results and errors workers reported (done, error), and cancellations (canceled), by outcome.", "outcome"),
 		discarded:   desc("discarded_total", "Stale results discarded."),
 		storeErrors: desc("store_errors_total", "Failed writes of the store."),
 		commits:     desc("store_commits_total", "Commits (fsyncs) of the store."),
@@ -316,6 +318,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.submitted, st.Submitted)
 	counter(c.finished, st.Completed, "done")
 	counter(c.finished, st.Failed, "error")
+	counter(c.finished, st.Canceled, "canceled")
 	counter(c.discarded, st.Discarded)
 	counter(c.storeErrors, st.StoreErrors)
 	var cs struct{ commits, records uint64 }

@@ -134,6 +134,9 @@ type slabs struct {
 	ret        slab[Return]
 	blobGet    slab[BlobGet]
 	blobData   slab[BlobData]
+	cancel     slab[Cancel]
+	canceled   slab[Canceled]
+	revoke     slab[Revoke]
 }
 
 func (s *slabs) reset() {
@@ -159,6 +162,9 @@ func (s *slabs) reset() {
 	s.ret.reset()
 	s.blobGet.reset()
 	s.blobData.reset()
+	s.cancel.reset()
+	s.canceled.reset()
+	s.revoke.reset()
 }
 
 // maxInterned bounds a Decoder's table of shared strings; it is emptied
@@ -780,6 +786,21 @@ func (d *dec) msg() Msg {
 			return m
 		}
 		m.Data = d.bytesAfter("data", h, off, d.l.MaxBlobBytes)
+		return m
+	case TypeCancel:
+		m := d.s.cancel.get()
+		m.Req = d.reqField()
+		m.Keys = d.keys("keys")
+		return m
+	case TypeCanceled:
+		m := d.s.canceled.get()
+		m.Req = d.reqField()
+		m.Keys = d.keys("keys")
+		return m
+	case TypeRevoke:
+		m := d.s.revoke.get()
+		d.key("key", &m.Key)
+		m.Token = d.uint("token")
 		return m
 	}
 	d.fail("type", ErrUnknownType, toff, "unknown message type %d", t)

@@ -17,8 +17,10 @@
 //
 //	handshake      Hello → Welcome | Refused
 //	masters        Submit → Accepted; Watch → Finished...; Unwatch;
-//	               Info → InfoReply; BlobHave → BlobNeed; BlobPut → BlobStored
-//	workers        Credit → Assign...; Done; Failed; Return; BlobGet → BlobData
+//	               Info → InfoReply; BlobHave → BlobNeed; BlobPut → BlobStored;
+//	               Cancel → Canceled
+//	workers        Credit → Assign...; Done; Failed; Return; BlobGet → BlobData;
+//	               Revoke (from the tracker, for a lease it holds)
 //	either         Error answers a request the tracker refuses
 //
 // Workunit specs and results are opaque bytes here: a spec is what

@@ -717,3 +717,39 @@ func (c Console) MarshalBinary() ([]byte, error) {
 	writeConsole(&w, c)
 	return w.Bytes(), nil
 }
+
+func (m *Cancel) check(l *Limits) error {
+	c := checker{t: TypeCancel, l: l}
+	c.nilMsg(m == nil)
+	return c.err
+}
+
+func (m *Cancel) encode(w *value.Writer) {
+	msgHead(w, TypeCancel)
+	w.Head(value.MajorUint, m.Req)
+	writeKeys(w, m.Keys)
+}
+
+func (m *Canceled) check(l *Limits) error {
+	c := checker{t: TypeCanceled, l: l}
+	c.nilMsg(m == nil)
+	return c.err
+}
+
+func (m *Canceled) encode(w *value.Writer) {
+	msgHead(w, TypeCanceled)
+	w.Head(value.MajorUint, m.Req)
+	writeKeys(w, m.Keys)
+}
+
+func (m *Revoke) check(l *Limits) error {
+	c := checker{t: TypeRevoke, l: l}
+	c.nilMsg(m == nil)
+	return c.err
+}
+
+func (m *Revoke) encode(w *value.Writer) {
+	msgHead(w, TypeRevoke)
+	writeKey(w, &m.Key)
+	w.Head(value.MajorUint, m.Token)
+}

@@ -58,6 +58,10 @@ func ReqOf(m Msg) uint64 {
 		return m.Req
 	case *BlobData:
 		return m.Req
+	case *Cancel:
+		return m.Req
+	case *Canceled:
+		return m.Req
 	}
 	return 0
 }
@@ -183,7 +187,7 @@ type Welcome struct {
 type Refused struct {
 	Code Code
 	// Message says why, for people. For CodeVersion it names both
-	// versions: "protocol version 2 is not this tracker's version 1".
+	// versions: "protocol version 3 is not this tracker's version 2".
 	Message string
 	// Version is the tracker's ProtocolVersion.
 	Version uint32
@@ -252,6 +256,34 @@ type InfoReply struct {
 	Req uint64
 	Key workunit.Key
 	Outcome
+}
+
+// Cancel asks the tracker to cancel workunits (master → tracker). Each
+// key that is waiting or running, and whose current run was submitted
+// with this connection's credentials, fails with kind canceled: its
+// watchers get a Finished with that error, and a worker running it gets a
+// Revoke. Keys done, in error, unknown or submitted by others are left
+// as they are. Answered with Canceled. Submitting a canceled key again
+// runs it again, as for any error.
+type Cancel struct {
+	Req  uint64
+	Keys []workunit.Key
+}
+
+// Canceled answers a Cancel once the cancellations are durable (tracker →
+// master): Keys lists the keys it canceled, in the order asked.
+type Canceled struct {
+	Req  uint64
+	Keys []workunit.Key
+}
+
+// Revoke tells a worker that the workunit of its lease was canceled
+// (tracker → worker): it should stop running it, or not start it, and
+// answer the lease at once (with a Failed, kind canceled), which frees its
+// place in the worker's window; the tracker discards that answer.
+type Revoke struct {
+	Key   workunit.Key
+	Token uint64
 }
 
 // BlobHave lists blobs a master is about to refer to (master → tracker);
@@ -421,3 +453,12 @@ func (*BlobGet) Type() Type { return TypeBlobGet }
 
 // Type implements Msg.
 func (*BlobData) Type() Type { return TypeBlobData }
+
+// Type implements Msg.
+func (*Cancel) Type() Type { return TypeCancel }
+
+// Type implements Msg.
+func (*Canceled) Type() Type { return TypeCanceled }
+
+// Type implements Msg.
+func (*Revoke) Type() Type { return TypeRevoke }

@@ -111,6 +111,9 @@ func samples() []sample {
 		{"blob-get", "[21, req, hash]", &BlobGet{Req: 12, Hash: testHash("module")}},
 		{"blob-data", "[22, req, hash, data]", &BlobData{Req: 12, Hash: blob.Sum([]byte("dictionary")), Data: []byte("dictionary")}},
 		{"blob-data-missing", "[22, req, hash, null]", &BlobData{Req: 13, Hash: testHash("gone"), Missing: true}},
+		{"cancel", "[23, req, [key...]]", &Cancel{Req: 14, Keys: []workunit.Key{testKey("a"), testKey("b")}}},
+		{"canceled", "[24, req, [key...]]", &Canceled{Req: 14, Keys: []workunit.Key{testKey("a")}}},
+		{"revoke", "[25, key, token]", &Revoke{Key: testKey("a"), Token: 1767225600000000001}},
 	}
 }
 

@@ -7,8 +7,9 @@ import (
 
 // ProtocolVersion is the version of the protocol this package speaks. A
 // client sends it in Hello; a tracker refuses (CodeVersion) a Hello with any
-// other version, naming both. Bump it on any change to a message's layout.
-const ProtocolVersion = 1
+// other version, naming both. Bump it on any change to a message's layout,
+// and for a new message type. Version 2 added cancel, canceled and revoke.
+const ProtocolVersion = 2
 
 // Transport constants: where and how a client connects. wire does no
 // networking; these are the values the tracker and clients agree on.
@@ -84,8 +85,11 @@ const (
 	TypeReturn     Type = 20
 	TypeBlobGet    Type = 21
 	TypeBlobData   Type = 22
+	TypeCancel     Type = 23
+	TypeCanceled   Type = 24
+	TypeRevoke     Type = 25
 
-	maxType = TypeBlobData
+	maxType = TypeRevoke
 )
 
 // String returns the type's name as docs/protocol.md gives it, such as
@@ -136,6 +140,12 @@ func (t Type) String() string {
 		return "blob-get"
 	case TypeBlobData:
 		return "blob-data"
+	case TypeCancel:
+		return "cancel"
+	case TypeCanceled:
+		return "canceled"
+	case TypeRevoke:
+		return "revoke"
 	}
 	return fmt.Sprintf("Type(%d)", uint8(t))
 }
@@ -146,7 +156,7 @@ func (t Type) String() string {
 func (t Type) FromClient() bool {
 	switch t {
 	case TypeHello, TypeSubmit, TypeWatch, TypeUnwatch, TypeInfo, TypeBlobHave,
-		TypeBlobPut, TypeCredit, TypeDone, TypeFailed, TypeReturn, TypeBlobGet:
+		TypeBlobPut, TypeCredit, TypeDone, TypeFailed, TypeReturn, TypeBlobGet, TypeCancel:
 		return true
 	}
 	return false
@@ -192,6 +202,8 @@ func (t Type) items() uint64 {
 		return 3
 	case TypeBlobData:
 		return 4
+	case TypeCancel, TypeCanceled, TypeRevoke:
+		return 3
 	}
 	return 0
 }

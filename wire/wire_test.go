@@ -66,6 +66,7 @@ func TestRoundTrip_ZeroValues(t *testing.T) {
 		&Submit{}, &Accepted{}, &Watch{}, &Unwatch{}, &Finished{}, &Info{}, &InfoReply{},
 		&BlobHave{}, &BlobNeed{}, &BlobPut{}, &BlobStored{}, &Credit{}, &Assign{}, &Done{},
 		&Failed{Error: &workunit.Error{Kind: workunit.Internal}}, &Return{}, &BlobGet{}, &BlobData{},
+		&Cancel{}, &Canceled{}, &Revoke{},
 	}
 	frame, err := Encode(msgs...)
 	require.NoError(t, err)
@@ -115,7 +116,7 @@ func TestDecode_ForeignHello(t *testing.T) {
 	t.Parallel()
 	// A Hello of another version ends the frame, whatever its other items
 	// and whatever follows it, so that the tracker can refuse it clearly.
-	for _, v := range []uint32{0, 2, 1 << 31} {
+	for _, v := range []uint32{0, ProtocolVersion + 1, 1 << 31} {
 		t.Run(fmt.Sprint(v), func(t *testing.T) {
 			t.Parallel()
 			frame := []byte{0x83, 0x84, 0x01}

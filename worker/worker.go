@@ -142,7 +142,7 @@ func Run(ctx context.Context, opts Options) error {
 	if err := opts.setDefaults(); err != nil {
 		return err
 	}
-	w := &worker{opts: opts, log: opts.Logger}
+	w := &worker{opts: opts, log: opts.Logger, running: make(map[uint64]context.CancelCauseFunc)}
 	return w.run(ctx)
 }
 
@@ -154,6 +154,23 @@ type worker struct {
 	cache   *Cache
 	credits *credits
 	gpus    *gpuPool
+
+	mu      sync.Mutex
+	running map[uint64]context.CancelCauseFunc // by lease token
+}
+
+// errRevoked is the cause of a run the tracker revoked.
+var errRevoked = errors.New("its master canceled it")
+
+// revoke stops the run of a revoked assignment, if it runs. One that has
+// not started sees Assignment.Revoked when its slot takes it.
+func (w *worker) revoke(a *client.Assignment) {
+	w.mu.Lock()
+	cancel := w.running[a.Token]
+	w.mu.Unlock()
+	if cancel != nil {
+		cancel(errRevoked)
+	}
 }
 
 // job is an assignment on its way to a slot.
@@ -170,6 +187,7 @@ func (w *worker) run(ctx context.Context) error {
 	copts.Prefetch = w.opts.Prefetch
 	copts.Logger = w.opts.Logger
 	copts.GPUs = helloGPUs(w.opts.Engine.GPU, w.opts.Logger)
+	copts.OnRevoke = w.revoke
 	w.gpus = newGPUPool(len(copts.GPUs))
 	c, err := w.dial(ctx, copts)
 	if err != nil {
@@ -363,12 +381,34 @@ func (w *worker) slot(stop, evalCtx context.Context, jobs <-chan *job, returned 
 // unfinished.
 func (w *worker) evaluate(stop, evalCtx context.Context, j *job) bool {
 	a := j.a
+	if a.Revoked() {
+		r := client.Report{Lease: a.Lease(),
+			Error: &workunit.Error{Kind: workunit.Canceled, Name: "AbortError", Message: "the workunit was canceled: " + errRevoked.Error()}}
+		if stop.Err() == nil {
+			r.Credit = w.credits.done(0)
+		}
+		w.report(r)
+		return true
+	}
 	gpus, release := w.gpus.take(a.GPUs)
 	defer release()
 	if w.opts.Started != nil {
 		w.opts.Started(a)
 	}
-	res, err := w.eng.Run(evalCtx, engine.Request{
+	runCtx, cancel := context.WithCancelCause(evalCtx)
+	defer cancel(nil)
+	w.mu.Lock()
+	w.running[a.Token] = cancel
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		delete(w.running, a.Token)
+		w.mu.Unlock()
+	}()
+	if a.Revoked() { // revoked while it was being registered
+		cancel(errRevoked)
+	}
+	res, err := w.eng.Run(runCtx, engine.Request{
 		Spec:    j.spec,
 		Realm:   a.Realm,
 		Timeout: a.Timeout,

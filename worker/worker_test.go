@@ -380,3 +380,52 @@ func TestCache_LRU(t *testing.T) {
 	_, err = cache.Blob(ctx, blob.Hash{1})
 	assert.ErrorIs(t, err, blob.ErrNotFound)
 }
+
+// A master cancels a running workunit and a queued one: the worker stops
+// the first, never starts the second, and its slot and window are free for
+// the next workunit; the master sees canceled errors.
+func TestWorker_Cancel(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t)
+	started := make(chan workunit.Key, 4)
+	start(t, tr.Addr(), worker.Options{Name: "canceled", Slots: 1, Prefetch: 1,
+		Started: func(a *client.Assignment) { started <- a.Key }})
+	m := master(t, tr.Addr())
+	spin := m.Submit(eval("while (true) {}"), wire.Options{Watch: true})
+	assert.Equal(t, spin.Key, <-started)
+	queued := m.Submit(eval("'never'"), wire.Options{Watch: true})
+	tr.WaitFor(t, func(s tracker.Stats) bool { return s.Leases == 2 })
+
+	got, err := m.Cancel(ctxFor(t), spin.Key, queued.Key)
+	require.NoError(t, err)
+	assert.ElementsMatch(t, []workunit.Key{spin.Key, queued.Key}, got)
+	for _, k := range []*client.Call{spin, queued} {
+		_, err := k.Wait(ctxFor(t))
+		var werr *workunit.Error
+		require.ErrorAs(t, err, &werr)
+		assert.Equal(t, workunit.Canceled, werr.Kind)
+		assert.Equal(t, "canceled by master", werr.Message)
+	}
+
+	// Both leases come back to the worker's window once it has answered
+	// them; the next workunit runs on its one slot.
+	after := m.DoWorkEval("'after'")
+	v, err := m.WaitUntilDone(ctxFor(t), after.Key)
+	require.NoError(t, err)
+	assert.Equal(t, "after", v)
+	assert.Equal(t, after.Key, <-started, "the queued workunit never started")
+	assert.Empty(t, started)
+	st := tr.WaitFor(t, func(s tracker.Stats) bool { return s.Leases == 0 && s.Discarded == 2 })
+	assert.Equal(t, uint64(2), st.Canceled)
+
+	// Canceling again, or a finished key, cancels nothing; submitting a
+	// canceled key again runs it again.
+	got, err = m.Cancel(ctxFor(t), spin.Key, queued.Key)
+	require.NoError(t, err)
+	assert.Empty(t, got)
+	again, err := m.Submit(eval("'never'"), wire.Options{Watch: true}).Wait(ctxFor(t))
+	require.NoError(t, err)
+	v, err = again.Value()
+	require.NoError(t, err)
+	assert.Equal(t, "never", v)
+}

@@ -7,8 +7,8 @@ import (
 )
 
 // Event is an input to Table.Step. The concrete types are the structs in
-// this file: Submit, Watch, Unwatch, GetInfo, MasterLost, WorkerJoin,
-// WorkerCredit, WorkerLost, Complete, Fail, Return and Tick. Events are values; the table keeps
+// this file: Submit, Watch, Unwatch, GetInfo, Cancel, MasterLost,
+// WorkerJoin, WorkerCredit, WorkerLost, Complete, Fail, Return and Tick. Events are values; the table keeps
 // the byte slices they carry (Spec, Result) without copying them, so the
 // shell must not reuse those buffers after Step.
 type Event interface {
@@ -67,6 +67,27 @@ type GetInfo struct {
 	Master MasterID
 	Req    uint64
 	Key    workunit.Key
+}
+
+// Cancel fails workunits on their master's request. Each key that is
+// Waiting or Running, and whose Owner is Owner, becomes Error with a
+// workunit.Canceled error ("canceled by By"), leaves the queue or has its
+// lease taken back, and its watches fire. A taken-back lease gets a
+// Revoke to its worker and keeps its place in the worker's window until
+// the worker answers it; the answer is stale. Other keys (done, in error,
+// unknown, or another owner's) are left as they are. The answer is a
+// CancelReply to Master listing the keys canceled, sent once they are
+// durable. Submitting a canceled key again runs it again, as after any
+// error.
+type Cancel struct {
+	Master MasterID
+	Req    uint64
+	// Owner is the canceling master's principal; only its own workunits
+	// are canceled.
+	Owner string
+	// By names the master in the error, e.g. its connection's name.
+	By   string
+	Keys []workunit.Key
 }
 
 // MasterLost says a master connection is gone. Its watches are dropped;
@@ -175,6 +196,7 @@ func (Submit) isEvent()       {}
 func (Watch) isEvent()        {}
 func (Unwatch) isEvent()      {}
 func (GetInfo) isEvent()      {}
+func (Cancel) isEvent()       {}
 func (MasterLost) isEvent()   {}
 func (WorkerJoin) isEvent()   {}
 func (WorkerCredit) isEvent() {}

@@ -59,6 +59,26 @@ func (q *ring) popFront() uint32 {
 	return v
 }
 
+// removeIf removes the elements for which drop is true, keeping the
+// others in order, and returns how many it removed. It takes time in the
+// ring's length.
+func (q *ring) removeIf(drop func(uint32) bool) int {
+	kept := 0
+	for i := range q.n {
+		v := q.buf[(q.head+i)&(len(q.buf)-1)]
+		if !drop(v) {
+			q.buf[(q.head+kept)&(len(q.buf)-1)] = v
+			kept++
+		}
+	}
+	removed := q.n - kept
+	q.n = kept
+	if q.n == 0 {
+		q.head = 0
+	}
+	return removed
+}
+
 // gpuQueue is the waiting queue of the workunits that need gpus GPUs.
 type gpuQueue struct {
 	gpus uint8

@@ -25,8 +25,8 @@ type Ready struct {
 	// Persist lists records whose durable state changed, each once, as they
 	// stand at the time of the Ready() call.
 	Persist []Record
-	// Send lists messages to workers (Assign) and masters (Ack, InfoReply),
-	// in the order the table made them.
+	// Send lists messages to workers (Assign, Revoke) and masters (Ack,
+	// InfoReply, CancelReply), in the order the table made them.
 	Send []Message
 	// Notify lists the answers to watches, in the order they fired.
 	Notify []Notification
@@ -55,8 +55,8 @@ func (rd Ready) Empty() bool {
 	return len(rd.Persist) == 0 && len(rd.Send) == 0 && len(rd.Notify) == 0 && len(rd.Discarded) == 0 && len(rd.Requeued) == 0
 }
 
-// Message is something to send: an *Assign (to a worker), an *Ack or an
-// *InfoReply (to a master). Switch on the concrete type. The pointers are
+// Message is something to send: an *Assign or a *Revoke (to a worker), an
+// *Ack, an *InfoReply or a *CancelReply (to a master). Switch on the concrete type. The pointers are
 // the table's, valid until Advance: copy what must outlive it.
 type Message interface {
 	isMessage()
@@ -100,9 +100,28 @@ type InfoReply struct {
 	Info   Info
 }
 
-func (*Assign) isMessage()    {}
-func (*Ack) isMessage()       {}
-func (*InfoReply) isMessage() {}
+// CancelReply answers a Cancel: Keys lists the keys canceled, in the order
+// asked. Like an Ack, it may be sent only once its Ready's Persist is
+// durable; when persisting fails, the shell sends a refusal instead.
+type CancelReply struct {
+	Master MasterID
+	Req    uint64
+	Keys   []workunit.Key
+}
+
+// Revoke tells a worker that the workunit of its lease Token was
+// canceled: it should stop it, or not start it, and answer the lease.
+type Revoke struct {
+	Worker WorkerID
+	Key    workunit.Key
+	Token  Token
+}
+
+func (*Assign) isMessage()      {}
+func (*Ack) isMessage()         {}
+func (*InfoReply) isMessage()   {}
+func (*CancelReply) isMessage() {}
+func (*Revoke) isMessage()      {}
 
 // Notification answers a watch: Key is finished (Done or Error), or is
 // Unknown to the table. Req is the Watch's (or the Submit's).

@@ -17,6 +17,7 @@ package table_test
 //	watch M K [req=N]
 //	unwatch M K
 //	info M K [req=N]
+//	cancel M K... [req=N] [owner=S]                  (the error says "canceled by M")
 //	masterlost M
 //	join W [slots=N] [prefetch=N] [gpus=N] [credit=N]  (credit defaults to slots+prefetch)
 //	credit W [n=N]
@@ -346,6 +347,13 @@ func (e *env) exec(cmd string, a args) {
 		e.step(table.Return{Worker: e.worker(wn), Leases: leases})
 	case "info":
 		e.step(table.GetInfo{Master: e.master(a.arg(t, 0)), Req: uint64(a.int(t, "req", 0)), Key: e.key(a.arg(t, 1))})
+	case "cancel":
+		var keys []workunit.Key
+		for _, kn := range a.pos[1:] {
+			keys = append(keys, e.key(kn))
+		}
+		mn := a.arg(t, 0)
+		e.step(table.Cancel{Master: e.master(mn), Req: uint64(a.int(t, "req", 0)), Owner: a.kv["owner"], By: mn, Keys: keys})
 	case "masterlost":
 		e.step(table.MasterLost{Master: e.master(a.arg(t, 0))})
 	case "join":
@@ -422,8 +430,11 @@ func (e *env) exec(cmd string, a args) {
 		e.held = nil
 		if a.flag["fail"] {
 			for _, m := range rd.Send {
-				if ack, ok := m.(*table.Ack); ok {
-					e.out = append(e.out, fmt.Sprintf("refuse %s %s", e.mnames[ack.Master], e.keyName(ack.Key)))
+				switch m := m.(type) {
+				case *table.Ack:
+					e.out = append(e.out, fmt.Sprintf("refuse %s %s", e.mnames[m.Master], e.keyName(m.Key)))
+				case *table.CancelReply:
+					e.out = append(e.out, fmt.Sprintf("refuse %s cancel%s", e.mnames[m.Master], req(m.Req)))
 				}
 			}
 			e.tab.PersistFailed(rd)
@@ -560,6 +571,14 @@ func (e *env) print(rd *table.Ready) {
 			e.out = append(e.out, fmt.Sprintf("ack %s %s%s %s", e.mnames[m.Master], e.keyName(m.Key), req(m.Req), e.info(m.Info)))
 		case *table.InfoReply:
 			e.out = append(e.out, fmt.Sprintf("reply %s %s%s %s", e.mnames[m.Master], e.keyName(m.Key), req(m.Req), e.info(m.Info)))
+		case *table.CancelReply:
+			names := make([]string, len(m.Keys))
+			for i, k := range m.Keys {
+				names[i] = e.keyName(k)
+			}
+			e.out = append(e.out, fmt.Sprintf("canceled %s%s [%s]", e.mnames[m.Master], req(m.Req), strings.Join(names, " ")))
+		case *table.Revoke:
+			e.out = append(e.out, fmt.Sprintf("revoke %s %s token=%d", e.wname(m.Worker), e.keyName(m.Key), m.Token))
 		default:
 			e.t.Fatalf("unknown message %T", m)
 		}

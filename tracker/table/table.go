@@ -72,6 +72,7 @@ type lease struct {
 	idx      uint32
 	gpus     uint8
 	expired  bool  // given up on; still counts in the worker's window
+	canceled bool  // expired because its workunit was canceled
 	deadline int64 // unix nanoseconds; 0: none
 }
 
@@ -203,6 +204,8 @@ func (t *Table) Step(ev Event) error {
 		t.unwatch(e)
 	case GetInfo:
 		err = t.getInfo(e)
+	case Cancel:
+		t.cancel(&e)
 	case MasterLost:
 		t.masterLost(e.Master)
 	case WorkerJoin:
@@ -519,6 +522,68 @@ func (t *Table) getInfo(e GetInfo) error {
 	return nil
 }
 
+// cancel fails the waiting and running workunits of e.Owner that e lists.
+func (t *Table) cancel(e *Cancel) {
+	reply := &CancelReply{Master: e.Master, Req: e.Req}
+	owner, known := t.nameIdx[e.Owner]
+	unqueue := map[uint32]bool{}
+	for _, k := range e.Keys {
+		idx, ok := t.index.get(&k, &t.recs)
+		if !known || !ok {
+			continue
+		}
+		r := t.recs.at(idx)
+		if !isOpen(r.status) || r.owner != owner {
+			continue
+		}
+		if r.status == Waiting {
+			unqueue[idx] = true
+		} else {
+			t.revoke(idx, r.worker)
+		}
+		if r.ext == nil {
+			r.ext = &extra{}
+		}
+		r.ext.err = &workunit.Error{
+			Kind:    workunit.Canceled,
+			Name:    "AbortError",
+			Message: "canceled by " + e.By,
+			Key:     r.key,
+		}
+		r.data = nil
+		r.worker = 0
+		t.setStatus(r, Error)
+		t.markDirty(idx)
+		t.notify(idx, nil)
+		reply.Keys = append(reply.Keys, k)
+	}
+	if len(unqueue) > 0 {
+		for i := range t.queues {
+			t.queued -= t.queues[i].q.removeIf(func(idx uint32) bool { return unqueue[idx] })
+		}
+	}
+	t.out.Send = append(t.out.Send, reply)
+}
+
+// revoke takes back the lease of running record idx held by the worker
+// named name, and tells the worker. The lease stays in the worker's window
+// until the worker answers it.
+func (t *Table) revoke(idx uint32, name uint32) {
+	id, ok := t.liveNames[name]
+	if !ok {
+		return
+	}
+	w := t.workers[id]
+	for i := range w.leases {
+		l := &w.leases[i]
+		if l.idx == idx && !l.expired {
+			l.expired, l.canceled = true, true
+			t.out.Send = append(t.out.Send, &Revoke{Worker: id, Key: t.recs.at(idx).key, Token: l.token})
+			return
+		}
+	}
+}
+
 // masterLost drops the master's watches: one pass over the watch nodes,
 // only for a master that has some.
 func (t *Table) masterLost(m MasterID) {
@@ -689,6 +754,9 @@ func (t *Table) finish(id WorkerID, key workunit.Key, tok Token, result []byte, 
 	w.gpusUsed -= int(l.gpus)
 	t.mayDispatch = true // GPUs freed
 	t.addReady(w)
+	if l.canceled {
+		return t.discard(id, key, tok, "workunit canceled")
+	}
 	if l.expired {
 		return t.discard(id, key, tok, "lease expired")
 	}
@@ -753,6 +821,10 @@ func (t *Table) stepReturn(e *Return) error {
 		t.leases--
 		w.gpusUsed -= int(l.gpus)
 		t.mayDispatch = true // GPUs freed
+		if l.canceled {
+			stale(lr, "workunit canceled")
+			continue
+		}
 		if l.expired {
 			stale(lr, "lease expired")
 			continue
