@@ -46,6 +46,8 @@ func FuzzClientFrame(f *testing.F) {
 		{&wire.Assign{Key: keys[0], Token: 5, Spec: specBytes, Realm: "r", Timeout: time.Second, GPUs: 1}},
 		{&wire.Welcome{Version: wire.ProtocolVersion, Name: "x"}},
 		{&wire.Credit{N: 1}},
+		{&wire.Assign{Key: keys[1], Token: 6, Spec: specBytes}, &wire.Revoke{Key: keys[1], Token: 6}, &wire.Revoke{Key: keys[0], Token: 99}},
+		{&wire.Canceled{Req: 9, Keys: keys[:2]}},
 	}
 	for _, msgs := range seeds {
 		frame, err := wire.Encode(msgs...)

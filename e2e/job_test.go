@@ -342,6 +342,7 @@ func TestE2E_ErrorNamesWorker(t *testing.T) {
 // TestE2E_InterruptedJob: Ctrl-C on a job script takes nothing back from
 // the tracker. riot-worker eval exits with 130 and says so; the work runs
 // once a worker comes, and the rerun collects it without running it again.
+// With --cancel-on-interrupt, the Ctrl-C cancels the job's work instead.
 func TestE2E_InterruptedJob(t *testing.T) {
 	t.Parallel()
 	tr := bins.StartTracker(t, e2e.TrackerOptions{})
@@ -360,6 +361,24 @@ func TestE2E_InterruptedJob(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 130, code, job.Log())
 	assert.Contains(t, job.Log(), "riot-worker eval: interrupted with 5 of 5 workunits unfinished; they stay with the tracker at "+tr.Addr()+" and run on")
+
+	// With --cancel-on-interrupt, the same Ctrl-C cancels the work.
+	cubes := filepath.Join(t.TempDir(), "cubes.js")
+	require.NoError(t, os.WriteFile(cubes, []byte(
+		"console.log(JSON.stringify(riot.forWork([1, 2, 3], (n) => n * n * n)));\n"), 0o644))
+	job2 := e2e.NewProcess("riot-worker eval --cancel-on-interrupt", bins.RiotWorker,
+		[]string{"eval", "--quiet", "--cancel-on-interrupt", "--tracker", tr.Addr(), cubes}, nil, bins.Root)
+	require.NoError(t, job2.Start())
+	t.Cleanup(func() { job2.Close() })
+	tr.WaitFor(t, func(st tracker.Status) bool { return st.Workunits.Waiting == 8 })
+	require.NoError(t, job2.Signal(syscall.SIGINT))
+	code, err = job2.Wait(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 130, code, job2.Log())
+	assert.Contains(t, job2.Log(), "riot-worker eval: interrupted with 3 of 3 workunits unfinished; canceled them at the tracker at "+tr.Addr())
+	st := tr.WaitFor(t, func(st tracker.Status) bool { return st.Workunits.Waiting == 5 })
+	assert.Equal(t, 3, st.Workunits.Error)
+	assert.Equal(t, uint64(3), st.Canceled)
 
 	bins.StartWorker(t, tr.Addr(), e2e.WorkerOptions{Name: "late", Slots: 2})
 	done := tr.WaitFor(t, func(st tracker.Status) bool { return st.Workunits.Done == 5 })

@@ -21,8 +21,12 @@ type conn struct {
 	c    *client.Client
 	dial func(ctx context.Context) (*client.Client, error)
 
-	mu   sync.Mutex
-	work *client.Client
+	// track keeps the keys submitted, for cancelAll.
+	track bool
+
+	mu        sync.Mutex
+	work      *client.Client
+	submitted []workunit.Key // every key submitted, when track is set
 }
 
 var _ engine.Conn = (*conn)(nil)
@@ -30,7 +34,23 @@ var _ engine.Conn = (*conn)(nil)
 func (k *conn) Name() string { return k.c.Name() }
 
 func (k *conn) Submit(spec *workunit.Spec, opts engine.WorkOptions) engine.Submission {
-	return submission{k.c.Submit(spec, wireOptions(opts))}
+	s := submission{k.c.Submit(spec, wireOptions(opts))}
+	if k.track {
+		k.mu.Lock()
+		k.submitted = append(k.submitted, s.Key())
+		k.mu.Unlock()
+	}
+	return s
+}
+
+// cancelAll cancels what this connection submitted and is not finished,
+// and returns how many workunits that was.
+func (k *conn) cancelAll(ctx context.Context) (int, error) {
+	k.mu.Lock()
+	keys := k.submitted
+	k.mu.Unlock()
+	canceled, err := k.c.Cancel(ctx, keys...)
+	return len(canceled), err
 }
 
 func wireOptions(o engine.WorkOptions) wire.Options {

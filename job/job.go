@@ -15,6 +15,7 @@ package job
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -22,6 +23,7 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"sync"
 	"time"
 
 	"golang.org/x/term"
@@ -66,6 +68,12 @@ type Options struct {
 	// Engine configures the embedded worker's evaluation (time limit,
 	// memory guard).
 	Engine engine.Options
+	// CancelOnInterrupt cancels the script's unfinished workunits on
+	// Tracker when ctx ends before the script does
+	// (InterruptedError.Canceled says how many). By default they stay with
+	// the tracker and run on, as in Riot: running the script again
+	// collects them. The embedded default's work ends with the job anyway.
+	CancelOnInterrupt bool
 	// Progress says when to show the progress bar.
 	Progress Progress
 	// Stdout and Stderr default to os.Stdout and os.Stderr.
@@ -105,6 +113,11 @@ func Run(ctx context.Context, opts Options) error {
 		stats = remoteBusy(ctx, addr, opts.Token, opts.TLSConfig)
 	}
 
+	// (The embedded tracker and its worker end with the job: nothing to
+	// cancel there.)
+	cancelOnInterrupt := opts.CancelOnInterrupt && opts.Tracker != ""
+	var connsMu sync.Mutex
+	var conns []*conn // every connection of the script, to cancel on interrupt
 	dial := func(ctx context.Context, host string, port int, name string) (engine.Conn, error) {
 		target := host
 		if port > 0 {
@@ -116,9 +129,13 @@ func Run(ctx context.Context, opts Options) error {
 			return nil, err
 		}
 		copts.Name, copts.Slots = c.Name(), 1
-		return &conn{c: c, dial: func(ctx context.Context) (*client.Client, error) {
+		k := &conn{c: c, track: cancelOnInterrupt, dial: func(ctx context.Context) (*client.Client, error) {
 			return client.Dial(ctx, target, copts)
-		}}, nil
+		}}
+		connsMu.Lock()
+		conns = append(conns, k)
+		connsMu.Unlock()
+		return k, nil
 	}
 	main, err := dial(ctx, addr, 0, "")
 	if err != nil {
@@ -150,9 +167,33 @@ func Run(ctx context.Context, opts Options) error {
 	})
 	if err != nil && parent.Err() != nil {
 		done, total := ui.counts()
-		return &InterruptedError{Submitted: total, Unfinished: total - done, cause: parent.Err(), script: err}
+		ie := &InterruptedError{Submitted: total, Unfinished: total - done, cause: parent.Err(), script: err}
+		if cancelOnInterrupt {
+			ie.Canceled, ie.CancelErr = cancelAll(parent, conns)
+		}
+		return ie
 	}
 	return err
+}
+
+// cancelTimeout bounds the cancellation of an interrupted job's work.
+const cancelTimeout = 10 * time.Second
+
+// cancelAll cancels what the connections submitted and is unfinished,
+// within cancelTimeout of ctx's end.
+func cancelAll(ctx context.Context, conns []*conn) (int, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelTimeout)
+	defer cancel()
+	total := 0
+	var errs []error
+	for _, k := range conns {
+		n, err := k.cancelAll(ctx)
+		total += n
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return total, errors.Join(errs...)
 }
 
 // InterruptedError is Run's error when its context ended (the user
@@ -163,8 +204,13 @@ type InterruptedError struct {
 	// Submitted is how many workunits the script handed out, and
 	// Unfinished how many of them it had no result of yet.
 	Submitted, Unfinished int
-	cause                 error // the context's error
-	script                error // what the script saw
+	// Canceled is how many workunits Options.CancelOnInterrupt canceled
+	// (it can be fewer than Unfinished: some finish meanwhile), and
+	// CancelErr why it could not cancel them all.
+	Canceled  int
+	CancelErr error
+	cause     error // the context's error
+	script    error // what the script saw
 }
 
 func (e *InterruptedError) Error() string {

@@ -43,6 +43,7 @@ func FuzzServerFrame(f *testing.F) {
 		{false, []wire.Msg{&wire.Info{Req: 4, Key: key}}},
 		{false, []wire.Msg{&wire.BlobHave{Req: 5, Hashes: []blob.Hash{hash}}, &wire.BlobPut{Req: 6, Hash: hash, Data: data}}},
 		{false, []wire.Msg{&wire.BlobGet{Req: 7, Hash: hash}, &wire.BlobPut{Req: 8, Hash: blob.Hash{1}, Data: data}}},
+		{false, []wire.Msg{&wire.Cancel{Req: 9, Keys: []workunit.Key{key, {1}}}, &wire.Revoke{Key: key, Token: 1}}},
 		{false, []wire.Msg{&wire.Credit{N: 3}}},
 		{false, []wire.Msg{&wire.Done{Key: key, Token: 1, Result: []byte{2}, Console: wire.Console{{Level: "log", Text: "x"}}}}},
 		{false, []wire.Msg{&wire.Failed{Key: key, Token: 1, Error: &workunit.Error{Kind: workunit.Thrown, Name: "E", Message: "m"}}}},

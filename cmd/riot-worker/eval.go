@@ -53,7 +53,7 @@ through it answers from memory (without its console output).
 
 Exit status: 0 success, 1 the workunit (or the script) failed, 2 bad usage,
 130 a job script stopped by SIGINT or SIGTERM (its workunits stay with a
-tracker named by --tracker, and run on).
+tracker named by --tracker, and run on, unless --cancel-on-interrupt).
 
 Flags:
 `
@@ -73,6 +73,7 @@ type evalFlags struct {
 	workersF   autoInt
 	data       string
 	progress   bool
+	cancelInt  bool
 	quiet      bool
 	noGPU      bool
 }
@@ -89,6 +90,7 @@ func parseEvalFlags(args []string, stderr io.Writer) (*evalFlags, error) {
 	fs.StringVar(&f.tlsCA, "tls-ca", os.Getenv("RIOT_TLS_CA"), "reach the tracker over TLS, trusting the authority in this PEM `FILE` (default: $RIOT_TLS_CA; a wss:// address uses the system's authorities)")
 	fs.Var(&f.workersF, "workers", "job scripts on the embedded default: the local worker's `slots`, 0 for none (default: one per CPU)")
 	fs.StringVar(&f.data, "data", "", "job scripts on the embedded default: keep the tracker's store in this `DIR` (default: memory only)")
+	fs.BoolVar(&f.cancelInt, "cancel-on-interrupt", false, "job scripts with --tracker: on SIGINT or SIGTERM, cancel the script's unfinished workunits instead of leaving them to run on")
 	fs.BoolVar(&f.progress, "progress", false, "job scripts: show the progress bar even when stderr is not a terminal")
 	fs.BoolVar(&f.quiet, "quiet", false, "job scripts: never show the progress bar")
 	fs.BoolVar(&f.noGPU, "no-gpu", false, "job scripts on the embedded default: give the local worker no GPUs")
@@ -121,7 +123,13 @@ func parseEvalFlags(args []string, stderr io.Writer) (*evalFlags, error) {
 		if f.progress && f.quiet {
 			return nil, errors.New("--progress and --quiet contradict each other")
 		}
+		if f.cancelInt && f.tracker == "" {
+			return nil, errors.New("--cancel-on-interrupt needs --tracker: on the embedded default, the job's work ends with it anyway")
+		}
 		return f, nil
+	}
+	if f.cancelInt {
+		return nil, errors.New("--cancel-on-interrupt is for job scripts (SCRIPT.js), not -e")
 	}
 	return f, nil
 }

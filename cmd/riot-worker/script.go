@@ -45,8 +45,10 @@ func runScript(ctx context.Context, f *evalFlags, stdout, stderr io.Writer) int 
 		Data:      f.data,
 		Engine:    eo,
 		Progress:  progress,
-		Stdout:    stdout,
-		Stderr:    stderr,
+
+		CancelOnInterrupt: f.cancelInt,
+		Stdout:            stdout,
+		Stderr:            stderr,
 	})
 	var se *engine.ScriptError
 	var ie *job.InterruptedError
@@ -79,8 +81,14 @@ func interruptedText(e *job.InterruptedError, f *evalFlags) string {
 	switch {
 	case e.Unfinished == 0:
 		return what
+	case f.tracker != "" && f.cancelInt && e.CancelErr != nil:
+		return fmt.Sprintf("%s; canceled %d of them at the tracker at %s, and could not cancel the rest: %v", what, e.Canceled, f.tracker, e.CancelErr)
+	case f.tracker != "" && f.cancelInt && e.Canceled < e.Unfinished:
+		return fmt.Sprintf("%s; canceled %d of them at the tracker at %s (the others finished meanwhile)", what, e.Canceled, f.tracker)
+	case f.tracker != "" && f.cancelInt:
+		return fmt.Sprintf("%s; canceled them at the tracker at %s", what, f.tracker)
 	case f.tracker != "":
-		return what + "; they stay with the tracker at " + f.tracker + " and run on: run the job again to collect their results"
+		return what + "; they stay with the tracker at " + f.tracker + " and run on: run the job again to collect their results (with --cancel-on-interrupt, an interrupt cancels them instead)"
 	case f.data != "":
 		return what + "; what finished is kept in " + f.data + ": run the job again with --data " + f.data + " to pick up where it left off"
 	}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -18,7 +19,14 @@ func TestInterruptedText(t *testing.T) {
 		{job.InterruptedError{}, evalFlags{}, "interrupted"},
 		{job.InterruptedError{Submitted: 4}, evalFlags{tracker: "alfred"}, "interrupted with 0 of 4 workunits unfinished"},
 		{job.InterruptedError{Submitted: 10, Unfinished: 7}, evalFlags{tracker: "alfred:2355"},
-			"interrupted with 7 of 10 workunits unfinished; they stay with the tracker at alfred:2355 and run on: run the job again to collect their results"},
+			"interrupted with 7 of 10 workunits unfinished; they stay with the tracker at alfred:2355 and run on: run the job again to collect their results (with --cancel-on-interrupt, an interrupt cancels them instead)"},
+		{job.InterruptedError{Submitted: 10, Unfinished: 7, Canceled: 7}, evalFlags{tracker: "alfred", cancelInt: true},
+			"interrupted with 7 of 10 workunits unfinished; canceled them at the tracker at alfred"},
+		{job.InterruptedError{Submitted: 10, Unfinished: 7, Canceled: 5}, evalFlags{tracker: "alfred", cancelInt: true},
+			"interrupted with 7 of 10 workunits unfinished; canceled 5 of them at the tracker at alfred (the others finished meanwhile)"},
+		{job.InterruptedError{Submitted: 10, Unfinished: 7, Canceled: 5, CancelErr: errors.New("client: cancel: context deadline exceeded")},
+			evalFlags{tracker: "alfred", cancelInt: true},
+			"interrupted with 7 of 10 workunits unfinished; canceled 5 of them at the tracker at alfred, and could not cancel the rest: client: cancel: context deadline exceeded"},
 		{job.InterruptedError{Submitted: 10, Unfinished: 7}, evalFlags{data: "state"},
 			"interrupted with 7 of 10 workunits unfinished; what finished is kept in state: run the job again with --data state to pick up where it left off"},
 		{job.InterruptedError{Submitted: 10, Unfinished: 7}, evalFlags{},

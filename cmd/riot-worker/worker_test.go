@@ -282,6 +282,17 @@ func TestEval_MemoryLimitWithTracker(t *testing.T) {
 	}
 }
 
+func TestEval_CancelOnInterruptFlag(t *testing.T) {
+	t.Parallel()
+	f, err := parseEvalFlags([]string{"--tracker", "h:1", "--cancel-on-interrupt", "job.js"}, io.Discard)
+	require.NoError(t, err)
+	assert.True(t, f.cancelInt)
+	_, err = parseEvalFlags([]string{"--cancel-on-interrupt", "job.js"}, io.Discard)
+	assert.ErrorContains(t, err, "--cancel-on-interrupt needs --tracker")
+	_, err = parseEvalFlags([]string{"--tracker", "h:1", "--cancel-on-interrupt", "-e", "1"}, io.Discard)
+	assert.ErrorContains(t, err, "--cancel-on-interrupt is for job scripts")
+}
+
 func TestAutoIntFlags(t *testing.T) {
 	t.Parallel()
 	f, err := parseWorkerFlags([]string{"h"}, io.Discard)
