@@ -163,3 +163,11 @@ func TestRun_Interrupted(t *testing.T) {
 	err = Run(ctx, Options{Script: script, Workers: 0, Progress: ProgressOff, Stdout: out, Stderr: &bytes.Buffer{}})
 	require.NoError(t, err)
 }
+
+// TestRun_FirstWins: scripts/first-wins.js cancels the losers of a race.
+func TestRun_FirstWins(t *testing.T) {
+	t.Parallel()
+	stdout, stderr, err := runJob(t, Options{Script: "../scripts/first-wins.js", Workers: 3})
+	require.NoError(t, err, stderr)
+	assert.Equal(t, "quick guess won; canceled 2 others\n", stdout)
+}
