@@ -124,6 +124,13 @@ type Request struct {
 	// for placement; the workunit sees them as riot.worker.gpus. Empty
 	// means every device of Options.GPU.
 	GPUs []int
+	// Started, when set, is called as the workunit starts, on Run's
+	// goroutine, with stop: stop(cause) ends this run as a time limit
+	// would, failing it with kind Canceled and a message ending with
+	// cause. stop may be called from any goroutine, at any time; once the
+	// run has ended it does nothing. A worker uses it for workunits its
+	// tracker revokes.
+	Started func(stop func(cause error))
 }
 
 // Level is the console method a line was written with.

@@ -42,9 +42,10 @@ type realm struct {
 	// resources); close runs them when the realm is dropped.
 	closers []func()
 
-	// mu guards running, which interrupt reads from other goroutines.
+	// mu guards running, the run the runtime runs (nil: none), which
+	// interrupt and interruptRun read from other goroutines.
 	mu      sync.Mutex
-	running bool
+	running *run
 }
 
 type moduleInstance struct {
@@ -141,17 +142,29 @@ func (rl *realm) throw(name, format string, args ...any) {
 // called from any goroutine.
 func (rl *realm) interrupt(cause error) {
 	rl.mu.Lock()
-	if rl.running {
+	if rl.running != nil {
 		rl.rt.Interrupt(cause)
 	}
 	rl.mu.Unlock()
 }
 
-func (rl *realm) setRunning(on bool) {
+// interruptRun interrupts the runtime if it runs r. A stop that comes late
+// (a timer that fired as r ended, a revoke) must not interrupt the next
+// workunit of the runtime.
+func (rl *realm) interruptRun(r *run, cause error) {
 	rl.mu.Lock()
-	rl.running = on
+	if rl.running == r {
+		rl.rt.Interrupt(cause)
+	}
 	rl.mu.Unlock()
-	if !on {
+}
+
+// setRunning records the run the runtime runs; nil when it runs none.
+func (rl *realm) setRunning(r *run) {
+	rl.mu.Lock()
+	rl.running = r
+	rl.mu.Unlock()
+	if r == nil {
 		// No interrupt can come after running is false, so clearing here
 		// leaves the runtime clean for the next workunit.
 		rl.rt.ClearInterrupt()

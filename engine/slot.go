@@ -82,7 +82,7 @@ func (s *slot) run(parent context.Context, req *Request) (*Result, error) {
 	// the context (which ends sleeps and waits) and interrupts the script.
 	r.cancel = func(cause error) {
 		cancel(cause)
-		rl.interrupt(cause)
+		rl.interruptRun(r, cause)
 	}
 	timeout := req.Timeout
 	if timeout <= 0 {
@@ -95,13 +95,16 @@ func (s *slot) run(parent context.Context, req *Request) (*Result, error) {
 	r.console.max = s.eng.opts.MaxConsoleBytes
 
 	rl.cur = r
-	rl.setRunning(true)
+	rl.setRunning(r)
 	stop := func() bool { return false }
 	if parent.Done() != nil {
 		stop = context.AfterFunc(parent, func() { r.cancel(context.Cause(parent)) })
 	}
 	if s.eng.guard != nil {
 		s.eng.guard.add(r)
+	}
+	if req.Started != nil {
+		req.Started(r.cancel)
 	}
 	start := time.Now()
 	data, err := rl.evaluate(r, req.Spec)
@@ -110,7 +113,7 @@ func (s *slot) run(parent context.Context, req *Request) (*Result, error) {
 		s.eng.guard.remove(r)
 	}
 	stop()
-	rl.setRunning(false)
+	rl.setRunning(nil)
 	r.timers.reset()
 	rl.cur = nil
 

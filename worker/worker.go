@@ -142,7 +142,7 @@ func Run(ctx context.Context, opts Options) error {
 	if err := opts.setDefaults(); err != nil {
 		return err
 	}
-	w := &worker{opts: opts, log: opts.Logger, running: make(map[uint64]context.CancelCauseFunc)}
+	w := &worker{opts: opts, log: opts.Logger, running: make(map[uint64]func(error))}
 	return w.run(ctx)
 }
 
@@ -156,7 +156,7 @@ type worker struct {
 	gpus    *gpuPool
 
 	mu      sync.Mutex
-	running map[uint64]context.CancelCauseFunc // by lease token
+	running map[uint64]func(cause error) // stops a running workunit, by lease token
 }
 
 // errRevoked is the cause of a run the tracker revoked.
@@ -166,10 +166,10 @@ var errRevoked = errors.New("its master canceled it")
 // not started sees Assignment.Revoked when its slot takes it.
 func (w *worker) revoke(a *client.Assignment) {
 	w.mu.Lock()
-	cancel := w.running[a.Token]
+	stop := w.running[a.Token]
 	w.mu.Unlock()
-	if cancel != nil {
-		cancel(errRevoked)
+	if stop != nil {
+		stop(errRevoked)
 	}
 }
 
@@ -395,26 +395,24 @@ func (w *worker) evaluate(stop, evalCtx context.Context, j *job) bool {
 	if w.opts.Started != nil {
 		w.opts.Started(a)
 	}
-	runCtx, cancel := context.WithCancelCause(evalCtx)
-	defer cancel(nil)
-	w.mu.Lock()
-	w.running[a.Token] = cancel
-	w.mu.Unlock()
-	defer func() {
-		w.mu.Lock()
-		delete(w.running, a.Token)
-		w.mu.Unlock()
-	}()
-	if a.Revoked() { // revoked while it was being registered
-		cancel(errRevoked)
-	}
-	res, err := w.eng.Run(runCtx, engine.Request{
+	res, err := w.eng.Run(evalCtx, engine.Request{
 		Spec:    j.spec,
 		Realm:   a.Realm,
 		Timeout: a.Timeout,
 		Blobs:   w.cache,
 		GPUs:    gpus,
+		Started: func(stop func(error)) {
+			w.mu.Lock()
+			w.running[a.Token] = stop
+			w.mu.Unlock()
+			if a.Revoked() { // revoked before it was registered
+				stop(errRevoked)
+			}
+		},
 	})
+	w.mu.Lock()
+	delete(w.running, a.Token)
+	w.mu.Unlock()
 	if err != nil && evalCtx.Err() != nil {
 		return false // interrupted after the grace: hand it back
 	}
