@@ -544,8 +544,9 @@ func (c *Client) onCanceledLocked(m *wire.Canceled) {
 }
 
 // Cancel asks the tracker to cancel workunits, and returns the keys it
-// canceled. Each key that is waiting or running, and was submitted with
-// this client's credentials, fails with a *workunit.Error of kind
+// canceled. Each key that is waiting or running, and was submitted by
+// this client (its credentials and its Session), fails with a
+// *workunit.Error of kind
 // workunit.Canceled ("canceled by NAME"): those waiting for it get that
 // error, and a worker running it is told to stop. Keys that are done, in
 // error, unknown, or another master's are left as they are. Submitting a

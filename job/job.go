@@ -22,6 +22,7 @@ import (
 	"net"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -169,7 +170,10 @@ func Run(ctx context.Context, opts Options) error {
 		done, total := ui.counts()
 		ie := &InterruptedError{Submitted: total, Unfinished: total - done, cause: parent.Err(), script: err}
 		if cancelOnInterrupt {
-			ie.Canceled, ie.CancelErr = cancelAll(parent, conns)
+			connsMu.Lock()
+			cs := slices.Clone(conns)
+			connsMu.Unlock()
+			ie.Canceled, ie.CancelErr = cancelAll(parent, cs)
 		}
 		return ie
 	}
@@ -198,8 +202,9 @@ func cancelAll(ctx context.Context, conns []*conn) (int, error) {
 
 // InterruptedError is Run's error when its context ended (the user
 // pressed Ctrl-C) before the script did. What the script handed out stays
-// with the tracker: a tracker of its own keeps running it, and the
-// embedded default keeps what finished only in Options.Data.
+// with the tracker, unless Options.CancelOnInterrupt canceled it: a
+// tracker of its own keeps running it, and the embedded default keeps what
+// finished only in Options.Data.
 type InterruptedError struct {
 	// Submitted is how many workunits the script handed out, and
 	// Unfinished how many of them it had no result of yet.

@@ -8,9 +8,10 @@ import (
 
 // Event is an input to Table.Step. The concrete types are the structs in
 // this file: Submit, Watch, Unwatch, GetInfo, Cancel, MasterLost,
-// WorkerJoin, WorkerCredit, WorkerLost, Complete, Fail, Return and Tick. Events are values; the table keeps
-// the byte slices they carry (Spec, Result) without copying them, so the
-// shell must not reuse those buffers after Step.
+// WorkerJoin, WorkerCredit, WorkerLost, Complete, Fail, Return and Tick.
+// Events are values; the table keeps the byte slices they carry (Spec,
+// Result) without copying them, so the shell must not reuse those buffers
+// after Step.
 type Event interface {
 	isEvent()
 }

@@ -56,8 +56,9 @@ func (rd Ready) Empty() bool {
 }
 
 // Message is something to send: an *Assign or a *Revoke (to a worker), an
-// *Ack, an *InfoReply or a *CancelReply (to a master). Switch on the concrete type. The pointers are
-// the table's, valid until Advance: copy what must outlive it.
+// *Ack, an *InfoReply or a *CancelReply (to a master). Switch on the
+// concrete type. The pointers are the table's, valid until Advance: copy
+// what must outlive it.
 type Message interface {
 	isMessage()
 }
