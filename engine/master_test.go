@@ -259,10 +259,25 @@ func TestMaster_Files(t *testing.T) {
 	assert.Equal(t, "alpha,beta,gamma|18", string(got))
 }
 
+// runManual runs src as main.js, as the master "me", against a fake
+// tracker whose workunits run only when the script takes them itself, and
+// returns what it printed.
+func runManual(t *testing.T, src string) string {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.js"), []byte(src), 0o644))
+	ft := newFakeTracker(t, true)
+	conn, err := ft.connect(context.Background(), "localhost", 0, "me")
+	require.NoError(t, err)
+	var stdout bytes.Buffer
+	err = RunScript(context.Background(), ScriptOptions{Path: filepath.Join(dir, "main.js"), Conn: conn, Connect: ft.connect, Stdout: &stdout})
+	require.NoError(t, err)
+	return stdout.String()
+}
+
 func TestMaster_LowLevelClient(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.js"), []byte(`
+	out := runManual(t, `
 		const c = riot.currentClient();
 		const id = c.addWorkunit((x) => x * 2, 21);
 		const [key, work] = c.waitForWork();
@@ -283,20 +298,13 @@ func TestMaster_LowLevelClient(t *testing.T) {
 		}
 		c.callWithFinishedWorkunit(id2, (k, status, client, result) => console.log(k === id2, status, client, result));
 		console.log(c.workunitInfo(k3 === id2 ? k4 : k3).slice(0, 3).join(' '));
-	`), 0o644))
-	ft := newFakeTracker(t, true)
-	conn, err := ft.connect(context.Background(), "localhost", 0, "me")
-	require.NoError(t, err)
-	var stdout bytes.Buffer
-	err = RunScript(context.Background(), ScriptOptions{Path: filepath.Join(dir, "main.js"), Conn: conn, Connect: ft.connect, Stdout: &stdout})
-	require.NoError(t, err)
-	assert.Equal(t, "true fn\ntrue done me 42\ndone me 42 true\ninfo done me 42\nme other\n4\ntrue done me 2\nerror me no\n", stdout.String())
+	`)
+	assert.Equal(t, "true fn\ntrue done me 42\ndone me 42 true\ninfo done me 42\nme other\n4\ntrue done me 2\nerror me no\n", out)
 }
 
 func TestMaster_Cancel(t *testing.T) {
 	t.Parallel()
-	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.js"), []byte(`
+	out := runManual(t, `
 		const a = riot.doWork((x) => x, 1);
 		const b = riot.doWork((x) => x, 2);
 		const got = riot.cancel([a], b, a); // a twice: once canceled, it is not open
@@ -312,12 +320,6 @@ func TestMaster_Cancel(t *testing.T) {
 		} catch (e) {
 			console.log(e.name, e.message);
 		}
-	`), 0o644))
-	ft := newFakeTracker(t, true)
-	conn, err := ft.connect(context.Background(), "localhost", 0, "me")
-	require.NoError(t, err)
-	var stdout bytes.Buffer
-	err = RunScript(context.Background(), ScriptOptions{Path: filepath.Join(dir, "main.js"), Conn: conn, Connect: ft.connect, Stdout: &stdout})
-	require.NoError(t, err)
-	assert.Equal(t, "2 true true\ntrue canceled workunit ID failed: AbortError: canceled by me\n0 0\nTypeError riot.cancel: 'nope' is not a workunit id\n", stdout.String())
+	`)
+	assert.Equal(t, "2 true true\ntrue canceled workunit ID failed: AbortError: canceled by me\n0 0\nTypeError riot.cancel: 'nope' is not a workunit id\n", out)
 }
