@@ -300,9 +300,9 @@ func (a *arrState) collected() {
 	}()
 }
 
-// CopyToHost copies the array into dst, which must have the array's
-// element type and length, then waits for the stream as Sync does, so
-// that work queued before it is done; ctx ends the wait. Errors name
+// CopyToHost waits for the work queued on the array's stream as Sync does
+// (ctx ends the wait), copies the array into dst, which must have the
+// array's element type and length, and waits for the copy. Errors name
 // arrayToHost.
 func CopyToHost[T Float](ctx context.Context, x *Array, dst []T) error {
 	if x == nil {
@@ -316,6 +316,13 @@ func CopyToHost[T Float](ctx context.Context, x *Array, dst []T) error {
 	}
 	s := x.a.res
 	api := s.drv.api
+	// A copy into pageable memory returns only once it is done, that is
+	// after the stream's earlier work: wait for that here, polling, where
+	// ctx can end the wait, rather than in the driver on the device's
+	// thread, which every Resources of the device shares.
+	if err := s.sync(ctx); err != nil {
+		return opError(OpArrayToHost, err)
+	}
 	err := s.onThread(ctx, func() error {
 		ptr, err := s.ptrOnThread(x)
 		if err != nil || x.a.bytes == 0 {

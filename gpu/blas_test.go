@@ -3,6 +3,9 @@ package gpu_test
 import (
 	"context"
 	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -178,4 +181,39 @@ func noErr[T any](t testing.TB) func(T, error) T {
 		require.NoError(t, err)
 		return v
 	}
+}
+
+// A library loaded from a folder outside the loader's search path finds
+// its own dependencies there: here an NVRTC that needs
+// libnvrtc-builtins.so.13.0 beside it, as the real one does.
+func TestLibrary_DependenciesFromItsFolder(t *testing.T) {
+	t.Parallel()
+	cc, err := exec.LookPath("gcc")
+	if err != nil {
+		t.Skip("gcc not found")
+	}
+	f := newFakeCUDA(t)
+	dir := t.TempDir()
+	empty := filepath.Join(dir, "builtins.c")
+	require.NoError(t, os.WriteFile(empty, []byte("int nvrtc_builtins_fake_marker(void) { return 42; }\n"), 0o644))
+	builtins := filepath.Join(dir, "libnvrtc-builtins.so.13.0")
+	out, err := exec.Command(cc, "-shared", "-fPIC", "-Wl,-soname,libnvrtc-builtins.so.13.0", "-o", builtins, empty).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	src, err := filepath.Abs(filepath.Join("testdata", "fakecuda.c"))
+	require.NoError(t, err)
+	nvrtc := filepath.Join(dir, "libnvrtc.so.13")
+	out, err = exec.Command(cc, "-shared", "-fPIC", "-O0", "-Wl,-Bsymbolic", "-Wl,--no-as-needed", "-o", nvrtc, src,
+		"-L"+dir, "-l:libnvrtc-builtins.so.13.0", "-lpthread").CombinedOutput()
+	require.NoError(t, err, "%s", out)
+
+	r := f.resources(t, gpu.WithLibrary(gpu.NVRTC, nvrtc))
+	ctx := context.Background()
+	x := noErr[*gpu.Array](t)(gpu.NewArray(ctx, r, []float64{1, 2, 3}))
+	k := gpu.Kernel{Source: scaleSource, Name: "scale_f64"}
+	err = r.Launch(ctx, k, gpu.LaunchConfig{Grid: gpu.Dim3{X: 1}, Block: gpu.Dim3{X: 32}}, 2.0, x, int64(3))
+	require.NoError(t, err, "libnvrtc-builtins.so.13.0 is not in the loader's search path, only beside libnvrtc.so.13")
+	got := make([]float64, 3)
+	require.NoError(t, gpu.CopyToHost(ctx, x, got))
+	assert.Equal(t, []float64{2, 4, 6}, got)
+	assert.Equal(t, nvrtc, r.Driver().LibraryPath(gpu.NVRTC))
 }

@@ -26,6 +26,51 @@ type device struct {
 
 	modules map[kernelKey]uintptr // loaded modules by compiled-program key
 	funcs   map[funcKey]uintptr   // kernel functions by module and name
+	idle    []idleHandle          // library handles of closed resources, for the next ones
+}
+
+// idleHandle is a library handle that closed resources gave back, unbound
+// from their stream. Destroying a cuBLAS handle synchronizes the whole
+// device (cublasDestroy calls cublasDeviceSynchronize), which would stall
+// every stream of the device at each Close; so handles are kept for the
+// next resources of the device and destroyed with the device thread.
+type idleHandle struct {
+	lib     Library
+	h       uintptr
+	destroy func(uintptr) libStatus
+}
+
+// maxIdleHandles bounds the idle handles a device keeps per library.
+const maxIdleHandles = 16
+
+// takeIdle returns an idle handle of lib, or 0. It runs on the device
+// thread.
+func (d *device) takeIdle(lib Library) uintptr {
+	for i := len(d.idle) - 1; i >= 0; i-- {
+		if d.idle[i].lib == lib {
+			h := d.idle[i].h
+			d.idle = append(d.idle[:i], d.idle[i+1:]...)
+			return h
+		}
+	}
+	return 0
+}
+
+// putIdle keeps h, a handle of lib already unbound from its stream, for
+// later resources, or destroys it when the device keeps enough. It runs on
+// the device thread.
+func (d *device) putIdle(lib Library, h uintptr, destroy func(uintptr) libStatus) error {
+	n := 0
+	for _, x := range d.idle {
+		if x.lib == lib {
+			n++
+		}
+	}
+	if n >= maxIdleHandles {
+		return libCheck(lib, libFunc(lib, "Destroy"), destroy(h))
+	}
+	d.idle = append(d.idle, idleHandle{lib: lib, h: h, destroy: destroy})
+	return nil
 }
 
 // call is one function for the device thread; its error comes back on done.
@@ -97,10 +142,15 @@ func (d *device) invoke(fn func() error) (err error) {
 	return fn()
 }
 
-// release unloads the thread's modules and drops its context reference.
+// release destroys the idle library handles, unloads the thread's
+// modules and drops its context reference.
 func (d *device) release() error {
 	api := d.api
 	var errs []error
+	for _, x := range d.idle {
+		errs = append(errs, libCheck(x.lib, libFunc(x.lib, "Destroy"), x.destroy(x.h)))
+	}
+	d.idle = nil
 	for _, m := range d.modules {
 		errs = append(errs, api.check("cuModuleUnload", api.cuModuleUnload(m)))
 	}

@@ -118,7 +118,7 @@ func (d *Driver) load() error {
 	if path == "" {
 		path = driverSoname
 	}
-	h, _, err := dlopen("the CUDA driver", []string{path})
+	h, _, err := dlopen("the CUDA driver", []string{path}, nil)
 	if err != nil {
 		return err
 	}
@@ -299,7 +299,7 @@ func (d *Driver) untrack(s *resState) {
 
 // loadLibrary loads lib for this Driver on first use.
 func (d *Driver) loadLibrary(lib Library) error {
-	return d.libs.load(lib, d.cfg.libPaths[lib], d.cfg.cudaHome)
+	return d.libs.load(lib, d.cfg.libPaths[lib], d.cfg.cudaHome, d.version/1000)
 }
 
 // LibraryPath returns the file lib was loaded from, once a first use has

@@ -240,3 +240,7 @@ const (
 	cusparseStatusAllocFailed = 2
 	nvrtcErrorOutOfMemory     = 1
 )
+
+// nvrtcErrorInvalidOption is NVRTC's answer to an option it does not know,
+// such as an architecture newer than itself.
+const nvrtcErrorInvalidOption = 5

@@ -50,16 +50,25 @@ func TestEffectiveOptions(t *testing.T) {
 	t.Parallel()
 	h200 := DeviceInfo{Major: 9, Minor: 0}
 	tests := []struct {
-		opts, want []string
+		opts        []string
+		machineCode bool
+		want        []string
+		added, real bool
 	}{
-		{nil, []string{"--gpu-architecture=compute_90"}},
-		{[]string{"-lineinfo"}, []string{"-lineinfo", "--gpu-architecture=compute_90"}},
-		{[]string{"--gpu-architecture=sm_90a"}, []string{"--gpu-architecture=sm_90a"}},
-		{[]string{"-arch=compute_80"}, []string{"-arch=compute_80"}},
+		{nil, true, []string{"--gpu-architecture=sm_90"}, true, true},
+		{nil, false, []string{"--gpu-architecture=compute_90"}, true, false},
+		{[]string{"-lineinfo"}, true, []string{"-lineinfo", "--gpu-architecture=sm_90"}, true, true},
+		{[]string{"-lineinfo"}, false, []string{"-lineinfo", "--gpu-architecture=compute_90"}, true, false},
+		{[]string{"--gpu-architecture=sm_90a"}, false, []string{"--gpu-architecture=sm_90a"}, false, true},
+		{[]string{"-arch=compute_80"}, true, []string{"-arch=compute_80"}, false, false},
+		{[]string{"-arch", "sm_80"}, false, []string{"-arch", "sm_80"}, false, true},
 	}
 	for _, tc := range tests {
 		k := Kernel{Source: "s", Name: "k", Options: tc.opts}
-		assert.Equal(t, tc.want, effectiveOptions(k, h200))
+		got, added := effectiveOptions(k, h200, tc.machineCode)
+		assert.Equal(t, tc.want, got, "%q", tc.opts)
+		assert.Equal(t, tc.added, added, "%q", tc.opts)
+		assert.Equal(t, tc.real, realArch(got), "%q", tc.opts)
 	}
 	a := keyOf(Kernel{Source: "ab"}, []string{"c"})
 	assert.NotEqual(t, a, keyOf(Kernel{Source: "a"}, []string{"bc"}), "source and options are separated")
@@ -71,9 +80,33 @@ func TestCandidates(t *testing.T) {
 	assert.Equal(t, []string{
 		"libcublas.so.13", "/opt/cuda/lib64/libcublas.so.13", "/usr/local/cuda/lib64/libcublas.so.13",
 		"libcublas.so.12", "/opt/cuda/lib64/libcublas.so.12", "/usr/local/cuda/lib64/libcublas.so.12",
-	}, candidates(CUBLAS.sonames(), "/opt/cuda"))
+	}, candidates(CUBLAS.sonames(13), "/opt/cuda"))
 	assert.Equal(t, []string{"libcusparse.so.12", "/usr/local/cuda/lib64/libcusparse.so.12"},
-		candidates(CUSPARSE.sonames(), ""))
+		candidates(CUSPARSE.sonames(0), ""))
+	// A CUDA 12 driver cannot use CUDA 13's libraries.
+	assert.Equal(t, []string{"libcusolver.so.11"}, CUSOLVER.sonames(12))
+	assert.Equal(t, []string{"libnvrtc.so.13", "libnvrtc.so.12"}, NVRTC.sonames(0))
+}
+
+func TestDepsOf(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		file   string
+		driver int
+		want   []string
+	}{
+		{"/usr/local/cuda/lib64/libcublas.so.13", 13, []string{"libcublasLt.so.13"}},
+		{"/x/libcublas.so.12.9.1.4", 0, []string{"libcublasLt.so.12"}},
+		{"/x/libcusolver.so.12", 13, []string{"libnvJitLink.so.13", "libcublasLt.so.13", "libcublas.so.13", "libcusparse.so.12"}},
+		{"/x/libcusolver.so.11", 12, []string{"libnvJitLink.so.12", "libcublasLt.so.12", "libcublas.so.12", "libcusparse.so.12"}},
+		{"/x/libcusparse.so.12", 13, []string{"libnvJitLink.so.13"}},
+		{"/x/libcusparse.so.12", 0, []string{"libnvJitLink.so.*"}},
+		{"/x/libnvrtc.so.13", 13, []string{"libnvrtc-builtins.so.13.*"}},
+		{"/x/libcusolver.so.99", 13, nil},
+		{"/x/libfakecuda.so", 13, nil},
+	} {
+		assert.Equal(t, tc.want, depsOf(tc.file, tc.driver), tc.file)
+	}
 }
 
 func TestShapes(t *testing.T) {

@@ -14,8 +14,13 @@ import (
 // Kernel is a CUDA C kernel to compile with NVRTC: Source holds an
 // extern "C" __global__ function called Name. Options go to
 // nvrtcCompileProgram; unless they name an architecture (--gpu-architecture
-// or -arch), the device's own is added (e.g. --gpu-architecture=compute_90),
-// and the driver compiles the PTX for the device when it loads it.
+// or -arch), the device's own is added. That is its real architecture
+// (e.g. --gpu-architecture=sm_90), so that NVRTC gives machine code (a
+// cubin), which a driver older than NVRTC still loads, within the same
+// CUDA major version. PTX, which the driver compiles when it loads it, is
+// the fallback: the virtual architecture (compute_90) for an NVRTC too old
+// to know the device, or without nvrtcGetCUBIN, or one that an option
+// names.
 //
 // A Kernel is a value: compiled PTX is cached by the Driver by a hash of
 // the source and the options, and loaded modules by each device's thread,
@@ -49,26 +54,27 @@ type funcKey struct {
 	name    string
 }
 
-// kernelCache holds compiled PTX by key; it is safe for concurrent use.
-// Only successful compilations are kept.
+// kernelCache holds compiled images (a cubin, or NUL-terminated PTX) by
+// key; it is safe for concurrent use. Only successful compilations are
+// kept.
 type kernelCache struct {
-	mu  sync.Mutex
-	ptx map[kernelKey][]byte
+	mu     sync.Mutex
+	images map[kernelKey][]byte
 }
 
 func (c *kernelCache) get(k kernelKey) []byte {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.ptx[k]
+	return c.images[k]
 }
 
-func (c *kernelCache) put(k kernelKey, ptx []byte) {
+func (c *kernelCache) put(k kernelKey, image []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.ptx == nil {
-		c.ptx = map[kernelKey][]byte{}
+	if c.images == nil {
+		c.images = map[kernelKey][]byte{}
 	}
-	c.ptx[k] = ptx
+	c.images[k] = image
 }
 
 // CompiledKernels returns the number of compiled programs in the Driver's
@@ -76,19 +82,39 @@ func (c *kernelCache) put(k kernelKey, ptx []byte) {
 func (d *Driver) CompiledKernels() int {
 	d.kernels.mu.Lock()
 	defer d.kernels.mu.Unlock()
-	return len(d.kernels.ptx)
+	return len(d.kernels.images)
 }
 
 // effectiveOptions returns k's options with the device's architecture
-// added when they name none.
-func effectiveOptions(k Kernel, info DeviceInfo) []string {
-	opts := append([]string(nil), k.Options...)
+// added when they name none: the real one (sm_XY) when machineCode is
+// set, else the virtual one (compute_XY). added reports whether it added
+// one.
+func effectiveOptions(k Kernel, info DeviceInfo, machineCode bool) (opts []string, added bool) {
+	opts = append([]string(nil), k.Options...)
 	for _, o := range opts {
 		if strings.HasPrefix(o, "--gpu-architecture") || strings.HasPrefix(o, "-arch") {
-			return opts
+			return opts, false
 		}
 	}
-	return append(opts, fmt.Sprintf("--gpu-architecture=compute_%d%d", info.Major, info.Minor))
+	arch := "compute"
+	if machineCode {
+		arch = "sm"
+	}
+	return append(opts, fmt.Sprintf("--gpu-architecture=%s_%d%d", arch, info.Major, info.Minor)), true
+}
+
+// realArch reports whether opts name a real architecture (sm_XY), for
+// which NVRTC makes a cubin.
+func realArch(opts []string) bool {
+	for i, o := range opts {
+		if !strings.HasPrefix(o, "--gpu-architecture") && !strings.HasPrefix(o, "-arch") {
+			continue
+		}
+		if strings.Contains(o, "sm_") || (i+1 < len(opts) && strings.HasPrefix(opts[i+1], "sm_")) {
+			return true
+		}
+	}
+	return false
 }
 
 func keyOf(k Kernel, opts []string) kernelKey {
@@ -103,15 +129,33 @@ func keyOf(k Kernel, opts []string) kernelKey {
 	return key
 }
 
-// compile returns k's PTX (NUL-terminated) for opts, from the cache or from
-// NVRTC. It runs on the caller's goroutine: NVRTC needs no context.
-func (d *Driver) compile(k Kernel, opts []string) (kernelKey, []byte, error) {
-	key := keyOf(k, opts)
-	if ptx := d.kernels.get(key); ptx != nil {
-		return key, ptx, nil
-	}
+// compile returns k's image for the device info describes, and its cache
+// key: a cubin where NVRTC can make one, else PTX (see Kernel). It runs on
+// the caller's goroutine: NVRTC needs no context.
+func (d *Driver) compile(k Kernel, info DeviceInfo) (kernelKey, []byte, error) {
 	if err := d.loadLibrary(NVRTC); err != nil {
-		return key, nil, err
+		return kernelKey{}, nil, err
+	}
+	api := &d.libs.nvrtc
+	opts, added := effectiveOptions(k, info, api.hasCUBIN())
+	key, image, err := d.compileWith(k, opts)
+	var se *statusError
+	if err != nil && added && api.hasCUBIN() && errors.As(err, &se) && se.fn == "nvrtcCompileProgram" && se.code == nvrtcErrorInvalidOption {
+		// An NVRTC older than the device knows no sm_XY for it; the
+		// driver compiles PTX for it.
+		opts, _ = effectiveOptions(k, info, false)
+		return d.compileWith(k, opts)
+	}
+	return key, image, err
+}
+
+// compileWith returns k's image for opts, from the cache or from NVRTC:
+// its cubin when opts name a real architecture and NVRTC gives one, else
+// its PTX (NUL-terminated).
+func (d *Driver) compileWith(k Kernel, opts []string) (kernelKey, []byte, error) {
+	key := keyOf(k, opts)
+	if image := d.kernels.get(key); image != nil {
+		return key, image, nil
 	}
 	api := &d.libs.nvrtc
 	var prog uintptr
@@ -140,6 +184,20 @@ func (d *Driver) compile(k Kernel, opts []string) (kernelKey, []byte, error) {
 			se.log = strings.TrimSpace(programLog(api, prog))
 		}
 		return key, nil, err
+	}
+	if realArch(opts) && api.hasCUBIN() {
+		var n uintptr
+		if err := api.check("nvrtcGetCUBINSize", api.getCUBINSize(prog, &n)); err != nil {
+			return key, nil, err
+		}
+		if n > 0 {
+			cubin := make([]byte, n)
+			if err := api.check("nvrtcGetCUBIN", api.getCUBIN(prog, &cubin[0])); err != nil {
+				return key, nil, err
+			}
+			d.kernels.put(key, cubin)
+			return key, cubin, nil
+		}
 	}
 	var n uintptr
 	if err := api.check("nvrtcGetPTXSize", api.getPTXSize(prog, &n)); err != nil {
@@ -177,7 +235,7 @@ func (s *resState) prepare(k Kernel) (func() (uintptr, error), error) {
 	if k.Name == "" {
 		return nil, errors.New("kernel has no name")
 	}
-	key, ptx, err := s.drv.compile(k, effectiveOptions(k, s.info))
+	key, image, err := s.drv.compile(k, s.info)
 	if err != nil {
 		return nil, fmt.Errorf("compiling kernel %s: %w", k.Name, err)
 	}
@@ -190,7 +248,7 @@ func (s *resState) prepare(k Kernel) (func() (uintptr, error), error) {
 		}
 		m, ok := dev.modules[key]
 		if !ok {
-			if err := api.check("cuModuleLoadData", api.cuModuleLoadData(&m, unsafe.Pointer(&ptx[0]))); err != nil {
+			if err := api.check("cuModuleLoadData", api.cuModuleLoadData(&m, unsafe.Pointer(&image[0]))); err != nil {
 				return 0, fmt.Errorf("loading kernel %s: %w", k.Name, err)
 			}
 			dev.modules[key] = m

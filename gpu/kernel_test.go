@@ -202,3 +202,37 @@ func TestLaunch_MissingNVRTC(t *testing.T) {
 	assert.Contains(t, err.Error(), "launchKernel: compiling kernel axpy_f32: cannot load NVRTC: "+missing)
 	assert.Contains(t, err.Error(), "RIOT_NVRTC_LIBRARY")
 }
+
+// A kernel is loaded as machine code (a cubin) for the device's own
+// architecture, so that a driver older than NVRTC loads it; PTX is the
+// fallback when NVRTC does not know the device, or gives no cubin.
+func TestLaunch_CubinOrPTX(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct {
+		name             string
+		maxSM, cubin     int64
+		compiles, cubins int64
+	}{
+		{"cubin", 1000, 1, 1, 1},
+		{"NVRTC older than the device", 80, 1, 2, 0},
+		{"no cubin", 1000, 0, 1, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			f := newFakeCUDA(t)
+			f.setting(t, "nvrtc_max_sm", tc.maxSM)
+			f.setting(t, "nvrtc_cubin", tc.cubin)
+			r := f.resources(t)
+			ctx := context.Background()
+			x := noErr[*gpu.Array](t)(gpu.NewArray(ctx, r, []float64{1, 2, 3}))
+			k := gpu.Kernel{Source: scaleSource, Name: "scale_f64"}
+			require.NoError(t, r.Launch(ctx, k, gpu.LaunchConfig{Grid: gpu.Dim3{X: 1}, Block: gpu.Dim3{X: 32}}, 2.0, x, int64(3)))
+			got := make([]float64, 3)
+			require.NoError(t, gpu.CopyToHost(ctx, x, got))
+			assert.Equal(t, []float64{2, 4, 6}, got)
+			assert.Equal(t, tc.compiles, f.counter(t, "compiles"))
+			assert.Equal(t, tc.cubins, f.counter(t, "cubin_loads"))
+			assert.EqualValues(t, 1, f.counter(t, "module_loads"))
+		})
+	}
+}

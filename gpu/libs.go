@@ -10,7 +10,8 @@ import (
 type libStatus int32
 
 // blasAPI holds the cuBLAS entry points. cublas_v2.h maps the plain names
-// to the _v2 exports, which are bound, with the plain names as fallback.
+// to the _v2 exports, which are bound (with the plain names as fallback
+// for the handle functions, whose legacy and v2 signatures agree).
 // Device pointers are uint64; alpha and beta are host pointers (the
 // handle's default pointer mode).
 type blasAPI struct {
@@ -26,8 +27,10 @@ func (a *blasAPI) symbols() []symbol {
 		{fptr: &a.create, name: "cublasCreate_v2", alts: []string{"cublasCreate"}},
 		{fptr: &a.destroy, name: "cublasDestroy_v2", alts: []string{"cublasDestroy"}},
 		{fptr: &a.setStream, name: "cublasSetStream_v2", alts: []string{"cublasSetStream"}},
-		{fptr: &a.sgemm, name: "cublasSgemm_v2", alts: []string{"cublasSgemm"}},
-		{fptr: &a.dgemm, name: "cublasDgemm_v2", alts: []string{"cublasDgemm"}},
+		// No fallback to the plain names: libcublas exports them too, as
+		// the legacy API's functions, which take alpha and beta by value.
+		{fptr: &a.sgemm, name: "cublasSgemm_v2"},
+		{fptr: &a.dgemm, name: "cublasDgemm_v2"},
 	}
 }
 
@@ -55,11 +58,17 @@ type nvrtcAPI struct {
 	compileProgram func(prog uintptr, numOptions int32, options unsafe.Pointer) libStatus
 	getPTXSize     func(prog uintptr, size *uintptr) libStatus
 	getPTX         func(prog uintptr, ptx *byte) libStatus
+	getCUBINSize   func(prog uintptr, size *uintptr) libStatus // optional (CUDA 11.1+)
+	getCUBIN       func(prog uintptr, cubin *byte) libStatus   // optional (CUDA 11.1+)
 	getLogSize     func(prog uintptr, size *uintptr) libStatus
 	getLog         func(prog uintptr, log *byte) libStatus
 	destroyProgram func(prog *uintptr) libStatus
 	getErrorString func(r libStatus) *byte
 }
+
+// hasCUBIN reports whether NVRTC can give machine code (a cubin) rather
+// than only PTX.
+func (a *nvrtcAPI) hasCUBIN() bool { return a.getCUBINSize != nil && a.getCUBIN != nil }
 
 func (a *nvrtcAPI) symbols() []symbol {
 	return []symbol{
@@ -67,6 +76,8 @@ func (a *nvrtcAPI) symbols() []symbol {
 		{fptr: &a.compileProgram, name: "nvrtcCompileProgram"},
 		{fptr: &a.getPTXSize, name: "nvrtcGetPTXSize"},
 		{fptr: &a.getPTX, name: "nvrtcGetPTX"},
+		{fptr: &a.getCUBINSize, name: "nvrtcGetCUBINSize", optional: true},
+		{fptr: &a.getCUBIN, name: "nvrtcGetCUBIN", optional: true},
 		{fptr: &a.getLogSize, name: "nvrtcGetProgramLogSize"},
 		{fptr: &a.getLog, name: "nvrtcGetProgramLog"},
 		{fptr: &a.destroyProgram, name: "nvrtcDestroyProgram"},
@@ -90,14 +101,14 @@ type libSet struct {
 }
 
 // load loads lib, once, from override if it is set, else by the standard
-// search. The error is a Logic error that names the library and every path
-// tried.
-func (s *libSet) load(lib Library, override, cudaHome string) error {
+// search, for a driver of CUDA major version driverMajor (0: unknown). The
+// error is a Logic error that names the library and every path tried.
+func (s *libSet) load(lib Library, override, cudaHome string, driverMajor int) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !s.done[lib] {
 		s.done[lib] = true
-		s.err[lib] = s.loadLocked(lib, override, cudaHome)
+		s.err[lib] = s.loadLocked(lib, override, cudaHome, driverMajor)
 	}
 	return s.err[lib]
 }
@@ -109,12 +120,12 @@ func (s *libSet) loadedPath(lib Library) string {
 	return s.path[lib]
 }
 
-func (s *libSet) loadLocked(lib Library, override, cudaHome string) error {
-	paths := candidates(lib.sonames(), cudaHome)
+func (s *libSet) loadLocked(lib Library, override, cudaHome string, driverMajor int) error {
+	paths := candidates(lib.sonames(driverMajor), cudaHome)
 	if override != "" {
 		paths = []string{override}
 	}
-	h, path, err := dlopen(lib.String(), paths)
+	h, path, err := dlopen(lib.String(), paths, func(p string) []string { return depsOf(p, driverMajor) })
 	if err != nil {
 		return fmt.Errorf("%w (set %s to its path)", err, lib.envVar())
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"unsafe"
 
@@ -58,17 +59,64 @@ func (l Library) envVar() string {
 	return ""
 }
 
-// sonames are the file names tried for l, newest CUDA first (CUDA 13, then 12).
-func (l Library) sonames() []string {
+// sonames are the file names tried for l: those of CUDA 13 (libcublas.so.13,
+// libcusolver.so.12, libcusparse.so.12, libnvrtc.so.13), then CUDA 12's
+// (.12, .11, .12, .12). A CUDA 13 library needs a CUDA 13 driver, so a
+// driver of CUDA 12 or older (driverMajor; 0 when unknown) gets the CUDA
+// 12 names only.
+func (l Library) sonames(driverMajor int) []string {
+	var cuda13, cuda12 []string
 	switch l {
 	case CUBLAS:
-		return []string{"libcublas.so.13", "libcublas.so.12"}
+		cuda13, cuda12 = []string{"libcublas.so.13"}, []string{"libcublas.so.12"}
 	case CUSOLVER:
-		return []string{"libcusolver.so.12", "libcusolver.so.11"}
+		cuda13, cuda12 = []string{"libcusolver.so.12"}, []string{"libcusolver.so.11"}
 	case CUSPARSE:
-		return []string{"libcusparse.so.12"}
+		cuda12 = []string{"libcusparse.so.12"} // CUDA 13's is .12 too
 	case NVRTC:
-		return []string{"libnvrtc.so.13", "libnvrtc.so.12"}
+		cuda13, cuda12 = []string{"libnvrtc.so.13"}, []string{"libnvrtc.so.12"}
+	}
+	if driverMajor != 0 && driverMajor < 13 {
+		return cuda12
+	}
+	return append(cuda13, cuda12...)
+}
+
+// depsOf returns the file name patterns (filepath.Match) of the CUDA
+// libraries that the library file needs and that the dynamic loader looks
+// for by name only: loading a library from a folder outside the loader's
+// search path ($CUDA_HOME/lib64, a RIOT_*_LIBRARY path, Python's
+// nvidia/cu13/lib) fails unless they are loaded first (see dlopen). NVRTC
+// opens its builtins itself when it compiles. The versions follow the
+// file's CUDA release: libcusolver.so.12 is CUDA 13's, .11 CUDA 12's; the
+// libcusparse.so.12 of either release takes the driver's libnvJitLink.
+func depsOf(file string, driverMajor int) []string {
+	lib, ver, ok := strings.Cut(filepath.Base(file), ".so.")
+	if !ok {
+		return nil
+	}
+	cuda, _, _ := strings.Cut(ver, ".")
+	switch lib {
+	case "libcusolver":
+		cuda = map[string]string{"11": "12", "12": "13"}[cuda]
+	case "libcusparse":
+		cuda = "*"
+		if driverMajor >= 12 {
+			cuda = strconv.Itoa(driverMajor)
+		}
+	}
+	if cuda == "" {
+		return nil
+	}
+	switch lib {
+	case "libcublas":
+		return []string{"libcublasLt.so." + cuda}
+	case "libcusolver":
+		return []string{"libnvJitLink.so." + cuda, "libcublasLt.so." + cuda, "libcublas.so." + cuda, "libcusparse.so.12"}
+	case "libcusparse":
+		return []string{"libnvJitLink.so." + cuda}
+	case "libnvrtc":
+		return []string{"libnvrtc-builtins.so." + cuda + ".*"}
 	}
 	return nil
 }
@@ -100,13 +148,21 @@ func candidates(sonames []string, cudaHome string) []string {
 
 // dlopen opens the first of paths that loads and returns its handle and
 // path, or an error that lists every path tried with the loader's reason.
-func dlopen(what string, paths []string) (uintptr, string, error) {
+// Before it opens a path in a folder, it opens the files of that folder
+// that match deps(path) (the shortest name of each pattern: the soname),
+// so that the library's own dependencies are found there: the loader
+// takes a library already loaded for any later need of its soname. deps
+// may be nil.
+func dlopen(what string, paths []string, deps func(path string) []string) (uintptr, string, error) {
 	var reasons []string
 	// dlerror's message is per thread: stay on one between dlopen and the
 	// dlerror that purego calls after it.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	for _, p := range paths {
+		if deps != nil && strings.Contains(p, "/") {
+			preload(filepath.Dir(p), deps(p))
+		}
 		h, err := purego.Dlopen(p, purego.RTLD_NOW|purego.RTLD_LOCAL)
 		if err == nil {
 			return h, p, nil
@@ -122,6 +178,25 @@ func dlopen(what string, paths []string) (uintptr, string, error) {
 		reasons = append(reasons, "not found in "+strings.Join(paths, ", "))
 	}
 	return 0, "", fmt.Errorf("cannot load %s: %s", what, strings.Join(reasons, "; "))
+}
+
+// preload opens, in dir, the shortest file name matching each of
+// patterns, and keeps it loaded; what is missing or fails to load is
+// skipped (the library that needs it then says so).
+func preload(dir string, patterns []string) {
+	for _, pat := range patterns {
+		matches, err := filepath.Glob(filepath.Join(dir, pat))
+		if err != nil || len(matches) == 0 {
+			continue
+		}
+		best := matches[0]
+		for _, m := range matches[1:] {
+			if len(m) < len(best) {
+				best = m
+			}
+		}
+		_, _ = purego.Dlopen(best, purego.RTLD_NOW|purego.RTLD_LOCAL)
+	}
 }
 
 // symbol is one C function to bind: fptr points to a Go func variable of

@@ -242,10 +242,18 @@ func (s *resState) close() error {
 			errs = append(errs, s.freeOnThread(a))
 		}
 		for lib, h := range handles {
-			if h != 0 {
-				l := Library(lib)
-				errs = append(errs, libCheck(l, libFunc(l, "Destroy"), s.drv.libs.handleAPI(l).destroy(h)))
+			if h == 0 {
+				continue
 			}
+			// Unbound from the stream, the handle goes to the device's
+			// next resources (see idleHandle).
+			l := Library(lib)
+			api := s.drv.libs.handleAPI(l)
+			if err := libCheck(l, libFunc(l, "SetStream"), api.setStream(h, 0)); err != nil {
+				errs = append(errs, err, libCheck(l, libFunc(l, "Destroy"), api.destroy(h)))
+				continue
+			}
+			errs = append(errs, s.dev.putIdle(l, h, api.destroy))
 		}
 		errs = append(errs, api.check("cuStreamDestroy_v2", api.cuStreamDestroy(s.stream)))
 		errs = append(errs, api.check("cuDevicePrimaryCtxRelease_v2", api.cuDevicePrimaryCtxRelease(s.dev.cu)))
@@ -322,8 +330,10 @@ func (s *resState) handleOnThread(lib Library) (uintptr, error) {
 		return h, nil
 	}
 	api := s.drv.libs.handleAPI(lib)
-	if err := libCheck(lib, libFunc(lib, "Create"), api.create(&h)); err != nil {
-		return 0, fmt.Errorf("creating a %v handle: %w", lib, err)
+	if h = s.dev.takeIdle(lib); h == 0 {
+		if err := libCheck(lib, libFunc(lib, "Create"), api.create(&h)); err != nil {
+			return 0, fmt.Errorf("creating a %v handle: %w", lib, err)
+		}
 	}
 	if err := libCheck(lib, libFunc(lib, "SetStream"), api.setStream(h, s.stream)); err != nil {
 		_ = api.destroy(h)

@@ -177,11 +177,27 @@ func TestResources_LibraryHandles(t *testing.T) {
 	requireKind(t, err, gpu.OpResourcesHandle, gpu.Logic)
 
 	require.NoError(t, r.Close())
-	for _, c := range []string{"blas_handles", "solver_handles", "sparse_handles"} {
-		assert.Zero(t, f.counter(t, c), "%s released by Close", c)
-	}
 	_, err = r.LibraryHandle(ctx, gpu.CUBLAS)
 	requireKind(t, err, gpu.OpResourcesHandle, gpu.Logic)
+
+	// Closed resources leave their handles to the device's next ones:
+	// destroying a cuBLAS handle would synchronize the whole device.
+	r2, err := d.NewResources(ctx, 0)
+	require.NoError(t, err)
+	for _, c := range []struct {
+		lib     gpu.Library
+		counter string
+	}{{gpu.CUBLAS, "blas_handles"}, {gpu.CUSOLVER, "solver_handles"}, {gpu.CUSPARSE, "sparse_handles"}} {
+		_, err := r2.LibraryHandle(ctx, c.lib)
+		require.NoError(t, err, c.lib)
+		assert.EqualValues(t, 1, f.counter(t, c.counter), "%v: the idle handle, not a new one", c.lib)
+	}
+	assert.EqualValues(t, 2, f.counter(t, "blas_stream_sets"), "bound to the new stream")
+	require.NoError(t, r2.Close())
+	require.NoError(t, d.Close())
+	for _, c := range []string{"blas_handles", "solver_handles", "sparse_handles"} {
+		assert.Zero(t, f.counter(t, c), "%s released when the driver closes", c)
+	}
 }
 
 func TestResources_MissingLibrary(t *testing.T) {

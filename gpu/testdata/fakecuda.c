@@ -95,6 +95,8 @@ static long long not_ready = 3;
 static long long pools = 1;
 static long long blas_alloc_fail;
 static long long nvrtc_oom;
+static long long nvrtc_max_sm = 1000; /* sm_XY above this: NVRTC_ERROR_INVALID_OPTION */
+static long long nvrtc_cubin = 1;     /* export nvrtcGetCUBIN's answers (0: size 0) */
 
 /* counters */
 static long long live_allocs, live_streams, live_modules;
@@ -102,6 +104,7 @@ static long long stream_queries, launches, compiles, module_loads;
 static long long blas_handles, solver_handles, sparse_handles;
 static long long blas_stream_sets, gemms, memsets;
 static long long async_allocs, sync_allocs;
+static long long cubin_loads;
 
 static struct fake_ctx ctxs[MAX_DEVICES];
 static struct fake_stream *streams;
@@ -135,6 +138,9 @@ static long long *setting(const char *key) {
 	if (strcmp(key, "pools") == 0) return &pools;
 	if (strcmp(key, "blas_alloc_fail") == 0) return &blas_alloc_fail;
 	if (strcmp(key, "nvrtc_oom") == 0) return &nvrtc_oom;
+	if (strcmp(key, "nvrtc_max_sm") == 0) return &nvrtc_max_sm;
+	if (strcmp(key, "nvrtc_cubin") == 0) return &nvrtc_cubin;
+	if (strcmp(key, "cubin_loads") == 0) return &cubin_loads;
 	if (strcmp(key, "live_allocs") == 0) return &live_allocs;
 	if (strcmp(key, "live_streams") == 0) return &live_streams;
 	if (strcmp(key, "live_modules") == 0) return &live_modules;
@@ -522,9 +528,11 @@ CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, void *h) {
 CUresult cuModuleLoadData(void **mod, const void *image) {
 	pthread_mutex_lock(&mu);
 	CUresult r = need_ctx_locked();
-	if (r == CUDA_SUCCESS && (image == NULL || strncmp(image, "// fake-ptx", 11) != 0))
+	int cubin = image != NULL && strncmp(image, "// fake-cubin", 13) == 0;
+	if (r == CUDA_SUCCESS && !cubin && (image == NULL || strncmp(image, "// fake-ptx", 11) != 0))
 		r = CUDA_ERROR_INVALID_VALUE;
 	if (r == CUDA_SUCCESS) {
+		cubin_loads += cubin;
 		struct fake_module *m = calloc(1, sizeof *m);
 		m->image = strdup(image);
 		m->next = modules;
@@ -731,6 +739,8 @@ int cublasSetStream_v2(void *h, void *stream) {
 	int r = 0;
 	if (b == NULL)
 		r = 1;
+	else if (stream == NULL)
+		b->stream = NULL; /* the default stream: unbound, as a pooled handle is */
 	else if ((b->stream = find_stream_locked(stream)) == NULL)
 		r = 7; /* CUBLAS_STATUS_INVALID_VALUE */
 	else
@@ -841,6 +851,8 @@ static int handle_set_stream(void *h, void *stream) {
 	int r = 0;
 	if (x == NULL)
 		r = 1;
+	else if (stream == NULL)
+		x->stream = NULL;
 	else if ((x->stream = find_stream_locked(stream)) == NULL)
 		r = 3; /* INVALID_VALUE in both libraries */
 	pthread_mutex_unlock(&mu);
@@ -861,6 +873,7 @@ struct fake_program {
 	char *name;
 	char *ptx;
 	char *log;
+	int sm; /* compiled for a real architecture (sm_XY): a cubin too */
 };
 
 int nvrtcCreateProgram(void **prog, const char *src, const char *name, int nh,
@@ -893,6 +906,9 @@ int nvrtcCompileProgram(void *prog, int nopt, const char *const *opts) {
 			return 5; /* NVRTC_ERROR_INVALID_OPTION */
 		if (strncmp(opts[i], "--bogus", 7) == 0)
 			return 5;
+		const char *sm = strstr(opts[i], "sm_");
+		if (sm != NULL && atoll(sm + 3) > nvrtc_max_sm)
+			return 5; /* an architecture this NVRTC does not know */
 		optlen += strlen(opts[i]) + 1;
 	}
 	char *joined = calloc(1, optlen);
@@ -914,7 +930,27 @@ int nvrtcCompileProgram(void *prog, int nopt, const char *const *opts) {
 	free(p->ptx);
 	p->ptx = calloc(1, n);
 	snprintf(p->ptx, n, "// fake-ptx\n// options: %s\n%s", joined, p->src);
+	p->sm = strstr(joined, "sm_") != NULL;
 	free(joined);
+	return 0;
+}
+
+/* The fake's cubin is its PTX under another first line; a program
+ * compiled for a virtual architecture has none (size 0), as NVRTC's. */
+int nvrtcGetCUBINSize(void *prog, size_t *n) {
+	struct fake_program *p = prog;
+	if (p == NULL || p->ptx == NULL)
+		return 4;
+	*n = (p->sm && nvrtc_cubin) ? strlen(p->ptx) + 3 : 0; /* "// fake-cubin" for "// fake-ptx" */
+	return 0;
+}
+
+int nvrtcGetCUBIN(void *prog, char *out) {
+	struct fake_program *p = prog;
+	if (p == NULL || p->ptx == NULL || !p->sm || !nvrtc_cubin)
+		return 4;
+	strcpy(out, "// fake-cubin");
+	strcpy(out + 13, p->ptx + 11);
 	return 0;
 }
 
