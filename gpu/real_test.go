@@ -51,10 +51,15 @@ func realResources(t testing.TB) *gpu.Resources {
 }
 
 // skipWithoutLibrary skips t when err says that a CUDA library could not
-// be loaded: the libraries are optional at run time.
+// be loaded: the libraries are optional at run time. With RIOT_GPU_REAL=1
+// (the GPU check) a missing library is a failure, so that a check that ran
+// no cuBLAS or NVRTC cannot pass.
 func skipWithoutLibrary(t testing.TB, err error) {
 	t.Helper()
 	if err != nil && strings.Contains(err.Error(), "cannot load") {
+		if os.Getenv("RIOT_GPU_REAL") == "1" {
+			t.Fatalf("RIOT_GPU_REAL=1, but a CUDA library is missing: %v", err)
+		}
 		t.Skipf("library not installed: %v", err)
 	}
 }

@@ -19,6 +19,10 @@
 # and prints a short table last.
 #
 # Usage:
+#   scripts/gpu-check.sh --build DIR
+#       only builds, stripped, what the check runs (gpu.test, engine.test,
+#       riotd, riot-worker: about 50 MB) into DIR, for a GPU machine without
+#       Go; then, there: RIOT_BIN_DIR=DIR scripts/gpu-check.sh
 #   scripts/gpu-check.sh
 #       needs Go and the module cache (or network) for the build;
 #   GPU_TEST_BINARY=/path/gpu.test scripts/gpu-check.sh
@@ -41,6 +45,19 @@
 set -uo pipefail
 
 cd "$(dirname "$0")/.." || exit 2
+
+if [ "${1:-}" = "--build" ]; then
+	out=${2:?"usage: scripts/gpu-check.sh --build DIR"}
+	mkdir -p "$out" || exit 2
+	flags=(-trimpath -ldflags=-s\ -w)
+	CGO_ENABLED=0 go test -c "${flags[@]}" -o "$out/gpu.test" ./gpu/ &&
+		CGO_ENABLED=0 go test -c "${flags[@]}" -o "$out/engine.test" ./engine/ &&
+		CGO_ENABLED=0 go build "${flags[@]}" -o "$out/" ./cmd/riotd ./cmd/riot-worker || exit 2
+	du -ch "$out"/gpu.test "$out"/engine.test "$out"/riotd "$out"/riot-worker | tail -n 1
+	echo "built into $out; on the GPU machine: RIOT_BIN_DIR=$out scripts/gpu-check.sh"
+	exit 0
+fi
+
 work=$(mktemp -d)
 pids=()
 cleanup() {
@@ -86,6 +103,9 @@ if [ -n "$bin" ]; then
 fi
 if [ -n "$bindir" ]; then
 	bindir=$(cd "$bindir" && pwd)
+	if [ -z "$bin" ] && [ -x "$bindir/gpu.test" ]; then
+		bin=$bindir/gpu.test # from --build
+	fi
 fi
 if [ $have_go -eq 0 ] && { [ -z "$bin" ] || [ -z "$bindir" ]; }; then
 	if [ -z "$bin" ]; then
@@ -124,6 +144,29 @@ else
 	build="prebuilt"
 fi
 row "build" "$build"
+
+# --- the libraries ---
+# cuBLAS, cuSOLVER, cuSPARSE and NVRTC may be where the loader does not
+# look: the toolkit's lib64 outside the ld.so cache, or Python's nvidia
+# packages (nvidia/cu13/lib, nvidia/*/lib). Their folders go on
+# LD_LIBRARY_PATH for the processes below, so that the libraries' own
+# dependencies (cublasLt, nvJitLink, nvrtc-builtins) are found too.
+libdirs=()
+for lib in libcublas.so.13 libcublas.so.12 libcusolver.so.12 libcusolver.so.11 libcusparse.so.12 \
+	libnvrtc.so.13 libnvrtc.so.12 libnvJitLink.so.13 libnvJitLink.so.12 libcublasLt.so.13 libcublasLt.so.12; do
+	while IFS= read -r f; do
+		d=$(dirname "$f")
+		case " ${libdirs[*]} " in *" $d "*) ;; *) libdirs+=("$d") ;; esac
+	done < <(find ${CUDA_HOME:+"$CUDA_HOME"} /usr/local/cuda /usr/local/cuda-* /usr/lib/x86_64-linux-gnu /opt /usr/local/lib /usr/lib/python3* \
+		-maxdepth 7 -name "$lib" 2>/dev/null | head -n 3)
+done
+if [ ${#libdirs[@]} -gt 0 ]; then
+	LD_LIBRARY_PATH=$(IFS=:; echo "${libdirs[*]}")${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+	export LD_LIBRARY_PATH
+	echo "== CUDA libraries in: ${libdirs[*]}"
+else
+	echo "== CUDA libraries: none found outside the loader's own search"
+fi
 
 # --- 2. the driver ---
 echo "== driver"
@@ -164,6 +207,11 @@ fi
 passed=$(grep -cE '^\s*--- PASS' "$work/test.log")
 skipped=$(grep -cE '^\s*--- SKIP' "$work/test.log")
 failed=$(grep -cE '^\s*--- FAIL' "$work/test.log")
+if grep -qE '^\s*--- SKIP: (TestReal_|BenchmarkReal)' "$work/test.log"; then
+	fail=1 # a real-driver test that did not run is no pass
+	echo "gpu-check: real-driver tests were skipped:"
+	grep -E '^\s*--- SKIP: (TestReal_|BenchmarkReal)' -A 2 "$work/test.log"
+fi
 row "gpu tests" "$passed passed, $skipped skipped, $failed failed (exit $test_rc)"
 
 if [ -n "$bindir" ]; then
