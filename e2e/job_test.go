@@ -389,3 +389,20 @@ func TestE2E_InterruptedJob(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, done.Completed, after.Completed, "the rerun collected the results without running anything")
 }
+
+// TestE2E_InterruptedEval: Ctrl-C on riot-worker eval -e through a tracker
+// exits with 130 and says that the workunit runs on there.
+func TestE2E_InterruptedEval(t *testing.T) {
+	t.Parallel()
+	tr := bins.StartTracker(t, e2e.TrackerOptions{})
+	eval := e2e.NewProcess("riot-worker eval -e", bins.RiotWorker,
+		[]string{"eval", "--tracker", tr.Addr(), "-e", "6 * 7"}, nil, bins.Root)
+	require.NoError(t, eval.Start())
+	t.Cleanup(func() { eval.Close() })
+	tr.WaitFor(t, func(st tracker.Status) bool { return st.Workunits.Waiting == 1 }) // no worker: it waits
+	require.NoError(t, eval.Signal(syscall.SIGINT))
+	code, err := eval.Wait(e2e.Context(t, e2e.DefaultWait))
+	require.NoError(t, err)
+	assert.Equal(t, 130, code, eval.Log())
+	assert.Contains(t, eval.Log(), "riot-worker eval: interrupted; the workunit stays with the tracker at "+tr.Addr()+" and runs on")
+}

@@ -52,8 +52,8 @@ A tracker remembers finished workunits: evaluating the same SOURCE again
 through it answers from memory (without its console output).
 
 Exit status: 0 success, 1 the workunit (or the script) failed, 2 bad usage,
-130 a job script stopped by SIGINT or SIGTERM (its workunits stay with a
-tracker named by --tracker, and run on, unless --cancel-on-interrupt).
+130 stopped by SIGINT or SIGTERM (workunits stay with a tracker named by
+--tracker, and run on, unless a job script's --cancel-on-interrupt).
 
 Flags:
 `
@@ -160,6 +160,10 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if res != nil {
 		printConsole(stderr, "local", res.Console)
 	}
+	if err != nil && ctx.Err() != nil {
+		fmt.Fprintln(stderr, "riot-worker eval: interrupted")
+		return 130
+	}
 	if err != nil {
 		return printFailure(stderr, err)
 	}
@@ -185,6 +189,10 @@ func evalRemote(ctx context.Context, f *evalFlags, stdout, stderr io.Writer) int
 	out, err := c.Submit(spec, wire.Options{Watch: true, Timeout: f.timeout}).Wait(ctx)
 	if out != nil {
 		printWireConsole(stderr, out.Worker, out.Console)
+	}
+	if err != nil && ctx.Err() != nil {
+		fmt.Fprintf(stderr, "riot-worker eval: interrupted; the workunit stays with the tracker at %s and runs on: evaluating the same SOURCE again collects its result\n", f.tracker)
+		return 130
 	}
 	if err != nil {
 		return printFailure(stderr, err)
