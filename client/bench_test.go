@@ -14,30 +14,17 @@ import (
 // BenchmarkSubmit: pipelined submissions to a tracker in memory, each op
 // one workunit submitted and acknowledged.
 func BenchmarkSubmit(b *testing.B) {
-	tr := trackertest.Start(b, trackertest.LogLevel(slog.LevelWarn))
-	ctx := context.Background()
-	c, err := client.Dial(ctx, tr.Addr(), client.Options{Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer c.Close()
-	calls := make([]*client.Call, b.N)
-	b.ResetTimer()
-	for i := range calls {
-		calls[i] = c.Submit(eval(fmt.Sprintf("%d // %d", i, b.N)), wire.Options{})
-	}
-	for _, k := range calls {
-		if _, err := k.Accepted(ctx); err != nil {
-			b.Fatal(err)
-		}
-	}
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "submits/s")
+	benchSubmit(b, trackertest.LogLevel(slog.LevelWarn))
 }
 
 // BenchmarkSubmit_Durable: the same with the tracker's bbolt store (group
 // commit).
 func BenchmarkSubmit_Durable(b *testing.B) {
-	tr := trackertest.Start(b, trackertest.Durable(), trackertest.LogLevel(slog.LevelWarn))
+	benchSubmit(b, trackertest.Durable(), trackertest.LogLevel(slog.LevelWarn))
+}
+
+func benchSubmit(b *testing.B, opts ...trackertest.Option) {
+	tr := trackertest.Start(b, opts...)
 	ctx := context.Background()
 	c, err := client.Dial(ctx, tr.Addr(), client.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {

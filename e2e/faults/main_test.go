@@ -80,6 +80,26 @@ func checkSquare(i int, doc []byte) (square, error) {
 	return s, nil
 }
 
+// collectSquares waits for every call's result, squareSpec(i) for the
+// i-th, and counts those lost (the wait failed) and wrong, each also
+// reported as a test error.
+func collectSquares(t *testing.T, ctx context.Context, calls []*client.Call) (lost, wrong int) {
+	t.Helper()
+	for i, k := range calls {
+		out, err := k.Wait(ctx)
+		if err != nil {
+			lost++
+			t.Errorf("workunit %d: %v", i, err)
+			continue
+		}
+		if _, err := checkSquare(i, out.Result); err != nil {
+			wrong++
+			t.Error(err)
+		}
+	}
+	return lost, wrong
+}
+
 // watcher is a master that speaks the protocol directly, to count what
 // the tracker delivers: it watches keys and counts each Finished, so
 // that a duplicate the client library would hide is seen.

@@ -87,19 +87,7 @@ func TestFaults_TrackerKilled(t *testing.T) {
 		t.Fatal(errJobDone)
 	}
 
-	lost, wrong := 0, 0
-	for i, k := range calls {
-		out, err := k.Wait(ctx)
-		if err != nil {
-			lost++
-			t.Errorf("workunit %d: %v", i, err)
-			continue
-		}
-		if _, err := checkSquare(i, out.Result); err != nil {
-			wrong++
-			t.Error(err)
-		}
-	}
+	lost, wrong := collectSquares(t, ctx, calls)
 	// What the tracker holds now, delivered once per key to a watcher:
 	// the results first received, not those of a second run.
 	count, results := watch(t, tr.Addr(), keys).wait(t, ctx, n)

@@ -119,19 +119,7 @@ func TestFaults_WorkersKilled(t *testing.T) {
 	wg.Wait()
 
 	// Every result, right, once.
-	lost, wrong := 0, 0
-	for i, k := range calls {
-		out, err := k.Wait(ctx)
-		if err != nil {
-			lost++
-			t.Errorf("workunit %d: %v", i, err)
-			continue
-		}
-		if _, err := checkSquare(i, out.Result); err != nil {
-			wrong++
-			t.Error(err)
-		}
-	}
+	lost, wrong := collectSquares(t, ctx, calls)
 	count, results := w.wait(t, ctx, n)
 	dups := duplicates(count)
 	for i, key := range keys {
