@@ -112,6 +112,9 @@ type watch struct {
 	out       *Outcome
 	err       error
 	listeners []func(*Outcome, error) // called with c.mu held; must not block
+	// spec is this client's latest watched submission of the key, sent
+	// again when the tracker answers that it does not know the key.
+	spec *wire.Submit
 }
 
 // watchBatch is a Watch message on the current connection: its keys, and
@@ -180,11 +183,37 @@ func (c *Client) onFinishedLocked(m *wire.Finished) {
 	}
 	switch m.Status {
 	case wire.StatusUnknown:
+		if w.spec != nil && c.err == nil {
+			c.resubmitLocked(w)
+			return
+		}
 		c.resolveLocked(w, nil, unknownKeyErr(m.Key))
 	case wire.StatusDone, wire.StatusError:
 		out := outcomeOf(m.Key, &m.Outcome)
 		c.resolveLocked(w, out, out.err())
 	}
+}
+
+// resubmitLocked submits w's spec again: the tracker accepted it once but
+// does not know the key now, because it forgot the finished workunit
+// (riotd --keep-results) while this client was away, or restarted without
+// a store. The workunit runs again, and w ends with that run. The
+// submission is a Call of its own; if the tracker refuses it, w ends with
+// the refusal.
+func (c *Client) resubmitLocked(w *watch) {
+	k := &Call{Key: w.key, c: c, accepted: make(chan struct{}), done: make(chan struct{}), again: true}
+	k.req = c.nextReqLocked()
+	msg := *w.spec
+	msg.Req = k.req
+	msg.Options.Watch = true
+	k.msg = &msg
+	k.w = w
+	w.spec = k.msg
+	w.minReq = k.req
+	w.refs++
+	c.pending[k.req] = k
+	c.log.Warn("client: the tracker no longer knows a workunit it accepted; submitting it again", "key", w.key.Short())
+	c.sendLocked(k.msg)
 }
 
 // Call is a submitted workunit: Submit returns it at once, before the
@@ -208,16 +237,25 @@ type Call struct {
 	out      *Outcome
 	err      error
 	cbs      []func(*Outcome, error)
+	again    bool // made by resubmitLocked
 }
 
 func (k *Call) message() wire.Msg { return k.msg }
 
 // fail ends the submission with err (the tracker refused it, or the client
-// ended). A watch it carried is sent again for others waiting on the key.
+// ended). A watch it carried is sent again for others waiting on the key;
+// a resubmission's watch ends with err.
 func (k *Call) fail(c *Client, err error) {
 	k.accErr = fmt.Errorf("client: submit %s: %w", k.Key.Short(), err)
 	close(k.accepted)
 	k.finishLocked(nil, k.accErr)
+	if w := k.w; w != nil && !w.resolved && k.again {
+		if c.err == nil {
+			err = fmt.Errorf("client: workunit %s: the tracker no longer knew it, and refused it again: %w", k.Key.Short(), err)
+		}
+		c.resolveLocked(w, nil, err)
+		return
+	}
 	if w := k.w; w != nil && !w.resolved {
 		w.refs--
 		if w.refs == 0 {
@@ -320,6 +358,7 @@ func (c *Client) Submit(spec *workunit.Spec, opts wire.Options) *Call {
 		w.minReq = k.req
 		w.refs++
 		w.listeners = append(w.listeners, k.finishLocked)
+		w.spec = k.msg
 		k.w = w
 	}
 	c.sendLocked(k.msg)

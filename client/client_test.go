@@ -348,6 +348,84 @@ func TestClient_Reconnect_TrackerRestart(t *testing.T) {
 	assert.True(t, m.Connected())
 }
 
+// TestClient_Reconnect_TrackerForgot: a tracker that comes back without
+// the workunits it accepted (in memory here; riotd --keep-results forgets
+// finished ones) answers the client's watch with "unknown"; the client
+// submits the workunit again, and its Call ends with that run.
+func TestClient_Reconnect_TrackerForgot(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t)
+	m := dial(t, tr.Addr(), client.Options{Name: "m"})
+	ctx := ctxFor(t)
+	k := m.Submit(eval("'again'"), wire.Options{Watch: true})
+	_, err := k.Accepted(ctx)
+	require.NoError(t, err)
+	waited := make(chan error, 1)
+	go func() {
+		_, err := m.WaitFor(ctx, k.Key)
+		waited <- err
+	}()
+
+	tr.Restart(t) // in memory: it comes back empty
+	tr.WaitFor(t, func(s tracker.Stats) bool { return s.Waiting == 1 })
+	w := dial(t, tr.Addr(), client.Options{Name: "w", Slots: 1})
+	work(t, w, 1, echo)
+	out, err := k.Wait(ctx)
+	require.NoError(t, err)
+	v, err := out.Value()
+	require.NoError(t, err)
+	assert.Equal(t, "'again'", v)
+	require.NoError(t, <-waited)
+}
+
+// TestClient_Reconnect_TrackerForgot_Refused: a resubmission the tracker
+// refuses ends the Call with the refusal.
+func TestClient_Reconnect_TrackerForgot_Refused(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	limit := 0
+	tr := trackertest.Start(t, trackertest.WithOptions(func(o *tracker.Options) {
+		mu.Lock()
+		defer mu.Unlock()
+		o.MaxWaitingPerMaster = limit
+	}))
+	m := dial(t, tr.Addr(), client.Options{Name: "m"})
+	ctx := ctxFor(t)
+	calls := []*client.Call{m.Submit(eval("1"), wire.Options{Watch: true}), m.Submit(eval("2"), wire.Options{Watch: true})}
+	for _, k := range calls {
+		_, err := k.Accepted(ctx)
+		require.NoError(t, err)
+	}
+	mu.Lock()
+	limit = 1 // the tracker comes back taking one workunit of this master
+	mu.Unlock()
+	tr.Restart(t)
+
+	// No worker yet: the first Call to end is the refused one.
+	type end struct {
+		k   *client.Call
+		err error
+	}
+	ends := make(chan end, 2)
+	for _, k := range calls {
+		k.OnDone(func(_ *client.Outcome, err error) { ends <- end{k, err} })
+	}
+	first := <-ends
+	require.Error(t, first.err)
+	assert.ErrorContains(t, first.err, "the tracker no longer knew it, and refused it again")
+	assert.True(t, wire.IsCode(first.err, wire.CodeLimit), "%v", first.err)
+	refused := first.k
+
+	w := dial(t, tr.Addr(), client.Options{Name: "w", Slots: 1})
+	work(t, w, 1, echo)
+	for _, k := range calls {
+		if k != refused {
+			_, err := k.Wait(ctx)
+			require.NoError(t, err)
+		}
+	}
+}
+
 func TestClient_DoWorkEval(t *testing.T) {
 	t.Parallel()
 	tr := trackertest.Start(t)

@@ -93,6 +93,11 @@ type Options struct {
 	// it back). LeaseGrace is added to a workunit's own time limit to get
 	// its lease (table.DefaultLeaseGrace if zero).
 	LeaseTimeout, LeaseGrace time.Duration
+	// KeepResults is how long a finished workunit's result (or error) is
+	// kept after it finished; then it is forgotten, in memory and in the
+	// store, and a submission of its key runs it again. 0: kept for good
+	// (Riot's memoization).
+	KeepResults time.Duration
 	// QueueBytes bounds the messages waiting to be written to one
 	// connection (DefaultQueueBytes); a connection whose peer does not
 	// read them is dropped when they pass it. It is raised to at least
@@ -186,6 +191,8 @@ func configureOptions(fs *flag.FlagSet, args []string, getenv func(string) strin
 		"take a workunit without a time limit back from a worker that holds it longer (0: never)")
 	fs.DurationVar(&o.LeaseGrace, "lease-grace", table.DefaultLeaseGrace,
 		"added to a workunit's time limit before the tracker takes it back")
+	fs.Var((*daysDuration)(&o.KeepResults), "keep-results",
+		"keep a finished workunit's result for this `duration` after it finished, e.g. 30d or 12h, then forget it (0: keep every result)")
 	fs.IntVar(&o.MaxConns, "max-conns", DefaultMaxConns, "refuse connections beyond this many (0: no limit)")
 	fs.IntVar(&o.MaxWaitingPerMaster, "max-waiting", 0,
 		"refuse submissions of a master that has this many workunits waiting or running (0: no limit)")
@@ -274,6 +281,8 @@ func (o *Options) check() error {
 		return fmt.Errorf("tracker: max lost %d is negative", o.MaxLost)
 	case o.LeaseTimeout < 0 || o.LeaseGrace < 0:
 		return errors.New("tracker: lease timeout and grace must not be negative")
+	case o.KeepResults < 0:
+		return fmt.Errorf("tracker: keep results %v is negative", o.KeepResults)
 	case o.QueueBytes < 0:
 		return fmt.Errorf("tracker: queue bytes %d is negative", o.QueueBytes)
 	case o.MaxConns < 0:
@@ -371,4 +380,36 @@ func (o *Options) logger(stderr io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(stderr, ho))
 	}
 	return slog.New(slog.NewTextHandler(stderr, ho))
+}
+
+// daysDuration is a flag value for a duration that may also be given in
+// days ("30d", "1.5d"), beside time.ParseDuration's forms ("12h", "90m").
+type daysDuration time.Duration
+
+func (d *daysDuration) String() string { return formatDays(time.Duration(*d)) }
+
+// formatDays formats d in whole days ("30d") where it is some, else as
+// time.Duration does.
+func formatDays(d time.Duration) string {
+	if d != 0 && d%(24*time.Hour) == 0 {
+		return strconv.FormatInt(int64(d/(24*time.Hour)), 10) + "d"
+	}
+	return d.String()
+}
+
+func (d *daysDuration) Set(s string) error {
+	if n, ok := strings.CutSuffix(s, "d"); ok {
+		f, err := strconv.ParseFloat(n, 64)
+		if err != nil || f < 0 || f > 100*365 {
+			return errors.New("want days as a number, as in 30d")
+		}
+		*d = daysDuration(f * float64(24*time.Hour))
+		return nil
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return errors.New("want a duration such as 30d, 12h or 90m")
+	}
+	*d = daysDuration(v)
+	return nil
 }

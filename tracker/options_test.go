@@ -118,6 +118,21 @@ func TestConfigureOptions(t *testing.T) {
 				assert.Equal(t, 500, o.MaxWaitingPerMaster)
 			},
 		},
+		{
+			name: "keep results in days", args: []string{"--keep-results", "30d"}, getenv: home,
+			check: func(t *testing.T, o Options) { assert.Equal(t, 30*24*time.Hour, o.KeepResults) },
+		},
+		{
+			name: "keep results in hours", args: []string{"--keep-results", "12h"}, getenv: home,
+			check: func(t *testing.T, o Options) { assert.Equal(t, 12*time.Hour, o.KeepResults) },
+		},
+		{
+			name: "keep results by default", getenv: home,
+			check: func(t *testing.T, o Options) { assert.Zero(t, o.KeepResults, "kept for good") },
+		},
+		{name: "keep results unreadable", args: []string{"--keep-results", "a week"}, getenv: home, err: "want a duration such as 30d"},
+		{name: "keep results bad days", args: []string{"--keep-results", "xd"}, getenv: home, err: "want days"},
+		{name: "keep results negative", args: []string{"--keep-results", "-1h"}, getenv: home, err: "negative"},
 		{name: "bad log format", args: []string{"--log-format", "xml"}, getenv: home, err: "log format"},
 		{name: "bad log level", args: []string{"--log-level", "loud"}, getenv: home, err: "log-level"},
 		{name: "negative ping", args: []string{"--ping-interval", "-1s"}, getenv: home, err: "negative"},

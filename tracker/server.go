@@ -212,6 +212,9 @@ func New(opts Options) (*Server, error) {
 	}
 	s.log.Info("riotd listening", "addr", s.Addr(), "url", s.URL(), "name", s.name, "data", where,
 		"done", restored.Done, "error", restored.Error, "waiting", restored.Waiting)
+	if o.KeepResults > 0 {
+		s.log.Info("riotd: finished workunits are forgotten after a while", "keep_results", formatDays(o.KeepResults))
+	}
 	switch {
 	case s.auth != nil:
 		s.log.Info("riotd: masters and workers need a token", "credentials", len(s.auth.creds), "file", o.TokenFile)
@@ -240,6 +243,7 @@ func (s *Server) restore() (*table.Table, table.Stats, error) {
 		MaxOpenPerOwner: s.opts.MaxWaitingPerMaster,
 		LeaseTimeout:    s.opts.LeaseTimeout,
 		LeaseGrace:      s.opts.LeaseGrace,
+		KeepFinished:    s.opts.KeepResults,
 		// Tokens of this run start above any an earlier run reached.
 		FirstToken: table.Token(time.Now().UnixNano()),
 		HashSeed:   binary.LittleEndian.Uint64(seed[:]),

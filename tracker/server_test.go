@@ -548,6 +548,36 @@ func TestServer_Restart(t *testing.T) {
 	assert.ElementsMatch(t, []workunit.Key{kRunning, kWaiting}, got)
 }
 
+// TestServer_KeepResults: with KeepResults, a finished workunit is
+// forgotten after it, in the table and in the store (a restart does not
+// bring it back), and submitting it again runs it again.
+func TestServer_KeepResults(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t, trackertest.Durable(), trackertest.WithOptions(func(o *tracker.Options) {
+		o.KeepResults = time.Millisecond
+	}))
+	m := master(t, tr, "m")
+	k, _ := m.submit("forget me")
+	w := worker(t, tr, "w", 1)
+	w.complete(recv[*wire.Assign](w), result(7), &wire.Credit{N: 1})
+	fin := recv[*wire.Finished](m)
+	assert.Equal(t, wire.StatusDone, fin.Status, "the watcher gets the result before it is forgotten")
+	assert.Equal(t, result(7), fin.Result)
+	tr.WaitFor(t, func(s tracker.Stats) bool { return s.Forgotten == 1 && s.Done == 0 })
+	_, ok := tr.Lookup(t, k)
+	assert.False(t, ok)
+
+	tr.Restart(t)
+	_, ok = tr.Lookup(t, k)
+	assert.False(t, ok, "the store forgot it too")
+
+	m = master(t, tr, "m")
+	_, acc := m.submit("forget me")
+	assert.Equal(t, wire.StatusWaiting, acc.Status, "a forgotten workunit runs again")
+	w = worker(t, tr, "w", 1)
+	assert.Equal(t, k, recv[*wire.Assign](w).Key)
+}
+
 // fakeStore is a store whose Apply announces each batch and waits to be
 // told what to answer, so that a test can hold a commit in flight.
 type fakeStore struct {

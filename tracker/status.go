@@ -22,7 +22,7 @@ import (
 // connections, with counters since the start.
 type Stats struct {
 	// Stats are the table's: workunits by status, joined workers, leases,
-	// watches, discarded stale results.
+	// watches, discarded stale results, forgotten finished workunits.
 	table.Stats
 	// Connections is the number of connections past their hello; Masters
 	// those whose hello said role master.
@@ -60,6 +60,11 @@ type Status struct {
 	Completed uint64 `json:"completed"`
 	Failed    uint64 `json:"failed"`
 	Canceled  uint64 `json:"canceled"`
+	// Forgotten counts the finished workunits forgotten since the start,
+	// KeepResultsSeconds after they finished (0: results are kept for
+	// good).
+	Forgotten          uint64  `json:"forgotten"`
+	KeepResultsSeconds float64 `json:"keep_results_seconds"`
 	// FinishedPerSecond is the rate of results and errors over the last
 	// ten seconds.
 	FinishedPerSecond float64        `json:"finished_per_second"`
@@ -106,6 +111,7 @@ func (l *loop) status() Status {
 	st.Durable = l.s.durable
 	st.Workunits.Waiting, st.Workunits.Running, st.Workunits.Done, st.Workunits.Error = ts.Waiting, ts.Running, ts.Done, ts.Error
 	st.Leases, st.Watches, st.Discarded = ts.Leases, ts.Watches, ts.Discarded
+	st.Forgotten, st.KeepResultsSeconds = ts.Forgotten, l.s.opts.KeepResults.Seconds()
 	st.Submitted, st.Completed, st.Failed, st.Canceled = l.submitted, l.completed, l.failed, l.canceled
 	st.FinishedPerSecond = l.rate.perSecond()
 	st.Workers = []WorkerStatus{}
@@ -220,6 +226,10 @@ func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request) {
 	fmt.Fprintf(w, "riotd %s, up %s, data %s\n", st.Tracker, time.Duration(st.UptimeSeconds*float64(time.Second)).Round(time.Second), data)
 	fmt.Fprintf(w, "workunits: %d waiting, %d running, %d done, %d error; %.1f finished/s\n",
 		st.Workunits.Waiting, st.Workunits.Running, st.Workunits.Done, st.Workunits.Error, st.FinishedPerSecond)
+	if st.KeepResultsSeconds > 0 {
+		fmt.Fprintf(w, "results kept for %s after they finish; %d forgotten\n",
+			formatDays(time.Duration(st.KeepResultsSeconds*float64(time.Second))), st.Forgotten)
+	}
 	fmt.Fprintf(w, "workers: %d\n", len(st.Workers))
 	for _, wk := range st.Workers {
 		fmt.Fprintf(w, "  %-24s busy %d of %d slots (+%d prefetch), %d GPUs, %s\n",
@@ -250,6 +260,7 @@ type collector struct {
 
 	workunits, workers, masters, conns, leases, watches  *prometheus.Desc
 	submitted, finished, discarded, storeErrors, commits *prometheus.Desc
+	forgotten                                            *prometheus.Desc
 	records, frames, messages, bytes, dropped            *prometheus.Desc
 	authFailures, forbidden, refusedFull                 *prometheus.Desc
 }
@@ -269,6 +280,7 @@ func newCollector(s *Server) *collector {
 		submitted:   desc("submitted_total", "Submissions taken."),
 		finished:    desc("finished_total", "Workunits finished: results and errors workers reported (done, error), and cancellations (canceled), by outcome.", "outcome"),
 		discarded:   desc("discarded_total", "Stale results discarded."),
+		forgotten:   desc("forgotten_total", "Finished workunits forgotten, --keep-results after they finished."),
 		storeErrors: desc("store_errors_total", "Failed writes of the store."),
 		commits:     desc("store_commits_total", "Commits (fsyncs) of the store."),
 		records:     desc("store_records_total", "Records written to the store."),
@@ -287,7 +299,7 @@ func newCollector(s *Server) *collector {
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.workunits, c.workers, c.masters, c.conns, c.leases,
 		c.watches, c.submitted, c.finished, c.discarded, c.storeErrors, c.commits, c.records,
-		c.frames, c.messages, c.bytes, c.dropped, c.authFailures, c.forbidden, c.refusedFull} {
+		c.frames, c.messages, c.bytes, c.dropped, c.authFailures, c.forbidden, c.refusedFull, c.forgotten} {
 		ch <- d
 	}
 }
@@ -320,6 +332,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.finished, st.Failed, "error")
 	counter(c.finished, st.Canceled, "canceled")
 	counter(c.discarded, st.Discarded)
+	counter(c.forgotten, st.Forgotten)
 	counter(c.storeErrors, st.StoreErrors)
 	var cs struct{ commits, records uint64 }
 	if c.s.committer != nil {

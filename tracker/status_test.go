@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/riot-go/riot/tracker"
 	"github.com/riot-go/riot/tracker/trackertest"
@@ -26,7 +27,9 @@ func get(t *testing.T, url string) (string, string) {
 
 func TestServer_StatusPage(t *testing.T) {
 	t.Parallel()
-	tr := trackertest.Start(t, trackertest.Durable())
+	tr := trackertest.Start(t, trackertest.Durable(), trackertest.WithOptions(func(o *tracker.Options) {
+		o.KeepResults = 30 * 24 * time.Hour
+	}))
 	m := master(t, tr, "boss")
 	m.submit("a")
 	m.submit("b")
@@ -45,6 +48,8 @@ func TestServer_StatusPage(t *testing.T) {
 	assert.Equal(t, 1, st.Workunits.Waiting)
 	assert.Equal(t, 1, st.Workunits.Running)
 	assert.Equal(t, uint64(2), st.Submitted)
+	assert.Equal(t, float64(30*24*3600), st.KeepResultsSeconds)
+	assert.Zero(t, st.Forgotten)
 	require.Len(t, st.Workers, 1)
 	assert.Equal(t, "alfred", st.Workers[0].Name)
 	assert.Equal(t, "test/1", st.Workers[0].Agent)
@@ -57,6 +62,7 @@ func TestServer_StatusPage(t *testing.T) {
 	text, _ := get(t, "http://"+tr.Addr()+"/")
 	assert.Contains(t, text, "1 waiting, 1 running")
 	assert.Contains(t, text, "alfred")
+	assert.Contains(t, text, "results kept for 30d after they finish; 0 forgotten")
 
 	metrics, _ := get(t, "http://"+tr.Addr()+"/metrics")
 	for _, want := range []string{
@@ -65,6 +71,7 @@ func TestServer_StatusPage(t *testing.T) {
 		"riot_workers 1",
 		"riot_masters 1",
 		"riot_submitted_total 2",
+		"riot_forgotten_total 0",
 		`riot_frames_total{direction="in"}`,
 		"riot_store_commits_total",
 		"go_goroutines",

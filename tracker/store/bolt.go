@@ -279,6 +279,12 @@ func (s *Bolt) Apply(ctx context.Context, batch []table.Record) error {
 				}
 				k := binary.BigEndian.AppendUint64(arena, r.ID)
 				arena = k[len(k):]
+				if r.Status == table.Unknown { // a tombstone
+					if err := rb.Delete(k[:8:8]); err != nil {
+						return fmt.Errorf("record %s: %w", r.Key.Short(), err)
+					}
+					continue
+				}
 				enc := encodeRecord(arena, r)
 				arena = enc[len(enc):]
 				if err := rb.Put(k[:8:8], enc[:len(enc):len(enc)]); err != nil {

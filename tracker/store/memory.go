@@ -72,6 +72,12 @@ func (m *Memory) Apply(ctx context.Context, batch []table.Record) error {
 		}
 	}
 	for _, r := range batch {
+		if r.Status == table.Unknown { // a tombstone
+			if m.recs[r.Key].ID == r.ID {
+				delete(m.recs, r.Key)
+			}
+			continue
+		}
 		r.LostFrom = slices.Clone(r.LostFrom)
 		m.recs[r.Key] = r
 	}

@@ -22,7 +22,9 @@ type Store interface {
 	// record is on stable storage (an fsync'd commit); when it returns an
 	// error, none is. A record replaces the stored record of its key (the
 	// table keeps a key's ID for good, and stores may key by ID); records
-	// must have an ID. Spec is stored as given: set while the workunit is
+	// must have an ID. A record with Status table.Unknown is a tombstone:
+	// the stored record of its ID is deleted (if there is one). Spec is
+	// stored as given: set while the workunit is
 	// waiting or running, nil once it is finished. Apply does not keep
 	// batch after it returns, but may keep the byte slices its records hold
 	// (Spec, Result, Err.Value): callers must not modify them afterwards

@@ -115,6 +115,36 @@ func TestStore_Apply_RoundTrip(t *testing.T) {
 	}
 }
 
+// TestStore_Apply_Tombstone: a record with Status Unknown deletes the
+// stored record of its ID, and only that one: a tombstone listed before a
+// new record of the same key (a forgotten workunit submitted again) leaves
+// the new record.
+func TestStore_Apply_Tombstone(t *testing.T) {
+	t.Parallel()
+	for name, open := range openers() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			s := open(t)
+			defer s.Close()
+			recs := sampleRecords()
+			require.NoError(t, s.Apply(ctx, recs))
+
+			again := table.Record{Key: recs[3].Key, ID: 7, Seq: 7, Spec: []byte("again"), Status: table.Waiting}
+			require.NoError(t, s.Apply(ctx, []table.Record{
+				{Key: recs[2].Key, ID: recs[2].ID},
+				{Key: recs[3].Key, ID: recs[3].ID},
+				again,
+				{Key: key(8), ID: 8}, // never stored: nothing to delete
+			}))
+			got, err := s.Load(ctx)
+			require.NoError(t, err)
+			want := []table.Record{recs[0], recs[1], recs[4], recs[5], again}
+			assert.Equal(t, normalize(want), normalize(got))
+		})
+	}
+}
+
 func TestStore_Blob_RoundTrip(t *testing.T) {
 	t.Parallel()
 	for name, open := range openers() {

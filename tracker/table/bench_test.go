@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/riot-go/riot/tracker/table"
 	"github.com/riot-go/riot/workunit"
@@ -49,14 +50,22 @@ func BenchmarkTable_Memory_MillionWaiting(b *testing.B) {
 // taken and advanced every 64 ops as a shell would. "new-keys" submits a
 // new key each time, so the table grows by a record per op (memoization
 // keeps them all); "nocache-reruns" runs 65,536 keys again and again with
-// NoCache, the state machine's cost without growth.
+// NoCache, the state machine's cost without growth; "new-keys-forgetting"
+// is new keys with KeepFinished, the clock moving a second every 64 ops and
+// records forgotten after 100 s, so the table stays at about 6,400
+// finished records (reported as live-records) and reuses them.
 func BenchmarkTable_Dispatch(b *testing.B) {
-	b.Run("new-keys", func(b *testing.B) { benchDispatch(b, 0) })
-	b.Run("nocache-reruns", func(b *testing.B) { benchDispatch(b, 1<<16) })
+	b.Run("new-keys", func(b *testing.B) { benchDispatch(b, 0, 0) })
+	b.Run("nocache-reruns", func(b *testing.B) { benchDispatch(b, 1<<16, 0) })
+	b.Run("new-keys-forgetting", func(b *testing.B) { benchDispatch(b, 0, 100*time.Second) })
 }
 
-func benchDispatch(b *testing.B, keys int) {
-	tab := table.New(table.Config{})
+func benchDispatch(b *testing.B, keys int, keep time.Duration) {
+	tab := table.New(table.Config{KeepFinished: keep})
+	now := time.Unix(1_000_000, 0)
+	if err := tab.Step(table.Tick{Now: now}); err != nil {
+		b.Fatal(err)
+	}
 	const window = 256
 	if err := tab.Step(table.WorkerJoin{Worker: 1, Name: "w1", Slots: window / 2, Prefetch: window / 2, Credit: window}); err != nil {
 		b.Fatal(err)
@@ -80,6 +89,10 @@ func benchDispatch(b *testing.B, keys int) {
 		_ = tab.Step(table.Submit{Master: 1, Req: uint64(i), Key: k, Spec: spec, Watch: true,
 			Options: table.Options{NoCache: keys > 0}})
 		if i%64 == 63 || i == b.N-1 {
+			if keep > 0 {
+				now = now.Add(time.Second)
+				_ = tab.Step(table.Tick{Now: now})
+			}
 			rd := tab.Ready()
 			for _, m := range rd.Send {
 				if a, ok := m.(*table.Assign); ok {
@@ -102,4 +115,8 @@ func benchDispatch(b *testing.B, keys int) {
 		b.Fatalf("stats %+v after %d", s, b.N)
 	}
 	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "workunits/s")
+	if keep > 0 {
+		s := tab.Stats()
+		b.ReportMetric(float64(s.Done), "live-records")
+	}
 }

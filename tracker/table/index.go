@@ -8,8 +8,8 @@ import (
 )
 
 // index maps keys to record indices: an open-addressing hash table with
-// linear probing over one slice of uint64, 8 bytes a slot, no deletions
-// (records are never removed). A slot holds the top 32 bits of the key's
+// linear probing over one slice of uint64, 8 bytes a slot; a removal
+// shifts the slots after it back, so there are no tombstones. A slot holds the top 32 bits of the key's
 // hash (its tag) and the record index plus one; 0 is an empty slot. The
 // tag both places a slot (its top bits are the home position) and filters
 // probes, so growing never reads a record and a probe reads one only when
@@ -89,6 +89,40 @@ func (x *index) insert(slot int, tag uint32, idx uint32) {
 	}
 }
 
+// remove deletes k, which the index holds, by backward shift: each later
+// slot of the probe run that may move into the hole does, until an empty
+// slot ends the run.
+func (x *index) remove(k *workunit.Key, recs *slab) {
+	h := x.hash(k)
+	tag := uint32(h >> 32)
+	mask := len(x.slots) - 1
+	hole := int(h >> x.shift)
+	for ; ; hole = (hole + 1) & mask {
+		s := x.slots[hole]
+		if s == 0 {
+			return // not there
+		}
+		if uint32(s>>32) == tag && recs.at(uint32(s)-1).key == *k {
+			break
+		}
+	}
+	for j := (hole + 1) & mask; x.slots[j] != 0; j = (j + 1) & mask {
+		home := x.home(x.slots[j])
+		// Slot j may fill the hole unless its home lies in (hole, j],
+		// cyclically: then it would sit before its home.
+		if (j-home)&mask >= (j-hole)&mask {
+			x.slots[hole] = x.slots[j]
+			hole = j
+		}
+	}
+	x.slots[hole] = 0
+	x.n--
+}
+
+// home returns the slot where the key of slot value s hashes to: the tag
+// is the hash's top 32 bits, the home its top 64-shift bits (at most 32).
+func (x *index) home(s uint64) int { return int(s >> 32 >> (x.shift - 32)) }
+
 func (x *index) grow() {
 	old := x.slots
 	x.slots = make([]uint64, 2*len(old))
@@ -98,9 +132,7 @@ func (x *index) grow() {
 		if s == 0 {
 			continue
 		}
-		// The tag is the hash's top 32 bits; the home slot its top
-		// 64-shift bits (at most 32).
-		for i := int(s >> 32 >> (x.shift - 32)); ; i = (i + 1) & mask {
+		for i := x.home(s); ; i = (i + 1) & mask {
 			if x.slots[i] == 0 {
 				x.slots[i] = s
 				break

@@ -23,7 +23,9 @@ import (
 // valid until Advance or PersistFailed, after which the table reuses them.
 type Ready struct {
 	// Persist lists records whose durable state changed, each once, as they
-	// stand at the time of the Ready() call.
+	// stand at the time of the Ready() call: first the tombstones of
+	// forgotten workunits (Status Unknown: delete the stored record of
+	// that ID), then the rest.
 	Persist []Record
 	// Send lists messages to workers (Assign, Revoke) and masters (Ack,
 	// InfoReply, CancelReply), in the order the table made them.
@@ -44,6 +46,8 @@ type Ready struct {
 	// Ready for Advance.
 	inflight []uint32
 	gen      uint64
+	// tombs is how many tombstones Persist starts with.
+	tombs int
 	// The messages that Send points to.
 	acks    []Ack
 	assigns []Assign

@@ -12,7 +12,7 @@ package table_test
 // Commands (names stand for IDs and keys; k1 is a key, m1 a master, w1 a
 // worker):
 //
-//	config [maxlost=N] [leasetimeout=D] [leasegrace=D]   a fresh table
+//	config [maxlost=N] [leasetimeout=D] [leasegrace=D] [keep=D]   a fresh table
 //	submit M K [req=N] [owner=S] [gpus=N] [timeout=MS] [nocache] [watch] [spec=S]
 //	watch M K [req=N]
 //	unwatch M K
@@ -283,6 +283,7 @@ func (e *env) config(a args) table.Config {
 		LeaseTimeout: a.dur(e.t, "leasetimeout"),
 		LeaseGrace:   a.dur(e.t, "leasegrace"),
 		FirstToken:   table.Token(a.int(e.t, "firsttoken", 0)),
+		KeepFinished: a.dur(e.t, "keep"),
 	}
 }
 
@@ -454,8 +455,12 @@ func (e *env) exec(cmd string, a args) {
 		e.out = append(e.out, "lookup "+e.record(&r))
 	case "stats":
 		s := e.tab.Stats()
-		e.out = append(e.out, fmt.Sprintf("stats waiting=%d running=%d done=%d error=%d workers=%d leases=%d watches=%d discarded=%d",
-			s.Waiting, s.Running, s.Done, s.Error, s.Workers, s.Leases, s.Watches, s.Discarded))
+		line := fmt.Sprintf("stats waiting=%d running=%d done=%d error=%d workers=%d leases=%d watches=%d discarded=%d",
+			s.Waiting, s.Running, s.Done, s.Error, s.Workers, s.Leases, s.Watches, s.Discarded)
+		if s.Forgotten > 0 {
+			line += fmt.Sprintf(" forgotten=%d", s.Forgotten)
+		}
+		e.out = append(e.out, line)
 	default:
 		t.Fatalf("unknown command %q", cmd)
 	}
@@ -464,6 +469,12 @@ func (e *env) exec(cmd string, a args) {
 // apply writes a Ready's records to the fake disk.
 func (e *env) apply(rd *table.Ready) {
 	for _, r := range rd.Persist {
+		if r.Status == table.Unknown {
+			if e.disk[r.Key].ID == r.ID {
+				delete(e.disk, r.Key)
+			}
+			continue
+		}
 		r.LostFrom = slices.Clone(r.LostFrom)
 		e.disk[r.Key] = r
 	}
@@ -555,6 +566,10 @@ func req(r uint64) string {
 
 func (e *env) print(rd *table.Ready) {
 	for i := range rd.Persist {
+		if r := &rd.Persist[i]; r.Status == table.Unknown {
+			e.out = append(e.out, fmt.Sprintf("forget %s id=%d", e.keyName(r.Key), r.ID))
+			continue
+		}
 		e.out = append(e.out, "persist "+e.record(&rd.Persist[i]))
 	}
 	for _, m := range rd.Send {

@@ -1,6 +1,7 @@
 package table
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -89,6 +90,13 @@ type worker struct {
 
 func (w *worker) canTake() bool { return w.credit > 0 && len(w.leases) < w.window }
 
+// finished is a record that finished at changed, in Table.fin. It is
+// stale once the record has changed since (run again, or forgotten).
+type finished struct {
+	changed int64
+	idx     uint32
+}
+
 // watchNode is one watch, in a list per record. Nodes live in one slice
 // with a free list: watching allocates nothing once the slice has grown.
 type watchNode struct {
@@ -133,6 +141,16 @@ type Table struct {
 
 	counts    [Error + 1]int
 	discarded uint64
+
+	// Forgetting (Config.KeepFinished): finished records in the order
+	// they finished (from finHead on), record indices free for reuse,
+	// tombstones for the next Ready, and the time of the first Tick.
+	fin       []finished
+	finHead   int
+	free      []uint32
+	tombs     []Record
+	forgotten uint64
+	firstTick int64
 	// open counts the workunits waiting or running by owner (an index
 	// into names), for Config.MaxOpenPerOwner.
 	open []int32
@@ -252,7 +270,9 @@ func (t *Table) needDurable(idx uint32) {
 	}
 }
 
-func (t *Table) setStatus(r *record, s Status) {
+// setStatus moves record idx to status s, now.
+func (t *Table) setStatus(idx uint32, s Status) {
+	r := t.recs.at(idx)
 	t.counts[r.status]--
 	t.counts[s]++
 	if was, is := isOpen(r.status), isOpen(s); was != is {
@@ -264,6 +284,9 @@ func (t *Table) setStatus(r *record, s Status) {
 	}
 	r.status = s
 	r.changed = t.now
+	if s.Finished() && t.cfg.KeepFinished > 0 {
+		t.fin = append(t.fin, finished{changed: r.changed, idx: idx})
+	}
 }
 
 // isOpen reports whether a workunit of status s counts against its
@@ -365,7 +388,7 @@ func (t *Table) submit(e *Submit) error {
 		}
 	}
 	if !ok {
-		idx = t.recs.add()
+		idx = t.newRecord()
 		r := t.recs.at(idx)
 		r.key = e.Key
 		r.id = t.nextID
@@ -420,7 +443,7 @@ func (t *Table) reset(idx uint32, e *Submit) {
 	}
 	r.ext = nil
 	r.worker = 0
-	t.setStatus(r, Waiting)
+	t.setStatus(idx, Waiting)
 	t.enqueueBack(idx)
 	t.markDirty(idx)
 }
@@ -552,7 +575,7 @@ func (t *Table) cancel(e *Cancel) {
 		}
 		r.data = nil
 		r.worker = 0
-		t.setStatus(r, Error)
+		t.setStatus(idx, Error)
 		t.markDirty(idx)
 		t.notify(idx, nil)
 		reply.Keys = append(reply.Keys, k)
@@ -713,11 +736,11 @@ func (t *Table) lose(idx uint32, name uint32) {
 			Key:     r.key,
 		}
 		r.data = nil
-		t.setStatus(r, Error)
+		t.setStatus(idx, Error)
 		t.notify(idx, nil)
 		return
 	}
-	t.setStatus(r, Waiting)
+	t.setStatus(idx, Waiting)
 	t.enqueueFront(idx)
 	t.out.Requeued = append(t.out.Requeued, Requeue{Key: r.key, LostFrom: t.names[name], Losses: len(r.ext.lost)})
 }
@@ -746,7 +769,9 @@ func (t *Table) finish(id WorkerID, key workunit.Key, tok Token, result []byte, 
 	}
 	l := w.leases[li]
 	r := t.recs.at(l.idx)
-	if r.key != key {
+	// An expired lease's record may have been forgotten since, and its
+	// index reused: the lease ends whatever the key.
+	if r.key != key && !l.expired {
 		return t.discard(id, key, tok, "lease is for another workunit")
 	}
 	w.leases = slices.Delete(w.leases, li, li+1)
@@ -766,7 +791,7 @@ func (t *Table) finish(id WorkerID, key workunit.Key, tok Token, result []byte, 
 		if r.ext != nil {
 			r.ext.err = nil
 		}
-		t.setStatus(r, Done)
+		t.setStatus(l.idx, Done)
 	} else {
 		e := *err
 		e.Worker = t.names[w.name]
@@ -776,7 +801,7 @@ func (t *Table) finish(id WorkerID, key workunit.Key, tok Token, result []byte, 
 		}
 		r.ext.err = &e
 		r.data = nil
-		t.setStatus(r, Error)
+		t.setStatus(l.idx, Error)
 	}
 	t.markDirty(l.idx)
 	t.notify(l.idx, console)
@@ -813,7 +838,7 @@ func (t *Table) stepReturn(e *Return) error {
 			continue
 		}
 		l := w.leases[li]
-		if t.recs.at(l.idx).key != lr.Key {
+		if t.recs.at(l.idx).key != lr.Key && !l.expired {
 			stale(lr, "lease is for another workunit")
 			continue
 		}
@@ -846,7 +871,7 @@ func (t *Table) stepReturn(e *Return) error {
 		idx := back[i]
 		r := t.recs.at(idx)
 		r.worker = 0
-		t.setStatus(r, Waiting)
+		t.setStatus(idx, Waiting)
 		t.enqueueFront(idx)
 		t.markDirty(idx)
 	}
@@ -861,6 +886,7 @@ func (t *Table) tick(now time.Time) {
 	if !t.ticked {
 		// Leases given before the first tick count from it.
 		t.ticked = true
+		t.firstTick = n
 		for _, w := range t.workers {
 			for i := range w.leases {
 				if w.leases[i].deadline != 0 {
@@ -890,6 +916,64 @@ func (t *Table) tick(now time.Time) {
 	for _, x := range exp {
 		t.lose(x.idx, x.name)
 	}
+	t.forgetOld()
+}
+
+// newRecord returns the index of a new, zero record: one that a forgotten
+// record left, or a new one.
+func (t *Table) newRecord() uint32 {
+	if n := len(t.free); n > 0 {
+		idx := t.free[n-1]
+		t.free = t.free[:n-1]
+		return idx
+	}
+	return t.recs.add()
+}
+
+// forgetOld forgets the records that finished Config.KeepFinished or more
+// before now (a record that finished before the first Tick counts from
+// it). One whose last write is not yet durable waits for the next Tick.
+func (t *Table) forgetOld() {
+	keep := int64(t.cfg.KeepFinished)
+	if keep <= 0 {
+		return
+	}
+	for t.finHead < len(t.fin) {
+		f := t.fin[t.finHead]
+		base := f.changed
+		if base == 0 {
+			base = t.firstTick
+		}
+		if base+keep > t.now {
+			break
+		}
+		r := t.recs.at(f.idx)
+		if r.status.Finished() && r.changed == f.changed {
+			if r.flags&(flagPending|flagInflight) != 0 {
+				break
+			}
+			t.forget(f.idx)
+		}
+		t.fin[t.finHead] = finished{}
+		t.finHead++
+	}
+	// Drop the consumed front once it is half the slice.
+	if t.finHead > 1024 && t.finHead*2 >= len(t.fin) {
+		t.fin = t.fin[:copy(t.fin, t.fin[t.finHead:])]
+		t.finHead = 0
+	}
+}
+
+// forget removes finished record idx: from the index and the counts, into
+// a tombstone for the next Ready, and its index onto the free list.
+func (t *Table) forget(idx uint32) {
+	r := t.recs.at(idx)
+	t.tombs = append(t.tombs, Record{Key: r.key, ID: r.id})
+	t.index.remove(&r.key, &t.recs)
+	t.counts[r.status]--
+	*r = record{}
+	t.free = append(t.free, idx)
+	t.forgotten++
 }
 
 func cmpToken(a, b Token) int {
@@ -966,7 +1050,7 @@ func (t *Table) assign(w *worker) bool {
 	w.gpusUsed += int(r.gpus)
 	r.worker = w.name
 	r.deliveries++
-	t.setStatus(r, Running)
+	t.setStatus(idx, Running)
 	// Running is not written: a restart brings running workunits back as
 	// waiting anyway, so the write would buy nothing but disk traffic (a
 	// third of it). The record's next write (its result, or its loss)
@@ -1052,6 +1136,7 @@ func (t *Table) Stats() Stats {
 		Leases:    t.leases,
 		Watches:   t.nwatches,
 		Discarded: t.discarded,
+		Forgotten: t.forgotten,
 	}
 }
 
@@ -1075,7 +1160,7 @@ func (t *Table) Worker(id WorkerID) (WorkerInfo, bool) {
 // HasReady reports whether Ready would return something to do. It is false
 // while a Ready is outstanding (returned and not yet Advanced).
 func (t *Table) HasReady() bool {
-	return t.outstanding == 0 && (len(t.pending) > 0 || !t.out.Empty())
+	return t.outstanding == 0 && (len(t.pending) > 0 || len(t.tombs) > 0 || !t.out.Empty())
 }
 
 // Ready returns what the shell must do now (see Ready) and hands it over:
@@ -1087,7 +1172,10 @@ func (t *Table) Ready() Ready {
 		return Ready{}
 	}
 	rd := t.out
-	rd.Persist = t.spare.Persist[:0]
+	rd.Persist = append(t.spare.Persist[:0], t.tombs...)
+	rd.tombs = len(t.tombs)
+	clear(t.tombs)
+	t.tombs = t.tombs[:0]
 	rd.inflight = t.spare.inflight[:0]
 	for _, idx := range t.pending {
 		r := t.recs.at(idx)
@@ -1133,6 +1221,8 @@ func (t *Table) PersistFailed(rd Ready) {
 		t.recs.at(idx).flags &^= flagInflight
 		t.markDirty(idx)
 	}
+	// Its tombstones go first again, before any made since.
+	t.tombs = append(slices.Clone(rd.Persist[:rd.tombs]), t.tombs...)
 	t.recycle(rd)
 }
 
@@ -1184,7 +1274,7 @@ func (t *Table) Restore(recs []Record) error {
 			t.clearRestore()
 			return fmt.Errorf("%w: record %s twice", ErrInvalid, rec.Key.Short())
 		}
-		idx := t.recs.add()
+		idx := t.newRecord()
 		t.index.insert(slot, tag, idx)
 		r := t.recs.at(idx)
 		r.key = rec.Key
@@ -1242,6 +1332,14 @@ func (t *Table) Restore(recs []Record) error {
 	for _, idx := range waiting {
 		t.queueFor(t.recs.at(idx).gpus).pushBack(idx)
 		t.queued++
+	}
+	if t.cfg.KeepFinished > 0 {
+		for idx := range t.recs.n {
+			if r := t.recs.at(idx); r.status.Finished() {
+				t.fin = append(t.fin, finished{changed: r.changed, idx: idx})
+			}
+		}
+		slices.SortStableFunc(t.fin, func(a, b finished) int { return cmp.Compare(a.changed, b.changed) })
 	}
 	t.mayDispatch = true
 	return nil

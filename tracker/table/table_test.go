@@ -450,9 +450,13 @@ func TestTable_Restore_RunsAgain(t *testing.T) {
 // its books balance after each.
 func TestTable_Invariants(t *testing.T) {
 	t.Parallel()
-	for seed := uint64(1); seed <= 5; seed++ {
+	for seed := uint64(1); seed <= 10; seed++ {
 		rng := rand.New(rand.NewPCG(seed, seed))
-		tab := table.New(table.Config{LeaseTimeout: 5 * time.Second, MaxLost: 2})
+		cfg := table.Config{LeaseTimeout: 5 * time.Second, MaxLost: 2}
+		if seed > 5 {
+			cfg.KeepFinished = 3 * time.Second // forgetting, and records reused
+		}
+		tab := table.New(cfg)
 		now := time.Unix(1000, 0)
 		step(t, tab, table.Tick{Now: now})
 		type held struct {
@@ -559,6 +563,18 @@ func TestTable_Invariants(t *testing.T) {
 			}
 			require.GreaterOrEqual(t, total, s.Running)
 			require.GreaterOrEqual(t, s.Leases, s.Running)
+			// Every record the counts hold is found by its key.
+			var byStatus [table.Error + 1]int
+			for k := range 40 {
+				if rec, ok := tab.Lookup(key(k)); ok {
+					require.Equal(t, key(k), rec.Key)
+					byStatus[rec.Status]++
+				}
+			}
+			require.Equal(t, [4]int{s.Waiting, s.Running, s.Done, s.Error}, [4]int(byStatus[1:]), "seed %d step %d", seed, i)
+		}
+		if cfg.KeepFinished > 0 {
+			require.NotZero(t, tab.Stats().Forgotten, "seed %d forgot nothing", seed)
 		}
 	}
 }

@@ -24,7 +24,8 @@ type Token uint64
 type Status uint8
 
 // The statuses. Unknown is not a stored status: it answers a question
-// about a key the table has never seen.
+// about a key the table has never seen (or has forgotten), and marks a
+// tombstone in Ready.Persist.
 const (
 	Unknown Status = 0
 	// Waiting: in the queue for a worker.
@@ -100,6 +101,11 @@ type Info struct {
 // Record is one workunit's durable state: the unit of persistence. The
 // table lists changed records in Ready.Persist; the store writes them and
 // gives them back to Restore after a restart.
+//
+// A Record with Status Unknown is a tombstone: the workunit of that Key
+// and ID was forgotten (Config.KeepFinished), and the store deletes its
+// record. Only Key and ID are set. A later record of the same key, if it
+// is submitted again, has a new ID.
 //
 // Byte slices (Spec, Result) belong to the table and are never modified by
 // it; a store may keep them as they are until it has written them, and
@@ -187,6 +193,13 @@ type Config struct {
 	// joins a waiting or running workunit, or is answered from memory,
 	// is never refused. Zero: no bound.
 	MaxOpenPerOwner int
+	// KeepFinished is how long a finished workunit (done or error) is kept
+	// after it finished. The first Tick past that forgets it: its result,
+	// error and record go, Ready.Persist lists it as a forgotten record (a
+	// tombstone), and its key is unknown again, so that a submission runs
+	// it again. A memoized answer does not extend it. Zero: kept for good,
+	// as Riot's memoized workunits were.
+	KeepFinished time.Duration
 }
 
 func (c Config) withDefaults() Config {
@@ -202,6 +215,9 @@ func (c Config) withDefaults() Config {
 	if c.LeaseTimeout < 0 {
 		c.LeaseTimeout = 0
 	}
+	if c.KeepFinished < 0 {
+		c.KeepFinished = 0
+	}
 	return c
 }
 
@@ -215,6 +231,9 @@ type Stats struct {
 	Watches int
 	// Discarded counts stale completions rejected so far.
 	Discarded uint64
+	// Forgotten counts finished workunits forgotten so far
+	// (Config.KeepFinished).
+	Forgotten uint64
 }
 
 // WorkerInfo describes a joined worker, for status pages.
