@@ -112,8 +112,9 @@ type watch struct {
 	out       *Outcome
 	err       error
 	listeners []func(*Outcome, error) // called with c.mu held; must not block
-	// spec is this client's latest watched submission of the key, sent
-	// again when the tracker answers that it does not know the key.
+	// spec is this client's latest watched submission of the key that
+	// the tracker accepted, sent again when the tracker answers that it
+	// does not know the key.
 	spec *wire.Submit
 }
 
@@ -183,7 +184,7 @@ func (c *Client) onFinishedLocked(m *wire.Finished) {
 	}
 	switch m.Status {
 	case wire.StatusUnknown:
-		if w.spec != nil && c.err == nil {
+		if w.spec != nil && c.err == nil && !c.closing {
 			c.resubmitLocked(w)
 			return
 		}
@@ -208,7 +209,6 @@ func (c *Client) resubmitLocked(w *watch) {
 	msg.Options.Watch = true
 	k.msg = &msg
 	k.w = w
-	w.spec = k.msg
 	w.minReq = k.req
 	w.refs++
 	c.pending[k.req] = k
@@ -298,6 +298,11 @@ func (c *Client) onAcceptedLocked(m *wire.Accepted) {
 	out := outcomeOf(k.Key, &m.Outcome)
 	k.acc = out
 	close(k.accepted)
+	if k.w != nil {
+		// The tracker took this spec: the one to send again should it
+		// forget the key.
+		k.w.spec = k.msg
+	}
 	if out.Finished() {
 		if k.w != nil && k.w.minReq <= k.req {
 			c.resolveLocked(k.w, out, out.err())
@@ -358,7 +363,6 @@ func (c *Client) Submit(spec *workunit.Spec, opts wire.Options) *Call {
 		w.minReq = k.req
 		w.refs++
 		w.listeners = append(w.listeners, k.finishLocked)
-		w.spec = k.msg
 		k.w = w
 	}
 	c.sendLocked(k.msg)

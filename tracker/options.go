@@ -400,7 +400,7 @@ func formatDays(d time.Duration) string {
 func (d *daysDuration) Set(s string) error {
 	if n, ok := strings.CutSuffix(s, "d"); ok {
 		f, err := strconv.ParseFloat(n, 64)
-		if err != nil || f < 0 || f > 100*365 {
+		if err != nil || !(f >= 0 && f <= 100*365) { // NaN too
 			return errors.New("want days as a number, as in 30d")
 		}
 		*d = daysDuration(f * float64(24*time.Hour))

@@ -132,6 +132,7 @@ func TestConfigureOptions(t *testing.T) {
 		},
 		{name: "keep results unreadable", args: []string{"--keep-results", "a week"}, getenv: home, err: "want a duration such as 30d"},
 		{name: "keep results bad days", args: []string{"--keep-results", "xd"}, getenv: home, err: "want days"},
+		{name: "keep results NaN days", args: []string{"--keep-results", "NaNd"}, getenv: home, err: "want days"},
 		{name: "keep results negative", args: []string{"--keep-results", "-1h"}, getenv: home, err: "negative"},
 		{name: "bad log format", args: []string{"--log-format", "xml"}, getenv: home, err: "log format"},
 		{name: "bad log level", args: []string{"--log-level", "loud"}, getenv: home, err: "log-level"},

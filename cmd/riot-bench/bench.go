@@ -315,6 +315,15 @@ func (b *bench) run(ctx context.Context) (*report, error) {
 		}
 		rep.dicts = append(rep.dicts, res)
 	}
+	for _, name := range b.cfg.peers {
+		if name == "dask" {
+			p, err := b.runDask(ctx)
+			if err != nil {
+				return nil, fmt.Errorf("--peers dask: %w", err)
+			}
+			rep.peers = append(rep.peers, p)
+		}
+	}
 	if b.cfg.dictWhole > 0 {
 		res, err := b.runFullDict(ctx, b.cfg.dictWhole)
 		if err != nil {

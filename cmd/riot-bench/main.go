@@ -3,7 +3,8 @@
 // a Go client master (package client), then prints what it measured.
 //
 //	riot-bench [--riotd PATH --riot-worker PATH] [--n 200000] [--latency-n 2000]
-//	           [--stores memory,durable] [--dict-limits 3000,7500] [--format text|markdown]
+//	           [--stores memory,durable] [--dict-limits 3000,7500] [--peers dask]
+//	           [--format text|markdown]
 //
 // It measures, for each store (riotd --memory, riotd --data DIR):
 //
@@ -20,7 +21,10 @@
 // two counting TCP proxies that riot-bench puts between riotd and the
 // master, and between riotd and the workers, beside the dictionary's size;
 // and the same for a variant of dict.js whose dictionary is the whole word
-// list, with --dict-whole workunits.
+// list, with --dict-whole workunits; and, with --peers dask, the same
+// trivial tasks on Dask distributed (a LocalCluster of as many worker
+// processes and threads, through a Python script of riot-bench's) beside
+// riot's figures.
 //
 // Without --riotd and --riot-worker it builds both with `go build` into a
 // temporary directory; it must then run inside riot's module.
@@ -75,6 +79,10 @@ type config struct {
 	format        string
 	timeout       time.Duration
 	verbose       bool
+	peers         []string
+	peerN         int
+	peerLatencyN  int
+	python        string
 	args          []string // as given, for the report
 }
 
@@ -82,7 +90,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs := flag.NewFlagSet("riot-bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	c := &config{args: args}
-	var stores, limits string
+	var stores, limits, peers string
 	fs.StringVar(&c.riotd, "riotd", "", "riotd binary `path` (default: go build it)")
 	fs.StringVar(&c.worker, "riot-worker", "", "riot-worker binary `path` (default: go build it)")
 	fs.IntVar(&c.workers, "workers", 2, "riot-worker processes in the throughput and latency runs")
@@ -99,6 +107,10 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.words, "words", "/usr/share/dict/words", "the word list of scripts/dict.js")
 	fs.StringVar(&c.scripts, "scripts", "", "riot's scripts `directory` (default: the module's scripts/)")
 	fs.StringVar(&c.format, "format", "text", "output `format`: text or markdown")
+	fs.StringVar(&peers, "peers", "", "peers to measure on the same tasks: `dask` (Dask distributed, through Python); empty: none")
+	fs.IntVar(&c.peerN, "peer-n", 20_000, "tasks in a peer's throughput run")
+	fs.IntVar(&c.peerLatencyN, "peer-latency-n", 1_000, "tasks in a peer's latency run, one at a time")
+	fs.StringVar(&c.python, "python", "", "the Python `path` for --peers dask (default: python3, then /usr/bin/python3, the first that has dask.distributed)")
 	fs.DurationVar(&c.timeout, "timeout", 20*time.Minute, "bound on the whole run")
 	fs.BoolVar(&c.verbose, "v", false, "print the processes' logs when done")
 	fs.Usage = func() {
@@ -134,6 +146,15 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		if l > 0 {
 			c.dictLimits = append(c.dictLimits, l)
 		}
+	}
+	for _, p := range splitList(peers) {
+		if p != "dask" {
+			return nil, fmt.Errorf("--peers: %q is not a peer riot-bench knows (dask)", p)
+		}
+		c.peers = append(c.peers, p)
+	}
+	if c.peerN < 1 || c.peerLatencyN < 1 {
+		return nil, errors.New("--peer-n and --peer-latency-n must be at least 1")
 	}
 	if c.format != "text" && c.format != "markdown" {
 		return nil, fmt.Errorf("--format %q: want text or markdown", c.format)

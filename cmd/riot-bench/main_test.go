@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"io"
 	"net"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -27,6 +28,8 @@ func TestParseFlags(t *testing.T) {
 		{"bad format", []string{"--format", "html"}, "html"},
 		{"zero n", []string{"--n", "0"}, "at least 1"},
 		{"argument", []string{"extra"}, "unexpected"},
+		{"bad peer", []string{"--peers", "dask,ray"}, `"ray" is not a peer`},
+		{"zero peer n", []string{"--peers", "dask", "--peer-n", "0"}, "at least 1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -137,9 +140,11 @@ func TestRun(t *testing.T) {
 	}
 	t.Parallel()
 	words := filepath.Join("..", "..", "scripts", "testdata", "words.txt")
+	python, args := fakePython(t)
 	var stdout, stderr bytes.Buffer
 	code := run(t.Context(), []string{"--n", "300", "--warmup", "10", "--latency-n", "30", "--slots", "1",
-		"--dict-limits", "8", "--dict-whole", "3", "--words", words, "--format", "markdown", "--timeout", "2m"}, &stdout, &stderr)
+		"--dict-limits", "8", "--dict-whole", "3", "--words", words, "--format", "markdown", "--timeout", "2m",
+		"--peers", "dask", "--python", python, "--peer-n", "40", "--peer-latency-n", "3"}, &stdout, &stderr)
 	require.Equal(t, 0, code, "stderr:\n%s", stderr.String())
 	out := stdout.String()
 	for _, want := range []string{
@@ -149,8 +154,48 @@ func TestRun(t *testing.T) {
 		"riotd --memory", "riotd --data DIR",
 		"| dict.js --limit 8 | whole list, 3 workunits |",
 		"| workunits (one per word); compound words found | 8; 4 | 3; ",
+		"| measure | riot (riotd --memory) | Dask distributed 9.9.9 |",
+		"| throughput, pipelined |", "| 20/s (2s) (40 tasks) |",
+		"| round trip p50, one at a time |", "| 20.0 ms |",
+		"Dask distributed 9.9.9 on Python 3.0.0: a fake",
 	} {
 		assert.Contains(t, out, want)
 	}
+	got, err := os.ReadFile(args)
+	require.NoError(t, err)
+	assert.Contains(t, string(got), "--workers 2 --threads 1 --n 40 --warmup 10 --latency-n 3", "the script gets riot's sizes")
 	assert.True(t, strings.HasPrefix(out, "riot-bench --n 300"), out)
+}
+
+// fakePython writes a fake Python for --peers dask: it passes the import
+// check, records the peer script's arguments in a file, and prints a
+// report as the script would. It returns its path and the file's.
+func fakePython(t *testing.T) (string, string) {
+	t.Helper()
+	dir := t.TempDir()
+	args := filepath.Join(dir, "args")
+	py := filepath.Join(dir, "fake-python")
+	report := `{"peer": "Dask distributed", "version": "9.9.9", "python": "3.0.0", "setup": "a fake", "n": 40, "seconds": 2.0, "latencies": [0.01, 0.02, 0.03]}`
+	script := "#!/bin/sh\nif [ \"$1\" = -c ]; then exit 0; fi\nshift\necho \"$@\" > " + args + "\necho '" + report + "'\n"
+	require.NoError(t, os.WriteFile(py, []byte(script), 0o755))
+	return py, args
+}
+
+func TestParsePeer(t *testing.T) {
+	t.Parallel()
+	p, err := parsePeer([]byte(`{"peer": "Dask distributed", "version": "1", "n": 10, "seconds": 0.5, "latencies": [0.002, 0.001]}` + "\n"))
+	require.NoError(t, err)
+	assert.InDelta(t, 20, p.rate.perSecond(), 0.001)
+	assert.Equal(t, time.Millisecond, p.latency.p50)
+	_, err = parsePeer([]byte("Traceback (most recent call last):"))
+	assert.ErrorContains(t, err, "does not decode")
+	_, err = parsePeer([]byte(`{"peer": "x", "n": 0}`))
+	assert.ErrorContains(t, err, "measured nothing")
+}
+
+func TestPythonWithDask_None(t *testing.T) {
+	t.Parallel()
+	_, err := pythonWithDask(t.Context(), filepath.Join(t.TempDir(), "no-python"))
+	require.Error(t, err)
+	assert.ErrorContains(t, err, "apt-get install python3-distributed")
 }

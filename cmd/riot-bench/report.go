@@ -18,6 +18,7 @@ type report struct {
 	elapsed time.Duration
 	stores  []storeResult
 	dicts   []dictResult
+	peers   []peer
 }
 
 // table is a header row and rows of cells.
@@ -106,6 +107,10 @@ func (r *report) write(w io.Writer, format string) {
 				return fmt.Sprintf("%s (%.0f)", thousands(s.commits), s.commitRecs/s.commits)
 			})
 		t.write(w, format)
+	}
+
+	if len(r.peers) > 0 {
+		r.writePeers(w, format, heading)
 	}
 
 	if len(r.dicts) > 0 {
@@ -230,5 +235,52 @@ func size(v float64) string {
 		return fmt.Sprintf("%.1f KiB", v/(1<<10))
 	default:
 		return fmt.Sprintf("%.0f B", v)
+	}
+}
+
+// writePeers writes riot's figures (its first store's) beside each peer's
+// on the same trivial tasks.
+func (r *report) writePeers(w io.Writer, format string, heading func(string)) {
+	cfg := r.cfg
+	heading(fmt.Sprintf("Peers: the same trivial tasks, %d workers × %d slots (threads)", cfg.workers, cfg.slots))
+	t := &table{head: []string{"measure"}}
+	var riot *storeResult
+	if len(r.stores) > 0 {
+		riot = &r.stores[0]
+		t.head = append(t.head, "riot (riotd "+storeFlag(riot.store)+")")
+	}
+	for _, p := range r.peers {
+		t.head = append(t.head, p.Peer+" "+p.Version)
+	}
+	row := func(name string, fr func(s *storeResult) string, fp func(p *peer) string) {
+		cells := []string{name}
+		if riot != nil {
+			cells = append(cells, fr(riot))
+		}
+		for i := range r.peers {
+			cells = append(cells, fp(&r.peers[i]))
+		}
+		t.add(cells...)
+	}
+	row("throughput, pipelined",
+		func(s *storeResult) string { return fmt.Sprintf("%s (%s tasks)", ratePerSec(s.many), count(s.many.n)) },
+		func(p *peer) string { return fmt.Sprintf("%s (%s tasks)", ratePerSec(p.rate), count(p.rate.n)) })
+	row("round trip p50, one at a time",
+		func(s *storeResult) string { return ms(s.latency.p50) },
+		func(p *peer) string { return ms(p.latency.p50) })
+	row("round trip p90", func(s *storeResult) string { return ms(s.latency.p90) }, func(p *peer) string { return ms(p.latency.p90) })
+	row("round trip p99", func(s *storeResult) string { return ms(s.latency.p99) }, func(p *peer) string { return ms(p.latency.p99) })
+	if riot != nil {
+		row("riot's advantage: throughput; p50",
+			func(*storeResult) string { return "—" },
+			func(p *peer) string {
+				return fmt.Sprintf("riot ×%s; ×%s", thousands(riot.many.perSecond()/p.rate.perSecond()),
+					thousands(float64(p.latency.p50)/float64(riot.latency.p50)))
+			})
+	}
+	t.write(w, format)
+	for _, p := range r.peers {
+		fmt.Fprintf(w, "%s %s on Python %s: %s; tasks `inc(i)` with distinct arguments and pure=False, submitted with client.map and gathered, then one at a time with client.submit(...).result().\n\n",
+			p.Peer, p.Version, p.Python, p.Setup)
 	}
 }

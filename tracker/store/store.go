@@ -20,12 +20,13 @@ type Store interface {
 	Load(ctx context.Context) ([]table.Record, error)
 	// Apply writes batch atomically and durably: when it returns nil, every
 	// record is on stable storage (an fsync'd commit); when it returns an
-	// error, none is. A record replaces the stored record of its key (the
-	// table keeps a key's ID for good, and stores may key by ID); records
-	// must have an ID. A record with Status table.Unknown is a tombstone:
-	// the stored record of its ID is deleted (if there is one). Spec is
-	// stored as given: set while the workunit is
-	// waiting or running, nil once it is finished. Apply does not keep
+	// error, none is. A record replaces the stored record of its key (a
+	// key keeps its ID while the table has it, and stores may key by ID);
+	// records must have an ID. A record with Status table.Unknown is a
+	// tombstone: the stored record of its ID is deleted (if there is one);
+	// it comes before any new record of the same key, which has another ID.
+	// Spec is stored as given: set while the workunit is waiting or
+	// running, nil once it is finished. Apply does not keep
 	// batch after it returns, but may keep the byte slices its records hold
 	// (Spec, Result, Err.Value): callers must not modify them afterwards
 	// (the table never does).

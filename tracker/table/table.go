@@ -3,6 +3,7 @@ package table
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -1339,7 +1340,15 @@ func (t *Table) Restore(recs []Record) error {
 				t.fin = append(t.fin, finished{changed: r.changed, idx: idx})
 			}
 		}
-		slices.SortStableFunc(t.fin, func(a, b finished) int { return cmp.Compare(a.changed, b.changed) })
+		// A record without a time counts from the first Tick: after every
+		// other, so that it holds up none of them.
+		at := func(f finished) int64 {
+			if f.changed == 0 {
+				return math.MaxInt64
+			}
+			return f.changed
+		}
+		slices.SortStableFunc(t.fin, func(a, b finished) int { return cmp.Compare(at(a), at(b)) })
 	}
 	t.mayDispatch = true
 	return nil

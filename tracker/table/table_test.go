@@ -578,3 +578,29 @@ func TestTable_Invariants(t *testing.T) {
 		}
 	}
 }
+
+// TestTable_Restore_ForgetsUntimedLast: a restored finished record without
+// a time counts from the first Tick, and does not hold up the forgetting
+// of older records behind it.
+func TestTable_Restore_ForgetsUntimedLast(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
+	tab := table.New(table.Config{KeepFinished: 30 * 24 * time.Hour})
+	require.NoError(t, tab.Restore([]table.Record{
+		{Key: key(1), ID: 1, Status: table.Done, Result: []byte("untimed")},
+		{Key: key(2), ID: 2, Status: table.Done, Result: []byte("old"), LastChange: now.Add(-40 * 24 * time.Hour)},
+		{Key: key(3), ID: 3, Status: table.Done, Result: []byte("recent"), LastChange: now.Add(-time.Hour)},
+	}))
+	step(t, tab, table.Tick{Now: now})
+	rd := drain(t, tab)
+	require.Len(t, rd.Persist, 1)
+	assert.Equal(t, table.Record{Key: key(2), ID: 2}, rd.Persist[0], "a tombstone for the old one")
+	for k, want := range map[int]bool{1: true, 2: false, 3: true} {
+		_, ok := tab.Lookup(key(k))
+		assert.Equal(t, want, ok, "key %d", k)
+	}
+	step(t, tab, table.Tick{Now: now.Add(30 * 24 * time.Hour)})
+	rd = drain(t, tab)
+	assert.Len(t, rd.Persist, 2, "both forgotten a keep after the first Tick")
+	assert.Equal(t, uint64(3), tab.Stats().Forgotten)
+}

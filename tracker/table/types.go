@@ -114,9 +114,12 @@ type Info struct {
 type Record struct {
 	Key workunit.Key
 	// ID numbers the record: the table gives each new key the next ID,
-	// from 1 up, and keeps it for good (Restore brings IDs back). A store
-	// may key records by ID rather than Key: IDs grow with time, so the
-	// writes of a busy table land near each other.
+	// from 1 up, and keeps it while it has the key (Restore brings IDs
+	// back). A forgotten key submitted again gets a new ID. IDs are unique
+	// among the records stored at any one time (after a restart, the ID of
+	// a forgotten record may be given again). A store may key records by ID
+	// rather than Key: IDs grow with time, so the writes of a busy table
+	// land near each other.
 	ID uint64
 	// Seq orders the records in the waiting queue: a record restored as
 	// waiting goes to the queue in Seq order. It is negative for records
