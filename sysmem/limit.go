@@ -6,6 +6,8 @@ import (
 	"math"
 	"strconv"
 	"strings"
+
+	"github.com/riot-go/riot/units"
 )
 
 // Limit is a memory limit as a user states it: a size in bytes, a
@@ -28,15 +30,6 @@ func Percent(p float64) Limit { return Limit{percent: p} }
 // without regard to case: KiB, MiB, GiB and TiB, and K, M, G and T as in
 // docker's --memory, are binary; KB, MB, GB and TB are decimal.
 func Parse(s string) (Limit, error) {
-	units := []struct {
-		suffix string
-		mult   uint64
-	}{
-		{"kib", 1 << 10}, {"mib", 1 << 20}, {"gib", 1 << 30}, {"tib", 1 << 40},
-		{"kb", 1e3}, {"mb", 1e6}, {"gb", 1e9}, {"tb", 1e12},
-		{"k", 1 << 10}, {"m", 1 << 20}, {"g", 1 << 30}, {"t", 1 << 40},
-		{"b", 1},
-	}
 	t := strings.ToLower(strings.TrimSpace(s))
 	switch t {
 	case "":
@@ -51,29 +44,14 @@ func Parse(s string) (Limit, error) {
 		}
 		return Percent(p), nil
 	}
-	mult := uint64(1)
-	num := t
-	for _, u := range units {
-		if n, ok := strings.CutSuffix(t, u.suffix); ok {
-			num, mult = strings.TrimSpace(n), u.mult
-			break
-		}
-	}
-	if n, err := strconv.ParseUint(num, 10, 64); err == nil {
-		if n > math.MaxUint64/mult {
+	n, err := units.ParseSize(t)
+	if err != nil {
+		if errors.Is(err, units.ErrTooLarge) {
 			return Limit{}, fmt.Errorf("sysmem: memory limit %q is too large", s)
 		}
-		return Size(n * mult), nil
-	}
-	f, err := strconv.ParseFloat(num, 64)
-	if err != nil || math.IsNaN(f) || math.IsInf(f, 0) || f < 0 {
 		return Limit{}, fmt.Errorf("sysmem: memory limit %q: want a size such as 8GiB or 512MiB, a percentage such as 80%%, or none", s)
 	}
-	b := f * float64(mult)
-	if b >= math.MaxUint64 {
-		return Limit{}, fmt.Errorf("sysmem: memory limit %q is too large", s)
-	}
-	return Size(uint64(b)), nil
+	return Size(n), nil
 }
 
 // IsNone reports whether l is no limit.
@@ -109,15 +87,7 @@ func (l Limit) String() string {
 	case l.percent > 0:
 		return strconv.FormatFloat(l.percent, 'f', -1, 64) + "%"
 	}
-	for _, u := range []struct {
-		suffix string
-		mult   uint64
-	}{{"TiB", 1 << 40}, {"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if l.bytes%u.mult == 0 {
-			return strconv.FormatUint(l.bytes/u.mult, 10) + u.suffix
-		}
-	}
-	return strconv.FormatUint(l.bytes, 10)
+	return units.FormatSize(l.bytes)
 }
 
 // Set parses s into l, for flag.Value.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/riot-go/riot/tracker/store"
 	"github.com/riot-go/riot/tracker/table"
+	"github.com/riot-go/riot/units"
 	"github.com/riot-go/riot/wire"
 )
 
@@ -183,24 +184,28 @@ func configureOptions(fs *flag.FlagSet, args []string, getenv func(string) strin
 	fs.StringVar(&o.DataDir, "data", defData, "`directory` of the durable store; \"\" keeps everything in memory")
 	memory := fs.Bool("memory", false, "keep everything in memory, write nothing (same as --data \"\")")
 	fs.StringVar(&o.Name, "name", "", "the tracker's `name` in welcomes and on the status page (default: host:port)")
-	fs.DurationVar(&o.PingInterval, "ping-interval", wire.DefaultPingInterval,
-		"how often to ping each connection; one silent for twice this is dropped")
-	fs.DurationVar(&o.WriteTimeout, "write-timeout", DefaultWriteTimeout, "drop a connection whose frame takes longer to write")
+	o.PingInterval, o.WriteTimeout = wire.DefaultPingInterval, DefaultWriteTimeout
+	o.LeaseGrace, o.ShutdownTimeout = table.DefaultLeaseGrace, DefaultShutdownTimeout
+	o.QueueBytes, o.Limits.MaxFrameBytes = DefaultQueueBytes, wire.DefaultMaxFrameBytes
+	o.LogLevel = slog.LevelInfo
+	fs.Var((*units.Duration)(&o.PingInterval), "ping-interval",
+		"how often to ping each connection (a `duration`); one silent for twice this is dropped")
+	fs.Var((*units.Duration)(&o.WriteTimeout), "write-timeout", "drop a connection whose frame takes longer than this `duration` to write")
 	fs.IntVar(&o.MaxLost, "max-lost", table.DefaultMaxLost, "fail a workunit after this many lost deliveries")
-	fs.DurationVar(&o.LeaseTimeout, "lease-timeout", 0,
-		"take a workunit without a time limit back from a worker that holds it longer (0: never)")
-	fs.DurationVar(&o.LeaseGrace, "lease-grace", table.DefaultLeaseGrace,
-		"added to a workunit's time limit before the tracker takes it back")
-	fs.Var((*daysDuration)(&o.KeepResults), "keep-results",
+	fs.Var((*units.Duration)(&o.LeaseTimeout), "lease-timeout",
+		"take a workunit without a time limit back from a worker that holds it longer than this `duration` (0: never)")
+	fs.Var((*units.Duration)(&o.LeaseGrace), "lease-grace",
+		"`duration` added to a workunit's time limit before the tracker takes it back")
+	fs.Var((*units.Duration)(&o.KeepResults), "keep-results",
 		"keep a finished workunit's result for this `duration` after it finished, e.g. 30d or 12h, then forget it (0: keep every result)")
 	fs.IntVar(&o.MaxConns, "max-conns", DefaultMaxConns, "refuse connections beyond this many (0: no limit)")
 	fs.IntVar(&o.MaxWaitingPerMaster, "max-waiting", 0,
 		"refuse submissions of a master that has this many workunits waiting or running (0: no limit)")
-	fs.IntVar(&o.QueueBytes, "queue-bytes", DefaultQueueBytes,
-		"drop a connection when this many `bytes` wait to be written to it")
-	fs.IntVar(&o.Limits.MaxFrameBytes, "max-frame-bytes", wire.DefaultMaxFrameBytes, "largest frame accepted, in `bytes`")
-	fs.DurationVar(&o.ShutdownTimeout, "shutdown-timeout", DefaultShutdownTimeout, "bound on the graceful shutdown")
-	fs.TextVar(&o.LogLevel, "log-level", slog.LevelInfo, "log `level`: debug, info, warn or error")
+	fs.Var((*units.Size)(&o.QueueBytes), "queue-bytes",
+		"drop a connection when this many `bytes` wait to be written to it, e.g. 256MiB")
+	fs.Var((*units.Size)(&o.Limits.MaxFrameBytes), "max-frame-bytes", "largest frame accepted, in `bytes`, e.g. 64MiB")
+	fs.Var((*units.Duration)(&o.ShutdownTimeout), "shutdown-timeout", "bound on the graceful shutdown, a `duration`")
+	fs.Var((*logLevel)(&o.LogLevel), "log-level", "log `level`: debug, info (the default), warn or error")
 	fs.StringVar(&o.LogFormat, "log-format", "text", "log `format`: text or json")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), usageHeader, defData)
@@ -382,34 +387,16 @@ func (o *Options) logger(stderr io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(stderr, ho))
 }
 
-// daysDuration is a flag value for a duration that may also be given in
-// days ("30d", "1.5d"), beside time.ParseDuration's forms ("12h", "90m").
-type daysDuration time.Duration
+// logLevel is a slog.Level flag that prints as it is written ("info").
+type logLevel slog.Level
 
-func (d *daysDuration) String() string { return formatDays(time.Duration(*d)) }
+func (l *logLevel) String() string { return strings.ToLower(slog.Level(*l).String()) }
 
-// formatDays formats d in whole days ("30d") where it is some, else as
-// time.Duration does.
-func formatDays(d time.Duration) string {
-	if d != 0 && d%(24*time.Hour) == 0 {
-		return strconv.FormatInt(int64(d/(24*time.Hour)), 10) + "d"
+func (l *logLevel) Set(s string) error {
+	var v slog.Level
+	if err := v.UnmarshalText([]byte(s)); err != nil {
+		return errors.New("want debug, info, warn or error")
 	}
-	return d.String()
-}
-
-func (d *daysDuration) Set(s string) error {
-	if n, ok := strings.CutSuffix(s, "d"); ok {
-		f, err := strconv.ParseFloat(n, 64)
-		if err != nil || !(f >= 0 && f <= 100*365) { // NaN too
-			return errors.New("want days as a number, as in 30d")
-		}
-		*d = daysDuration(f * float64(24*time.Hour))
-		return nil
-	}
-	v, err := time.ParseDuration(s)
-	if err != nil {
-		return errors.New("want a duration such as 30d, 12h or 90m")
-	}
-	*d = daysDuration(v)
+	*l = logLevel(v)
 	return nil
 }

@@ -130,13 +130,22 @@ func TestConfigureOptions(t *testing.T) {
 			name: "keep results by default", getenv: home,
 			check: func(t *testing.T, o Options) { assert.Zero(t, o.KeepResults, "kept for good") },
 		},
-		{name: "keep results unreadable", args: []string{"--keep-results", "a week"}, getenv: home, err: "want a duration such as 30d"},
+		{name: "keep results unreadable", args: []string{"--keep-results", "a week"}, getenv: home, err: "want a duration such as 30s, 5m, 12h or 30d"},
 		{name: "keep results bad days", args: []string{"--keep-results", "xd"}, getenv: home, err: "want days"},
 		{name: "keep results NaN days", args: []string{"--keep-results", "NaNd"}, getenv: home, err: "want days"},
-		{name: "keep results negative", args: []string{"--keep-results", "-1h"}, getenv: home, err: "negative"},
+		{name: "keep results negative", args: []string{"--keep-results", "-1h"}, getenv: home, err: "0 or more"},
 		{name: "bad log format", args: []string{"--log-format", "xml"}, getenv: home, err: "log format"},
 		{name: "bad log level", args: []string{"--log-level", "loud"}, getenv: home, err: "log-level"},
-		{name: "negative ping", args: []string{"--ping-interval", "-1s"}, getenv: home, err: "negative"},
+		{name: "negative ping", args: []string{"--ping-interval", "-1s"}, getenv: home, err: "want a duration of 0 or more"},
+		{name: "ping without a unit", args: []string{"--ping-interval", "5"}, getenv: home, err: "5 what? Give a unit, as in 5s or 5m"},
+		{name: "bad frame size", args: []string{"--max-frame-bytes", "lots"}, getenv: home, err: "want a size such as 64MiB"},
+		{
+			name: "sizes with units", args: []string{"--max-frame-bytes", "1MiB", "--queue-bytes", "1GiB"}, getenv: home,
+			check: func(t *testing.T, o Options) {
+				assert.Equal(t, 1<<20, o.Limits.MaxFrameBytes)
+				assert.Equal(t, 1<<30, o.QueueBytes)
+			},
+		},
 		{name: "arguments", args: []string{"localhost"}, getenv: home, err: "unexpected argument"},
 		{name: "unknown flag", args: []string{"--bogus"}, getenv: home, err: "bogus"},
 	}

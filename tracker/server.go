@@ -21,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riot-go/riot/tracker/store"
 	"github.com/riot-go/riot/tracker/table"
+	"github.com/riot-go/riot/units"
 	"github.com/riot-go/riot/wire"
 	"github.com/riot-go/riot/workunit"
 )
@@ -213,7 +214,7 @@ func New(opts Options) (*Server, error) {
 	s.log.Info("riotd listening", "addr", s.Addr(), "url", s.URL(), "name", s.name, "data", where,
 		"done", restored.Done, "error", restored.Error, "waiting", restored.Waiting)
 	if o.KeepResults > 0 {
-		s.log.Info("riotd: finished workunits are forgotten after a while", "keep_results", formatDays(o.KeepResults))
+		s.log.Info("riotd: finished workunits are forgotten after a while", "keep_results", units.FormatDuration(o.KeepResults))
 	}
 	switch {
 	case s.auth != nil:

@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/riot-go/riot/tracker/table"
+	"github.com/riot-go/riot/units"
 	"github.com/riot-go/riot/wire"
 )
 
@@ -228,11 +229,11 @@ func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request) {
 		st.Workunits.Waiting, st.Workunits.Running, st.Workunits.Done, st.Workunits.Error, st.FinishedPerSecond)
 	if st.KeepResultsSeconds > 0 {
 		fmt.Fprintf(w, "results kept for %s after they finish; %d forgotten\n",
-			formatDays(time.Duration(st.KeepResultsSeconds*float64(time.Second))), st.Forgotten)
+			units.FormatDuration(time.Duration(st.KeepResultsSeconds*float64(time.Second))), st.Forgotten)
 	}
 	fmt.Fprintf(w, "workers: %d\n", len(st.Workers))
 	for _, wk := range st.Workers {
-		fmt.Fprintf(w, "  %-24s busy %d of %d slots (+%d prefetch), %d GPUs, %s\n",
+		fmt.Fprintf(w, "  %-24s busy %d of %d slots (prefetch up to %d), %d GPUs, %s\n",
 			wk.Name, wk.Busy, wk.Slots, wk.Prefetch, wk.GPUs, wk.Remote)
 	}
 	fmt.Fprintf(w, "masters: %d\n", len(st.Masters))

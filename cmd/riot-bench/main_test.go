@@ -155,7 +155,7 @@ func TestRun(t *testing.T) {
 		"| dict.js --limit 8 | whole list, 3 workunits |",
 		"| workunits (one per word); compound words found | 8; 4 | 3; ",
 		"| measure | riot (riotd --memory) | Dask distributed 9.9.9 |",
-		"| throughput, pipelined |", "| 20/s (2s) (40 tasks) |",
+		"| throughput, pipelined |", "| 20/s (40 tasks in 2s) |",
 		"| round trip p50, one at a time |", "| 20.0 ms |",
 		"Dask distributed 9.9.9 on Python 3.0.0: a fake",
 	} {

@@ -262,9 +262,12 @@ func (r *report) writePeers(w io.Writer, format string, heading func(string)) {
 		}
 		t.add(cells...)
 	}
+	tasks := func(r rate) string {
+		return fmt.Sprintf("%s/s (%s tasks in %s)", thousands(r.perSecond()), count(r.n), r.elapsed.Round(10*time.Millisecond))
+	}
 	row("throughput, pipelined",
-		func(s *storeResult) string { return fmt.Sprintf("%s (%s tasks)", ratePerSec(s.many), count(s.many.n)) },
-		func(p *peer) string { return fmt.Sprintf("%s (%s tasks)", ratePerSec(p.rate), count(p.rate.n)) })
+		func(s *storeResult) string { return tasks(s.many) },
+		func(p *peer) string { return tasks(p.rate) })
 	row("round trip p50, one at a time",
 		func(s *storeResult) string { return ms(s.latency.p50) },
 		func(p *peer) string { return ms(p.latency.p50) })
