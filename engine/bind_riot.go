@@ -7,14 +7,16 @@ import "github.com/dop251/goja"
 // object: they cannot submit work, read files or reach the network.
 func bindRiot(rl *realm) error {
 	worker := rl.rt.NewObject()
-	if err := worker.Set("name", rl.eng.opts.WorkerName); err != nil {
+	// name may change between workunits (Request.WorkerName: a worker the
+	// tracker renamed on a reconnect), and riot.worker is made once per
+	// realm: a getter reads it per workunit, as gpus.
+	if err := worker.DefineAccessorProperty("name", rl.rt.ToValue(workerName(rl)), nil, goja.FLAG_FALSE, goja.FLAG_TRUE); err != nil {
 		return err
 	}
 	if err := worker.Set("slot", rl.slotID); err != nil {
 		return err
 	}
-	// gpus depends on the request, and riot.worker is made once per realm:
-	// a getter reads it per workunit (bind_gpu.go).
+	// gpus depends on the request too (bind_gpu.go).
 	if err := worker.DefineAccessorProperty("gpus", rl.rt.ToValue(workerGPUs(rl)), nil, goja.FLAG_FALSE, goja.FLAG_TRUE); err != nil {
 		return err
 	}
@@ -28,6 +30,26 @@ func bindRiot(rl *realm) error {
 		}
 	}
 	return rl.rt.Set("riot", riot)
+}
+
+// workerName returns the getter of riot.worker.name: the running
+// workunit's Request.WorkerName, or Options.WorkerName when the request
+// gave none.
+func workerName(rl *realm) func(goja.FunctionCall) goja.Value {
+	var (
+		last string
+		val  goja.Value
+	)
+	return func(goja.FunctionCall) goja.Value {
+		name := rl.eng.opts.WorkerName
+		if rl.cur != nil && rl.cur.workerName != "" {
+			name = rl.cur.workerName
+		}
+		if val == nil || name != last {
+			last, val = name, rl.rt.ToValue(name)
+		}
+		return val
+	}
 }
 
 // bindStringLimits makes String.prototype.repeat, padStart and padEnd throw

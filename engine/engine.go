@@ -39,7 +39,8 @@ type Options struct {
 	// Slots is the number of workunits evaluated at once, each in its own
 	// goja runtime. Default: runtime.NumCPU().
 	Slots int
-	// WorkerName is what workunits see as riot.worker.name. Default: "local".
+	// WorkerName is what workunits see as riot.worker.name, unless their
+	// Request gives another. Default: "local".
 	WorkerName string
 	// Timeout is the time limit of a workunit that does not set its own;
 	// zero means none.
@@ -124,6 +125,10 @@ type Request struct {
 	// for placement; the workunit sees them as riot.worker.gpus. Empty
 	// means every device of Options.GPU.
 	GPUs []int
+	// WorkerName, when set, is what the workunit sees as riot.worker.name
+	// instead of Options.WorkerName: a worker passes the name its tracker
+	// gave it at the last connection, which a reconnect may change.
+	WorkerName string
 	// Started, when set, is called as the workunit starts, on Run's
 	// goroutine, with stop: stop(cause) ends this run as a time limit
 	// would, failing it with kind Canceled and a message ending with

@@ -71,6 +71,39 @@ func TestEngine_Eval_Values(t *testing.T) {
 	}
 }
 
+// A request's WorkerName is what its workunit sees as riot.worker.name,
+// also in a realm made for an earlier request with another name (a worker
+// renamed on a reconnect); a request without one sees Options.WorkerName.
+func TestEngine_WorkerName_PerRequest(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, Options{Slots: 1, WorkerName: "foo"})
+	// The realm keeps what an earlier workunit read, to show that the
+	// name is read again, not kept.
+	src := "(() => { const before = globalThis.seen; globalThis.seen = riot.worker.name; return [before ?? null, riot.worker.name] })()"
+	tests := []struct {
+		name string // Request.WorkerName
+		want []any
+	}{
+		{"", []any{nil, "foo"}},
+		{"foo-2", []any{"foo", "foo-2"}},
+		{"foo-2", []any{"foo-2", "foo-2"}},
+		{"", []any{"foo-2", "foo"}},
+		{"bar", []any{"foo", "bar"}},
+	}
+	for i, tt := range tests {
+		req := evalReq(src)
+		req.WorkerName = tt.name
+		res, err := e.Run(context.Background(), req)
+		require.NoError(t, err, "request %d", i)
+		v, err := res.Decode()
+		require.NoError(t, err)
+		assert.Equal(t, tt.want, v, "request %d (WorkerName %q)", i, tt.name)
+	}
+	// The property stays read-only, and riot.worker frozen.
+	assert.Equal(t, []any{"foo", true}, evalValue(t, e,
+		"'use strict'; let threw = false; try { riot.worker.name = 'x' } catch (e) { threw = e instanceof TypeError }; [riot.worker.name, threw]"))
+}
+
 func TestEngine_Console(t *testing.T) {
 	t.Parallel()
 	e := newEngine(t, Options{Slots: 1})

@@ -525,10 +525,11 @@ var reservedWords = map[string]bool{
 
 // run is one workunit's evaluation: its context, console and timers.
 type run struct {
-	ctx     context.Context
-	gpus    []int // Request.GPUs: the devices the worker gave the workunit
-	cancel  context.CancelCauseFunc
-	blobs   blob.Source
-	console console
-	timers  timers
+	ctx        context.Context
+	gpus       []int  // Request.GPUs: the devices the worker gave the workunit
+	workerName string // Request.WorkerName: riot.worker.name, when set
+	cancel     context.CancelCauseFunc
+	blobs      blob.Source
+	console    console
+	timers     timers
 }

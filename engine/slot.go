@@ -77,7 +77,7 @@ func (s *slot) run(parent context.Context, req *Request) (*Result, error) {
 	}
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
-	r := &run{ctx: ctx, blobs: req.Blobs, gpus: req.GPUs}
+	r := &run{ctx: ctx, blobs: req.Blobs, gpus: req.GPUs, workerName: req.WorkerName}
 	// stop is the one way a workunit is stopped from outside: it cancels
 	// the context (which ends sleeps and waits) and interrupts the script.
 	r.cancel = func(cause error) {

@@ -17,7 +17,10 @@
 //     grants one credit. A workunit's failure never stops the worker.
 //  4. When the connection drops, the client reconnects; results of leases
 //     from the old connection are still sent (the tracker discards those
-//     it no longer holds).
+//     it no longer holds). A reconnect may rename the worker (its name was
+//     taken meanwhile, say by a connection that came back first after a
+//     tracker restart): the workunits that start from then on see the new
+//     name as riot.worker.name, and the logs say it.
 //  5. When ctx ends, it stops gracefully: no more credit, no new work;
 //     running workunits get Grace to finish, then are interrupted; every
 //     lease not finished (interrupted, queued, or prefetched) is handed

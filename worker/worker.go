@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/riot-go/riot/client"
@@ -51,7 +52,10 @@ type Options struct {
 	Tracker string
 	// Name is the name the worker asks for; the tracker makes it unique
 	// (a second worker on host alfred is alfred-2). Default: the host
-	// name.
+	// name. A reconnect may give another name, when the old one was
+	// taken meanwhile (after a tracker restart, by a connection that came
+	// back first): the worker then takes the new one, in its logs and as
+	// workunits' riot.worker.name, and logs the rename.
 	Name string
 	// Slots is how many workunits run at once, each in its own JavaScript
 	// runtime. Default: runtime.NumCPU().
@@ -71,8 +75,10 @@ type Options struct {
 	Grace time.Duration
 	// Engine configures evaluation: the default time limit (Timeout), the
 	// memory guard (MemoryLimit), stack depth, console and result bounds,
-	// GPUs. Its Slots, WorkerName and Logger are set from these Options;
-	// its MaxResultBytes is at most the tracker's MaxResultBytes.
+	// GPUs. Its Slots, WorkerName and Logger are set from these Options
+	// (each workunit's engine.Request.WorkerName is the worker's name at
+	// its start); its MaxResultBytes is at most the tracker's
+	// MaxResultBytes.
 	Engine engine.Options
 	// BlobCacheBytes bounds the cache of blobs (modules and large values)
 	// fetched from the tracker, least recently used first out. Default:
@@ -85,7 +91,8 @@ type Options struct {
 	// Logger receives the worker's logs. Default: slog.Default().
 	Logger *slog.Logger
 	// Ready, when set, is called once the worker is connected and has
-	// asked for work, with the name the tracker gave it.
+	// asked for work, with the name the tracker gave it (see Name for
+	// renames on a reconnect).
 	Ready func(name string)
 	// Started, when set, is called on a slot's goroutine as each workunit
 	// starts, for logs, metrics and tests. It must not block.
@@ -142,13 +149,12 @@ func Run(ctx context.Context, opts Options) error {
 	if err := opts.setDefaults(); err != nil {
 		return err
 	}
-	w := &worker{opts: opts, log: opts.Logger, running: make(map[uint64]func(error))}
+	w := &worker{opts: opts, running: make(map[uint64]func(error))}
 	return w.run(ctx)
 }
 
 type worker struct {
 	opts    Options
-	log     *slog.Logger
 	c       *client.Client
 	eng     *engine.Engine
 	cache   *Cache
@@ -157,6 +163,47 @@ type worker struct {
 
 	mu      sync.Mutex
 	running map[uint64]func(cause error) // stops a running workunit, by lease token
+
+	ident    atomic.Pointer[identity] // the name as of the last welcome seen (self)
+	renameMu sync.Mutex               // serializes renames, so that the latest name wins
+}
+
+// identity is the name the tracker gave the worker, and the logger that
+// says it (attribute worker).
+type identity struct {
+	name string
+	log  *slog.Logger
+}
+
+// setIdentity makes name the worker's name, in its logs too.
+func (w *worker) setIdentity(name string) *identity {
+	id := &identity{name: name, log: w.opts.Logger.With("worker", name)}
+	w.ident.Store(id)
+	return id
+}
+
+// self returns the worker's identity as of the client's last welcome. A
+// reconnect may have renamed the worker (its old name was taken by a
+// connection that came first): self then takes the new name, for the logs
+// and for the workunits that start from now on, and logs the rename once.
+// The worker calls it as each assignment comes and as each workunit
+// starts: an assignment that came on a connection comes after its
+// welcome. It is safe for concurrent use.
+func (w *worker) self() *identity {
+	cur := w.ident.Load()
+	if w.c.Name() == cur.name {
+		return cur
+	}
+	w.renameMu.Lock()
+	defer w.renameMu.Unlock()
+	cur = w.ident.Load()
+	name := w.c.Name() // again, under renameMu: the latest name wins
+	if name == cur.name {
+		return cur
+	}
+	next := w.setIdentity(name)
+	next.log.Info("worker: renamed by the tracker", "old", cur.name, "new", name)
+	return next
 }
 
 // errRevoked is the cause of a run the tracker revoked.
@@ -198,8 +245,7 @@ func (w *worker) run(ctx context.Context) error {
 	}
 	w.c = c
 	defer c.Close()
-	name := c.Name()
-	w.log = w.opts.Logger.With("worker", name)
+	name := w.setIdentity(c.Name()).name
 
 	eo := w.opts.Engine
 	eo.Slots = w.opts.Slots
@@ -248,7 +294,7 @@ func (w *worker) run(ctx context.Context) error {
 	if n := w.opts.Engine.MemoryLimit; n > 0 {
 		memLimit = fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
 	}
-	w.log.Info("worker: ready", "tracker", c.Tracker(), "slots", w.opts.Slots, "prefetch", prefetch,
+	w.self().log.Info("worker: ready", "tracker", c.Tracker(), "slots", w.opts.Slots, "prefetch", prefetch,
 		"memory_limit", memLimit, "gpus", len(copts.GPUs))
 	if w.opts.Ready != nil {
 		w.opts.Ready(name)
@@ -261,14 +307,15 @@ func (w *worker) run(ctx context.Context) error {
 		runErr = fmt.Errorf("worker: %w", c.Err())
 	}
 	stopNow()
-	w.log.Info("worker: stopping", "grace", w.opts.Grace)
+	log := w.self().log
+	log.Info("worker: stopping", "grace", w.opts.Grace)
 	grace := time.AfterFunc(w.opts.Grace, cancelEval)
 	defer grace.Stop()
 	wg.Wait()
 	// Receive the assignments already on their way, to return them too.
 	syncCtx, cancelSync := context.WithTimeout(context.Background(), syncTimeout)
 	if err := c.Sync(syncCtx); err != nil {
-		w.log.Debug("worker: sync before returning work", "err", err)
+		log.Debug("worker: sync before returning work", "err", err)
 	}
 	cancelSync()
 	slots.Wait()
@@ -281,7 +328,7 @@ func (w *worker) run(ctx context.Context) error {
 		returned.add(a.Lease())
 	}
 	if ls := returned.take(); len(ls) > 0 {
-		w.log.Info("worker: returning unfinished workunits", "count", len(ls))
+		log.Info("worker: returning unfinished workunits", "count", len(ls))
 		_ = c.Return(ls...)
 	}
 	return runErr
@@ -307,7 +354,7 @@ func (w *worker) dial(ctx context.Context, copts client.Options) (*client.Client
 		if errors.As(err, &ve) || wire.IsCode(err, wire.CodeAuth, wire.CodeInvalid, wire.CodeProtocol) {
 			return nil, fmt.Errorf("worker: %w", err)
 		}
-		w.log.Warn("worker: cannot reach the tracker; retrying", "tracker", w.opts.Tracker, "err", err, "retry_in", delay)
+		w.opts.Logger.Warn("worker: cannot reach the tracker; retrying", "tracker", w.opts.Tracker, "err", err, "retry_in", delay)
 		t := time.NewTimer(delay/2 + rand.N(delay/2+1))
 		select {
 		case <-ctx.Done():
@@ -327,6 +374,7 @@ func (w *worker) dispatch(stop context.Context, jobs chan<- *job, returned *leas
 		if err != nil {
 			return
 		}
+		w.self() // the first assignment after a reconnect shows a rename
 		spec, err := a.Decode()
 		if err != nil {
 			w.fail(a, &workunit.Error{Kind: workunit.Invalid, Name: "WorkunitError", Message: err.Error()})
@@ -352,7 +400,7 @@ func (w *worker) prefetch(ctx context.Context, spec *workunit.Spec) {
 		}
 		go func() {
 			if _, err := w.cache.Blob(ctx, h); err != nil && ctx.Err() == nil {
-				w.log.Debug("worker: prefetch failed", "blob", h.Short(), "err", err)
+				w.ident.Load().log.Debug("worker: prefetch failed", "blob", h.Short(), "err", err)
 			}
 		}()
 	}
@@ -396,11 +444,12 @@ func (w *worker) evaluate(stop, evalCtx context.Context, j *job) bool {
 		w.opts.Started(a)
 	}
 	res, err := w.eng.Run(evalCtx, engine.Request{
-		Spec:    j.spec,
-		Realm:   a.Realm,
-		Timeout: a.Timeout,
-		Blobs:   w.cache,
-		GPUs:    gpus,
+		Spec:       j.spec,
+		Realm:      a.Realm,
+		Timeout:    a.Timeout,
+		Blobs:      w.cache,
+		GPUs:       gpus,
+		WorkerName: w.self().name,
 		Started: func(stop func(error)) {
 			w.mu.Lock()
 			w.running[a.Token] = stop
@@ -448,7 +497,7 @@ func (w *worker) report(r client.Report) {
 		err = w.c.Report(r)
 	}
 	if err != nil {
-		w.log.Warn("worker: cannot report a workunit", "key", r.Lease.Key.Short(), "err", err)
+		w.self().log.Warn("worker: cannot report a workunit", "key", r.Lease.Key.Short(), "err", err)
 	}
 }
 

@@ -58,7 +58,9 @@ func (r *running) stop(t *testing.T) error {
 func start(t *testing.T, addr string, opts worker.Options) *running {
 	t.Helper()
 	opts.Tracker = addr
-	opts.Logger = logger(t)
+	if opts.Logger == nil {
+		opts.Logger = logger(t)
+	}
 	opts.Client.MinBackoff = 5 * time.Millisecond
 	opts.Client.MaxBackoff = 100 * time.Millisecond
 	if opts.Slots == 0 {
