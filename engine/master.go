@@ -121,7 +121,8 @@ func RunScript(ctx context.Context, opts ScriptOptions) error {
 	}
 	script, err := capture.Instrument(filepath.Base(name), src, capture.Options{})
 	if err != nil {
-		return &ScriptError{Name: "SyntaxError", Message: err.Error(), Stack: "SyntaxError: " + err.Error()}
+		msg := syntaxMessage(err)
+		return &ScriptError{Name: "SyntaxError", Message: msg, Stack: "SyntaxError: " + msg}
 	}
 	eng, err := New(Options{Slots: 1, WorkerName: "master", Logger: opts.Logger})
 	if err != nil {
@@ -346,4 +347,16 @@ func exportOf(v goja.Value) any {
 		return nil
 	}
 	return v.Export()
+}
+
+// syntaxMessage is what a script's author reads of an error of
+// capture.Instrument: for a syntax error, where and what
+// ("job.js:2:41: Unexpected token ;"), without the instrumenting pass's
+// name.
+func syntaxMessage(err error) string {
+	var se *capture.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Sprintf("%s:%d:%d: %s", se.File, se.Line, se.Column, se.Message)
+	}
+	return err.Error()
 }

@@ -48,9 +48,14 @@ func (m *master) loadModule(abs string) goja.Value {
 	name := m.relName(abs)
 	k := len(m.scripts)
 	hook := capture.DefaultHook + "_" + strconv.Itoa(k)
-	script, err := capture.Instrument(name, "(function (exports, require, module, __filename, __dirname) {"+src+"\n})", capture.Options{Hook: hook})
+	const wrapper = "(function (exports, require, module, __filename, __dirname) {"
+	script, err := capture.Instrument(name, wrapper+src+"\n})", capture.Options{Hook: hook})
 	if err != nil {
-		m.rl.throw("SyntaxError", "%v", err)
+		var se *capture.SyntaxError
+		if errors.As(err, &se) && se.Line == 1 && se.Column > len(wrapper) {
+			se.Column -= len(wrapper) // where it is in the module's own text
+		}
+		m.rl.throw("SyntaxError", "%s", syntaxMessage(err))
 	}
 	m.scripts = append(m.scripts, script)
 	if err := rt.Set(hook, m.hook(k)); err != nil {

@@ -168,6 +168,19 @@ func TestMaster_Require(t *testing.T) {
 	var se *ScriptError
 	require.True(t, errors.As(sr.err, &se), "%v", sr.err)
 	assert.Contains(t, se.Stack, "Caused by: Error: from a module\n    at bad.js:2:9")
+
+	// Syntax errors name the file, line and column as the author wrote
+	// them, in the script and in a module.
+	sr = runScript(t, map[string]string{"main.js": "const x = 1;\nconst y = (2 +;\n"})
+	require.True(t, errors.As(sr.err, &se), "%v", sr.err)
+	assert.Equal(t, "SyntaxError", se.Name)
+	assert.Equal(t, "main.js:2:15: Unexpected token ;", se.Message)
+	sr = runScript(t, map[string]string{
+		"main.js": "require('./syn')",
+		"syn.js":  "module.exports = function(x) { return x +; };\n",
+	})
+	require.True(t, errors.As(sr.err, &se), "%v", sr.err)
+	assert.Contains(t, se.Stack, "SyntaxError: syn.js:1:42: Unexpected token ;")
 }
 
 func TestMaster_DoWorkCallAndEval(t *testing.T) {

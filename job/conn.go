@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/riot-go/riot/blob"
 	"github.com/riot-go/riot/client"
@@ -21,12 +22,20 @@ type conn struct {
 	c    *client.Client
 	dial func(ctx context.Context) (*client.Client, error)
 
-	// track keeps the keys submitted, for cancelAll.
+	// timeout is the time limit of the workunits submitted that set none
+	// (Options.Timeout); zero leaves it to the worker.
+	timeout time.Duration
+	// state, when set, is told of GPU work and of waits for work, for the
+	// UI's hints.
+	state *scriptState
+	// track keeps the keys submitted, and which of them finished, for
+	// cancelAll.
 	track bool
 
 	mu        sync.Mutex
 	work      *client.Client
-	submitted []workunit.Key // every key submitted, when track is set
+	submitted []workunit.Key        // every key submitted, when track is set
+	finished  map[workunit.Key]bool // those known finished, when track is set
 }
 
 var _ engine.Conn = (*conn)(nil)
@@ -34,23 +43,92 @@ var _ engine.Conn = (*conn)(nil)
 func (k *conn) Name() string { return k.c.Name() }
 
 func (k *conn) Submit(spec *workunit.Spec, opts engine.WorkOptions) engine.Submission {
-	s := submission{k.c.Submit(spec, wireOptions(opts))}
-	if k.track {
-		k.mu.Lock()
-		k.submitted = append(k.submitted, s.Key())
-		k.mu.Unlock()
+	if opts.Timeout == 0 {
+		opts.Timeout = k.timeout
 	}
-	return s
+	call := k.c.Submit(spec, wireOptions(opts))
+	if k.track {
+		key := call.Key
+		k.mu.Lock()
+		k.submitted = append(k.submitted, key)
+		k.mu.Unlock()
+		call.OnDone(func(out *client.Outcome, err error) {
+			if _, err := outcome(out, err); err != nil {
+				return // the outcome is not known (the client ended)
+			}
+			k.mu.Lock()
+			if k.finished == nil {
+				k.finished = make(map[workunit.Key]bool)
+			}
+			k.finished[key] = true
+			k.mu.Unlock()
+		})
+	}
+	if opts.GPUs > 0 && k.state != nil {
+		k.state.gpuWorkAdded()
+		call.OnDone(func(*client.Outcome, error) { k.state.gpuWorkEnded() })
+	}
+	return submission{call}
+}
+
+// maxInfoAfterCancel bounds the workunits whose state cancelAll asks the
+// tracker for, one round trip each, after it could not cancel them.
+const maxInfoAfterCancel = 256
+
+// canceled is what cancelAll did with a connection's unfinished work.
+type canceled struct {
+	// n were canceled. others were not, and still wait or run at the
+	// tracker: another run submitted them (the tracker lets a master
+	// cancel only its own workunits, and this one joined them). unchecked
+	// were not canceled, and their state could not be read. The rest
+	// finished meanwhile.
+	n, others, unchecked int
 }
 
 // cancelAll cancels what this connection submitted and is not finished,
-// and returns how many workunits that was.
-func (k *conn) cancelAll(ctx context.Context) (int, error) {
+// and asks the tracker about what it could not cancel.
+func (k *conn) cancelAll(ctx context.Context) (canceled, error) {
 	k.mu.Lock()
-	keys := k.submitted
+	seen := make(map[workunit.Key]bool, len(k.submitted))
+	var keys []workunit.Key
+	for _, key := range k.submitted {
+		if !seen[key] && !k.finished[key] {
+			seen[key] = true
+			keys = append(keys, key)
+		}
+	}
 	k.mu.Unlock()
-	canceled, err := k.c.Cancel(ctx, keys...)
-	return len(canceled), err
+	var r canceled
+	done, err := k.c.Cancel(ctx, keys...)
+	r.n = len(done)
+	for _, key := range done {
+		delete(seen, key)
+	}
+	left := make([]workunit.Key, 0, len(seen))
+	for _, key := range keys {
+		if seen[key] {
+			left = append(left, key)
+		}
+	}
+	if err != nil {
+		r.unchecked = len(left)
+		return r, err
+	}
+	for i, key := range left {
+		if i == maxInfoAfterCancel {
+			r.unchecked += len(left) - i
+			break
+		}
+		out, err := k.c.Info(ctx, key)
+		if err != nil {
+			r.unchecked += len(left) - i
+			break
+		}
+		if out.Status == wire.StatusWaiting || out.Status == wire.StatusRunning {
+			r.others++
+		}
+	}
+	return r, nil
 }
 
 func wireOptions(o engine.WorkOptions) wire.Options {
@@ -130,6 +208,10 @@ func (k *conn) worker(ctx context.Context) (*client.Client, error) {
 }
 
 func (k *conn) WaitForWork(ctx context.Context) (*engine.Work, error) {
+	if k.state != nil {
+		k.state.takingWork()
+		defer k.state.tookWork()
+	}
 	wc, err := k.worker(ctx)
 	if err != nil {
 		return nil, err

@@ -9,7 +9,11 @@
 //
 // While work is outstanding, Run shows a progress bar on stderr when stderr
 // is a terminal, and every workunit's console output, each line prefixed
-// with its worker's name.
+// with its worker's name. Unless Options.Progress is ProgressOff, it also
+// says once, after 5 s, when the work cannot go on: work waits and no
+// worker is connected, work that needs GPUs waits and no connected worker
+// has any, or the script waits for work (client.waitForWork) that workers
+// took from it.
 package job
 
 import (
@@ -69,6 +73,11 @@ type Options struct {
 	// Engine configures the embedded worker's evaluation (time limit,
 	// memory guard).
 	Engine engine.Options
+	// Timeout is the time limit of each workunit the script submits that
+	// sets none itself (riot.with({timeout})), on Tracker and on the
+	// embedded default alike. Zero leaves it to the worker (riot-worker
+	// --timeout, or Engine.Timeout on the embedded default).
+	Timeout time.Duration
 	// CancelOnInterrupt cancels the script's unfinished workunits on
 	// Tracker when ctx ends before the script does
 	// (InterruptedError.Canceled says how many). By default they stay with
@@ -101,7 +110,7 @@ func Run(ctx context.Context, opts Options) error {
 	defer cancel()
 
 	addr := opts.Tracker
-	var stats func() (int, int, bool)
+	var workers func() workerStats
 	if addr == "" {
 		emb, err := StartEmbedded(ctx, EmbeddedOptions{Workers: opts.Workers, Data: opts.Data, Engine: opts.Engine, Logger: opts.Logger})
 		if err != nil {
@@ -109,9 +118,9 @@ func Run(ctx context.Context, opts Options) error {
 		}
 		defer emb.Stop()
 		addr = emb.addr
-		stats = emb.busy
+		workers = emb.workers
 	} else {
-		stats = remoteBusy(ctx, addr, opts.Token, opts.TLSConfig)
+		workers = remoteWorkers(ctx, addr, opts.Token, opts.TLSConfig)
 	}
 
 	// (The embedded tracker and its worker end with the job: nothing to
@@ -119,6 +128,7 @@ func Run(ctx context.Context, opts Options) error {
 	cancelOnInterrupt := opts.CancelOnInterrupt && opts.Tracker != ""
 	var connsMu sync.Mutex
 	var conns []*conn // every connection of the script, to cancel on interrupt
+	state := &scriptState{}
 	dial := func(ctx context.Context, host string, port int, name string) (engine.Conn, error) {
 		target := host
 		if port > 0 {
@@ -130,9 +140,13 @@ func Run(ctx context.Context, opts Options) error {
 			return nil, err
 		}
 		copts.Name, copts.Slots = c.Name(), 1
-		k := &conn{c: c, track: cancelOnInterrupt, dial: func(ctx context.Context) (*client.Client, error) {
+		k := &conn{c: c, timeout: opts.Timeout, track: cancelOnInterrupt, dial: func(ctx context.Context) (*client.Client, error) {
 			return client.Dial(ctx, target, copts)
 		}}
+		if target == addr {
+			// The UI's hints are about the job's tracker.
+			k.state = state
+		}
 		connsMu.Lock()
 		conns = append(conns, k)
 		connsMu.Unlock()
@@ -140,7 +154,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	main, err := dial(ctx, addr, 0, "")
 	if err != nil {
-		return fmt.Errorf("job: connecting to the tracker at %s: %w", addr, err)
+		return &ConnectError{Tracker: addr, Err: err}
 	}
 	defer main.Close()
 
@@ -150,11 +164,7 @@ func Run(ctx context.Context, opts Options) error {
 			bar = true
 		}
 	}
-	hint := addr // where a worker would connect, for the no-workers hint
-	if opts.Progress == ProgressOff || opts.Tracker == "" {
-		hint = ""
-	}
-	ui := newJobUI(opts.Stderr, bar, hint, stats)
+	ui := newJobUI(opts.Stderr, bar, opts.Progress != ProgressOff, opts.Tracker, workers, state)
 	defer ui.Close()
 	err = engine.RunScript(ctx, engine.ScriptOptions{
 		Path:    opts.Script,
@@ -173,26 +183,48 @@ func Run(ctx context.Context, opts Options) error {
 			connsMu.Lock()
 			cs := slices.Clone(conns)
 			connsMu.Unlock()
-			ie.Canceled, ie.CancelErr = cancelAll(parent, cs)
+			var r canceled
+			r, ie.CancelErr = cancelAll(parent, cs)
+			ie.Canceled, ie.OtherRuns, ie.Unchecked = r.n, r.others, r.unchecked
 		}
 		return ie
 	}
 	return err
 }
 
+// ConnectError is Run's error when it cannot connect to the tracker.
+type ConnectError struct {
+	// Tracker is the tracker's address.
+	Tracker string
+	// Err is the client's error (client.Dial).
+	Err error
+}
+
+// Error returns "job: connecting to the tracker at ADDR: " and the
+// client's error.
+func (e *ConnectError) Error() string {
+	return "job: connecting to the tracker at " + e.Tracker + ": " + e.Err.Error()
+}
+
+// Unwrap returns the client's error.
+func (e *ConnectError) Unwrap() error { return e.Err }
+
 // cancelTimeout bounds the cancellation of an interrupted job's work.
 const cancelTimeout = 10 * time.Second
 
 // cancelAll cancels what the connections submitted and is unfinished,
-// within cancelTimeout of ctx's end.
-func cancelAll(ctx context.Context, conns []*conn) (int, error) {
+// within cancelTimeout of ctx's end, and says what became of what it
+// could not cancel.
+func cancelAll(ctx context.Context, conns []*conn) (canceled, error) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cancelTimeout)
 	defer cancel()
-	total := 0
+	var total canceled
 	var errs []error
 	for _, k := range conns {
-		n, err := k.cancelAll(ctx)
-		total += n
+		r, err := k.cancelAll(ctx)
+		total.n += r.n
+		total.others += r.others
+		total.unchecked += r.unchecked
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -209,13 +241,20 @@ type InterruptedError struct {
 	// Submitted is how many workunits the script handed out, and
 	// Unfinished how many of them it had no result of yet.
 	Submitted, Unfinished int
-	// Canceled is how many workunits Options.CancelOnInterrupt canceled
-	// (it can be fewer than Unfinished: some finish meanwhile), and
-	// CancelErr why it could not cancel them all.
-	Canceled  int
-	CancelErr error
-	cause     error // the context's error
-	script    error // what the script saw
+	// Canceled is how many workunits Options.CancelOnInterrupt canceled,
+	// and CancelErr why it could not cancel them all. Canceled can be
+	// fewer than Unfinished: a run cancels only the workunits it
+	// submitted itself, and one that submits a workunit already waiting
+	// or running (left by an earlier run that was interrupted) joins it
+	// without making it its own. OtherRuns is how many of the unfinished
+	// ones still wait or run at the tracker for such another run, and
+	// run on; Unchecked how many more were not canceled and could not be
+	// looked at (CancelErr, or too many). The rest finished meanwhile.
+	Canceled             int
+	OtherRuns, Unchecked int
+	CancelErr            error
+	cause                error // the context's error
+	script               error // what the script saw
 }
 
 func (e *InterruptedError) Error() string {
@@ -252,14 +291,15 @@ type Embedded struct {
 	srv  *tracker.Server
 	ctx  context.Context
 	// stopWorker and stopTracker end the worker, then the tracker: the
-	// worker goes first, so that it does not try to reconnect to a
-	// tracker going away.
+	// worker goes first, so that it hands its work back to a tracker still
+	// there, rather than wait for one going away or try to reconnect.
 	stopWorker, stopTracker func()
 }
 
 // StartEmbedded starts a tracker on 127.0.0.1 (any free port) and, unless
 // opts.Workers is 0, a worker named "local" connected to it. It returns once
-// both are ready; Stop ends them.
+// both are ready. When ctx ends the worker stops; the tracker runs on until
+// Stop, which the caller must call: it ends both, the worker first.
 func StartEmbedded(ctx context.Context, opts EmbeddedOptions) (*Embedded, error) {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
@@ -268,7 +308,10 @@ func StartEmbedded(ctx context.Context, opts EmbeddedOptions) (*Embedded, error)
 	if err != nil {
 		return nil, fmt.Errorf("job: embedded tracker: %w", err)
 	}
-	tctx, tcancel := context.WithCancel(ctx)
+	// The tracker outlives the worker, so that a worker stopped by ctx
+	// (Ctrl-C) hands its work back at once instead of waiting for a
+	// tracker that is gone.
+	tctx, tcancel := context.WithCancel(context.WithoutCancel(ctx))
 	trackerDone := make(chan error, 1)
 	go func() { trackerDone <- srv.Run(tctx) }()
 	e := &Embedded{srv: srv, ctx: tctx, stopWorker: func() {}}
@@ -288,7 +331,7 @@ func StartEmbedded(ctx context.Context, opts EmbeddedOptions) (*Embedded, error)
 	if slots == 0 {
 		return e, nil
 	}
-	wctx, wcancel := context.WithCancel(tctx)
+	wctx, wcancel := context.WithCancel(ctx)
 	ready := make(chan struct{})
 	workerDone := make(chan error, 1)
 	wopts := worker.Options{
@@ -321,23 +364,25 @@ func (e *Embedded) Stop() {
 	e.stopTracker()
 }
 
-// busy reports the embedded worker's busy slots and its slots.
-func (e *Embedded) busy() (int, int, bool) {
+// workers reports the embedded tracker's workers.
+func (e *Embedded) workers() workerStats {
 	ctx, cancel := context.WithTimeout(e.ctx, 200*time.Millisecond)
 	defer cancel()
 	st, err := e.srv.Status(ctx)
 	if err != nil {
-		return 0, 0, false
+		return workerStats{}
 	}
-	return busySlots(&st)
+	return workerStatsOf(&st)
 }
 
-// busySlots sums the busy slots and the slots of the workers in st; ok
-// is always true, since st was read.
-func busySlots(st *tracker.Status) (busy, slots int, ok bool) {
+// workerStatsOf sums the busy slots, the slots and the GPUs of the
+// workers in st.
+func workerStatsOf(st *tracker.Status) workerStats {
+	ws := workerStats{ok: true}
 	for _, w := range st.Workers {
-		busy += min(w.Busy, w.Slots)
-		slots += w.Slots
+		ws.busy += min(w.Busy, w.Slots)
+		ws.slots += w.Slots
+		ws.gpus += w.GPUs
 	}
-	return busy, slots, true
+	return ws
 }

@@ -4,15 +4,23 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"log/slog"
+	"net"
 	"os"
 	"regexp"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/riot-go/riot/engine"
+	"github.com/riot-go/riot/tracker"
+	"github.com/riot-go/riot/tracker/trackertest"
+	"github.com/riot-go/riot/worker"
 	"github.com/riot-go/riot/workunit"
 )
 
@@ -105,7 +113,8 @@ func TestRun_SyntaxError(t *testing.T) {
 	var se *engine.ScriptError
 	require.True(t, errors.As(err, &se), "%v", err)
 	assert.Equal(t, "SyntaxError", se.Name)
-	assert.Contains(t, se.Message, "bad.js:2:")
+	assert.True(t, strings.HasPrefix(se.Message, "bad.js:2:"), "no internal prefix: %q", se.Message)
+	assert.True(t, strings.HasPrefix(se.Stack, "SyntaxError: bad.js:2:"), "no internal prefix: %q", se.Stack)
 }
 
 func writeFile(t *testing.T, path, content string) {
@@ -118,15 +127,25 @@ func writeFile(t *testing.T, path, content string) {
 type cancelOnLine struct {
 	mark   string
 	cancel context.CancelFunc
+	mu     sync.Mutex
 	buf    bytes.Buffer
 }
 
 func (w *cancelOnLine) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	w.buf.Write(p)
 	if strings.Contains(w.buf.String(), w.mark) {
 		w.cancel()
 	}
 	return len(p), nil
+}
+
+// String returns what was written.
+func (w *cancelOnLine) String() string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.buf.String()
 }
 
 func TestRun_Interrupted(t *testing.T) {
@@ -170,4 +189,142 @@ func TestRun_FirstWins(t *testing.T) {
 	stdout, stderr, err := runJob(t, Options{Script: "../scripts/first-wins.js", Workers: 3})
 	require.NoError(t, err, stderr)
 	assert.Equal(t, "quick guess won; canceled 2 others\n", stdout)
+}
+
+// Options.Timeout is the time limit of every workunit that sets none, on
+// the embedded default and through a tracker alike; riot.with({timeout})
+// sets a workunit's own.
+func TestRun_Timeout(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t, trackertest.Quiet())
+	startWorker(t, tr.Addr())
+	dir := t.TempDir()
+	spin := dir + "/spin.js"
+	writeFile(t, spin, `riot.waitUntilDone(riot.doWork(() => { for (;;) {} }));`)
+	own := dir + "/own.js"
+	writeFile(t, own, `riot.waitUntilDone(riot.with({timeout: '80ms'}).doWork(() => { for (;;) {} }));`)
+	for _, tt := range []struct {
+		name, tracker, script, limit string
+	}{
+		{"embedded", "", spin, "50ms"},
+		{"tracker", tr.Addr(), spin, "50ms"},
+		{"embedded, the script's own", "", own, "80ms"},
+		{"tracker, the script's own", tr.Addr(), own, "80ms"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			_, stderr, err := runJob(t, Options{Script: tt.script, Tracker: tt.tracker, Workers: 1, Timeout: 50 * time.Millisecond})
+			var werr *workunit.Error
+			require.True(t, errors.As(err, &werr), "%v\n%s", err, stderr)
+			assert.Equal(t, workunit.TimeLimit, werr.Kind)
+			assert.Contains(t, werr.Error(), "time limit of "+tt.limit)
+		})
+	}
+}
+
+// startWorker runs a worker with one slot and no time limit of its own for
+// the tracker at addr, until the test ends.
+func startWorker(t *testing.T, addr string) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	ready := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- worker.Run(ctx, worker.Options{Tracker: addr, Name: "w", Slots: 1,
+			Logger: slog.New(slog.DiscardHandler), Ready: func(string) { close(ready) }})
+	}()
+	t.Cleanup(func() { cancel(); <-done })
+	select {
+	case <-ready:
+	case err := <-done:
+		t.Fatalf("worker: %v", err)
+	}
+}
+
+// A run interrupted with CancelOnInterrupt cancels its own workunits; those
+// it joined, left waiting by an earlier run, are another run's: it cannot
+// cancel them, and says so.
+func TestRun_CancelOnInterrupt_EarlierRunsWork(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t, trackertest.Quiet()) // no workers: all waits
+	// The same script twice: the second run submits the first run's two
+	// workunits again (the same keys) and one more.
+	script := t.TempDir() + "/job.js"
+	writeFile(t, script, `
+		const ids = Array.from({length: Number(riot.args[0])}, (_, i) => riot.doWork((x) => x, i));
+		console.log('submitted');
+		ids.forEach((id) => riot.waitUntilDone(id));
+	`)
+	run := func(n string, cancelInt bool) *InterruptedError {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		out := &cancelOnLine{mark: "submitted\n", cancel: cancel}
+		err := Run(ctx, Options{Script: script, Args: []string{n}, Tracker: tr.Addr(), CancelOnInterrupt: cancelInt, Progress: ProgressOff,
+			Stdout: out, Stderr: &bytes.Buffer{}})
+		var ie *InterruptedError
+		require.True(t, errors.As(err, &ie), "%v", err)
+		return ie
+	}
+	ie := run("2", false)
+	assert.Equal(t, 2, ie.Unfinished)
+	tr.WaitFor(t, func(s tracker.Stats) bool { return s.Waiting == 2 })
+
+	ie = run("3", true)
+	require.NoError(t, ie.CancelErr)
+	assert.Equal(t, 3, ie.Unfinished)
+	assert.Equal(t, 1, ie.Canceled, "only its own")
+	assert.Equal(t, 2, ie.OtherRuns, "the first run's")
+	assert.Zero(t, ie.Unchecked)
+	tr.WaitFor(t, func(s tracker.Stats) bool { return s.Waiting == 2 && s.Canceled == 1 })
+}
+
+// Ctrl-C on the embedded default ends the job while its worker runs
+// workunits: the worker hands them back to a tracker that is still there.
+func TestRun_InterruptedEmbeddedWhileRunning(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	script := dir + "/job.js"
+	writeFile(t, script, `
+		const ids = [1, 2].map((n) => riot.doWork((x) => { console.log('started'); for (;;) {} }, n));
+		console.log('submitted');
+		ids.forEach((id) => riot.waitUntilDone(id));
+	`)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := &cancelOnLine{mark: "submitted\n", cancel: cancel}
+	err := Run(ctx, Options{Script: script, Workers: 2, Progress: ProgressOff, Stdout: out, Stderr: &bytes.Buffer{}})
+	var ie *InterruptedError
+	require.True(t, errors.As(err, &ie), "%v", err)
+	assert.Equal(t, 2, ie.Unfinished)
+}
+
+func TestRun_ConnectError(t *testing.T) {
+	t.Parallel()
+	// A port nobody listens on: one a listener had, closed.
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := l.Addr().String()
+	require.NoError(t, l.Close())
+	dir := t.TempDir()
+	writeFile(t, dir+"/job.js", `console.log(1)`)
+	_, _, err = runJob(t, Options{Script: dir + "/job.js", Tracker: addr})
+	var ce *ConnectError
+	require.True(t, errors.As(err, &ce), "%v", err)
+	assert.Equal(t, addr, ce.Tracker)
+	assert.ErrorIs(t, err, syscall.ECONNREFUSED)
+	assert.True(t, strings.HasPrefix(err.Error(), "job: connecting to the tracker at "+addr+": "), err.Error())
+}
+
+// scripts/low-level.js takes its own workunit: where a worker takes it
+// first, the script says so rather than wait for ever (or, when the worker
+// took it after the script looked, the job's hint says so).
+func TestRun_LowLevelWithAWorker(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stderr := &cancelOnLine{mark: "--workers 0", cancel: cancel}
+	var stdout bytes.Buffer
+	err := Run(ctx, Options{Script: "../scripts/low-level.js", Workers: 1, Progress: ProgressAuto, Stdout: &stdout, Stderr: stderr})
+	require.Error(t, err)
+	assert.Contains(t, err.Error()+stderr.String(), "--workers 0")
 }

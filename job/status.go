@@ -14,10 +14,10 @@ import (
 	"github.com/riot-go/riot/tracker"
 )
 
-// remoteBusy returns a function that reports the workers busy on a remote
+// remoteWorkers returns a function that reports the workers of a remote
 // tracker, from its status page (GET /status, with the master's token),
 // read once a second in the background while ctx lasts.
-func remoteBusy(ctx context.Context, addr, token string, tlsConf *tls.Config) func() (int, int, bool) {
+func remoteWorkers(ctx context.Context, addr, token string, tlsConf *tls.Config) func() workerStats {
 	ws, err := client.TrackerURL(addr)
 	if err != nil {
 		return nil
@@ -33,10 +33,9 @@ func remoteBusy(ctx context.Context, addr, token string, tlsConf *tls.Config) fu
 	pu.Path = "/status"
 	u := pu.String()
 	var (
-		mu          sync.Mutex
-		busy, slots int
-		known       bool
-		hc          = &http.Client{Timeout: 2 * time.Second}
+		mu    sync.Mutex
+		stats workerStats
+		hc    = &http.Client{Timeout: 2 * time.Second}
 	)
 	poll := func() {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
@@ -55,9 +54,8 @@ func remoteBusy(ctx context.Context, addr, token string, tlsConf *tls.Config) fu
 		if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&st) != nil {
 			return
 		}
-		b, s, ok := busySlots(&st)
 		mu.Lock()
-		busy, slots, known = b, s, ok
+		stats = workerStatsOf(&st)
 		mu.Unlock()
 	}
 	go func() {
@@ -72,9 +70,9 @@ func remoteBusy(ctx context.Context, addr, token string, tlsConf *tls.Config) fu
 			}
 		}
 	}()
-	return func() (int, int, bool) {
+	return func() workerStats {
 		mu.Lock()
 		defer mu.Unlock()
-		return busy, slots, known
+		return stats
 	}
 }

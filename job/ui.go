@@ -26,29 +26,65 @@ type jobUI struct {
 	drawn  bool
 	closed bool
 	last   time.Time
-	// busy reports how many slots are busy and how many the connected
-	// workers have, when the tracker can say (ok).
-	busy func() (busy, slots int, ok bool)
-	// hint is the tracker's address when, without a bar, the UI is to say
-	// once on w that work waits and no worker is connected (idleSince:
-	// since when, as seen by tick); "" for never.
-	hint      string
-	hinted    bool
-	idleSince time.Time
-	stop      chan struct{}
-	wg        sync.WaitGroup
+	// workers reports what the tracker says of its workers; nil when
+	// nothing can be known.
+	workers func() workerStats
+	// hints, when set, has the UI say once on w, each, when work cannot
+	// go on: work waits and no worker is connected (without a bar: the bar
+	// says so itself), work that needs GPUs waits and no worker has any,
+	// the script waits for work that workers took. tracker is the
+	// address Options.Tracker names, "" for the embedded default; state
+	// is what the connections say of the script.
+	hints                     bool
+	tracker                   string
+	state                     *scriptState
+	noWorkers, noGPU, ownWork hint
+	stop                      chan struct{}
+	wg                        sync.WaitGroup
 }
 
-// noWorkersHintAfter is how long work waits with no worker connected
-// before a job without a bar says so.
-const noWorkersHintAfter = 5 * time.Second
+// workerStats is what the tracker's status says of its workers: their
+// busy slots, their slots and their GPUs; ok is false when it could not
+// be read.
+type workerStats struct {
+	busy, slots, gpus int
+	ok                bool
+}
 
-func newJobUI(w io.Writer, bar bool, hint string, busy func() (int, int, bool)) *jobUI {
-	u := &jobUI{w: w, bar: bar, width: 24, start: time.Now(), busy: busy, stop: make(chan struct{})}
-	if !bar && busy != nil {
-		u.hint = hint
+// hintAfter is how long a hint's condition holds (work waits with no
+// worker connected, ...) before the UI says so.
+const hintAfter = 5 * time.Second
+
+// hint is one of the UI's hints: since when its condition holds, and
+// whether it was said.
+type hint struct {
+	since time.Time
+	said  bool
+}
+
+// due notes whether the hint's condition holds at now, and reports whether
+// the hint is to be said now: it has held for hintAfter, and the hint was
+// not said before.
+func (h *hint) due(holds bool, now time.Time) bool {
+	if h.said || !holds {
+		h.since = time.Time{}
+		return false
 	}
-	if u.bar || u.hint != "" {
+	if h.since.IsZero() {
+		h.since = now
+		return false
+	}
+	if now.Sub(h.since) < hintAfter {
+		return false
+	}
+	h.said = true
+	return true
+}
+
+func newJobUI(w io.Writer, bar, hints bool, tracker string, workers func() workerStats, state *scriptState) *jobUI {
+	u := &jobUI{w: w, bar: bar, width: 24, start: time.Now(), workers: workers,
+		hints: hints, tracker: tracker, state: state, stop: make(chan struct{})}
+	if u.bar || u.hints {
 		u.wg.Add(1)
 		go u.tick()
 	}
@@ -56,8 +92,7 @@ func newJobUI(w io.Writer, bar bool, hint string, busy func() (int, int, bool)) 
 }
 
 // tick redraws the bar twice a second, so that the rate and ETA move while
-// nothing finishes, or, without a bar, watches for work that no worker
-// can take.
+// nothing finishes, and watches for work that cannot go on.
 func (u *jobUI) tick() {
 	defer u.wg.Done()
 	t := time.NewTicker(500 * time.Millisecond)
@@ -70,35 +105,111 @@ func (u *jobUI) tick() {
 				u.drawLocked(true)
 			}
 			u.mu.Unlock()
-			u.checkIdle(now)
+			u.checkHints(now)
 		case <-u.stop:
 			return
 		}
 	}
 }
 
-// checkIdle prints the no-workers hint once, when workunits have been
-// outstanding with no worker connected for noWorkersHintAfter.
-func (u *jobUI) checkIdle(now time.Time) {
-	if u.hint == "" {
+// checkHints says each hint once, when its condition has held for
+// hintAfter:
+//   - workunits are outstanding and no worker is connected (on a tracker,
+//     without a bar);
+//   - workunits that need GPUs are not finished, and workers are
+//     connected but none has a GPU;
+//   - the script waits in client.waitForWork, and workers ran all the
+//     workunits it submitted (so none is left for it to take).
+func (u *jobUI) checkHints(now time.Time) {
+	if !u.hints {
 		return
 	}
-	_, slots, ok := u.busy()
+	var ws workerStats
+	if u.workers != nil {
+		ws = u.workers()
+	}
+	var gpuWork int
+	var taking bool
+	if u.state != nil {
+		gpuWork, taking = u.state.get()
+	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	if u.hinted || u.closed || u.done >= u.total || !ok || slots > 0 {
-		u.idleSince = time.Time{}
+	if u.closed {
 		return
 	}
-	if u.idleSince.IsZero() {
-		u.idleSince = now
+	outstanding := u.total - u.done
+	var lines []string
+	if u.noWorkers.due(u.tracker != "" && !u.bar && outstanding > 0 && ws.ok && ws.slots == 0, now) {
+		lines = append(lines, fmt.Sprintf("riot: %d workunits wait and no worker is connected to the tracker; start one with: riot-worker %s",
+			outstanding, u.tracker))
+	}
+	if u.noGPU.due(gpuWork > 0 && ws.ok && ws.slots > 0 && ws.gpus == 0, now) {
+		if u.tracker != "" {
+			lines = append(lines, fmt.Sprintf("riot: %d workunits need GPUs and wait, and no worker connected to the tracker has any; "+
+				"start one on a machine with a GPU and its CUDA driver: riot-worker %s", gpuWork, u.tracker))
+		} else {
+			lines = append(lines, fmt.Sprintf("riot: %d workunits need GPUs and wait, and the local worker has none "+
+				"(no CUDA driver here, or --no-gpu); run the job with --tracker HOST, and riot-worker HOST on machines with GPUs", gpuWork))
+		}
+	}
+	if u.ownWork.due(taking && u.total > 0 && outstanding <= 0, now) {
+		lines = append(lines, fmt.Sprintf("riot: the script waits in client.waitForWork, but workers ran all %d workunits it submitted, "+
+			"so none is left for it to take; a script that takes its own workunits needs a tracker without workers "+
+			"(riot-worker eval --workers 0 for the embedded default)", u.total))
+	}
+	if len(lines) == 0 {
 		return
 	}
-	if now.Sub(u.idleSince) >= noWorkersHintAfter {
-		u.hinted = true
-		fmt.Fprintf(u.w, "riot: %d workunits wait and no worker is connected to the tracker; start one with: riot-worker %s\n",
-			u.total-u.done, u.hint)
+	u.clearLocked()
+	for _, l := range lines {
+		fmt.Fprintln(u.w, l)
 	}
+	u.drawLocked(true)
+}
+
+// scriptState is what the job's connections tell the UI of the script,
+// for its hints: how many of the workunits it submitted that need GPUs
+// are not finished, and whether it waits in client.waitForWork. It is safe
+// for concurrent use.
+type scriptState struct {
+	mu      sync.Mutex
+	gpuWork int
+	takers  int // calls waiting for work
+}
+
+func (s *scriptState) gpuWorkAdded() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gpuWork++
+}
+
+func (s *scriptState) gpuWorkEnded() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gpuWork--
+}
+
+// takingWork says that the script began to wait for work; tookWork, that
+// it stopped.
+func (s *scriptState) takingWork() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.takers++
+}
+
+func (s *scriptState) tookWork() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.takers--
+}
+
+// get returns how many workunits that need GPUs are not finished, and
+// whether the script waits for work.
+func (s *scriptState) get() (gpuWork int, taking bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.gpuWork, s.takers > 0
 }
 
 // Submitted implements engine.ScriptEvents.
@@ -222,12 +333,12 @@ func (u *jobUI) lineLocked(now time.Time) string {
 			fmt.Fprintf(&b, "  ETA %s", formatETA(eta))
 		}
 	}
-	if u.busy != nil {
-		switch busy, slots, ok := u.busy(); {
-		case ok && slots == 0:
+	if u.workers != nil {
+		switch ws := u.workers(); {
+		case ws.ok && ws.slots == 0:
 			b.WriteString("  no workers connected")
-		case ok:
-			fmt.Fprintf(&b, "  %d/%d slots busy", busy, slots)
+		case ws.ok:
+			fmt.Fprintf(&b, "  %d/%d slots busy", ws.busy, ws.slots)
 		}
 	}
 	return b.String()

@@ -8,54 +8,137 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-// fakeBusy is a fake of the tracker's status, for the UI's tests.
-type fakeBusy struct {
-	busy, slots int
-	ok          bool
-}
+// fakeWorkers is a fake of the tracker's status, for the UI's tests.
+type fakeWorkers struct{ ws workerStats }
 
-func (f *fakeBusy) get() (int, int, bool) { return f.busy, f.slots, f.ok }
+func (f *fakeWorkers) get() workerStats { return f.ws }
 
 func TestUI_BarSaysWhenNoWorkerIsConnected(t *testing.T) {
-	f := &fakeBusy{}
-	u := &jobUI{width: 10, total: 4, busy: f.get}
+	t.Parallel()
+	f := &fakeWorkers{}
+	u := &jobUI{width: 10, total: 4, workers: f.get}
 	now := time.Now()
 	assert.NotContains(t, u.lineLocked(now), "slots busy", "the tracker could not say")
 	assert.NotContains(t, u.lineLocked(now), "no workers")
-	f.ok = true
+	f.ws.ok = true
 	assert.Contains(t, u.lineLocked(now), "no workers connected")
-	f.busy, f.slots = 1, 4
+	f.ws.busy, f.ws.slots = 1, 4
 	assert.Contains(t, u.lineLocked(now), "1/4 slots busy")
 }
 
 // Without a bar, work that waits with no worker connected is said once,
-// after noWorkersHintAfter, and not while a worker is connected.
+// after hintAfter, and not while a worker is connected.
 func TestUI_HintWhenNoWorkerIsConnected(t *testing.T) {
-	f := &fakeBusy{ok: true, slots: 2}
+	t.Parallel()
+	f := &fakeWorkers{workerStats{ok: true, slots: 2}}
 	var out bytes.Buffer
-	u := &jobUI{w: &out, hint: "tracker.example:2355", total: 3, done: 1, busy: f.get}
+	u := &jobUI{w: &out, hints: true, tracker: "tracker.example:2355", total: 3, done: 1, workers: f.get}
 	t0 := time.Now()
-	u.checkIdle(t0)
-	u.checkIdle(t0.Add(time.Minute))
+	u.checkHints(t0)
+	u.checkHints(t0.Add(time.Minute))
 	assert.Empty(t, out.String(), "a worker is connected")
 
-	f.slots = 0
-	u.checkIdle(t0.Add(2 * time.Minute))
-	u.checkIdle(t0.Add(2*time.Minute + noWorkersHintAfter - time.Millisecond))
+	f.ws.slots = 0
+	u.checkHints(t0.Add(2 * time.Minute))
+	u.checkHints(t0.Add(2*time.Minute + hintAfter - time.Millisecond))
 	assert.Empty(t, out.String(), "not yet")
-	u.checkIdle(t0.Add(2*time.Minute + noWorkersHintAfter))
+	u.checkHints(t0.Add(2*time.Minute + hintAfter))
 	assert.Equal(t, "riot: 2 workunits wait and no worker is connected to the tracker; start one with: riot-worker tracker.example:2355\n",
 		out.String())
-	u.checkIdle(t0.Add(time.Hour))
+	u.checkHints(t0.Add(time.Hour))
 	assert.Equal(t, 1, bytes.Count(out.Bytes(), []byte("riot:")), "said once")
 }
 
 func TestUI_NoHintWhenNothingWaits(t *testing.T) {
-	f := &fakeBusy{ok: true}
+	t.Parallel()
+	f := &fakeWorkers{workerStats{ok: true}}
 	var out bytes.Buffer
-	u := &jobUI{w: &out, hint: "tracker.example:2355", total: 3, done: 3, busy: f.get}
+	u := &jobUI{w: &out, hints: true, tracker: "tracker.example:2355", total: 3, done: 3, workers: f.get, state: &scriptState{}}
 	t0 := time.Now()
-	u.checkIdle(t0)
-	u.checkIdle(t0.Add(time.Hour))
+	u.checkHints(t0)
+	u.checkHints(t0.Add(time.Hour))
 	assert.Empty(t, out.String())
+
+	// Nor with hints off (--quiet).
+	u = &jobUI{w: &out, tracker: "tracker.example:2355", total: 3, done: 1, workers: f.get}
+	u.checkHints(t0)
+	u.checkHints(t0.Add(time.Hour))
+	assert.Empty(t, out.String())
+}
+
+// Work that needs GPUs and waits while the connected workers have none is
+// said once, after hintAfter; not while a worker has a GPU, nor when no
+// worker is connected at all (the no-workers hint says that).
+func TestUI_HintWhenNoWorkerHasGPUs(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		tracker, want string
+	}{
+		{"tracker.example:2355", "riot: 2 workunits need GPUs and wait, and no worker connected to the tracker has any; " +
+			"start one on a machine with a GPU and its CUDA driver: riot-worker tracker.example:2355\n"},
+		{"", "riot: 2 workunits need GPUs and wait, and the local worker has none (no CUDA driver here, or --no-gpu); " +
+			"run the job with --tracker HOST, and riot-worker HOST on machines with GPUs\n"},
+	} {
+		f := &fakeWorkers{workerStats{ok: true, slots: 4, gpus: 1}}
+		st := &scriptState{}
+		var out bytes.Buffer
+		u := &jobUI{w: &out, hints: true, tracker: tt.tracker, total: 5, workers: f.get, state: st}
+		st.gpuWorkAdded()
+		st.gpuWorkAdded()
+		t0 := time.Now()
+		u.checkHints(t0)
+		u.checkHints(t0.Add(time.Minute))
+		assert.Empty(t, out.String(), "a worker has a GPU")
+
+		f.ws.gpus, f.ws.slots = 0, 0
+		u.checkHints(t0.Add(2 * time.Minute))
+		u.checkHints(t0.Add(3 * time.Minute))
+		assert.NotContains(t, out.String(), "GPU", "no worker at all")
+
+		f.ws.slots = 4
+		u.checkHints(t0.Add(4 * time.Minute))
+		u.checkHints(t0.Add(4*time.Minute + hintAfter - time.Millisecond))
+		assert.NotContains(t, out.String(), "GPU", "not yet")
+		u.checkHints(t0.Add(4*time.Minute + hintAfter))
+		assert.Contains(t, out.String(), tt.want)
+		u.checkHints(t0.Add(time.Hour))
+		assert.Equal(t, 1, bytes.Count(out.Bytes(), []byte("need GPUs")), "said once: %q", out.String())
+
+		// Nothing is said when the GPU work is finished.
+		out.Reset()
+		u = &jobUI{w: &out, hints: true, tracker: tt.tracker, total: 5, workers: f.get, state: st}
+		st.gpuWorkEnded()
+		st.gpuWorkEnded()
+		u.checkHints(t0)
+		u.checkHints(t0.Add(time.Hour))
+		assert.Empty(t, out.String())
+	}
+}
+
+// A script that waits for work when workers took all its own is told so,
+// once; not while its own work is outstanding.
+func TestUI_HintWhenWorkersTookTheScriptsWork(t *testing.T) {
+	t.Parallel()
+	st := &scriptState{}
+	var out bytes.Buffer
+	u := &jobUI{w: &out, hints: true, total: 1, state: st}
+	st.takingWork()
+	t0 := time.Now()
+	u.checkHints(t0)
+	u.checkHints(t0.Add(time.Minute))
+	assert.Empty(t, out.String(), "its workunit is outstanding: it may take it")
+
+	u.done = 1
+	u.checkHints(t0.Add(2 * time.Minute))
+	u.checkHints(t0.Add(2*time.Minute + hintAfter))
+	assert.Equal(t, "riot: the script waits in client.waitForWork, but workers ran all 1 workunits it submitted, "+
+		"so none is left for it to take; a script that takes its own workunits needs a tracker without workers "+
+		"(riot-worker eval --workers 0 for the embedded default)\n", out.String())
+
+	out.Reset()
+	u = &jobUI{w: &out, hints: true, total: 1, done: 1, state: st}
+	st.tookWork()
+	u.checkHints(t0)
+	u.checkHints(t0.Add(time.Hour))
+	assert.Empty(t, out.String(), "not waiting for work")
 }

@@ -9,11 +9,14 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"strings"
+	"syscall"
 	"time"
 
 	"github.com/riot-go/riot/client"
 	"github.com/riot-go/riot/engine"
 	"github.com/riot-go/riot/sysmem"
+	"github.com/riot-go/riot/units"
 	"github.com/riot-go/riot/wire"
 	"github.com/riot-go/riot/workunit"
 )
@@ -25,12 +28,14 @@ With SCRIPT.js, runs the job script as a master (docs/reference.md): its
 riot.forWork, riot.doWork, riot.doWorkCall and riot.doWorkEval hand out
 workunits, to the tracker named by --tracker (or RIOT_TRACKER), or, with
 neither, to the embedded default: a tracker in this process with a local
-worker of --workers slots. ARGS are the script's riot.args. While work is
-outstanding a progress bar shows on stderr (when it is a terminal), and
-each workunit's console output appears there, prefixed with its worker's
-name. An uncaught error ends the script: its message, naming the workunit
-and the worker when it came from one, and its stacks go to stderr, and the
-status is 1.
+worker of --workers slots. ARGS are the script's riot.args: eval's own
+flags go before SCRIPT.js. --timeout is the time limit of each workunit
+the script submits without one of its own (riot.with({timeout})). While
+work is outstanding a progress bar shows on stderr (when it is a
+terminal), and each workunit's console output appears there, prefixed
+with its worker's name. An uncaught error ends the script: its message,
+naming the workunit and the worker when it came from one, and its stacks
+go to stderr, and the status is 1.
 
 With -e, evaluates SOURCE as an eval workunit (Riot's do-work/eval) and prints its
 value on stdout. With --tracker (or RIOT_TRACKER), the workunit is submitted
@@ -60,8 +65,8 @@ Flags:
 
 type evalFlags struct {
 	source   string
-	timeout  time.Duration
-	memory   uint64 // --memory-limit in bytes, 0 for none
+	timeout  time.Duration // of each workunit that sets none
+	memory   uint64        // --memory-limit in bytes, 0 for none
 	memLimit sysmem.Limit
 	tracker  string
 	token    string
@@ -83,9 +88,9 @@ func parseEvalFlags(args []string, stderr io.Writer) (*evalFlags, error) {
 	fs.SetOutput(stderr)
 	f := &evalFlags{}
 	fs.StringVar(&f.source, "e", "", "evaluate this JavaScript `source`")
-	fs.DurationVar(&f.timeout, "timeout", 0, "time limit of the workunit, such as 30s or 5m (default: none)")
+	fs.Var((*units.Duration)(&f.timeout), "timeout", "time limit of each workunit that sets none, a `duration` such as 30s or 5m; -e: of the workunit (default: none)")
 	memoryLimitFlag(fs, &f.memLimit, "workunits run in this process are")
-	fs.StringVar(&f.tracker, "tracker", os.Getenv("RIOT_TRACKER"), "run the workunit on this tracker's workers, `HOST[:PORT]` (default: $RIOT_TRACKER, else in process)")
+	fs.StringVar(&f.tracker, "tracker", os.Getenv("RIOT_TRACKER"), "run the work on this tracker's workers, `HOST[:PORT]` (default: $RIOT_TRACKER, else in process: the embedded default for job scripts)")
 	fs.StringVar(&f.token, "token", os.Getenv("RIOT_TOKEN"), "the tracker's credentials (default: $RIOT_TOKEN)")
 	fs.StringVar(&f.tlsCA, "tls-ca", os.Getenv("RIOT_TLS_CA"), "reach the tracker over TLS, trusting the authority in this PEM `FILE` (default: $RIOT_TLS_CA; a wss:// address uses the system's authorities)")
 	fs.Var(&f.workersF, "workers", "job scripts on the embedded default: the local worker's `slots`, 0 for none (default: one per CPU)")
@@ -98,7 +103,7 @@ func parseEvalFlags(args []string, stderr io.Writer) (*evalFlags, error) {
 		fmt.Fprint(fs.Output(), evalUsage)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	if err := parseFlags(fs, args); err != nil {
 		return nil, err
 	}
 	if f.workers = f.workersF.or(-1); f.workersF.set && f.workers < 0 {
@@ -113,13 +118,19 @@ func parseEvalFlags(args []string, stderr io.Writer) (*evalFlags, error) {
 	}
 	switch {
 	case f.source != "" && fs.NArg() > 0:
-		fs.Usage()
 		return nil, fmt.Errorf("give -e SOURCE or a SCRIPT.js, not both (unexpected arguments: %q)", fs.Args())
 	case f.source == "" && fs.NArg() == 0:
-		fs.Usage()
 		return nil, errors.New("a SCRIPT.js or -e SOURCE is required")
 	case fs.NArg() > 0:
 		f.script, f.scriptArgs = fs.Arg(0), fs.Args()[1:]
+		if found := flagsAfterScript(fs, f.scriptArgs); len(found) > 0 {
+			verb := "comes after the script, so it goes to the script"
+			if len(found) > 1 {
+				verb = "come after the script, so they go to the script"
+			}
+			fmt.Fprintf(stderr, "riot-worker eval: warning: %s %s (riot.args), not to eval: "+
+				"eval's flags go before the script, as in riot-worker eval [flags] %s [ARGS...]\n", strings.Join(found, ", "), verb, f.script)
+		}
 		if f.progress && f.quiet {
 			return nil, errors.New("--progress and --quiet contradict each other")
 		}
@@ -140,8 +151,7 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "riot-worker eval: %v\n", err)
-		return 2
+		return usageFailure(stderr, "riot-worker eval", err)
 	}
 	if f.script != "" {
 		return runScript(ctx, f, stdout, stderr)
@@ -181,8 +191,7 @@ func evalRemote(ctx context.Context, f *evalFlags, stdout, stderr io.Writer) int
 	}
 	c, err := client.Dial(ctx, f.tracker, client.Options{Token: f.token, TLSConfig: tlsConf, Logger: logger})
 	if err != nil {
-		fmt.Fprintf(stderr, "riot-worker eval: %v\n", err)
-		return 1
+		return connectFailure(stderr, f.tracker, err)
 	}
 	defer c.Close()
 	spec := &workunit.Spec{Kind: workunit.Eval, Source: f.source, Name: "eval"}
@@ -198,6 +207,17 @@ func evalRemote(ctx context.Context, f *evalFlags, stdout, stderr io.Writer) int
 		return printFailure(stderr, err)
 	}
 	return printValue(stdout, stderr, out.Result)
+}
+
+// connectFailure prints that the tracker at addr could not be reached,
+// with a hint when nothing listens there, and returns the exit status, 1.
+func connectFailure(w io.Writer, addr string, err error) int {
+	fmt.Fprintf(w, "riot-worker eval: connecting to the tracker at %s: %v", addr, err)
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		fmt.Fprint(w, "; is riotd running there? (start it with riotd, or leave out --tracker to use the embedded default)")
+	}
+	fmt.Fprintln(w)
+	return 1
 }
 
 // tlsConfig returns the TLS configuration --tls-ca asks for, or nil.

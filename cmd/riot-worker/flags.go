@@ -4,7 +4,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"strconv"
+	"strings"
 
 	"github.com/riot-go/riot/sysmem"
 )
@@ -80,4 +82,50 @@ func (a autoInt) or(auto int) int {
 		return auto
 	}
 	return a.n
+}
+
+// parseFlags parses args with fs without printing the whole help on a bad
+// flag: the flag package's error (which names the flag, the value and what
+// was wanted) is returned, for the caller to print first, with a line that
+// points to --help. -h or --help prints the help (fs.Usage) and returns
+// flag.ErrHelp.
+func parseFlags(fs *flag.FlagSet, args []string) error {
+	out, usage := fs.Output(), fs.Usage
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	fs.Usage = usage
+	if errors.Is(err, flag.ErrHelp) {
+		fs.Usage()
+	}
+	return err
+}
+
+// usageFailure prints a usage error and where to find the flags, and
+// returns the exit status of bad usage, 2. cmd is "riot-worker" or
+// "riot-worker eval".
+func usageFailure(w io.Writer, cmd string, err error) int {
+	fmt.Fprintf(w, "%s: %v\nrun '%s --help' for the flags\n", cmd, err, cmd)
+	return 2
+}
+
+// flagsAfterScript returns the arguments after a job script's path (its
+// riot.args) that look like eval's own flags: up to a "--", an argument
+// "-NAME", "--NAME" or "--NAME=VALUE" where fs defines NAME.
+func flagsAfterScript(fs *flag.FlagSet, args []string) []string {
+	var found []string
+	for _, a := range args {
+		if a == "--" {
+			break
+		}
+		if !strings.HasPrefix(a, "-") {
+			continue
+		}
+		name, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-"), "=")
+		if name != "" && fs.Lookup(name) != nil {
+			found = append(found, a)
+		}
+	}
+	return found
 }

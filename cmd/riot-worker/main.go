@@ -1,7 +1,8 @@
 // Command riot-worker is riot's worker and master command.
 //
-//	riot-worker [flags] HOST[:PORT]   run a worker for the tracker at HOST
-//	riot-worker eval [flags] -e SOURCE evaluate JavaScript and print its value
+//	riot-worker [flags] HOST[:PORT]               run a worker for the tracker at HOST
+//	riot-worker eval [flags] SCRIPT.js [ARGS...]  run a job script as a master
+//	riot-worker eval [flags] -e SOURCE            evaluate JavaScript and print its value
 //
 // See docs/workers.md and `riot-worker --help`, `riot-worker eval --help`.
 package main
@@ -21,9 +22,12 @@ import (
 const usage = `riot-worker: a riot worker and master
 
 Usage:
-  riot-worker [flags] HOST[:PORT]      run a worker for the tracker at HOST
-  riot-worker eval [flags] -e SOURCE   evaluate SOURCE and print its value
-  riot-worker help                     show this help
+  riot-worker [flags] HOST[:PORT]               run a worker for the tracker at HOST
+  riot-worker eval [flags] SCRIPT.js [ARGS...]  run a job script as a master,
+                                                on the tracker named by --tracker
+                                                or on the embedded default
+  riot-worker eval [flags] -e SOURCE            evaluate SOURCE and print its value
+  riot-worker help                              show this help
 
 Run 'riot-worker --help' for the flags of the worker and 'riot-worker eval
 --help' for those of eval.

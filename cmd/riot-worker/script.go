@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"strings"
 
 	"github.com/riot-go/riot/engine"
 	"github.com/riot-go/riot/job"
@@ -44,6 +45,7 @@ func runScript(ctx context.Context, f *evalFlags, stdout, stderr io.Writer) int 
 		Workers:   f.workers,
 		Data:      f.data,
 		Engine:    eo,
+		Timeout:   f.timeout,
 		Progress:  progress,
 
 		CancelOnInterrupt: f.cancelInt,
@@ -52,9 +54,12 @@ func runScript(ctx context.Context, f *evalFlags, stdout, stderr io.Writer) int 
 	})
 	var se *engine.ScriptError
 	var ie *job.InterruptedError
+	var ce *job.ConnectError
 	switch {
 	case err == nil:
 		return 0
+	case errors.As(err, &ce) && f.tracker != "":
+		return connectFailure(stderr, f.tracker, ce.Err)
 	case errors.As(err, &ie):
 		fmt.Fprintf(stderr, "riot-worker eval: %s\n", interruptedText(ie, f))
 		return 130
@@ -81,16 +86,46 @@ func interruptedText(e *job.InterruptedError, f *evalFlags) string {
 	switch {
 	case e.Unfinished == 0:
 		return what
-	case f.tracker != "" && f.cancelInt && e.CancelErr != nil:
-		return fmt.Sprintf("%s; canceled %d of them at the tracker at %s, and could not cancel the rest: %v", what, e.Canceled, f.tracker, e.CancelErr)
-	case f.tracker != "" && f.cancelInt && e.Canceled < e.Unfinished:
-		return fmt.Sprintf("%s; canceled %d of them at the tracker at %s (the others finished meanwhile)", what, e.Canceled, f.tracker)
 	case f.tracker != "" && f.cancelInt:
-		return fmt.Sprintf("%s; canceled them at the tracker at %s", what, f.tracker)
+		return what + "; " + canceledText(e, f.tracker)
 	case f.tracker != "":
 		return what + "; they stay with the tracker at " + f.tracker + " and run on: run the job again to collect their results (with --cancel-on-interrupt, an interrupt cancels them instead)"
 	case f.data != "":
 		return what + "; what finished is kept in " + f.data + ": run the job again with --data " + f.data + " to pick up where it left off"
 	}
 	return what + "; the embedded tracker kept nothing (with --data DIR, a rerun picks up where the last one left off)"
+}
+
+// canceledText says what --cancel-on-interrupt did with the unfinished
+// workunits: those it canceled, those that are another run's (an earlier
+// run left them waiting and this one joined them: a run cancels only its
+// own), those it could not look at, and those that finished meanwhile.
+func canceledText(e *job.InterruptedError, tracker string) string {
+	if e.Canceled >= e.Unfinished && e.CancelErr == nil {
+		return "canceled them at the tracker at " + tracker
+	}
+	var parts []string
+	switch e.Canceled {
+	case 0:
+		parts = append(parts, "canceled none of them at the tracker at "+tracker)
+	default:
+		parts = append(parts, fmt.Sprintf("canceled %d of them at the tracker at %s", e.Canceled, tracker))
+	}
+	if n := e.OtherRuns; n == 1 {
+		parts = append(parts, "1 is another run's (an earlier, interrupted run of the job, whose work this one joined): "+
+			"a run cancels only its own workunits, so it stays with the tracker and runs on")
+	} else if n > 1 {
+		parts = append(parts, fmt.Sprintf("%d are another run's (an earlier, interrupted run of the job, whose work this one joined): "+
+			"a run cancels only its own workunits, so they stay with the tracker and run on", n))
+	}
+	switch {
+	case e.CancelErr != nil:
+		parts = append(parts, fmt.Sprintf("could not cancel the rest: %v", e.CancelErr))
+	case e.Unchecked > 0:
+		parts = append(parts, fmt.Sprintf("%d more could not be canceled by this run (another run's, or finished meanwhile)", e.Unchecked))
+	}
+	if n := e.Unfinished - e.Canceled - e.OtherRuns - e.Unchecked; e.CancelErr == nil && n > 0 {
+		parts = append(parts, fmt.Sprintf("%d finished meanwhile", n))
+	}
+	return strings.Join(parts, "; ")
 }

@@ -23,10 +23,20 @@ func TestInterruptedText(t *testing.T) {
 		{job.InterruptedError{Submitted: 10, Unfinished: 7, Canceled: 7}, evalFlags{tracker: "alfred", cancelInt: true},
 			"interrupted with 7 of 10 workunits unfinished; canceled them at the tracker at alfred"},
 		{job.InterruptedError{Submitted: 10, Unfinished: 7, Canceled: 5}, evalFlags{tracker: "alfred", cancelInt: true},
-			"interrupted with 7 of 10 workunits unfinished; canceled 5 of them at the tracker at alfred (the others finished meanwhile)"},
-		{job.InterruptedError{Submitted: 10, Unfinished: 7, Canceled: 5, CancelErr: errors.New("client: cancel: context deadline exceeded")},
+			"interrupted with 7 of 10 workunits unfinished; canceled 5 of them at the tracker at alfred; 2 finished meanwhile"},
+		// A rerun that joined the work an earlier, interrupted run left.
+		{job.InterruptedError{Submitted: 1, Unfinished: 1, OtherRuns: 1}, evalFlags{tracker: "localhost", cancelInt: true},
+			"interrupted with 1 of 1 workunits unfinished; canceled none of them at the tracker at localhost; " +
+				"1 is another run's (an earlier, interrupted run of the job, whose work this one joined): " +
+				"a run cancels only its own workunits, so it stays with the tracker and runs on"},
+		{job.InterruptedError{Submitted: 10, Unfinished: 7, Canceled: 2, OtherRuns: 3, Unchecked: 1}, evalFlags{tracker: "alfred", cancelInt: true},
+			"interrupted with 7 of 10 workunits unfinished; canceled 2 of them at the tracker at alfred; " +
+				"3 are another run's (an earlier, interrupted run of the job, whose work this one joined): " +
+				"a run cancels only its own workunits, so they stay with the tracker and run on; " +
+				"1 more could not be canceled by this run (another run's, or finished meanwhile); 1 finished meanwhile"},
+		{job.InterruptedError{Submitted: 10, Unfinished: 7, Canceled: 5, Unchecked: 2, CancelErr: errors.New("client: cancel: context deadline exceeded")},
 			evalFlags{tracker: "alfred", cancelInt: true},
-			"interrupted with 7 of 10 workunits unfinished; canceled 5 of them at the tracker at alfred, and could not cancel the rest: client: cancel: context deadline exceeded"},
+			"interrupted with 7 of 10 workunits unfinished; canceled 5 of them at the tracker at alfred; could not cancel the rest: client: cancel: context deadline exceeded"},
 		{job.InterruptedError{Submitted: 10, Unfinished: 7}, evalFlags{data: "state"},
 			"interrupted with 7 of 10 workunits unfinished; what finished is kept in state: run the job again with --data state to pick up where it left off"},
 		{job.InterruptedError{Submitted: 10, Unfinished: 7}, evalFlags{},

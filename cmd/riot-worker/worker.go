@@ -17,6 +17,7 @@ import (
 	"github.com/riot-go/riot/client"
 	"github.com/riot-go/riot/engine"
 	"github.com/riot-go/riot/sysmem"
+	"github.com/riot-go/riot/units"
 	"github.com/riot-go/riot/worker"
 )
 
@@ -55,7 +56,7 @@ type workerFlags struct {
 	timeout   time.Duration
 	memory    uint64 // --memory-limit in bytes, 0 for none
 	memLimit  sysmem.Limit
-	cache     int64
+	cache     int
 	token     string
 	tlsCA     string
 	noGPU     bool
@@ -71,10 +72,12 @@ func parseWorkerFlags(args []string, stderr io.Writer) (*workerFlags, error) {
 	fs.StringVar(&f.name, "name", "", "the worker's `name` (default: the host name; the tracker makes it unique)")
 	fs.IntVar(&f.slots, "slots", runtime.NumCPU(), "workunits run at once")
 	fs.Var(&f.prefetchF, "prefetch", "hold `N` workunits queued beyond the slots; 0 for none (default: sized by the worker from its workunits' durations, 2 to 64 per slot)")
-	fs.DurationVar(&f.grace, "grace", worker.DefaultGrace, "how long running workunits may finish after SIGINT or SIGTERM")
-	fs.DurationVar(&f.timeout, "timeout", 0, "time limit of workunits that set none, such as 30s or 5m (default: none)")
+	f.grace = worker.DefaultGrace
+	fs.Var((*units.Duration)(&f.grace), "grace", "how long running workunits may finish after SIGINT or SIGTERM, a `duration` such as 30s or 2m; 0 for none")
+	fs.Var((*units.Duration)(&f.timeout), "timeout", "time limit of workunits that set none, a `duration` such as 30s, 5m or 1d (default: none)")
 	memoryLimitFlag(fs, &f.memLimit, "running workunits are")
-	fs.Int64Var(&f.cache, "blob-cache", worker.DefaultBlobCacheBytes, "`bytes` of blobs (modules, large values) kept")
+	f.cache = worker.DefaultBlobCacheBytes
+	fs.Var((*units.Size)(&f.cache), "blob-cache", "`size` of the blobs (modules, large values) kept, such as 512MiB or 2GiB")
 	fs.StringVar(&f.token, "token", os.Getenv("RIOT_TOKEN"), "the tracker's credentials (default: $RIOT_TOKEN)")
 	fs.StringVar(&f.tlsCA, "tls-ca", os.Getenv("RIOT_TLS_CA"),
 		"PEM `file` of the authority that signed the tracker's certificate; implies wss:// (default: $RIOT_TLS_CA)")
@@ -87,7 +90,7 @@ func parseWorkerFlags(args []string, stderr io.Writer) (*workerFlags, error) {
 	// Flags may come before and after HOST.
 	var hosts []string
 	for {
-		if err := fs.Parse(args); err != nil {
+		if err := parseFlags(fs, args); err != nil {
 			return nil, err
 		}
 		if fs.NArg() == 0 {
@@ -97,7 +100,6 @@ func parseWorkerFlags(args []string, stderr io.Writer) (*workerFlags, error) {
 		args = fs.Args()[1:]
 	}
 	if len(hosts) != 1 {
-		fs.Usage()
 		if len(hosts) == 0 {
 			return nil, errors.New("the tracker's HOST is required")
 		}
@@ -147,13 +149,11 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) int {
 		return 0
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "riot-worker: %v\n", err)
-		return 2
+		return usageFailure(stderr, "riot-worker", err)
 	}
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(f.logLevel)); err != nil {
-		fmt.Fprintf(stderr, "riot-worker: --log-level %q: want debug, info, warn or error\n", f.logLevel)
-		return 2
+		return usageFailure(stderr, "riot-worker", fmt.Errorf("--log-level %q: want debug, info, warn or error", f.logLevel))
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 
@@ -187,7 +187,7 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) int {
 		Prefetch:       prefetchOption(f.prefetch),
 		Grace:          grace,
 		Engine:         eo,
-		BlobCacheBytes: f.cache,
+		BlobCacheBytes: int64(f.cache),
 		Client:         copts,
 		Logger:         logger,
 	})

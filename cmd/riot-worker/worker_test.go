@@ -69,6 +69,8 @@ func TestRun_Usage(t *testing.T) {
 	code, stdout, _ := runCmd(t, "help")
 	assert.Equal(t, 0, code)
 	assert.Contains(t, stdout, "riot-worker [flags] HOST[:PORT]")
+	assert.Contains(t, stdout, "riot-worker eval [flags] SCRIPT.js [ARGS...]")
+	assert.Contains(t, stdout, "riot-worker eval [flags] -e SOURCE")
 	code, _, stderr := runCmd(t, "--help")
 	assert.Equal(t, 0, code)
 	assert.Contains(t, stderr, "--grace")
