@@ -145,6 +145,11 @@ func New(opts Options) (*Server, error) {
 		return nil, err
 	}
 
+	// Listen first: a port that is taken fails before any store is made.
+	ln, err := net.Listen("tcp", o.Listen)
+	if err != nil {
+		return nil, fmt.Errorf("tracker: listen: %w", err)
+	}
 	var st store.Store
 	switch {
 	case o.Store != nil:
@@ -152,6 +157,7 @@ func New(opts Options) (*Server, error) {
 	case o.DataDir != "":
 		b, err := store.OpenBolt(s.baseCtx, o.DataDir, store.BoltOptions{})
 		if err != nil {
+			ln.Close()
 			return nil, fmt.Errorf("tracker: %w", err)
 		}
 		st, s.durable = b, true
@@ -166,12 +172,8 @@ func New(opts Options) (*Server, error) {
 	tab, restored, err := s.restore()
 	if err != nil {
 		s.st.Close()
+		ln.Close()
 		return nil, err
-	}
-	ln, err := net.Listen("tcp", o.Listen)
-	if err != nil {
-		s.st.Close()
-		return nil, fmt.Errorf("tracker: listen: %w", err)
 	}
 	s.ln = ln
 	if tlsConf != nil {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -799,4 +801,17 @@ func TestServer_CreditWithoutSlots(t *testing.T) {
 	e := recv[*wire.Error](c)
 	assert.Equal(t, wire.CodeInvalid, e.Code)
 	assert.Equal(t, uint64(0), e.Req)
+}
+
+// TestServer_New_PortTaken: a port that is taken fails New before the
+// store is made, so that no data directory is left behind.
+func TestServer_New_PortTaken(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t)
+	dir := filepath.Join(t.TempDir(), "riot")
+	_, err := tracker.New(tracker.Options{Listen: tr.Addr(), DataDir: dir, Logger: slog.New(slog.DiscardHandler)})
+	require.Error(t, err)
+	assert.ErrorContains(t, err, "listen")
+	_, statErr := os.Stat(dir)
+	assert.True(t, os.IsNotExist(statErr), "no data directory made: %v", statErr)
 }
