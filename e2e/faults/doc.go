@@ -1,8 +1,8 @@
 // Package faults holds riot's fault-injection tests: real riotd and
 // riot-worker processes (built and run by package e2e's harness) on
-// loopback, killed with SIGKILL, cut off by a proxy that stops
-// forwarding, or denied the disk (RLIMIT_FSIZE on riotd), while a master
-// runs a job. Each test checks that every result arrives, is right, and
+// loopback, killed with SIGKILL (also while riotd forgets every result
+// at once, --keep-results 1ms), cut off by a proxy that stops forwarding,
+// or denied the disk (RLIMIT_FSIZE on riotd), while a master runs a job. Each test checks that every result arrives, is right, and
 // arrives once, and logs its figures (kills, workunits, results lost,
 // duplicates). The package has no code besides its tests.
 //
