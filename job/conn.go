@@ -65,8 +65,8 @@ func (k *conn) Submit(spec *workunit.Spec, opts engine.WorkOptions) engine.Submi
 		})
 	}
 	if opts.GPUs > 0 && k.state != nil {
-		k.state.gpuWorkAdded()
-		call.OnDone(func(*client.Outcome, error) { k.state.gpuWorkEnded() })
+		k.state.addGPUWork(1)
+		call.OnDone(func(*client.Outcome, error) { k.state.addGPUWork(-1) })
 	}
 	return submission{call}
 }
@@ -209,8 +209,8 @@ func (k *conn) worker(ctx context.Context) (*client.Client, error) {
 
 func (k *conn) WaitForWork(ctx context.Context) (*engine.Work, error) {
 	if k.state != nil {
-		k.state.takingWork()
-		defer k.state.tookWork()
+		k.state.addTaker(1)
+		defer k.state.addTaker(-1)
 	}
 	wc, err := k.worker(ctx)
 	if err != nil {

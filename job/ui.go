@@ -178,30 +178,20 @@ type scriptState struct {
 	takers  int // calls waiting for work
 }
 
-func (s *scriptState) gpuWorkAdded() {
+// addGPUWork counts d more unfinished workunits that need GPUs (d < 0:
+// fewer).
+func (s *scriptState) addGPUWork(d int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.gpuWork++
+	s.gpuWork += d
 }
 
-func (s *scriptState) gpuWorkEnded() {
+// addTaker counts d more calls of the script waiting for work (d < 0:
+// fewer).
+func (s *scriptState) addTaker(d int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.gpuWork--
-}
-
-// takingWork says that the script began to wait for work; tookWork, that
-// it stopped.
-func (s *scriptState) takingWork() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.takers++
-}
-
-func (s *scriptState) tookWork() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.takers--
+	s.takers += d
 }
 
 // get returns how many workunits that need GPUs are not finished, and

@@ -83,8 +83,8 @@ func TestUI_HintWhenNoWorkerHasGPUs(t *testing.T) {
 		st := &scriptState{}
 		var out bytes.Buffer
 		u := &jobUI{w: &out, hints: true, tracker: tt.tracker, total: 5, workers: f.get, state: st}
-		st.gpuWorkAdded()
-		st.gpuWorkAdded()
+		st.addGPUWork(1)
+		st.addGPUWork(1)
 		t0 := time.Now()
 		u.checkHints(t0)
 		u.checkHints(t0.Add(time.Minute))
@@ -107,8 +107,8 @@ func TestUI_HintWhenNoWorkerHasGPUs(t *testing.T) {
 		// Nothing is said when the GPU work is finished.
 		out.Reset()
 		u = &jobUI{w: &out, hints: true, tracker: tt.tracker, total: 5, workers: f.get, state: st}
-		st.gpuWorkEnded()
-		st.gpuWorkEnded()
+		st.addGPUWork(-1)
+		st.addGPUWork(-1)
 		u.checkHints(t0)
 		u.checkHints(t0.Add(time.Hour))
 		assert.Empty(t, out.String())
@@ -122,7 +122,7 @@ func TestUI_HintWhenWorkersTookTheScriptsWork(t *testing.T) {
 	st := &scriptState{}
 	var out bytes.Buffer
 	u := &jobUI{w: &out, hints: true, total: 1, state: st}
-	st.takingWork()
+	st.addTaker(1)
 	t0 := time.Now()
 	u.checkHints(t0)
 	u.checkHints(t0.Add(time.Minute))
@@ -137,7 +137,7 @@ func TestUI_HintWhenWorkersTookTheScriptsWork(t *testing.T) {
 
 	out.Reset()
 	u = &jobUI{w: &out, hints: true, total: 1, done: 1, state: st}
-	st.tookWork()
+	st.addTaker(-1)
 	u.checkHints(t0)
 	u.checkHints(t0.Add(time.Hour))
 	assert.Empty(t, out.String(), "not waiting for work")

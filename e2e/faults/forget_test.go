@@ -3,7 +3,6 @@ package faults_test
 import (
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -27,11 +26,7 @@ func TestFaults_TrackerKilledWhileForgetting(t *testing.T) {
 	}
 	const sleep = 0.004
 	ctx := e2e.Context(t, jobWait)
-	tr := bins.StartTracker(t, e2e.TrackerOptions{Durable: true, Args: []string{"--keep-results", "1ms"}})
-	for _, name := range []string{"w1", "w2"} {
-		bins.StartWorker(t, tr.Addr(), e2e.WorkerOptions{Name: name, Slots: 2})
-	}
-	m := master(t, tr.Addr())
+	tr, m := durableJob(t, "--keep-results", "1ms")
 
 	calls := make([]*client.Call, n)
 	var received atomic.Int64
@@ -40,18 +35,7 @@ func TestFaults_TrackerKilledWhileForgetting(t *testing.T) {
 		calls[i].OnDone(func(*client.Outcome, error) { received.Add(1) })
 	}
 	for k := range kills {
-		target := int64((k + 1) * n / (kills + 2))
-		err := e2e.CheckFor(ctx, 2*time.Millisecond, func() error {
-			if received.Load() < target {
-				return errNotYet
-			}
-			return nil
-		})
-		require.NoError(t, err, "kill %d: waiting for %d results", k+1, target)
-		require.NoError(t, tr.Kill())
-		require.NoError(t, tr.Restart(ctx))
-		r, err := tr.Restored(ctx)
-		require.NoError(t, err)
+		r := killWhen(t, ctx, tr, &received, int64((k+1)*n/(kills+2)))
 		t.Logf("kill %d: %d results delivered before it; restored %d done, %d waiting", k+1, received.Load(), r.Done, r.Waiting)
 	}
 	if received.Load() == int64(n) {

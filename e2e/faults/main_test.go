@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -44,6 +45,36 @@ func master(t *testing.T, addr string) *client.Client {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = c.Close() })
 	return c
+}
+
+// durableJob starts what the tests that kill riotd use: a riotd on a
+// --data directory (with more flags args), two workers of two slots, and
+// a master.
+func durableJob(t *testing.T, args ...string) (*e2e.Tracker, *client.Client) {
+	t.Helper()
+	tr := bins.StartTracker(t, e2e.TrackerOptions{Durable: true, Args: args})
+	for _, name := range []string{"w1", "w2"} {
+		bins.StartWorker(t, tr.Addr(), e2e.WorkerOptions{Name: name, Slots: 2})
+	}
+	return tr, master(t, tr.Addr())
+}
+
+// killWhen kills riotd with SIGKILL once received reaches target, starts
+// it again on its data, and returns what it restored.
+func killWhen(t *testing.T, ctx context.Context, tr *e2e.Tracker, received *atomic.Int64, target int64) e2e.Restored {
+	t.Helper()
+	err := e2e.CheckFor(ctx, 2*time.Millisecond, func() error {
+		if received.Load() < target {
+			return errNotYet
+		}
+		return nil
+	})
+	require.NoError(t, err, "waiting for %d results", target)
+	require.NoError(t, tr.Kill())
+	require.NoError(t, tr.Restart(ctx))
+	r, err := tr.Restored(ctx)
+	require.NoError(t, err)
+	return r
 }
 
 // squareSpec is workunit i of a job: it sleeps a little (so that the job

@@ -4,10 +4,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
 
 	"github.com/riot-go/riot/client"
 	"github.com/riot-go/riot/e2e"
@@ -29,11 +27,7 @@ func TestFaults_TrackerKilled(t *testing.T) {
 	}
 	const sleep = 0.004
 	ctx := e2e.Context(t, jobWait)
-	tr := bins.StartTracker(t, e2e.TrackerOptions{Durable: true})
-	for _, name := range []string{"w1", "w2"} {
-		bins.StartWorker(t, tr.Addr(), e2e.WorkerOptions{Name: name, Slots: 2})
-	}
-	m := master(t, tr.Addr())
+	tr, m := durableJob(t)
 
 	keys := make([]workunit.Key, n)
 	calls := make([]*client.Call, n)
@@ -65,18 +59,8 @@ func TestFaults_TrackerKilled(t *testing.T) {
 		// The first kill comes while submissions are on their way; the
 		// job makes progress between the others.
 		target := int64(k * n / (kills + 1))
-		err := e2e.CheckFor(ctx, 2*time.Millisecond, func() error {
-			if received.Load() < target {
-				return errNotYet
-			}
-			return nil
-		})
-		require.NoError(t, err, "kill %d: waiting for %d results", k+1, target)
 		accBefore, recvBefore := accepted.Load(), received.Load()
-		require.NoError(t, tr.Kill())
-		require.NoError(t, tr.Restart(ctx))
-		r, err := tr.Restored(ctx)
-		require.NoError(t, err)
+		r := killWhen(t, ctx, tr, &received, target)
 		t.Logf("kill %d: before it %d accepted, %d results delivered; restored %d done, %d waiting, %d error",
 			k+1, accBefore, recvBefore, r.Done, r.Waiting, r.Error)
 		assert.GreaterOrEqual(t, int64(r.Done), recvBefore, "every delivered result survives")
