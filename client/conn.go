@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -82,6 +83,11 @@ func (c *Client) connect(ctx context.Context) (*conn, error) {
 		_ = resp.Body.Close()
 	}
 	if err != nil {
+		if errors.Is(err, websocket.ErrBadHandshake) && resp != nil && resp.StatusCode == http.StatusBadRequest &&
+			strings.HasPrefix(c.url, "ws://") {
+			// What a TLS server answers a plain HTTP request.
+			return nil, fmt.Errorf("client: dial %s: %w (HTTP 400: does the tracker serve TLS? then reach it with wss://, or give --tls-ca / $RIOT_TLS_CA)", c.url, err)
+		}
 		return nil, fmt.Errorf("client: dial %s: %w", c.url, err)
 	}
 	stop := context.AfterFunc(ctx, func() { _ = ws.Close() })

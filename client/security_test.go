@@ -85,6 +85,11 @@ func TestClient_TLS(t *testing.T) {
 	_, err = client.Dial(ctxFor(t), tr.URL(), client.Options{Token: masterTok})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "certificate")
+
+	// Plain ws:// to a TLS tracker says what to do.
+	_, err = client.Dial(ctxFor(t), tr.Addr(), client.Options{Token: masterTok})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "does the tracker serve TLS? then reach it with wss://, or give --tls-ca")
 }
 
 func TestTLSConfigWithCA_Errors(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/riot-go/riot/wire"
+	"github.com/riot-go/riot/workunit"
 )
 
 // MinTokenBytes is the shortest token riotd accepts in a token file: 16
@@ -148,12 +149,18 @@ func rightsOf(role wire.Role) rights {
 // needs returns the rights a message from a client needs, and the words
 // that name what it does, for the refusal.
 func needs(m wire.Msg) (rights, string) {
-	switch m.(type) {
+	switch m := m.(type) {
 	case *wire.Submit:
 		return maySubmit, "submit workunits"
 	case *wire.Watch, *wire.Unwatch:
 		return maySubmit, "watch workunits"
 	case *wire.Info:
+		if m.Key == (workunit.Key{}) {
+			// The zero key names no workunit: its info (unknown) tells
+			// nothing, and a worker uses it as a round trip (client.Sync)
+			// when it stops.
+			return mayWork, "take work"
+		}
 		return maySubmit, "ask for a workunit's info"
 	case *wire.Cancel:
 		return maySubmit, "cancel workunits"

@@ -115,6 +115,15 @@ func TestServer_Auth_WorkerToken(t *testing.T) {
 	assert.Equal(t, result(7), recv[*wire.Finished](m).Result)
 	body, _ := get(t, "http://"+tr.Addr()+"/metrics")
 	assert.Contains(t, body, "riot_requests_forbidden_total 6")
+
+	// The info of the zero key, a worker's round trip when it stops
+	// (client.Sync), is allowed: it names no workunit.
+	w.send(&wire.Info{Req: 7})
+	ir := recv[*wire.InfoReply](w)
+	assert.Equal(t, uint64(7), ir.Req)
+	assert.Equal(t, wire.StatusUnknown, ir.Status)
+	body, _ = get(t, "http://"+tr.Addr()+"/metrics")
+	assert.Contains(t, body, "riot_requests_forbidden_total 6")
 }
 
 // TestServer_Auth_MasterTokenTakesWork: a master's token allows the

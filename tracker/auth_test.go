@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/riot-go/riot/wire"
+	"github.com/riot-go/riot/workunit"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -108,7 +109,8 @@ func TestRights(t *testing.T) {
 		m         wire.Msg
 		workerMay bool
 	}{
-		{&wire.Submit{}, false}, {&wire.Watch{}, false}, {&wire.Unwatch{}, false}, {&wire.Info{}, false},
+		{&wire.Submit{}, false}, {&wire.Watch{}, false}, {&wire.Unwatch{}, false}, {&wire.Info{Key: workunit.Key{1}}, false},
+		{&wire.Info{}, true}, // the zero key: a round trip
 		{&wire.BlobHave{}, false}, {&wire.BlobPut{}, false},
 		{&wire.Credit{}, true}, {&wire.Done{}, true}, {&wire.Failed{}, true}, {&wire.Return{}, true}, {&wire.BlobGet{}, true},
 	} {

@@ -211,7 +211,16 @@ func configureOptions(fs *flag.FlagSet, args []string, getenv func(string) strin
 		fmt.Fprintf(fs.Output(), usageHeader, defData)
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
+	// The flag package would print a bad flag's error and then the whole
+	// help; the caller prints the error alone. -h prints the help.
+	out := fs.Output()
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(args)
+	fs.SetOutput(out)
+	if errors.Is(err, flag.ErrHelp) {
+		fs.Usage()
+	}
+	if err != nil {
 		return Options{}, fmt.Errorf("tracker: %w", err)
 	}
 	if fs.NArg() > 0 {

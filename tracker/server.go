@@ -213,7 +213,7 @@ func New(opts Options) (*Server, error) {
 	} else if !s.durable {
 		where = "(memory: nothing is written)"
 	}
-	s.log.Info("riotd listening", "addr", s.Addr(), "url", s.URL(), "name", s.name, "data", where,
+	s.log.Info("riotd listening", "addr", s.Addr().String(), "url", s.URL(), "name", s.name, "data", where,
 		"done", restored.Done, "error", restored.Error, "waiting", restored.Waiting)
 	if o.KeepResults > 0 {
 		s.log.Info("riotd: finished workunits are forgotten after a while", "keep_results", units.FormatDuration(o.KeepResults))
@@ -226,10 +226,10 @@ func New(opts Options) (*Server, error) {
 		}
 	case o.UnsafeNoAuth && !isLoopback(hostOf(o.Listen)):
 		s.log.Warn("riotd: no credentials (--unsafe-no-auth): anyone who can reach this address can run code on the workers and read every result",
-			"addr", s.Addr())
+			"addr", s.Addr().String())
 	default:
 		s.log.Warn("riotd: no credentials (no --token-file): listening on loopback only; anyone on this machine can run code on the workers",
-			"addr", s.Addr())
+			"addr", s.Addr().String())
 	}
 	if !s.tls && s.auth != nil && !isLoopback(hostOf(o.Listen)) {
 		s.log.Warn("riotd: tokens travel in clear text without TLS (--tls-cert, --tls-key), or put riotd behind a TLS proxy")

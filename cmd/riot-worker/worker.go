@@ -105,6 +105,9 @@ func parseWorkerFlags(args []string, stderr io.Writer) (*workerFlags, error) {
 		}
 		return nil, fmt.Errorf("one HOST, not %d: %q", len(hosts), hosts)
 	}
+	if strings.TrimSpace(hosts[0]) == "" {
+		return nil, errors.New("the tracker's HOST is empty (is $RIOT_TRACKER set, where a service passes it?)")
+	}
 	addr, err := trackerAddr(hosts[0], f.port)
 	if err != nil {
 		return nil, err

@@ -39,7 +39,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) int {
 		return 0
 	}
 	if err != nil {
-		fmt.Fprintf(stderr, "riotd: %v\n", err)
+		fmt.Fprintf(stderr, "riotd: %v\nrun 'riotd --help' for the flags\n", err)
 		return 2
 	}
 	srv, err := tracker.New(opts)
