@@ -81,6 +81,7 @@ type lease struct {
 type worker struct {
 	id       WorkerID
 	name     uint32
+	slots    int // how many of its leases it runs at once (WorkerJoin.Slots)
 	window   int
 	credit   int
 	gpus     int
@@ -654,7 +655,7 @@ func (t *Table) workerJoin(e *WorkerJoin) error {
 	if _, ok := t.liveNames[name]; ok {
 		return fmt.Errorf("%w: a worker named %q is connected", ErrDuplicateWorker, e.Name)
 	}
-	w := &worker{id: e.Worker, name: name, window: e.Slots + e.Prefetch, gpus: e.GPUs}
+	w := &worker{id: e.Worker, name: name, slots: e.Slots, window: e.Slots + e.Prefetch, gpus: e.GPUs}
 	w.credit = min(e.Credit, w.window)
 	t.workers[e.Worker] = w
 	t.liveNames[name] = e.Worker
@@ -705,13 +706,42 @@ func (t *Table) workerLost(id WorkerID) {
 		}
 	}
 	t.leases -= len(w.leases)
+	// A worker runs its leases in the order given, Slots at a time: only
+	// its first Slots leases can have been running when it was lost. The
+	// others were waiting in its queue (prefetched) and go back without a
+	// loss: MaxLost fails a workunit that kills its workers, never one
+	// that only waited on workers that died.
+	running := w.slots
+	if running <= 0 {
+		running = w.window
+	}
 	// Back to the front in the order given: the first given ends first.
 	for i := len(w.leases) - 1; i >= 0; i-- {
-		if l := w.leases[i]; !l.expired {
+		l := w.leases[i]
+		switch {
+		case l.expired:
+		case i < running:
 			t.lose(l.idx, w.name)
+		default:
+			t.putBack(l.idx, w.name)
 		}
 	}
 	w.leases = nil
+}
+
+// putBack puts running record idx back at the front of the queue, taken
+// from the worker named name, without counting a loss.
+func (t *Table) putBack(idx uint32, name uint32) {
+	r := t.recs.at(idx)
+	r.worker = 0
+	t.markDirty(idx)
+	t.setStatus(idx, Waiting)
+	t.enqueueFront(idx)
+	losses := 0
+	if r.ext != nil {
+		losses = len(r.ext.lost)
+	}
+	t.out.Requeued = append(t.out.Requeued, Requeue{Key: r.key, LostFrom: t.names[name], Losses: losses})
 }
 
 // lose takes a delivery of running record idx back from the worker named
