@@ -96,6 +96,9 @@ type Options struct {
 // Run runs a job script to its end. An uncaught exception is returned as
 // an *engine.ScriptError.
 func Run(ctx context.Context, opts Options) error {
+	if opts.Script == "" {
+		return errors.New("job: no script: Options.Script is the job script's path")
+	}
 	if opts.Stdout == nil {
 		opts.Stdout = os.Stdout
 	}
@@ -294,6 +297,7 @@ type Embedded struct {
 	// worker goes first, so that it hands its work back to a tracker still
 	// there, rather than wait for one going away or try to reconnect.
 	stopWorker, stopTracker func()
+	stopOnce                func()
 }
 
 // StartEmbedded starts a tracker on 127.0.0.1 (any free port) and, unless
@@ -315,6 +319,10 @@ func StartEmbedded(ctx context.Context, opts EmbeddedOptions) (*Embedded, error)
 	trackerDone := make(chan error, 1)
 	go func() { trackerDone <- srv.Run(tctx) }()
 	e := &Embedded{srv: srv, ctx: tctx, stopWorker: func() {}}
+	e.stopOnce = sync.OnceFunc(func() {
+		e.stopWorker()
+		e.stopTracker()
+	})
 	e.stopTracker = func() { tcancel(); <-trackerDone }
 	select {
 	case <-srv.Ready():
@@ -358,11 +366,9 @@ func StartEmbedded(ctx context.Context, opts EmbeddedOptions) (*Embedded, error)
 // Addr is the tracker's address, HOST:PORT, for client.Dial.
 func (e *Embedded) Addr() string { return e.addr }
 
-// Stop ends the worker, then the tracker, and waits for both.
-func (e *Embedded) Stop() {
-	e.stopWorker()
-	e.stopTracker()
-}
+// Stop ends the worker, then the tracker, and waits for both. Calls after
+// the first return at once.
+func (e *Embedded) Stop() { e.stopOnce() }
 
 // workers reports the embedded tracker's workers.
 func (e *Embedded) workers() workerStats {

@@ -328,3 +328,21 @@ func TestRun_LowLevelWithAWorker(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error()+stderr.String(), "--workers 0")
 }
+
+// TestRun_NoScript: Run without a script says so instead of running
+// nothing.
+func TestRun_NoScript(t *testing.T) {
+	t.Parallel()
+	err := Run(t.Context(), Options{})
+	assert.ErrorContains(t, err, "job: no script")
+}
+
+// TestEmbedded_StopTwice: a second Stop returns at once (a deferred Stop
+// beside an explicit one must not hang).
+func TestEmbedded_StopTwice(t *testing.T) {
+	t.Parallel()
+	emb, err := StartEmbedded(t.Context(), EmbeddedOptions{Workers: 1})
+	require.NoError(t, err)
+	emb.Stop()
+	emb.Stop()
+}
