@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -246,7 +247,11 @@ func (k *Call) message() wire.Msg { return k.msg }
 // ended). A watch it carried is sent again for others waiting on the key;
 // a resubmission's watch ends with err.
 func (k *Call) fail(c *Client, err error) {
-	k.accErr = fmt.Errorf("client: submit %s: %w", k.Key.Short(), err)
+	if k.Key == (workunit.Key{}) { // a spec that has no key: nil or invalid
+		k.accErr = fmt.Errorf("client: submit: %w", err)
+	} else {
+		k.accErr = fmt.Errorf("client: submit %s: %w", k.Key.Short(), err)
+	}
 	close(k.accepted)
 	k.finishLocked(nil, k.accErr)
 	if w := k.w; w != nil && !w.resolved && k.again {
@@ -328,7 +333,7 @@ func (c *Client) onAcceptedLocked(m *wire.Accepted) {
 func (c *Client) Submit(spec *workunit.Spec, opts wire.Options) *Call {
 	k := &Call{c: c, accepted: make(chan struct{}), done: make(chan struct{})}
 	var data []byte
-	err := fmt.Errorf("client: submit: nil spec")
+	err := errors.New("nil spec")
 	if spec != nil {
 		if err = spec.Validate(); err == nil {
 			k.Key = spec.Key()
@@ -502,6 +507,7 @@ func (c *Client) CallWhenDone(key workunit.Key, fn func(*Outcome, error)) {
 // infoReq is an Info awaiting its InfoReply.
 type infoReq struct {
 	msg  *wire.Info
+	op   string // what its errors say it was: "info KEY", or "sync"
 	done chan struct{}
 	out  *Outcome
 	err  error
@@ -510,7 +516,7 @@ type infoReq struct {
 func (r *infoReq) message() wire.Msg { return r.msg }
 
 func (r *infoReq) fail(_ *Client, err error) {
-	r.err = fmt.Errorf("client: info %s: %w", r.msg.Key.Short(), err)
+	r.err = fmt.Errorf("client: %s: %w", r.op, err)
 	close(r.done)
 }
 
@@ -530,6 +536,11 @@ func (c *Client) onInfoLocked(m *wire.InfoReply) {
 // A failed workunit's error is in Outcome.Err; the error returned is about
 // the request only.
 func (c *Client) Info(ctx context.Context, key workunit.Key) (*Outcome, error) {
+	return c.info(ctx, key, "info "+key.Short())
+}
+
+// info asks for key's info; op names the call in errors.
+func (c *Client) info(ctx context.Context, key workunit.Key, op string) (*Outcome, error) {
 	c.mu.Lock()
 	if c.err != nil {
 		err := c.err
@@ -537,7 +548,7 @@ func (c *Client) Info(ctx context.Context, key workunit.Key) (*Outcome, error) {
 		return nil, err
 	}
 	req := c.nextReqLocked()
-	r := &infoReq{msg: &wire.Info{Req: req, Key: key}, done: make(chan struct{})}
+	r := &infoReq{msg: &wire.Info{Req: req, Key: key}, op: op, done: make(chan struct{})}
 	c.pending[req] = r
 	c.sendLocked(r.msg)
 	c.mu.Unlock()
@@ -548,7 +559,7 @@ func (c *Client) Info(ctx context.Context, key workunit.Key) (*Outcome, error) {
 		c.mu.Lock()
 		delete(c.pending, req)
 		c.mu.Unlock()
-		return nil, fmt.Errorf("client: info %s: %w", key.Short(), ctx.Err())
+		return nil, fmt.Errorf("client: %s: %w", op, ctx.Err())
 	}
 }
 
@@ -558,7 +569,7 @@ func (c *Client) Info(ctx context.Context, key workunit.Key) (*Outcome, error) {
 // tracker answers in order). A worker that stops uses it to receive the
 // assignments already on their way, so that it can return them.
 func (c *Client) Sync(ctx context.Context) error {
-	_, err := c.Info(ctx, workunit.Key{})
+	_, err := c.info(ctx, workunit.Key{}, "sync")
 	return err
 }
 

@@ -66,6 +66,21 @@ func (cn *conn) sendClose(code int, timeout time.Duration) {
 	_ = cn.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, ""), time.Now().Add(timeout))
 }
 
+// withCtxErr adds ctx's error to err when ctx has ended: a dial or a
+// handshake cut short by its deadline then says so (errors.Is with
+// context.DeadlineExceeded), whatever the network error it ended with.
+func withCtxErr(ctx context.Context, err error) error {
+	cerr := ctx.Err()
+	if d, ok := ctx.Deadline(); cerr == nil && ok && !time.Now().Before(d) {
+		// The network deadline, set from ctx's, fired before ctx's timer.
+		cerr = context.DeadlineExceeded
+	}
+	if cerr != nil && !errors.Is(err, cerr) {
+		return fmt.Errorf("%w (%w)", err, cerr)
+	}
+	return err
+}
+
 // connect dials the tracker and does the Hello/Welcome handshake.
 func (c *Client) connect(ctx context.Context) (*conn, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.DialTimeout)
@@ -88,7 +103,7 @@ func (c *Client) connect(ctx context.Context) (*conn, error) {
 			// What a TLS server answers a plain HTTP request.
 			return nil, fmt.Errorf("client: dial %s: %w (HTTP 400: does the tracker serve TLS? then reach it with wss://, or give --tls-ca / $RIOT_TLS_CA)", c.url, err)
 		}
-		return nil, fmt.Errorf("client: dial %s: %w", c.url, err)
+		return nil, fmt.Errorf("client: dial %s: %w", c.url, withCtxErr(ctx, err))
 	}
 	stop := context.AfterFunc(ctx, func() { _ = ws.Close() })
 	cn, err := c.handshake(ctx, ws)
@@ -97,7 +112,7 @@ func (c *Client) connect(ctx context.Context) (*conn, error) {
 	}
 	if err != nil {
 		_ = ws.Close()
-		return nil, err
+		return nil, withCtxErr(ctx, err)
 	}
 	return cn, nil
 }

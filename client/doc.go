@@ -45,7 +45,8 @@
 // Riot's forms have Go names (DESIGN.md): WhoAmI, WorkunitInfo,
 // CallWithWorkunitInfo, WaitForWork, AddWorkunit, CallWithNewWorkunit,
 // WaitForFinishedWorkunit, CallWithFinishedWorkunit, CompleteWorkunit,
-// and the master's DoWork, DoWorkEval and WaitUntilDone.
+// and the master's DoWork, DoWorkCall, DoWorkEval, ForWork, WaitUntilDone
+// and Cancel.
 //
 // # Workers
 //

@@ -103,6 +103,13 @@ func (c *Client) DoWork(fn *value.Function, args ...any) (*Call, error) {
 	}
 	payload, err := value.Encoder{Root: "args"}.Encode(append([]any{fn}, args...))
 	if err != nil {
+		// The payload is [fn, args...]: name the path in the caller's
+		// own terms, fn or args[i].
+		if _, aerr := (value.Encoder{Root: "args"}).Encode(args); aerr != nil {
+			err = aerr
+		} else if _, ferr := (value.Encoder{Root: "fn"}).Encode(fn); ferr != nil {
+			err = ferr
+		}
 		return nil, fmt.Errorf("client: do-work: %w", err)
 	}
 	name := fn.File
@@ -130,6 +137,9 @@ func (c *Client) WaitUntilDone(ctx context.Context, key workunit.Key) (any, erro
 // their results are kept by the tracker, so running the same job again
 // picks up where it left off.
 func ForWork(ctx context.Context, c *Client, n int, spec func(i int) *workunit.Spec) ([]any, error) {
+	if n < 0 {
+		return nil, fmt.Errorf("client: for-work: %d workunits: want 0 or more", n)
+	}
 	calls := make([]*Call, n)
 	for i := range calls {
 		calls[i] = c.Submit(spec(i), wire.Options{Watch: true})

@@ -224,6 +224,9 @@ func (c *Client) Return(leases ...wire.Lease) error {
 // work only to clients whose Hello offered room: dial with Options.Slots
 // 1 to take work from a master's client.
 func (c *Client) WaitForWork(ctx context.Context) (*Assignment, error) {
+	if err := c.Err(); err != nil {
+		return nil, err
+	}
 	if c.opts.Slots+c.opts.Prefetch == 0 {
 		return nil, errors.New("client: wait for work: this client offered no room for work in its hello (dial with Options.Slots 1)")
 	}
@@ -241,6 +244,9 @@ func (c *Client) WaitForWork(ctx context.Context) (*Assignment, error) {
 // nil, or fails it with werr (a *workunit.Error is sent as it is; any
 // other error as a thrown Error with its message).
 func (c *Client) CompleteWorkunit(a *Assignment, result any, werr error) error {
+	if a == nil {
+		return errors.New("client: complete workunit: nil assignment")
+	}
 	if werr != nil {
 		e := wire.WorkError(werr)
 		if e.Kind == workunit.Internal && !errors.As(werr, new(*workunit.Error)) {

@@ -13,8 +13,10 @@
 // up to Options.MaxConsoleBytes), performance.now(), sleep(seconds) (blocks
 // the workunit; its time limit interrupts it), setTimeout, setInterval,
 // clearTimeout, clearInterval and queueMicrotask (they run while the
-// workunit waits for its promise, and none outlives it), and riot.worker
-// (name, slot). Nothing else: no file system, network, process, environment
+// workunit waits for its promise, and none outlives it), riot.worker
+// (name, slot, gpus), and the GPU bindings of docs/gpu.md (deviceCount,
+// deviceResources, ...; without a GPU they say why there is none). Nothing
+// else: no file system, network, process, environment
 // or require of host modules (a call workunit's require reaches only the
 // modules shipped with it).
 //

@@ -75,6 +75,7 @@ type ScriptError struct {
 	Workunit *workunit.Error
 }
 
+// Error returns the error's name and message, as JavaScript prints them.
 func (e *ScriptError) Error() string {
 	if e.Name == "" {
 		return e.Message

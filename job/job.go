@@ -260,6 +260,8 @@ type InterruptedError struct {
 	script               error // what the script saw
 }
 
+// Error says that the job was interrupted, and how much of its work was
+// unfinished.
 func (e *InterruptedError) Error() string {
 	if e.Submitted == 0 {
 		return "job: interrupted"

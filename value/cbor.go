@@ -218,6 +218,7 @@ type SyntaxError struct {
 	Err    error
 }
 
+// Error says what is malformed and at which byte offset.
 func (e *SyntaxError) Error() string {
 	if e.Err != nil {
 		return fmt.Sprintf("value: malformed data at byte %d: %s: %v", e.Offset, e.Msg, e.Err)
@@ -225,6 +226,7 @@ func (e *SyntaxError) Error() string {
 	return fmt.Sprintf("value: malformed data at byte %d: %s", e.Offset, e.Msg)
 }
 
+// Unwrap returns the underlying error, if any.
 func (e *SyntaxError) Unwrap() error { return e.Err }
 
 // Reader reads CBOR data items from a byte slice. It never reads past its

@@ -17,6 +17,7 @@ type PathError struct {
 	Msg  string
 }
 
+// Error returns "path: message".
 func (e *PathError) Error() string { return e.Path + ": " + e.Msg }
 
 // stepKind says how a pathStep is written.

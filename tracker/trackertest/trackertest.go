@@ -6,7 +6,7 @@
 // # Usage
 //
 //	tr := trackertest.Start(t)                    // memory, ready to connect
-//	cl, err := client.Connect(ctx, tr.Addr())
+//	cl, err := client.Connect(ctx, tr.Addr(), client.Options{})
 //	tr.WaitFor(t, func(s tracker.Stats) bool { return s.Workers == 2 })
 //
 //	tr := trackertest.Start(t, trackertest.Durable()) // bbolt in t.TempDir()
