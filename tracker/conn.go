@@ -447,12 +447,21 @@ func (c *conn) extend(d time.Duration) {
 func (c *conn) readLoop() string {
 	s := c.s
 	timeout := wire.ReadTimeout(s.opts.PingInterval)
+	// Before its hello, a connection has one read timeout in all: control
+	// frames do not extend it, so that a peer that only answers pings
+	// cannot hold a handshake slot. The handlers run in this goroutine
+	// (inside its reads), so greeted needs no lock.
+	greeted := false
 	c.ws.SetPongHandler(func(string) error {
-		c.extend(timeout)
+		if greeted {
+			c.extend(timeout)
+		}
 		return nil
 	})
 	c.ws.SetPingHandler(func(data string) error {
-		c.extend(timeout)
+		if greeted {
+			c.extend(timeout)
+		}
 		err := c.ws.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(s.opts.WriteTimeout))
 		var ne net.Error
 		if err == nil || errors.Is(err, websocket.ErrCloseSent) || (errors.As(err, &ne) && ne.Timeout()) {
@@ -466,6 +475,7 @@ func (c *conn) readLoop() string {
 	if !ok {
 		return reason
 	}
+	greeted = true
 	hello, isHello := msgs[0].(*wire.Hello)
 	if !isHello || len(msgs) != 1 {
 		return c.violation(&wire.Error{Code: wire.CodeProtocol,

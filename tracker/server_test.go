@@ -375,6 +375,19 @@ func TestServer_MissedPong_Dropped(t *testing.T) {
 	w.closed()
 }
 
+// TestServer_NoHello_Dropped: a connection that answers pings but never
+// says hello is closed once its read timeout passes: pongs before the
+// hello do not extend it.
+func TestServer_NoHello_Dropped(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t, trackertest.WithOptions(func(o *tracker.Options) {
+		o.PingInterval = 50 * time.Millisecond
+	}))
+	c := dialRaw(t, tr, dialOpts{}) // reads, and answers every ping
+	c.name = "silent"
+	require.Error(t, c.closed())
+}
+
 // TestServer_StaleResult: a result from a worker the tracker gave up on
 // is discarded; the master gets the one of the current lease, once.
 func TestServer_StaleResult(t *testing.T) {
