@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sync"
@@ -101,6 +102,9 @@ func OpenBolt(ctx context.Context, dir string, opts BoltOptions) (*Bolt, error) 
 		}
 		if errors.Is(err, berrors.ErrTimeout) {
 			return nil, fmt.Errorf("store: open %s: another process holds the file lock: %w", path, err)
+		}
+		if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
+			return nil, fmt.Errorf("store: %w", err) // "open PATH: why" already
 		}
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
