@@ -3,6 +3,8 @@ package client
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -102,6 +104,14 @@ func (c *Client) connect(ctx context.Context) (*conn, error) {
 			strings.HasPrefix(c.url, "ws://") {
 			// What a TLS server answers a plain HTTP request.
 			return nil, fmt.Errorf("client: dial %s: %w (HTTP 400: does the tracker serve TLS? then reach it with wss://, or give --tls-ca / $RIOT_TLS_CA)", c.url, err)
+		}
+		var unknownCA x509.UnknownAuthorityError
+		var notTLS tls.RecordHeaderError
+		switch {
+		case errors.As(err, &unknownCA):
+			return nil, fmt.Errorf("client: dial %s: %w (give --tls-ca FILE or $RIOT_TLS_CA: the authority that signed the tracker's certificate)", c.url, err)
+		case errors.As(err, &notTLS):
+			return nil, fmt.Errorf("client: dial %s: %w (the tracker does not serve TLS: reach it with ws://, without --tls-ca)", c.url, err)
 		}
 		return nil, fmt.Errorf("client: dial %s: %w", c.url, withCtxErr(ctx, err))
 	}

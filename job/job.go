@@ -266,7 +266,7 @@ func (e *InterruptedError) Error() string {
 	if e.Submitted == 0 {
 		return "job: interrupted"
 	}
-	return fmt.Sprintf("job: interrupted with %d of %d workunits unfinished", e.Unfinished, e.Submitted)
+	return fmt.Sprintf("job: interrupted with %d of %s unfinished", e.Unfinished, Workunits(e.Submitted))
 }
 
 // Unwrap returns the context's error (context.Canceled, or
@@ -393,4 +393,12 @@ func workerStatsOf(st *tracker.Status) workerStats {
 		ws.gpus += w.GPUs
 	}
 	return ws
+}
+
+// Workunits says n workunits in words: "1 workunit", "3 workunits".
+func Workunits(n int) string {
+	if n == 1 {
+		return "1 workunit"
+	}
+	return fmt.Sprintf("%d workunits", n)
 }

@@ -141,8 +141,8 @@ func (u *jobUI) checkHints(now time.Time) {
 	outstanding := u.total - u.done
 	var lines []string
 	if u.noWorkers.due(u.tracker != "" && !u.bar && outstanding > 0 && ws.ok && ws.slots == 0, now) {
-		lines = append(lines, fmt.Sprintf("riot: %d workunits wait and no worker is connected to the tracker; start one with: riot-worker %s",
-			outstanding, u.tracker))
+		lines = append(lines, fmt.Sprintf("riot: %s wait and no worker is connected to the tracker; start one with: riot-worker %s "+
+			"(with the tracker's worker token in $RIOT_TOKEN, if it has tokens)", Workunits(outstanding), u.tracker))
 	}
 	if u.noGPU.due(gpuWork > 0 && ws.ok && ws.slots > 0 && ws.gpus == 0, now) {
 		if u.tracker != "" {

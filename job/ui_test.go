@@ -43,7 +43,7 @@ func TestUI_HintWhenNoWorkerIsConnected(t *testing.T) {
 	u.checkHints(t0.Add(2*time.Minute + hintAfter - time.Millisecond))
 	assert.Empty(t, out.String(), "not yet")
 	u.checkHints(t0.Add(2*time.Minute + hintAfter))
-	assert.Equal(t, "riot: 2 workunits wait and no worker is connected to the tracker; start one with: riot-worker tracker.example:2355\n",
+	assert.Equal(t, "riot: 2 workunits wait and no worker is connected to the tracker; start one with: riot-worker tracker.example:2355 (with the tracker's worker token in $RIOT_TOKEN, if it has tokens)\n",
 		out.String())
 	u.checkHints(t0.Add(time.Hour))
 	assert.Equal(t, 1, bytes.Count(out.Bytes(), []byte("riot:")), "said once")

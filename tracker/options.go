@@ -22,6 +22,9 @@ import (
 
 // Defaults for Options fields left zero.
 const (
+	// MinFrameBytes is the least Limits.MaxFrameBytes riotd takes: less
+	// would refuse hellos, errors and most specs.
+	MinFrameBytes = 64 << 10
 	// DefaultTickInterval is how often the tracker gives the table the
 	// time: lease deadlines are checked, and LastChange stamped, at this
 	// resolution.
@@ -228,6 +231,17 @@ func configureOptions(fs *flag.FlagSet, args []string, getenv func(string) strin
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	// In Options, zero means the default; on the command line it would
+	// say the opposite of what it does.
+	for name, zero := range map[string]bool{
+		"ping-interval": o.PingInterval == 0, "write-timeout": o.WriteTimeout == 0,
+		"shutdown-timeout": o.ShutdownTimeout == 0, "queue-bytes": o.QueueBytes == 0,
+		"max-frame-bytes": o.Limits.MaxFrameBytes == 0,
+	} {
+		if set[name] && zero {
+			return Options{}, fmt.Errorf("tracker: --%s 0: want more than 0 (leave the flag out for its default)", name)
+		}
+	}
 	if *memory {
 		if set["data"] && o.DataDir != "" {
 			return Options{}, errors.New("tracker: --memory and --data DIR disagree: choose one")
@@ -301,6 +315,8 @@ func (o *Options) check() error {
 		return fmt.Errorf("tracker: queue bytes %d is negative", o.QueueBytes)
 	case o.MaxConns < 0:
 		return fmt.Errorf("tracker: max conns %d is negative", o.MaxConns)
+	case o.Limits.MaxFrameBytes > 0 && o.Limits.MaxFrameBytes < MinFrameBytes:
+		return fmt.Errorf("tracker: max frame bytes %d: at least %d, or no hello fits", o.Limits.MaxFrameBytes, MinFrameBytes)
 	case o.PingInterval > 0 && o.PingInterval < time.Millisecond:
 		return fmt.Errorf("tracker: ping interval %v is under a millisecond", o.PingInterval)
 	case o.PingInterval > time.Duration(1<<32-1)*time.Millisecond:

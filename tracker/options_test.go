@@ -138,6 +138,9 @@ func TestConfigureOptions(t *testing.T) {
 		{name: "bad log level", args: []string{"--log-level", "loud"}, getenv: home, err: "log-level"},
 		{name: "negative ping", args: []string{"--ping-interval", "-1s"}, getenv: home, err: "want a duration of 0 or more"},
 		{name: "ping without a unit", args: []string{"--ping-interval", "5"}, getenv: home, err: "5 what? Give a unit, as in 5s or 5m"},
+		{name: "tiny frames", args: []string{"--max-frame-bytes", "5"}, getenv: home, err: "at least 65536, or no hello fits"},
+		{name: "zero ping", args: []string{"--ping-interval", "0"}, getenv: home, err: "--ping-interval 0: want more than 0"},
+		{name: "zero queue", args: []string{"--queue-bytes", "0"}, getenv: home, err: "--queue-bytes 0: want more than 0"},
 		{name: "bad frame size", args: []string{"--max-frame-bytes", "lots"}, getenv: home, err: "want a size such as 64MiB"},
 		{
 			name: "sizes with units", args: []string{"--max-frame-bytes", "1MiB", "--queue-bytes", "1GiB"}, getenv: home,

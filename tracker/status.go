@@ -225,8 +225,12 @@ func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request) {
 		data = "(memory only)"
 	}
 	fmt.Fprintf(w, "riotd %s, up %s, data %s\n", st.Tracker, time.Duration(st.UptimeSeconds*float64(time.Second)).Round(time.Second), data)
-	fmt.Fprintf(w, "workunits: %d waiting, %d running, %d done, %d error; %.1f finished/s\n",
-		st.Workunits.Waiting, st.Workunits.Running, st.Workunits.Done, st.Workunits.Error, st.FinishedPerSecond)
+	canceled := ""
+	if st.Canceled > 0 {
+		canceled = fmt.Sprintf(" (%d canceled since the start)", st.Canceled)
+	}
+	fmt.Fprintf(w, "workunits: %d waiting, %d running, %d done, %d error%s; %.1f finished/s\n",
+		st.Workunits.Waiting, st.Workunits.Running, st.Workunits.Done, st.Workunits.Error, canceled, st.FinishedPerSecond)
 	if st.KeepResultsSeconds > 0 {
 		fmt.Fprintf(w, "results kept for %s after they finish; %d forgotten\n",
 			units.FormatDuration(time.Duration(st.KeepResultsSeconds*float64(time.Second))), st.Forgotten)

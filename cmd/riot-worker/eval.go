@@ -214,7 +214,7 @@ func evalRemote(ctx context.Context, f *evalFlags, stdout, stderr io.Writer) int
 func connectFailure(w io.Writer, addr string, err error) int {
 	fmt.Fprintf(w, "riot-worker eval: connecting to the tracker at %s: %v", addr, err)
 	if errors.Is(err, syscall.ECONNREFUSED) {
-		fmt.Fprint(w, "; is riotd running there? (start it with riotd, or leave out --tracker to use the embedded default)")
+		fmt.Fprint(w, "; is riotd running there? (start it with riotd, or leave out --tracker and $RIOT_TRACKER to use the embedded default)")
 	}
 	fmt.Fprintln(w)
 	return 1

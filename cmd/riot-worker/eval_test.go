@@ -186,7 +186,7 @@ func TestEval_NoTracker(t *testing.T) {
 		code, _, stderr := runCmd(t, args...)
 		assert.Equal(t, 1, code, "%q", args)
 		assert.Regexp(t, `^riot-worker eval: connecting to the tracker at `+regexp.QuoteMeta(addr)+`: .*connection refused; `+
-			`is riotd running there\? \(start it with riotd, or leave out --tracker to use the embedded default\)\n$`, stderr, "%q", args)
+			`is riotd running there\? \(start it with riotd, or leave out --tracker and \$RIOT_TRACKER to use the embedded default\)\n$`, stderr, "%q", args)
 	}
 }
 

@@ -65,7 +65,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	}
 	// No subcommand: worker mode (its flags, then the tracker's HOST).
 	if mistypedCommand(ctx, args[0]) {
-		fmt.Fprintf(stderr, "riot-worker: unknown command %q (nor a tracker host that resolves)\n\n%s", args[0], usage)
+		fmt.Fprintf(stderr, "riot-worker: unknown command %q (nor a tracker host that resolves)\nrun 'riot-worker help' for the commands\n", args[0])
 		return 2
 	}
 	return runWorker(ctx, args, stderr)

@@ -81,7 +81,7 @@ func runScript(ctx context.Context, f *evalFlags, stdout, stderr io.Writer) int 
 func interruptedText(e *job.InterruptedError, f *evalFlags) string {
 	what := "interrupted"
 	if e.Submitted > 0 {
-		what = fmt.Sprintf("interrupted with %d of %d workunits unfinished", e.Unfinished, e.Submitted)
+		what = fmt.Sprintf("interrupted with %d of %s unfinished", e.Unfinished, job.Workunits(e.Submitted))
 	}
 	switch {
 	case e.Unfinished == 0:

@@ -26,7 +26,7 @@ func TestInterruptedText(t *testing.T) {
 			"interrupted with 7 of 10 workunits unfinished; canceled 5 of them at the tracker at alfred; 2 finished meanwhile"},
 		// A rerun that joined the work an earlier, interrupted run left.
 		{job.InterruptedError{Submitted: 1, Unfinished: 1, OtherRuns: 1}, evalFlags{tracker: "localhost", cancelInt: true},
-			"interrupted with 1 of 1 workunits unfinished; canceled none of them at the tracker at localhost; " +
+			"interrupted with 1 of 1 workunit unfinished; canceled none of them at the tracker at localhost; " +
 				"1 is another run's (an earlier, interrupted run of the job, whose work this one joined): " +
 				"a run cancels only its own workunits, so it stays with the tracker and runs on"},
 		{job.InterruptedError{Submitted: 10, Unfinished: 7, Canceled: 2, OtherRuns: 3, Unchecked: 1}, evalFlags{tracker: "alfred", cancelInt: true},

@@ -130,6 +130,15 @@ func trackerAddr(host string, port int) (string, error) {
 	if port < 0 || port > 65535 {
 		return "", fmt.Errorf("--port %d: out of range", port)
 	}
+	if !strings.Contains(host, "://") {
+		h := host
+		if hh, _, err := net.SplitHostPort(host); err == nil {
+			h = hh
+		}
+		if strings.Trim(h, "[]") == "" {
+			return "", fmt.Errorf("%q names no host: give HOST or HOST:PORT", host)
+		}
+	}
 	if port == 0 || strings.Contains(host, "://") {
 		if port != 0 {
 			return "", errors.New("--port does not go with a URL: put the port in the URL")

@@ -43,6 +43,7 @@ func TestWorkerFlags(t *testing.T) {
 		{args: []string{"--port", "7", "ws://alfred"}, err: "--port does not go with a URL"},
 		{args: nil, err: "HOST is required"},
 		{args: []string{""}, err: "HOST is empty (is $RIOT_TRACKER set"},
+		{args: []string{":2355"}, err: `":2355" names no host`},
 		{args: []string{"a", "b"}, err: "one HOST"},
 		{args: []string{"--slots", "0", "a"}, err: "--slots 0"},
 	} {

@@ -101,7 +101,7 @@ func OpenBolt(ctx context.Context, dir string, opts BoltOptions) (*Bolt, error) 
 			return nil, fmt.Errorf("%w: %s is not a readable bbolt file: %w", ErrCorrupt, path, err)
 		}
 		if errors.Is(err, berrors.ErrTimeout) {
-			return nil, fmt.Errorf("store: open %s: another process holds the file lock: %w", path, err)
+			return nil, fmt.Errorf("store: open %s: another process holds the file lock (is another riotd using this directory?): %w", path, err)
 		}
 		if pe := (*fs.PathError)(nil); errors.As(err, &pe) {
 			return nil, fmt.Errorf("store: %w", err) // "open PATH: why" already
