@@ -313,11 +313,15 @@ func (w *worker) run(ctx context.Context) error {
 	defer grace.Stop()
 	wg.Wait()
 	// Receive the assignments already on their way, to return them too.
-	syncCtx, cancelSync := context.WithTimeout(context.Background(), syncTimeout)
-	if err := c.Sync(syncCtx); err != nil {
-		log.Debug("worker: sync before returning work", "err", err)
+	// Without a connection none are: the tracker took back what the lost
+	// one held.
+	if c.Connected() {
+		syncCtx, cancelSync := context.WithTimeout(context.Background(), syncTimeout)
+		if err := c.Sync(syncCtx); err != nil {
+			log.Debug("worker: sync before returning work", "err", err)
+		}
+		cancelSync()
 	}
-	cancelSync()
 	slots.Wait()
 	// Nothing takes jobs any more: hand back what was not started.
 	close(jobs)
