@@ -593,7 +593,7 @@ func (c *conn) authenticate(h *wire.Hello) *wire.Refused {
 	cred, ok := s.auth.check(h.Token)
 	if !ok {
 		s.throttle.failed(addr)
-		return refused("tracker: unknown token")
+		return refused("tracker: unknown token: give a token from riotd's --token-file (--token or $RIOT_TOKEN)")
 	}
 	if cred.role == wire.RoleWorker && h.Role != wire.RoleWorker {
 		s.throttle.failed(addr)
