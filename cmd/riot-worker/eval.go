@@ -91,7 +91,8 @@ func parseEvalFlags(args []string, stderr io.Writer) (*evalFlags, error) {
 	fs.Var((*units.Duration)(&f.timeout), "timeout", "time limit of each workunit that sets none, a `duration` such as 30s or 5m; -e: of the workunit (default: none)")
 	memoryLimitFlag(fs, &f.memLimit, "workunits run in this process are")
 	fs.StringVar(&f.tracker, "tracker", os.Getenv("RIOT_TRACKER"), "run the work on this tracker's workers, `HOST[:PORT]` (default: $RIOT_TRACKER, else in process: the embedded default for job scripts)")
-	fs.StringVar(&f.token, "token", os.Getenv("RIOT_TOKEN"), "the tracker's credentials (default: $RIOT_TOKEN)")
+	// The token's default is read after parsing, so that --help never prints it.
+	fs.StringVar(&f.token, "token", "", "the tracker's credentials, a `token` (default: $RIOT_TOKEN)")
 	fs.StringVar(&f.tlsCA, "tls-ca", os.Getenv("RIOT_TLS_CA"), "reach the tracker over TLS, trusting the authority in this PEM `FILE` (default: $RIOT_TLS_CA; a wss:// address uses the system's authorities)")
 	fs.Var(&f.workersF, "workers", "job scripts on the embedded default: the local worker's `slots`, 0 for none (default: one per CPU)")
 	fs.StringVar(&f.data, "data", "", "job scripts on the embedded default: keep the tracker's store in this `DIR` (default: memory only)")
@@ -105,6 +106,9 @@ func parseEvalFlags(args []string, stderr io.Writer) (*evalFlags, error) {
 	}
 	if err := parseFlags(fs, args); err != nil {
 		return nil, err
+	}
+	if f.token == "" {
+		f.token = os.Getenv("RIOT_TOKEN")
 	}
 	if f.workers = f.workersF.or(-1); f.workersF.set && f.workers < 0 {
 		return nil, fmt.Errorf("--workers %d: want 0 or more", f.workers)

@@ -50,6 +50,7 @@ type workerFlags struct {
 	port      int
 	name      string
 	slots     int
+	slotsF    autoInt
 	prefetch  int // -1: sized by the worker
 	prefetchF autoInt
 	grace     time.Duration
@@ -70,7 +71,7 @@ func parseWorkerFlags(args []string, stderr io.Writer) (*workerFlags, error) {
 	f := &workerFlags{}
 	fs.IntVar(&f.port, "port", 0, "the tracker's `port` (default 2355)")
 	fs.StringVar(&f.name, "name", "", "the worker's `name` (default: the host name; the tracker makes it unique)")
-	fs.IntVar(&f.slots, "slots", runtime.NumCPU(), "workunits run at once")
+	fs.Var(&f.slotsF, "slots", "run `N` workunits at once (default: one per CPU)")
 	fs.Var(&f.prefetchF, "prefetch", "hold `N` workunits queued beyond the slots; 0 for none (default: sized by the worker from its workunits' durations, 2 to 64 per slot)")
 	f.grace = worker.DefaultGrace
 	fs.Var((*units.Duration)(&f.grace), "grace", "how long running workunits may finish after SIGINT or SIGTERM, a `duration` such as 30s or 2m; 0 for none")
@@ -78,11 +79,12 @@ func parseWorkerFlags(args []string, stderr io.Writer) (*workerFlags, error) {
 	memoryLimitFlag(fs, &f.memLimit, "running workunits are")
 	f.cache = worker.DefaultBlobCacheBytes
 	fs.Var((*units.Size)(&f.cache), "blob-cache", "`size` of the blobs (modules, large values) kept, such as 512MiB or 2GiB")
-	fs.StringVar(&f.token, "token", os.Getenv("RIOT_TOKEN"), "the tracker's credentials (default: $RIOT_TOKEN)")
+	// The token's default is read after parsing, so that --help never prints it.
+	fs.StringVar(&f.token, "token", "", "the tracker's credentials, a `token` (default: $RIOT_TOKEN)")
 	fs.StringVar(&f.tlsCA, "tls-ca", os.Getenv("RIOT_TLS_CA"),
 		"PEM `file` of the authority that signed the tracker's certificate; implies wss:// (default: $RIOT_TLS_CA)")
 	fs.BoolVar(&f.noGPU, "no-gpu", false, "offer no GPU devices, even when a CUDA driver is present")
-	fs.StringVar(&f.logLevel, "log-level", "info", "log `level`: debug, info, warn or error")
+	fs.StringVar(&f.logLevel, "log-level", "", "log `level`: debug, info (the default), warn or error")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), workerUsage)
 		fs.PrintDefaults()
@@ -113,7 +115,13 @@ func parseWorkerFlags(args []string, stderr io.Writer) (*workerFlags, error) {
 		return nil, err
 	}
 	f.tracker = addr
-	if f.slots <= 0 {
+	if f.token == "" {
+		f.token = os.Getenv("RIOT_TOKEN")
+	}
+	if f.logLevel == "" {
+		f.logLevel = "info"
+	}
+	if f.slots = f.slotsF.or(runtime.NumCPU()); f.slots <= 0 {
 		return nil, fmt.Errorf("--slots %d: want at least 1", f.slots)
 	}
 	if f.prefetch = f.prefetchF.or(-1); f.prefetchF.set && f.prefetch < 0 {

@@ -325,3 +325,21 @@ func TestAutoIntFlags(t *testing.T) {
 	assert.NotContains(t, usage.String(), "(default -1)")
 	assert.Contains(t, usage.String(), "(default 80%)")
 }
+
+// TestHelp_NoTokenShown: --help never prints $RIOT_TOKEN's value, which
+// is still the token's default.
+func TestHelp_NoTokenShown(t *testing.T) {
+	t.Setenv("RIOT_TOKEN", "secret-0123456789abcdef")
+	for _, args := range [][]string{{"--help"}, {"eval", "--help"}} {
+		var stdout, stderr bytes.Buffer
+		assert.Equal(t, 0, run(t.Context(), args, &stdout, &stderr), "%q", args)
+		assert.NotContains(t, stdout.String()+stderr.String(), "secret-0123456789abcdef", "%q", args)
+		assert.Contains(t, stdout.String()+stderr.String(), "(default: $RIOT_TOKEN)", "%q", args)
+	}
+	f, err := parseWorkerFlags([]string{"alfred"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, "secret-0123456789abcdef", f.token)
+	e, err := parseEvalFlags([]string{"-e", "1"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, "secret-0123456789abcdef", e.token)
+}
