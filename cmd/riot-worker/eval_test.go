@@ -61,9 +61,11 @@ func TestEval_Failures(t *testing.T) {
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, "-e SOURCE is required")
 
-	code, _, stderr = runCmd(t, "nope")
+	code, _, stderr = runCmd(t, "evl")
 	assert.Equal(t, 2, code)
-	assert.Contains(t, stderr, `unknown command "nope"`)
+	assert.Contains(t, stderr, `unknown command "evl"`)
+	assert.Equal(t, 1, editDistance("evl", "eval"))
+	assert.Equal(t, 4, editDistance("nope", "help"))
 
 	code, stdout, _ = runCmd(t, "eval", "--help")
 	assert.Equal(t, 0, code)

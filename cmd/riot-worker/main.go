@@ -73,13 +73,40 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // mistypedCommand reports whether word, in the command's place, is more
 // likely a mistyped command than the tracker's host: a plain word (no dot,
-// colon or slash) that does not resolve as a host name.
+// colon or slash) within two edits of a command ("evl", "hlep") that does
+// not resolve as a host name. Any other word is a host, even one that
+// does not resolve yet: a worker started before the network's names are
+// up (a service at boot) waits for them, as for a tracker that is down.
 func mistypedCommand(ctx context.Context, word string) bool {
 	if word == "" || strings.HasPrefix(word, "-") || strings.ContainsAny(word, ".:/[") || word == "localhost" {
+		return false
+	}
+	if editDistance(word, "eval") > 2 && editDistance(word, "help") > 2 {
 		return false
 	}
 	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
 	defer cancel()
 	_, err := net.DefaultResolver.LookupHost(ctx, word)
 	return err != nil
+}
+
+// editDistance is the Levenshtein distance between a and b (bytes).
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(b)]
 }
