@@ -194,16 +194,16 @@ func configureOptions(fs *flag.FlagSet, args []string, getenv func(string) strin
 	fs.Var((*units.Duration)(&o.PingInterval), "ping-interval",
 		"how often to ping each connection (a `duration`); one silent for twice this is dropped")
 	fs.Var((*units.Duration)(&o.WriteTimeout), "write-timeout", "drop a connection whose frame takes longer than this `duration` to write")
-	fs.IntVar(&o.MaxLost, "max-lost", table.DefaultMaxLost, "fail a workunit after this many lost deliveries")
+	fs.IntVar(&o.MaxLost, "max-lost", table.DefaultMaxLost, "fail a workunit after `N` lost deliveries")
 	fs.Var((*units.Duration)(&o.LeaseTimeout), "lease-timeout",
 		"take a workunit without a time limit back from a worker that holds it longer than this `duration` (0: never)")
 	fs.Var((*units.Duration)(&o.LeaseGrace), "lease-grace",
 		"`duration` added to a workunit's time limit before the tracker takes it back")
 	fs.Var((*units.Duration)(&o.KeepResults), "keep-results",
 		"keep a finished workunit's result for this `duration` after it finished, e.g. 30d or 12h, then forget it (0: keep every result)")
-	fs.IntVar(&o.MaxConns, "max-conns", DefaultMaxConns, "refuse connections beyond this many (0: no limit)")
+	fs.IntVar(&o.MaxConns, "max-conns", DefaultMaxConns, "refuse connections beyond `N` (0: no limit)")
 	fs.IntVar(&o.MaxWaitingPerMaster, "max-waiting", 0,
-		"refuse submissions of a master that has this many workunits waiting or running (0: no limit)")
+		"refuse submissions of a master that has `N` workunits waiting or running (0: no limit)")
 	fs.Var((*units.Size)(&o.QueueBytes), "queue-bytes",
 		"drop a connection when this many `bytes` wait to be written to it, e.g. 256MiB")
 	fs.Var((*units.Size)(&o.Limits.MaxFrameBytes), "max-frame-bytes", "largest frame accepted, in `bytes`, e.g. 64MiB")
