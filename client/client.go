@@ -76,9 +76,11 @@ type Options struct {
 	// ws://. See TLSConfigWithCA.
 	TLSConfig *tls.Config
 	// OnRevoke, when set, is called when the tracker revokes an assignment
-	// this client took (its master canceled the workunit), after
-	// Assignment.Revoked has become true: a worker stops running it.
-	// It is called from the client's reader goroutine, without the
+	// this client took (its master canceled the workunit), and, after a
+	// reconnect, for each assignment of the lost connection that was not
+	// answered (the tracker took them back), after Assignment.Revoked has
+	// become true: a worker stops running it. It is called from the
+	// client's reader goroutine or its reconnecting goroutine, without the
 	// client's lock held, and must not block.
 	OnRevoke func(*Assignment)
 }

@@ -205,8 +205,13 @@ func (c *Client) startConn(cn *conn) bool {
 	}
 	c.cur = cn
 	c.welcome = cn.welcome
-	c.resumeLocked()
+	lost := c.resumeLocked()
 	c.mu.Unlock()
+	if c.opts.OnRevoke != nil {
+		for _, a := range lost {
+			c.opts.OnRevoke(a)
+		}
+	}
 	c.wake()
 	go c.reader(cn)
 	go c.writer(cn)
@@ -281,8 +286,11 @@ func (c *Client) redial() *conn {
 // resumeLocked rebuilds the writer's queue for a new connection: results
 // and returns that may not have reached the tracker, the credit not yet
 // used, then every request still waiting for its answer, in the order it
-// was first made, and a watch of every key still waited for.
-func (c *Client) resumeLocked() {
+// was first made, and a watch of every key still waited for. A tracker
+// that did not resume the old connection took back its leases: the
+// assignments of it that were handed out and not yet answered are revoked,
+// and returned for Options.OnRevoke.
+func (c *Client) resumeLocked() (lost []*Assignment) {
 	out := make([]wire.Msg, 0, len(c.recent)+len(c.out)+len(c.pending)+1)
 	out = append(out, c.recent...)
 	c.recent, c.recentBytes = nil, 0
@@ -297,8 +305,21 @@ func (c *Client) resumeLocked() {
 		// has given them back to the queue. Drop them, and ask for as
 		// much work again.
 		c.credit += len(c.assigns)
+		for _, a := range c.assigns {
+			delete(c.live, a.Token)
+		}
 		clear(c.assigns)
 		c.assigns = c.assigns[:0]
+	}
+	if !c.welcome.Resumed && len(c.live) > 0 {
+		// Handed out and not answered: the tracker gave them to others
+		// and will discard their answers. Stop them like revoked ones;
+		// their answers (discarded) still bring their room back.
+		for tok, a := range c.live {
+			a.revoked.Store(true)
+			lost = append(lost, a)
+			delete(c.live, tok)
+		}
 	}
 	if c.credit > 0 {
 		out = append(out, &wire.Credit{N: c.credit})
@@ -330,6 +351,7 @@ func (c *Client) resumeLocked() {
 		keys = keys[n:]
 	}
 	c.out = out
+	return lost
 }
 
 // watchMsgLocked returns a Watch of keys under a new request id, noting

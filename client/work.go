@@ -33,7 +33,8 @@ type Assignment struct {
 }
 
 // Revoked reports whether the tracker has revoked the assignment: its
-// master canceled the workunit. Do not start it; stop it if it runs; and
+// master canceled the workunit, or the connection it came on was lost
+// (the tracker took it back and gave it to another worker). Do not start it; stop it if it runs; and
 // answer it (Failed, kind workunit.Canceled) at once, which frees its
 // place in the worker's window (the tracker discards the answer). See
 // Options.OnRevoke. It is safe for concurrent use.

@@ -431,3 +431,30 @@ func TestWorker_Cancel(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "never", v)
 }
+
+// TestWorker_ConnectionLost_StopsItsWork: the workunits a worker held when
+// its connection was lost are the tracker's again (it gives them to
+// others and discards their answers): after the reconnect the worker
+// stops them, so that its slot takes new work at once. Here its one slot
+// runs a workunit that never ends; after the tracker's restart, the next
+// workunit runs on that slot.
+func TestWorker_ConnectionLost_StopsItsWork(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t)
+	started := make(chan workunit.Key, 4)
+	start(t, tr.Addr(), worker.Options{Name: "w", Slots: 1, Prefetch: -1,
+		Started: func(a *client.Assignment) { started <- a.Key }})
+	m, err := client.Dial(ctxFor(t), tr.Addr(), client.Options{Name: "first", Logger: logger(t)})
+	require.NoError(t, err)
+	spin := m.Submit(eval("while (true) {}"), wire.Options{})
+	assert.Equal(t, spin.Key, <-started)
+	require.NoError(t, m.Close()) // nobody will submit it again
+
+	tr.Restart(t) // in memory: it comes back empty, and the worker reconnects
+	m2 := master(t, tr.Addr())
+	next := m2.DoWorkEval("'next'")
+	v, err := m2.WaitUntilDone(ctxFor(t), next.Key)
+	require.NoError(t, err)
+	assert.Equal(t, "next", v)
+	assert.Equal(t, next.Key, <-started)
+}
