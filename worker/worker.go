@@ -186,9 +186,10 @@ func (w *worker) setIdentity(name string) *identity {
 // reconnect may have renamed the worker (its old name was taken by a
 // connection that came first): self then takes the new name, for the logs
 // and for the workunits that start from now on, and logs the rename once.
-// The worker calls it as each assignment comes and as each workunit
-// starts: an assignment that came on a connection comes after its
-// welcome. It is safe for concurrent use.
+// The worker calls it as each assignment comes (an assignment that came
+// on a connection comes after its welcome), so that a workunit that starts
+// reads the name with w.ident.Load(), without a client call. It is safe
+// for concurrent use.
 func (w *worker) self() *identity {
 	cur := w.ident.Load()
 	if w.c.Name() == cur.name {
@@ -448,12 +449,14 @@ func (w *worker) evaluate(stop, evalCtx context.Context, j *job) bool {
 		w.opts.Started(a)
 	}
 	res, err := w.eng.Run(evalCtx, engine.Request{
-		Spec:       j.spec,
-		Realm:      a.Realm,
-		Timeout:    a.Timeout,
-		Blobs:      w.cache,
-		GPUs:       gpus,
-		WorkerName: w.self().name,
+		Spec:    j.spec,
+		Realm:   a.Realm,
+		Timeout: a.Timeout,
+		Blobs:   w.cache,
+		GPUs:    gpus,
+		// dispatch took any rename when this assignment came: no
+		// client call on the way to eval.
+		WorkerName: w.ident.Load().name,
 		Started: func(stop func(error)) {
 			w.mu.Lock()
 			w.running[a.Token] = stop
@@ -501,7 +504,7 @@ func (w *worker) report(r client.Report) {
 		err = w.c.Report(r)
 	}
 	if err != nil {
-		w.self().log.Warn("worker: cannot report a workunit", "key", r.Lease.Key.Short(), "err", err)
+		w.ident.Load().log.Warn("worker: cannot report a workunit", "key", r.Lease.Key.Short(), "err", err)
 	}
 }
 
