@@ -3,6 +3,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"github.com/riot-go/riot/cbor"
 	"math"
 	"unicode/utf8"
 
@@ -41,7 +42,7 @@ type decoder struct {
 	in    *intrinsics
 	fns   funcMaker
 	blobs blobResolver
-	r     *value.Reader
+	r     *cbor.Reader
 	objs  []goja.Value
 	lazy  []bool // objs[i] is an array not created yet
 	// pending are the indexes of functions whose free variables are being
@@ -56,7 +57,7 @@ func newDecoder(rt *goja.Runtime, in *intrinsics, fns funcMaker, blobs blobResol
 
 // decodeValue decodes one whole document.
 func (d *decoder) decodeValue(data []byte) (goja.Value, error) {
-	d.r = value.NewReader(data)
+	d.r = cbor.NewReader(data)
 	d.objs = d.objs[:0]
 	d.lazy = d.lazy[:0]
 	d.depth = 0
@@ -75,7 +76,7 @@ func (d *decoder) decodeValue(data []byte) (goja.Value, error) {
 // elements, for argument lists. The array itself is made only if something
 // inside refers to it.
 func (d *decoder) decodeArgs(data []byte) ([]goja.Value, error) {
-	d.r = value.NewReader(data)
+	d.r = cbor.NewReader(data)
 	d.objs = d.objs[:0]
 	d.lazy = d.lazy[:0]
 	d.depth = 0
@@ -84,7 +85,7 @@ func (d *decoder) decodeArgs(data []byte) ([]goja.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	if h.Major != value.MajorArray {
+	if h.Major != cbor.MajorArray {
 		return nil, d.r.Errorf("arguments are not an array")
 	}
 	items, _, err := d.arrayItems(h.Arg)
@@ -109,17 +110,17 @@ func (d *decoder) decode() (goja.Value, error) {
 		return nil, err
 	}
 	switch h.Major {
-	case value.MajorUint:
+	case cbor.MajorUint:
 		if h.Arg <= math.MaxInt64 {
 			return d.rt.ToValue(int64(h.Arg)), nil
 		}
 		return d.rt.ToValue(float64(h.Arg)), nil
-	case value.MajorNeg:
+	case cbor.MajorNeg:
 		if h.Arg < math.MaxInt64 {
 			return d.rt.ToValue(-1 - int64(h.Arg)), nil
 		}
 		return d.rt.ToValue(-1 - float64(h.Arg)), nil
-	case value.MajorBytes:
+	case cbor.MajorBytes:
 		b, err := d.r.Bytes(h.Arg)
 		if err != nil {
 			return nil, err
@@ -127,7 +128,7 @@ func (d *decoder) decode() (goja.Value, error) {
 		buf := d.rt.ToValue(d.rt.NewArrayBuffer(append([]byte(nil), b...)))
 		d.reserve(buf)
 		return buf, nil
-	case value.MajorText:
+	case cbor.MajorText:
 		b, err := d.r.Bytes(h.Arg)
 		if err != nil {
 			return nil, err
@@ -136,24 +137,24 @@ func (d *decoder) decode() (goja.Value, error) {
 			return nil, d.r.Errorf("text string is not valid UTF-8")
 		}
 		return d.rt.ToValue(string(b)), nil
-	case value.MajorArray:
+	case cbor.MajorArray:
 		return d.array(h.Arg)
-	case value.MajorMap:
+	case cbor.MajorMap:
 		return d.object(h.Arg)
-	case value.MajorTag:
+	case cbor.MajorTag:
 		return d.tagged(h.Arg)
 	default: // MajorSimple
 		if h.IsFloat {
 			return d.rt.ToValue(h.Float), nil
 		}
 		switch h.Arg {
-		case value.SimpleFalse:
+		case cbor.SimpleFalse:
 			return d.rt.ToValue(false), nil
-		case value.SimpleTrue:
+		case cbor.SimpleTrue:
 			return d.rt.ToValue(true), nil
-		case value.SimpleNull:
+		case cbor.SimpleNull:
 			return goja.Null(), nil
-		case value.SimpleUndefined:
+		case cbor.SimpleUndefined:
 			return goja.Undefined(), nil
 		}
 		return nil, d.r.Errorf("unknown simple value %d", h.Arg)
@@ -261,7 +262,7 @@ func (d *decoder) key() (string, error) {
 		return "", err
 	}
 	switch {
-	case h.Major == value.MajorText:
+	case h.Major == cbor.MajorText:
 		b, err := d.r.Bytes(h.Arg)
 		if err != nil {
 			return "", err
@@ -270,7 +271,7 @@ func (d *decoder) key() (string, error) {
 			return "", d.r.Errorf("text string is not valid UTF-8")
 		}
 		return string(b), nil
-	case h.Major == value.MajorTag && h.Arg == value.TagUTF16:
+	case h.Major == cbor.MajorTag && h.Arg == value.TagUTF16:
 		v, err := d.utf16()
 		if err != nil {
 			return "", err
@@ -287,7 +288,7 @@ func (d *decoder) str() (goja.Value, error) {
 		return nil, err
 	}
 	switch {
-	case h.Major == value.MajorText:
+	case h.Major == cbor.MajorText:
 		b, err := d.r.Bytes(h.Arg)
 		if err != nil {
 			return nil, err
@@ -296,7 +297,7 @@ func (d *decoder) str() (goja.Value, error) {
 			return nil, d.r.Errorf("text string is not valid UTF-8")
 		}
 		return d.rt.ToValue(string(b)), nil
-	case h.Major == value.MajorTag && h.Arg == value.TagUTF16:
+	case h.Major == cbor.MajorTag && h.Arg == value.TagUTF16:
 		return d.utf16()
 	}
 	return nil, d.r.Errorf("want a string, have major type %d", h.Major)
@@ -353,7 +354,7 @@ func (d *decoder) tagged(tag uint64) (goja.Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		return d.rt.ToValue(value.BignumFromBytes(tag, b)), nil
+		return d.rt.ToValue(cbor.Bignum(tag, b)), nil
 	case tag == value.TagUTF16:
 		return d.utf16()
 	case tag == value.TagEpochTime:
@@ -362,7 +363,7 @@ func (d *decoder) tagged(tag uint64) (goja.Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		sec, ok := value.HeadNumber(h)
+		sec, ok := cbor.HeadNumber(h)
 		if !ok {
 			return nil, d.r.Errorf("a date holds major type %d, not a number", h.Major)
 		}
@@ -379,7 +380,7 @@ func (d *decoder) tagged(tag uint64) (goja.Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		if h.Major != value.MajorArray || h.Arg != 2 {
+		if h.Major != cbor.MajorArray || h.Arg != 2 {
 			return nil, d.r.Errorf("a RegExp is [source, flags]")
 		}
 		src, err := d.str()
@@ -401,7 +402,7 @@ func (d *decoder) tagged(tag uint64) (goja.Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		if h.Major != value.MajorArray {
+		if h.Major != cbor.MajorArray {
 			return nil, d.r.Errorf("a Set holds an array")
 		}
 		if err := d.r.CheckCount(h.Arg, 1); err != nil {
@@ -430,7 +431,7 @@ func (d *decoder) tagged(tag uint64) (goja.Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		if h.Major != value.MajorMap {
+		if h.Major != cbor.MajorMap {
 			return nil, d.r.Errorf("a Map holds a map")
 		}
 		if err := d.r.CheckCount(h.Arg, 2); err != nil {
@@ -520,7 +521,7 @@ func (d *decoder) view() (goja.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	if h.Major != value.MajorArray || h.Arg != 4 {
+	if h.Major != cbor.MajorArray || h.Arg != 4 {
 		return nil, d.r.Errorf("a view is [kind, buffer, byteOffset, length]")
 	}
 	k, err := d.r.Uint()
@@ -570,7 +571,7 @@ func (d *decoder) errorObject() (goja.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	if h.Major != value.MajorMap || h.Arg > 4 {
+	if h.Major != cbor.MajorMap || h.Arg > 4 {
 		return nil, d.r.Errorf("an Error holds a map of name, message, stack and cause")
 	}
 	e, err := d.in.errorCtors["Error"](nil)
@@ -651,7 +652,7 @@ func (d *decoder) function() (goja.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	if h.Major != value.MajorArray || h.Arg != 5 {
+	if h.Major != cbor.MajorArray || h.Arg != 5 {
 		return nil, d.r.Errorf("a function is [source, env, file, line, column]")
 	}
 	src, err := d.r.Text()
@@ -667,7 +668,7 @@ func (d *decoder) function() (goja.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	if h.Major != value.MajorMap {
+	if h.Major != cbor.MajorMap {
 		return nil, d.r.Errorf("a function's env is a map")
 	}
 	if err := d.r.CheckCount(h.Arg, 2); err != nil {
@@ -765,7 +766,7 @@ func (d *decoder) function() (goja.Value, error) {
 func (d *decoder) selfRef(idx int) bool {
 	r := *d.r
 	h, err := r.Next()
-	if err != nil || h.Major != value.MajorTag || h.Arg != value.TagRef {
+	if err != nil || h.Major != cbor.MajorTag || h.Arg != value.TagRef {
 		return false
 	}
 	n, err := r.Uint()

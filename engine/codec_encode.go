@@ -2,6 +2,7 @@ package engine
 
 import (
 	"errors"
+	"github.com/riot-go/riot/cbor"
 	"math"
 	"math/big"
 	"reflect"
@@ -104,7 +105,7 @@ type encoder struct {
 	rt    *goja.Runtime
 	in    *intrinsics
 	opts  encodeOptions
-	w     value.Writer
+	w     cbor.Writer
 	seen  map[*goja.Object]uint64
 	next  uint64
 	depth int
@@ -226,10 +227,10 @@ func (e *encoder) register(o *goja.Object) {
 func (e *encoder) encode(v goja.Value) error {
 	switch {
 	case v == nil || goja.IsUndefined(v):
-		e.w.Simple(value.SimpleUndefined)
+		e.w.Simple(cbor.SimpleUndefined)
 		return nil
 	case goja.IsNull(v):
-		e.w.Simple(value.SimpleNull)
+		e.w.Simple(cbor.SimpleNull)
 		return nil
 	}
 	if o, ok := v.(*goja.Object); ok {
@@ -277,13 +278,13 @@ func (e *encoder) string(v goja.Value) {
 	for i := range units {
 		units[i] = gs.CharAt(i)
 	}
-	e.w.UTF16(units)
+	value.WriteUTF16(&e.w, units)
 }
 
 func (e *encoder) ref(o *goja.Object) bool {
 	if idx, ok := e.seen[o]; ok {
 		e.w.Tag(value.TagRef)
-		e.w.Head(value.MajorUint, idx)
+		e.w.Head(cbor.MajorUint, idx)
 		return true
 	}
 	return false
@@ -617,7 +618,7 @@ func (e *encoder) view(o *goja.Object, kind value.TypedKind, buf *goja.Object, o
 	e.register(o)
 	if kind != value.KindDataView && !bufSeen && off == 0 && n*size == len(data) {
 		e.register(buf)
-		e.w.Typed(kind, data)
+		value.WriteTyped(&e.w, kind, data)
 		return e.checkLimit()
 	}
 	e.w.Tag(value.TagView)

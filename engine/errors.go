@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/riot-go/riot/cbor"
 	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/dop251/goja"
 
-	"github.com/riot-go/riot/value"
 	"github.com/riot-go/riot/workunit"
 )
 
@@ -32,7 +32,7 @@ func (rl *realm) failure(ctx context.Context, err error) (*workunit.Error, bool)
 		un   *unsendableError
 		rj   *rejection
 		ie2  *internalError
-		syn  *value.SyntaxError
+		syn  *cbor.SyntaxError
 	)
 	// A workunit stopped from outside fails as such, whatever error the
 	// stop surfaced as (a blob fetch or a decode cut short).

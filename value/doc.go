@@ -8,14 +8,16 @@
 // for regular expressions) and a few riot tags beside them. docs/values.md
 // is the full table and the contract both codecs keep.
 //
-// This package holds three things:
+// This package holds two things:
 //
 //   - the Go model of those values (Undefined, Map, Set, RegExp, Error,
 //     Function, ...) that Go programs send and receive;
 //   - Marshal and Unmarshal (and Encoder and Decoder, for options), between
-//     Go values and bytes;
-//   - Writer and Reader, the CBOR layer that the engine's JavaScript codec
-//     also writes and reads, so both sides speak one format.
+//     Go values and bytes, with the helpers (the tags, WriteUTF16,
+//     WriteTyped, DateMillis) that the engine's JavaScript codec shares so
+//     that both sides speak one format.
+//
+// The CBOR items themselves (heads, strings, arrays) are package cbor's.
 //
 // # Usage
 //
@@ -105,7 +107,6 @@
 //     is asked for; the Decoder does not check the hash.
 //
 // Marshal, Unmarshal, Encoder and Decoder are safe for concurrent use.
-// Writer and Reader are not.
 //
 // # Safety
 //

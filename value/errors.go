@@ -11,7 +11,7 @@ import (
 // uses the steps of docs/values.md: .name or ["key"] for object keys, [i] for
 // array elements, <Map key #i>, <Map value #i> and <Set value #i> inside Maps
 // and Sets, .cause for an Error's cause and (free variable name) inside a
-// captured function. Decoding errors are *SyntaxError instead.
+// captured function. Decoding errors are *cbor.SyntaxError instead.
 type PathError struct {
 	Path string
 	Msg  string

@@ -2,6 +2,7 @@ package value
 
 import (
 	"errors"
+	"github.com/riot-go/riot/cbor"
 	"strings"
 	"testing"
 
@@ -34,6 +35,6 @@ func FuzzUnmarshal(f *testing.F) {
 		second, err := Marshal(v2)
 		require.NoError(t, err)
 		require.Equal(t, first, second, "from %x", data)
-		require.False(t, errors.Is(err, ErrTruncated))
+		require.False(t, errors.Is(err, cbor.ErrTruncated))
 	})
 }

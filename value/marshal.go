@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/riot-go/riot/cbor"
 	"math"
 	"math/big"
 	"reflect"
@@ -53,7 +54,7 @@ func (enc Encoder) Encode(v any) ([]byte, error) { return enc.AppendEncode(nil, 
 
 // AppendEncode appends the value document of v to dst, as AppendMarshal.
 func (enc Encoder) AppendEncode(dst []byte, v any) ([]byte, error) {
-	e := encodeState{w: Writer{buf: dst}, maxDepth: enc.MaxDepth}
+	e := encodeState{w: *cbor.AppendWriter(dst), maxDepth: enc.MaxDepth}
 	if e.maxDepth <= 0 {
 		e.maxDepth = MaxDepth
 	}
@@ -68,12 +69,12 @@ func (enc Encoder) AppendEncode(dst []byte, v any) ([]byte, error) {
 		}
 		return dst, err
 	}
-	return e.w.buf, nil
+	return e.w.Bytes(), nil
 }
 
 // encodeState is one Marshal call.
 type encodeState struct {
-	w        Writer
+	w        cbor.Writer
 	maxDepth int
 	// next is the index the next object written takes.
 	next int
@@ -161,7 +162,7 @@ func (e *encodeState) enter(d int) error {
 func (e *encodeState) shared(k refKey) bool {
 	if i, ok := e.seen[k]; ok {
 		e.w.Tag(TagRef)
-		e.w.Head(MajorUint, uint64(i))
+		e.w.Head(cbor.MajorUint, uint64(i))
 		return true
 	}
 	if e.seen == nil {
@@ -176,7 +177,7 @@ func (e *encodeState) shared(k refKey) bool {
 func (e *encodeState) encodeAny(x any, d int) error {
 	switch v := x.(type) {
 	case nil:
-		e.w.Simple(SimpleNull)
+		e.w.Simple(cbor.SimpleNull)
 	case bool:
 		e.w.Bool(v)
 	case float64:
@@ -190,7 +191,7 @@ func (e *encodeState) encodeAny(x any, d int) error {
 	case []any:
 		return e.array(v, d)
 	case Undefined:
-		e.w.Simple(SimpleUndefined)
+		e.w.Simple(cbor.SimpleUndefined)
 	case float32:
 		e.w.Number(float64(v))
 	case int8:
@@ -215,7 +216,7 @@ func (e *encodeState) encodeAny(x any, d int) error {
 		return e.unsigned(uint64(v))
 	case *big.Int:
 		if v == nil {
-			e.w.Simple(SimpleNull)
+			e.w.Simple(cbor.SimpleNull)
 			return nil
 		}
 		e.w.BigInt(v)
@@ -260,7 +261,7 @@ func (e *encodeState) encodeAny(x any, d int) error {
 		return e.regExp(v, d)
 	case *Map:
 		if v == nil {
-			e.w.Simple(SimpleNull)
+			e.w.Simple(cbor.SimpleNull)
 			return nil
 		}
 		return e.jsMap(v, refKey{unsafe.Pointer(v), 0, mapPtrType}, d)
@@ -268,7 +269,7 @@ func (e *encodeState) encodeAny(x any, d int) error {
 		return e.jsMap(&v, refKey{}, d)
 	case *Set:
 		if v == nil {
-			e.w.Simple(SimpleNull)
+			e.w.Simple(cbor.SimpleNull)
 			return nil
 		}
 		return e.jsSet(v, refKey{unsafe.Pointer(v), 0, setPtrType}, d)
@@ -276,7 +277,7 @@ func (e *encodeState) encodeAny(x any, d int) error {
 		return e.jsSet(&v, refKey{}, d)
 	case *Error:
 		if v == nil {
-			e.w.Simple(SimpleNull)
+			e.w.Simple(cbor.SimpleNull)
 			return nil
 		}
 		return e.jsError(v, refKey{unsafe.Pointer(v), 0, errorPtrType}, d)
@@ -284,7 +285,7 @@ func (e *encodeState) encodeAny(x any, d int) error {
 		return e.jsError(&v, refKey{}, d)
 	case *Function:
 		if v == nil {
-			e.w.Simple(SimpleNull)
+			e.w.Simple(cbor.SimpleNull)
 			return nil
 		}
 		return e.function(v, refKey{unsafe.Pointer(v), 0, functionPtrType}, d)
@@ -312,18 +313,18 @@ func (e *encodeState) encodeValue(rv reflect.Value, d int) error {
 		}
 		switch rv.Kind() {
 		case reflect.Invalid:
-			e.w.Simple(SimpleNull)
+			e.w.Simple(cbor.SimpleNull)
 			return nil
 		case reflect.Interface:
 			if rv.IsNil() {
-				e.w.Simple(SimpleNull)
+				e.w.Simple(cbor.SimpleNull)
 				return nil
 			}
 			rv = rv.Elem()
 			continue
 		case reflect.Pointer:
 			if rv.IsNil() {
-				e.w.Simple(SimpleNull)
+				e.w.Simple(cbor.SimpleNull)
 				return nil
 			}
 		}
@@ -394,7 +395,7 @@ func (e *encodeState) encodeReflect(rv reflect.Value, t reflect.Type, d int) err
 		e.str(rv.String())
 	case reflect.Slice:
 		if rv.IsNil() {
-			e.w.Simple(SimpleNull)
+			e.w.Simple(cbor.SimpleNull)
 			return nil
 		}
 		if k, ok := typedKindOfElem(t.Elem().Kind()); ok {
@@ -416,7 +417,7 @@ func (e *encodeState) encodeReflect(rv reflect.Value, t reflect.Type, d int) err
 		return e.list(rv, d)
 	case reflect.Map:
 		if rv.IsNil() {
-			e.w.Simple(SimpleNull)
+			e.w.Simple(cbor.SimpleNull)
 			return nil
 		}
 		if t.Key().Kind() != reflect.String {
@@ -487,7 +488,7 @@ func (e *encodeState) unsigned(n uint64) error {
 	if n > maxSafeInteger {
 		return unsendable("integer %d is outside ±2^53, where JavaScript numbers are exact (send a *big.Int)", n)
 	}
-	e.w.Head(MajorUint, n)
+	e.w.Head(cbor.MajorUint, n)
 	return nil
 }
 
@@ -500,12 +501,12 @@ func (e *encodeState) str(s string) {
 		e.w.Text(s)
 		return
 	}
-	e.w.UTF16(utf16OfWTF8(s))
+	WriteUTF16(&e.w, utf16OfWTF8(s))
 }
 
 func (e *encodeState) array(v []any, d int) error {
 	if v == nil {
-		e.w.Simple(SimpleNull)
+		e.w.Simple(cbor.SimpleNull)
 		return nil
 	}
 	if len(v) > 0 {
@@ -542,7 +543,7 @@ func (e *encodeState) list(rv reflect.Value, d int) error {
 
 func (e *encodeState) object(m map[string]any, d int) error {
 	if m == nil {
-		e.w.Simple(SimpleNull)
+		e.w.Simple(cbor.SimpleNull)
 		return nil
 	}
 	if e.shared(refKey{reflect.ValueOf(m).UnsafePointer(), 0, objectType}) {
@@ -828,7 +829,7 @@ func typeFields(t reflect.Type) []structField {
 // memory is that byte string, copied once into the output.
 func (e *encodeState) typed(k TypedKind, p unsafe.Pointer, n int, isNil bool, t reflect.Type, d int) error {
 	if isNil {
-		e.w.Simple(SimpleNull)
+		e.w.Simple(cbor.SimpleNull)
 		return nil
 	}
 	if n > 0 {
@@ -841,35 +842,43 @@ func (e *encodeState) typed(k TypedKind, p unsafe.Pointer, n int, isNil bool, t 
 	}
 	e.next += 2 // the typed array and its buffer
 	size := k.Size()
-	e.w.buf = slices.Grow(e.w.buf, 18+n*size)
+	e.w.Grow(18 + n*size)
 	e.w.Tag(uint64(k))
-	e.w.Head(MajorBytes, uint64(n*size))
-	e.w.buf = appendElements(e.w.buf, p, n, size, hostLittleEndian())
+	e.w.Head(cbor.MajorBytes, uint64(n*size))
+	putElements(e.w.Extend(n*size), p, n, size, hostLittleEndian())
 	return nil
 }
 
 // appendElements appends n elements of size bytes at p in little-endian
-// order: a copy of their memory when native is true (a little-endian host),
-// otherwise element by element.
+// order, as putElements writes them.
 func appendElements(dst []byte, p unsafe.Pointer, n, size int, native bool) []byte {
+	dst = slices.Grow(dst, n*size)
+	putElements(dst[len(dst):len(dst)+n*size], p, n, size, native)
+	return dst[:len(dst)+n*size]
+}
+
+// putElements writes n elements of size bytes at p into dst in
+// little-endian order: a copy of their memory when native is true (a
+// little-endian host), otherwise element by element.
+func putElements(dst []byte, p unsafe.Pointer, n, size int, native bool) {
 	if n == 0 {
-		return dst
+		return
 	}
 	if native || size == 1 {
-		return append(dst, unsafe.Slice((*byte)(p), n*size)...)
+		copy(dst, unsafe.Slice((*byte)(p), n*size))
+		return
 	}
 	for i := range n {
 		q := unsafe.Add(p, i*size)
 		switch size {
 		case 2:
-			dst = binary.LittleEndian.AppendUint16(dst, *(*uint16)(q))
+			binary.LittleEndian.PutUint16(dst[2*i:], *(*uint16)(q))
 		case 4:
-			dst = binary.LittleEndian.AppendUint32(dst, *(*uint32)(q))
+			binary.LittleEndian.PutUint32(dst[4*i:], *(*uint32)(q))
 		default:
-			dst = binary.LittleEndian.AppendUint64(dst, *(*uint64)(q))
+			binary.LittleEndian.PutUint64(dst[8*i:], *(*uint64)(q))
 		}
 	}
-	return dst
 }
 
 // hostLittleEndian reports whether this machine stores integers least
@@ -881,7 +890,7 @@ func hostLittleEndian() bool {
 
 func (e *encodeState) arrayBuffer(b ArrayBuffer, d int) error {
 	if b == nil {
-		e.w.Simple(SimpleNull)
+		e.w.Simple(cbor.SimpleNull)
 		return nil
 	}
 	if len(b) > 0 {
@@ -900,7 +909,7 @@ func (e *encodeState) arrayBuffer(b ArrayBuffer, d int) error {
 // dataView writes a DataView over its own buffer: TagView [0, bytes, 0, n].
 func (e *encodeState) dataView(b DataView, d int) error {
 	if b == nil {
-		e.w.Simple(SimpleNull)
+		e.w.Simple(cbor.SimpleNull)
 		return nil
 	}
 	if len(b) > 0 {
@@ -914,10 +923,10 @@ func (e *encodeState) dataView(b DataView, d int) error {
 	e.next += 2 // the view and its buffer
 	e.w.Tag(TagView)
 	e.w.ArrayHeader(4)
-	e.w.Head(MajorUint, uint64(KindDataView))
+	e.w.Head(cbor.MajorUint, uint64(KindDataView))
 	e.w.ByteString(b)
-	e.w.Head(MajorUint, 0)
-	e.w.Head(MajorUint, uint64(len(b)))
+	e.w.Head(cbor.MajorUint, 0)
+	e.w.Head(cbor.MajorUint, uint64(len(b)))
 	return nil
 }
 
@@ -1035,7 +1044,7 @@ func (e *encodeState) goError(err error, d int) error {
 	rv := reflect.ValueOf(err)
 	if rv.Kind() == reflect.Pointer {
 		if rv.IsNil() {
-			e.w.Simple(SimpleNull)
+			e.w.Simple(cbor.SimpleNull)
 			return nil
 		}
 		if e.shared(refKey{rv.UnsafePointer(), 0, rv.Type()}) {
@@ -1091,8 +1100,8 @@ func (e *encodeState) function(f *Function, k refKey, d int) error {
 		return err
 	}
 	e.str(f.File)
-	e.w.Head(MajorUint, uint64(f.Line))
-	e.w.Head(MajorUint, uint64(f.Column))
+	e.w.Head(cbor.MajorUint, uint64(f.Line))
+	e.w.Head(cbor.MajorUint, uint64(f.Column))
 	return nil
 }
 

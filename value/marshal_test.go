@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/riot-go/riot/cbor"
 	"math"
 	"math/big"
 	"reflect"
@@ -628,8 +629,8 @@ func TestMarshal_LoneSurrogates(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			var w Writer
-			w.UTF16(tt.units)
+			var w cbor.Writer
+			WriteUTF16(&w, tt.units)
 			got, err := Unmarshal(w.Bytes())
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, got)
@@ -645,9 +646,9 @@ func TestMarshal_LoneSurrogates(t *testing.T) {
 	assert.Equal(t, "a\uFFFDb", got)
 
 	// As an object key.
-	var w Writer
+	var w cbor.Writer
 	w.MapHeader(1)
-	w.UTF16([]uint16{0xd800})
+	WriteUTF16(&w, []uint16{0xd800})
 	w.Int(1)
 	got, err := Unmarshal(w.Bytes())
 	require.NoError(t, err)

@@ -1,15 +1,17 @@
 package value
 
+import "github.com/riot-go/riot/cbor"
+
 // CBOR tags used by the codec. The standard ones are registered with IANA;
 // the riot ones sit in the first-come-first-served range under a common
 // prefix ("rio" in ASCII) and are documented in docs/values.md.
 const (
-	TagEpochTime    = 1     // Date: seconds since the epoch, integer or float; NaN is an invalid Date
-	TagPosBignum    = 2     // BigInt ≥ 0: big-endian magnitude
-	TagNegBignum    = 3     // BigInt < 0: big-endian magnitude of -1-n
-	TagSet          = 258   // Set: array of values
-	TagMap          = 259   // Map: CBOR map with keys of any kind
-	TagRegExp       = 21066 // RegExp: [source, flags]
+	TagEpochTime    = 1                 // Date: seconds since the epoch, integer or float; NaN is an invalid Date
+	TagPosBignum    = cbor.TagPosBignum // BigInt ≥ 0: big-endian magnitude
+	TagNegBignum    = cbor.TagNegBignum // BigInt < 0: big-endian magnitude of -1-n
+	TagSet          = 258               // Set: array of values
+	TagMap          = 259               // Map: CBOR map with keys of any kind
+	TagRegExp       = 21066             // RegExp: [source, flags]
 	tagRiot         = 0x72696f00
 	TagRef          = tagRiot + 1 // back reference: index of an object already decoded
 	TagView         = tagRiot + 2 // typed array or DataView on part of (or a shared) buffer: [kind, buffer, byteOffset, length]

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"github.com/riot-go/riot/cbor"
 	"math"
 	"time"
 	"unicode/utf16"
@@ -40,7 +41,7 @@ func Unmarshal(data []byte) (any, error) {
 // references through d.Blobs when it is set. ctx bounds the fetching of
 // blobs.
 func (dec Decoder) Decode(ctx context.Context, data []byte) (any, error) {
-	d := decodeState{r: Reader{data: data}, ctx: ctx, maxDepth: dec.MaxDepth}
+	d := decodeState{r: *cbor.NewReader(data), ctx: ctx, maxDepth: dec.MaxDepth}
 	if d.maxDepth <= 0 {
 		d.maxDepth = MaxDepth
 	}
@@ -50,9 +51,29 @@ func (dec Decoder) Decode(ctx context.Context, data []byte) (any, error) {
 	return d.document(1)
 }
 
+// SyntaxError reports a malformed value document: what is wrong, and at
+// which byte offset.
+type SyntaxError struct {
+	Offset int
+	Msg    string
+	// Err is the underlying error, such as cbor.ErrTruncated, if any.
+	Err error
+}
+
+// Error says what is malformed and at which byte offset.
+func (e *SyntaxError) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("value: malformed data at byte %d: %s: %v", e.Offset, e.Msg, e.Err)
+	}
+	return fmt.Sprintf("value: malformed data at byte %d: %s", e.Offset, e.Msg)
+}
+
+// Unwrap returns the underlying error, if any.
+func (e *SyntaxError) Unwrap() error { return e.Err }
+
 // decodeState is the decoding of one document.
 type decodeState struct {
-	r        Reader
+	r        cbor.Reader
 	ctx      context.Context
 	maxDepth int
 	// objs holds every object decoded so far, by index, for TagRef.
@@ -104,13 +125,17 @@ func (d *decodeState) errorAt(offset int, format string, args ...any) error {
 }
 
 // document decodes one whole document and checks that nothing follows it.
+// Malformed CBOR is reported as a *SyntaxError of this package.
 func (d *decodeState) document(depth int) (any, error) {
 	v, err := d.value(depth)
+	if se, ok := err.(*cbor.SyntaxError); ok {
+		return nil, &SyntaxError{Offset: se.Offset, Msg: se.Msg, Err: se.Err}
+	}
 	if err != nil {
 		return nil, err
 	}
 	if n := d.r.Remaining(); n > 0 {
-		return nil, d.errorAt(d.r.pos, "%d bytes after the end of the document", n)
+		return nil, d.errorAt(d.r.Offset(), "%d bytes after the end of the document", n)
 	}
 	return v, nil
 }
@@ -129,17 +154,17 @@ func (d *decodeState) reserve() int { return d.objs.add(pending{}) }
 
 // value decodes one item at depth.
 func (d *decodeState) value(depth int) (any, error) {
-	start := d.r.pos
+	start := d.r.Offset()
 	h, err := d.r.Next()
 	if err != nil {
 		return nil, err
 	}
 	switch h.Major {
-	case MajorUint:
+	case cbor.MajorUint:
 		return float64(h.Arg), nil
-	case MajorNeg:
+	case cbor.MajorNeg:
 		return -1 - float64(h.Arg), nil
-	case MajorBytes:
+	case cbor.MajorBytes:
 		if err := d.enter(depth, start); err != nil {
 			return nil, err
 		}
@@ -152,7 +177,7 @@ func (d *decodeState) value(depth int) (any, error) {
 		v := any(ArrayBuffer(buf)) // boxed once, registered and returned
 		d.register(v)
 		return v, nil
-	case MajorText:
+	case cbor.MajorText:
 		b, err := d.r.Bytes(h.Arg)
 		if err != nil {
 			return nil, err
@@ -161,7 +186,7 @@ func (d *decodeState) value(depth int) (any, error) {
 			return nil, d.errorAt(start, "text string is not valid UTF-8")
 		}
 		return string(b), nil
-	case MajorArray:
+	case cbor.MajorArray:
 		if err := d.enter(depth, start); err != nil {
 			return nil, err
 		}
@@ -178,26 +203,26 @@ func (d *decodeState) value(depth int) (any, error) {
 			}
 		}
 		return v, nil
-	case MajorMap:
+	case cbor.MajorMap:
 		if err := d.enter(depth, start); err != nil {
 			return nil, err
 		}
 		return d.object(h.Arg, depth)
-	case MajorTag:
+	case cbor.MajorTag:
 		return d.tagged(h.Arg, start, depth)
 	}
-	// MajorSimple.
+	// cbor.MajorSimple.
 	if h.IsFloat {
 		return h.Float, nil
 	}
 	switch h.Arg {
-	case SimpleFalse:
+	case cbor.SimpleFalse:
 		return false, nil
-	case SimpleTrue:
+	case cbor.SimpleTrue:
 		return true, nil
-	case SimpleNull:
+	case cbor.SimpleNull:
 		return nil, nil
-	case SimpleUndefined:
+	case cbor.SimpleUndefined:
 		return Undefined{}, nil
 	}
 	return nil, d.errorAt(start, "unsupported simple value %d", h.Arg)
@@ -211,7 +236,7 @@ func (d *decodeState) object(n uint64, depth int) (any, error) {
 	m := make(map[string]any, n)
 	d.register(m)
 	for range n {
-		at := d.r.pos
+		at := d.r.Offset()
 		k, err := d.str()
 		if err != nil {
 			return nil, err
@@ -229,13 +254,13 @@ func (d *decodeState) object(n uint64, depth int) (any, error) {
 // str decodes a string: a text string, or TagUTF16 over UTF-16LE code units
 // (a string holding lone surrogates, which Go holds as WTF-8).
 func (d *decodeState) str() (string, error) {
-	start := d.r.pos
+	start := d.r.Offset()
 	h, err := d.r.Next()
 	if err != nil {
 		return "", err
 	}
 	switch {
-	case h.Major == MajorText:
+	case h.Major == cbor.MajorText:
 		b, err := d.r.Bytes(h.Arg)
 		if err != nil {
 			return "", err
@@ -244,7 +269,7 @@ func (d *decodeState) str() (string, error) {
 			return "", d.errorAt(start, "text string is not valid UTF-8")
 		}
 		return string(b), nil
-	case h.Major == MajorTag && h.Arg == TagUTF16:
+	case h.Major == cbor.MajorTag && h.Arg == TagUTF16:
 		return d.utf16()
 	}
 	return "", d.errorAt(start, "want a string, have major type %d", h.Major)
@@ -252,7 +277,7 @@ func (d *decodeState) str() (string, error) {
 
 // utf16 decodes the byte string inside TagUTF16.
 func (d *decodeState) utf16() (string, error) {
-	start := d.r.pos
+	start := d.r.Offset()
 	b, err := d.r.ByteString()
 	if err != nil {
 		return "", err
@@ -278,12 +303,12 @@ func (d *decodeState) tagged(tag uint64, start, depth int) (any, error) {
 	switch tag {
 	case TagEpochTime:
 		idx := d.reserve()
-		at := d.r.pos
+		at := d.r.Offset()
 		h, err := d.r.Next()
 		if err != nil {
 			return nil, err
 		}
-		s, ok := HeadNumber(h)
+		s, ok := cbor.HeadNumber(h)
 		if !ok {
 			return nil, d.errorAt(at, "a Date holds a number, have major type %d", h.Major)
 		}
@@ -295,7 +320,7 @@ func (d *decodeState) tagged(tag uint64, start, depth int) (any, error) {
 		if err != nil {
 			return nil, err
 		}
-		return BignumFromBytes(tag, b), nil
+		return cbor.Bignum(tag, b), nil
 	case TagSet:
 		return d.set(depth)
 	case TagMap:
@@ -336,7 +361,7 @@ func (d *decodeState) tagged(tag uint64, start, depth int) (any, error) {
 	case TagFunction:
 		return d.function(depth)
 	case TagBlob:
-		at := d.r.pos
+		at := d.r.Offset()
 		b, err := d.r.ByteString()
 		if err != nil {
 			return nil, err
@@ -361,12 +386,12 @@ func (d *decodeState) tagged(tag uint64, start, depth int) (any, error) {
 // arrayHead reads the head of the array inside a tag, which must have n
 // items.
 func (d *decodeState) arrayHead(n uint64) error {
-	start := d.r.pos
+	start := d.r.Offset()
 	h, err := d.r.Next()
 	if err != nil {
 		return err
 	}
-	if h.Major != MajorArray || h.Arg != n {
+	if h.Major != cbor.MajorArray || h.Arg != n {
 		return d.errorAt(start, "want an array of %d items", n)
 	}
 	return nil
@@ -375,12 +400,12 @@ func (d *decodeState) arrayHead(n uint64) error {
 // mapHead reads the head of the map inside a tag and returns its number of
 // pairs, checked against the bytes left.
 func (d *decodeState) mapHead() (uint64, error) {
-	start := d.r.pos
+	start := d.r.Offset()
 	h, err := d.r.Next()
 	if err != nil {
 		return 0, err
 	}
-	if h.Major != MajorMap {
+	if h.Major != cbor.MajorMap {
 		return 0, d.errorAt(start, "want a map, have major type %d", h.Major)
 	}
 	return h.Arg, d.r.CheckCount(h.Arg, 2)
@@ -389,12 +414,12 @@ func (d *decodeState) mapHead() (uint64, error) {
 func (d *decodeState) set(depth int) (any, error) {
 	s := &Set{}
 	d.register(s)
-	start := d.r.pos
+	start := d.r.Offset()
 	h, err := d.r.Next()
 	if err != nil {
 		return nil, err
 	}
-	if h.Major != MajorArray {
+	if h.Major != cbor.MajorArray {
 		return nil, d.errorAt(start, "a Set holds an array, have major type %d", h.Major)
 	}
 	if err := d.r.CheckCount(h.Arg, 1); err != nil {
@@ -403,7 +428,7 @@ func (d *decodeState) set(depth int) (any, error) {
 	s.Values = make([]any, 0, h.Arg)
 	seen := make(keySet)
 	for range h.Arg {
-		at := d.r.pos
+		at := d.r.Offset()
 		v, err := d.value(depth + 1)
 		if err != nil {
 			return nil, err
@@ -426,7 +451,7 @@ func (d *decodeState) jsMap(depth int) (any, error) {
 	m.Entries = make([]MapEntry, 0, n)
 	seen := make(keySet)
 	for range n {
-		at := d.r.pos
+		at := d.r.Offset()
 		k, err := d.value(depth + 1)
 		if err != nil {
 			return nil, err
@@ -451,11 +476,11 @@ func (d *decodeState) jsError(depth int) (any, error) {
 		return nil, err
 	}
 	if n > 4 {
-		return nil, d.errorAt(d.r.pos, "an Error has at most 4 fields, have %d", n)
+		return nil, d.errorAt(d.r.Offset(), "an Error has at most 4 fields, have %d", n)
 	}
 	var have [4]bool
 	for range n {
-		at := d.r.pos
+		at := d.r.Offset()
 		k, err := d.str()
 		if err != nil {
 			return nil, err
@@ -504,7 +529,7 @@ func (d *decodeState) function(depth int) (any, error) {
 	}
 	f.Env = make(map[string]any, n)
 	for range n {
-		at := d.r.pos
+		at := d.r.Offset()
 		k, err := d.str()
 		if err != nil {
 			return nil, err
@@ -520,7 +545,7 @@ func (d *decodeState) function(depth int) (any, error) {
 		return nil, err
 	}
 	for _, p := range []*int{&f.Line, &f.Column} {
-		at := d.r.pos
+		at := d.r.Offset()
 		n, err := d.r.Uint()
 		if err != nil {
 			return nil, err
@@ -536,7 +561,7 @@ func (d *decodeState) function(depth int) (any, error) {
 // typed decodes the byte string of an RFC 8746 typed array. The typed array
 // takes one index and its buffer the next.
 func (d *decodeState) typed(k TypedKind, bigEndian bool) (any, error) {
-	start := d.r.pos
+	start := d.r.Offset()
 	raw, err := d.r.ByteString()
 	if err != nil {
 		return nil, err
@@ -569,7 +594,7 @@ func (d *decodeState) view(start, depth int) (any, error) {
 	if err := d.arrayHead(4); err != nil {
 		return nil, err
 	}
-	at := d.r.pos
+	at := d.r.Offset()
 	kind, err := d.r.Uint()
 	if err != nil {
 		return nil, err
@@ -579,7 +604,7 @@ func (d *decodeState) view(start, depth int) (any, error) {
 	if kind > math.MaxUint8 || size == 0 {
 		return nil, d.errorAt(at, "unknown view kind %d", kind)
 	}
-	at = d.r.pos
+	at = d.r.Offset()
 	bv, err := d.value(depth + 1)
 	if err != nil {
 		return nil, err
@@ -634,7 +659,7 @@ func (d *decodeState) resolve(h blob.Hash, start, depth int) (any, error) {
 		return nil, fmt.Errorf("value: blob %s: %w", h.Short(), err)
 	}
 	c.busy[h] = true
-	sub := decodeState{r: Reader{data: data}, ctx: d.ctx, maxDepth: d.maxDepth, blobs: c}
+	sub := decodeState{r: *cbor.NewReader(data), ctx: d.ctx, maxDepth: d.maxDepth, blobs: c}
 	v, err := sub.document(depth)
 	delete(c.busy, h)
 	if err != nil {

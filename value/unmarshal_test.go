@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
+	"github.com/riot-go/riot/cbor"
 	"math"
 	"math/big"
 	"math/rand/v2"
@@ -148,7 +149,7 @@ func TestUnmarshal_Views(t *testing.T) {
 
 	t.Run("two views of one buffer", func(t *testing.T) {
 		t.Parallel()
-		var w Writer
+		var w cbor.Writer
 		w.ArrayHeader(3) // 0
 		w.Tag(TagView)   // 1
 		w.ArrayHeader(4)
@@ -195,7 +196,7 @@ func TestUnmarshal_Views(t *testing.T) {
 	t.Run("every kind", func(t *testing.T) {
 		t.Parallel()
 		for _, k := range []TypedKind{Uint8, Uint8Clamped, Int8, Uint16, Int16, Uint32, Int32, BigUint64, BigInt64, Float32, Float64, KindDataView} {
-			var w Writer
+			var w cbor.Writer
 			w.Tag(TagView)
 			w.ArrayHeader(4)
 			w.Int(int64(k))
@@ -417,7 +418,7 @@ func TestUnmarshal_Truncations(t *testing.T) {
 	for n := range len(doc) {
 		_, err := Unmarshal(doc[:n])
 		require.Error(t, err, "prefix of %d bytes", n)
-		require.ErrorIs(t, err, ErrTruncated, "prefix of %d bytes", n)
+		require.ErrorIs(t, err, cbor.ErrTruncated, "prefix of %d bytes", n)
 	}
 }
 
@@ -514,7 +515,7 @@ func TestDecoder_Blobs(t *testing.T) {
 // the input. It is not parallel: it reads process-wide allocation counts.
 func TestUnmarshal_AllocationBound(t *testing.T) {
 	const n = 1 << 18
-	var w Writer
+	var w cbor.Writer
 	build := func(f func()) []byte {
 		w.Reset()
 		f()
@@ -549,7 +550,7 @@ func TestUnmarshal_AllocationBound(t *testing.T) {
 			w.MapHeader(n)
 			for i := range n {
 				w.Text(string(rune('a'+i%26)) + itoa(i/26))
-				w.Simple(SimpleNull)
+				w.Simple(cbor.SimpleNull)
 			}
 		}),
 		"set": build(func() {
@@ -562,7 +563,7 @@ func TestUnmarshal_AllocationBound(t *testing.T) {
 		"typed arrays": build(func() {
 			w.ArrayHeader(n)
 			for range n {
-				w.Typed(Float64, nil)
+				WriteTyped(&w, Float64, nil)
 			}
 		}),
 		"refs": build(func() {
@@ -594,7 +595,7 @@ func TestUnmarshal_ErrorOffsets(t *testing.T) {
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, 3, se.Offset)
 	assert.Equal(t, "value: malformed data at byte 3: unsupported tag 256", err.Error())
-	assert.False(t, errors.Is(err, ErrTruncated))
+	assert.False(t, errors.Is(err, cbor.ErrTruncated))
 }
 
 func TestUnmarshal_Concurrent(t *testing.T) {
@@ -626,7 +627,7 @@ func mustMarshal(t *testing.T, v any) []byte {
 func TestUnmarshal_ForeignDateFloats(t *testing.T) {
 	t.Parallel()
 	// 0.0015 s is no m/1000: the nearest millisecond is taken.
-	var w Writer
+	var w cbor.Writer
 	w.Tag(TagEpochTime)
 	w.Float64(0.0015)
 	got, err := Unmarshal(w.Bytes())
@@ -649,7 +650,7 @@ func TestUnmarshal_HugeBigIntKeysAreCheap(t *testing.T) {
 	// not convert them to decimal.
 	mag := make([]byte, 512<<10)
 	mag[0] = 1
-	var w Writer
+	var w cbor.Writer
 	w.Tag(TagSet)
 	w.ArrayHeader(3)
 	w.Tag(TagPosBignum)

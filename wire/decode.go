@@ -3,12 +3,12 @@ package wire
 import (
 	"errors"
 	"fmt"
+	"github.com/riot-go/riot/cbor"
 	"math"
 	"time"
 	"unicode/utf8"
 
 	"github.com/riot-go/riot/blob"
-	"github.com/riot-go/riot/value"
 	"github.com/riot-go/riot/workunit"
 )
 
@@ -25,7 +25,7 @@ import (
 // a tracker can refuse a client of any version with a clear message.
 func Decode(frame []byte) ([]Msg, error) {
 	s := new(slabs)
-	dc := dec{r: *value.NewReader(frame), l: Limits{}.WithDefaults(), s: s, idx: -1}
+	dc := dec{r: *cbor.NewReader(frame), l: Limits{}.WithDefaults(), s: s, idx: -1}
 	return dc.result(dc.frame(nil))
 }
 
@@ -54,7 +54,7 @@ func (d *Decoder) Decode(frame []byte) ([]Msg, error) {
 	if d.strs == nil {
 		d.strs = make(map[string]string)
 	}
-	dc := dec{r: *value.NewReader(frame), l: d.Limits.WithDefaults(), s: &d.s, strs: d.strs, idx: -1}
+	dc := dec{r: *cbor.NewReader(frame), l: d.Limits.WithDefaults(), s: &d.s, strs: d.strs, idx: -1}
 	d.msgs = dc.frame(d.msgs[:0])
 	return dc.result(d.msgs)
 }
@@ -74,7 +74,7 @@ func (d *dec) result(msgs []Msg) ([]Msg, error) {
 // UnmarshalBinary decodes what Console.MarshalBinary wrote. The strings are
 // copies; c does not alias data.
 func (c *Console) UnmarshalBinary(data []byte) error {
-	d := dec{r: *value.NewReader(data), l: Limits{}.WithDefaults(), idx: -1}
+	d := dec{r: *cbor.NewReader(data), l: Limits{}.WithDefaults(), idx: -1}
 	lines := d.console("console")
 	if d.err == nil && d.r.Remaining() != 0 {
 		d.fail("console", ErrMalformed, d.r.Offset(), "%d bytes after the end", d.r.Remaining())
@@ -174,7 +174,7 @@ const maxInterned = 1024
 // dec is the state of one decoding: the reader, where it is (for errors),
 // and the first error, after which every read returns a zero value.
 type dec struct {
-	r    value.Reader
+	r    cbor.Reader
 	l    Limits
 	s    *slabs
 	strs map[string]string
@@ -196,7 +196,7 @@ func (d *dec) fail(field string, kind error, off int, format string, args ...any
 
 // syntax records an error of the value Reader.
 func (d *dec) syntax(field string, err error) {
-	var se *value.SyntaxError
+	var se *cbor.SyntaxError
 	if errors.As(err, &se) {
 		detail := se.Msg
 		if se.Err != nil {
@@ -208,9 +208,9 @@ func (d *dec) syntax(field string, err error) {
 	d.fail(field, ErrMalformed, d.r.Offset(), "%v", err)
 }
 
-func (d *dec) head(field string) (value.Head, int, bool) {
+func (d *dec) head(field string) (cbor.Head, int, bool) {
 	if d.err != nil {
-		return value.Head{}, 0, false
+		return cbor.Head{}, 0, false
 	}
 	off := d.r.Offset()
 	h, err := d.r.Next()
@@ -222,38 +222,38 @@ func (d *dec) head(field string) (value.Head, int, bool) {
 }
 
 // describe names the kind of item a head starts, for messages.
-func describe(h value.Head) string {
+func describe(h cbor.Head) string {
 	switch h.Major {
-	case value.MajorUint:
+	case cbor.MajorUint:
 		return "an unsigned integer"
-	case value.MajorNeg:
+	case cbor.MajorNeg:
 		return "a negative integer"
-	case value.MajorBytes:
+	case cbor.MajorBytes:
 		return "a byte string"
-	case value.MajorText:
+	case cbor.MajorText:
 		return "a text string"
-	case value.MajorArray:
+	case cbor.MajorArray:
 		return "an array"
-	case value.MajorMap:
+	case cbor.MajorMap:
 		return "a map"
-	case value.MajorTag:
+	case cbor.MajorTag:
 		return "a tag"
 	}
 	switch {
 	case h.IsFloat:
 		return "a float"
-	case h.Arg == value.SimpleFalse || h.Arg == value.SimpleTrue:
+	case h.Arg == cbor.SimpleFalse || h.Arg == cbor.SimpleTrue:
 		return "a boolean"
-	case h.Arg == value.SimpleNull:
+	case h.Arg == cbor.SimpleNull:
 		return "null"
-	case h.Arg == value.SimpleUndefined:
+	case h.Arg == cbor.SimpleUndefined:
 		return "undefined"
 	}
 	return "a simple value"
 }
 
-func isNull(h value.Head) bool {
-	return h.Major == value.MajorSimple && !h.IsFloat && h.Arg == value.SimpleNull
+func isNull(h cbor.Head) bool {
+	return h.Major == cbor.MajorSimple && !h.IsFloat && h.Arg == cbor.SimpleNull
 }
 
 func (d *dec) uintMax(field string, max uint64) uint64 {
@@ -261,7 +261,7 @@ func (d *dec) uintMax(field string, max uint64) uint64 {
 	if !ok {
 		return 0
 	}
-	if h.Major != value.MajorUint {
+	if h.Major != cbor.MajorUint {
 		d.fail(field, ErrMalformed, off, "want an unsigned integer, have %s", describe(h))
 		return 0
 	}
@@ -302,17 +302,17 @@ func (d *dec) bool(field string) bool {
 	if !ok {
 		return false
 	}
-	if h.Major != value.MajorSimple || h.IsFloat || (h.Arg != value.SimpleFalse && h.Arg != value.SimpleTrue) {
+	if h.Major != cbor.MajorSimple || h.IsFloat || (h.Arg != cbor.SimpleFalse && h.Arg != cbor.SimpleTrue) {
 		d.fail(field, ErrMalformed, off, "want a boolean, have %s", describe(h))
 		return false
 	}
-	return h.Arg == value.SimpleTrue
+	return h.Arg == cbor.SimpleTrue
 }
 
 // bytesAfter reads the payload of a byte string whose head is h, checking
 // it against limit (-1: none). Empty gives nil.
-func (d *dec) bytesAfter(field string, h value.Head, off, limit int) []byte {
-	if h.Major != value.MajorBytes {
+func (d *dec) bytesAfter(field string, h cbor.Head, off, limit int) []byte {
+	if h.Major != cbor.MajorBytes {
 		d.fail(field, ErrMalformed, off, "want a byte string, have %s", describe(h))
 		return nil
 	}
@@ -345,7 +345,7 @@ func (d *dec) hash32(field string, dst *[32]byte) {
 	if !ok {
 		return
 	}
-	if h.Major == value.MajorBytes && h.Arg != 32 {
+	if h.Major == cbor.MajorBytes && h.Arg != 32 {
 		d.fail(field, ErrMalformed, off, "%d bytes, want 32", h.Arg)
 		return
 	}
@@ -364,7 +364,7 @@ func (d *dec) textBytes(field string) []byte {
 	if !ok {
 		return nil
 	}
-	if h.Major != value.MajorText {
+	if h.Major != cbor.MajorText {
 		d.fail(field, ErrMalformed, off, "want a text string, have %s", describe(h))
 		return nil
 	}
@@ -410,8 +410,8 @@ func (d *dec) array(field string, minBytes int) uint64 {
 	return d.arrayAfter(field, h, off, minBytes)
 }
 
-func (d *dec) arrayAfter(field string, h value.Head, off, minBytes int) uint64 {
-	if h.Major != value.MajorArray {
+func (d *dec) arrayAfter(field string, h cbor.Head, off, minBytes int) uint64 {
+	if h.Major != cbor.MajorArray {
 		d.fail(field, ErrMalformed, off, "want an array, have %s", describe(h))
 		return 0
 	}
@@ -428,8 +428,8 @@ func (d *dec) tuple(field string, n uint64) bool {
 	if !ok {
 		return false
 	}
-	if h.Major != value.MajorArray || h.Arg != n {
-		if h.Major == value.MajorArray {
+	if h.Major != cbor.MajorArray || h.Arg != n {
+		if h.Major == cbor.MajorArray {
 			d.fail(field, ErrMalformed, off, "want an array of %d items, have %d", n, h.Arg)
 		} else {
 			d.fail(field, ErrMalformed, off, "want an array of %d items, have %s", n, describe(h))
@@ -520,7 +520,7 @@ func (d *dec) workError(nullable bool) *workunit.Error {
 		}
 		return nil
 	}
-	if h.Major != value.MajorArray || h.Arg != 7 {
+	if h.Major != cbor.MajorArray || h.Arg != 7 {
 		d.fail("error", ErrMalformed, off, "want null or an error array of 7 items, have %s", describe(h))
 		return nil
 	}
@@ -539,7 +539,7 @@ func (d *dec) workError(nullable bool) *workunit.Error {
 	if !ok {
 		return nil
 	}
-	if kh.Major == value.MajorBytes && kh.Arg != 0 && kh.Arg != 32 {
+	if kh.Major == cbor.MajorBytes && kh.Arg != 0 && kh.Arg != 32 {
 		d.fail("error.key", ErrMalformed, koff, "%d bytes, want 0 or 32", kh.Arg)
 		return nil
 	}
@@ -583,7 +583,7 @@ func (d *dec) frame(msgs []Msg) []Msg {
 	if !ok {
 		return msgs
 	}
-	if h.Major != value.MajorArray {
+	if h.Major != cbor.MajorArray {
 		d.fail("", ErrMalformed, off, "want an array of messages, have %s", describe(h))
 		return msgs
 	}
@@ -619,7 +619,7 @@ func (d *dec) msg() Msg {
 	if !ok {
 		return nil
 	}
-	if h.Major != value.MajorArray || h.Arg == 0 {
+	if h.Major != cbor.MajorArray || h.Arg == 0 {
 		d.fail("", ErrMalformed, off, "want a message array, have %s", describe(h))
 		return nil
 	}

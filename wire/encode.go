@@ -2,11 +2,11 @@ package wire
 
 import (
 	"fmt"
+	"github.com/riot-go/riot/cbor"
 	"math"
 	"time"
 
 	"github.com/riot-go/riot/blob"
-	"github.com/riot-go/riot/value"
 	"github.com/riot-go/riot/workunit"
 )
 
@@ -31,7 +31,7 @@ func Append(dst []byte, msgs ...Msg) ([]byte, error) {
 			return dst, err
 		}
 	}
-	w := value.NewWriter(dst[len(dst):])
+	w := cbor.NewWriter(dst[len(dst):])
 	w.ArrayHeader(len(msgs))
 	for _, m := range msgs {
 		m.encode(w)
@@ -84,7 +84,7 @@ type Encoder struct {
 
 	lim Limits // Limits with defaults, for the Add in progress
 	buf []byte // headRoom bytes, then the messages' arrays
-	w   value.Writer
+	w   cbor.Writer
 	n   int
 }
 
@@ -106,10 +106,10 @@ func (e *Encoder) Add(m Msg) error {
 		e.buf = make([]byte, headRoom, 4096)
 	}
 	mark := len(e.buf)
-	e.w = *value.NewWriter(e.buf[mark:])
+	e.w = *cbor.NewWriter(e.buf[mark:])
 	m.encode(&e.w)
 	e.buf = join(e.buf, e.w.Bytes())
-	e.w = value.Writer{}
+	e.w = cbor.Writer{}
 	if size := len(e.buf) - headRoom + headLen(uint64(e.n+1)); size > l.MaxFrameBytes {
 		e.buf = e.buf[:mark]
 		if e.n == 0 {
@@ -141,7 +141,7 @@ func (e *Encoder) Frame() []byte {
 		e.buf = make([]byte, headRoom, 4096)
 	}
 	start := headRoom - headLen(uint64(e.n))
-	w := value.NewWriter(e.buf[start:start])
+	w := cbor.NewWriter(e.buf[start:start])
 	w.ArrayHeader(e.n)
 	return e.buf[start:]
 }
@@ -257,43 +257,43 @@ const (
 
 // Writers of the pieces messages share.
 
-func writeKey(w *value.Writer, k *workunit.Key) { w.ByteString(k[:]) }
+func writeKey(w *cbor.Writer, k *workunit.Key) { w.ByteString(k[:]) }
 
-func writeHash(w *value.Writer, h *blob.Hash) { w.ByteString(h[:]) }
+func writeHash(w *cbor.Writer, h *blob.Hash) { w.ByteString(h[:]) }
 
-func writeMillis(w *value.Writer, d time.Duration) {
-	w.Head(value.MajorUint, uint64(d/time.Millisecond))
+func writeMillis(w *cbor.Writer, d time.Duration) {
+	w.Head(cbor.MajorUint, uint64(d/time.Millisecond))
 }
 
-func writeMicros(w *value.Writer, d time.Duration) {
-	w.Head(value.MajorUint, uint64(d/time.Microsecond))
+func writeMicros(w *cbor.Writer, d time.Duration) {
+	w.Head(cbor.MajorUint, uint64(d/time.Microsecond))
 }
 
-func writeCount(w *value.Writer, n int) { w.Head(value.MajorUint, uint64(n)) }
+func writeCount(w *cbor.Writer, n int) { w.Head(cbor.MajorUint, uint64(n)) }
 
-func writeTime(w *value.Writer, t time.Time) {
+func writeTime(w *cbor.Writer, t time.Time) {
 	if t.IsZero() {
-		w.Head(value.MajorUint, 0)
+		w.Head(cbor.MajorUint, 0)
 		return
 	}
-	w.Head(value.MajorUint, uint64(t.UnixMilli()))
+	w.Head(cbor.MajorUint, uint64(t.UnixMilli()))
 }
 
-func writeKeys(w *value.Writer, keys []workunit.Key) {
+func writeKeys(w *cbor.Writer, keys []workunit.Key) {
 	w.ArrayHeader(len(keys))
 	for i := range keys {
 		w.ByteString(keys[i][:])
 	}
 }
 
-func writeHashes(w *value.Writer, hs []blob.Hash) {
+func writeHashes(w *cbor.Writer, hs []blob.Hash) {
 	w.ArrayHeader(len(hs))
 	for i := range hs {
 		w.ByteString(hs[i][:])
 	}
 }
 
-func writeConsole(w *value.Writer, c Console) {
+func writeConsole(w *cbor.Writer, c Console) {
 	w.ArrayHeader(len(c))
 	for i := range c {
 		w.ArrayHeader(2)
@@ -304,13 +304,13 @@ func writeConsole(w *value.Writer, c Console) {
 
 // writeWorkError writes null or [kind, name, message, stack, value,
 // worker, key], key empty when zero.
-func writeWorkError(w *value.Writer, e *workunit.Error) {
+func writeWorkError(w *cbor.Writer, e *workunit.Error) {
 	if e == nil {
-		w.Simple(value.SimpleNull)
+		w.Simple(cbor.SimpleNull)
 		return
 	}
 	w.ArrayHeader(7)
-	w.Head(value.MajorUint, uint64(e.Kind))
+	w.Head(cbor.MajorUint, uint64(e.Kind))
 	w.String(e.Name)
 	w.String(e.Message)
 	w.String(e.Stack)
@@ -323,8 +323,8 @@ func writeWorkError(w *value.Writer, e *workunit.Error) {
 	}
 }
 
-func writeOutcome(w *value.Writer, o *Outcome) {
-	w.Head(value.MajorUint, uint64(o.Status))
+func writeOutcome(w *cbor.Writer, o *Outcome) {
+	w.Head(cbor.MajorUint, uint64(o.Status))
 	w.String(o.Worker)
 	w.ByteString(o.Result)
 	writeWorkError(w, o.Error)
@@ -333,7 +333,7 @@ func writeOutcome(w *value.Writer, o *Outcome) {
 	writeMicros(w, o.Elapsed)
 }
 
-func writeLimits(w *value.Writer, l *Limits) {
+func writeLimits(w *cbor.Writer, l *Limits) {
 	w.ArrayHeader(5)
 	writeCount(w, l.MaxFrameBytes)
 	writeCount(w, l.MaxMessages)
@@ -342,9 +342,9 @@ func writeLimits(w *value.Writer, l *Limits) {
 	writeCount(w, l.MaxBlobBytes)
 }
 
-func msgHead(w *value.Writer, t Type) {
+func msgHead(w *cbor.Writer, t Type) {
 	w.ArrayHeader(int(t.items()))
-	w.Head(value.MajorUint, uint64(t))
+	w.Head(cbor.MajorUint, uint64(t))
 }
 
 // Per-message checks and encoders, in type order.
@@ -363,9 +363,9 @@ func (m *Hello) check(l *Limits) error {
 	return c.err
 }
 
-func (m *Hello) encode(w *value.Writer) {
+func (m *Hello) encode(w *cbor.Writer) {
 	msgHead(w, TypeHello)
-	w.Head(value.MajorUint, uint64(m.Version))
+	w.Head(cbor.MajorUint, uint64(m.Version))
 	w.String(string(m.Role))
 	w.String(m.Name)
 	w.String(m.Session)
@@ -375,7 +375,7 @@ func (m *Hello) encode(w *value.Writer) {
 	for i := range m.GPUs {
 		w.ArrayHeader(2)
 		w.String(m.GPUs[i].Name)
-		w.Head(value.MajorUint, m.GPUs[i].Memory)
+		w.Head(cbor.MajorUint, m.GPUs[i].Memory)
 	}
 	w.String(m.Token)
 	w.String(m.Agent)
@@ -395,9 +395,9 @@ func (m *Welcome) check(l *Limits) error {
 	return c.err
 }
 
-func (m *Welcome) encode(w *value.Writer) {
+func (m *Welcome) encode(w *cbor.Writer) {
 	msgHead(w, TypeWelcome)
-	w.Head(value.MajorUint, uint64(m.Version))
+	w.Head(cbor.MajorUint, uint64(m.Version))
 	w.String(m.Name)
 	w.String(m.Tracker)
 	writeMillis(w, m.PingInterval)
@@ -411,11 +411,11 @@ func (m *Refused) check(l *Limits) error {
 	return c.err
 }
 
-func (m *Refused) encode(w *value.Writer) {
+func (m *Refused) encode(w *cbor.Writer) {
 	msgHead(w, TypeRefused)
-	w.Head(value.MajorUint, uint64(m.Code))
+	w.Head(cbor.MajorUint, uint64(m.Code))
 	w.String(m.Message)
-	w.Head(value.MajorUint, uint64(m.Version))
+	w.Head(cbor.MajorUint, uint64(m.Version))
 }
 
 func (m *Error) check(l *Limits) error {
@@ -424,10 +424,10 @@ func (m *Error) check(l *Limits) error {
 	return c.err
 }
 
-func (m *Error) encode(w *value.Writer) {
+func (m *Error) encode(w *cbor.Writer) {
 	msgHead(w, TypeError)
-	w.Head(value.MajorUint, m.Req)
-	w.Head(value.MajorUint, uint64(m.Code))
+	w.Head(cbor.MajorUint, m.Req)
+	w.Head(cbor.MajorUint, uint64(m.Code))
 	w.String(m.Message)
 }
 
@@ -442,9 +442,9 @@ func (m *Submit) check(l *Limits) error {
 	return c.err
 }
 
-func (m *Submit) encode(w *value.Writer) {
+func (m *Submit) encode(w *cbor.Writer) {
 	msgHead(w, TypeSubmit)
-	w.Head(value.MajorUint, m.Req)
+	w.Head(cbor.MajorUint, m.Req)
 	w.ByteString(m.Spec)
 	w.Bool(m.Options.NoCache)
 	writeCount(w, m.Options.GPUs)
@@ -461,9 +461,9 @@ func (m *Accepted) check(l *Limits) error {
 	return c.err
 }
 
-func (m *Accepted) encode(w *value.Writer) {
+func (m *Accepted) encode(w *cbor.Writer) {
 	msgHead(w, TypeAccepted)
-	w.Head(value.MajorUint, m.Req)
+	w.Head(cbor.MajorUint, m.Req)
 	writeKey(w, &m.Key)
 	writeOutcome(w, &m.Outcome)
 }
@@ -474,9 +474,9 @@ func (m *Watch) check(l *Limits) error {
 	return c.err
 }
 
-func (m *Watch) encode(w *value.Writer) {
+func (m *Watch) encode(w *cbor.Writer) {
 	msgHead(w, TypeWatch)
-	w.Head(value.MajorUint, m.Req)
+	w.Head(cbor.MajorUint, m.Req)
 	writeKeys(w, m.Keys)
 }
 
@@ -486,7 +486,7 @@ func (m *Unwatch) check(l *Limits) error {
 	return c.err
 }
 
-func (m *Unwatch) encode(w *value.Writer) {
+func (m *Unwatch) encode(w *cbor.Writer) {
 	msgHead(w, TypeUnwatch)
 	writeKeys(w, m.Keys)
 }
@@ -500,9 +500,9 @@ func (m *Finished) check(l *Limits) error {
 	return c.err
 }
 
-func (m *Finished) encode(w *value.Writer) {
+func (m *Finished) encode(w *cbor.Writer) {
 	msgHead(w, TypeFinished)
-	w.Head(value.MajorUint, m.Req)
+	w.Head(cbor.MajorUint, m.Req)
 	writeKey(w, &m.Key)
 	writeOutcome(w, &m.Outcome)
 }
@@ -513,9 +513,9 @@ func (m *Info) check(l *Limits) error {
 	return c.err
 }
 
-func (m *Info) encode(w *value.Writer) {
+func (m *Info) encode(w *cbor.Writer) {
 	msgHead(w, TypeInfo)
-	w.Head(value.MajorUint, m.Req)
+	w.Head(cbor.MajorUint, m.Req)
 	writeKey(w, &m.Key)
 }
 
@@ -528,9 +528,9 @@ func (m *InfoReply) check(l *Limits) error {
 	return c.err
 }
 
-func (m *InfoReply) encode(w *value.Writer) {
+func (m *InfoReply) encode(w *cbor.Writer) {
 	msgHead(w, TypeInfoReply)
-	w.Head(value.MajorUint, m.Req)
+	w.Head(cbor.MajorUint, m.Req)
 	writeKey(w, &m.Key)
 	writeOutcome(w, &m.Outcome)
 }
@@ -541,9 +541,9 @@ func (m *BlobHave) check(l *Limits) error {
 	return c.err
 }
 
-func (m *BlobHave) encode(w *value.Writer) {
+func (m *BlobHave) encode(w *cbor.Writer) {
 	msgHead(w, TypeBlobHave)
-	w.Head(value.MajorUint, m.Req)
+	w.Head(cbor.MajorUint, m.Req)
 	writeHashes(w, m.Hashes)
 }
 
@@ -553,9 +553,9 @@ func (m *BlobNeed) check(l *Limits) error {
 	return c.err
 }
 
-func (m *BlobNeed) encode(w *value.Writer) {
+func (m *BlobNeed) encode(w *cbor.Writer) {
 	msgHead(w, TypeBlobNeed)
-	w.Head(value.MajorUint, m.Req)
+	w.Head(cbor.MajorUint, m.Req)
 	writeHashes(w, m.Missing)
 }
 
@@ -568,9 +568,9 @@ func (m *BlobPut) check(l *Limits) error {
 	return c.err
 }
 
-func (m *BlobPut) encode(w *value.Writer) {
+func (m *BlobPut) encode(w *cbor.Writer) {
 	msgHead(w, TypeBlobPut)
-	w.Head(value.MajorUint, m.Req)
+	w.Head(cbor.MajorUint, m.Req)
 	writeHash(w, &m.Hash)
 	w.ByteString(m.Data)
 }
@@ -581,9 +581,9 @@ func (m *BlobStored) check(l *Limits) error {
 	return c.err
 }
 
-func (m *BlobStored) encode(w *value.Writer) {
+func (m *BlobStored) encode(w *cbor.Writer) {
 	msgHead(w, TypeBlobStored)
-	w.Head(value.MajorUint, m.Req)
+	w.Head(cbor.MajorUint, m.Req)
 	writeHash(w, &m.Hash)
 }
 
@@ -596,7 +596,7 @@ func (m *Credit) check(l *Limits) error {
 	return c.err
 }
 
-func (m *Credit) encode(w *value.Writer) {
+func (m *Credit) encode(w *cbor.Writer) {
 	msgHead(w, TypeCredit)
 	writeCount(w, m.N)
 }
@@ -612,10 +612,10 @@ func (m *Assign) check(l *Limits) error {
 	return c.err
 }
 
-func (m *Assign) encode(w *value.Writer) {
+func (m *Assign) encode(w *cbor.Writer) {
 	msgHead(w, TypeAssign)
 	writeKey(w, &m.Key)
-	w.Head(value.MajorUint, m.Token)
+	w.Head(cbor.MajorUint, m.Token)
 	w.ByteString(m.Spec)
 	w.String(m.Realm)
 	writeMillis(w, m.Timeout)
@@ -632,10 +632,10 @@ func (m *Done) check(l *Limits) error {
 	return c.err
 }
 
-func (m *Done) encode(w *value.Writer) {
+func (m *Done) encode(w *cbor.Writer) {
 	msgHead(w, TypeDone)
 	writeKey(w, &m.Key)
-	w.Head(value.MajorUint, m.Token)
+	w.Head(cbor.MajorUint, m.Token)
 	w.ByteString(m.Result)
 	writeConsole(w, m.Console)
 	writeMicros(w, m.Elapsed)
@@ -651,10 +651,10 @@ func (m *Failed) check(l *Limits) error {
 	return c.err
 }
 
-func (m *Failed) encode(w *value.Writer) {
+func (m *Failed) encode(w *cbor.Writer) {
 	msgHead(w, TypeFailed)
 	writeKey(w, &m.Key)
-	w.Head(value.MajorUint, m.Token)
+	w.Head(cbor.MajorUint, m.Token)
 	writeWorkError(w, m.Error)
 	writeConsole(w, m.Console)
 	writeMicros(w, m.Elapsed)
@@ -666,13 +666,13 @@ func (m *Return) check(l *Limits) error {
 	return c.err
 }
 
-func (m *Return) encode(w *value.Writer) {
+func (m *Return) encode(w *cbor.Writer) {
 	msgHead(w, TypeReturn)
 	w.ArrayHeader(len(m.Leases))
 	for i := range m.Leases {
 		w.ArrayHeader(2)
 		writeKey(w, &m.Leases[i].Key)
-		w.Head(value.MajorUint, m.Leases[i].Token)
+		w.Head(cbor.MajorUint, m.Leases[i].Token)
 	}
 }
 
@@ -682,9 +682,9 @@ func (m *BlobGet) check(l *Limits) error {
 	return c.err
 }
 
-func (m *BlobGet) encode(w *value.Writer) {
+func (m *BlobGet) encode(w *cbor.Writer) {
 	msgHead(w, TypeBlobGet)
-	w.Head(value.MajorUint, m.Req)
+	w.Head(cbor.MajorUint, m.Req)
 	writeHash(w, &m.Hash)
 }
 
@@ -699,12 +699,12 @@ func (m *BlobData) check(l *Limits) error {
 	return c.err
 }
 
-func (m *BlobData) encode(w *value.Writer) {
+func (m *BlobData) encode(w *cbor.Writer) {
 	msgHead(w, TypeBlobData)
-	w.Head(value.MajorUint, m.Req)
+	w.Head(cbor.MajorUint, m.Req)
 	writeHash(w, &m.Hash)
 	if m.Missing {
-		w.Simple(value.SimpleNull)
+		w.Simple(cbor.SimpleNull)
 	} else {
 		w.ByteString(m.Data)
 	}
@@ -713,7 +713,7 @@ func (m *BlobData) encode(w *value.Writer) {
 // MarshalBinary encodes the console as docs/protocol.md's console item (an
 // array of [level, text] arrays), so that a tracker can keep it as bytes.
 func (c Console) MarshalBinary() ([]byte, error) {
-	var w value.Writer
+	var w cbor.Writer
 	writeConsole(&w, c)
 	return w.Bytes(), nil
 }
@@ -724,9 +724,9 @@ func (m *Cancel) check(l *Limits) error {
 	return c.err
 }
 
-func (m *Cancel) encode(w *value.Writer) {
+func (m *Cancel) encode(w *cbor.Writer) {
 	msgHead(w, TypeCancel)
-	w.Head(value.MajorUint, m.Req)
+	w.Head(cbor.MajorUint, m.Req)
 	writeKeys(w, m.Keys)
 }
 
@@ -736,9 +736,9 @@ func (m *Canceled) check(l *Limits) error {
 	return c.err
 }
 
-func (m *Canceled) encode(w *value.Writer) {
+func (m *Canceled) encode(w *cbor.Writer) {
 	msgHead(w, TypeCanceled)
-	w.Head(value.MajorUint, m.Req)
+	w.Head(cbor.MajorUint, m.Req)
 	writeKeys(w, m.Keys)
 }
 
@@ -748,8 +748,8 @@ func (m *Revoke) check(l *Limits) error {
 	return c.err
 }
 
-func (m *Revoke) encode(w *value.Writer) {
+func (m *Revoke) encode(w *cbor.Writer) {
 	msgHead(w, TypeRevoke)
 	writeKey(w, &m.Key)
-	w.Head(value.MajorUint, m.Token)
+	w.Head(cbor.MajorUint, m.Token)
 }

@@ -1,10 +1,10 @@
 package wire
 
 import (
+	"github.com/riot-go/riot/cbor"
 	"time"
 
 	"github.com/riot-go/riot/blob"
-	"github.com/riot-go/riot/value"
 	"github.com/riot-go/riot/workunit"
 )
 
@@ -25,7 +25,7 @@ type Msg interface {
 	// a field over l.
 	check(l *Limits) error
 	// encode writes the message's CBOR array.
-	encode(w *value.Writer)
+	encode(w *cbor.Writer)
 }
 
 // ReqOf returns the request id m carries (a request, or the answer to

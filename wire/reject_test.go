@@ -2,20 +2,20 @@ package wire
 
 import (
 	"errors"
+	"github.com/riot-go/riot/cbor"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/riot-go/riot/value"
 	"github.com/riot-go/riot/workunit"
 )
 
 // frameOf returns a frame of one message whose items write writes after
 // the message's array head of n items.
-func frameOf(n int, write func(w *value.Writer)) []byte {
-	var w value.Writer
+func frameOf(n int, write func(w *cbor.Writer)) []byte {
+	var w cbor.Writer
 	w.ArrayHeader(1)
 	w.ArrayHeader(n)
 	write(&w)
@@ -31,8 +31,8 @@ func mustEncode(t *testing.T, msgs ...Msg) []byte {
 
 // assignItems writes an Assign's items, with field i replaced by bad when
 // bad is not nil.
-func assignItems(bad map[int]func(w *value.Writer)) func(w *value.Writer) {
-	return func(w *value.Writer) {
+func assignItems(bad map[int]func(w *cbor.Writer)) func(w *cbor.Writer) {
+	return func(w *cbor.Writer) {
 		k := testKey("a")
 		fields := []func(){
 			func() { w.Int(int64(TypeAssign)) },
@@ -83,42 +83,42 @@ func TestDecode_Rejects(t *testing.T) {
 		{name: "unknown type", frame: []byte{0x81, 0x81, 0x18, 0x63}, kind: ErrUnknownType, index: 0, field: "type", detail: "unknown message type 99"},
 		{name: "type zero", frame: []byte{0x81, 0x81, 0x00}, kind: ErrUnknownType, index: 0, field: "type", detail: "unknown message type 0"},
 		{name: "second message unknown", frame: []byte{0x82, 0x82, 0x10, 0x01, 0x81, 0x18, 0x63}, kind: ErrUnknownType, index: 1, field: "type"},
-		{name: "too few items", frame: frameOf(6, func(w *value.Writer) { assignItems(nil)(w) }), kind: ErrMalformed, index: 0, typ: TypeAssign, detail: "want an array of 7 items, have 6"},
-		{name: "token is text", frame: frameOf(7, assignItems(map[int]func(*value.Writer){2: func(w *value.Writer) { w.Text("7") }})),
+		{name: "too few items", frame: frameOf(6, func(w *cbor.Writer) { assignItems(nil)(w) }), kind: ErrMalformed, index: 0, typ: TypeAssign, detail: "want an array of 7 items, have 6"},
+		{name: "token is text", frame: frameOf(7, assignItems(map[int]func(*cbor.Writer){2: func(w *cbor.Writer) { w.Text("7") }})),
 			kind: ErrMalformed, index: 0, typ: TypeAssign, field: "token", detail: "want an unsigned integer, have a text string"},
-		{name: "token negative", frame: frameOf(7, assignItems(map[int]func(*value.Writer){2: func(w *value.Writer) { w.Int(-1) }})),
+		{name: "token negative", frame: frameOf(7, assignItems(map[int]func(*cbor.Writer){2: func(w *cbor.Writer) { w.Int(-1) }})),
 			kind: ErrMalformed, index: 0, typ: TypeAssign, field: "token", detail: "have a negative integer"},
-		{name: "key of 31 bytes", frame: frameOf(7, assignItems(map[int]func(*value.Writer){1: func(w *value.Writer) { w.ByteString(make([]byte, 31)) }})),
+		{name: "key of 31 bytes", frame: frameOf(7, assignItems(map[int]func(*cbor.Writer){1: func(w *cbor.Writer) { w.ByteString(make([]byte, 31)) }})),
 			kind: ErrMalformed, index: 0, typ: TypeAssign, field: "key", detail: "31 bytes, want 32"},
-		{name: "spec is text", frame: frameOf(7, assignItems(map[int]func(*value.Writer){3: func(w *value.Writer) { w.Text("spec") }})),
+		{name: "spec is text", frame: frameOf(7, assignItems(map[int]func(*cbor.Writer){3: func(w *cbor.Writer) { w.Text("spec") }})),
 			kind: ErrMalformed, index: 0, typ: TypeAssign, field: "spec", detail: "want a byte string, have a text string"},
-		{name: "realm not UTF-8", frame: frameOf(7, assignItems(map[int]func(*value.Writer){4: func(w *value.Writer) { w.Head(value.MajorText, 1); w.Raw([]byte{0xff}) }})),
+		{name: "realm not UTF-8", frame: frameOf(7, assignItems(map[int]func(*cbor.Writer){4: func(w *cbor.Writer) { w.Head(cbor.MajorText, 1); w.Raw([]byte{0xff}) }})),
 			kind: ErrMalformed, index: 0, typ: TypeAssign, field: "realm", detail: "not valid UTF-8"},
-		{name: "timeout past 2^32 ms", frame: frameOf(7, assignItems(map[int]func(*value.Writer){5: func(w *value.Writer) { w.Int(1 << 32) }})),
+		{name: "timeout past 2^32 ms", frame: frameOf(7, assignItems(map[int]func(*cbor.Writer){5: func(w *cbor.Writer) { w.Int(1 << 32) }})),
 			kind: ErrMalformed, index: 0, typ: TypeAssign, field: "timeout", detail: "out of range"},
-		{name: "gpus is a float", frame: frameOf(7, assignItems(map[int]func(*value.Writer){6: func(w *value.Writer) { w.Float64(1) }})),
+		{name: "gpus is a float", frame: frameOf(7, assignItems(map[int]func(*cbor.Writer){6: func(w *cbor.Writer) { w.Float64(1) }})),
 			kind: ErrMalformed, index: 0, typ: TypeAssign, field: "gpus", detail: "have a float"},
-		{name: "bool is null", frame: frameOf(7, func(w *value.Writer) {
+		{name: "bool is null", frame: frameOf(7, func(w *cbor.Writer) {
 			w.Int(int64(TypeSubmit))
 			w.Int(1)
 			w.ByteString([]byte("s"))
-			w.Simple(value.SimpleNull)
+			w.Simple(cbor.SimpleNull)
 		}), kind: ErrMalformed, index: 0, typ: TypeSubmit, field: "no-cache", detail: "want a boolean, have null"},
-		{name: "status out of range", frame: frameOf(10, func(w *value.Writer) {
+		{name: "status out of range", frame: frameOf(10, func(w *cbor.Writer) {
 			k := testKey("a")
 			w.Int(int64(TypeFinished))
 			w.Int(1)
 			w.ByteString(k[:])
 			w.Int(5)
 		}), kind: ErrMalformed, index: 0, typ: TypeFinished, field: "status", detail: "5 is out of range [0, 4]"},
-		{name: "failed with null error", frame: frameOf(6, func(w *value.Writer) {
+		{name: "failed with null error", frame: frameOf(6, func(w *cbor.Writer) {
 			k := testKey("a")
 			w.Int(int64(TypeFailed))
 			w.ByteString(k[:])
 			w.Int(1)
-			w.Simple(value.SimpleNull)
+			w.Simple(cbor.SimpleNull)
 		}), kind: ErrMalformed, index: 0, typ: TypeFailed, field: "error", detail: "want an error, have null"},
-		{name: "error kind 0", frame: frameOf(6, func(w *value.Writer) {
+		{name: "error kind 0", frame: frameOf(6, func(w *cbor.Writer) {
 			k := testKey("a")
 			w.Int(int64(TypeFailed))
 			w.ByteString(k[:])
@@ -126,7 +126,7 @@ func TestDecode_Rejects(t *testing.T) {
 			w.ArrayHeader(7)
 			w.Int(0)
 		}), kind: ErrMalformed, index: 0, typ: TypeFailed, field: "error.kind", detail: "error kind 0"},
-		{name: "error key of 5 bytes", frame: frameOf(6, func(w *value.Writer) {
+		{name: "error key of 5 bytes", frame: frameOf(6, func(w *cbor.Writer) {
 			k := testKey("a")
 			w.Int(int64(TypeFailed))
 			w.ByteString(k[:])
@@ -140,7 +140,7 @@ func TestDecode_Rejects(t *testing.T) {
 			w.Text("")
 			w.ByteString(make([]byte, 5))
 		}), kind: ErrMalformed, index: 0, typ: TypeFailed, field: "error.key", detail: "5 bytes, want 0 or 32"},
-		{name: "console line of 3 items", frame: frameOf(6, func(w *value.Writer) {
+		{name: "console line of 3 items", frame: frameOf(6, func(w *cbor.Writer) {
 			k := testKey("a")
 			w.Int(int64(TypeDone))
 			w.ByteString(k[:])
@@ -153,23 +153,23 @@ func TestDecode_Rejects(t *testing.T) {
 			w.Text("y")
 			w.Int(0)
 		}), kind: ErrMalformed, index: 0, typ: TypeDone, field: "console", detail: "want an array of 2 items, have 3"},
-		{name: "huge key list", frame: frameOf(3, func(w *value.Writer) {
+		{name: "huge key list", frame: frameOf(3, func(w *cbor.Writer) {
 			w.Int(int64(TypeWatch))
 			w.Int(1)
-			w.Head(value.MajorArray, 1<<40)
+			w.Head(cbor.MajorArray, 1<<40)
 		}), kind: ErrMalformed, index: 0, typ: TypeWatch, field: "keys", detail: "items with"},
-		{name: "hello bad role", frame: frameOf(10, func(w *value.Writer) {
+		{name: "hello bad role", frame: frameOf(10, func(w *cbor.Writer) {
 			w.Int(int64(TypeHello))
 			w.Int(ProtocolVersion)
 			w.Text("admin")
 		}), kind: ErrMalformed, index: 0, typ: TypeHello, field: "role", detail: `role "admin"`},
-		{name: "hello too short", frame: frameOf(9, func(w *value.Writer) {
+		{name: "hello too short", frame: frameOf(9, func(w *cbor.Writer) {
 			w.Int(int64(TypeHello))
 			w.Int(ProtocolVersion)
 		}), kind: ErrMalformed, index: 0, typ: TypeHello, detail: "want an array of 10 items, have 9"},
 		{name: "hello without version", frame: []byte{0x81, 0x81, 0x01}, kind: ErrMalformed, index: 0, typ: TypeHello, detail: "at least 2 items"},
 		{name: "foreign hello truncated", frame: []byte{0x81, 0x83, 0x01, 0x02, 0x62, 'x'}, kind: ErrMalformed, index: 0, typ: TypeHello},
-		{name: "limits of 4 items", frame: frameOf(7, func(w *value.Writer) {
+		{name: "limits of 4 items", frame: frameOf(7, func(w *cbor.Writer) {
 			w.Int(int64(TypeWelcome))
 			w.Int(ProtocolVersion)
 			w.Text("n")

@@ -2,10 +2,10 @@ package workunit
 
 import (
 	"fmt"
+	"github.com/riot-go/riot/cbor"
 	"sort"
 
 	"github.com/riot-go/riot/blob"
-	"github.com/riot-go/riot/value"
 )
 
 // Module is a CommonJS module as it travels: its path on the master (for
@@ -22,7 +22,7 @@ type Module struct {
 // MarshalBinary encodes the module as a CBOR array [path, source, requires],
 // with requires sorted by name so that equal modules have equal bytes.
 func (m *Module) MarshalBinary() ([]byte, error) {
-	var w value.Writer
+	var w cbor.Writer
 	w.ArrayHeader(3)
 	w.String(m.Path)
 	w.String(m.Source)
@@ -48,7 +48,7 @@ func (m *Module) Hash() blob.Hash {
 
 // UnmarshalBinary decodes what MarshalBinary wrote.
 func (m *Module) UnmarshalBinary(data []byte) error {
-	r := value.NewReader(data)
+	r := cbor.NewReader(data)
 	if err := m.read(r); err != nil {
 		return fmt.Errorf("workunit: module: %w", err)
 	}
@@ -58,12 +58,12 @@ func (m *Module) UnmarshalBinary(data []byte) error {
 	return nil
 }
 
-func (m *Module) read(r *value.Reader) error {
+func (m *Module) read(r *cbor.Reader) error {
 	h, err := r.Next()
 	if err != nil {
 		return err
 	}
-	if h.Major != value.MajorArray || h.Arg != 3 {
+	if h.Major != cbor.MajorArray || h.Arg != 3 {
 		return r.Errorf("want an array of 3 items")
 	}
 	if m.Path, err = r.Text(); err != nil {
@@ -76,7 +76,7 @@ func (m *Module) read(r *value.Reader) error {
 	if err != nil {
 		return err
 	}
-	if h.Major != value.MajorMap {
+	if h.Major != cbor.MajorMap {
 		return r.Errorf("want a map of requires")
 	}
 	if err := r.CheckCount(h.Arg, 2+blob.Size); err != nil {

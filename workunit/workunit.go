@@ -10,9 +10,9 @@ package workunit
 import (
 	"crypto/sha256"
 	"fmt"
+	"github.com/riot-go/riot/cbor"
 
 	"github.com/riot-go/riot/blob"
-	"github.com/riot-go/riot/value"
 )
 
 // Kind is the kind of a workunit.
@@ -91,7 +91,7 @@ func ParseKey(s string) (Key, error) {
 // already name them.
 func (s *Spec) Key() Key {
 	h := sha256.New()
-	var w value.Writer
+	var w cbor.Writer
 	w.Text("riot-workunit-1")
 	s.writeContent(&w)
 	h.Write(w.Bytes())
@@ -100,7 +100,7 @@ func (s *Spec) Key() Key {
 	return k
 }
 
-func (s *Spec) writeContent(w *value.Writer) {
+func (s *Spec) writeContent(w *cbor.Writer) {
 	w.Int(int64(s.Kind))
 	w.String(s.Source)
 	w.String(s.Name)
@@ -111,7 +111,7 @@ func (s *Spec) writeContent(w *value.Writer) {
 
 // MarshalBinary encodes the Spec as a CBOR array.
 func (s *Spec) MarshalBinary() ([]byte, error) {
-	var w value.Writer
+	var w cbor.Writer
 	w.ArrayHeader(7)
 	s.writeContent(&w)
 	w.ArrayHeader(len(s.Blobs))
@@ -124,7 +124,7 @@ func (s *Spec) MarshalBinary() ([]byte, error) {
 // UnmarshalBinary decodes what MarshalBinary wrote. It checks the form, not
 // the JavaScript.
 func (s *Spec) UnmarshalBinary(data []byte) error {
-	r := value.NewReader(data)
+	r := cbor.NewReader(data)
 	if err := s.read(r); err != nil {
 		return fmt.Errorf("workunit: spec: %w", err)
 	}
@@ -134,12 +134,12 @@ func (s *Spec) UnmarshalBinary(data []byte) error {
 	return s.Validate()
 }
 
-func (s *Spec) read(r *value.Reader) error {
+func (s *Spec) read(r *cbor.Reader) error {
 	h, err := r.Next()
 	if err != nil {
 		return err
 	}
-	if h.Major != value.MajorArray || h.Arg != 7 {
+	if h.Major != cbor.MajorArray || h.Arg != 7 {
 		return r.Errorf("want an array of 7 items")
 	}
 	kind, err := r.Uint()
@@ -175,7 +175,7 @@ func (s *Spec) read(r *value.Reader) error {
 	if err != nil {
 		return err
 	}
-	if h.Major != value.MajorArray {
+	if h.Major != cbor.MajorArray {
 		return r.Errorf("want an array of blob hashes")
 	}
 	if err := r.CheckCount(h.Arg, 1+blob.Size); err != nil {

@@ -2,10 +2,10 @@ package store
 
 import (
 	"fmt"
+	"github.com/riot-go/riot/cbor"
 	"time"
 
 	"github.com/riot-go/riot/tracker/table"
-	"github.com/riot-go/riot/value"
 	"github.com/riot-go/riot/workunit"
 )
 
@@ -26,9 +26,9 @@ const recordVersion = 1
 const recordItems = 13
 
 // encodeRecord encodes r from the start of buf's array when it is large
-// enough (like value.NewWriter), else in a new one.
+// enough (like cbor.NewWriter), else in a new one.
 func encodeRecord(buf []byte, r *table.Record) []byte {
-	w := value.NewWriter(buf)
+	w := cbor.NewWriter(buf)
 	w.ArrayHeader(recordItems)
 	w.Int(recordVersion)
 	w.ByteString(r.Key[:])
@@ -53,7 +53,7 @@ func encodeRecord(buf []byte, r *table.Record) []byte {
 	bytesOrNull(w, r.Spec)
 	bytesOrNull(w, r.Result)
 	if e := r.Err; e == nil {
-		w.Simple(value.SimpleNull)
+		w.Simple(cbor.SimpleNull)
 	} else {
 		w.ArrayHeader(7)
 		w.Int(int64(e.Kind))
@@ -67,14 +67,14 @@ func encodeRecord(buf []byte, r *table.Record) []byte {
 	return w.Bytes()
 }
 
-func str(w *value.Writer, s string) {
-	w.Head(value.MajorBytes, uint64(len(s)))
+func str(w *cbor.Writer, s string) {
+	w.Head(cbor.MajorBytes, uint64(len(s)))
 	w.Raw([]byte(s))
 }
 
-func bytesOrNull(w *value.Writer, b []byte) {
+func bytesOrNull(w *cbor.Writer, b []byte) {
 	if b == nil {
-		w.Simple(value.SimpleNull)
+		w.Simple(cbor.SimpleNull)
 		return
 	}
 	w.ByteString(b)
@@ -84,7 +84,7 @@ func bytesOrNull(w *value.Writer, b []byte) {
 // bbolt's memory): Spec, Result and the error's Value alias it.
 func decodeRecord(id uint64, data []byte) (table.Record, error) {
 	rec := table.Record{ID: id}
-	d := decoder{r: value.NewReader(data)}
+	d := decoder{r: cbor.NewReader(data)}
 	if n := d.array(); n != recordItems && d.err == nil {
 		d.fail("want an array of %d items, have %d", recordItems, n)
 	}
@@ -123,7 +123,7 @@ func decodeRecord(id uint64, data []byte) (table.Record, error) {
 	rec.Spec = d.bytesOrNull()
 	rec.Result = d.bytesOrNull()
 	if h := d.head(); d.err == nil && !isNull(h) {
-		if h.Major != value.MajorArray || h.Arg != 7 {
+		if h.Major != cbor.MajorArray || h.Arg != 7 {
 			d.fail("want null or an error of 7 items")
 		}
 		e := &workunit.Error{}
@@ -150,7 +150,7 @@ func decodeRecord(id uint64, data []byte) (table.Record, error) {
 // decoder reads items, keeping the first error; after one, reads return
 // zero values.
 type decoder struct {
-	r   *value.Reader
+	r   *cbor.Reader
 	err error
 }
 
@@ -160,9 +160,9 @@ func (d *decoder) fail(format string, args ...any) {
 	}
 }
 
-func (d *decoder) head() value.Head {
+func (d *decoder) head() cbor.Head {
 	if d.err != nil {
-		return value.Head{}
+		return cbor.Head{}
 	}
 	h, err := d.r.Next()
 	if err != nil {
@@ -173,7 +173,7 @@ func (d *decoder) head() value.Head {
 
 func (d *decoder) array() uint64 {
 	h := d.head()
-	if d.err == nil && h.Major != value.MajorArray {
+	if d.err == nil && h.Major != cbor.MajorArray {
 		d.fail("want an array, have major type %d", h.Major)
 	}
 	return h.Arg
@@ -184,9 +184,9 @@ func (d *decoder) int() int64 {
 	switch {
 	case d.err != nil:
 		return 0
-	case h.Major == value.MajorUint && h.Arg <= 1<<63-1:
+	case h.Major == cbor.MajorUint && h.Arg <= 1<<63-1:
 		return int64(h.Arg)
-	case h.Major == value.MajorNeg && h.Arg <= 1<<63-1:
+	case h.Major == cbor.MajorNeg && h.Arg <= 1<<63-1:
 		return -1 - int64(h.Arg)
 	}
 	d.fail("want an integer")
@@ -195,10 +195,10 @@ func (d *decoder) int() int64 {
 
 func (d *decoder) bool() bool {
 	h := d.head()
-	if d.err == nil && (h.Major != value.MajorSimple || h.IsFloat || h.Arg != value.SimpleTrue && h.Arg != value.SimpleFalse) {
+	if d.err == nil && (h.Major != cbor.MajorSimple || h.IsFloat || h.Arg != cbor.SimpleTrue && h.Arg != cbor.SimpleFalse) {
 		d.fail("want a boolean")
 	}
-	return h.Arg == value.SimpleTrue
+	return h.Arg == cbor.SimpleTrue
 }
 
 func (d *decoder) bytes() []byte {
@@ -206,7 +206,7 @@ func (d *decoder) bytes() []byte {
 	if d.err != nil {
 		return nil
 	}
-	if h.Major != value.MajorBytes {
+	if h.Major != cbor.MajorBytes {
 		d.fail("want a byte string, have major type %d", h.Major)
 		return nil
 	}
@@ -219,8 +219,8 @@ func (d *decoder) bytes() []byte {
 
 func (d *decoder) str() string { return string(d.bytes()) }
 
-func isNull(h value.Head) bool {
-	return h.Major == value.MajorSimple && !h.IsFloat && h.Arg == value.SimpleNull
+func isNull(h cbor.Head) bool {
+	return h.Major == cbor.MajorSimple && !h.IsFloat && h.Arg == cbor.SimpleNull
 }
 
 func (d *decoder) bytesOrNull() []byte {
@@ -231,7 +231,7 @@ func (d *decoder) bytesOrNull() []byte {
 	switch {
 	case isNull(h):
 		return nil
-	case h.Major == value.MajorBytes:
+	case h.Major == cbor.MajorBytes:
 		b, err := d.r.Bytes(h.Arg)
 		if err != nil {
 			d.err = err

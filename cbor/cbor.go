@@ -1,4 +1,4 @@
-package value
+package cbor
 
 import (
 	"encoding/binary"
@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
-	"unicode/utf16"
+	"slices"
 	"unicode/utf8"
 )
 
@@ -30,6 +30,12 @@ const (
 	SimpleUndefined = 23
 )
 
+// Standard tags (RFC 8949) that Writer and Reader helpers use.
+const (
+	TagPosBignum = 2 // unsigned bignum: big-endian magnitude
+	TagNegBignum = 3 // negative bignum: big-endian magnitude of -1-n
+)
+
 // maxSafeInteger is 2^53, past which a float64 no longer holds every integer.
 const maxSafeInteger = 1 << 53
 
@@ -42,8 +48,24 @@ type Writer struct {
 	buf []byte
 }
 
-// NewWriter returns a Writer that appends to buf[:0].
+// NewWriter returns a Writer that writes into buf[:0], growing it when it
+// must.
 func NewWriter(buf []byte) *Writer { return &Writer{buf: buf[:0]} }
+
+// AppendWriter returns a Writer that appends to dst, after its contents.
+func AppendWriter(dst []byte) *Writer { return &Writer{buf: dst} }
+
+// Grow makes room for n more bytes, so that the next n bytes written do
+// not reallocate.
+func (w *Writer) Grow(n int) { w.buf = slices.Grow(w.buf, n) }
+
+// Extend appends n bytes for the caller to fill and returns them: the
+// payload of a string whose head was just written, filled in place.
+func (w *Writer) Extend(n int) []byte {
+	w.buf = slices.Grow(w.buf, n)
+	w.buf = w.buf[:len(w.buf)+n]
+	return w.buf[len(w.buf)-n:]
+}
 
 // Bytes returns the bytes written so far. They alias the Writer's buffer.
 func (w *Writer) Bytes() []byte { return w.buf }
@@ -144,28 +166,6 @@ func (w *Writer) String(s string) {
 	w.Text(string([]rune(s)))
 }
 
-// UTF16 writes a string given as UTF-16 code units: as a text string when they
-// are valid Unicode, otherwise as TagUTF16 so that lone surrogates survive.
-func (w *Writer) UTF16(units []uint16) {
-	for i := 0; i < len(units); i++ {
-		u := units[i]
-		if u < 0xd800 || u > 0xdfff {
-			continue
-		}
-		if u <= 0xdbff && i+1 < len(units) && units[i+1] >= 0xdc00 && units[i+1] <= 0xdfff {
-			i++
-			continue
-		}
-		w.Tag(TagUTF16)
-		w.Head(MajorBytes, uint64(2*len(units)))
-		for _, u := range units {
-			w.buf = append(w.buf, byte(u), byte(u>>8))
-		}
-		return
-	}
-	w.Text(string(utf16.Decode(units)))
-}
-
 // ByteString writes b as a byte string.
 func (w *Writer) ByteString(b []byte) {
 	w.Head(MajorBytes, uint64(len(b)))
@@ -183,13 +183,6 @@ func (w *Writer) BigInt(n *big.Int) {
 	m.Sub(m, big.NewInt(1))
 	w.Tag(TagNegBignum)
 	w.ByteString(m.Bytes())
-}
-
-// Typed writes a typed array over raw little-endian element bytes, as its
-// RFC 8746 tag and a byte string. raw must hold whole elements.
-func (w *Writer) Typed(k TypedKind, raw []byte) {
-	w.Tag(uint64(k))
-	w.ByteString(raw)
 }
 
 // Raw appends b, which must be whole CBOR data items.
@@ -221,9 +214,9 @@ type SyntaxError struct {
 // Error says what is malformed and at which byte offset.
 func (e *SyntaxError) Error() string {
 	if e.Err != nil {
-		return fmt.Sprintf("value: malformed data at byte %d: %s: %v", e.Offset, e.Msg, e.Err)
+		return fmt.Sprintf("cbor: malformed data at byte %d: %s: %v", e.Offset, e.Msg, e.Err)
 	}
-	return fmt.Sprintf("value: malformed data at byte %d: %s", e.Offset, e.Msg)
+	return fmt.Sprintf("cbor: malformed data at byte %d: %s", e.Offset, e.Msg)
 }
 
 // Unwrap returns the underlying error, if any.
@@ -427,49 +420,14 @@ func HeadNumber(h Head) (float64, bool) {
 	return 0, false
 }
 
-// DateMillis returns the time value of a Date whose tag 1 item holds sec
-// seconds: the whole number of milliseconds m for which m / 1000 is sec, as
-// encoders compute it (math.Round(sec * 1000) alone can be one off for dates
-// far from 1970), or the nearest one when no m gives sec exactly. It returns
-// NaN for an invalid Date: sec NaN or infinite, or the time beyond ±8.64e15
-// milliseconds.
-func DateMillis(sec float64) float64 {
-	if math.IsNaN(sec) || math.IsInf(sec, 0) {
-		return math.NaN()
-	}
-	m := math.Round(sec * 1000)
-	for _, c := range [...]float64{m, m - 1, m + 1, m - 2, m + 2} {
-		if c/1000 == sec {
-			m = c
-			break
-		}
-	}
-	if m > 8.64e15 || m < -8.64e15 {
-		return math.NaN()
-	}
-	return m + 0 // no -0
-}
-
-// BignumFromBytes returns the BigInt of a tag 2 or 3 payload.
-func BignumFromBytes(tag uint64, b []byte) *big.Int {
+// Bignum returns the integer of a tag 2 or 3 payload.
+func Bignum(tag uint64, b []byte) *big.Int {
 	n := new(big.Int).SetBytes(b)
 	if tag == TagNegBignum {
 		n.Add(n, big.NewInt(1))
 		n.Neg(n)
 	}
 	return n
-}
-
-// DecodeUTF16 returns the code units of a TagUTF16 payload.
-func DecodeUTF16(b []byte) ([]uint16, error) {
-	if len(b)%2 != 0 {
-		return nil, errors.New("UTF-16 string of odd length")
-	}
-	u := make([]uint16, len(b)/2)
-	for i := range u {
-		u[i] = uint16(b[2*i]) | uint16(b[2*i+1])<<8
-	}
-	return u, nil
 }
 
 func float16ToFloat64(h uint16) float64 {
