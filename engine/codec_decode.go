@@ -3,13 +3,13 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"github.com/riot-go/riot/cbor"
 	"math"
 	"unicode/utf8"
 
 	"github.com/dop251/goja"
 
 	"github.com/riot-go/riot/blob"
+	"github.com/riot-go/riot/cbor"
 	"github.com/riot-go/riot/value"
 )
 

@@ -2,7 +2,6 @@ package engine
 
 import (
 	"errors"
-	"github.com/riot-go/riot/cbor"
 	"math"
 	"math/big"
 	"reflect"
@@ -13,6 +12,7 @@ import (
 	"github.com/dop251/goja"
 
 	"github.com/riot-go/riot/blob"
+	"github.com/riot-go/riot/cbor"
 	"github.com/riot-go/riot/value"
 )
 

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/riot-go/riot/cbor"
 	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/dop251/goja"
 
+	"github.com/riot-go/riot/cbor"
 	"github.com/riot-go/riot/workunit"
 )
 

@@ -2,11 +2,12 @@ package value
 
 import (
 	"errors"
-	"github.com/riot-go/riot/cbor"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/riot-go/riot/cbor"
 )
 
 // FuzzUnmarshal checks that no input makes Unmarshal panic or fail with

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"github.com/riot-go/riot/cbor"
 	"math"
 	"math/big"
 	"reflect"
@@ -14,6 +13,8 @@ import (
 	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
+
+	"github.com/riot-go/riot/cbor"
 )
 
 // MaxDepth is the default limit on nesting: an object (anything that takes

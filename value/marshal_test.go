@@ -4,7 +4,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"github.com/riot-go/riot/cbor"
 	"math"
 	"math/big"
 	"reflect"
@@ -17,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/riot-go/riot/blob"
+	"github.com/riot-go/riot/cbor"
 )
 
 func mustHex(t *testing.T, s string) []byte {

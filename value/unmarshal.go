@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"github.com/riot-go/riot/cbor"
 	"math"
 	"time"
 	"unicode/utf16"
@@ -12,6 +11,7 @@ import (
 	"unsafe"
 
 	"github.com/riot-go/riot/blob"
+	"github.com/riot-go/riot/cbor"
 )
 
 // Decoder unmarshals value documents with options that Unmarshal does not

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/hex"
 	"errors"
-	"github.com/riot-go/riot/cbor"
 	"math"
 	"math/big"
 	"math/rand/v2"
@@ -18,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/riot-go/riot/blob"
+	"github.com/riot-go/riot/cbor"
 )
 
 const (

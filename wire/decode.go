@@ -3,12 +3,12 @@ package wire
 import (
 	"errors"
 	"fmt"
-	"github.com/riot-go/riot/cbor"
 	"math"
 	"time"
 	"unicode/utf8"
 
 	"github.com/riot-go/riot/blob"
+	"github.com/riot-go/riot/cbor"
 	"github.com/riot-go/riot/workunit"
 )
 

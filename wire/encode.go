@@ -2,11 +2,11 @@ package wire
 
 import (
 	"fmt"
-	"github.com/riot-go/riot/cbor"
 	"math"
 	"time"
 
 	"github.com/riot-go/riot/blob"
+	"github.com/riot-go/riot/cbor"
 	"github.com/riot-go/riot/workunit"
 )
 

@@ -1,10 +1,10 @@
 package wire
 
 import (
-	"github.com/riot-go/riot/cbor"
 	"time"
 
 	"github.com/riot-go/riot/blob"
+	"github.com/riot-go/riot/cbor"
 	"github.com/riot-go/riot/workunit"
 )
 

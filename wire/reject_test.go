@@ -2,13 +2,13 @@ package wire
 
 import (
 	"errors"
-	"github.com/riot-go/riot/cbor"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/riot-go/riot/cbor"
 	"github.com/riot-go/riot/workunit"
 )
 

@@ -2,10 +2,10 @@ package workunit
 
 import (
 	"fmt"
-	"github.com/riot-go/riot/cbor"
 	"sort"
 
 	"github.com/riot-go/riot/blob"
+	"github.com/riot-go/riot/cbor"
 )
 
 // Module is a CommonJS module as it travels: its path on the master (for

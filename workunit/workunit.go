@@ -10,9 +10,9 @@ package workunit
 import (
 	"crypto/sha256"
 	"fmt"
-	"github.com/riot-go/riot/cbor"
 
 	"github.com/riot-go/riot/blob"
+	"github.com/riot-go/riot/cbor"
 )
 
 // Kind is the kind of a workunit.

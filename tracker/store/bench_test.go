@@ -4,13 +4,13 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"github.com/riot-go/riot/blob"
-	"github.com/riot-go/riot/workunit"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/riot-go/riot/blob"
 	"github.com/riot-go/riot/tracker/table"
+	"github.com/riot-go/riot/workunit"
 )
 
 func benchRecord(n uint64) table.Record {

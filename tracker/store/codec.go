@@ -2,9 +2,9 @@ package store
 
 import (
 	"fmt"
-	"github.com/riot-go/riot/cbor"
 	"time"
 
+	"github.com/riot-go/riot/cbor"
 	"github.com/riot-go/riot/tracker/table"
 	"github.com/riot-go/riot/workunit"
 )
