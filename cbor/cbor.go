@@ -236,6 +236,10 @@ func NewReader(data []byte) *Reader { return &Reader{data: data} }
 // Offset returns the position of the next byte to read.
 func (r *Reader) Offset() int { return r.pos }
 
+// Span returns the bytes read from offset start (an earlier Offset) to
+// here, aliasing the Reader's data: the whole of the items read since.
+func (r *Reader) Span(start int) []byte { return r.data[start:r.pos:r.pos] }
+
 // Remaining returns the number of bytes not yet read.
 func (r *Reader) Remaining() int { return len(r.data) - r.pos }
 

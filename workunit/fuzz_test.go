@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/riot-go/riot/blob"
+	"github.com/riot-go/riot/cbor"
 )
 
 // FuzzSpecUnmarshal checks that no bytes make Spec.UnmarshalBinary (what a
@@ -26,7 +27,11 @@ func FuzzSpecUnmarshal(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
 		var s Spec
-		if err := s.UnmarshalBinary(data); err != nil {
+		err := s.UnmarshalBinary(data)
+		if _, kerr := KeyOf(data); (kerr == nil) != (err == nil) {
+			t.Fatalf("KeyOf says %v where UnmarshalBinary says %v", kerr, err)
+		}
+		if err != nil {
 			return
 		}
 		first, err := s.MarshalBinary()
@@ -39,6 +44,9 @@ func FuzzSpecUnmarshal(f *testing.F) {
 		}
 		if again.Key() != s.Key() {
 			t.Fatalf("the key changed through a round trip")
+		}
+		if k, err := KeyOf(first); err != nil || k != s.Key() {
+			t.Fatalf("KeyOf of the encoding gives %v, %v; want the spec's key %v", k, err, s.Key())
 		}
 		second, _ := again.MarshalBinary()
 		if !bytes.Equal(first, second) {
@@ -77,6 +85,29 @@ func FuzzModuleUnmarshal(f *testing.F) {
 		second, _ := again.MarshalBinary()
 		if !bytes.Equal(first, second) {
 			t.Fatalf("not stable: %x then %x", first, second)
+		}
+	})
+}
+
+// FuzzReadConsole checks that no bytes make ReadConsole (what a tracker does
+// with each result's console) panic, and that what it accepts is exactly
+// what Lines decodes, and encodes back to the same bytes.
+func FuzzReadConsole(f *testing.F) {
+	f.Add([]byte(EncodeConsole([]ConsoleLine{{LevelLog, "hi"}, {LevelError, "boom"}})))
+	f.Add([]byte{0x80})
+	f.Add([]byte{0x81, 0x82, 0x60, 0x61, 0xff})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		r := cbor.NewReader(data)
+		c, err := ReadConsole(r)
+		if err != nil || r.Remaining() != 0 {
+			return
+		}
+		lines, err := c.Lines()
+		if err != nil {
+			t.Fatalf("ReadConsole accepted %x, which Lines refuses: %v", data, err)
+		}
+		if again := EncodeConsole(lines); !bytes.Equal(again, c) {
+			t.Fatalf("not stable: %x then %x", c, again)
 		}
 	})
 }

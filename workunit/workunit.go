@@ -1,10 +1,16 @@
-// Package workunit defines what a workunit is: its kinds, its content
-// (Spec), its key, the modules it ships, and the error a failed one gives.
+// Package workunit is the vocabulary every part of riot shares about a
+// workunit: its kinds, its content (Spec) and key, the options of a
+// submission (Options), where it stands (Status), what the tracker reports
+// of it (Outcome), its console output (Console), the modules it ships
+// (Module), and the error a failed one gives (Error).
 //
 // A workunit is JavaScript plus serialized arguments. Masters build Specs,
-// the tracker stores and routes them as opaque bytes keyed by Key, and
-// workers hand them to the engine. Nothing here runs JavaScript or touches
-// the network.
+// the tracker stores and routes them as opaque bytes keyed by Key (computed
+// from those bytes: KeyOf), and workers hand them to the engine. Each layer
+// uses these types as they are and converts only where it must: the
+// protocol (package wire) carries them, the tracker's table makes
+// Outcomes, masters read them. Nothing here runs JavaScript or touches the
+// network.
 package workunit
 
 import (
@@ -86,134 +92,200 @@ func ParseKey(s string) (Key, error) {
 	return Key(h), nil
 }
 
+// keyDomain is hashed before a spec's content, so that a key is never the
+// hash of other riot data.
+const keyDomain = "riot-workunit-1"
+
 // Key returns the workunit's key: a SHA-256 over its kind, name, code and
-// payload. Blobs are not covered on their own: the payload and module hash
-// already name them.
+// payload, as they stand in its encoding (MarshalBinary). Blobs are not
+// covered on their own: the payload and module hash already name them. A
+// caller that sends the spec should use Encode, which serializes it once
+// for both.
 func (s *Spec) Key() Key {
-	h := sha256.New()
-	var w cbor.Writer
-	w.Text("riot-workunit-1")
-	s.writeContent(&w)
-	h.Write(w.Bytes())
-	var k Key
-	h.Sum(k[:0])
+	_, k := s.Encode()
 	return k
 }
 
-func (s *Spec) writeContent(w *cbor.Writer) {
+// Encode returns the spec's encoding (as MarshalBinary) and its key,
+// computed from those bytes: the spec is serialized once.
+func (s *Spec) Encode() ([]byte, Key) {
+	var w cbor.Writer
+	w.ArrayHeader(7)
 	w.Int(int64(s.Kind))
 	w.String(s.Source)
 	w.String(s.Name)
 	w.ByteString(s.Module[:])
 	w.String(s.Export)
 	w.ByteString(s.Payload)
-}
-
-// MarshalBinary encodes the Spec as a CBOR array.
-func (s *Spec) MarshalBinary() ([]byte, error) {
-	var w cbor.Writer
-	w.ArrayHeader(7)
-	s.writeContent(&w)
+	end := w.Len()
 	w.ArrayHeader(len(s.Blobs))
 	for _, b := range s.Blobs {
 		w.ByteString(b[:])
 	}
-	return w.Bytes(), nil
+	data := w.Bytes()
+	return data, keyOf(data[1:end])
+}
+
+// keyOf hashes the content items of a spec's encoding (kind to payload).
+func keyOf(content []byte) Key {
+	h := sha256.New()
+	var w cbor.Writer
+	w.Text(keyDomain)
+	h.Write(w.Bytes())
+	h.Write(content)
+	var k Key
+	h.Sum(k[:0])
+	return k
+}
+
+// MarshalBinary encodes the Spec as a CBOR array: [kind, source, name,
+// module, export, payload, [blob...]].
+func (s *Spec) MarshalBinary() ([]byte, error) {
+	data, _ := s.Encode()
+	return data, nil
 }
 
 // UnmarshalBinary decodes what MarshalBinary wrote. It checks the form, not
 // the JavaScript.
 func (s *Spec) UnmarshalBinary(data []byte) error {
-	r := cbor.NewReader(data)
-	if err := s.read(r); err != nil {
-		return fmt.Errorf("workunit: spec: %w", err)
-	}
-	if r.Remaining() != 0 {
-		return fmt.Errorf("workunit: spec: %d bytes after the end", r.Remaining())
-	}
-	return s.Validate()
-}
-
-func (s *Spec) read(r *cbor.Reader) error {
-	h, err := r.Next()
-	if err != nil {
+	var v specView
+	if _, err := v.read(data); err != nil {
 		return err
 	}
-	if h.Major != cbor.MajorArray || h.Arg != 7 {
-		return r.Errorf("want an array of 7 items")
-	}
-	kind, err := r.Uint()
-	if err != nil {
-		return err
-	}
-	if kind > 255 {
-		return r.Errorf("kind %d", kind)
-	}
-	s.Kind = Kind(kind)
-	if s.Source, err = r.Text(); err != nil {
-		return err
-	}
-	if s.Name, err = r.Text(); err != nil {
-		return err
-	}
-	mod, err := r.ByteString()
-	if err != nil {
-		return err
-	}
-	if s.Module, err = blob.FromBytes(mod); err != nil {
-		return err
-	}
-	if s.Export, err = r.Text(); err != nil {
-		return err
-	}
-	payload, err := r.ByteString()
-	if err != nil {
-		return err
-	}
-	s.Payload = append([]byte(nil), payload...)
-	h, err = r.Next()
-	if err != nil {
-		return err
-	}
-	if h.Major != cbor.MajorArray {
-		return r.Errorf("want an array of blob hashes")
-	}
-	if err := r.CheckCount(h.Arg, 1+blob.Size); err != nil {
-		return err
-	}
-	s.Blobs = make([]blob.Hash, h.Arg)
-	for i := range s.Blobs {
-		b, err := r.ByteString()
-		if err != nil {
-			return err
-		}
-		if s.Blobs[i], err = blob.FromBytes(b); err != nil {
-			return err
-		}
+	*s = Spec{
+		Kind:    v.kind,
+		Source:  string(v.source),
+		Name:    string(v.name),
+		Module:  v.module,
+		Export:  string(v.export),
+		Payload: append([]byte(nil), v.payload...),
+		Blobs:   v.blobs,
 	}
 	return nil
 }
 
+// KeyOf checks a spec's encoding as UnmarshalBinary does and returns its
+// key, computed from data itself: a tracker that receives a spec needs its
+// key and its bytes, not a Spec.
+func KeyOf(data []byte) (Key, error) {
+	var v specView
+	end, err := v.read(data)
+	if err != nil {
+		return Key{}, err
+	}
+	return keyOf(data[1:end]), nil
+}
+
+// specView is a spec as its encoding holds it: the byte fields alias the
+// data.
+type specView struct {
+	kind                          Kind
+	source, name, export, payload []byte
+	module                        blob.Hash
+	blobs                         []blob.Hash
+}
+
+// read decodes data into v, checks it (Validate's rules), and returns the
+// offset where the content items end and the blob list begins.
+func (v *specView) read(data []byte) (contentEnd int, err error) {
+	r := cbor.NewReader(data)
+	if contentEnd, err = v.readItems(r); err != nil {
+		return 0, fmt.Errorf("workunit: spec: %w", err)
+	}
+	if r.Remaining() != 0 {
+		return 0, fmt.Errorf("workunit: spec: %d bytes after the end", r.Remaining())
+	}
+	if err := validate(v.kind, v.module, len(v.export) > 0, len(v.payload) > 0); err != nil {
+		return 0, err
+	}
+	return contentEnd, nil
+}
+
+func (v *specView) readItems(r *cbor.Reader) (int, error) {
+	h, err := r.Next()
+	if err != nil {
+		return 0, err
+	}
+	if h.Major != cbor.MajorArray || h.Arg != 7 || r.Offset() != 1 {
+		return 0, r.Errorf("want an array of 7 items")
+	}
+	kind, err := r.Uint()
+	if err != nil {
+		return 0, err
+	}
+	if kind > 255 {
+		return 0, r.Errorf("kind %d", kind)
+	}
+	v.kind = Kind(kind)
+	if v.source, err = textBytes(r); err != nil {
+		return 0, err
+	}
+	if v.name, err = textBytes(r); err != nil {
+		return 0, err
+	}
+	mod, err := r.ByteString()
+	if err != nil {
+		return 0, err
+	}
+	if v.module, err = blob.FromBytes(mod); err != nil {
+		return 0, err
+	}
+	if v.export, err = textBytes(r); err != nil {
+		return 0, err
+	}
+	if v.payload, err = r.ByteString(); err != nil {
+		return 0, err
+	}
+	end := r.Offset()
+	h, err = r.Next()
+	if err != nil {
+		return 0, err
+	}
+	if h.Major != cbor.MajorArray {
+		return 0, r.Errorf("want an array of blob hashes")
+	}
+	if err := r.CheckCount(h.Arg, 1+blob.Size); err != nil {
+		return 0, err
+	}
+	if h.Arg > 0 {
+		v.blobs = make([]blob.Hash, h.Arg)
+	}
+	for i := range v.blobs {
+		b, err := r.ByteString()
+		if err != nil {
+			return 0, err
+		}
+		if v.blobs[i], err = blob.FromBytes(b); err != nil {
+			return 0, err
+		}
+	}
+	return end, nil
+}
+
 // Validate checks that the fields a kind needs are there.
 func (s *Spec) Validate() error {
-	switch s.Kind {
+	return validate(s.Kind, s.Module, s.Export != "", len(s.Payload) > 0)
+}
+
+func validate(kind Kind, module blob.Hash, export, payload bool) error {
+	switch kind {
 	case Eval:
-		if s.Module != (blob.Hash{}) || s.Export != "" || len(s.Payload) != 0 {
+		if !module.IsZero() || export || payload {
 			return fmt.Errorf("workunit: an eval workunit has only a source")
 		}
 	case Call:
-		if s.Module.IsZero() {
+		if module.IsZero() {
 			return fmt.Errorf("workunit: a call workunit needs a module hash")
 		}
-		if s.Export == "" {
+		if !export {
 			return fmt.Errorf("workunit: a call workunit needs an export name")
 		}
 	case Fn:
-		if len(s.Payload) == 0 {
+		if !payload {
 			return fmt.Errorf("workunit: a fn workunit needs a payload holding its function")
 		}
 	default:
-		return fmt.Errorf("workunit: unknown kind %d", s.Kind)
+		return fmt.Errorf("workunit: unknown kind %d", kind)
 	}
 	return nil
 }

@@ -1,0 +1,157 @@
+package workunit
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/riot-go/riot/blob"
+	"github.com/riot-go/riot/cbor"
+	"github.com/riot-go/riot/value"
+)
+
+// Keys are stored by trackers and compared across versions (memoized
+// results): a change of the key's definition must be a decision, not an
+// accident.
+func TestSpec_Key_IsStable(t *testing.T) {
+	t.Parallel()
+	fn := &Spec{Kind: Fn, Name: "job.js", Payload: []byte{0x82, 0x01, 0x02}}
+	eval := &Spec{Kind: Eval, Source: "1 + 2", Name: "eval"}
+	assert.Equal(t, "214d3d36ca741646cac7e3b1d00c10e217e686f239bda793965a942f95dbed9f", fn.Key().String())
+	assert.Equal(t, "2786712b624fdae488798391bc439fe4fa17de964c64d1d8bba539e6478b2408", eval.Key().String())
+	// The blobs a spec lists do not change its key.
+	withBlobs := *fn
+	withBlobs.Blobs = []blob.Hash{{7}}
+	assert.Equal(t, fn.Key(), withBlobs.Key())
+}
+
+func TestKeyOf_IsTheKeyOfTheBytesSent(t *testing.T) {
+	t.Parallel()
+	s := &Spec{Kind: Call, Name: "m.js", Module: blob.Hash{1}, Export: "f", Payload: []byte{0x81, 0x01}, Blobs: []blob.Hash{{1}, {2}}}
+	data, key := s.Encode()
+	got, err := KeyOf(data)
+	require.NoError(t, err)
+	assert.Equal(t, key, got)
+	assert.Equal(t, s.Key(), got)
+
+	var back Spec
+	require.NoError(t, back.UnmarshalBinary(data))
+	assert.Equal(t, *s, back)
+}
+
+func TestKeyOf_RefusesWhatUnmarshalRefuses(t *testing.T) {
+	t.Parallel()
+	good, _ := (&Spec{Kind: Eval, Source: "1", Name: "eval"}).Encode()
+	badKind, _ := (&Spec{Kind: 9, Source: "1"}).Encode()
+	noExport, _ := (&Spec{Kind: Call, Module: blob.Hash{1}}).Encode()
+	for name, data := range map[string][]byte{
+		"empty":               nil,
+		"truncated":           good[:len(good)-1],
+		"trailing bytes":      append(append([]byte(nil), good...), 0),
+		"unknown kind":        badKind,
+		"call without export": noExport,
+		"not an array":        {0x01},
+	} {
+		_, err := KeyOf(data)
+		assert.Error(t, err, name)
+		var s Spec
+		assert.Error(t, s.UnmarshalBinary(data), name)
+	}
+}
+
+func TestConsole_RoundTrip(t *testing.T) {
+	t.Parallel()
+	lines := []ConsoleLine{{LevelLog, "hello"}, {LevelWarn, ""}, {Level("custom"), "ünïcode"}}
+	c := EncodeConsole(lines)
+	got, err := c.Lines()
+	require.NoError(t, err)
+	assert.Equal(t, lines, got)
+
+	var b ConsoleBuilder
+	for _, l := range lines {
+		b.Add(l.Level, l.Text)
+	}
+	assert.Equal(t, 3, b.Lines())
+	assert.Equal(t, c, b.Console())
+	assert.Nil(t, b.Console(), "Console empties the builder")
+
+	assert.Nil(t, EncodeConsole(nil))
+	none, err := Console(nil).Lines()
+	require.NoError(t, err)
+	assert.Empty(t, none)
+}
+
+func TestConsole_InvalidUTF8_IsReplaced(t *testing.T) {
+	t.Parallel()
+	got, err := EncodeConsole([]ConsoleLine{{LevelLog, "a\xffb"}}).Lines()
+	require.NoError(t, err)
+	assert.Equal(t, "a\uFFFDb", got[0].Text)
+}
+
+func TestReadConsole_ChecksAndAliases(t *testing.T) {
+	t.Parallel()
+	c := EncodeConsole([]ConsoleLine{{LevelError, "boom"}})
+	var w cbor.Writer
+	w.ArrayHeader(2)
+	w.Raw(c)
+	w.Int(7)
+	r := cbor.NewReader(w.Bytes())
+	_, err := r.Next()
+	require.NoError(t, err)
+	got, err := ReadConsole(r)
+	require.NoError(t, err)
+	assert.Equal(t, c, got)
+	n, err := r.Uint()
+	require.NoError(t, err)
+	assert.Equal(t, uint64(7), n, "the reader is past the console")
+
+	empty, err := ReadConsole(cbor.NewReader([]byte{0x80}))
+	require.NoError(t, err)
+	assert.Nil(t, empty)
+
+	for name, data := range map[string][]byte{
+		"not an array":          {0x60},
+		"a line of 3 items":     {0x81, 0x83, 0x60, 0x60, 0x60},
+		"a level of bytes":      {0x81, 0x82, 0x40, 0x60},
+		"invalid UTF-8":         {0x81, 0x82, 0x60, 0x61, 0xff},
+		"more lines than bytes": {0x9a, 0x00, 0x10, 0x00, 0x00},
+	} {
+		_, err := ReadConsole(cbor.NewReader(data))
+		assert.Error(t, err, name)
+		_, err = Console(data).Lines()
+		assert.Error(t, err, name)
+	}
+}
+
+func TestStatus(t *testing.T) {
+	t.Parallel()
+	for s, want := range map[Status]string{StatusUnknown: "unknown", StatusWaiting: "waiting", StatusRunning: "running", StatusDone: "done", StatusError: "error", 9: "Status(9)"} {
+		assert.Equal(t, want, s.String())
+	}
+	assert.True(t, StatusDone.Finished())
+	assert.True(t, StatusError.Finished())
+	assert.False(t, StatusRunning.Finished())
+	assert.True(t, StatusError.Valid())
+	assert.False(t, Status(5).Valid())
+}
+
+func TestOutcome_Value(t *testing.T) {
+	t.Parallel()
+	res, err := value.Marshal([]any{1, "x"})
+	require.NoError(t, err)
+	done := &Outcome{Key: Key{1}, Status: StatusDone, Result: res, Elapsed: time.Millisecond}
+	v, err := done.Value()
+	require.NoError(t, err)
+	assert.Equal(t, []any{1.0, "x"}, v)
+
+	werr := &Error{Kind: Thrown, Name: "TypeError", Message: "bad"}
+	_, err = (&Outcome{Status: StatusError, Err: werr}).Value()
+	assert.Same(t, werr, err)
+
+	_, err = (&Outcome{Key: Key{2}, Status: StatusRunning}).Value()
+	assert.True(t, errors.Is(err, ErrNotFinished))
+	assert.False(t, (&Outcome{Status: StatusWaiting}).Finished())
+}
