@@ -15,7 +15,7 @@ import (
 
 func benchRecord(n uint64) table.Record {
 	k := workunit.Key(blob.Sum(binary.BigEndian.AppendUint64(nil, n)))
-	return table.Record{Key: k, ID: n, Seq: int64(n), Status: table.Waiting, Owner: "alice",
+	return table.Record{Key: k, ID: n, Seq: int64(n), Status: workunit.StatusWaiting, Owner: "alice",
 		Spec: []byte("a small workunit spec, about as long as a trivial one"), LastChange: time.Unix(1_700_000_000, 0)}
 }
 
@@ -93,14 +93,14 @@ func BenchmarkBolt_Apply_Lifecycle(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		batch := make([]table.Record, 0, 2*size)
 		for _, r := range prev {
-			r.Status, r.Spec, r.Result, r.Worker = table.Done, nil, result, "w1"
+			r.Status, r.Spec, r.Result, r.Worker = workunit.StatusDone, nil, result, "w1"
 			batch = append(batch, r)
 		}
 		prev = prev[:0]
 		for j := 0; j < size; j++ {
 			n++
 			r := benchRecord(n)
-			r.Status, r.Worker, r.Deliveries = table.Running, "w1", 1
+			r.Status, r.Worker, r.Deliveries = workunit.StatusRunning, "w1", 1
 			batch = append(batch, r)
 			prev = append(prev, r)
 		}

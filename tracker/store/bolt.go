@@ -12,10 +12,12 @@ import (
 	"sync"
 	"time"
 
-	"github.com/riot-go/riot/blob"
-	"github.com/riot-go/riot/tracker/table"
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/riot-go/riot/blob"
+	"github.com/riot-go/riot/tracker/table"
+	"github.com/riot-go/riot/workunit"
 )
 
 // FileName is the name of the bbolt file in the data directory.
@@ -243,7 +245,7 @@ func (s *Bolt) Load(ctx context.Context) ([]table.Record, error) {
 				if err != nil {
 					return fmt.Errorf("%w: %s: record %d: %w", ErrCorrupt, s.path, id, err)
 				}
-				if (rec.Status == table.Waiting || rec.Status == table.Running) && rec.Spec == nil {
+				if (rec.Status == workunit.StatusWaiting || rec.Status == workunit.StatusRunning) && rec.Spec == nil {
 					return fmt.Errorf("%w: %s: record %d (%s) is %s without a spec", ErrCorrupt, s.path, id, rec.Key, rec.Status)
 				}
 				recs = append(recs, rec)
@@ -283,7 +285,7 @@ func (s *Bolt) Apply(ctx context.Context, batch []table.Record) error {
 				}
 				k := binary.BigEndian.AppendUint64(arena, r.ID)
 				arena = k[len(k):]
-				if r.Status == table.Unknown { // a tombstone
+				if r.Status == workunit.StatusUnknown { // a tombstone
 					if err := rb.Delete(k[:8:8]); err != nil {
 						return fmt.Errorf("record %s: %w", r.Key.Short(), err)
 					}

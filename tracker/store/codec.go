@@ -37,7 +37,7 @@ func encodeRecord(buf []byte, r *table.Record) []byte {
 	w.ArrayHeader(3)
 	w.Bool(r.Options.NoCache)
 	w.Int(int64(r.Options.GPUs))
-	w.Int(int64(r.Options.Timeout))
+	w.Int(r.Options.Timeout.Milliseconds())
 	str(w, r.Owner)
 	str(w, r.Worker)
 	var ns int64
@@ -97,14 +97,14 @@ func decodeRecord(id uint64, data []byte) (table.Record, error) {
 		}
 		copy(rec.Key[:], k)
 	}
-	rec.Status = table.Status(d.int())
+	rec.Status = workunit.Status(d.int())
 	rec.Seq = d.int()
 	if n := d.array(); n != 3 && d.err == nil {
 		d.fail("want 3 options, have %d", n)
 	}
 	rec.Options.NoCache = d.bool()
 	rec.Options.GPUs = int(d.int())
-	rec.Options.Timeout = uint32(d.int())
+	rec.Options.Timeout = time.Duration(d.int()) * time.Millisecond
 	rec.Owner = d.str()
 	rec.Worker = d.str()
 	if ns := d.int(); ns != 0 {

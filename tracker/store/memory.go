@@ -72,7 +72,7 @@ func (m *Memory) Apply(ctx context.Context, batch []table.Record) error {
 		}
 	}
 	for _, r := range batch {
-		if r.Status == table.Unknown { // a tombstone
+		if r.Status == workunit.StatusUnknown { // a tombstone
 			if m.recs[r.Key].ID == r.ID {
 				delete(m.recs, r.Key)
 			}

@@ -22,7 +22,7 @@ type Store interface {
 	// record is on stable storage (an fsync'd commit); when it returns an
 	// error, none is. A record replaces the stored record of its key (a
 	// key keeps its ID while the table has it, and stores may key by ID);
-	// records must have an ID. A record with Status table.Unknown is a
+	// records must have an ID. A record with Status workunit.StatusUnknown is a
 	// tombstone: the stored record of its ID is deleted (if there is one);
 	// it comes before any new record of the same key, which has another ID.
 	// Spec is stored as given: set while the workunit is waiting or

@@ -34,18 +34,18 @@ func key(n int) workunit.Key {
 func sampleRecords() []table.Record {
 	t0 := time.Unix(1_700_000_000, 123456789)
 	return []table.Record{
-		{Key: key(1), ID: 1, Seq: 1, Spec: []byte("spec one"), Options: table.Options{GPUs: 2, Timeout: 5000}, Owner: "alice",
-			Status: table.Waiting, LastChange: t0},
-		{Key: key(2), ID: 2, Seq: -3, Spec: []byte("spec two"), Owner: "bob", Status: table.Running, Worker: "w1",
+		{Key: key(1), ID: 1, Seq: 1, Spec: []byte("spec one"), Options: workunit.Options{GPUs: 2, Timeout: 5 * time.Second}, Owner: "alice",
+			Status: workunit.StatusWaiting, LastChange: t0},
+		{Key: key(2), ID: 2, Seq: -3, Spec: []byte("spec two"), Owner: "bob", Status: workunit.StatusRunning, Worker: "w1",
 			LastChange: t0.Add(time.Second), LostFrom: []string{"w0", "w\xff odd"}, Deliveries: 2},
-		{Key: key(3), ID: 3, Seq: 3, Options: table.Options{NoCache: true}, Status: table.Done, Worker: "w2",
+		{Key: key(3), ID: 3, Seq: 3, Options: workunit.Options{NoCache: true}, Status: workunit.StatusDone, Worker: "w2",
 			Result: []byte{0xa1, 0x61, 0x78, 0x01}, LastChange: t0.Add(2 * time.Second), Deliveries: 1},
-		{Key: key(4), ID: 4, Seq: 4, Status: table.Error, Worker: "w3", Deliveries: 1, Err: &workunit.Error{
+		{Key: key(4), ID: 4, Seq: 4, Status: workunit.StatusError, Worker: "w3", Deliveries: 1, Err: &workunit.Error{
 			Kind: workunit.Thrown, Name: "TypeError", Message: "x is not a function", Stack: "at f (job.js:1:2)",
 			Value: []byte{0x18, 0x2a}, Worker: "w3", Key: key(4)}},
-		{Key: key(5), ID: 5, Seq: 5, Status: table.Error, LostFrom: []string{"a", "b", "c"}, Deliveries: 3,
+		{Key: key(5), ID: 5, Seq: 5, Status: workunit.StatusError, LostFrom: []string{"a", "b", "c"}, Deliveries: 3,
 			Err: &workunit.Error{Kind: workunit.WorkersLost, Name: "WorkersLostError", Message: "lost by 3 workers: a, b, c"}},
-		{Key: key(6), ID: 6, Seq: 6, Status: table.Done, Result: []byte{}},
+		{Key: key(6), ID: 6, Seq: 6, Status: workunit.StatusDone, Result: []byte{}},
 	}
 }
 
@@ -98,16 +98,16 @@ func TestStore_Apply_RoundTrip(t *testing.T) {
 
 			// A record replaces the stored one; a finished one has no spec.
 			upd := recs[0]
-			upd.Status, upd.Spec, upd.Result = table.Done, nil, []byte("r")
+			upd.Status, upd.Spec, upd.Result = workunit.StatusDone, nil, []byte("r")
 			require.NoError(t, s.Apply(ctx, []table.Record{upd}))
 			got, err = s.Load(ctx)
 			require.NoError(t, err)
 			require.Len(t, got, len(recs))
-			assert.Equal(t, table.Done, got[0].Status)
+			assert.Equal(t, workunit.StatusDone, got[0].Status)
 			assert.Nil(t, got[0].Spec)
 			assert.Equal(t, []byte("r"), got[0].Result)
 
-			err = s.Apply(ctx, []table.Record{{Key: key(9), Status: table.Done}})
+			err = s.Apply(ctx, []table.Record{{Key: key(9), Status: workunit.StatusDone}})
 			require.Error(t, err, "a record needs an ID")
 			assert.Contains(t, err.Error(), "no ID")
 			require.NoError(t, s.Apply(ctx, nil))
@@ -130,7 +130,7 @@ func TestStore_Apply_Tombstone(t *testing.T) {
 			recs := sampleRecords()
 			require.NoError(t, s.Apply(ctx, recs))
 
-			again := table.Record{Key: recs[3].Key, ID: 7, Seq: 7, Spec: []byte("again"), Status: table.Waiting}
+			again := table.Record{Key: recs[3].Key, ID: 7, Seq: 7, Spec: []byte("again"), Status: workunit.StatusWaiting}
 			require.NoError(t, s.Apply(ctx, []table.Record{
 				{Key: recs[2].Key, ID: recs[2].ID},
 				{Key: recs[3].Key, ID: recs[3].ID},
@@ -270,18 +270,18 @@ func TestBolt_Restart_TableRestore(t *testing.T) {
 	require.NoError(t, tab2.Restore(recs))
 	assert.Equal(t, table.Stats{Waiting: 2, Done: 1, Error: 1}, tab2.Stats())
 	r0, _ := tab2.Lookup(key(0))
-	assert.Equal(t, table.Done, r0.Status)
+	assert.Equal(t, workunit.StatusDone, r0.Status)
 	assert.Equal(t, []byte("zero"), r0.Result)
 	assert.Equal(t, "w1", r0.Worker)
 	r1, _ := tab2.Lookup(key(1))
-	assert.Equal(t, table.Error, r1.Status)
+	assert.Equal(t, workunit.StatusError, r1.Status)
 	assert.Equal(t, "w1", r1.Err.Worker)
 	r2, _ := tab2.Lookup(key(2))
-	assert.Equal(t, table.Waiting, r2.Status, "running comes back waiting")
+	assert.Equal(t, workunit.StatusWaiting, r2.Status, "running comes back waiting")
 	assert.Equal(t, 1, r2.Deliveries)
 	assert.Equal(t, []byte("c"), r2.Spec)
 	r3, _ := tab2.Lookup(key(3))
-	assert.Equal(t, table.Waiting, r3.Status)
+	assert.Equal(t, workunit.StatusWaiting, r3.Status)
 	assert.Nil(t, r0.Spec, "a finished record keeps no spec")
 
 	// New keys get new IDs.
@@ -512,7 +512,7 @@ func TestCommitter_Apply_GroupsConcurrentCalls(t *testing.T) {
 	defer c.Close()
 
 	first := make(chan error, 1)
-	go func() { first <- c.Apply(ctx, []table.Record{{Key: key(0), ID: 1000, Status: table.Done}}) }()
+	go func() { first <- c.Apply(ctx, []table.Record{{Key: key(0), ID: 1000, Status: workunit.StatusDone}}) }()
 	<-f.entered // the first commit is in flight
 
 	const n = 50
@@ -522,7 +522,7 @@ func TestCommitter_Apply_GroupsConcurrentCalls(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			errs[i] = c.Apply(ctx, []table.Record{{Key: key(i + 1), ID: uint64(i + 1), Status: table.Done}, {Key: key(1000 + i), ID: uint64(1000 + i + 1), Status: table.Done}})
+			errs[i] = c.Apply(ctx, []table.Record{{Key: key(i + 1), ID: uint64(i + 1), Status: workunit.StatusDone}, {Key: key(1000 + i), ID: uint64(1000 + i + 1), Status: workunit.StatusDone}})
 		}()
 	}
 	// Wait until all n are queued behind the commit in flight.
@@ -559,7 +559,7 @@ func TestCommitter_Apply_Concurrent(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < each; i++ {
-				rec := table.Record{Key: key(w*each + i), ID: uint64(w*each + i + 1), Status: table.Waiting, Spec: []byte("s")}
+				rec := table.Record{Key: key(w*each + i), ID: uint64(w*each + i + 1), Status: workunit.StatusWaiting, Spec: []byte("s")}
 				assert.NoError(t, c.Apply(ctx, []table.Record{rec}))
 			}
 		}()
@@ -581,7 +581,7 @@ func TestCommitter_Apply_CanceledWaiter(t *testing.T) {
 	c := NewCommitter(f)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- c.Apply(ctx, []table.Record{{Key: key(1), ID: 1, Status: table.Done}}) }()
+	go func() { done <- c.Apply(ctx, []table.Record{{Key: key(1), ID: 1, Status: workunit.StatusDone}}) }()
 	<-f.entered
 	cancel()
 	require.ErrorIs(t, <-done, context.Canceled)

@@ -87,7 +87,7 @@ func benchDispatch(b *testing.B, keys int, keep time.Duration) {
 		}
 		binary.LittleEndian.PutUint64(k[:], uint64(n)*0x9e3779b97f4a7c15+1)
 		_ = tab.Step(table.Submit{Master: 1, Req: uint64(i), Key: k, Spec: spec, Watch: true,
-			Options: table.Options{NoCache: keys > 0}})
+			Options: workunit.Options{NoCache: keys > 0}})
 		if i%64 == 63 || i == b.N-1 {
 			if keep > 0 {
 				now = now.Add(time.Second)

@@ -39,7 +39,7 @@ type Submit struct {
 	// Spec is the encoded workunit; the table never decodes it. Must not be
 	// empty.
 	Spec    []byte
-	Options Options
+	Options workunit.Options
 	// Watch also watches the key, as a Watch with the same Req would,
 	// saving the master a message.
 	Watch bool
@@ -62,8 +62,8 @@ type Unwatch struct {
 	Key    workunit.Key
 }
 
-// GetInfo asks for a key's Info, answered with an InfoReply to Master. An
-// unknown key is answered with Status Unknown.
+// GetInfo asks for a key's Outcome, answered with an InfoReply to Master. An
+// unknown key is answered with status unknown.
 type GetInfo struct {
 	Master MasterID
 	Req    uint64
@@ -145,9 +145,11 @@ type Complete struct {
 	Token  Token
 	// Result is the encoded value.
 	Result []byte
-	// Console is the workunit's captured console output, passed to the
-	// Notifications this completion triggers; the table does not keep it.
-	Console []byte
+	// Console is the run's console output and Elapsed its time on the
+	// worker, passed to the Notifications this completion triggers; the
+	// table does not keep them.
+	Console workunit.Console
+	Elapsed time.Duration
 }
 
 // Fail is a worker's error for the lease Token of Key. Stale tokens are
@@ -158,7 +160,8 @@ type Fail struct {
 	Key     workunit.Key
 	Token   Token
 	Err     *workunit.Error
-	Console []byte
+	Console workunit.Console
+	Elapsed time.Duration
 }
 
 // LeaseRef names one lease: the workunit's key and the lease's token.

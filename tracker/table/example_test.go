@@ -27,11 +27,11 @@ func Example() {
 				case *table.Assign:
 					fmt.Printf("to worker %d: run %q (token %d)\n", m.Worker, m.Spec, m.Token)
 				case *table.Ack:
-					fmt.Printf("to master %d: accepted, %s\n", m.Master, m.Info.Status)
+					fmt.Printf("to master %d: accepted, %s\n", m.Master, m.Status)
 				}
 			}
 			for _, n := range rd.Notify { // 3. notify
-				fmt.Printf("to master %d: %s by %s: %s\n", n.Master, n.Info.Status, n.Info.Worker, n.Info.Result)
+				fmt.Printf("to master %d: %s by %s: %s\n", n.Master, n.Status, n.Worker, n.Result)
 			}
 			t.Advance(rd) // 4. advance
 		}

@@ -33,12 +33,12 @@ func checkInvariants(t *testing.T, tab *Table, where string) {
 		}
 		free[f] = true
 	}
-	var counts [Error + 1]int
+	var counts [workunit.StatusError + 1]int
 	n := 0
 	for idx := uint32(0); idx < tab.recs.n; idx++ {
 		r := tab.recs.at(idx)
 		if free[idx] {
-			if r.key != (workunit.Key{}) || r.status != Unknown {
+			if r.key != (workunit.Key{}) || r.status != workunit.StatusUnknown {
 				t.Fatalf("%s: free idx %d not zero", where, idx)
 			}
 			continue
@@ -69,7 +69,7 @@ func checkInvariants(t *testing.T, tab *Table, where string) {
 		r := &tab.queues[i].q
 		for j := range r.n {
 			idx := r.buf[(r.head+j)&(len(r.buf)-1)]
-			if free[idx] || tab.recs.at(idx).status != Waiting {
+			if free[idx] || tab.recs.at(idx).status != workunit.StatusWaiting {
 				t.Fatalf("%s: queued idx %d free=%v status %v", where, idx, free[idx], tab.recs.at(idx).status)
 			}
 			q++
@@ -84,7 +84,7 @@ func checkInvariants(t *testing.T, tab *Table, where string) {
 				continue
 			}
 			r := tab.recs.at(l.idx)
-			if free[l.idx] || r.status != Running || r.worker != w.name {
+			if free[l.idx] || r.status != workunit.StatusRunning || r.worker != w.name {
 				t.Fatalf("%s: live lease idx %d free=%v status %v", where, l.idx, free[l.idx], r.status)
 			}
 		}
@@ -129,7 +129,7 @@ func TestTable_ForgetModel(t *testing.T) {
 		apply := func(rd Ready, ok bool) {
 			if ok {
 				for _, r := range rd.Persist {
-					if r.Status == Unknown {
+					if r.Status == workunit.StatusUnknown {
 						delete(store, r.ID)
 					} else {
 						store[r.ID] = r
@@ -137,7 +137,7 @@ func TestTable_ForgetModel(t *testing.T) {
 				}
 				// Every Ack of a waiting or running record is durable.
 				for _, m := range rd.Send {
-					if a, isAck := m.(*Ack); isAck && (a.Info.Status == Waiting || a.Info.Status == Running) {
+					if a, isAck := m.(*Ack); isAck && (a.Status == workunit.StatusWaiting || a.Status == workunit.StatusRunning) {
 						found := false
 						for _, r := range store {
 							if r.Key == a.Key {
@@ -145,7 +145,7 @@ func TestTable_ForgetModel(t *testing.T) {
 							}
 						}
 						if !found {
-							t.Fatalf("seed %d: the ack of %x (%v) is not durable", seed, a.Key[0], a.Info.Status)
+							t.Fatalf("seed %d: the ack of %x (%v) is not durable", seed, a.Key[0], a.Status)
 						}
 					}
 				}
@@ -165,7 +165,7 @@ func TestTable_ForgetModel(t *testing.T) {
 			var ev Event
 			switch rng.IntN(14) {
 			case 0, 1, 2:
-				ev = Submit{Master: MasterID(1 + rng.IntN(2)), Req: uint64(step), Key: key(), Spec: []byte("s"), Watch: rng.IntN(2) == 0, Options: Options{NoCache: rng.IntN(5) == 0}}
+				ev = Submit{Master: MasterID(1 + rng.IntN(2)), Req: uint64(step), Key: key(), Spec: []byte("s"), Watch: rng.IntN(2) == 0, Options: workunit.Options{NoCache: rng.IntN(5) == 0}}
 			case 3:
 				ev = Tick{Now: now.Add(time.Duration(rng.IntN(90)) * time.Minute)}
 				now = ev.(Tick).Now

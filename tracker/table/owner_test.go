@@ -83,5 +83,5 @@ func TestTable_Owner_ResetTakesOwner(t *testing.T) {
 	step(t, tab, s)
 	rec, _ = tab.Lookup(key(1))
 	assert.Equal(t, "carol", rec.Owner)
-	assert.Equal(t, table.Waiting, rec.Status)
+	assert.Equal(t, workunit.StatusWaiting, rec.Status)
 }

@@ -1,8 +1,6 @@
 package table
 
-import (
-	"github.com/riot-go/riot/workunit"
-)
+import "github.com/riot-go/riot/workunit"
 
 // Ready is what the shell must do, in this order:
 //
@@ -75,7 +73,7 @@ type Assign struct {
 	// it.
 	Token   Token
 	Spec    []byte
-	Options Options
+	Options workunit.Options
 	// Owner is the record's Owner (the principal whose submission made it
 	// waiting), so
 	// that the shell can keep the work of different owners apart on
@@ -86,23 +84,22 @@ type Assign struct {
 	Delivery int
 }
 
-// Ack answers a Submit: the key's Info after the submission (Done with a
-// result when answered from memory; Waiting or Running otherwise). An Ack
-// may be sent only once its Ready's Persist is durable; when persisting
-// fails, the shell sends the master a refusal instead.
+// Ack answers a Submit: the key's Outcome after the submission (done with
+// a result when answered from memory; waiting or running otherwise). An
+// Ack may be sent only once its Ready's Persist is durable; when
+// persisting fails, the shell sends the master a refusal instead.
 type Ack struct {
 	Master MasterID
 	Req    uint64
-	Key    workunit.Key
-	Info   Info
+	workunit.Outcome
 }
 
-// InfoReply answers a GetInfo.
+// InfoReply answers a GetInfo: the key's Outcome now (status unknown for a
+// key the table does not know).
 type InfoReply struct {
 	Master MasterID
 	Req    uint64
-	Key    workunit.Key
-	Info   Info
+	workunit.Outcome
 }
 
 // CancelReply answers a Cancel: Keys lists the keys canceled, in the order
@@ -128,17 +125,15 @@ func (*InfoReply) isMessage()   {}
 func (*CancelReply) isMessage() {}
 func (*Revoke) isMessage()      {}
 
-// Notification answers a watch: Key is finished (Done or Error), or is
-// Unknown to the table. Req is the Watch's (or the Submit's).
+// Notification answers a watch: the key is finished (done or error), or
+// is unknown to the table. Req is the Watch's (or the Submit's). The
+// Outcome's Console and Elapsed are the finishing run's when the
+// notification comes from that completion; empty when the key was already
+// finished at the time of the watch.
 type Notification struct {
 	Master MasterID
 	Req    uint64
-	Key    workunit.Key
-	Info   Info
-	// Console is the console output of the run that finished, when the
-	// notification comes from that completion; nil when the key was
-	// already finished at the time of the watch.
-	Console []byte
+	workunit.Outcome
 }
 
 // Requeue is a workunit taken back from a worker and queued again.

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/riot-go/riot/tracker/table"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/riot-go/riot/tracker/table"
+	"github.com/riot-go/riot/workunit"
 )
 
 // TestTable_Return_NoLossCounted: returning work never counts as a loss,
@@ -26,14 +28,14 @@ func TestTable_Return_NoLossCounted(t *testing.T) {
 		step(t, tab, table.Return{Worker: w, Leases: []table.LeaseRef{{Key: k, Token: as[0].Token}}})
 		rd := drain(t, tab)
 		require.Len(t, rd.Persist, 1)
-		assert.Equal(t, table.Waiting, rd.Persist[0].Status)
+		assert.Equal(t, workunit.StatusWaiting, rd.Persist[0].Status)
 		assert.Empty(t, rd.Persist[0].LostFrom)
 		assert.Equal(t, i+1, rd.Persist[0].Deliveries)
 		step(t, tab, table.WorkerLost{Worker: w}) // holds nothing: loses nothing
 	}
 	rec, ok := tab.Lookup(k)
 	require.True(t, ok)
-	assert.Equal(t, table.Waiting, rec.Status)
+	assert.Equal(t, workunit.StatusWaiting, rec.Status)
 	assert.Empty(t, rec.LostFrom)
 }
 
@@ -61,7 +63,7 @@ func TestTable_Return_Stale(t *testing.T) {
 		assert.Len(t, rd.Discarded, 1)
 	}
 	rec, _ := tab.Lookup(k)
-	assert.Equal(t, table.Running, rec.Status)
+	assert.Equal(t, workunit.StatusRunning, rec.Status)
 	assert.Equal(t, uint64(3), tab.Stats().Discarded)
 }
 
@@ -94,7 +96,7 @@ func TestTable_Worker(t *testing.T) {
 	_, ok := tab.Worker(1)
 	assert.False(t, ok)
 	step(t, tab, table.WorkerJoin{Worker: 1, Name: "alfred", Slots: 2, Prefetch: 1, GPUs: 2, Credit: 3},
-		table.Submit{Master: 1, Key: key(1), Spec: []byte("s"), Options: table.Options{GPUs: 1}})
+		table.Submit{Master: 1, Key: key(1), Spec: []byte("s"), Options: workunit.Options{GPUs: 1}})
 	drain(t, tab)
 	got, ok := tab.Worker(1)
 	require.True(t, ok)

@@ -322,7 +322,7 @@ func (e *env) exec(cmd string, a args) {
 		}
 		e.step(table.Submit{
 			Master: m, Req: uint64(a.int(t, "req", 0)), Owner: a.kv["owner"], Key: k, Spec: []byte(spec),
-			Options: table.Options{NoCache: a.flag["nocache"], GPUs: a.int(t, "gpus", 0), Timeout: uint32(a.int(t, "timeout", 0))},
+			Options: workunit.Options{NoCache: a.flag["nocache"], GPUs: a.int(t, "gpus", 0), Timeout: time.Duration(a.int(t, "timeout", 0)) * time.Millisecond},
 			Watch:   a.flag["watch"],
 		})
 	case "watch":
@@ -469,7 +469,7 @@ func (e *env) exec(cmd string, a args) {
 // apply writes a Ready's records to the fake disk.
 func (e *env) apply(rd *table.Ready) {
 	for _, r := range rd.Persist {
-		if r.Status == table.Unknown {
+		if r.Status == workunit.StatusUnknown {
 			if e.disk[r.Key].ID == r.ID {
 				delete(e.disk, r.Key)
 			}
@@ -495,7 +495,7 @@ func (e *env) errString(err *workunit.Error) string {
 	return s
 }
 
-func (e *env) info(in table.Info) string {
+func (e *env) info(in *workunit.Outcome) string {
 	s := in.Status.String()
 	if in.Worker != "" {
 		s += " worker=" + in.Worker
@@ -543,7 +543,7 @@ func (e *env) record(r *table.Record) string {
 	return s
 }
 
-func (e *env) options(o table.Options) string {
+func (e *env) options(o workunit.Options) string {
 	s := ""
 	if o.NoCache {
 		s += " nocache"
@@ -552,7 +552,7 @@ func (e *env) options(o table.Options) string {
 		s += fmt.Sprintf(" gpus=%d", o.GPUs)
 	}
 	if o.Timeout != 0 {
-		s += fmt.Sprintf(" timeout=%d", o.Timeout)
+		s += fmt.Sprintf(" timeout=%d", o.Timeout.Milliseconds())
 	}
 	return s
 }
@@ -566,7 +566,7 @@ func req(r uint64) string {
 
 func (e *env) print(rd *table.Ready) {
 	for i := range rd.Persist {
-		if r := &rd.Persist[i]; r.Status == table.Unknown {
+		if r := &rd.Persist[i]; r.Status == workunit.StatusUnknown {
 			e.out = append(e.out, fmt.Sprintf("forget %s id=%d", e.keyName(r.Key), r.ID))
 			continue
 		}
@@ -583,9 +583,9 @@ func (e *env) print(rd *table.Ready) {
 			}
 			e.out = append(e.out, fmt.Sprintf("assign %s %s token=%d delivery=%d%s%s", wn, kn, m.Token, m.Delivery, e.options(m.Options), owner))
 		case *table.Ack:
-			e.out = append(e.out, fmt.Sprintf("ack %s %s%s %s", e.mnames[m.Master], e.keyName(m.Key), req(m.Req), e.info(m.Info)))
+			e.out = append(e.out, fmt.Sprintf("ack %s %s%s %s", e.mnames[m.Master], e.keyName(m.Key), req(m.Req), e.info(&m.Outcome)))
 		case *table.InfoReply:
-			e.out = append(e.out, fmt.Sprintf("reply %s %s%s %s", e.mnames[m.Master], e.keyName(m.Key), req(m.Req), e.info(m.Info)))
+			e.out = append(e.out, fmt.Sprintf("reply %s %s%s %s", e.mnames[m.Master], e.keyName(m.Key), req(m.Req), e.info(&m.Outcome)))
 		case *table.CancelReply:
 			names := make([]string, len(m.Keys))
 			for i, k := range m.Keys {
@@ -599,7 +599,7 @@ func (e *env) print(rd *table.Ready) {
 		}
 	}
 	for _, n := range rd.Notify {
-		s := fmt.Sprintf("notify %s %s%s %s", e.mnames[n.Master], e.keyName(n.Key), req(n.Req), e.info(n.Info))
+		s := fmt.Sprintf("notify %s %s%s %s", e.mnames[n.Master], e.keyName(n.Key), req(n.Req), e.info(&n.Outcome))
 		if n.Console != nil {
 			s += fmt.Sprintf(" console=%q", n.Console)
 		}

@@ -35,7 +35,7 @@ type record struct {
 	deliveries uint32
 	watch      uint32 // first watch node + 1 (0: none)
 	gpus       uint8
-	status     Status
+	status     workunit.Status
 	flags      uint8
 }
 
@@ -141,7 +141,7 @@ type Table struct {
 	masterNWs map[MasterID]int32 // watches per master
 	nwatches  int
 
-	counts    [Error + 1]int
+	counts    [workunit.StatusError + 1]int
 	discarded uint64
 
 	// Forgetting (Config.KeepFinished): finished records in the order
@@ -235,9 +235,9 @@ func (t *Table) Step(ev Event) error {
 	case WorkerLost:
 		t.workerLost(e.Worker)
 	case Complete:
-		err = t.finish(e.Worker, e.Key, e.Token, e.Result, nil, e.Console)
+		err = t.finish(e.Worker, e.Key, e.Token, e.Result, nil, e.Console, e.Elapsed)
 	case Fail:
-		err = t.finish(e.Worker, e.Key, e.Token, nil, e.Err, e.Console)
+		err = t.finish(e.Worker, e.Key, e.Token, nil, e.Err, e.Console, e.Elapsed)
 	case Return:
 		err = t.stepReturn(&e)
 	case Tick:
@@ -273,7 +273,7 @@ func (t *Table) needDurable(idx uint32) {
 }
 
 // setStatus moves record idx to status s, now.
-func (t *Table) setStatus(idx uint32, s Status) {
+func (t *Table) setStatus(idx uint32, s workunit.Status) {
 	r := t.recs.at(idx)
 	t.counts[r.status]--
 	t.counts[s]++
@@ -293,7 +293,9 @@ func (t *Table) setStatus(idx uint32, s Status) {
 
 // isOpen reports whether a workunit of status s counts against its
 // owner's Config.MaxOpenPerOwner.
-func isOpen(s Status) bool { return s == Waiting || s == Running }
+func isOpen(s workunit.Status) bool {
+	return s == workunit.StatusWaiting || s == workunit.StatusRunning
+}
 
 // addOpen adds d to the open workunits of owner.
 func (t *Table) addOpen(owner uint32, d int32) {
@@ -325,15 +327,16 @@ func (t *Table) checkOpen(e *Submit) error {
 	return nil
 }
 
-func (t *Table) info(r *record) Info {
-	in := Info{Status: r.status, Worker: t.names[r.worker], LastChange: fromUnixNano(r.changed)}
+// outcome returns what the table says of record r.
+func (t *Table) outcome(r *record) workunit.Outcome {
+	o := workunit.Outcome{Key: r.key, Status: r.status, Worker: t.names[r.worker], LastChange: fromUnixNano(r.changed)}
 	switch r.status {
-	case Done:
-		in.Result = r.data
-	case Error:
-		in.Err = r.ext.err
+	case workunit.StatusDone:
+		o.Result = r.data
+	case workunit.StatusError:
+		o.Err = r.ext.err
 	}
-	return in
+	return o
 }
 
 func (t *Table) queueFor(gpus uint8) *ring {
@@ -365,9 +368,16 @@ func (t *Table) enqueueFront(idx uint32) {
 	t.mayDispatch = true
 }
 
-func validOptions(o Options, what string, k workunit.Key) error {
+// maxTimeout is the longest time limit a record holds: 2^32-1 ms, about
+// 49 days (the protocol's bound too).
+const maxTimeout = math.MaxUint32 * time.Millisecond
+
+func validOptions(o workunit.Options, what string, k workunit.Key) error {
 	if o.GPUs < 0 || o.GPUs > MaxGPUs {
 		return fmt.Errorf("%w: %s %s: %d GPUs (0 to %d)", ErrInvalid, what, k.Short(), o.GPUs, MaxGPUs)
+	}
+	if o.Timeout < 0 || o.Timeout > maxTimeout {
+		return fmt.Errorf("%w: %s %s: time limit %v (0 to %v)", ErrInvalid, what, k.Short(), o.Timeout, maxTimeout)
 	}
 	return nil
 }
@@ -383,7 +393,7 @@ func (t *Table) submit(e *Submit) error {
 		return err
 	}
 	idx, ok, slot, tag := t.index.find(&e.Key, &t.recs)
-	if !ok || t.recs.at(idx).status == Error || (t.recs.at(idx).status == Done && e.Options.NoCache) {
+	if !ok || t.recs.at(idx).status == workunit.StatusError || (t.recs.at(idx).status == workunit.StatusDone && e.Options.NoCache) {
 		// It becomes waiting: one more for its owner.
 		if err := t.checkOpen(e); err != nil {
 			return err
@@ -396,19 +406,19 @@ func (t *Table) submit(e *Submit) error {
 		r.id = t.nextID
 		t.nextID++
 		r.owner = t.intern(e.Owner)
-		t.counts[Waiting]++
-		r.status = Waiting
+		t.counts[workunit.StatusWaiting]++
+		r.status = workunit.StatusWaiting
 		t.addOpen(r.owner, 1)
 		t.index.insert(slot, tag, idx)
 		t.reset(idx, e)
 	} else {
 		r := t.recs.at(idx)
 		switch r.status {
-		case Done:
+		case workunit.StatusDone:
 			if e.Options.NoCache {
 				t.reset(idx, e)
 			}
-		case Error:
+		case workunit.StatusError:
 			t.reset(idx, e)
 		}
 	}
@@ -416,7 +426,7 @@ func (t *Table) submit(e *Submit) error {
 	r := t.recs.at(idx)
 	t.out.acks = grow(t.out.acks)
 	m := &t.out.acks[len(t.out.acks)-1]
-	*m = Ack{Master: e.Master, Req: e.Req, Key: e.Key, Info: t.info(r)}
+	*m = Ack{Master: e.Master, Req: e.Req, Outcome: t.outcome(r)}
 	t.out.Send = append(t.out.Send, m)
 	if e.Watch {
 		t.watch(e.Master, e.Req, idx)
@@ -438,14 +448,14 @@ func (t *Table) reset(idx uint32, e *Submit) {
 	}
 	r.data = e.Spec
 	r.gpus = uint8(e.Options.GPUs)
-	r.timeout = e.Options.Timeout
+	r.timeout = uint32(e.Options.Timeout / time.Millisecond)
 	r.flags &^= flagNoCache
 	if e.Options.NoCache {
 		r.flags |= flagNoCache
 	}
 	r.ext = nil
 	r.worker = 0
-	t.setStatus(idx, Waiting)
+	t.setStatus(idx, workunit.StatusWaiting)
 	t.enqueueBack(idx)
 	t.markDirty(idx)
 }
@@ -453,7 +463,7 @@ func (t *Table) reset(idx uint32, e *Submit) {
 func (t *Table) stepWatch(e Watch) error {
 	idx, ok := t.index.get(&e.Key, &t.recs)
 	if !ok {
-		t.out.Notify = append(t.out.Notify, Notification{Master: e.Master, Req: e.Req, Key: e.Key})
+		t.out.Notify = append(t.out.Notify, Notification{Master: e.Master, Req: e.Req, Outcome: workunit.Outcome{Key: e.Key}})
 		return nil
 	}
 	t.watch(e.Master, e.Req, idx)
@@ -463,7 +473,7 @@ func (t *Table) stepWatch(e Watch) error {
 func (t *Table) watch(m MasterID, req uint64, idx uint32) {
 	r := t.recs.at(idx)
 	if r.status.Finished() {
-		t.out.Notify = append(t.out.Notify, Notification{Master: m, Req: req, Key: r.key, Info: t.info(r)})
+		t.out.Notify = append(t.out.Notify, Notification{Master: m, Req: req, Outcome: t.outcome(r)})
 		return
 	}
 	n := t.wfree
@@ -494,16 +504,17 @@ func (t *Table) freeWatch(n uint32) {
 
 // notify answers every watch of record idx, which has just finished, in
 // the order they were made.
-func (t *Table) notify(idx uint32, console []byte) {
+func (t *Table) notify(idx uint32, console workunit.Console, elapsed time.Duration) {
 	r := t.recs.at(idx)
 	if r.watch == 0 {
 		return
 	}
-	in := t.info(r)
+	o := t.outcome(r)
+	o.Console, o.Elapsed = console, elapsed
 	first := len(t.out.Notify)
 	for n := r.watch; n != 0; {
 		wn := t.wnodes[n-1]
-		t.out.Notify = append(t.out.Notify, Notification{Master: wn.master, Req: wn.req, Key: r.key, Info: in, Console: console})
+		t.out.Notify = append(t.out.Notify, Notification{Master: wn.master, Req: wn.req, Outcome: o})
 		t.freeWatch(n)
 		n = wn.next
 	}
@@ -536,13 +547,13 @@ func (t *Table) unwatch(e Unwatch) {
 }
 
 func (t *Table) getInfo(e GetInfo) error {
-	var in Info
+	o := workunit.Outcome{Key: e.Key}
 	if idx, ok := t.index.get(&e.Key, &t.recs); ok {
-		in = t.info(t.recs.at(idx))
+		o = t.outcome(t.recs.at(idx))
 	}
 	t.out.infos = grow(t.out.infos)
 	m := &t.out.infos[len(t.out.infos)-1]
-	*m = InfoReply{Master: e.Master, Req: e.Req, Key: e.Key, Info: in}
+	*m = InfoReply{Master: e.Master, Req: e.Req, Outcome: o}
 	t.out.Send = append(t.out.Send, m)
 	return nil
 }
@@ -561,7 +572,7 @@ func (t *Table) cancel(e *Cancel) {
 		if !isOpen(r.status) || r.owner != owner {
 			continue
 		}
-		if r.status == Waiting {
+		if r.status == workunit.StatusWaiting {
 			unqueue[idx] = true
 		} else {
 			t.revoke(idx, r.worker)
@@ -577,9 +588,9 @@ func (t *Table) cancel(e *Cancel) {
 		}
 		r.data = nil
 		r.worker = 0
-		t.setStatus(idx, Error)
+		t.setStatus(idx, workunit.StatusError)
 		t.markDirty(idx)
-		t.notify(idx, nil)
+		t.notify(idx, nil, 0)
 		reply.Keys = append(reply.Keys, k)
 	}
 	if len(unqueue) > 0 {
@@ -735,7 +746,7 @@ func (t *Table) putBack(idx uint32, name uint32) {
 	r := t.recs.at(idx)
 	r.worker = 0
 	t.markDirty(idx)
-	t.setStatus(idx, Waiting)
+	t.setStatus(idx, workunit.StatusWaiting)
 	t.enqueueFront(idx)
 	losses := 0
 	if r.ext != nil {
@@ -767,11 +778,11 @@ func (t *Table) lose(idx uint32, name uint32) {
 			Key:     r.key,
 		}
 		r.data = nil
-		t.setStatus(idx, Error)
-		t.notify(idx, nil)
+		t.setStatus(idx, workunit.StatusError)
+		t.notify(idx, nil, 0)
 		return
 	}
-	t.setStatus(idx, Waiting)
+	t.setStatus(idx, workunit.StatusWaiting)
 	t.enqueueFront(idx)
 	t.out.Requeued = append(t.out.Requeued, Requeue{Key: r.key, LostFrom: t.names[name], Losses: len(r.ext.lost)})
 }
@@ -783,7 +794,7 @@ func (t *Table) discard(w WorkerID, key workunit.Key, tok Token, reason string) 
 }
 
 // finish handles a Complete (err == nil) or a Fail.
-func (t *Table) finish(id WorkerID, key workunit.Key, tok Token, result []byte, err *workunit.Error, console []byte) error {
+func (t *Table) finish(id WorkerID, key workunit.Key, tok Token, result []byte, err *workunit.Error, console workunit.Console, elapsed time.Duration) error {
 	w, ok := t.workers[id]
 	if !ok {
 		return t.discard(id, key, tok, "unknown worker")
@@ -822,7 +833,7 @@ func (t *Table) finish(id WorkerID, key workunit.Key, tok Token, result []byte, 
 		if r.ext != nil {
 			r.ext.err = nil
 		}
-		t.setStatus(l.idx, Done)
+		t.setStatus(l.idx, workunit.StatusDone)
 	} else {
 		e := *err
 		e.Worker = t.names[w.name]
@@ -832,10 +843,10 @@ func (t *Table) finish(id WorkerID, key workunit.Key, tok Token, result []byte, 
 		}
 		r.ext.err = &e
 		r.data = nil
-		t.setStatus(l.idx, Error)
+		t.setStatus(l.idx, workunit.StatusError)
 	}
 	t.markDirty(l.idx)
-	t.notify(l.idx, console)
+	t.notify(l.idx, console, elapsed)
 	return nil
 }
 
@@ -902,7 +913,7 @@ func (t *Table) stepReturn(e *Return) error {
 		idx := back[i]
 		r := t.recs.at(idx)
 		r.worker = 0
-		t.setStatus(idx, Waiting)
+		t.setStatus(idx, workunit.StatusWaiting)
 		t.enqueueFront(idx)
 		t.markDirty(idx)
 	}
@@ -1081,7 +1092,7 @@ func (t *Table) assign(w *worker) bool {
 	w.gpusUsed += int(r.gpus)
 	r.worker = w.name
 	r.deliveries++
-	t.setStatus(idx, Running)
+	t.setStatus(idx, workunit.StatusRunning)
 	// Running is not written: a restart brings running workunits back as
 	// waiting anyway, so the write would buy nothing but disk traffic (a
 	// third of it). The record's next write (its result, or its loss)
@@ -1111,8 +1122,8 @@ func grow[T any](s []T) []T {
 	return s[:len(s)+1]
 }
 
-func (t *Table) options(r *record) Options {
-	return Options{NoCache: r.flags&flagNoCache != 0, GPUs: int(r.gpus), Timeout: r.timeout}
+func (t *Table) options(r *record) workunit.Options {
+	return workunit.Options{NoCache: r.flags&flagNoCache != 0, GPUs: int(r.gpus), Timeout: time.Duration(r.timeout) * time.Millisecond}
 }
 
 // snapshot returns record idx as a Record.
@@ -1130,11 +1141,11 @@ func (t *Table) snapshot(idx uint32) Record {
 		Deliveries: int(r.deliveries),
 	}
 	switch r.status {
-	case Waiting, Running:
+	case workunit.StatusWaiting, workunit.StatusRunning:
 		rec.Spec = r.data
-	case Done:
+	case workunit.StatusDone:
 		rec.Result = r.data
-	case Error:
+	case workunit.StatusError:
 		rec.Err = r.ext.err
 	}
 	if r.ext != nil && len(r.ext.lost) > 0 {
@@ -1159,10 +1170,10 @@ func (t *Table) Lookup(key workunit.Key) (Record, bool) {
 // Stats returns counts of what the table holds.
 func (t *Table) Stats() Stats {
 	return Stats{
-		Waiting:   t.counts[Waiting],
-		Running:   t.counts[Running],
-		Done:      t.counts[Done],
-		Error:     t.counts[Error],
+		Waiting:   t.counts[workunit.StatusWaiting],
+		Running:   t.counts[workunit.StatusRunning],
+		Done:      t.counts[workunit.StatusDone],
+		Error:     t.counts[workunit.StatusError],
 		Workers:   len(t.workers),
 		Leases:    t.leases,
 		Watches:   t.nwatches,
@@ -1314,7 +1325,7 @@ func (t *Table) Restore(recs []Record) error {
 		r.seq = rec.Seq
 		r.changed = unixNano(rec.LastChange)
 		r.owner = t.intern(rec.Owner)
-		r.timeout = rec.Options.Timeout
+		r.timeout = uint32(rec.Options.Timeout / time.Millisecond)
 		r.gpus = uint8(rec.Options.GPUs)
 		if rec.Options.NoCache {
 			r.flags |= flagNoCache
@@ -1327,16 +1338,16 @@ func (t *Table) Restore(recs []Record) error {
 			}
 		}
 		switch rec.Status {
-		case Waiting, Running:
-			r.status = Waiting
+		case workunit.StatusWaiting, workunit.StatusRunning:
+			r.status = workunit.StatusWaiting
 			r.data = rec.Spec
 			waiting = append(waiting, idx)
-		case Done:
-			r.status = Done
+		case workunit.StatusDone:
+			r.status = workunit.StatusDone
 			r.data = rec.Result
 			r.worker = t.intern(rec.Worker)
-		case Error:
-			r.status = Error
+		case workunit.StatusError:
+			r.status = workunit.StatusError
 			r.worker = t.intern(rec.Worker)
 			if r.ext == nil {
 				r.ext = &extra{}
@@ -1401,12 +1412,12 @@ func checkRecord(rec *Record) error {
 		return err
 	}
 	switch rec.Status {
-	case Waiting, Running:
+	case workunit.StatusWaiting, workunit.StatusRunning:
 		if len(rec.Spec) == 0 {
 			return fmt.Errorf("%w: record %s is %s without a spec", ErrInvalid, rec.Key.Short(), rec.Status)
 		}
-	case Done:
-	case Error:
+	case workunit.StatusDone:
+	case workunit.StatusError:
 		if rec.Err == nil {
 			return fmt.Errorf("%w: record %s is error without an error", ErrInvalid, rec.Key.Short())
 		}

@@ -86,7 +86,7 @@ func TestTable_Lease_StaleToken(t *testing.T) {
 		setup  func(t *testing.T, tab *table.Table, tok table.Token) (table.WorkerID, table.Token)
 		reason string
 		// status of k afterwards
-		want table.Status
+		want workunit.Status
 	}{
 		{
 			name: "after the worker was lost",
@@ -95,7 +95,7 @@ func TestTable_Lease_StaleToken(t *testing.T) {
 				return w1, tok
 			},
 			reason: "unknown worker",
-			want:   table.Waiting,
+			want:   workunit.StatusWaiting,
 		},
 		{
 			name: "after the lease expired",
@@ -104,7 +104,7 @@ func TestTable_Lease_StaleToken(t *testing.T) {
 				return w1, tok
 			},
 			reason: "lease expired",
-			want:   table.Waiting,
+			want:   workunit.StatusWaiting,
 		},
 		{
 			name: "a token never given",
@@ -112,7 +112,7 @@ func TestTable_Lease_StaleToken(t *testing.T) {
 				return w1, tok + 100
 			},
 			reason: "no such lease",
-			want:   table.Running,
+			want:   workunit.StatusRunning,
 		},
 		{
 			name: "another worker's token",
@@ -121,7 +121,7 @@ func TestTable_Lease_StaleToken(t *testing.T) {
 				return w2, tok
 			},
 			reason: "no such lease",
-			want:   table.Running,
+			want:   workunit.StatusRunning,
 		},
 		{
 			name: "answered twice",
@@ -130,7 +130,7 @@ func TestTable_Lease_StaleToken(t *testing.T) {
 				return w1, tok
 			},
 			reason: "no such lease",
-			want:   table.Done,
+			want:   workunit.StatusDone,
 		},
 	}
 	for _, tt := range tests {
@@ -187,8 +187,8 @@ func TestTable_Step_Invalid(t *testing.T) {
 		{"nil event", nil, table.ErrInvalid},
 		{"zero key", table.Submit{Master: 1, Spec: []byte("x")}, table.ErrInvalid},
 		{"empty spec", table.Submit{Master: 1, Key: key(1)}, table.ErrInvalid},
-		{"negative GPUs", table.Submit{Master: 1, Key: key(1), Spec: []byte("x"), Options: table.Options{GPUs: -1}}, table.ErrInvalid},
-		{"too many GPUs", table.Submit{Master: 1, Key: key(1), Spec: []byte("x"), Options: table.Options{GPUs: 256}}, table.ErrInvalid},
+		{"negative GPUs", table.Submit{Master: 1, Key: key(1), Spec: []byte("x"), Options: workunit.Options{GPUs: -1}}, table.ErrInvalid},
+		{"too many GPUs", table.Submit{Master: 1, Key: key(1), Spec: []byte("x"), Options: workunit.Options{GPUs: 256}}, table.ErrInvalid},
 		{"nameless worker", table.WorkerJoin{Worker: 9, Slots: 1}, table.ErrInvalid},
 		{"no window", table.WorkerJoin{Worker: 9, Name: "x"}, table.ErrInvalid},
 		{"negative prefetch", table.WorkerJoin{Worker: 9, Name: "x", Slots: 2, Prefetch: -1}, table.ErrInvalid},
@@ -342,7 +342,7 @@ func TestTable_Fail_ErrorIsCopied(t *testing.T) {
 	assert.Empty(t, werr.Worker, "the caller's error is not modified")
 	rec, ok := tab.Lookup(key(1))
 	require.True(t, ok)
-	require.Equal(t, table.Error, rec.Status)
+	require.Equal(t, workunit.StatusError, rec.Status)
 	assert.Equal(t, "w1", rec.Err.Worker)
 	assert.Equal(t, key(1), rec.Err.Key)
 	assert.True(t, errors.Is(rec.Err, &workunit.Error{Kind: workunit.Thrown}))
@@ -371,18 +371,18 @@ func TestTable_Lease_BeforeFirstTick(t *testing.T) {
 
 func TestTable_Restore_Invalid(t *testing.T) {
 	t.Parallel()
-	good := table.Record{Key: key(1), ID: 1, Status: table.Waiting, Spec: []byte("s")}
+	good := table.Record{Key: key(1), ID: 1, Status: workunit.StatusWaiting, Spec: []byte("s")}
 	tests := []struct {
 		name string
 		recs []table.Record
 	}{
-		{"zero key", []table.Record{{ID: 1, Status: table.Done}}},
-		{"no ID", []table.Record{{Key: key(1), Status: table.Done}}},
-		{"waiting without spec", []table.Record{{Key: key(1), ID: 1, Status: table.Waiting}}},
-		{"running without spec", []table.Record{{Key: key(1), ID: 1, Status: table.Running}}},
-		{"error without error", []table.Record{{Key: key(1), ID: 1, Status: table.Error}}},
+		{"zero key", []table.Record{{ID: 1, Status: workunit.StatusDone}}},
+		{"no ID", []table.Record{{Key: key(1), Status: workunit.StatusDone}}},
+		{"waiting without spec", []table.Record{{Key: key(1), ID: 1, Status: workunit.StatusWaiting}}},
+		{"running without spec", []table.Record{{Key: key(1), ID: 1, Status: workunit.StatusRunning}}},
+		{"error without error", []table.Record{{Key: key(1), ID: 1, Status: workunit.StatusError}}},
 		{"unknown status", []table.Record{{Key: key(1), ID: 1, Status: 9}}},
-		{"bad GPUs", []table.Record{{Key: key(1), ID: 1, Status: table.Done, Options: table.Options{GPUs: 999}}}},
+		{"bad GPUs", []table.Record{{Key: key(1), ID: 1, Status: workunit.StatusDone, Options: workunit.Options{GPUs: 999}}}},
 		{"duplicate", []table.Record{good, good}},
 	}
 	for _, tt := range tests {
@@ -436,7 +436,7 @@ func TestTable_Restore_RunsAgain(t *testing.T) {
 		table.WorkerJoin{Worker: 7, Name: "w7", Slots: 5, Credit: 5})
 	rd = drain(t, b)
 	require.Len(t, rd.Notify, 1)
-	assert.Equal(t, []byte("one"), rd.Notify[0].Info.Result)
+	assert.Equal(t, []byte("one"), rd.Notify[0].Result)
 	as = assigns(rd)
 	require.Len(t, as, 2)
 	assert.Equal(t, key(2), as[0].Key)
@@ -474,7 +474,7 @@ func TestTable_Invariants(t *testing.T) {
 			case 0, 1:
 				req++
 				ev = table.Submit{Master: table.MasterID(rng.IntN(3) + 1), Req: req, Key: key(rng.IntN(40)),
-					Spec: []byte("s"), Watch: rng.IntN(2) == 0, Options: table.Options{GPUs: rng.IntN(2), NoCache: rng.IntN(5) == 0}}
+					Spec: []byte("s"), Watch: rng.IntN(2) == 0, Options: workunit.Options{GPUs: rng.IntN(2), NoCache: rng.IntN(5) == 0}}
 				if ev.(table.Submit).Watch {
 					watchesOut[[2]uint64{uint64(ev.(table.Submit).Master), req}] = 0
 				}
@@ -546,7 +546,7 @@ func TestTable_Invariants(t *testing.T) {
 			for _, a := range assigns(rd) {
 				leases[a.Worker] = append(leases[a.Worker], held{a.Key, a.Token})
 				rec, _ := tab.Lookup(a.Key)
-				require.Equal(t, table.Running, rec.Status)
+				require.Equal(t, workunit.StatusRunning, rec.Status)
 			}
 			for _, n := range rd.Notify {
 				k := [2]uint64{uint64(n.Master), n.Req}
@@ -564,7 +564,7 @@ func TestTable_Invariants(t *testing.T) {
 			require.GreaterOrEqual(t, total, s.Running)
 			require.GreaterOrEqual(t, s.Leases, s.Running)
 			// Every record the counts hold is found by its key.
-			var byStatus [table.Error + 1]int
+			var byStatus [workunit.StatusError + 1]int
 			for k := range 40 {
 				if rec, ok := tab.Lookup(key(k)); ok {
 					require.Equal(t, key(k), rec.Key)
@@ -587,9 +587,9 @@ func TestTable_Restore_ForgetsUntimedLast(t *testing.T) {
 	now := time.Date(2026, 6, 1, 0, 0, 0, 0, time.UTC)
 	tab := table.New(table.Config{KeepFinished: 30 * 24 * time.Hour})
 	require.NoError(t, tab.Restore([]table.Record{
-		{Key: key(1), ID: 1, Status: table.Done, Result: []byte("untimed")},
-		{Key: key(2), ID: 2, Status: table.Done, Result: []byte("old"), LastChange: now.Add(-40 * 24 * time.Hour)},
-		{Key: key(3), ID: 3, Status: table.Done, Result: []byte("recent"), LastChange: now.Add(-time.Hour)},
+		{Key: key(1), ID: 1, Status: workunit.StatusDone, Result: []byte("untimed")},
+		{Key: key(2), ID: 2, Status: workunit.StatusDone, Result: []byte("old"), LastChange: now.Add(-40 * 24 * time.Hour)},
+		{Key: key(3), ID: 3, Status: workunit.StatusDone, Result: []byte("recent"), LastChange: now.Add(-time.Hour)},
 	}))
 	step(t, tab, table.Tick{Now: now})
 	rd := drain(t, tab)
@@ -603,4 +603,51 @@ func TestTable_Restore_ForgetsUntimedLast(t *testing.T) {
 	rd = drain(t, tab)
 	assert.Len(t, rd.Persist, 2, "both forgotten a keep after the first Tick")
 	assert.Equal(t, uint64(3), tab.Stats().Forgotten)
+}
+
+func TestTable_Complete_PassesConsoleAndElapsedToWatchers(t *testing.T) {
+	t.Parallel()
+	tab := table.New(table.Config{})
+	const w = table.WorkerID(1)
+	step(t, tab, table.Tick{Now: time.Unix(100, 0)}, table.WorkerJoin{Worker: w, Name: "w", Slots: 1, Credit: 1})
+	sub := submit(1, key(1))
+	sub.Watch, sub.Req = true, 7
+	step(t, tab, sub)
+	a := assigns(drain(t, tab))
+	require.Len(t, a, 1)
+	console := workunit.EncodeConsole([]workunit.ConsoleLine{{Level: workunit.LevelLog, Text: "hi"}})
+	step(t, tab, table.Complete{Worker: w, Key: key(1), Token: a[0].Token, Result: []byte("r"), Console: console, Elapsed: 3 * time.Millisecond})
+	rd := drain(t, tab)
+	require.Len(t, rd.Notify, 1)
+	n := rd.Notify[0]
+	assert.Equal(t, uint64(7), n.Req)
+	assert.Equal(t, key(1), n.Key)
+	assert.Equal(t, workunit.StatusDone, n.Status)
+	assert.Equal(t, "w", n.Worker)
+	assert.Equal(t, console, n.Console)
+	assert.Equal(t, 3*time.Millisecond, n.Elapsed)
+
+	// A watch of the finished key later gets the outcome without the run's
+	// console: the table keeps none.
+	step(t, tab, table.Watch{Master: 2, Req: 8, Key: key(1)})
+	rd = drain(t, tab)
+	require.Len(t, rd.Notify, 1)
+	assert.Nil(t, rd.Notify[0].Console)
+	assert.Zero(t, rd.Notify[0].Elapsed)
+}
+
+func TestTable_Submit_TimeoutOutOfRange(t *testing.T) {
+	t.Parallel()
+	tab := table.New(table.Config{})
+	for _, d := range []time.Duration{-time.Millisecond, 50 * 24 * time.Hour} {
+		sub := submit(1, key(1))
+		sub.Options.Timeout = d
+		err := tab.Step(sub)
+		assert.ErrorIs(t, err, table.ErrInvalid, "%v", d)
+	}
+	sub := submit(1, key(1))
+	sub.Options.Timeout = 49 * 24 * time.Hour
+	require.NoError(t, tab.Step(sub))
+	rd := drain(t, tab)
+	assert.Equal(t, 49*24*time.Hour, rd.Persist[0].Options.Timeout)
 }

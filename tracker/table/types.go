@@ -1,7 +1,6 @@
 package table
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/riot-go/riot/workunit"
@@ -20,83 +19,8 @@ type MasterID uint64
 // token is stale.
 type Token uint64
 
-// Status is where a workunit stands. The names are Riot's.
-type Status uint8
-
-// The statuses. Unknown is not a stored status: it answers a question
-// about a key the table has never seen (or has forgotten), and marks a
-// tombstone in Ready.Persist.
-const (
-	Unknown Status = 0
-	// Waiting: in the queue for a worker.
-	Waiting Status = 1
-	// Running: leased to a worker.
-	Running Status = 2
-	// Done: finished with a result.
-	Done Status = 3
-	// Error: finished with a *workunit.Error. Submitting the key again
-	// runs it again.
-	Error Status = 4
-)
-
-// String returns "waiting", "running", "done", "error" or "unknown".
-func (s Status) String() string {
-	switch s {
-	case Unknown:
-		return "unknown"
-	case Waiting:
-		return "waiting"
-	case Running:
-		return "running"
-	case Done:
-		return "done"
-	case Error:
-		return "error"
-	}
-	return fmt.Sprintf("Status(%d)", uint8(s))
-}
-
-// Finished reports whether s is Done or Error.
-func (s Status) Finished() bool { return s == Done || s == Error }
-
 // MaxGPUs is the most GPUs a workunit may ask for, and a worker may offer.
 const MaxGPUs = 255
-
-// Options are what a submission asks of the table beside its spec.
-type Options struct {
-	// NoCache runs the workunit again even if the table holds its result
-	// (Done). Without it a finished result is answered from memory.
-	NoCache bool
-	// GPUs is how many free GPU devices the worker that runs it must have
-	// (0 to MaxGPUs). The devices count as used until the lease ends.
-	GPUs int
-	// Timeout is the workunit's time limit in milliseconds (0: none). The
-	// table carries it to the worker, which enforces it; the table only
-	// adds Config.LeaseGrace to it to get the lease's deadline.
-	Timeout uint32
-}
-
-// Info is a workunit's info as Riot's client-workunit-info gives it:
-// status, the worker that holds or finished it, its result, and the time
-// of its last status change.
-type Info struct {
-	// Status is Unknown for a key the table has never seen (then every
-	// other field is zero).
-	Status Status
-	// Worker is the name of the worker that holds it (Running) or that
-	// finished it (Done, Error); "" while Waiting, and for an Error that no
-	// worker gave (WorkersLost).
-	Worker string
-	// Result is the encoded value of a Done workunit; nil otherwise. The
-	// bytes belong to the table: read them, never modify them.
-	Result []byte
-	// Err is the error of an Error workunit; nil otherwise. Shared: do not
-	// modify it.
-	Err *workunit.Error
-	// LastChange is the time of the last status change, as the last Tick
-	// before it gave it (the zero time before any Tick).
-	LastChange time.Time
-}
 
 // Record is one workunit's durable state: the unit of persistence. The
 // table lists changed records in Ready.Persist; the store writes them and
@@ -131,19 +55,24 @@ type Record struct {
 	// brings its own). A store may delete the stored spec when it sees a
 	// finished record.
 	Spec    []byte
-	Options Options
+	Options workunit.Options
 	// Owner is the principal whose submission last made the record
 	// waiting: its first submitter, or whoever ran it again after an
 	// error or with NoCache (the shell's realm of that master, which keeps
 	// the work of different masters apart on workers); may be "".
 	Owner  string
-	Status Status
-	// Worker: see Info.Worker.
+	Status workunit.Status
+	// Worker is the name of the worker that holds it (Running) or that
+	// finished it (Done, Error); "" while Waiting, and for an Error that no
+	// worker gave (WorkersLost, Canceled).
 	Worker string
-	// Result: see Info.Result.
+	// Result is the encoded value of a Done workunit; nil otherwise.
 	Result []byte
-	// Err: see Info.Err.
-	Err        *workunit.Error
+	// Err is the error of an Error workunit; nil otherwise. Shared: do not
+	// modify it.
+	Err *workunit.Error
+	// LastChange is the time of the last status change, as the last Tick
+	// before it gave it (the zero time before any Tick).
 	LastChange time.Time
 	// LostFrom names, in order, the workers that lost a delivery of the
 	// record (disconnected, missed their pings, or let its lease expire).
@@ -153,9 +82,10 @@ type Record struct {
 	Deliveries int
 }
 
-// Info returns the record's Info.
-func (r *Record) Info() Info {
-	return Info{Status: r.Status, Worker: r.Worker, Result: r.Result, Err: r.Err, LastChange: r.LastChange}
+// Outcome returns what the record says of its workunit: its status,
+// worker, result or error and last change.
+func (r *Record) Outcome() workunit.Outcome {
+	return workunit.Outcome{Key: r.Key, Status: r.Status, Worker: r.Worker, Result: r.Result, Err: r.Err, LastChange: r.LastChange}
 }
 
 // Default values for Config fields left zero.
