@@ -71,21 +71,6 @@ func (d *dec) result(msgs []Msg) ([]Msg, error) {
 	return msgs, nil
 }
 
-// UnmarshalBinary decodes what Console.MarshalBinary wrote. The strings are
-// copies; c does not alias data.
-func (c *Console) UnmarshalBinary(data []byte) error {
-	d := dec{r: *cbor.NewReader(data), l: Limits{}.WithDefaults(), idx: -1}
-	lines := d.console("console")
-	if d.err == nil && d.r.Remaining() != 0 {
-		d.fail("console", ErrMalformed, d.r.Offset(), "%d bytes after the end", d.r.Remaining())
-	}
-	if d.err != nil {
-		return d.err
-	}
-	*c = lines
-	return nil
-}
-
 // slab hands out *T from chunks it reuses after reset. Pointers it gave
 // stay valid until reset: a full chunk is replaced, never grown in place.
 type slab[T any] struct {
@@ -474,36 +459,16 @@ func (d *dec) hashes(field string) []blob.Hash {
 	return hs
 }
 
-// level reads a console level, sharing the strings of the usual ones.
-func (d *dec) level() string {
-	b := d.textBytes("console.level")
-	switch string(b) {
-	case "log":
-		return "log"
-	case "info":
-		return "info"
-	case "warn":
-		return "warn"
-	case "error":
-		return "error"
-	case "debug":
-		return "debug"
-	}
-	return string(b)
-}
-
-func (d *dec) console(field string) Console {
-	n := d.array(field, minConsoleItem)
-	if n == 0 || d.err != nil {
+// console reads a console item, checked, aliasing the frame (see
+// workunit.ReadConsole).
+func (d *dec) console(field string) workunit.Console {
+	if d.err != nil {
 		return nil
 	}
-	c := make(Console, n)
-	for i := range c {
-		if !d.tuple(field, 2) {
-			return nil
-		}
-		c[i].Level = d.level()
-		c[i].Text = d.text("console.text")
+	c, err := workunit.ReadConsole(&d.r)
+	if err != nil {
+		d.syntax(field, err)
+		return nil
 	}
 	return c
 }
@@ -552,11 +517,12 @@ func (d *dec) workError(nullable bool) *workunit.Error {
 	return e
 }
 
-func (d *dec) outcome(o *Outcome) {
-	o.Status = Status(d.uintMax("status", uint64(maxStatus)))
+func (d *dec) outcome(o *workunit.Outcome) {
+	d.key("key", &o.Key)
+	o.Status = workunit.Status(d.uintMax("status", uint64(workunit.StatusError)))
 	o.Worker = d.shared("worker")
 	o.Result = d.bytes("result", d.l.MaxResultBytes)
-	o.Error = d.workError(true)
+	o.Err = d.workError(true)
 	o.Console = d.console("console")
 	o.LastChange = d.time("last-change")
 	o.Elapsed = d.micros("elapsed")
@@ -669,12 +635,11 @@ func (d *dec) msg() Msg {
 		m.Options.NoCache = d.bool("no-cache")
 		m.Options.GPUs = d.count("gpus")
 		m.Options.Timeout = d.millis("timeout")
-		m.Options.Watch = d.bool("watch")
+		m.Watch = d.bool("watch")
 		return m
 	case TypeAccepted:
 		m := d.s.accepted.get()
 		m.Req = d.reqField()
-		d.key("key", &m.Key)
 		d.outcome(&m.Outcome)
 		return m
 	case TypeWatch:
@@ -689,7 +654,6 @@ func (d *dec) msg() Msg {
 	case TypeFinished:
 		m := d.s.finished.get()
 		m.Req = d.reqField()
-		d.key("key", &m.Key)
 		d.outcome(&m.Outcome)
 		return m
 	case TypeInfo:
@@ -700,7 +664,6 @@ func (d *dec) msg() Msg {
 	case TypeInfoReply:
 		m := d.s.infoReply.get()
 		m.Req = d.reqField()
-		d.key("key", &m.Key)
 		d.outcome(&m.Outcome)
 		return m
 	case TypeBlobHave:

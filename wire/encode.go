@@ -209,9 +209,21 @@ func (c *checker) size(field string, b []byte, limit func(*Limits) int) {
 	}
 }
 
-func (c *checker) status(field string, s Status) {
-	if s > maxStatus {
+func (c *checker) status(field string, s workunit.Status) {
+	if !s.Valid() {
 		c.fail(field, ErrMalformed, "status %d", s)
+	}
+}
+
+// console checks that a console is in the form it must travel in (see
+// workunit.Console).
+func (c *checker) console(field string, con workunit.Console) {
+	if len(con) == 0 {
+		return
+	}
+	r := cbor.NewReader(con)
+	if _, err := workunit.ReadConsole(r); err != nil || r.Remaining() != 0 {
+		c.fail(field, ErrMalformed, "not a console: %v", err)
 	}
 }
 
@@ -228,10 +240,11 @@ func (c *checker) workError(field string, e *workunit.Error, required bool) {
 	c.size(field+".value", e.Value, resultLimit)
 }
 
-func (c *checker) outcome(o *Outcome) {
+func (c *checker) outcome(o *workunit.Outcome) {
 	c.status("status", o.Status)
 	c.size("result", o.Result, resultLimit)
-	c.workError("error", o.Error, false)
+	c.workError("error", o.Err, false)
+	c.console("console", o.Console)
 	c.time("last-change", o.LastChange)
 	c.dur("elapsed", o.Elapsed, time.Microsecond, maxElapsedMicros)
 }
@@ -293,13 +306,13 @@ func writeHashes(w *cbor.Writer, hs []blob.Hash) {
 	}
 }
 
-func writeConsole(w *cbor.Writer, c Console) {
-	w.ArrayHeader(len(c))
-	for i := range c {
-		w.ArrayHeader(2)
-		w.String(c[i].Level)
-		w.String(c[i].Text)
+// writeConsole writes a console's bytes as they are, or an empty array.
+func writeConsole(w *cbor.Writer, c workunit.Console) {
+	if len(c) == 0 {
+		w.ArrayHeader(0)
+		return
 	}
+	w.Raw(c)
 }
 
 // writeWorkError writes null or [kind, name, message, stack, value,
@@ -323,11 +336,12 @@ func writeWorkError(w *cbor.Writer, e *workunit.Error) {
 	}
 }
 
-func writeOutcome(w *cbor.Writer, o *Outcome) {
+func writeOutcome(w *cbor.Writer, o *workunit.Outcome) {
+	writeKey(w, &o.Key)
 	w.Head(cbor.MajorUint, uint64(o.Status))
 	w.String(o.Worker)
 	w.ByteString(o.Result)
-	writeWorkError(w, o.Error)
+	writeWorkError(w, o.Err)
 	writeConsole(w, o.Console)
 	writeTime(w, o.LastChange)
 	writeMicros(w, o.Elapsed)
@@ -449,7 +463,7 @@ func (m *Submit) encode(w *cbor.Writer) {
 	w.Bool(m.Options.NoCache)
 	writeCount(w, m.Options.GPUs)
 	writeMillis(w, m.Options.Timeout)
-	w.Bool(m.Options.Watch)
+	w.Bool(m.Watch)
 }
 
 func (m *Accepted) check(l *Limits) error {
@@ -464,7 +478,6 @@ func (m *Accepted) check(l *Limits) error {
 func (m *Accepted) encode(w *cbor.Writer) {
 	msgHead(w, TypeAccepted)
 	w.Head(cbor.MajorUint, m.Req)
-	writeKey(w, &m.Key)
 	writeOutcome(w, &m.Outcome)
 }
 
@@ -503,7 +516,6 @@ func (m *Finished) check(l *Limits) error {
 func (m *Finished) encode(w *cbor.Writer) {
 	msgHead(w, TypeFinished)
 	w.Head(cbor.MajorUint, m.Req)
-	writeKey(w, &m.Key)
 	writeOutcome(w, &m.Outcome)
 }
 
@@ -531,7 +543,6 @@ func (m *InfoReply) check(l *Limits) error {
 func (m *InfoReply) encode(w *cbor.Writer) {
 	msgHead(w, TypeInfoReply)
 	w.Head(cbor.MajorUint, m.Req)
-	writeKey(w, &m.Key)
 	writeOutcome(w, &m.Outcome)
 }
 
@@ -628,6 +639,7 @@ func (m *Done) check(l *Limits) error {
 		return c.err
 	}
 	c.size("result", m.Result, resultLimit)
+	c.console("console", m.Console)
 	c.dur("elapsed", m.Elapsed, time.Microsecond, maxElapsedMicros)
 	return c.err
 }
@@ -647,6 +659,7 @@ func (m *Failed) check(l *Limits) error {
 		return c.err
 	}
 	c.workError("error", m.Error, true)
+	c.console("console", m.Console)
 	c.dur("elapsed", m.Elapsed, time.Microsecond, maxElapsedMicros)
 	return c.err
 }
@@ -708,14 +721,6 @@ func (m *BlobData) encode(w *cbor.Writer) {
 	} else {
 		w.ByteString(m.Data)
 	}
-}
-
-// MarshalBinary encodes the console as docs/protocol.md's console item (an
-// array of [level, text] arrays), so that a tracker can keep it as bytes.
-func (c Console) MarshalBinary() ([]byte, error) {
-	var w cbor.Writer
-	writeConsole(&w, c)
-	return w.Bytes(), nil
 }
 
 func (m *Cancel) check(l *Limits) error {

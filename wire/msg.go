@@ -74,16 +74,6 @@ type GPU struct {
 	Memory uint64
 }
 
-// ConsoleLine is one console call of a workunit: its method ("log",
-// "info", "warn", "error", "debug") and its text as formatted.
-type ConsoleLine struct {
-	Level string
-	Text  string
-}
-
-// Console is a workunit's console output, in order.
-type Console []ConsoleLine
-
 // Lease names one delivery of a workunit: its key and the lease token the
 // tracker gave with it (Assign.Token).
 type Lease struct {
@@ -91,47 +81,10 @@ type Lease struct {
 	Token uint64
 }
 
-// Options are what a Submit asks of the tracker beside its spec.
-type Options struct {
-	// NoCache runs the workunit again even when the tracker holds a result
-	// for its key (opting out of memoization).
-	NoCache bool
-	// GPUs is how many GPU devices the worker that runs it must give it.
-	GPUs int
-	// Timeout is its time limit (0: the worker's default). Travels in whole
-	// milliseconds, at most 2^32-1.
-	Timeout time.Duration
-	// Watch also watches the key: the tracker sends a Finished (with this
-	// Submit's Req) when it is finished, as a Watch would.
-	Watch bool
-}
-
-// Outcome is a workunit's state as the tracker reports it in Accepted,
-// Finished and InfoReply: Riot's status, client, result and last change,
-// with the error, console and elapsed time beside them.
-type Outcome struct {
-	Status Status
-	// Worker is the name of the worker that holds (running) or finished
-	// (done, error) the workunit; "" when none.
-	Worker string
-	// Result is the value-encoded result of a done workunit (see
-	// docs/values.md); nil otherwise.
-	Result []byte
-	// Error is the error of a workunit in status error; nil otherwise.
-	Error *workunit.Error
-	// Console is the console output of the run that finished it, when the
-	// tracker has it (it keeps it only until it has notified watchers).
-	Console Console
-	// LastChange is the time of the last status change, in whole
-	// milliseconds (UTC); the zero Time when unknown.
-	LastChange time.Time
-	// Elapsed is how long the run that finished it took on its worker, in
-	// whole microseconds; 0 when unknown.
-	Elapsed time.Duration
-}
-
-// outcomeItems is the number of items an Outcome adds to its message.
-const outcomeItems = 7
+// outcomeItems is the number of items a workunit.Outcome adds to its
+// message, its key included: key, status, worker, result, error, console,
+// last change, elapsed.
+const outcomeItems = 8
 
 // Hello opens a connection (client → tracker). It must be the only message
 // of the client's first frame.
@@ -206,18 +159,25 @@ type Error struct {
 // then answers with Accepted.
 type Submit struct {
 	Req uint64
-	// Spec is the workunit, encoded by workunit.Spec.MarshalBinary. wire
-	// does not decode it.
-	Spec    []byte
-	Options Options
+	// Spec is the workunit, encoded by workunit.Spec.MarshalBinary (or
+	// Encode). wire does not decode it.
+	Spec []byte
+	// Options are the submission's: NoCache, GPUs, and Timeout in whole
+	// milliseconds, at most 2^32-1.
+	Options workunit.Options
+	// Watch also watches the key: the tracker sends a Finished (with this
+	// Submit's Req) when it is finished, as a Watch would.
+	Watch bool
 }
 
 // Accepted answers a Submit once it is durable (tracker → master). A key
 // already done is answered from memory: Status done and the result inline.
 type Accepted struct {
 	Req uint64
-	Key workunit.Key
-	Outcome
+	// Outcome holds the key (Outcome.Key) and what the tracker knows of
+	// it. LastChange travels in whole milliseconds, Elapsed in whole
+	// microseconds; Console is passed on as the worker sent it.
+	workunit.Outcome
 }
 
 // Watch asks for a Finished for each key once it is finished (master →
@@ -239,8 +199,10 @@ type Unwatch struct {
 // the Watch's or Submit's.
 type Finished struct {
 	Req uint64
-	Key workunit.Key
-	Outcome
+	// Outcome holds the key (Outcome.Key) and what the tracker knows of
+	// it. LastChange travels in whole milliseconds, Elapsed in whole
+	// microseconds; Console is passed on as the worker sent it.
+	workunit.Outcome
 }
 
 // Info asks for a workunit's info (master → tracker): Riot's
@@ -254,8 +216,10 @@ type Info struct {
 // tracker does not know the key.
 type InfoReply struct {
 	Req uint64
-	Key workunit.Key
-	Outcome
+	// Outcome holds the key (Outcome.Key) and what the tracker knows of
+	// it. LastChange travels in whole milliseconds, Elapsed in whole
+	// microseconds; Console is passed on as the worker sent it.
+	workunit.Outcome
 }
 
 // Cancel asks the tracker to cancel workunits (master → tracker). Each
@@ -347,8 +311,10 @@ type Done struct {
 	Key   workunit.Key
 	Token uint64
 	// Result is the value-encoded result (docs/values.md).
-	Result  []byte
-	Console Console
+	Result []byte
+	// Console is the run's console output, as the worker encoded it; the
+	// tracker checks its form and passes it on as it is.
+	Console workunit.Console
 	// Elapsed is how long the evaluation took; whole microseconds.
 	Elapsed time.Duration
 }
@@ -360,7 +326,7 @@ type Failed struct {
 	// Error must not be nil. Its Worker and Key may be left empty: the
 	// tracker fills them in.
 	Error   *workunit.Error
-	Console Console
+	Console workunit.Console
 	Elapsed time.Duration
 }
 

@@ -152,7 +152,7 @@ func TestDecode_Rejects(t *testing.T) {
 			w.Text("x")
 			w.Text("y")
 			w.Int(0)
-		}), kind: ErrMalformed, index: 0, typ: TypeDone, field: "console", detail: "want an array of 2 items, have 3"},
+		}), kind: ErrMalformed, index: 0, typ: TypeDone, field: "console", detail: "want a console line [level, text], have an array of 3 items"},
 		{name: "huge key list", frame: frameOf(3, func(w *cbor.Writer) {
 			w.Int(int64(TypeWatch))
 			w.Int(1)
@@ -185,7 +185,7 @@ func TestDecode_Rejects(t *testing.T) {
 			kind: ErrLimit, index: 0, typ: TypeSubmit, field: "spec", detail: "4 bytes, limit 3"},
 		{name: "result over limit", frame: mustEncode(t, &Done{Result: []byte("12345")}), limits: small,
 			kind: ErrLimit, index: 0, typ: TypeDone, field: "result", detail: "5 bytes, limit 4"},
-		{name: "outcome result over limit", frame: mustEncode(t, &Accepted{Outcome: Outcome{Result: []byte("12345")}}), limits: small,
+		{name: "outcome result over limit", frame: mustEncode(t, &Accepted{Outcome: workunit.Outcome{Result: []byte("12345")}}), limits: small,
 			kind: ErrLimit, index: 0, typ: TypeAccepted, field: "result"},
 		{name: "error value over limit", frame: mustEncode(t, &Failed{Error: &workunit.Error{Kind: 1, Value: []byte("12345")}}), limits: small,
 			kind: ErrLimit, index: 0, typ: TypeFailed, field: "error.value"},

@@ -34,20 +34,21 @@ func testWorkError() *workunit.Error {
 	}
 }
 
-func testConsole() Console {
-	return Console{{Level: "log", Text: "hello from a workunit"}, {Level: "warn", Text: "careful ✓"}}
+func testConsole() workunit.Console {
+	return workunit.EncodeConsole([]workunit.ConsoleLine{{Level: "log", Text: "hello from a workunit"}, {Level: "warn", Text: "careful ✓"}})
 }
 
-func testOutcome(status Status) Outcome {
-	o := Outcome{
+func testOutcome(key workunit.Key, status workunit.Status) workunit.Outcome {
+	o := workunit.Outcome{
+		Key:        key,
 		Status:     status,
 		Worker:     "alfred-2",
 		Console:    testConsole(),
 		LastChange: testTime,
 		Elapsed:    1500 * time.Microsecond,
 	}
-	if status == StatusError {
-		o.Error = testWorkError()
+	if status == workunit.StatusError {
+		o.Err = testWorkError()
 	} else {
 		o.Result = []byte{0x83, 0x01, 0x02, 0x03} // [1, 2, 3]
 	}
@@ -75,22 +76,22 @@ func samples() []sample {
 		{"error", "[4, req, code, message]", &Error{Req: 42, Code: CodeStore, Message: "store: disk full"}},
 		{"submit", "[5, req, spec, no-cache, gpus, timeout-ms, watch]", &Submit{
 			Req: 7, Spec: []byte{0x87, 0x01, 0x65, '1', '+', '2', '+', '3'},
-			Options: Options{NoCache: true, GPUs: 1, Timeout: 30 * time.Second, Watch: true},
+			Options: workunit.Options{NoCache: true, GPUs: 1, Timeout: 30 * time.Second}, Watch: true,
 		}},
 		{"accepted", "[6, req, key, status, worker, result, error, console, last-change-ms, elapsed-us]", &Accepted{
-			Req: 7, Key: testKey("accepted"), Outcome: testOutcome(StatusDone),
+			Req: 7, Outcome: testOutcome(testKey("accepted"), workunit.StatusDone),
 		}},
 		{"watch", "[7, req, [key...]]", &Watch{Req: 8, Keys: []workunit.Key{testKey("a"), testKey("b")}}},
 		{"unwatch", "[8, [key...]]", &Unwatch{Keys: []workunit.Key{testKey("a")}}},
 		{"finished", "[9, req, key, status, worker, result, error, console, last-change-ms, elapsed-us]", &Finished{
-			Req: 8, Key: testKey("a"), Outcome: testOutcome(StatusDone),
+			Req: 8, Outcome: testOutcome(testKey("a"), workunit.StatusDone),
 		}},
 		{"finished-error", "[9, req, key, status, worker, result, error, console, last-change-ms, elapsed-us]", &Finished{
-			Req: 8, Key: testKey("failed"), Outcome: testOutcome(StatusError),
+			Req: 8, Outcome: testOutcome(testKey("failed"), workunit.StatusError),
 		}},
 		{"info", "[10, req, key]", &Info{Req: 9, Key: testKey("a")}},
 		{"info-reply", "[11, req, key, status, worker, result, error, console, last-change-ms, elapsed-us]", &InfoReply{
-			Req: 9, Key: testKey("a"), Outcome: Outcome{Status: StatusRunning, Worker: "alfred-2", LastChange: testTime},
+			Req: 9, Outcome: workunit.Outcome{Key: testKey("a"), Status: workunit.StatusRunning, Worker: "alfred-2", LastChange: testTime},
 		}},
 		{"blob-have", "[12, req, [hash...]]", &BlobHave{Req: 10, Hashes: []blob.Hash{testHash("module"), testHash("dictionary")}}},
 		{"blob-need", "[13, req, [hash...]]", &BlobNeed{Req: 10, Missing: []blob.Hash{testHash("dictionary")}}},

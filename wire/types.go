@@ -177,7 +177,7 @@ func (t Type) items() uint64 {
 	case TypeSubmit:
 		return 7
 	case TypeAccepted, TypeFinished, TypeInfoReply:
-		return 3 + outcomeItems
+		return 2 + outcomeItems
 	case TypeWatch:
 		return 3
 	case TypeUnwatch:
@@ -218,44 +218,6 @@ const (
 	RoleMaster Role = "master"
 	RoleWorker Role = "worker"
 )
-
-// Status is where a workunit stands. The names and numbers are Riot's
-// (and tracker/table's).
-type Status uint8
-
-// The statuses.
-const (
-	// StatusUnknown: the tracker has never seen the key.
-	StatusUnknown Status = 0
-	// StatusWaiting: queued for a worker.
-	StatusWaiting Status = 1
-	// StatusRunning: leased to a worker.
-	StatusRunning Status = 2
-	// StatusDone: finished with a result.
-	StatusDone Status = 3
-	// StatusError: finished with an error; submitting it again runs it
-	// again.
-	StatusError Status = 4
-
-	maxStatus = StatusError
-)
-
-// String returns "unknown", "waiting", "running", "done" or "error".
-func (s Status) String() string {
-	switch s {
-	case StatusUnknown:
-		return "unknown"
-	case StatusWaiting:
-		return "waiting"
-	case StatusRunning:
-		return "running"
-	case StatusDone:
-		return "done"
-	case StatusError:
-		return "error"
-	}
-	return fmt.Sprintf("Status(%d)", uint8(s))
-}
 
 // Code says why the tracker refused a connection (Refused) or a request
 // (Error). Codes travel as numbers; never reuse one.
