@@ -8,7 +8,7 @@ import (
 
 	"github.com/riot-go/riot/client"
 	"github.com/riot-go/riot/tracker/trackertest"
-	"github.com/riot-go/riot/wire"
+	"github.com/riot-go/riot/workunit"
 )
 
 // BenchmarkSubmit: pipelined submissions to a tracker in memory, each op
@@ -34,7 +34,7 @@ func benchSubmit(b *testing.B, opts ...trackertest.Option) {
 	calls := make([]*client.Call, b.N)
 	b.ResetTimer()
 	for i := range calls {
-		calls[i] = c.Submit(eval(fmt.Sprintf("%d // %d", i, b.N)), wire.Options{})
+		calls[i] = c.Submit(eval(fmt.Sprintf("%d // %d", i, b.N)), workunit.Options{})
 	}
 	for _, k := range calls {
 		if _, err := k.Accepted(ctx); err != nil {

@@ -5,98 +5,38 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"time"
 
-	"github.com/riot-go/riot/value"
 	"github.com/riot-go/riot/wire"
 	"github.com/riot-go/riot/workunit"
 )
 
-// Outcome is a workunit's state as the tracker reported it: Riot's status,
-// client (the worker), result and last change, with the error, console
-// output and run time beside them.
-type Outcome struct {
-	// Key is the workunit's key.
-	Key workunit.Key
-	// Status is waiting, running, done or error (or unknown: the tracker
-	// does not know the key).
-	Status wire.Status
-	// Worker names the worker that holds (running) or finished (done,
-	// error) the workunit; "" when none.
-	Worker string
-	// Result is the value-encoded result of a done workunit (see
-	// docs/values.md and Value); nil otherwise.
-	Result []byte
-	// Err is the error of a workunit in status error, with Worker and Key
-	// filled in, so that its message names the worker; nil otherwise.
-	Err *workunit.Error
-	// Console is the console output of the run that finished it, when the
-	// tracker still had it.
-	Console wire.Console
-	// LastChange is when its status last changed; zero when unknown.
-	LastChange time.Time
-	// Elapsed is how long the finishing run took on its worker.
-	Elapsed time.Duration
-}
-
-// Finished reports whether the workunit is done or in error.
-func (o *Outcome) Finished() bool {
-	return o.Status == wire.StatusDone || o.Status == wire.StatusError
-}
-
-// Value returns the result of a done workunit as a Go value (see
-// value.Unmarshal), the *workunit.Error of a failed one, or an error
-// wrapping ErrNotFinished.
-func (o *Outcome) Value() (any, error) {
-	switch o.Status {
-	case wire.StatusDone:
-		v, err := value.Unmarshal(o.Result)
-		if err != nil {
-			return nil, fmt.Errorf("client: result of workunit %s: %w", o.Key.Short(), err)
-		}
-		return v, nil
-	case wire.StatusError:
-		return nil, o.Err
-	}
-	return nil, fmt.Errorf("%w: %s is %s", ErrNotFinished, o.Key.Short(), o.Status)
-}
-
-// err returns the outcome's workunit error as an error (nil when none).
-func (o *Outcome) err() error {
+// errOf returns an outcome's workunit error as an error (nil when none).
+func errOf(o *workunit.Outcome) error {
 	if o == nil || o.Err == nil {
 		return nil
 	}
 	return o.Err
 }
 
-// outcomeOf copies what a message says of key into an Outcome (the
-// message's bytes belong to the reader's buffer). The error gets the
-// worker and key when the tracker left them out.
-func outcomeOf(key workunit.Key, o *wire.Outcome) *Outcome {
-	out := &Outcome{
-		Key:        key,
-		Status:     o.Status,
-		Worker:     o.Worker,
-		Result:     bytes.Clone(o.Result),
-		LastChange: o.LastChange,
-		Elapsed:    o.Elapsed,
-	}
-	if o.Error != nil {
-		e := *o.Error
+// outcomeOf copies an outcome out of a message (whose bytes belong to the
+// reader's frame). The error gets the worker and key when the tracker left
+// them out.
+func outcomeOf(o *workunit.Outcome) *workunit.Outcome {
+	out := *o
+	out.Result = bytes.Clone(o.Result)
+	out.Console = bytes.Clone(o.Console)
+	if o.Err != nil {
+		e := *o.Err
 		e.Value = bytes.Clone(e.Value)
 		if e.Worker == "" {
 			e.Worker = o.Worker
 		}
 		if e.Key == (workunit.Key{}) {
-			e.Key = key
+			e.Key = o.Key
 		}
 		out.Err = &e
 	}
-	if len(o.Console) > 0 {
-		out.Console = slices.Clone(o.Console)
-	}
-	return out
+	return &out
 }
 
 // watch is the client's wait for one key: every waiter, callback and
@@ -110,9 +50,9 @@ type watch struct {
 	refs      int
 	resolved  bool
 	done      chan struct{}
-	out       *Outcome
+	out       *workunit.Outcome
 	err       error
-	listeners []func(*Outcome, error) // called with c.mu held; must not block
+	listeners []func(*workunit.Outcome, error) // called with c.mu held; must not block
 	// spec is this client's latest watched submission of the key that
 	// the tracker accepted, sent again when the tracker answers that it
 	// does not know the key.
@@ -155,7 +95,7 @@ func (c *Client) releaseLocked(w *watch) {
 }
 
 // resolveLocked ends w with out and err and tells its listeners.
-func (c *Client) resolveLocked(w *watch, out *Outcome, err error) {
+func (c *Client) resolveLocked(w *watch, out *workunit.Outcome, err error) {
 	if w.resolved {
 		return
 	}
@@ -184,15 +124,15 @@ func (c *Client) onFinishedLocked(m *wire.Finished) {
 		return
 	}
 	switch m.Status {
-	case wire.StatusUnknown:
+	case workunit.StatusUnknown:
 		if w.spec != nil && c.err == nil && !c.closing {
 			c.resubmitLocked(w)
 			return
 		}
 		c.resolveLocked(w, nil, unknownKeyErr(m.Key))
-	case wire.StatusDone, wire.StatusError:
-		out := outcomeOf(m.Key, &m.Outcome)
-		c.resolveLocked(w, out, out.err())
+	case workunit.StatusDone, workunit.StatusError:
+		out := outcomeOf(&m.Outcome)
+		c.resolveLocked(w, out, errOf(out))
 	}
 }
 
@@ -207,7 +147,7 @@ func (c *Client) resubmitLocked(w *watch) {
 	k.req = c.nextReqLocked()
 	msg := *w.spec
 	msg.Req = k.req
-	msg.Options.Watch = true
+	msg.Watch = true
 	k.msg = &msg
 	k.w = w
 	w.minReq = k.req
@@ -229,15 +169,15 @@ type Call struct {
 	msg      *wire.Submit
 	w        *watch // the key's watch, when the Call watches
 	accepted chan struct{}
-	acc      *Outcome // guarded by accepted
+	acc      *workunit.Outcome // guarded by accepted
 	accErr   error
 
 	// guarded by c.mu, readable after done is closed
 	finished bool
 	done     chan struct{}
-	out      *Outcome
+	out      *workunit.Outcome
 	err      error
-	cbs      []func(*Outcome, error)
+	cbs      []func(*workunit.Outcome, error)
 	again    bool // made by resubmitLocked
 }
 
@@ -275,7 +215,7 @@ func (k *Call) fail(c *Client, err error) {
 
 // finishLocked ends the Call (the first end wins) and queues its
 // callbacks.
-func (k *Call) finishLocked(out *Outcome, err error) {
+func (k *Call) finishLocked(out *workunit.Outcome, err error) {
 	if k.finished {
 		return
 	}
@@ -300,7 +240,7 @@ func (c *Client) onAcceptedLocked(m *wire.Accepted) {
 	if m.Key != k.Key {
 		c.log.Error("client: the tracker computed another key", "want", k.Key.String(), "got", m.Key.String())
 	}
-	out := outcomeOf(k.Key, &m.Outcome)
+	out := outcomeOf(&m.Outcome)
 	k.acc = out
 	close(k.accepted)
 	if k.w != nil {
@@ -310,9 +250,9 @@ func (c *Client) onAcceptedLocked(m *wire.Accepted) {
 	}
 	if out.Finished() {
 		if k.w != nil && k.w.minReq <= k.req {
-			c.resolveLocked(k.w, out, out.err())
+			c.resolveLocked(k.w, out, errOf(out))
 		}
-		k.finishLocked(out, out.err())
+		k.finishLocked(out, errOf(out))
 	}
 }
 
@@ -321,23 +261,27 @@ func (c *Client) onAcceptedLocked(m *wire.Accepted) {
 // The Call's Accepted waits for the tracker's durable acknowledgement;
 // Wait for the workunit to finish.
 //
-// With opts.Watch, the submission also watches the key, and the result
-// comes without another message: use it when the result is wanted.
-// Submitting a key that is done answers from memory (Accepted carries the
-// result); one that is waiting or running joins it; one in error runs it
-// again (see docs/protocol.md, Memoization). opts.NoCache runs a done key
-// again.
+// The submission also watches the key, so that the result comes without
+// another message. Submitting a key that is done answers from memory
+// (Accepted carries the result); one that is waiting or running joins it;
+// one in error runs it again (see docs/protocol.md, Memoization).
+// opts.NoCache runs a done key again.
 //
 // A spec that is invalid or over the tracker's MaxSpecBytes gives a Call
 // whose Accepted and Wait return the error.
-func (c *Client) Submit(spec *workunit.Spec, opts wire.Options) *Call {
+func (c *Client) Submit(spec *workunit.Spec, opts workunit.Options) *Call {
+	return c.submit(spec, opts, true)
+}
+
+// submit is Submit; unless watched, the tracker is not asked to report the
+// outcome (Riot's client-add-workunit), and Wait asks for it then.
+func (c *Client) submit(spec *workunit.Spec, opts workunit.Options, watched bool) *Call {
 	k := &Call{c: c, accepted: make(chan struct{}), done: make(chan struct{})}
 	var data []byte
 	err := errors.New("nil spec")
 	if spec != nil {
 		if err = spec.Validate(); err == nil {
-			k.Key = spec.Key()
-			data, err = spec.MarshalBinary()
+			data, k.Key = spec.Encode()
 		}
 	}
 	c.mu.Lock()
@@ -355,9 +299,9 @@ func (c *Client) Submit(spec *workunit.Spec, opts wire.Options) *Call {
 		return k
 	}
 	k.req = c.nextReqLocked()
-	k.msg = &wire.Submit{Req: k.req, Spec: data, Options: opts}
+	k.msg = &wire.Submit{Req: k.req, Spec: data, Options: opts, Watch: watched}
 	c.pending[k.req] = k
-	if opts.Watch {
+	if watched {
 		w := c.watches[k.Key]
 		if w == nil {
 			w = &watch{key: k.Key, done: make(chan struct{})}
@@ -379,7 +323,7 @@ func (c *Client) Submit(spec *workunit.Spec, opts wire.Options) *Call {
 // with the result inline when the key's result was known. A Call made by
 // Watch returns (nil, nil) at once. The error is the tracker's refusal (a
 // *wire.Error: wire.IsCode tells why), ErrClosed, or ctx's.
-func (k *Call) Accepted(ctx context.Context) (*Outcome, error) {
+func (k *Call) Accepted(ctx context.Context) (*workunit.Outcome, error) {
 	select {
 	case <-k.accepted:
 		return k.acc, k.accErr
@@ -393,7 +337,7 @@ func (k *Call) Accepted(ctx context.Context) (*Outcome, error) {
 // returned too), whose message names the worker; use errors.As. Other
 // errors mean the outcome is not known: the tracker refused the
 // submission, the client ended, or ctx ended.
-func (k *Call) Wait(ctx context.Context) (*Outcome, error) {
+func (k *Call) Wait(ctx context.Context) (*workunit.Outcome, error) {
 	if k.w == nil {
 		select {
 		case <-k.done:
@@ -405,7 +349,7 @@ func (k *Call) Wait(ctx context.Context) (*Outcome, error) {
 			return nil, err
 		}
 		if acc != nil && acc.Finished() {
-			return acc, acc.err()
+			return acc, errOf(acc)
 		}
 		return k.c.WaitFor(ctx, k.Key)
 	}
@@ -422,7 +366,7 @@ func (k *Call) Wait(ctx context.Context) (*Outcome, error) {
 // client's callback goroutine, which runs callbacks one at a time in the
 // order their outcomes arrived: it must not block for long, and may call
 // the Client.
-func (k *Call) OnDone(fn func(*Outcome, error)) {
+func (k *Call) OnDone(fn func(*workunit.Outcome, error)) {
 	if k.w == nil {
 		go func() {
 			out, err := k.Wait(context.Background())
@@ -464,7 +408,7 @@ func (c *Client) Watch(key workunit.Key) *Call {
 // Outcome, as Call.Wait does: a failed workunit gives its Outcome and its
 // *workunit.Error. Any number of goroutines may wait for one key; the
 // tracker is asked once. Riot's wait-until-done on a workunit id.
-func (c *Client) WaitFor(ctx context.Context, key workunit.Key) (*Outcome, error) {
+func (c *Client) WaitFor(ctx context.Context, key workunit.Key) (*workunit.Outcome, error) {
 	c.mu.Lock()
 	if c.err != nil {
 		err := c.err
@@ -490,7 +434,7 @@ func (c *Client) WaitFor(ctx context.Context, key workunit.Key) (*Outcome, error
 // *workunit.Error naming the worker), the worker's name (Outcome.Worker)
 // and the result (Outcome.Value). When the client ends first, fn gets a
 // nil Outcome and the client's error.
-func (c *Client) CallWhenDone(key workunit.Key, fn func(*Outcome, error)) {
+func (c *Client) CallWhenDone(key workunit.Key, fn func(*workunit.Outcome, error)) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.err != nil {
@@ -499,7 +443,7 @@ func (c *Client) CallWhenDone(key workunit.Key, fn func(*Outcome, error)) {
 		return
 	}
 	w := c.watchLocked(key)
-	w.listeners = append(w.listeners, func(out *Outcome, err error) {
+	w.listeners = append(w.listeners, func(out *workunit.Outcome, err error) {
 		c.cb.push(func() { fn(out, err) })
 	})
 }
@@ -509,7 +453,7 @@ type infoReq struct {
 	msg  *wire.Info
 	op   string // what its errors say it was: "info KEY", or "sync"
 	done chan struct{}
-	out  *Outcome
+	out  *workunit.Outcome
 	err  error
 }
 
@@ -526,21 +470,21 @@ func (c *Client) onInfoLocked(m *wire.InfoReply) {
 		return
 	}
 	delete(c.pending, m.Req)
-	r.out = outcomeOf(m.Key, &m.Outcome)
+	r.out = outcomeOf(&m.Outcome)
 	close(r.done)
 }
 
 // Info returns the workunit's current state at once, without waiting for
 // it to finish (Riot's client-workunit-info: status, worker, result, last
-// change). A key the tracker does not know has status wire.StatusUnknown.
+// change). A key the tracker does not know has status workunit.StatusUnknown.
 // A failed workunit's error is in Outcome.Err; the error returned is about
 // the request only.
-func (c *Client) Info(ctx context.Context, key workunit.Key) (*Outcome, error) {
+func (c *Client) Info(ctx context.Context, key workunit.Key) (*workunit.Outcome, error) {
 	return c.info(ctx, key, "info "+key.Short())
 }
 
 // info asks for key's info; op names the call in errors.
-func (c *Client) info(ctx context.Context, key workunit.Key, op string) (*Outcome, error) {
+func (c *Client) info(ctx context.Context, key workunit.Key, op string) (*workunit.Outcome, error) {
 	c.mu.Lock()
 	if c.err != nil {
 		err := c.err

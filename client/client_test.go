@@ -69,11 +69,11 @@ func TestClient_SubmitAcceptedFinished(t *testing.T) {
 	assert.Equal(t, "alfred", w.WhoAmI())
 
 	spec := eval("6 * 7")
-	k := m.Submit(spec, wire.Options{Watch: true})
+	k := m.Submit(spec, workunit.Options{})
 	assert.Equal(t, spec.Key(), k.Key)
 	acc, err := k.Accepted(ctxFor(t))
 	require.NoError(t, err)
-	assert.Contains(t, []wire.Status{wire.StatusWaiting, wire.StatusRunning}, acc.Status)
+	assert.Contains(t, []workunit.Status{workunit.StatusWaiting, workunit.StatusRunning}, acc.Status)
 
 	work(t, w, 1, func(s *workunit.Spec) (any, error) {
 		assert.Equal(t, "6 * 7", s.Source)
@@ -81,7 +81,7 @@ func TestClient_SubmitAcceptedFinished(t *testing.T) {
 	})
 	out, err := k.Wait(ctxFor(t))
 	require.NoError(t, err)
-	assert.Equal(t, wire.StatusDone, out.Status)
+	assert.Equal(t, workunit.StatusDone, out.Status)
 	assert.Equal(t, "alfred", out.Worker)
 	assert.Equal(t, k.Key, out.Key)
 	assert.False(t, out.LastChange.IsZero())
@@ -101,13 +101,13 @@ func TestClient_Submit_Pipelined10000(t *testing.T) {
 	m := dial(t, tr.Addr(), client.Options{})
 	calls := make([]*client.Call, n)
 	for i := range calls {
-		calls[i] = m.Submit(eval(fmt.Sprint(i)), wire.Options{})
+		calls[i] = m.Submit(eval(fmt.Sprint(i)), workunit.Options{})
 	}
 	ctx := ctxFor(t)
 	for i, k := range calls {
 		acc, err := k.Accepted(ctx)
 		require.NoError(t, err, "submission %d", i)
-		require.Equal(t, wire.StatusWaiting, acc.Status)
+		require.Equal(t, workunit.StatusWaiting, acc.Status)
 	}
 	st := tr.Stats(t)
 	assert.Equal(t, uint64(n), st.Submitted)
@@ -119,15 +119,15 @@ func TestClient_Memoized(t *testing.T) {
 	tr := trackertest.Start(t)
 	m := dial(t, tr.Addr(), client.Options{})
 	w := dial(t, tr.Addr(), client.Options{Name: "w", Slots: 1})
-	k := m.Submit(eval("'x'"), wire.Options{Watch: true})
+	k := m.Submit(eval("'x'"), workunit.Options{})
 	work(t, w, 1, echo)
 	first, err := k.Wait(ctxFor(t))
 	require.NoError(t, err)
 
-	again := m.Submit(eval("'x'"), wire.Options{Watch: true})
+	again := m.Submit(eval("'x'"), workunit.Options{})
 	acc, err := again.Accepted(ctxFor(t))
 	require.NoError(t, err)
-	assert.Equal(t, wire.StatusDone, acc.Status, "answered from memory")
+	assert.Equal(t, workunit.StatusDone, acc.Status, "answered from memory")
 	assert.Equal(t, first.Result, acc.Result)
 	out, err := again.Wait(ctxFor(t))
 	require.NoError(t, err)
@@ -137,7 +137,7 @@ func TestClient_Memoized(t *testing.T) {
 	assert.Equal(t, 1, rec.Deliveries, "it did not run again")
 
 	// NoCache runs it again.
-	nc := m.Submit(eval("'x'"), wire.Options{Watch: true, NoCache: true})
+	nc := m.Submit(eval("'x'"), workunit.Options{NoCache: true})
 	work(t, w, 1, func(*workunit.Spec) (any, error) { return "y", nil })
 	out, err = nc.Wait(ctxFor(t))
 	require.NoError(t, err)
@@ -165,7 +165,7 @@ func TestClient_WatchFromTwoClients(t *testing.T) {
 			results <- fmt.Sprint(v)
 		}()
 	}
-	b.CallWhenDone(key, func(o *client.Outcome, err error) {
+	b.CallWhenDone(key, func(o *workunit.Outcome, err error) {
 		assert.NoError(t, err)
 		results <- o.Worker
 	})
@@ -185,27 +185,27 @@ func TestClient_Info(t *testing.T) {
 
 	out, err := m.Info(ctx, workunit.Key{1})
 	require.NoError(t, err)
-	assert.Equal(t, wire.StatusUnknown, out.Status)
+	assert.Equal(t, workunit.StatusUnknown, out.Status)
 
 	key, err := m.AddWorkunit(ctx, eval("1"))
 	require.NoError(t, err)
 	out, err = m.WorkunitInfo(ctx, key)
 	require.NoError(t, err)
-	assert.Equal(t, wire.StatusWaiting, out.Status)
+	assert.Equal(t, workunit.StatusWaiting, out.Status)
 
 	a, err := w.WaitForWork(ctx)
 	require.NoError(t, err)
-	require.NoError(t, m.CallWithWorkunitInfo(ctx, key, func(o *client.Outcome) {
-		assert.Equal(t, wire.StatusRunning, o.Status)
+	require.NoError(t, m.CallWithWorkunitInfo(ctx, key, func(o *workunit.Outcome) {
+		assert.Equal(t, workunit.StatusRunning, o.Status)
 		assert.Equal(t, "w", o.Worker)
 	}))
 	require.NoError(t, w.CompleteWorkunit(a, 1, nil))
-	require.NoError(t, m.CallWithFinishedWorkunit(ctx, key, func(o *client.Outcome) {
-		assert.Equal(t, wire.StatusDone, o.Status)
+	require.NoError(t, m.CallWithFinishedWorkunit(ctx, key, func(o *workunit.Outcome) {
+		assert.Equal(t, workunit.StatusDone, o.Status)
 	}))
 	out, err = m.Info(ctx, key)
 	require.NoError(t, err)
-	assert.Equal(t, wire.StatusDone, out.Status)
+	assert.Equal(t, workunit.StatusDone, out.Status)
 	v, err := out.Value()
 	require.NoError(t, err)
 	assert.Equal(t, 1.0, v)
@@ -268,17 +268,17 @@ func TestClient_WaitForWork_Failed(t *testing.T) {
 	assert.Contains(t, err.Error(), "worker bob: ReferenceError: boom is not defined")
 
 	// A plain Go error is sent as a thrown Error.
-	k2 := m.Submit(eval("2"), wire.Options{Watch: true})
+	k2 := m.Submit(eval("2"), workunit.Options{})
 	work(t, w, 1, func(*workunit.Spec) (any, error) { return nil, errors.New("plain") })
 	_, err = k2.Wait(ctxFor(t))
 	require.ErrorAs(t, err, &werr)
 	assert.Equal(t, "plain", werr.Message)
 
 	// An errored key runs again when submitted again.
-	k3 := m.Submit(eval("boom()"), wire.Options{Watch: true})
+	k3 := m.Submit(eval("boom()"), workunit.Options{})
 	acc, err := k3.Accepted(ctxFor(t))
 	require.NoError(t, err)
-	assert.Equal(t, wire.StatusWaiting, acc.Status)
+	assert.Equal(t, workunit.StatusWaiting, acc.Status)
 	work(t, w, 1, func(*workunit.Spec) (any, error) { return "fixed", nil })
 	out, err := k3.Wait(ctxFor(t))
 	require.NoError(t, err)
@@ -291,7 +291,7 @@ func TestClient_Return(t *testing.T) {
 	tr := trackertest.Start(t)
 	m := dial(t, tr.Addr(), client.Options{})
 	w1 := dial(t, tr.Addr(), client.Options{Name: "w1", Slots: 1})
-	k := m.Submit(eval("'r'"), wire.Options{Watch: true})
+	k := m.Submit(eval("'r'"), workunit.Options{})
 	a, err := w1.WaitForWork(ctxFor(t))
 	require.NoError(t, err)
 	require.NoError(t, w1.Return(a.Lease()))
@@ -315,12 +315,12 @@ func TestClient_Reconnect_TrackerRestart(t *testing.T) {
 	w := dial(t, tr.Addr(), client.Options{Name: "w", Slots: 1})
 	ctx := ctxFor(t)
 
-	done := m.Submit(eval("'before'"), wire.Options{Watch: true})
+	done := m.Submit(eval("'before'"), workunit.Options{})
 	work(t, w, 1, echo)
 	_, err := done.Wait(ctx)
 	require.NoError(t, err)
 
-	pending := m.Submit(eval("'across'"), wire.Options{Watch: true})
+	pending := m.Submit(eval("'across'"), workunit.Options{})
 	_, err = pending.Accepted(ctx)
 	require.NoError(t, err)
 	waited := make(chan error, 1)
@@ -331,7 +331,7 @@ func TestClient_Reconnect_TrackerRestart(t *testing.T) {
 
 	tr.Stop(t)
 	// Made while the tracker is down: sent once it is back.
-	later := m.Submit(eval("'later'"), wire.Options{Watch: true})
+	later := m.Submit(eval("'later'"), workunit.Options{})
 	tr.Restart(t)
 
 	work(t, w, 2, echo)
@@ -344,7 +344,7 @@ func TestClient_Reconnect_TrackerRestart(t *testing.T) {
 	// The result from before the restart is still known.
 	out, err := m.Info(ctx, done.Key)
 	require.NoError(t, err)
-	assert.Equal(t, wire.StatusDone, out.Status)
+	assert.Equal(t, workunit.StatusDone, out.Status)
 	assert.True(t, m.Connected())
 }
 
@@ -357,7 +357,7 @@ func TestClient_Reconnect_TrackerForgot(t *testing.T) {
 	tr := trackertest.Start(t)
 	m := dial(t, tr.Addr(), client.Options{Name: "m"})
 	ctx := ctxFor(t)
-	k := m.Submit(eval("'again'"), wire.Options{Watch: true})
+	k := m.Submit(eval("'again'"), workunit.Options{})
 	_, err := k.Accepted(ctx)
 	require.NoError(t, err)
 	waited := make(chan error, 1)
@@ -391,7 +391,7 @@ func TestClient_Reconnect_TrackerForgot_Refused(t *testing.T) {
 	}))
 	m := dial(t, tr.Addr(), client.Options{Name: "m"})
 	ctx := ctxFor(t)
-	calls := []*client.Call{m.Submit(eval("1"), wire.Options{Watch: true}), m.Submit(eval("2"), wire.Options{Watch: true})}
+	calls := []*client.Call{m.Submit(eval("1"), workunit.Options{}), m.Submit(eval("2"), workunit.Options{})}
 	for _, k := range calls {
 		_, err := k.Accepted(ctx)
 		require.NoError(t, err)
@@ -408,7 +408,7 @@ func TestClient_Reconnect_TrackerForgot_Refused(t *testing.T) {
 	}
 	ends := make(chan end, 2)
 	for _, k := range calls {
-		k.OnDone(func(_ *client.Outcome, err error) { ends <- end{k, err} })
+		k.OnDone(func(_ *workunit.Outcome, err error) { ends <- end{k, err} })
 	}
 	first := <-ends
 	require.Error(t, first.err)
@@ -451,7 +451,7 @@ func TestClient_Close_FailsWaits(t *testing.T) {
 	t.Parallel()
 	tr := trackertest.Start(t)
 	m := dial(t, tr.Addr(), client.Options{})
-	k := m.Submit(eval("1"), wire.Options{Watch: true})
+	k := m.Submit(eval("1"), workunit.Options{})
 	_, err := k.Accepted(ctxFor(t))
 	require.NoError(t, err)
 	errc := make(chan error, 1)

@@ -333,7 +333,7 @@ func (c *Client) resumeLocked() (lost []*Assignment) {
 	for _, req := range reqs {
 		r := c.pending[req]
 		m := r.message()
-		if s, ok := m.(*wire.Submit); ok && s.Options.Watch {
+		if s, ok := m.(*wire.Submit); ok && s.Watch {
 			covered[r.(*Call).Key] = true
 		}
 		out = append(out, m)

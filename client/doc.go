@@ -26,7 +26,7 @@
 //	defer c.Close()
 //	calls := make([]*client.Call, n)
 //	for i := range calls {
-//		calls[i] = c.Submit(spec(i), wire.Options{Watch: true})
+//		calls[i] = c.Submit(spec(i), workunit.Options{})
 //	}
 //	for _, k := range calls {
 //		out, err := k.Wait(ctx) // a failed workunit: err is its *workunit.Error
@@ -73,7 +73,7 @@
 //  3. Keep specs within the tracker's limits (Limits): put large values in
 //     blobs and EnsureBlobs them before submitting the specs that need
 //     them.
-//  4. Set wire.Options.Watch on submissions whose results are wanted, so
+//  4. Set workunit.Options.Watch on submissions whose results are wanted, so
 //     that the result comes without another request.
 //  5. A worker answers every Assignment with Done, Failed or Return, and
 //     grants credit only for room it has.

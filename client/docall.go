@@ -6,7 +6,6 @@ import (
 
 	"github.com/riot-go/riot/modules"
 	"github.com/riot-go/riot/value"
-	"github.com/riot-go/riot/wire"
 	"github.com/riot-go/riot/workunit"
 )
 
@@ -31,5 +30,5 @@ func (c *Client) DoWorkCall(ctx context.Context, mods *modules.Cache, path, expo
 		return nil, fmt.Errorf("client: do-work/call: uploading %s: %w", path, err)
 	}
 	spec := &workunit.Spec{Kind: workunit.Call, Module: mod.Hash, Export: export, Payload: payload, Blobs: mod.All}
-	return c.Submit(spec, wire.Options{Watch: true}), nil
+	return c.Submit(spec, workunit.Options{}), nil
 }

@@ -7,7 +7,6 @@ import (
 	"log"
 
 	"github.com/riot-go/riot/client"
-	"github.com/riot-go/riot/wire"
 	"github.com/riot-go/riot/workunit"
 )
 
@@ -24,7 +23,7 @@ func Example() {
 	calls := make([]*client.Call, 100)
 	for i := range calls {
 		spec := &workunit.Spec{Kind: workunit.Eval, Name: "eval", Source: fmt.Sprintf("%d * %d", i, i)}
-		calls[i] = c.Submit(spec, wire.Options{Watch: true})
+		calls[i] = c.Submit(spec, workunit.Options{})
 	}
 	for _, k := range calls {
 		out, err := k.Wait(ctx)

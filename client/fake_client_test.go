@@ -134,13 +134,13 @@ func TestFake_Submit_Pipelined(t *testing.T) {
 	c := dialFake(t, ft, Options{})
 	calls := make([]*Call, n)
 	for i := range calls {
-		calls[i] = c.Submit(evalSpec(fmt.Sprint(i)), wire.Options{})
+		calls[i] = c.Submit(evalSpec(fmt.Sprint(i)), workunit.Options{})
 	}
 	ctx := testCtx(t)
 	for _, k := range calls {
 		out, err := k.Accepted(ctx)
 		require.NoError(t, err)
-		require.Equal(t, wire.StatusWaiting, out.Status)
+		require.Equal(t, workunit.StatusWaiting, out.Status)
 	}
 	ft.mu.Lock()
 	defer ft.mu.Unlock()
@@ -156,7 +156,7 @@ func TestFake_Submit_Error(t *testing.T) {
 		return true
 	}
 	c := dialFake(t, ft, Options{})
-	k := c.Submit(evalSpec("1"), wire.Options{Watch: true})
+	k := c.Submit(evalSpec("1"), workunit.Options{})
 	_, err := k.Accepted(testCtx(t))
 	require.Error(t, err)
 	assert.True(t, wire.IsCode(err, wire.CodeStore))
@@ -171,9 +171,9 @@ func TestFake_Submit_Invalid(t *testing.T) {
 	t.Parallel()
 	ft := newFakeTracker(t)
 	c := dialFake(t, ft, Options{})
-	_, err := c.Submit(&workunit.Spec{Kind: 9}, wire.Options{}).Accepted(testCtx(t))
+	_, err := c.Submit(&workunit.Spec{Kind: 9}, workunit.Options{}).Accepted(testCtx(t))
 	assert.ErrorContains(t, err, "unknown kind")
-	_, err = c.Submit(nil, wire.Options{}).Wait(testCtx(t))
+	_, err = c.Submit(nil, workunit.Options{}).Wait(testCtx(t))
 	assert.ErrorContains(t, err, "nil spec")
 }
 
@@ -183,24 +183,24 @@ func TestFake_SubmitWaitComplete(t *testing.T) {
 	m := dialFake(t, ft, Options{Name: "master"})
 	w := dialFake(t, ft, Options{Name: "w", Slots: 1})
 
-	k := m.Submit(evalSpec("6 * 7"), wire.Options{Watch: true})
+	k := m.Submit(evalSpec("6 * 7"), workunit.Options{})
 	serveOne(t, w, func(s *workunit.Spec) (any, error) {
 		assert.Equal(t, "6 * 7", s.Source)
 		return 42, nil
 	})
 	out, err := k.Wait(testCtx(t))
 	require.NoError(t, err)
-	assert.Equal(t, wire.StatusDone, out.Status)
+	assert.Equal(t, workunit.StatusDone, out.Status)
 	assert.Equal(t, "w", out.Worker)
 	v, err := out.Value()
 	require.NoError(t, err)
 	assert.Equal(t, 42.0, v)
 
 	// Memoized: answered from the Accepted, no work.
-	k2 := m.Submit(evalSpec("6 * 7"), wire.Options{Watch: true})
+	k2 := m.Submit(evalSpec("6 * 7"), workunit.Options{})
 	acc, err := k2.Accepted(testCtx(t))
 	require.NoError(t, err)
-	assert.Equal(t, wire.StatusDone, acc.Status)
+	assert.Equal(t, workunit.StatusDone, acc.Status)
 	out2, err := k2.Wait(testCtx(t))
 	require.NoError(t, err)
 	assert.Equal(t, out.Result, out2.Result)
@@ -211,7 +211,7 @@ func TestFake_WorkunitError(t *testing.T) {
 	ft := newFakeTracker(t)
 	m := dialFake(t, ft, Options{})
 	w := dialFake(t, ft, Options{Name: "bob", Slots: 1})
-	k := m.Submit(evalSpec("throw new TypeError('no')"), wire.Options{})
+	k := m.Submit(evalSpec("throw new TypeError('no')"), workunit.Options{})
 	serveOne(t, w, func(*workunit.Spec) (any, error) {
 		return nil, &workunit.Error{Kind: workunit.Thrown, Name: "TypeError", Message: "no"}
 	})
@@ -222,7 +222,7 @@ func TestFake_WorkunitError(t *testing.T) {
 	assert.Equal(t, k.Key, werr.Key)
 	assert.Contains(t, err.Error(), "worker bob: TypeError: no")
 	require.NotNil(t, out)
-	assert.Equal(t, wire.StatusError, out.Status)
+	assert.Equal(t, workunit.StatusError, out.Status)
 	_, err = out.Value()
 	assert.ErrorAs(t, err, &werr)
 
@@ -240,7 +240,7 @@ func TestFake_WaitFor_Unknown(t *testing.T) {
 	assert.True(t, wire.IsCode(err, wire.CodeUnknownKey), "%v", err)
 	info, err := c.Info(testCtx(t), workunit.Key{7})
 	require.NoError(t, err)
-	assert.Equal(t, wire.StatusUnknown, info.Status)
+	assert.Equal(t, workunit.StatusUnknown, info.Status)
 }
 
 func TestFake_WaitFor_ContextUnwatches(t *testing.T) {
@@ -263,14 +263,14 @@ func TestFake_CallWhenDone(t *testing.T) {
 	ft := newFakeTracker(t)
 	m := dialFake(t, ft, Options{})
 	w := dialFake(t, ft, Options{Name: "w", Slots: 1})
-	k := m.Submit(evalSpec("'a'"), wire.Options{})
+	k := m.Submit(evalSpec("'a'"), workunit.Options{})
 	got := make(chan string, 2)
-	m.CallWhenDone(k.Key, func(o *Outcome, err error) {
+	m.CallWhenDone(k.Key, func(o *workunit.Outcome, err error) {
 		assert.NoError(t, err)
 		v, _ := o.Value()
 		got <- fmt.Sprint(o.Worker, " ", v)
 	})
-	k.OnDone(func(o *Outcome, err error) {
+	k.OnDone(func(o *workunit.Outcome, err error) {
 		got <- fmt.Sprint("call ", err)
 	})
 	serveOne(t, w, func(*workunit.Spec) (any, error) { return "a", nil })
@@ -315,7 +315,7 @@ func TestFake_Reconnect(t *testing.T) {
 
 	// Accepted before the drop, finished after it: the watch is sent
 	// again on the new connection.
-	k1 := m.Submit(evalSpec("1"), wire.Options{Watch: true})
+	k1 := m.Submit(evalSpec("1"), workunit.Options{})
 	_, err := k1.Accepted(ctx)
 	require.NoError(t, err)
 	waitFor := make(chan error, 1)
@@ -336,10 +336,10 @@ func TestFake_Reconnect(t *testing.T) {
 		return false
 	}
 	ft.mu.Unlock()
-	k2 := m.Submit(evalSpec("2"), wire.Options{Watch: true})
+	k2 := m.Submit(evalSpec("2"), workunit.Options{})
 	acc, err := k2.Accepted(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, wire.StatusWaiting, acc.Status)
+	assert.Equal(t, workunit.StatusWaiting, acc.Status)
 
 	ft.dropAll()
 	for range 2 {
@@ -369,7 +369,7 @@ func TestFake_Close(t *testing.T) {
 	t.Parallel()
 	ft := newFakeTracker(t)
 	c := dialFake(t, ft, Options{})
-	k := c.Submit(evalSpec("1"), wire.Options{Watch: true})
+	k := c.Submit(evalSpec("1"), workunit.Options{})
 	_, err := k.Accepted(testCtx(t))
 	require.NoError(t, err)
 	var wg sync.WaitGroup
@@ -382,7 +382,7 @@ func TestFake_Close(t *testing.T) {
 	require.NoError(t, c.Close())
 	wg.Wait()
 	assert.ErrorIs(t, c.Err(), ErrClosed)
-	_, err = c.Submit(evalSpec("2"), wire.Options{}).Accepted(testCtx(t))
+	_, err = c.Submit(evalSpec("2"), workunit.Options{}).Accepted(testCtx(t))
 	assert.ErrorIs(t, err, ErrClosed)
 	require.NoError(t, c.Close())
 }
@@ -420,7 +420,7 @@ func TestFake_Limits(t *testing.T) {
 	for i := range big {
 		big[i] = 'x'
 	}
-	_, err := c.Submit(evalSpec(string(big)), wire.Options{}).Accepted(testCtx(t))
+	_, err := c.Submit(evalSpec(string(big)), workunit.Options{}).Accepted(testCtx(t))
 	assert.ErrorIs(t, err, wire.ErrLimit)
 
 	_, err = c.WaitForWork(testCtx(t))
@@ -466,7 +466,7 @@ func TestFake_Reconnect_VersionMismatchEnds(t *testing.T) {
 	t.Parallel()
 	ft := newFakeTracker(t)
 	c := dialFake(t, ft, Options{})
-	k := c.Submit(evalSpec("1"), wire.Options{Watch: true})
+	k := c.Submit(evalSpec("1"), workunit.Options{})
 	_, err := k.Accepted(testCtx(t))
 	require.NoError(t, err)
 	ft.mu.Lock()

@@ -42,7 +42,7 @@ type fakeTracker struct {
 
 type fakeUnit struct {
 	spec    []byte
-	status  wire.Status
+	status  workunit.Status
 	worker  string
 	result  []byte
 	err     *workunit.Error
@@ -208,19 +208,25 @@ func (ft *fakeTracker) lost(fc *fakeConn) {
 	delete(ft.conns, fc)
 	delete(ft.names, fc.name)
 	for k, u := range ft.units {
-		if u.holder == fc && u.status == wire.StatusRunning {
-			u.status, u.holder, u.worker = wire.StatusWaiting, nil, ""
+		if u.holder == fc && u.status == workunit.StatusRunning {
+			u.status, u.holder, u.worker = workunit.StatusWaiting, nil, ""
 			ft.queue = append([]workunit.Key{k}, ft.queue...)
 		}
 	}
 	ft.dispatchLocked()
 }
 
-func (ft *fakeTracker) outcome(u *fakeUnit) wire.Outcome {
+// keyed returns o for key k.
+func keyed(k workunit.Key, o workunit.Outcome) workunit.Outcome {
+	o.Key = k
+	return o
+}
+
+func (ft *fakeTracker) outcome(u *fakeUnit) workunit.Outcome {
 	if u == nil {
-		return wire.Outcome{}
+		return workunit.Outcome{}
 	}
-	return wire.Outcome{Status: u.status, Worker: u.worker, Result: u.result, Error: u.err, LastChange: u.changed}
+	return workunit.Outcome{Status: u.status, Worker: u.worker, Result: u.result, Err: u.err, LastChange: u.changed}
 }
 
 func (ft *fakeTracker) handleLocked(fc *fakeConn, m wire.Msg) {
@@ -237,13 +243,13 @@ func (ft *fakeTracker) handleLocked(fc *fakeConn, m wire.Msg) {
 		}
 		key := spec.Key()
 		u := ft.units[key]
-		if u == nil || u.status == wire.StatusError || m.Options.NoCache && u.status == wire.StatusDone {
-			u = &fakeUnit{spec: append([]byte(nil), m.Spec...), status: wire.StatusWaiting, changed: time.Now()}
+		if u == nil || u.status == workunit.StatusError || m.Options.NoCache && u.status == workunit.StatusDone {
+			u = &fakeUnit{spec: append([]byte(nil), m.Spec...), status: workunit.StatusWaiting, changed: time.Now()}
 			ft.units[key] = u
 			ft.queue = append(ft.queue, key)
 		}
-		fc.send(&wire.Accepted{Req: m.Req, Key: key, Outcome: ft.outcome(u)})
-		if m.Options.Watch {
+		fc.send(&wire.Accepted{Req: m.Req, Outcome: keyed(key, ft.outcome(u))})
+		if m.Watch {
 			ft.watchLocked(fc, m.Req, key)
 		}
 		ft.dispatchLocked()
@@ -256,7 +262,7 @@ func (ft *fakeTracker) handleLocked(fc *fakeConn, m wire.Msg) {
 			delete(fc.watches, k)
 		}
 	case *wire.Info:
-		fc.send(&wire.InfoReply{Req: m.Req, Key: m.Key, Outcome: ft.outcome(ft.units[m.Key])})
+		fc.send(&wire.InfoReply{Req: m.Req, Outcome: keyed(m.Key, ft.outcome(ft.units[m.Key]))})
 	case *wire.BlobHave:
 		var missing []blob.Hash
 		for _, h := range m.Hashes {
@@ -280,24 +286,24 @@ func (ft *fakeTracker) handleLocked(fc *fakeConn, m wire.Msg) {
 		ft.dispatchLocked()
 	case *wire.Done:
 		u := ft.units[m.Key]
-		if u == nil || u.holder != fc || u.token != m.Token || u.status != wire.StatusRunning {
+		if u == nil || u.holder != fc || u.token != m.Token || u.status != workunit.StatusRunning {
 			return
 		}
-		u.status, u.result, u.holder, u.changed = wire.StatusDone, append([]byte(nil), m.Result...), nil, time.Now()
+		u.status, u.result, u.holder, u.changed = workunit.StatusDone, append([]byte(nil), m.Result...), nil, time.Now()
 		ft.notifyLocked(m.Key, u, m.Console)
 	case *wire.Failed:
 		u := ft.units[m.Key]
-		if u == nil || u.holder != fc || u.token != m.Token || u.status != wire.StatusRunning {
+		if u == nil || u.holder != fc || u.token != m.Token || u.status != workunit.StatusRunning {
 			return
 		}
 		e := *m.Error
 		e.Worker, e.Key = fc.name, m.Key
-		u.status, u.err, u.holder, u.changed = wire.StatusError, &e, nil, time.Now()
+		u.status, u.err, u.holder, u.changed = workunit.StatusError, &e, nil, time.Now()
 		ft.notifyLocked(m.Key, u, m.Console)
 	case *wire.Return:
 		for _, l := range m.Leases {
 			if u := ft.units[l.Key]; u != nil && u.holder == fc && u.token == l.Token {
-				u.status, u.holder, u.worker = wire.StatusWaiting, nil, ""
+				u.status, u.holder, u.worker = workunit.StatusWaiting, nil, ""
 				ft.queue = append([]workunit.Key{l.Key}, ft.queue...)
 			}
 		}
@@ -309,19 +315,19 @@ func (ft *fakeTracker) handleLocked(fc *fakeConn, m wire.Msg) {
 
 func (ft *fakeTracker) watchLocked(fc *fakeConn, req uint64, key workunit.Key) {
 	u := ft.units[key]
-	if u == nil || u.status == wire.StatusDone || u.status == wire.StatusError {
-		fc.send(&wire.Finished{Req: req, Key: key, Outcome: ft.outcome(u)})
+	if u == nil || u.status == workunit.StatusDone || u.status == workunit.StatusError {
+		fc.send(&wire.Finished{Req: req, Outcome: keyed(key, ft.outcome(u))})
 		return
 	}
 	fc.watches[key] = append(fc.watches[key], req)
 }
 
-func (ft *fakeTracker) notifyLocked(key workunit.Key, u *fakeUnit, console wire.Console) {
+func (ft *fakeTracker) notifyLocked(key workunit.Key, u *fakeUnit, console workunit.Console) {
 	for fc := range ft.conns {
 		for _, req := range fc.watches[key] {
 			o := ft.outcome(u)
-			o.Console = append(wire.Console(nil), console...)
-			fc.send(&wire.Finished{Req: req, Key: key, Outcome: o})
+			o.Console = append(workunit.Console(nil), console...)
+			fc.send(&wire.Finished{Req: req, Outcome: keyed(key, o)})
 		}
 		delete(fc.watches, key)
 	}
@@ -342,11 +348,11 @@ func (ft *fakeTracker) dispatchLocked() {
 		key := ft.queue[0]
 		ft.queue = ft.queue[1:]
 		u := ft.units[key]
-		if u == nil || u.status != wire.StatusWaiting {
+		if u == nil || u.status != workunit.StatusWaiting {
 			continue
 		}
 		ft.token++
-		u.status, u.holder, u.token, u.worker, u.changed = wire.StatusRunning, to, ft.token, to.name, time.Now()
+		u.status, u.holder, u.token, u.worker, u.changed = workunit.StatusRunning, to, ft.token, to.name, time.Now()
 		to.credit--
 		to.send(&wire.Assign{Key: key, Token: u.token, Spec: u.spec, Realm: "r"})
 	}

@@ -29,18 +29,18 @@ func FuzzClientFrame(f *testing.F) {
 		keys[i] = s.Key()
 	}
 	specBytes, _ := fuzzSpecs[0].MarshalBinary()
-	outcome := wire.Outcome{Status: wire.StatusDone, Worker: "w", Result: []byte{0x01},
-		Console: wire.Console{{Level: "log", Text: "hi"}}, LastChange: time.UnixMilli(1767225600123), Elapsed: time.Millisecond}
-	failed := wire.Outcome{Status: wire.StatusError, Worker: "w",
-		Error: &workunit.Error{Kind: workunit.Thrown, Name: "Error", Message: "no", Stack: "at x"}}
+	outcome := workunit.Outcome{Status: workunit.StatusDone, Worker: "w", Result: []byte{0x01},
+		Console: workunit.EncodeConsole([]workunit.ConsoleLine{{Level: "log", Text: "hi"}}), LastChange: time.UnixMilli(1767225600123), Elapsed: time.Millisecond}
+	failed := workunit.Outcome{Status: workunit.StatusError, Worker: "w",
+		Err: &workunit.Error{Kind: workunit.Thrown, Name: "Error", Message: "no", Stack: "at x"}}
 	seeds := [][]wire.Msg{
-		{&wire.Accepted{Req: 1, Key: keys[0], Outcome: wire.Outcome{Status: wire.StatusWaiting}}},
-		{&wire.Accepted{Req: 2, Key: keys[1], Outcome: outcome}, &wire.Finished{Req: 1, Key: keys[0], Outcome: failed}},
-		{&wire.Finished{Req: 3, Key: keys[2], Outcome: outcome}},
-		{&wire.Finished{Req: 3, Key: keys[2], Outcome: wire.Outcome{Status: wire.StatusUnknown}}},
+		{&wire.Accepted{Req: 1, Outcome: workunit.Outcome{Key: keys[0], Status: workunit.StatusWaiting}}},
+		{&wire.Accepted{Req: 2, Outcome: keyed(keys[1], outcome)}, &wire.Finished{Req: 1, Outcome: keyed(keys[0], failed)}},
+		{&wire.Finished{Req: 3, Outcome: keyed(keys[2], outcome)}},
+		{&wire.Finished{Req: 3, Outcome: workunit.Outcome{Key: keys[2], Status: workunit.StatusUnknown}}},
 		{&wire.Error{Req: 1, Code: wire.CodeLimit, Message: "too many"}, &wire.Error{Req: 3, Code: wire.CodeForbidden}},
 		{&wire.Error{Code: wire.CodeInternal, Message: "connection"}},
-		{&wire.InfoReply{Req: 9, Key: keys[0], Outcome: outcome}},
+		{&wire.InfoReply{Req: 9, Outcome: keyed(keys[0], outcome)}},
 		{&wire.BlobNeed{Req: 9, Missing: []blob.Hash{{1}}}, &wire.BlobStored{Req: 9, Hash: blob.Hash{1}}},
 		{&wire.BlobData{Req: 9, Hash: blob.Hash{1}, Data: []byte("x")}, &wire.BlobData{Req: 10, Hash: blob.Hash{2}, Missing: true}},
 		{&wire.Assign{Key: keys[0], Token: 5, Spec: specBytes, Realm: "r", Timeout: time.Second, GPUs: 1}},
@@ -68,8 +68,8 @@ func FuzzClientFrame(f *testing.F) {
 		c.cur = cn
 		c.welcome = cn.welcome
 		c.mu.Unlock()
-		c.Submit(fuzzSpecs[0], wire.Options{Watch: true})
-		c.Submit(fuzzSpecs[1], wire.Options{})
+		c.Submit(fuzzSpecs[0], workunit.Options{})
+		c.Submit(fuzzSpecs[1], workunit.Options{})
 		c.Watch(keys[2])
 		c.Credit(2)
 

@@ -13,7 +13,6 @@ import (
 	"github.com/riot-go/riot/client"
 	"github.com/riot-go/riot/tracker/trackertest"
 	"github.com/riot-go/riot/value"
-	"github.com/riot-go/riot/wire"
 	"github.com/riot-go/riot/workunit"
 )
 
@@ -30,7 +29,7 @@ func TestClient_Misuse(t *testing.T) {
 
 	assert.EqualError(t, m.CompleteWorkunit(nil, 1, nil), "client: complete workunit: nil assignment")
 
-	_, err = m.Submit(nil, wire.Options{}).Accepted(ctx)
+	_, err = m.Submit(nil, workunit.Options{}).Accepted(ctx)
 	assert.EqualError(t, err, "client: submit: nil spec")
 
 	// Paths name the caller's own arguments and function.

@@ -14,6 +14,7 @@ import (
 	"github.com/riot-go/riot/tracker"
 	"github.com/riot-go/riot/tracker/trackertest"
 	"github.com/riot-go/riot/wire"
+	"github.com/riot-go/riot/workunit"
 )
 
 const (
@@ -51,7 +52,7 @@ func TestClient_Token(t *testing.T) {
 
 	m := dial(t, tr.Addr(), client.Options{Token: masterTok})
 	w := dial(t, tr.Addr(), client.Options{Token: workerTok, Role: wire.RoleWorker, Slots: 1})
-	k := m.Submit(eval("1 + 1"), wire.Options{Watch: true})
+	k := m.Submit(eval("1 + 1"), workunit.Options{})
 	work(t, w, 1, echo)
 	out, err := k.Wait(ctxFor(t))
 	require.NoError(t, err)
@@ -60,7 +61,7 @@ func TestClient_Token(t *testing.T) {
 	assert.Equal(t, "1 + 1", v)
 
 	// A worker's token may not submit: the call fails with forbidden.
-	_, err = w.Submit(eval("2"), wire.Options{}).Accepted(ctxFor(t))
+	_, err = w.Submit(eval("2"), workunit.Options{}).Accepted(ctxFor(t))
 	require.Error(t, err)
 	assert.True(t, wire.IsCode(err, wire.CodeForbidden), "%v", err)
 	_, err = w.Info(ctxFor(t), k.Key)
@@ -77,7 +78,7 @@ func TestClient_TLS(t *testing.T) {
 	require.NoError(t, err)
 	for _, addr := range []string{tr.URL(), tr.Addr()} {
 		m := dial(t, addr, client.Options{Token: masterTok, TLSConfig: conf})
-		_, err := m.Submit(eval("'secret'"), wire.Options{}).Accepted(ctxFor(t))
+		_, err := m.Submit(eval("'secret'"), workunit.Options{}).Accepted(ctxFor(t))
 		require.NoError(t, err, addr)
 	}
 
@@ -112,14 +113,14 @@ func TestClient_Limits(t *testing.T) {
 	}))
 	m := dial(t, tr.Addr(), client.Options{})
 
-	big := m.Submit(eval("'"+strings.Repeat("x", 1<<20)+"'"), wire.Options{Watch: true})
+	big := m.Submit(eval("'"+strings.Repeat("x", 1<<20)+"'"), workunit.Options{})
 	_, err := big.Wait(ctxFor(t))
 	require.ErrorIs(t, err, wire.ErrLimit)
 	assert.Contains(t, err.Error(), "put large values in blobs")
 
-	a := m.Submit(eval("1"), wire.Options{Watch: true})
-	b := m.Submit(eval("2"), wire.Options{Watch: true})
-	c := m.Submit(eval("3"), wire.Options{Watch: true})
+	a := m.Submit(eval("1"), workunit.Options{})
+	b := m.Submit(eval("2"), workunit.Options{})
+	c := m.Submit(eval("3"), workunit.Options{})
 	_, err = a.Accepted(ctxFor(t))
 	require.NoError(t, err)
 	_, err = b.Accepted(ctxFor(t))
@@ -137,7 +138,7 @@ func TestClient_Limits(t *testing.T) {
 	case <-ctxFor(t).Done():
 		t.Fatal("no result")
 	}
-	_, err = m.Submit(eval("3"), wire.Options{Watch: true}).Accepted(ctxFor(t))
+	_, err = m.Submit(eval("3"), workunit.Options{}).Accepted(ctxFor(t))
 	require.NoError(t, err)
 	assert.True(t, m.Connected())
 }
@@ -149,7 +150,7 @@ func waitAny(t *testing.T, calls ...*client.Call) <-chan struct{} {
 	once := make(chan struct{}, 1)
 	once <- struct{}{}
 	for _, k := range calls {
-		k.OnDone(func(*client.Outcome, error) {
+		k.OnDone(func(*workunit.Outcome, error) {
 			select {
 			case <-once:
 				close(ch)

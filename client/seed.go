@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/riot-go/riot/value"
-	"github.com/riot-go/riot/wire"
 	"github.com/riot-go/riot/workunit"
 )
 
@@ -22,13 +21,13 @@ func Connect(ctx context.Context, addr string, opts Options) (*Client, error) {
 // WorkunitInfo is Riot's client-workunit-info: the workunit's status,
 // worker, result and last change (Outcome.Status, Worker, Result or Err,
 // LastChange), now. The same as Info.
-func (c *Client) WorkunitInfo(ctx context.Context, key workunit.Key) (*Outcome, error) {
+func (c *Client) WorkunitInfo(ctx context.Context, key workunit.Key) (*workunit.Outcome, error) {
 	return c.Info(ctx, key)
 }
 
 // CallWithWorkunitInfo is Riot's client-call-with-workunit-info: it gets
 // the workunit's info and calls fn with it, on the caller's goroutine.
-func (c *Client) CallWithWorkunitInfo(ctx context.Context, key workunit.Key, fn func(*Outcome)) error {
+func (c *Client) CallWithWorkunitInfo(ctx context.Context, key workunit.Key, fn func(*workunit.Outcome)) error {
 	out, err := c.Info(ctx, key)
 	if err != nil {
 		return err
@@ -42,7 +41,7 @@ func (c *Client) CallWithWorkunitInfo(ctx context.Context, key workunit.Key, fn 
 // It does not watch the key: wait for it with WaitForFinishedWorkunit or
 // WaitFor. To add many, use Submit, which does not wait for each.
 func (c *Client) AddWorkunit(ctx context.Context, spec *workunit.Spec) (workunit.Key, error) {
-	k := c.Submit(spec, wire.Options{})
+	k := c.submit(spec, workunit.Options{}, false)
 	if _, err := k.Accepted(ctx); err != nil {
 		return k.Key, err
 	}
@@ -65,7 +64,7 @@ func (c *Client) CallWithNewWorkunit(ctx context.Context, spec *workunit.Spec, f
 // status, worker, result or error). Unlike WaitFor, a failed workunit is
 // not an error here: its error is in Outcome.Err. The error is about the
 // wait only (ctx, the client ending, an unknown key).
-func (c *Client) WaitForFinishedWorkunit(ctx context.Context, key workunit.Key) (*Outcome, error) {
+func (c *Client) WaitForFinishedWorkunit(ctx context.Context, key workunit.Key) (*workunit.Outcome, error) {
 	out, err := c.WaitFor(ctx, key)
 	if out != nil {
 		return out, nil
@@ -76,7 +75,7 @@ func (c *Client) WaitForFinishedWorkunit(ctx context.Context, key workunit.Key) 
 // CallWithFinishedWorkunit is Riot's client-call-with-finished-workunit:
 // it waits as WaitForFinishedWorkunit does and calls fn with the Outcome
 // on the caller's goroutine.
-func (c *Client) CallWithFinishedWorkunit(ctx context.Context, key workunit.Key, fn func(*Outcome)) error {
+func (c *Client) CallWithFinishedWorkunit(ctx context.Context, key workunit.Key, fn func(*workunit.Outcome)) error {
 	out, err := c.WaitForFinishedWorkunit(ctx, key)
 	if err != nil {
 		return err
@@ -90,7 +89,7 @@ func (c *Client) CallWithFinishedWorkunit(ctx context.Context, key workunit.Key,
 // returns at once. WaitUntilDone or the Call's Wait gives the result. The
 // workunit's stack traces name its source "eval".
 func (c *Client) DoWorkEval(source string) *Call {
-	return c.Submit(&workunit.Spec{Kind: workunit.Eval, Source: source, Name: "eval"}, wire.Options{Watch: true})
+	return c.Submit(&workunit.Spec{Kind: workunit.Eval, Source: source, Name: "eval"}, workunit.Options{})
 }
 
 // DoWork is Riot's do-work: it submits a call of fn (a function given by
@@ -116,7 +115,7 @@ func (c *Client) DoWork(fn *value.Function, args ...any) (*Call, error) {
 	if name == "" {
 		name = "fn"
 	}
-	return c.Submit(&workunit.Spec{Kind: workunit.Fn, Name: name, Payload: payload}, wire.Options{Watch: true}), nil
+	return c.Submit(&workunit.Spec{Kind: workunit.Fn, Name: name, Payload: payload}, workunit.Options{}), nil
 }
 
 // WaitUntilDone is Riot's wait-until-done: it waits until the workunit key
@@ -142,7 +141,7 @@ func ForWork(ctx context.Context, c *Client, n int, spec func(i int) *workunit.S
 	}
 	calls := make([]*Call, n)
 	for i := range calls {
-		calls[i] = c.Submit(spec(i), wire.Options{Watch: true})
+		calls[i] = c.Submit(spec(i), workunit.Options{})
 	}
 	out := make([]any, n)
 	for i, k := range calls {

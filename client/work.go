@@ -126,7 +126,7 @@ type Report struct {
 	Result []byte
 	Error  *workunit.Error
 	// Console and Elapsed are the run's console output and duration.
-	Console wire.Console
+	Console workunit.Console
 	Elapsed time.Duration
 	// Credit is granted in the same frame (see Credit); 0 for none.
 	Credit int
@@ -180,7 +180,7 @@ func (c *Client) Report(r Report) error {
 // Done reports a workunit's result (a value document, see package value)
 // for lease l, with its console output and run time: Report without
 // credit.
-func (c *Client) Done(l wire.Lease, result []byte, console wire.Console, elapsed time.Duration) error {
+func (c *Client) Done(l wire.Lease, result []byte, console workunit.Console, elapsed time.Duration) error {
 	if result == nil {
 		result = []byte{}
 	}
@@ -189,7 +189,7 @@ func (c *Client) Done(l wire.Lease, result []byte, console wire.Console, elapsed
 
 // Failed reports a workunit's error for lease l (the tracker fills in its
 // Worker and Key): Report without credit.
-func (c *Client) Failed(l wire.Lease, werr *workunit.Error, console wire.Console, elapsed time.Duration) error {
+func (c *Client) Failed(l wire.Lease, werr *workunit.Error, console workunit.Console, elapsed time.Duration) error {
 	if werr == nil {
 		return errors.New("client: failed: nil error")
 	}

@@ -16,7 +16,6 @@ import (
 	"github.com/riot-go/riot/e2e"
 	"github.com/riot-go/riot/tracker"
 	"github.com/riot-go/riot/value"
-	"github.com/riot-go/riot/wire"
 	"github.com/riot-go/riot/workunit"
 )
 
@@ -97,12 +96,12 @@ func TestE2E_KillWorker(t *testing.T) {
 	fn := &value.Function{Source: "(victim, i) => { if (riot.worker.name === victim) sleep(600); return [riot.worker.name, i]; }"}
 	var mu sync.Mutex
 	heard := map[workunit.Key]int{}
-	finished := make(chan *client.Outcome, 2*n)
+	finished := make(chan *workunit.Outcome, 2*n)
 	calls := make([]*client.Call, n)
 	for i := range calls {
 		k, err := m.DoWork(fn, victim.Name(), i)
 		require.NoError(t, err)
-		k.OnDone(func(o *client.Outcome, err error) {
+		k.OnDone(func(o *workunit.Outcome, err error) {
 			mu.Lock()
 			heard[k.Key]++
 			mu.Unlock()
@@ -118,7 +117,7 @@ func TestE2E_KillWorker(t *testing.T) {
 	for _, k := range calls {
 		info, err := m.Info(ctx, k.Key)
 		require.NoError(t, err)
-		require.Equal(t, wire.StatusRunning, info.Status)
+		require.Equal(t, workunit.StatusRunning, info.Status)
 		require.Equal(t, victim.Name(), info.Worker)
 	}
 
@@ -163,7 +162,7 @@ func TestE2E_KillWorker(t *testing.T) {
 	// The dead worker's result is remembered, not run again.
 	again, err := m.DoWorkEval("riot.worker.name").Accepted(ctx)
 	require.NoError(t, err)
-	assert.Equal(t, wire.StatusDone, again.Status)
+	assert.Equal(t, workunit.StatusDone, again.Status)
 	assert.Equal(t, victim.Name(), again.Worker)
 }
 
@@ -189,7 +188,7 @@ func TestE2E_KillTracker(t *testing.T) {
 	firstRun := make([]any, quick)
 	calls := make([]*client.Call, quick)
 	for i := range calls {
-		calls[i] = m.Submit(fnSpec(t, quickSrc, i), wire.Options{Watch: true})
+		calls[i] = m.Submit(fnSpec(t, quickSrc, i), workunit.Options{})
 	}
 	for i, k := range calls {
 		out, err := k.Wait(ctx)
@@ -203,7 +202,7 @@ func TestE2E_KillTracker(t *testing.T) {
 	slowSrc := "(i) => { sleep(1); return [riot.worker.name, i, Math.random()]; }"
 	slowCalls := make([]*client.Call, slow)
 	for i := range slowCalls {
-		slowCalls[i] = m.Submit(fnSpec(t, slowSrc, i), wire.Options{Watch: true})
+		slowCalls[i] = m.Submit(fnSpec(t, slowSrc, i), workunit.Options{})
 	}
 	for i, k := range slowCalls {
 		// Accepted: durable, and (riotd persists before it sends) assigned
@@ -237,9 +236,9 @@ func TestE2E_KillTracker(t *testing.T) {
 	// Resubmitted, the finished workunits are answered from the table with
 	// their first result (a second run would draw another random number).
 	for i := range quick {
-		out, err := m.Submit(fnSpec(t, quickSrc, i), wire.Options{}).Accepted(ctx)
+		out, err := m.Submit(fnSpec(t, quickSrc, i), workunit.Options{}).Accepted(ctx)
 		require.NoError(t, err)
-		require.Equal(t, wire.StatusDone, out.Status)
+		require.Equal(t, workunit.StatusDone, out.Status)
 		v, err := out.Value()
 		require.NoError(t, err)
 		require.Equal(t, firstRun[i], v, "workunit %d", i)
@@ -261,17 +260,17 @@ func TestE2E_Memoized(t *testing.T) {
 
 	t.Run("done", func(t *testing.T) {
 		spec := fnSpec(t, "() => Math.random()")
-		first, err := m.Submit(spec, wire.Options{Watch: true}).Wait(ctx)
+		first, err := m.Submit(spec, workunit.Options{}).Wait(ctx)
 		require.NoError(t, err)
 		before, err := tr.Status(ctx)
 		require.NoError(t, err)
 
-		again, err := m.Submit(spec, wire.Options{}).Accepted(ctx)
+		again, err := m.Submit(spec, workunit.Options{}).Accepted(ctx)
 		require.NoError(t, err)
-		assert.Equal(t, wire.StatusDone, again.Status, "answered at once, from the table")
+		assert.Equal(t, workunit.StatusDone, again.Status, "answered at once, from the table")
 		assert.Equal(t, first.Result, again.Result)
 		assert.Equal(t, w.Name(), again.Worker)
-		waited, err := m.Submit(spec, wire.Options{Watch: true}).Wait(ctx)
+		waited, err := m.Submit(spec, workunit.Options{}).Wait(ctx)
 		require.NoError(t, err)
 		assert.Equal(t, first.Result, waited.Result)
 
@@ -283,13 +282,13 @@ func TestE2E_Memoized(t *testing.T) {
 
 	t.Run("error", func(t *testing.T) {
 		spec := fnSpec(t, "() => { throw new RangeError('draw ' + Math.random()); }")
-		_, err1 := m.Submit(spec, wire.Options{Watch: true}).Wait(ctx)
+		_, err1 := m.Submit(spec, workunit.Options{}).Wait(ctx)
 		var e1 *workunit.Error
 		require.ErrorAs(t, err1, &e1)
 		before, err := tr.Status(ctx)
 		require.NoError(t, err)
 
-		_, err2 := m.Submit(spec, wire.Options{Watch: true}).Wait(ctx)
+		_, err2 := m.Submit(spec, workunit.Options{}).Wait(ctx)
 		var e2 *workunit.Error
 		require.ErrorAs(t, err2, &e2)
 		assert.Equal(t, "RangeError", e2.Name)
@@ -330,7 +329,7 @@ func TestE2E_ErrorNamesWorker(t *testing.T) {
 	assert.Equal(t, workunit.Thrown, werr.Kind)
 	assert.Contains(t, err.Error(), "worker "+w.Name())
 	require.NotNil(t, out)
-	assert.Equal(t, wire.StatusError, out.Status)
+	assert.Equal(t, workunit.StatusError, out.Status)
 	assert.True(t, errors.Is(err, &workunit.Error{Kind: workunit.Thrown}))
 
 	res := bins.RunEval(t, "--tracker", tr.Addr(), "-e", "null.x")

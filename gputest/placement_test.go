@@ -19,7 +19,6 @@ import (
 	"github.com/riot-go/riot/tracker"
 	"github.com/riot-go/riot/tracker/trackertest"
 	"github.com/riot-go/riot/value"
-	"github.com/riot-go/riot/wire"
 	"github.com/riot-go/riot/workunit"
 )
 
@@ -146,7 +145,7 @@ func TestPlacement_OneDeviceTwoSlots(t *testing.T) {
 	ctx, cancel := context.WithTimeout(t.Context(), trackertest.DefaultWait)
 	defer cancel()
 	out, err := c.Submit(&workunit.Spec{Kind: workunit.Eval, Source: "riot.worker.gpus.length", Name: "eval"},
-		wire.Options{Watch: true}).Wait(ctx)
+		workunit.Options{}).Wait(ctx)
 	require.NoError(t, err)
 	v, err := value.Unmarshal(out.Result)
 	require.NoError(t, err)

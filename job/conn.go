@@ -52,7 +52,7 @@ func (k *conn) Submit(spec *workunit.Spec, opts engine.WorkOptions) engine.Submi
 		k.mu.Lock()
 		k.submitted = append(k.submitted, key)
 		k.mu.Unlock()
-		call.OnDone(func(out *client.Outcome, err error) {
+		call.OnDone(func(out *workunit.Outcome, err error) {
 			if _, err := outcome(out, err); err != nil {
 				return // the outcome is not known (the client ended)
 			}
@@ -66,7 +66,7 @@ func (k *conn) Submit(spec *workunit.Spec, opts engine.WorkOptions) engine.Submi
 	}
 	if opts.GPUs > 0 && k.state != nil {
 		k.state.addGPUWork(1)
-		call.OnDone(func(*client.Outcome, error) { k.state.addGPUWork(-1) })
+		call.OnDone(func(*workunit.Outcome, error) { k.state.addGPUWork(-1) })
 	}
 	return submission{call}
 }
@@ -124,15 +124,15 @@ func (k *conn) cancelAll(ctx context.Context) (canceled, error) {
 			r.unchecked += len(left) - i
 			break
 		}
-		if out.Status == wire.StatusWaiting || out.Status == wire.StatusRunning {
+		if out.Status == workunit.StatusWaiting || out.Status == workunit.StatusRunning {
 			r.others++
 		}
 	}
 	return r, nil
 }
 
-func wireOptions(o engine.WorkOptions) wire.Options {
-	return wire.Options{NoCache: o.NoCache, GPUs: o.GPUs, Timeout: o.Timeout, Watch: o.Watch}
+func wireOptions(o engine.WorkOptions) workunit.Options {
+	return workunit.Options{NoCache: o.NoCache, GPUs: o.GPUs, Timeout: o.Timeout}
 }
 
 func (k *conn) Wait(ctx context.Context, key workunit.Key) (*engine.Outcome, error) {
@@ -142,7 +142,7 @@ func (k *conn) Wait(ctx context.Context, key workunit.Key) (*engine.Outcome, err
 
 // outcome converts a client outcome. A failed workunit is an outcome with
 // status "error", not an error: the script decides what to do with it.
-func outcome(out *client.Outcome, err error) (*engine.Outcome, error) {
+func outcome(out *workunit.Outcome, err error) (*engine.Outcome, error) {
 	var werr *workunit.Error
 	if err != nil && (out == nil || !errors.As(err, &werr)) {
 		return nil, err
@@ -158,20 +158,24 @@ func outcome(out *client.Outcome, err error) (*engine.Outcome, error) {
 	if o.Err == nil && werr != nil {
 		o.Err = werr
 	}
-	for _, l := range out.Console {
+	lines, err := out.Console.Lines()
+	if err != nil {
+		return nil, err
+	}
+	for _, l := range lines {
 		o.Console = append(o.Console, engine.ConsoleLine{Level: engine.Level(l.Level), Text: l.Text})
 	}
 	return o, nil
 }
 
 func (k *conn) OnFinished(key workunit.Key, fn func(*engine.Outcome)) {
-	k.c.CallWhenDone(key, func(out *client.Outcome, err error) { fn(finished(key, out, err)) })
+	k.c.CallWhenDone(key, func(out *workunit.Outcome, err error) { fn(finished(key, out, err)) })
 }
 
 // finished converts the outcome a callback gets. When the client ended
 // (closed, or its context) instead, it reports that as the workunit's
 // failure, so that no callback is left waiting forever.
-func finished(key workunit.Key, out *client.Outcome, err error) *engine.Outcome {
+func finished(key workunit.Key, out *workunit.Outcome, err error) *engine.Outcome {
 	o, err := outcome(out, err)
 	if err != nil {
 		o = &engine.Outcome{Key: key, Status: "error", Err: &workunit.Error{
@@ -263,7 +267,7 @@ func (s submission) Wait(ctx context.Context) (*engine.Outcome, error) {
 }
 
 func (s submission) OnDone(fn func(*engine.Outcome)) {
-	s.call.OnDone(func(out *client.Outcome, err error) { fn(finished(s.call.Key, out, err)) })
+	s.call.OnDone(func(out *workunit.Outcome, err error) { fn(finished(s.call.Key, out, err)) })
 }
 
 // blobSource fetches blobs from the tracker for workunits a script takes

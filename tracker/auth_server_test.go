@@ -121,7 +121,7 @@ func TestServer_Auth_WorkerToken(t *testing.T) {
 	w.send(&wire.Info{Req: 7})
 	ir := recv[*wire.InfoReply](w)
 	assert.Equal(t, uint64(7), ir.Req)
-	assert.Equal(t, wire.StatusUnknown, ir.Status)
+	assert.Equal(t, workunit.StatusUnknown, ir.Status)
 	body, _ = get(t, "http://"+tr.Addr()+"/metrics")
 	assert.Contains(t, body, "riot_requests_forbidden_total 6")
 }
@@ -244,9 +244,9 @@ func TestServer_Auth_Cancel(t *testing.T) {
 	assert.Equal(t, uint64(4), c.Req)
 	assert.Equal(t, []workunit.Key{key}, c.Keys)
 	f := recv[*wire.Finished](alice)
-	assert.Equal(t, wire.StatusError, f.Status)
-	assert.Equal(t, workunit.Canceled, f.Error.Kind)
-	assert.Equal(t, "canceled by alice", f.Error.Message)
+	assert.Equal(t, workunit.StatusError, f.Status)
+	assert.Equal(t, workunit.Canceled, f.Err.Kind)
+	assert.Equal(t, "canceled by alice", f.Err.Message)
 	body, _ := get(t, "http://"+tr.Addr()+"/metrics")
 	assert.Contains(t, body, `riot_finished_total{outcome="canceled"} 1`)
 }

@@ -166,7 +166,7 @@ func BenchmarkServer_Throughput(b *testing.B) {
 				<-free
 				subs, out = subs[:0], out[:0]
 				for ; i < b.N && len(subs) < batch; i++ {
-					subs = append(subs, wire.Submit{Req: uint64(i + 1), Spec: specs[i], Options: wire.Options{Watch: true}})
+					subs = append(subs, wire.Submit{Req: uint64(i + 1), Spec: specs[i], Options: workunit.Options{}})
 				}
 				for j := range subs {
 					out = append(out, &subs[j])
@@ -206,7 +206,7 @@ func benchRoundTrip(b *testing.B, opts ...trackertest.Option) {
 	b.ResetTimer()
 	for i := range b.N {
 		start := time.Now()
-		m.write(b, &wire.Submit{Req: uint64(i + 1), Spec: specs[i], Options: wire.Options{Watch: true}})
+		m.write(b, &wire.Submit{Req: uint64(i + 1), Spec: specs[i], Options: workunit.Options{}})
 		for done := false; !done; {
 			msgs := m.read(b)
 			if msgs == nil {

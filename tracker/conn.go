@@ -2,7 +2,6 @@ package tracker
 
 import (
 	"bytes"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -56,7 +55,6 @@ type inbound struct {
 // aux is what the reader works out for a message, off the table's loop.
 type aux struct {
 	key workunit.Key // Submit: the key of its spec
-	run []byte       // Done, Failed: the run's elapsed time and console (packRun)
 }
 
 // qstate is the state of a connection's outgoing queue.
@@ -165,13 +163,10 @@ func msgBytes(m wire.Msg) int {
 	return base
 }
 
-func outcomeBytes(o *wire.Outcome) int {
-	n := len(o.Result)
-	if o.Error != nil {
-		n += len(o.Error.Message) + len(o.Error.Stack) + len(o.Error.Value)
-	}
-	for _, l := range o.Console {
-		n += len(l.Text) + 8
+func outcomeBytes(o *workunit.Outcome) int {
+	n := len(o.Result) + len(o.Console)
+	if o.Err != nil {
+		n += len(o.Err.Message) + len(o.Err.Stack) + len(o.Err.Value)
 	}
 	return n
 }
@@ -504,7 +499,6 @@ func (c *conn) readLoop() string {
 		return "refused"
 	}
 
-	var spec workunit.Spec
 	for {
 		msgs, size, reason, ok := c.readFrame(&dec, timeout)
 		if !ok {
@@ -523,21 +517,23 @@ func (c *conn) readLoop() string {
 				c.blob(m)
 				continue
 			case *wire.Submit:
-				if err := spec.UnmarshalBinary(m.Spec); err != nil {
+				key, err := workunit.KeyOf(m.Spec)
+				if err != nil {
 					c.send(&wire.Error{Req: m.Req, Code: wire.CodeInvalid, Message: "tracker: submit: " + err.Error()})
 					continue
 				}
-				a.key = spec.Key()
+				a.key = key
 			case *wire.Done:
-				a.run = packRun(m.Elapsed, m.Console)
 				// The table keeps the result for good; a result that aliases a
 				// frame much larger than itself would keep the whole frame
 				// alive, so copy it out.
 				if size > keepFrameBytes && len(m.Result) < size/2 {
 					m.Result = bytes.Clone(m.Result)
 				}
+				// The console (like the rest of the message) aliases the frame,
+				// which is the reader's alone: the table keeps it only until the
+				// notifications it goes into have been sent.
 			case *wire.Failed:
-				a.run = packRun(m.Elapsed, m.Console)
 			case *wire.Watch, *wire.Unwatch, *wire.Info, *wire.Cancel, *wire.Credit, *wire.Return:
 			case *wire.Hello:
 				return c.violation(&wire.Error{Code: wire.CodeProtocol, Message: "tracker: a second hello"}, wire.CloseProtocolError)
@@ -788,33 +784,6 @@ func (c *conn) blob(m wire.Msg) {
 func (c *conn) storeFailed(req uint64, op string, err error) {
 	c.s.log.Error("store failed", "op", op, "conn", c.label(), "err", err)
 	c.send(&wire.Error{Req: req, Code: wire.CodeStore, Message: "tracker: " + op + ": " + err.Error()})
-}
-
-// packRun packs a run's elapsed time and console into the bytes that the
-// table carries, opaque, from a Complete or Fail to its Notifications.
-func packRun(elapsed time.Duration, console wire.Console) []byte {
-	if elapsed <= 0 && len(console) == 0 {
-		return nil
-	}
-	b := binary.AppendUvarint(make([]byte, 0, 10), uint64(max(elapsed, 0)/time.Microsecond))
-	if len(console) > 0 {
-		cb, _ := console.MarshalBinary()
-		b = append(b, cb...)
-	}
-	return b
-}
-
-// unpackRun undoes packRun.
-func unpackRun(b []byte) (time.Duration, wire.Console) {
-	us, n := binary.Uvarint(b)
-	if n <= 0 {
-		return 0, nil
-	}
-	var console wire.Console
-	if len(b) > n && console.UnmarshalBinary(b[n:]) != nil {
-		console = nil
-	}
-	return time.Duration(us) * time.Microsecond, console
 }
 
 // clip cuts s to at most n bytes, at a rune boundary.

@@ -37,7 +37,7 @@ func FuzzServerFrame(f *testing.F) {
 	}{
 		{true, []wire.Msg{&wire.Hello{Version: wire.ProtocolVersion, Role: wire.RoleWorker, Name: "w", Session: "s", Slots: 2, Prefetch: 1}}},
 		{true, []wire.Msg{&wire.Hello{Version: wire.ProtocolVersion + 1, Role: wire.RoleMaster}}},
-		{false, []wire.Msg{&wire.Submit{Req: 1, Spec: specBytes, Options: wire.Options{Watch: true, Timeout: time.Second}}}},
+		{false, []wire.Msg{&wire.Submit{Req: 1, Spec: specBytes, Options: workunit.Options{Timeout: time.Second}, Watch: true}}},
 		{false, []wire.Msg{&wire.Submit{Req: 2, Spec: []byte{0x80}}}},
 		{false, []wire.Msg{&wire.Watch{Req: 3, Keys: []workunit.Key{key}}, &wire.Unwatch{Keys: []workunit.Key{key}}}},
 		{false, []wire.Msg{&wire.Info{Req: 4, Key: key}}},
@@ -45,7 +45,7 @@ func FuzzServerFrame(f *testing.F) {
 		{false, []wire.Msg{&wire.BlobGet{Req: 7, Hash: hash}, &wire.BlobPut{Req: 8, Hash: blob.Hash{1}, Data: data}}},
 		{false, []wire.Msg{&wire.Cancel{Req: 9, Keys: []workunit.Key{key, {1}}}, &wire.Revoke{Key: key, Token: 1}}},
 		{false, []wire.Msg{&wire.Credit{N: 3}}},
-		{false, []wire.Msg{&wire.Done{Key: key, Token: 1, Result: []byte{2}, Console: wire.Console{{Level: "log", Text: "x"}}}}},
+		{false, []wire.Msg{&wire.Done{Key: key, Token: 1, Result: []byte{2}, Console: workunit.EncodeConsole([]workunit.ConsoleLine{{Level: "log", Text: "x"}})}}},
 		{false, []wire.Msg{&wire.Failed{Key: key, Token: 1, Error: &workunit.Error{Kind: workunit.Thrown, Name: "E", Message: "m"}}}},
 		{false, []wire.Msg{&wire.Return{Leases: []wire.Lease{{Key: key, Token: 1}}}}},
 		{false, []wire.Msg{&wire.Assign{Key: key, Token: 1, Spec: specBytes}}},

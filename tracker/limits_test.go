@@ -6,11 +6,13 @@ import (
 	"testing"
 
 	"github.com/gorilla/websocket"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
 	"github.com/riot-go/riot/tracker"
 	"github.com/riot-go/riot/tracker/trackertest"
 	"github.com/riot-go/riot/wire"
-	"github.com/stretchr/testify/assert"
-	"github.com/stretchr/testify/require"
+	"github.com/riot-go/riot/workunit"
 )
 
 // smallFrames makes a tracker whose frames are at most 1 MiB (so its
@@ -38,7 +40,7 @@ func TestServer_Limit_Frame(t *testing.T) {
 
 	rec, ok := tr.Lookup(t, kept)
 	require.True(t, ok, "what was accepted stays")
-	assert.Equal(t, wire.StatusWaiting, wire.Status(rec.Status))
+	assert.Equal(t, workunit.StatusWaiting, workunit.Status(rec.Status))
 	other.submit("'fine'")
 }
 
@@ -90,7 +92,7 @@ func TestServer_Limit_WaitingPerMaster(t *testing.T) {
 	k1, _ := m.submit("1")
 	m.submit("2")
 	s3, k3 := spec(t, "3")
-	m.send(&wire.Submit{Req: 77, Spec: s3, Options: wire.Options{Watch: true}})
+	m.send(&wire.Submit{Req: 77, Spec: s3, Options: workunit.Options{}})
 	e := recv[*wire.Error](m)
 	assert.Equal(t, wire.CodeLimit, e.Code)
 	assert.Equal(t, uint64(77), e.Req)

@@ -274,17 +274,13 @@ func (l *loop) frame(ib *inbound) {
 		switch m := m.(type) {
 		case *wire.Submit:
 			err := l.tab.Step(table.Submit{
-				Master: mid,
-				Req:    m.Req,
-				Owner:  c.realm,
-				Key:    a.key,
-				Spec:   m.Spec,
-				Options: table.Options{
-					NoCache: m.Options.NoCache,
-					GPUs:    m.Options.GPUs,
-					Timeout: uint32(m.Options.Timeout / time.Millisecond),
-				},
-				Watch: m.Options.Watch,
+				Master:  mid,
+				Req:     m.Req,
+				Owner:   c.realm,
+				Key:     a.key,
+				Spec:    m.Spec,
+				Options: m.Options,
+				Watch:   m.Watch,
 			})
 			if err != nil {
 				l.push(c, &wire.Error{Req: m.Req, Code: codeFor(err), Message: err.Error()})
@@ -313,11 +309,11 @@ func (l *loop) frame(ib *inbound) {
 				_ = l.tab.Step(table.WorkerCredit{Worker: wid, N: m.N})
 			}
 		case *wire.Done:
-			if l.tab.Step(table.Complete{Worker: wid, Key: m.Key, Token: table.Token(m.Token), Result: m.Result, Console: a.run}) == nil {
+			if l.tab.Step(table.Complete{Worker: wid, Key: m.Key, Token: table.Token(m.Token), Result: m.Result, Console: m.Console, Elapsed: m.Elapsed}) == nil {
 				l.completed++
 			}
 		case *wire.Failed:
-			if l.tab.Step(table.Fail{Worker: wid, Key: m.Key, Token: table.Token(m.Token), Err: m.Error, Console: a.run}) == nil {
+			if l.tab.Step(table.Fail{Worker: wid, Key: m.Key, Token: table.Token(m.Token), Err: m.Error, Console: m.Console, Elapsed: m.Elapsed}) == nil {
 				l.failed++
 			}
 		case *wire.Return:
@@ -402,7 +398,7 @@ func (l *loop) deliver(rd *table.Ready, perr error) {
 					Token:   uint64(m.Token),
 					Spec:    m.Spec,
 					Realm:   m.Owner,
-					Timeout: time.Duration(m.Options.Timeout) * time.Millisecond,
+					Timeout: m.Options.Timeout,
 					GPUs:    m.Options.GPUs,
 				})
 			}
@@ -414,11 +410,11 @@ func (l *loop) deliver(rd *table.Ready, perr error) {
 				l.push(c, &wire.Error{Req: m.Req, Code: wire.CodeStore,
 					Message: "tracker: the submission could not be stored: " + perr.Error()})
 			default:
-				l.push(c, &wire.Accepted{Req: m.Req, Key: m.Key, Outcome: outcome(&m.Info, nil)})
+				l.push(c, &wire.Accepted{Req: m.Req, Outcome: m.Outcome})
 			}
 		case *table.InfoReply:
 			if c := l.conns[uint64(m.Master)]; c != nil {
-				l.push(c, &wire.InfoReply{Req: m.Req, Key: m.Key, Outcome: outcome(&m.Info, nil)})
+				l.push(c, &wire.InfoReply{Req: m.Req, Outcome: m.Outcome})
 			}
 		case *table.CancelReply:
 			c := l.conns[uint64(m.Master)]
@@ -440,7 +436,7 @@ func (l *loop) deliver(rd *table.Ready, perr error) {
 	for i := range rd.Notify {
 		n := &rd.Notify[i]
 		if c := l.conns[uint64(n.Master)]; c != nil {
-			l.push(c, &wire.Finished{Req: n.Req, Key: n.Key, Outcome: outcome(&n.Info, n.Console)})
+			l.push(c, &wire.Finished{Req: n.Req, Outcome: n.Outcome})
 		}
 	}
 	for _, q := range rd.Requeued {
@@ -456,9 +452,9 @@ func (l *loop) deliver(rd *table.Ready, perr error) {
 	for i := range rd.Persist {
 		r := &rd.Persist[i]
 		switch {
-		case r.Status == table.Error && r.Err != nil && r.Err.Kind == workunit.Canceled && r.Err.Worker == "":
+		case r.Status == workunit.StatusError && r.Err != nil && r.Err.Kind == workunit.Canceled && r.Err.Worker == "":
 			l.s.log.Info("workunit canceled", "key", r.Key.Short(), "message", r.Err.Message)
-		case r.Status == table.Error && r.Err != nil:
+		case r.Status == workunit.StatusError && r.Err != nil:
 			l.s.log.Info("workunit failed", "key", r.Key.Short(), "worker", r.Err.Worker, "kind", r.Err.Kind.String(),
 				"name", r.Err.Name, "message", r.Err.Message)
 		}
@@ -470,22 +466,6 @@ func (l *loop) workerName(id table.WorkerID) string {
 		return c.name
 	}
 	return "gone#" + strconv.FormatUint(uint64(id), 10)
-}
-
-// outcome converts a table Info, and a run packed by packRun, to a wire
-// Outcome.
-func outcome(in *table.Info, run []byte) wire.Outcome {
-	o := wire.Outcome{
-		Status:     wire.Status(in.Status),
-		Worker:     in.Worker,
-		Result:     in.Result,
-		Error:      in.Err,
-		LastChange: in.LastChange,
-	}
-	if len(run) > 0 {
-		o.Elapsed, o.Console = unpackRun(run)
-	}
-	return o
 }
 
 func (l *loop) stats() Stats {

@@ -193,20 +193,6 @@ func TestOptions_WithDefaults_Limits(t *testing.T) {
 	assert.Equal(t, wire.Limits{}.WithDefaults(), d.Limits, "the defaults leave room already")
 }
 
-func TestPackRun(t *testing.T) {
-	t.Parallel()
-	assert.Nil(t, packRun(0, nil))
-	c := wire.Console{{Level: "warn", Text: "careful"}, {Level: "log", Text: "ü"}}
-	for _, tc := range []struct {
-		elapsed time.Duration
-		console wire.Console
-	}{{1500 * time.Microsecond, nil}, {0, c}, {time.Hour, c}} {
-		e, got := unpackRun(packRun(tc.elapsed, tc.console))
-		assert.Equal(t, tc.elapsed, e)
-		assert.Equal(t, tc.console, got)
-	}
-}
-
 func TestClip(t *testing.T) {
 	t.Parallel()
 	assert.Equal(t, "abc", clip("abc", 5))

@@ -133,7 +133,7 @@ func TestServer_Submit_InvalidSpec(t *testing.T) {
 	assert.Equal(t, wire.CodeInvalid, e.Code)
 	assert.Contains(t, e.Message, "spec")
 	s, _ := spec(t, "1")
-	c.send(&wire.Submit{Req: 5, Spec: s, Options: wire.Options{GPUs: 300}})
+	c.send(&wire.Submit{Req: 5, Spec: s, Options: workunit.Options{GPUs: 300}})
 	e = recv[*wire.Error](c)
 	assert.Equal(t, uint64(5), e.Req)
 	assert.Equal(t, wire.CodeInvalid, e.Code)
@@ -147,7 +147,7 @@ func TestServer_Dispatch_Credit(t *testing.T) {
 	var keys []workunit.Key
 	for i := range 4 {
 		k, acc := m.submit("work(" + string(rune('0'+i)) + ")")
-		assert.Equal(t, wire.StatusWaiting, acc.Status)
+		assert.Equal(t, workunit.StatusWaiting, acc.Status)
 		keys = append(keys, k)
 	}
 	// Two workers of one slot each: one workunit each, however many wait.
@@ -175,7 +175,7 @@ func TestServer_Dispatch_Credit(t *testing.T) {
 	done := map[workunit.Key]string{}
 	for range 4 {
 		f := recv[*wire.Finished](m)
-		assert.Equal(t, wire.StatusDone, f.Status)
+		assert.Equal(t, workunit.StatusDone, f.Status)
 		done[f.Key] = f.Worker
 	}
 	assert.Len(t, done, 4)
@@ -209,7 +209,7 @@ func TestServer_Finished_ToEveryWatcher(t *testing.T) {
 	w := worker(t, tr, "alfred", 1)
 	a := recv[*wire.Assign](w)
 	assert.Equal(t, key, a.Key)
-	console := wire.Console{{Level: "log", Text: "hi"}}
+	console := workunit.EncodeConsole([]workunit.ConsoleLine{{Level: "log", Text: "hi"}})
 	w.send(&wire.Done{Key: a.Key, Token: a.Token, Result: result(42 - 30), Console: console, Elapsed: 1500 * time.Microsecond})
 	for _, tc := range []struct {
 		c   *wsClient
@@ -218,7 +218,7 @@ func TestServer_Finished_ToEveryWatcher(t *testing.T) {
 		f := recv[*wire.Finished](tc.c)
 		assert.Equal(t, tc.req, f.Req)
 		assert.Equal(t, key, f.Key)
-		assert.Equal(t, wire.StatusDone, f.Status)
+		assert.Equal(t, workunit.StatusDone, f.Status)
 		assert.Equal(t, "alfred", f.Worker)
 		assert.Equal(t, result(12), f.Result)
 		assert.Equal(t, console, f.Console)
@@ -229,7 +229,7 @@ func TestServer_Finished_ToEveryWatcher(t *testing.T) {
 	m2.send(&wire.Info{Req: 78, Key: key})
 	in := recv[*wire.InfoReply](m2)
 	assert.Equal(t, uint64(78), in.Req)
-	assert.Equal(t, wire.StatusDone, in.Status)
+	assert.Equal(t, workunit.StatusDone, in.Status)
 	assert.Equal(t, "alfred", in.Worker)
 	assert.Equal(t, result(12), in.Result)
 }
@@ -242,12 +242,12 @@ func TestServer_Watch_UnknownAndUnwatch(t *testing.T) {
 	m.send(&wire.Watch{Req: 3, Keys: []workunit.Key{unknown}}, &wire.Info{Req: 4, Key: unknown})
 	// Answers go before notifications in the tracker's rounds.
 	in := recv[*wire.InfoReply](m)
-	assert.Equal(t, wire.StatusUnknown, in.Status)
+	assert.Equal(t, workunit.StatusUnknown, in.Status)
 	f := recv[*wire.Finished](m)
-	assert.Equal(t, wire.StatusUnknown, f.Status)
+	assert.Equal(t, workunit.StatusUnknown, f.Status)
 	assert.Equal(t, uint64(3), f.Req)
 
-	key, _ := m.submit("x", func(o *wire.Options) { o.Watch = false })
+	key, _ := m.submit("x", func(m *wire.Submit) { m.Watch = false })
 	m.send(&wire.Watch{Req: 5, Keys: []workunit.Key{key}})
 	tr.WaitFor(t, func(s tracker.Stats) bool { return s.Watches == 1 })
 	m.send(&wire.Unwatch{Keys: []workunit.Key{key}})
@@ -272,7 +272,7 @@ func TestServer_Memoized(t *testing.T) {
 	m2 := master(t, tr, "m2")
 	k2, acc := m2.submit("memo")
 	assert.Equal(t, key, k2)
-	assert.Equal(t, wire.StatusDone, acc.Status)
+	assert.Equal(t, workunit.StatusDone, acc.Status)
 	assert.Equal(t, result(9), acc.Result)
 	assert.Equal(t, "w", acc.Worker)
 	f := recv[*wire.Finished](m2)
@@ -280,8 +280,8 @@ func TestServer_Memoized(t *testing.T) {
 	assert.Empty(t, w.barrier(), "a memoized workunit does not run again")
 
 	// NoCache runs it again.
-	_, acc = m2.submit("memo", func(o *wire.Options) { o.NoCache = true })
-	assert.Equal(t, wire.StatusWaiting, acc.Status)
+	_, acc = m2.submit("memo", func(m *wire.Submit) { m.Options.NoCache = true })
+	assert.Equal(t, workunit.StatusWaiting, acc.Status)
 	w.complete(recv[*wire.Assign](w), result(10))
 	f = recv[*wire.Finished](m2)
 	assert.Equal(t, result(10), f.Result)
@@ -298,24 +298,24 @@ func TestServer_Failed_RunsAgain(t *testing.T) {
 		Kind: workunit.Thrown, Name: "TypeError", Message: "nope", Stack: "TypeError: nope\n    at test.js:1:7",
 	}}, &wire.Credit{N: 1})
 	f := recv[*wire.Finished](m)
-	assert.Equal(t, wire.StatusError, f.Status)
+	assert.Equal(t, workunit.StatusError, f.Status)
 	assert.Equal(t, "bob", f.Worker)
-	require.NotNil(t, f.Error)
-	assert.Equal(t, workunit.Thrown, f.Error.Kind)
-	assert.Equal(t, "TypeError", f.Error.Name)
-	assert.Equal(t, "nope", f.Error.Message)
-	assert.Equal(t, "TypeError: nope\n    at test.js:1:7", f.Error.Stack)
-	assert.Equal(t, "bob", f.Error.Worker, "the error names the worker")
-	assert.Equal(t, key, f.Error.Key)
+	require.NotNil(t, f.Err)
+	assert.Equal(t, workunit.Thrown, f.Err.Kind)
+	assert.Equal(t, "TypeError", f.Err.Name)
+	assert.Equal(t, "nope", f.Err.Message)
+	assert.Equal(t, "TypeError: nope\n    at test.js:1:7", f.Err.Stack)
+	assert.Equal(t, "bob", f.Err.Worker, "the error names the worker")
+	assert.Equal(t, key, f.Err.Key)
 	assert.Equal(t, uint64(1), tr.WaitFor(t, func(s tracker.Stats) bool { return s.Error == 1 }).Failed)
 
 	// An errored workunit runs again when submitted again.
 	_, acc := m.submit("throw new TypeError('nope')")
-	assert.Equal(t, wire.StatusWaiting, acc.Status)
+	assert.Equal(t, workunit.StatusWaiting, acc.Status)
 	a = recv[*wire.Assign](w)
 	assert.Equal(t, key, a.Key)
 	w.complete(a, result(1))
-	assert.Equal(t, wire.StatusDone, recv[*wire.Finished](m).Status)
+	assert.Equal(t, workunit.StatusDone, recv[*wire.Finished](m).Status)
 }
 
 func TestServer_WorkerLost_Reassigned(t *testing.T) {
@@ -353,10 +353,10 @@ func TestServer_WorkerLost_TooOften(t *testing.T) {
 		tr.WaitFor(t, func(s tracker.Stats) bool { return s.Workers == 0 })
 	}
 	f := recv[*wire.Finished](m)
-	assert.Equal(t, wire.StatusError, f.Status)
-	require.NotNil(t, f.Error)
-	assert.Equal(t, workunit.WorkersLost, f.Error.Kind)
-	assert.Contains(t, f.Error.Message, "a, b")
+	assert.Equal(t, workunit.StatusError, f.Status)
+	require.NotNil(t, f.Err)
+	assert.Equal(t, workunit.WorkersLost, f.Err.Kind)
+	assert.Contains(t, f.Err.Message, "a, b")
 }
 
 func TestServer_MissedPong_Dropped(t *testing.T) {
@@ -538,7 +538,7 @@ func TestServer_Restart(t *testing.T) {
 	tr.Restart(t)
 	assert.Equal(t, addr, tr.Addr(), "a restarted tracker keeps its address")
 	// Finished results survive; waiting and running workunits wait.
-	want := map[workunit.Key]table.Status{kDone: table.Done, kFailed: table.Error, kRunning: table.Waiting, kWaiting: table.Waiting}
+	want := map[workunit.Key]workunit.Status{kDone: workunit.StatusDone, kFailed: workunit.StatusError, kRunning: workunit.StatusWaiting, kWaiting: workunit.StatusWaiting}
 	for k, st := range want {
 		rec, ok := tr.Lookup(t, k)
 		require.True(t, ok)
@@ -549,7 +549,7 @@ func TestServer_Restart(t *testing.T) {
 
 	m = master(t, tr, "m")
 	_, acc := m.submit("done")
-	assert.Equal(t, wire.StatusDone, acc.Status, "a memoized result survives a restart")
+	assert.Equal(t, workunit.StatusDone, acc.Status, "a memoized result survives a restart")
 	assert.Equal(t, result(7), acc.Result)
 	recv[*wire.Finished](m)
 	m.send(&wire.Watch{Req: 100, Keys: []workunit.Key{kRunning, kWaiting}})
@@ -576,7 +576,7 @@ func TestServer_KeepResults(t *testing.T) {
 	w := worker(t, tr, "w", 1)
 	w.complete(recv[*wire.Assign](w), result(7), &wire.Credit{N: 1})
 	fin := recv[*wire.Finished](m)
-	assert.Equal(t, wire.StatusDone, fin.Status, "the watcher gets the result before it is forgotten")
+	assert.Equal(t, workunit.StatusDone, fin.Status, "the watcher gets the result before it is forgotten")
 	assert.Equal(t, result(7), fin.Result)
 	tr.WaitFor(t, func(s tracker.Stats) bool { return s.Forgotten == 1 && s.Done == 0 })
 	_, ok := tr.Lookup(t, k)
@@ -588,7 +588,7 @@ func TestServer_KeepResults(t *testing.T) {
 
 	m = master(t, tr, "m")
 	_, acc := m.submit("forget me")
-	assert.Equal(t, wire.StatusWaiting, acc.Status, "a forgotten workunit runs again")
+	assert.Equal(t, workunit.StatusWaiting, acc.Status, "a forgotten workunit runs again")
 	w = worker(t, tr, "w", 1)
 	assert.Equal(t, k, recv[*wire.Assign](w).Key)
 }
@@ -652,7 +652,7 @@ func TestServer_Submit_AcceptedOnlyWhenDurable(t *testing.T) {
 	batch := f.nextApply(t)
 	require.Len(t, batch, 1)
 	assert.Equal(t, key, batch[0].Key)
-	assert.Equal(t, table.Waiting, batch[0].Status)
+	assert.Equal(t, workunit.StatusWaiting, batch[0].Status)
 	// While the write is in flight, the tracker answers other requests but
 	// not the submission; events keep being taken (a second submission),
 	// and go into the next commit.
@@ -707,7 +707,7 @@ func TestServer_SlowMaster(t *testing.T) {
 	const n = 64
 	for i := range n {
 		s, _ := spec(t, "big "+strings.Repeat("x", i))
-		slow.send(&wire.Submit{Req: uint64(i + 1), Spec: s, Options: wire.Options{Watch: true}})
+		slow.send(&wire.Submit{Req: uint64(i + 1), Spec: s, Watch: true})
 	}
 	tr.WaitFor(t, func(s tracker.Stats) bool { return s.Submitted == n })
 	w := worker(t, tr, "w", 8)

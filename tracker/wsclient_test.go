@@ -216,15 +216,15 @@ func spec(t *testing.T, src string) ([]byte, workunit.Key) {
 }
 
 // submit submits src with watch and returns its key after the Accepted.
-func (c *wsClient) submit(src string, opts ...func(*wire.Options)) (workunit.Key, *wire.Accepted) {
+func (c *wsClient) submit(src string, opts ...func(*wire.Submit)) (workunit.Key, *wire.Accepted) {
 	c.t.Helper()
 	b, key := spec(c.t, src)
-	o := wire.Options{Watch: true}
-	for _, f := range opts {
-		f(&o)
-	}
 	req := c.nextReq()
-	c.send(&wire.Submit{Req: req, Spec: b, Options: o})
+	m := &wire.Submit{Req: req, Spec: b, Watch: true}
+	for _, f := range opts {
+		f(m)
+	}
+	c.send(m)
 	acc := recv[*wire.Accepted](c)
 	require.Equal(c.t, req, acc.Req)
 	require.Equal(c.t, key, acc.Key)

@@ -12,8 +12,8 @@ import (
 	"github.com/riot-go/riot/tracker"
 	"github.com/riot-go/riot/tracker/trackertest"
 	"github.com/riot-go/riot/value"
-	"github.com/riot-go/riot/wire"
 	"github.com/riot-go/riot/worker"
+	"github.com/riot-go/riot/workunit"
 )
 
 func benchWorkers(b *testing.B, addr string, n int) {
@@ -83,7 +83,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 	b.ResetTimer()
 	for i := range b.N {
 		t0 := time.Now()
-		if _, err := m.Submit(eval(fmt.Sprintf("%d // %d", i, b.N)), wire.Options{Watch: true}).Wait(ctx); err != nil {
+		if _, err := m.Submit(eval(fmt.Sprintf("%d // %d", i, b.N)), workunit.Options{}).Wait(ctx); err != nil {
 			b.Fatal(err)
 		}
 		lat = append(lat, time.Since(t0))

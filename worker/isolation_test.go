@@ -98,13 +98,13 @@ func masterWith(t *testing.T, addr string, o client.Options) *client.Client {
 func isolated(t *testing.T, a, b *client.Client) {
 	t.Helper()
 	ctx := ctxFor(t)
-	run := func(m *client.Client, spec *workunit.Spec) *client.Outcome {
+	run := func(m *client.Client, spec *workunit.Spec) *workunit.Outcome {
 		t.Helper()
-		out, err := m.Submit(spec, wire.Options{Watch: true}).Wait(ctx)
+		out, err := m.Submit(spec, workunit.Options{}).Wait(ctx)
 		require.NoError(t, err)
 		return out
 	}
-	valueOf := func(out *client.Outcome) any {
+	valueOf := func(out *workunit.Outcome) any {
 		t.Helper()
 		v, err := out.Value()
 		require.NoError(t, err)
@@ -129,7 +129,7 @@ func isolated(t *testing.T, a, b *client.Client) {
 		"json": `{"b":1}`, "random": true, "trap": "undefined"}
 	out := run(b, &workunit.Spec{Kind: workunit.Eval, Source: probe, Name: "b.js"})
 	assert.Equal(t, clean, valueOf(out), "b sees nothing of a's realm")
-	assert.Equal(t, wire.Console{{Level: "log", Text: "B speaks"}}, out.Console)
+	assert.Equal(t, workunit.EncodeConsole([]workunit.ConsoleLine{{Level: "log", Text: "B speaks"}}), out.Console)
 	assert.Equal(t, 1.0, call(b, "b1"), "b's module instance is its own")
 
 	// The control: a's own realm kept what a left (the same source under

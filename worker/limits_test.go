@@ -8,7 +8,6 @@ import (
 
 	"github.com/riot-go/riot/tracker"
 	"github.com/riot-go/riot/tracker/trackertest"
-	"github.com/riot-go/riot/wire"
 	"github.com/riot-go/riot/worker"
 	"github.com/riot-go/riot/workunit"
 )
@@ -22,14 +21,14 @@ func TestWorker_ResultLimit(t *testing.T) {
 	start(t, tr.Addr(), worker.Options{Name: "w", Slots: 1})
 	m := master(t, tr.Addr())
 	ctx := ctxFor(t)
-	out, err := m.Submit(eval("'x'.repeat(2 << 20)"), wire.Options{Watch: true}).Wait(ctx)
+	out, err := m.Submit(eval("'x'.repeat(2 << 20)"), workunit.Options{}).Wait(ctx)
 	var werr *workunit.Error
 	require.ErrorAs(t, err, &werr)
 	assert.Equal(t, workunit.ResultLimit, werr.Kind)
 	assert.Contains(t, werr.Message, "larger than")
 	assert.Equal(t, "w", out.Worker)
 
-	out, err = m.Submit(eval("'still here'"), wire.Options{Watch: true}).Wait(ctx)
+	out, err = m.Submit(eval("'still here'"), workunit.Options{}).Wait(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, "w", out.Worker)
 	assert.Equal(t, 0, int(tr.Stats(t).Discarded))

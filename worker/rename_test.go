@@ -13,8 +13,8 @@ import (
 
 	"github.com/riot-go/riot/client"
 	"github.com/riot-go/riot/tracker/trackertest"
-	"github.com/riot-go/riot/wire"
 	"github.com/riot-go/riot/worker"
+	"github.com/riot-go/riot/workunit"
 )
 
 // A worker whose name was taken while it was away (the tracker restarted,
@@ -45,7 +45,7 @@ func TestWorker_RenamedOnReconnect(t *testing.T) {
 	require.Equal(t, "foo", m.Name())
 	gate.Open()
 
-	out, err := m.Submit(eval("riot.worker.name"), wire.Options{Watch: true}).Wait(ctxFor(t))
+	out, err := m.Submit(eval("riot.worker.name"), workunit.Options{}).Wait(ctxFor(t))
 	require.NoError(t, err)
 	assert.Equal(t, "foo-2", out.Worker, "the tracker renamed the worker")
 	v, err = out.Value()

@@ -560,15 +560,14 @@ func (c *credits) done(d time.Duration) int {
 	return grant
 }
 
-func consoleOf(lines []engine.ConsoleLine) wire.Console {
-	if len(lines) == 0 {
-		return nil
+// consoleOf encodes a workunit's console lines once, in the form they
+// travel in to the master.
+func consoleOf(lines []engine.ConsoleLine) workunit.Console {
+	var b workunit.ConsoleBuilder
+	for _, l := range lines {
+		b.Add(workunit.Level(l.Level), l.Text)
 	}
-	out := make(wire.Console, len(lines))
-	for i, l := range lines {
-		out[i] = wire.ConsoleLine{Level: string(l.Level), Text: l.Text}
-	}
-	return out
+	return b.Console()
 }
 
 // leases collects leases to hand back.

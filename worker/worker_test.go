@@ -16,7 +16,6 @@ import (
 	"github.com/riot-go/riot/tracker"
 	"github.com/riot-go/riot/tracker/trackertest"
 	"github.com/riot-go/riot/value"
-	"github.com/riot-go/riot/wire"
 	"github.com/riot-go/riot/worker"
 	"github.com/riot-go/riot/workunit"
 )
@@ -104,14 +103,14 @@ func TestWorker_Evaluates(t *testing.T) {
 	assert.Equal(t, "alfred", w.name)
 	m := master(t, tr.Addr())
 
-	k := m.Submit(eval("console.log('hi', riot.worker.name); [1, 2, 3].map(x => x * 2)"), wire.Options{Watch: true})
+	k := m.Submit(eval("console.log('hi', riot.worker.name); [1, 2, 3].map(x => x * 2)"), workunit.Options{})
 	out, err := k.Wait(ctxFor(t))
 	require.NoError(t, err)
 	assert.Equal(t, "alfred", out.Worker)
 	v, err := out.Value()
 	require.NoError(t, err)
 	assert.Equal(t, []any{2.0, 4.0, 6.0}, v)
-	assert.Equal(t, wire.Console{{Level: "log", Text: "hi alfred"}}, out.Console)
+	assert.Equal(t, workunit.EncodeConsole([]workunit.ConsoleLine{{Level: "log", Text: "hi alfred"}}), out.Console)
 	assert.Positive(t, out.Elapsed)
 
 	// A fn workunit: a function with a captured variable, and arguments.
@@ -144,7 +143,7 @@ func TestWorker_CallModuleBlob(t *testing.T) {
 		args, err := value.Marshal([]any{i})
 		require.NoError(t, err)
 		calls = append(calls, m.Submit(&workunit.Spec{Kind: workunit.Call, Module: mod.Hash(), Export: "quad",
-			Payload: args, Blobs: []blob.Hash{mod.Hash(), helper.Hash()}}, wire.Options{Watch: true}))
+			Payload: args, Blobs: []blob.Hash{mod.Hash(), helper.Hash()}}, workunit.Options{}))
 	}
 	for i, k := range calls {
 		out, err := k.Wait(ctx)
@@ -156,11 +155,11 @@ func TestWorker_CallModuleBlob(t *testing.T) {
 	// A module the tracker does not hold fails the workunit, not the worker.
 	missing := blob.Hash{9}
 	bad := m.Submit(&workunit.Spec{Kind: workunit.Call, Module: missing, Export: "f", Blobs: []blob.Hash{missing}},
-		wire.Options{Watch: true})
+		workunit.Options{})
 	_, err = bad.Wait(ctx)
 	var werr *workunit.Error
 	require.ErrorAs(t, err, &werr)
-	ok := m.Submit(eval("'still alive'"), wire.Options{Watch: true})
+	ok := m.Submit(eval("'still alive'"), workunit.Options{})
 	_, err = ok.Wait(ctx)
 	require.NoError(t, err)
 }
@@ -178,7 +177,7 @@ func TestWorker_TwoWorkersShare1000(t *testing.T) {
 	m := master(t, tr.Addr())
 	calls := make([]*client.Call, n)
 	for i := range calls {
-		calls[i] = m.Submit(eval(fmt.Sprintf("%d * %d", i, i)), wire.Options{Watch: true})
+		calls[i] = m.Submit(eval(fmt.Sprintf("%d * %d", i, i)), workunit.Options{})
 	}
 	by := map[string]int{}
 	for i, k := range calls {
@@ -222,7 +221,7 @@ func TestWorker_Throws(t *testing.T) {
 	w := start(t, tr.Addr(), worker.Options{Name: "carol", Slots: 1})
 	m := master(t, tr.Addr())
 	k := m.Submit(eval("console.warn('about to fail');\nfunction f() {\n  throw new TypeError('bad input')\n}\nf()"),
-		wire.Options{Watch: true})
+		workunit.Options{})
 	out, err := k.Wait(ctxFor(t))
 	var werr *workunit.Error
 	require.ErrorAs(t, err, &werr)
@@ -232,7 +231,7 @@ func TestWorker_Throws(t *testing.T) {
 	assert.Equal(t, "bad input", werr.Message)
 	assert.Contains(t, werr.Stack, "at f (eval:3:9)")
 	assert.Contains(t, err.Error(), "worker carol: TypeError: bad input")
-	assert.Equal(t, wire.Console{{Level: "warn", Text: "about to fail"}}, out.Console)
+	assert.Equal(t, workunit.EncodeConsole([]workunit.ConsoleLine{{Level: "warn", Text: "about to fail"}}), out.Console)
 
 	// The worker lives on.
 	v, err := m.WaitUntilDone(ctxFor(t), m.DoWorkEval("'after'").Key)
@@ -245,7 +244,7 @@ func TestWorker_TimeLimit(t *testing.T) {
 	tr := trackertest.Start(t)
 	start(t, tr.Addr(), worker.Options{Slots: 1, Engine: engine.Options{Timeout: time.Minute}})
 	m := master(t, tr.Addr())
-	k := m.Submit(eval("while (true) {}"), wire.Options{Watch: true, Timeout: 50 * time.Millisecond})
+	k := m.Submit(eval("while (true) {}"), workunit.Options{Timeout: 50 * time.Millisecond})
 	_, err := k.Wait(ctxFor(t))
 	var werr *workunit.Error
 	require.ErrorAs(t, err, &werr)
@@ -268,11 +267,11 @@ func TestWorker_GracefulStop(t *testing.T) {
 	w1 := start(t, tr.Addr(), worker.Options{Name: "first", Slots: 1, Prefetch: 3, Grace: 50 * time.Millisecond,
 		Started: func(a *client.Assignment) { started <- a.Key }})
 	m := master(t, tr.Addr())
-	spin := m.Submit(eval("if (riot.worker.name === 'first') { while (true) {} }; 'spun'"), wire.Options{Watch: true})
+	spin := m.Submit(eval("if (riot.worker.name === 'first') { while (true) {} }; 'spun'"), workunit.Options{})
 	assert.Equal(t, spin.Key, <-started)
 	var rest []*client.Call
 	for i := range 3 {
-		rest = append(rest, m.Submit(eval(fmt.Sprint(i)), wire.Options{Watch: true}))
+		rest = append(rest, m.Submit(eval(fmt.Sprint(i)), workunit.Options{}))
 	}
 	tr.WaitFor(t, func(s tracker.Stats) bool { return s.Leases == 4 })
 	require.NoError(t, w1.stop(t))
@@ -304,7 +303,7 @@ func TestWorker_GracefulStop_FinishesWithinGrace(t *testing.T) {
 		Started: func(*client.Assignment) { started <- struct{}{} }})
 	m := master(t, tr.Addr())
 	// It waits on a timer, so it is still running at the stop.
-	k := m.Submit(eval("new Promise(r => setTimeout(() => r('finished'), 100))"), wire.Options{Watch: true})
+	k := m.Submit(eval("new Promise(r => setTimeout(() => r('finished'), 100))"), workunit.Options{})
 	<-started
 	require.NoError(t, w.stop(t))
 	out, err := k.Wait(ctxFor(t))
@@ -393,9 +392,9 @@ func TestWorker_Cancel(t *testing.T) {
 	start(t, tr.Addr(), worker.Options{Name: "canceled", Slots: 1, Prefetch: 1,
 		Started: func(a *client.Assignment) { started <- a.Key }})
 	m := master(t, tr.Addr())
-	spin := m.Submit(eval("while (true) {}"), wire.Options{Watch: true})
+	spin := m.Submit(eval("while (true) {}"), workunit.Options{})
 	assert.Equal(t, spin.Key, <-started)
-	queued := m.Submit(eval("'never'"), wire.Options{Watch: true})
+	queued := m.Submit(eval("'never'"), workunit.Options{})
 	tr.WaitFor(t, func(s tracker.Stats) bool { return s.Leases == 2 })
 
 	got, err := m.Cancel(ctxFor(t), spin.Key, queued.Key)
@@ -425,7 +424,7 @@ func TestWorker_Cancel(t *testing.T) {
 	got, err = m.Cancel(ctxFor(t), spin.Key, queued.Key)
 	require.NoError(t, err)
 	assert.Empty(t, got)
-	again, err := m.Submit(eval("'never'"), wire.Options{Watch: true}).Wait(ctxFor(t))
+	again, err := m.Submit(eval("'never'"), workunit.Options{}).Wait(ctxFor(t))
 	require.NoError(t, err)
 	v, err = again.Value()
 	require.NoError(t, err)
@@ -446,7 +445,7 @@ func TestWorker_ConnectionLost_StopsItsWork(t *testing.T) {
 		Started: func(a *client.Assignment) { started <- a.Key }})
 	m, err := client.Dial(ctxFor(t), tr.Addr(), client.Options{Name: "first", Logger: logger(t)})
 	require.NoError(t, err)
-	spin := m.Submit(eval("while (true) {}"), wire.Options{})
+	spin := m.Submit(eval("while (true) {}"), workunit.Options{})
 	assert.Equal(t, spin.Key, <-started)
 	require.NoError(t, m.Close()) // nobody will submit it again
 

@@ -113,8 +113,11 @@ func consoleLine(r *cbor.Reader) (level, text []byte, err error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	if h.Major != cbor.MajorArray || h.Arg != 2 {
-		return nil, nil, r.Errorf("want a console line [level, text]")
+	if h.Major != cbor.MajorArray {
+		return nil, nil, r.Errorf("want a console line [level, text], have major type %d", h.Major)
+	}
+	if h.Arg != 2 {
+		return nil, nil, r.Errorf("want a console line [level, text], have an array of %d items", h.Arg)
 	}
 	if level, err = textBytes(r); err != nil {
 		return nil, nil, err

@@ -17,7 +17,6 @@ import (
 	"github.com/riot-go/riot/engine"
 	"github.com/riot-go/riot/sysmem"
 	"github.com/riot-go/riot/units"
-	"github.com/riot-go/riot/wire"
 	"github.com/riot-go/riot/workunit"
 )
 
@@ -199,7 +198,7 @@ func evalRemote(ctx context.Context, f *evalFlags, stdout, stderr io.Writer) int
 	}
 	defer c.Close()
 	spec := &workunit.Spec{Kind: workunit.Eval, Source: f.source, Name: "eval"}
-	out, err := c.Submit(spec, wire.Options{Watch: true, Timeout: f.timeout}).Wait(ctx)
+	out, err := c.Submit(spec, workunit.Options{Timeout: f.timeout}).Wait(ctx)
 	if out != nil {
 		printWireConsole(stderr, out.Worker, out.Console)
 	}
@@ -257,7 +256,11 @@ func printConsole(w io.Writer, worker string, lines []engine.ConsoleLine) {
 
 // printWireConsole writes console lines that came through a tracker, as
 // printConsole does.
-func printWireConsole(w io.Writer, worker string, lines wire.Console) {
+func printWireConsole(w io.Writer, worker string, console workunit.Console) {
+	lines, err := console.Lines()
+	if err != nil {
+		fmt.Fprintf(w, "[%s] (console output that does not decode: %v)\n", worker, err)
+	}
 	for _, l := range lines {
 		fmt.Fprintf(w, "[%s] %s\n", worker, l.Text)
 	}

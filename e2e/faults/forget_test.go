@@ -10,7 +10,7 @@ import (
 	"github.com/riot-go/riot/client"
 	"github.com/riot-go/riot/e2e"
 	"github.com/riot-go/riot/tracker"
-	"github.com/riot-go/riot/wire"
+	"github.com/riot-go/riot/workunit"
 )
 
 // TestFaults_TrackerKilledWhileForgetting: riotd forgets every result a
@@ -31,8 +31,8 @@ func TestFaults_TrackerKilledWhileForgetting(t *testing.T) {
 	calls := make([]*client.Call, n)
 	var received atomic.Int64
 	for i := range n {
-		calls[i] = m.Submit(squareSpec(i, sleep), wire.Options{Watch: true})
-		calls[i].OnDone(func(*client.Outcome, error) { received.Add(1) })
+		calls[i] = m.Submit(squareSpec(i, sleep), workunit.Options{})
+		calls[i].OnDone(func(*workunit.Outcome, error) { received.Add(1) })
 	}
 	for k := range kills {
 		r := killWhen(t, ctx, tr, &received, int64((k+1)*n/(kills+2)))

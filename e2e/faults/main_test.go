@@ -205,8 +205,8 @@ func (w *watcher) read() {
 				}
 				w.count[m.Key]++
 				w.result[m.Key] = append([]byte(nil), m.Result...)
-				if m.Status != wire.StatusDone {
-					w.err = fmt.Errorf("workunit %s: %s: %v", m.Key.Short(), m.Status, m.Error)
+				if m.Status != workunit.StatusDone {
+					w.err = fmt.Errorf("workunit %s: %s: %v", m.Key.Short(), m.Status, m.Err)
 				}
 			case *wire.BlobNeed:
 				if m.Req == barrierReq {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/riot-go/riot/e2e"
 	"github.com/riot-go/riot/tracker"
-	"github.com/riot-go/riot/wire"
 	"github.com/riot-go/riot/workunit"
 )
 
@@ -142,7 +141,7 @@ func TestFaults_StalledWorker(t *testing.T) {
 	m := master(t, tr.Addr())
 
 	spec := &workunit.Spec{Kind: workunit.Eval, Name: "slow.js", Source: "sleep(1); riot.worker.name"}
-	call := m.Submit(spec, wire.Options{Watch: true})
+	call := m.Submit(spec, workunit.Options{})
 	tr.WaitFor(t, func(s tracker.Status) bool { return s.Workunits.Running == 1 })
 	// The worker has the workunit once it has answered pings that the
 	// tracker sent after the assign (a connection's frames keep their

@@ -45,7 +45,7 @@ func TestFaults_StoreCannotWrite(t *testing.T) {
 	var subs []sub
 	for i := range small {
 		s := sub{i: i, spec: bigSpec(i, 10)}
-		s.call = m.Submit(s.spec, wire.Options{})
+		s.call = m.Submit(s.spec, workunit.Options{})
 		_, err := s.call.Accepted(ctx)
 		require.NoError(t, err)
 		subs = append(subs, s)
@@ -61,7 +61,7 @@ func TestFaults_StoreCannotWrite(t *testing.T) {
 
 	for i := small; i < small+big; i++ {
 		s := sub{i: i, spec: bigSpec(i, size)}
-		s.call = m.Submit(s.spec, wire.Options{})
+		s.call = m.Submit(s.spec, workunit.Options{})
 		subs = append(subs, s)
 	}
 	var accepted []sub
@@ -95,7 +95,7 @@ func TestFaults_StoreCannotWrite(t *testing.T) {
 	for _, s := range accepted {
 		out, err := m.Info(ctx, s.spec.Key())
 		require.NoError(t, err)
-		if out.Status == wire.StatusUnknown {
+		if out.Status == workunit.StatusUnknown {
 			lost++
 			t.Errorf("workunit %d was acknowledged, and is lost", s.i)
 		}

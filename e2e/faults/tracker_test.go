@@ -9,7 +9,6 @@ import (
 
 	"github.com/riot-go/riot/client"
 	"github.com/riot-go/riot/e2e"
-	"github.com/riot-go/riot/wire"
 	"github.com/riot-go/riot/workunit"
 )
 
@@ -37,13 +36,13 @@ func TestFaults_TrackerKilled(t *testing.T) {
 	for i := range n {
 		spec := squareSpec(i, sleep)
 		keys[i] = spec.Key()
-		calls[i] = m.Submit(spec, wire.Options{Watch: true})
+		calls[i] = m.Submit(spec, workunit.Options{})
 		go func() {
 			if _, err := calls[i].Accepted(ctx); err == nil {
 				accepted.Add(1)
 			}
 		}()
-		calls[i].OnDone(func(out *client.Outcome, err error) {
+		calls[i].OnDone(func(out *workunit.Outcome, err error) {
 			if err == nil {
 				if s, err := checkSquare(i, out.Result); err == nil {
 					mu.Lock()

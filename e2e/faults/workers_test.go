@@ -14,7 +14,6 @@ import (
 	"github.com/riot-go/riot/client"
 	"github.com/riot-go/riot/e2e"
 	"github.com/riot-go/riot/tracker"
-	"github.com/riot-go/riot/wire"
 	"github.com/riot-go/riot/workunit"
 )
 
@@ -47,7 +46,7 @@ func TestFaults_WorkersKilled(t *testing.T) {
 	for i := range n {
 		spec := squareSpec(i, sleep)
 		keys[i] = spec.Key()
-		calls[i] = m.Submit(spec, wire.Options{Watch: true})
+		calls[i] = m.Submit(spec, workunit.Options{})
 	}
 	// The watcher watches once the tracker knows every key (a key it
 	// does not know is answered at once, as unknown).
@@ -58,7 +57,7 @@ func TestFaults_WorkersKilled(t *testing.T) {
 	w := watch(t, tr.Addr(), keys)
 	var finished atomic.Int64
 	for _, k := range calls {
-		k.OnDone(func(*client.Outcome, error) { finished.Add(1) })
+		k.OnDone(func(*workunit.Outcome, error) { finished.Add(1) })
 	}
 
 	// Kill a worker at random every 40-120 ms, and start it again at once;
