@@ -24,8 +24,10 @@
 //     its messages and advances the table. While a commit is in flight it
 //     keeps stepping events, which the next Ready batches: one fsync serves
 //     every submission that arrived during the previous one.
-//   - The persister (one): writes each Ready's records (store.Committer.Apply)
-//     so that the loop never blocks on fsync.
+//   - The persister (one): writes each Ready's records (Store.Apply, one
+//     fsync'd commit) so that the loop never blocks on fsync. The loop has
+//     at most one Ready with it at a time: that is the group commit, and
+//     the store needs none of its own.
 //   - Per websocket, a reader (the HTTP handler's goroutine) and a writer.
 //     The reader reads and decodes frames, computes workunit keys, answers
 //     blob requests from the store, and hands the rest to the loop; it

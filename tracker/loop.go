@@ -44,14 +44,12 @@ type loop struct {
 	persistDone chan error
 	outstanding bool
 	rd          table.Ready
-	commitStart time.Time
 	// After a failed write, the next waits until retryAt, backing off.
 	retryAt time.Time
 	backoff time.Duration
 
-	submitted, completed, failed, canceled, storeErrors uint64
-	commitTime                                          time.Duration // summed over commits
-	commits                                             uint64
+	submitted, completed, failed, canceled uint64
+	storeErrors, commits, records          uint64
 }
 
 type waiter struct {
@@ -352,7 +350,6 @@ func (l *loop) pump() {
 		if l.s.durable && len(rd.Persist) > 0 {
 			l.rd = rd
 			l.outstanding = true
-			l.commitStart = time.Now()
 			l.persistReq <- rd.Persist // never blocks: one at a time
 			return
 		}
@@ -367,8 +364,6 @@ func (l *loop) persisted(err error) {
 	rd := l.rd
 	l.rd = table.Ready{}
 	l.outstanding = false
-	l.commits++
-	l.commitTime += time.Since(l.commitStart)
 	if err != nil {
 		l.storeErrors++
 		l.backoff = min(max(2*l.backoff, minRetry), maxRetry)
@@ -377,6 +372,8 @@ func (l *loop) persisted(err error) {
 			"records", len(rd.Persist), "retry_in", l.backoff, "err", err)
 	} else {
 		l.backoff = 0
+		l.commits++
+		l.records += uint64(len(rd.Persist))
 	}
 	l.deliver(&rd, err)
 	if err != nil {
@@ -478,6 +475,8 @@ func (l *loop) stats() Stats {
 		Failed:      l.failed,
 		Canceled:    l.canceled,
 		StoreErrors: l.storeErrors,
+		Commits:     l.commits,
+		Records:     l.records,
 	}
 }
 

@@ -49,9 +49,8 @@ type Server struct {
 	name    string
 	started time.Time
 
-	st        store.Store      // the store (a Committer around it when durable)
-	committer *store.Committer // nil in memory mode
-	durable   bool             // records are written (false: memory mode)
+	st      store.Store // the store: the loop's persister writes each Ready's records
+	durable bool        // records are written (false: memory mode)
 
 	ln       net.Listener
 	tls      bool           // ln serves TLS
@@ -163,10 +162,6 @@ func New(opts Options) (*Server, error) {
 		st, s.durable = b, true
 	default:
 		st = store.NewMemory()
-	}
-	if s.durable {
-		s.committer = store.NewCommitter(st)
-		st = s.committer
 	}
 	s.st = st
 	tab, restored, err := s.restore()

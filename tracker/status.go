@@ -33,8 +33,10 @@ type Stats struct {
 	// that were not stale, and Canceled the workunits masters canceled,
 	// since the start.
 	Submitted, Completed, Failed, Canceled uint64
-	// StoreErrors counts failed writes of the store.
-	StoreErrors uint64
+	// StoreErrors counts failed writes of the store; Commits the writes
+	// that succeeded (one fsync each, for every record that a Ready
+	// persists) and Records the records they wrote.
+	StoreErrors, Commits, Records uint64
 }
 
 // Status is the tracker's state at a glance, as GET /status gives it (in
@@ -339,13 +341,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.discarded, st.Discarded)
 	counter(c.forgotten, st.Forgotten)
 	counter(c.storeErrors, st.StoreErrors)
-	var cs struct{ commits, records uint64 }
-	if c.s.committer != nil {
-		x := c.s.committer.Stats()
-		cs.commits, cs.records = x.Commits, x.Records
-	}
-	counter(c.commits, cs.commits)
-	counter(c.records, cs.records)
+	counter(c.commits, st.Commits)
+	counter(c.records, st.Records)
 	ioc := &c.s.counters
 	counter(c.frames, ioc.framesIn.Load(), "in")
 	counter(c.frames, ioc.framesOut.Load(), "out")

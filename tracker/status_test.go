@@ -78,4 +78,7 @@ func TestServer_StatusPage(t *testing.T) {
 	} {
 		assert.Contains(t, metrics, want)
 	}
+	// Both submissions were written (durable) before they were accepted.
+	assert.Regexp(t, `(?m)^riot_store_commits_total [1-9]`, metrics)
+	assert.Regexp(t, `(?m)^riot_store_records_total ([2-9]|\d\d)`, metrics)
 }

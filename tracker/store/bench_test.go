@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -44,35 +43,6 @@ func BenchmarkBolt_Apply(b *testing.B) {
 			b.ReportMetric(float64(b.N*size)/b.Elapsed().Seconds(), "records/s")
 		})
 	}
-}
-
-// BenchmarkCommitter_Apply has 64 goroutines each apply one record at a
-// time (as acknowledged submissions would) through a Committer on bbolt:
-// group commit shares each fsync among all waiting callers.
-func BenchmarkCommitter_Apply(b *testing.B) {
-	s, err := OpenBolt(context.Background(), b.TempDir(), BoltOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	c := NewCommitter(s)
-	defer c.Close()
-	var n atomic.Uint64
-	b.SetParallelism(32) // × GOMAXPROCS goroutines
-	b.ResetTimer()
-	b.RunParallel(func(pb *testing.PB) {
-		rec := make([]table.Record, 1)
-		for pb.Next() {
-			rec[0] = benchRecord(n.Add(1))
-			if err := c.Apply(context.Background(), rec); err != nil {
-				b.Error(err)
-				return
-			}
-		}
-	})
-	b.StopTimer()
-	st := c.Stats()
-	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "records/s")
-	b.ReportMetric(float64(st.Records)/float64(max(st.Commits, 1)), "records/commit")
 }
 
 // BenchmarkBolt_Apply_Lifecycle writes what a busy table persists: each

@@ -63,7 +63,8 @@ type BoltOptions struct {
 // follow them (running, done) land on the same few recent pages.
 //
 // A Bolt is safe for concurrent use. bbolt runs one write transaction at a
-// time; wrap a Bolt in a Committer to batch concurrent Applies into one.
+// time: concurrent Applies wait for each other (the tracker makes one at
+// a time).
 type Bolt struct {
 	path string
 	mu   sync.RWMutex // guards db against Close

@@ -9,20 +9,19 @@
 //     one transaction, committed with fsync;
 //   - Memory, for a tracker without a data directory, and for tests.
 //
-// Committer wraps a Store to batch concurrent Apply calls into one commit
-// (group commit), so that acknowledged submissions cost one shared fsync
-// rather than one each.
+// There is no group commit here: the tracker's loop has at most one
+// Apply in flight, and every submission that arrives meanwhile goes into
+// the next one, so each fsync is shared already (see package tracker).
 //
 // # Usage
 //
 //	s, err := store.OpenBolt(ctx, dataDir, store.BoltOptions{})
-//	c := store.NewCommitter(s)      // owns s from here on
-//	defer c.Close()
-//	recs, err := c.Load(ctx)
+//	defer s.Close()
+//	recs, err := s.Load(ctx)
 //	err = tab.Restore(recs)
 //	...
 //	rd := tab.Ready()
-//	if err := c.Apply(ctx, rd.Persist); err != nil {
+//	if err := s.Apply(ctx, rd.Persist); err != nil {
 //		// refuse rd's acks, tab.PersistFailed(rd)
 //	}
 //
@@ -34,8 +33,8 @@
 //     in its next Ready).
 //  2. Give Apply records with IDs (the table does), and do not modify
 //     their byte slices afterwards.
-//  3. Close the store (or the Committer that owns it) on shutdown; a
-//     second process cannot open the same file while it is open.
+//  3. Close the store on shutdown; a second process cannot open the same
+//     file while it is open.
 //
 // # Format
 //

@@ -46,7 +46,7 @@ type Store interface {
 
 // Errors, wrapped with details; test with errors.Is.
 var (
-	// ErrClosed: the store (or committer) is closed.
+	// ErrClosed: the store is closed.
 	ErrClosed = errors.New("store: closed")
 	// ErrCorrupt: the file is not a riot store, or its contents do not
 	// decode. The message names the file and, for a record, its key.
@@ -63,5 +63,4 @@ var (
 var (
 	_ Store = (*Bolt)(nil)
 	_ Store = (*Memory)(nil)
-	_ Store = (*Committer)(nil)
 )

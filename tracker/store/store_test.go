@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,13 +15,6 @@ import (
 	"github.com/stretchr/testify/require"
 	bolt "go.etcd.io/bbolt"
 )
-
-// queued returns the number of requests waiting for the next commit.
-func (c *Committer) queued() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.queue)
-}
 
 func key(n int) workunit.Key {
 	var k workunit.Key
@@ -73,11 +65,6 @@ func openers() map[string]opener {
 			s, err := OpenBolt(context.Background(), t.TempDir(), BoltOptions{})
 			require.NoError(t, err)
 			return s
-		},
-		"committer": func(t *testing.T) Store {
-			s, err := OpenBolt(context.Background(), t.TempDir(), BoltOptions{})
-			require.NoError(t, err)
-			return NewCommitter(s)
 		},
 	}
 }
@@ -229,9 +216,8 @@ func TestBolt_Restart_TableRestore(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
-	s, err := OpenBolt(ctx, dir, BoltOptions{})
+	c, err := OpenBolt(ctx, dir, BoltOptions{})
 	require.NoError(t, err)
-	c := NewCommitter(s)
 
 	tab := table.New(table.Config{})
 	flush := func() []table.Message {
@@ -261,7 +247,7 @@ func TestBolt_Restart_TableRestore(t *testing.T) {
 	flush()
 	require.NoError(t, c.Close())
 
-	s, err = OpenBolt(ctx, dir, BoltOptions{})
+	s, err := OpenBolt(ctx, dir, BoltOptions{})
 	require.NoError(t, err)
 	defer s.Close()
 	recs, err := s.Load(ctx)
@@ -442,9 +428,8 @@ func TestBolt_Apply_CannotWrite(t *testing.T) {
 
 		ro, err := OpenBolt(ctx, dir, BoltOptions{ReadOnly: true})
 		require.NoError(t, err)
-		c := NewCommitter(ro)
-		defer c.Close()
-		err = c.Apply(ctx, sampleRecords())
+		defer ro.Close()
+		err = ro.Apply(ctx, sampleRecords())
 		require.ErrorIs(t, err, ErrReadOnly)
 		require.ErrorIs(t, ro.PutBlob(ctx, blob.Sum(nil), nil), ErrReadOnly)
 		got, err := ro.Load(ctx)
@@ -455,10 +440,9 @@ func TestBolt_Apply_CannotWrite(t *testing.T) {
 		t.Parallel()
 		s, err := OpenBolt(ctx, t.TempDir(), BoltOptions{})
 		require.NoError(t, err)
-		c := NewCommitter(s)
 		require.NoError(t, s.Close())
-		require.ErrorIs(t, c.Apply(ctx, sampleRecords()), ErrClosed)
-		require.NoError(t, c.Close())
+		require.ErrorIs(t, s.Apply(ctx, sampleRecords()), ErrClosed)
+		require.NoError(t, s.Close(), "closing twice is no error")
 	})
 	t.Run("read-only needs an existing store", func(t *testing.T) {
 		t.Parallel()
@@ -478,117 +462,4 @@ func TestBolt_Open_Locked(t *testing.T) {
 	_, err = OpenBolt(ctx, dir, BoltOptions{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "file lock")
-}
-
-// fakeBlockingStore is a fake Store for the committer tests: its Apply
-// records each batch and, for the first one, waits for a gate.
-type fakeBlockingStore struct {
-	*Memory
-	entered chan struct{} // closed when the first Apply starts
-	gate    chan struct{} // the first Apply waits for it
-	once    sync.Once
-
-	mu      sync.Mutex
-	batches [][]table.Record
-}
-
-func (f *fakeBlockingStore) Apply(ctx context.Context, batch []table.Record) error {
-	first := false
-	f.once.Do(func() { first = true; close(f.entered) })
-	if first {
-		<-f.gate
-	}
-	f.mu.Lock()
-	f.batches = append(f.batches, append([]table.Record(nil), batch...))
-	f.mu.Unlock()
-	return f.Memory.Apply(ctx, batch)
-}
-
-func TestCommitter_Apply_GroupsConcurrentCalls(t *testing.T) {
-	t.Parallel()
-	ctx := context.Background()
-	f := &fakeBlockingStore{Memory: NewMemory(), entered: make(chan struct{}), gate: make(chan struct{})}
-	c := NewCommitter(f)
-	defer c.Close()
-
-	first := make(chan error, 1)
-	go func() { first <- c.Apply(ctx, []table.Record{{Key: key(0), ID: 1000, Status: workunit.StatusDone}}) }()
-	<-f.entered // the first commit is in flight
-
-	const n = 50
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = c.Apply(ctx, []table.Record{{Key: key(i + 1), ID: uint64(i + 1), Status: workunit.StatusDone}, {Key: key(1000 + i), ID: uint64(1000 + i + 1), Status: workunit.StatusDone}})
-		}()
-	}
-	// Wait until all n are queued behind the commit in flight.
-	require.Eventually(t, func() bool { return c.queued() == n }, 10*time.Second, time.Millisecond)
-	close(f.gate)
-	wg.Wait()
-	require.NoError(t, <-first)
-	for _, err := range errs {
-		require.NoError(t, err)
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	require.Len(t, f.batches, 2, "one commit in flight, everything else in the next")
-	assert.Len(t, f.batches[0], 1)
-	assert.Len(t, f.batches[1], 2*n)
-	assert.Equal(t, CommitterStats{Commits: 2, Requests: n + 1, Records: 2*n + 1}, c.Stats())
-	recs, err := c.Load(ctx)
-	require.NoError(t, err)
-	assert.Len(t, recs, 2*n+1)
-}
-
-func TestCommitter_Apply_Concurrent(t *testing.T) {
-	t.Parallel()
-	// Many writers on a real file: everything written, in fewer commits
-	// than calls, and (under -race) without races.
-	ctx := context.Background()
-	s, err := OpenBolt(ctx, t.TempDir(), BoltOptions{})
-	require.NoError(t, err)
-	c := NewCommitter(s)
-	const writers, each = 8, 25
-	var wg sync.WaitGroup
-	for w := 0; w < writers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := 0; i < each; i++ {
-				rec := table.Record{Key: key(w*each + i), ID: uint64(w*each + i + 1), Status: workunit.StatusWaiting, Spec: []byte("s")}
-				assert.NoError(t, c.Apply(ctx, []table.Record{rec}))
-			}
-		}()
-	}
-	wg.Wait()
-	recs, err := c.Load(ctx)
-	require.NoError(t, err)
-	assert.Len(t, recs, writers*each)
-	st := c.Stats()
-	assert.Equal(t, uint64(writers*each), st.Requests)
-	assert.LessOrEqual(t, st.Commits, st.Requests)
-	require.NoError(t, c.Close())
-	require.ErrorIs(t, c.Apply(ctx, recs[:1]), ErrClosed)
-}
-
-func TestCommitter_Apply_CanceledWaiter(t *testing.T) {
-	t.Parallel()
-	f := &fakeBlockingStore{Memory: NewMemory(), entered: make(chan struct{}), gate: make(chan struct{})}
-	c := NewCommitter(f)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- c.Apply(ctx, []table.Record{{Key: key(1), ID: 1, Status: workunit.StatusDone}}) }()
-	<-f.entered
-	cancel()
-	require.ErrorIs(t, <-done, context.Canceled)
-	close(f.gate)
-	require.NoError(t, c.Close())
-	// The batch was committed all the same (Close waits for the writer).
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	assert.Len(t, f.batches, 1)
 }
