@@ -448,32 +448,6 @@ func (c *Client) CallWhenDone(key workunit.Key, fn func(*workunit.Outcome, error
 	})
 }
 
-// infoReq is an Info awaiting its InfoReply.
-type infoReq struct {
-	msg  *wire.Info
-	op   string // what its errors say it was: "info KEY", or "sync"
-	done chan struct{}
-	out  *workunit.Outcome
-	err  error
-}
-
-func (r *infoReq) message() wire.Msg { return r.msg }
-
-func (r *infoReq) fail(_ *Client, err error) {
-	r.err = fmt.Errorf("client: %s: %w", r.op, err)
-	close(r.done)
-}
-
-func (c *Client) onInfoLocked(m *wire.InfoReply) {
-	r, ok := c.pending[m.Req].(*infoReq)
-	if !ok {
-		return
-	}
-	delete(c.pending, m.Req)
-	r.out = outcomeOf(&m.Outcome)
-	close(r.done)
-}
-
 // Info returns the workunit's current state at once, without waiting for
 // it to finish (Riot's client-workunit-info: status, worker, result, last
 // change). A key the tracker does not know has status workunit.StatusUnknown.
@@ -485,26 +459,11 @@ func (c *Client) Info(ctx context.Context, key workunit.Key) (*workunit.Outcome,
 
 // info asks for key's info; op names the call in errors.
 func (c *Client) info(ctx context.Context, key workunit.Key, op string) (*workunit.Outcome, error) {
-	c.mu.Lock()
-	if c.err != nil {
-		err := c.err
-		c.mu.Unlock()
+	v, err := c.call(ctx, op, &wire.Info{Key: key})
+	if err != nil {
 		return nil, err
 	}
-	req := c.nextReqLocked()
-	r := &infoReq{msg: &wire.Info{Req: req, Key: key}, op: op, done: make(chan struct{})}
-	c.pending[req] = r
-	c.sendLocked(r.msg)
-	c.mu.Unlock()
-	select {
-	case <-r.done:
-		return r.out, r.err
-	case <-ctx.Done():
-		c.mu.Lock()
-		delete(c.pending, req)
-		c.mu.Unlock()
-		return nil, fmt.Errorf("client: %s: %w", op, ctx.Err())
-	}
+	return v.(*workunit.Outcome), nil
 }
 
 // Sync is a round trip to the tracker: it returns once the tracker has
@@ -515,30 +474,6 @@ func (c *Client) info(ctx context.Context, key workunit.Key, op string) (*workun
 func (c *Client) Sync(ctx context.Context) error {
 	_, err := c.info(ctx, workunit.Key{}, "sync")
 	return err
-}
-
-type cancelReq struct {
-	msg  *wire.Cancel
-	done chan struct{}
-	keys []workunit.Key
-	err  error
-}
-
-func (r *cancelReq) message() wire.Msg { return r.msg }
-
-func (r *cancelReq) fail(_ *Client, err error) {
-	r.err = fmt.Errorf("client: cancel: %w", err)
-	close(r.done)
-}
-
-func (c *Client) onCanceledLocked(m *wire.Canceled) {
-	r, ok := c.pending[m.Req].(*cancelReq)
-	if !ok {
-		return
-	}
-	delete(c.pending, m.Req)
-	r.keys = m.Keys
-	close(r.done)
 }
 
 // Cancel asks the tracker to cancel workunits, and returns the keys it
@@ -568,24 +503,9 @@ func (c *Client) Cancel(ctx context.Context, keys ...workunit.Key) ([]workunit.K
 }
 
 func (c *Client) cancel(ctx context.Context, keys []workunit.Key) ([]workunit.Key, error) {
-	c.mu.Lock()
-	if c.err != nil {
-		err := c.err
-		c.mu.Unlock()
+	v, err := c.call(ctx, "cancel", &wire.Cancel{Keys: append([]workunit.Key(nil), keys...)})
+	if err != nil {
 		return nil, err
 	}
-	req := c.nextReqLocked()
-	r := &cancelReq{msg: &wire.Cancel{Req: req, Keys: append([]workunit.Key(nil), keys...)}, done: make(chan struct{})}
-	c.pending[req] = r
-	c.sendLocked(r.msg)
-	c.mu.Unlock()
-	select {
-	case <-r.done:
-		return r.keys, r.err
-	case <-ctx.Done():
-		c.mu.Lock()
-		delete(c.pending, req)
-		c.mu.Unlock()
-		return nil, fmt.Errorf("client: cancel: %w", ctx.Err())
-	}
+	return v.([]workunit.Key), nil
 }

@@ -169,8 +169,8 @@ type Client struct {
 	pending map[uint64]request      // requests awaiting their answer, by req
 	watches map[workunit.Key]*watch // keys waited for
 	batches map[uint64]*watchBatch  // Watch messages on this connection, by req
-	gets    map[blob.Hash]*getReq   // blob fetches in flight
-	puts    map[blob.Hash]*putReq   // blob uploads in flight
+	gets    map[blob.Hash]*rpc      // blob fetches in flight, by hash
+	puts    map[blob.Hash]*rpc      // blob uploads in flight, by hash
 	stored  map[blob.Hash]struct{}  // blobs the tracker holds
 	credit  int                     // credit granted and not used by an Assign
 	assigns []*Assignment           // assignments not yet taken
@@ -216,8 +216,8 @@ func newClient(opts Options, url string) *Client {
 		live:      make(map[uint64]*Assignment),
 		watches:   make(map[workunit.Key]*watch),
 		batches:   make(map[uint64]*watchBatch),
-		gets:      make(map[blob.Hash]*getReq),
-		puts:      make(map[blob.Hash]*putReq),
+		gets:      make(map[blob.Hash]*rpc),
+		puts:      make(map[blob.Hash]*rpc),
 		stored:    make(map[blob.Hash]struct{}),
 	}
 	c.cb.init()
@@ -331,14 +331,12 @@ func (c *Client) end(err error) {
 	for _, w := range c.watches {
 		c.resolveLocked(w, nil, err)
 	}
-	for _, g := range c.gets {
-		g.finish(nil, err)
+	for _, r := range c.gets {
+		r.finish(nil, err)
 	}
-	for _, p := range c.puts {
-		p.finish(err)
+	for _, r := range c.puts {
+		r.finish(nil, err)
 	}
-	clear(c.gets)
-	clear(c.puts)
 	c.out = nil
 	c.recent = nil
 	c.mu.Unlock()
@@ -370,15 +368,6 @@ func (c *Client) wake() {
 	case c.kick <- struct{}{}:
 	default:
 	}
-}
-
-// request is a message awaiting its answer, kept to be sent again after a
-// reconnect.
-type request interface {
-	// message returns the message to send (again).
-	message() wire.Msg
-	// fail ends the request with err; called with c.mu held.
-	fail(c *Client, err error)
 }
 
 // callbacks runs user callbacks one at a time, in order, on one goroutine

@@ -558,14 +558,8 @@ func (c *Client) handle(cn *conn, msgs []wire.Msg) error {
 			c.onAcceptedLocked(m)
 		case *wire.Finished:
 			c.onFinishedLocked(m)
-		case *wire.InfoReply:
-			c.onInfoLocked(m)
-		case *wire.BlobNeed:
-			c.onBlobNeedLocked(m)
-		case *wire.BlobStored:
-			c.onBlobStoredLocked(m)
-		case *wire.BlobData:
-			c.onBlobDataLocked(m)
+		case *wire.InfoReply, *wire.BlobNeed, *wire.BlobStored, *wire.BlobData, *wire.Canceled:
+			c.onAnswerLocked(m)
 		case *wire.Assign:
 			a := &Assignment{Key: m.Key, Token: m.Token, Spec: bytes.Clone(m.Spec), Realm: m.Realm, Timeout: m.Timeout, GPUs: m.GPUs}
 			c.assigns = append(c.assigns, a)
@@ -580,8 +574,6 @@ func (c *Client) handle(cn *conn, msgs []wire.Msg) error {
 				a.revoked.Store(true)
 				revoked = append(revoked, a)
 			}
-		case *wire.Canceled:
-			c.onCanceledLocked(m)
 		case *wire.Error:
 			c.onErrorLocked(m)
 		default:
