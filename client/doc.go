@@ -42,7 +42,8 @@
 // values with their code (wire.IsCode); a failed workunit's error is a
 // *workunit.Error whose Worker and Key are filled in.
 //
-// Riot's forms have Go names (DESIGN.md): WhoAmI, WorkunitInfo,
+// Riot's forms have Go names (docs/client.md, "Riot's master forms" and
+// "Riot's low-level client"): WhoAmI, WorkunitInfo,
 // CallWithWorkunitInfo, WaitForWork, AddWorkunit, CallWithNewWorkunit,
 // WaitForFinishedWorkunit, CallWithFinishedWorkunit, CompleteWorkunit,
 // and the master's DoWork, DoWorkCall, DoWorkEval, ForWork, WaitUntilDone

@@ -8,7 +8,7 @@ import (
 	"github.com/riot-go/riot/workunit"
 )
 
-// This file holds Riot's forms under their Go names (DESIGN.md, "Names"):
+// This file holds Riot's forms under their Go names (docs/client.md):
 // the low-level client API of the seed's section 4, and the master's
 // do-work forms of section 3.
 

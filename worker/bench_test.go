@@ -37,7 +37,8 @@ func benchWorkers(b *testing.B, addr string, n int) {
 }
 
 // BenchmarkEndToEnd: trivial workunits through one tracker and two
-// workers on loopback (DESIGN.md's target: 50,000 per second on 2 cores).
+// workers on loopback (the target, docs/benchmarks.md: 150,000 per
+// second on 2 cores).
 // Each op is one workunit, submitted pipelined and waited for.
 func BenchmarkEndToEnd(b *testing.B) {
 	tr := trackertest.Start(b, trackertest.LogLevel(slog.LevelWarn))

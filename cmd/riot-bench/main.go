@@ -11,10 +11,10 @@
 //   - throughput: fn workunits `(i) => i + 1` with distinct arguments,
 //     submitted pipelined and all waited for, --n-one with one worker and
 //     --n with --workers; in workunits per second, beside the original
-//     Riot's 22.7 (one worker) and 45 (two) and DESIGN.md's target of
-//     50,000;
+//     Riot's 22.7 (one worker) and 45 (two) and riot's target of 150,000
+//     in memory, 80% of that durable (docs/benchmarks.md, "Targets");
 //   - round-trip latency: --latency-n such workunits one at a time, p50
-//     and p99 (targets 0.3 ms and 2 ms);
+//     and p99 (targets 0.2 ms in memory, 0.6 ms durable, and 2 ms);
 //
 // and, for each --dict-limits L, the bytes on the wire of
 // `riot-worker eval scripts/dict.js --limit L` over --words, counted by
