@@ -21,21 +21,19 @@ type jsClient struct {
 func (m *master) newClient(conn Conn) *jsClient {
 	c := &jsClient{m: m, conn: conn}
 	obj := m.rl.rt.NewObject()
-	for name, fn := range map[string]func(goja.FunctionCall) goja.Value{
-		"whoAmI":                   c.whoAmI,
-		"workunitInfo":             c.workunitInfo,
-		"callWithWorkunitInfo":     c.callWithWorkunitInfo,
-		"waitForWork":              c.waitForWork,
-		"addWorkunit":              c.addWorkunit,
-		"callWithNewWorkunit":      c.callWithNewWorkunit,
-		"waitForFinishedWorkunit":  c.waitForFinishedWorkunit,
-		"callWithFinishedWorkunit": c.callWithFinishedWorkunit,
-		"completeWorkunit":         c.completeWorkunit,
-		"close":                    c.close,
-	} {
-		if err := m.rl.setFunc(obj, name, fn); err != nil {
-			panic(err)
-		}
+	if err := m.rl.setFuncs(obj, []export{
+		{"whoAmI", c.whoAmI},
+		{"workunitInfo", c.workunitInfo},
+		{"callWithWorkunitInfo", c.callWithWorkunitInfo},
+		{"waitForWork", c.waitForWork},
+		{"addWorkunit", c.addWorkunit},
+		{"callWithNewWorkunit", c.callWithNewWorkunit},
+		{"waitForFinishedWorkunit", c.waitForFinishedWorkunit},
+		{"callWithFinishedWorkunit", c.callWithFinishedWorkunit},
+		{"completeWorkunit", c.completeWorkunit},
+		{"close", c.close},
+	}); err != nil {
+		panic(err)
 	}
 	c.obj = obj
 	m.clients = append(m.clients, c)

@@ -45,13 +45,13 @@ func bindConsole(rl *realm) error {
 			return goja.Undefined()
 		}
 	}
-	exports := map[string]func(goja.FunctionCall) goja.Value{
-		"log":   method(LevelLog),
-		"info":  method(LevelInfo),
-		"warn":  method(LevelWarn),
-		"error": method(LevelError),
-		"debug": method(LevelDebug),
-		"trace": func(call goja.FunctionCall) goja.Value {
+	if err := rl.setFuncs(con, []export{
+		{"log", method(LevelLog)},
+		{"info", method(LevelInfo)},
+		{"warn", method(LevelWarn)},
+		{"error", method(LevelError)},
+		{"debug", method(LevelDebug)},
+		{"trace", func(call goja.FunctionCall) goja.Value {
 			text := "Trace"
 			if len(call.Arguments) > 0 {
 				text += ": " + rl.format(call.Arguments)
@@ -61,8 +61,8 @@ func bindConsole(rl *realm) error {
 			writeFrames(&b, rl.rt.CaptureCallStack(0, nil))
 			rl.print(LevelError, b.String())
 			return goja.Undefined()
-		},
-		"assert": func(call goja.FunctionCall) goja.Value {
+		}},
+		{"assert", func(call goja.FunctionCall) goja.Value {
 			if call.Argument(0).ToBoolean() {
 				return goja.Undefined()
 			}
@@ -72,16 +72,13 @@ func bindConsole(rl *realm) error {
 			}
 			rl.print(LevelError, text)
 			return goja.Undefined()
-		},
-		"dir": func(call goja.FunctionCall) goja.Value {
+		}},
+		{"dir", func(call goja.FunctionCall) goja.Value {
 			rl.print(LevelLog, inspect(rl, call.Argument(0), inspectOptions{}))
 			return goja.Undefined()
-		},
-	}
-	for name, fn := range exports {
-		if err := rl.setFunc(con, name, fn); err != nil {
-			return err
-		}
+		}},
+	}); err != nil {
+		return err
 	}
 	return rl.rt.Set("console", con)
 }

@@ -30,8 +30,12 @@ func (m *master) bindConsole(rl *realm) error {
 		}
 		fmt.Fprintln(w, text)
 	}
-	for name, toErr := range map[string]bool{"log": false, "info": false, "debug": false, "warn": true, "error": true} {
-		if err := rl.setFunc(con, name, func(call goja.FunctionCall) goja.Value {
+	for _, c := range []struct {
+		name  string
+		toErr bool
+	}{{"log", false}, {"info", false}, {"warn", true}, {"error", true}, {"debug", false}} {
+		toErr := c.toErr
+		if err := rl.setFunc(con, c.name, func(call goja.FunctionCall) goja.Value {
 			write(toErr, rl.format(call.Arguments))
 			return goja.Undefined()
 		}); err != nil {
@@ -110,22 +114,19 @@ func (m *master) bindRiot(rl *realm) error {
 	if err := riot.Set("args", argv); err != nil {
 		return err
 	}
-	exports := map[string]func(goja.FunctionCall) goja.Value{
-		"connect":          m.connect,
-		"connectToTracker": m.connectToTracker,
-		"currentClient":    m.currentClient,
-		"readFile":         m.readFile,
-		"readLines":        m.readLines,
-		"writeFile":        m.writeFile,
-		"waitUntilDone":    m.waitUntilDone,
-		"callWhenDone":     m.callWhenDone,
-		"cancel":           m.cancel,
-		"with":             m.with,
-	}
-	for name, fn := range exports {
-		if err := rl.setFunc(riot, name, fn); err != nil {
-			return err
-		}
+	if err := rl.setFuncs(riot, []export{
+		{"connect", m.connect},
+		{"connectToTracker", m.connectToTracker},
+		{"currentClient", m.currentClient},
+		{"readFile", m.readFile},
+		{"readLines", m.readLines},
+		{"writeFile", m.writeFile},
+		{"waitUntilDone", m.waitUntilDone},
+		{"callWhenDone", m.callWhenDone},
+		{"cancel", m.cancel},
+		{"with", m.with},
+	}); err != nil {
+		return err
 	}
 	if err := m.setSubmitters(rl, riot, WorkOptions{}); err != nil {
 		return err
@@ -144,17 +145,12 @@ func (m *master) bindRiot(rl *realm) error {
 // setSubmitters puts doWork, forWork, doWorkCall and doWorkEval on obj,
 // submitting with opts.
 func (m *master) setSubmitters(rl *realm, obj *goja.Object, opts WorkOptions) error {
-	for name, fn := range map[string]func(goja.FunctionCall) goja.Value{
-		"doWork":     func(c goja.FunctionCall) goja.Value { return m.doWork(c, opts) },
-		"forWork":    func(c goja.FunctionCall) goja.Value { return m.forWork(c, opts) },
-		"doWorkCall": func(c goja.FunctionCall) goja.Value { return m.doWorkCall(c, opts) },
-		"doWorkEval": func(c goja.FunctionCall) goja.Value { return m.doWorkEval(c, opts) },
-	} {
-		if err := rl.setFunc(obj, name, fn); err != nil {
-			return err
-		}
-	}
-	return nil
+	return rl.setFuncs(obj, []export{
+		{"doWork", func(c goja.FunctionCall) goja.Value { return m.doWork(c, opts) }},
+		{"forWork", func(c goja.FunctionCall) goja.Value { return m.forWork(c, opts) }},
+		{"doWorkCall", func(c goja.FunctionCall) goja.Value { return m.doWorkCall(c, opts) }},
+		{"doWorkEval", func(c goja.FunctionCall) goja.Value { return m.doWorkEval(c, opts) }},
+	})
 }
 
 // hook returns the capture hook of script k (capture.DefaultHook for the

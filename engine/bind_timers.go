@@ -142,16 +142,14 @@ func bindTimers(rl *realm) error {
 		}
 		return goja.Undefined()
 	}
-	for name, fn := range map[string]func(goja.FunctionCall) goja.Value{
-		"setTimeout":    set(false),
-		"setInterval":   set(true),
-		"clearTimeout":  clearTimer,
-		"clearInterval": clearTimer,
-		"sleep":         sleep,
-	} {
-		if err := rl.setFunc(rl.rt.GlobalObject(), name, fn); err != nil {
-			return err
-		}
+	if err := rl.setFuncs(rl.rt.GlobalObject(), []export{
+		{"setTimeout", set(false)},
+		{"setInterval", set(true)},
+		{"clearTimeout", clearTimer},
+		{"clearInterval", clearTimer},
+		{"sleep", sleep},
+	}); err != nil {
+		return err
 	}
 	_, err := rl.rt.RunScript(internalFile, `globalThis.queueMicrotask = function queueMicrotask(callback) {
 		if (typeof callback !== 'function') throw new TypeError('queueMicrotask: the callback must be a function');

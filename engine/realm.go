@@ -116,6 +116,25 @@ func (rl *realm) setFunc(obj *goja.Object, name string, fn func(goja.FunctionCal
 	return obj.Set(name, f)
 }
 
+// export is one entry of an export table: a Go function and the name it
+// goes by in JavaScript. Bindings are installed from slices of them, never
+// by ranging over a map, so that every runtime lists its properties in
+// one order: a workunit's result must not depend on which runtime ran it.
+type export struct {
+	name string
+	fn   func(goja.FunctionCall) goja.Value
+}
+
+// setFuncs puts the functions of table on obj, in order.
+func (rl *realm) setFuncs(obj *goja.Object, table []export) error {
+	for _, e := range table {
+		if err := rl.setFunc(obj, e.name, e.fn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // close releases what the realm holds. The realm is not used again.
 func (rl *realm) close() {
 	for i := len(rl.closers) - 1; i >= 0; i-- {
