@@ -5,6 +5,7 @@ import (
 
 	"github.com/dop251/goja"
 
+	"github.com/riot-go/riot/engine/internal/jsvalue"
 	"github.com/riot-go/riot/workunit"
 )
 
@@ -68,7 +69,7 @@ func (m *master) outcomeValues(op string, o *Outcome) []goja.Value {
 	var result goja.Value = goja.Null()
 	switch o.Status {
 	case "done":
-		v, err := m.rl.dec.decodeValue(o.Result)
+		v, err := m.rl.dec.DecodeValue(o.Result)
 		if err != nil {
 			m.rl.throw("Error", "%s: the result does not decode: %v", op, err)
 		}
@@ -84,7 +85,7 @@ func (m *master) outcomeValues(op string, o *Outcome) []goja.Value {
 	}
 	var last goja.Value = goja.Null()
 	if !o.LastChange.IsZero() {
-		d, err := m.rl.in.newDate(nil, rt.ToValue(o.LastChange.UnixMilli()))
+		d, err := m.rl.in.NewDate(nil, rt.ToValue(o.LastChange.UnixMilli()))
 		if err == nil {
 			last = d
 		}
@@ -200,7 +201,7 @@ func (c *jsClient) waitForWork(call goja.FunctionCall) goja.Value {
 	case workunit.Eval:
 		_ = work.Set("source", w.Spec.Source)
 	case workunit.Fn:
-		vals, err := m.rl.dec.decodeArgs(w.Spec.Payload)
+		vals, err := m.rl.dec.DecodeArgs(w.Spec.Payload)
 		if err != nil || len(vals) == 0 {
 			m.rl.throw("Error", "%s: workunit %s does not decode: %v", op, w.Key.Short(), err)
 		}
@@ -211,7 +212,7 @@ func (c *jsClient) waitForWork(call goja.FunctionCall) goja.Value {
 		if err != nil {
 			m.rl.throw("Error", "%s: %v", op, err)
 		}
-		args, err := m.rl.dec.decodeArgs(w.Spec.Payload)
+		args, err := m.rl.dec.DecodeArgs(w.Spec.Payload)
 		if err != nil {
 			m.rl.throw("Error", "%s: workunit %s does not decode: %v", op, w.Key.Short(), err)
 		}
@@ -243,8 +244,8 @@ func (c *jsClient) completeWorkunit(call goja.FunctionCall) goja.Value {
 			werr.Message = call.Argument(2).String()
 		}
 	} else {
-		enc := newEncoder(m.rl.rt, m.rl.in, encodeOptions{root: "result", dest: "back to the master"})
-		data, err := enc.encodeValue(call.Argument(2))
+		enc := jsvalue.NewEncoder(m.rl.rt, m.rl.in, jsvalue.EncodeOptions{Root: "result", Dest: "back to the master"})
+		data, err := enc.EncodeValue(call.Argument(2))
 		if err != nil {
 			m.rl.throw("DataCloneError", "%s: %v", op, m.encodeError(op, "result", err))
 		}
@@ -264,4 +265,12 @@ func (c *jsClient) close(goja.FunctionCall) goja.Value {
 		}
 	}
 	return goja.Undefined()
+}
+
+func toAny(vals []goja.Value) []any {
+	out := make([]any, len(vals))
+	for i, v := range vals {
+		out[i] = v
+	}
+	return out
 }

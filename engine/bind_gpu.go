@@ -11,6 +11,7 @@ import (
 
 	"github.com/dop251/goja"
 
+	"github.com/riot-go/riot/engine/internal/jsvalue"
 	"github.com/riot-go/riot/gpu"
 )
 
@@ -87,7 +88,7 @@ func workerGPUs(rl *realm) func(goja.FunctionCall) goja.Value {
 			items[i] = g
 		}
 		a := rl.rt.NewArray(items...)
-		if _, err := rl.in.objectFreeze(goja.Undefined(), a); err != nil {
+		if _, err := rl.in.ObjectFreeze(goja.Undefined(), a); err != nil {
 			panic(err)
 		}
 		last, arr = rl.cur, a
@@ -114,12 +115,12 @@ type gpuBinding struct {
 // release of the realm's resources when the realm is dropped.
 func bindGPU(rl *realm) error {
 	b := &gpuBinding{rl: rl, drv: rl.eng.opts.GPU, defaults: make(map[int]*resHandle)}
-	v, err := rl.rt.RunScript(internalFile, gpuClassesJS)
+	v, err := rl.rt.RunScript(jsvalue.InternalFile, gpuClassesJS)
 	if err != nil {
 		return fmt.Errorf("engine: gpu classes: %w", err)
 	}
 	classes := v.(*goja.Object)
-	ctorAt := func(i int) *goja.Object { return classes.Get(itoa(i)).(*goja.Object) }
+	ctorAt := func(i int) *goja.Object { return classes.Get(jsvalue.Index(i)).(*goja.Object) }
 	raft, resCtor, arrCtor, kernelCtor := ctorAt(0), ctorAt(1), ctorAt(2), ctorAt(3)
 	b.raftError, _ = goja.AssertConstructor(raft)
 	b.resProto = resCtor.Get("prototype").(*goja.Object)
@@ -187,7 +188,7 @@ func bindGPU(rl *realm) error {
 		}
 	}
 	for _, o := range []*goja.Object{resCtor, arrCtor, kernelCtor, b.resProto, b.arrProto, b.kernelProto} {
-		if _, err := rl.in.objectFreeze(goja.Undefined(), o); err != nil {
+		if _, err := rl.in.ObjectFreeze(goja.Undefined(), o); err != nil {
 			return err
 		}
 	}
@@ -344,7 +345,7 @@ func (b *gpuBinding) optionsArg(name string, v goja.Value) *goja.Object {
 		return nil
 	}
 	o, ok := v.(*goja.Object)
-	if !ok || b.rl.in.classify(o) != kindPlain || b.handle(o) != nil {
+	if !ok || b.rl.in.Classify(o) != jsvalue.KindPlain || b.handle(o) != nil {
 		b.rl.throw("TypeError", "%s: options must be an object, not %s", name, b.describe(v))
 	}
 	return o
@@ -417,7 +418,7 @@ func (b *gpuBinding) describe(v goja.Value) string {
 	case *kernelHandle:
 		return "a DeviceKernel"
 	}
-	return describe(v)
+	return jsvalue.Describe(v)
 }
 
 // resArg reads a DeviceResources argument.
@@ -589,7 +590,7 @@ func (b *gpuBinding) withDeviceResources(call goja.FunctionCall) goja.Value {
 		}
 	}()
 	ret, fnErr := fn(goja.Undefined(), h.obj)
-	if p, ok := ret.(*goja.Object); ok && fnErr == nil && p.ExportType() == typePromiseExport {
+	if p, ok := ret.(*goja.Object); ok && fnErr == nil && jsvalue.IsPromise(p) {
 		released = true // by the promise
 		return b.releaseWhenSettled(h, p)
 	}
@@ -620,7 +621,7 @@ func (b *gpuBinding) releaseWhenSettled(h *resHandle, p *goja.Object) goja.Value
 		release()
 		panic(call.Argument(0))
 	}
-	v, err := b.rl.in.promiseThen(p, b.native("", onValue), b.native("", onError))
+	v, err := b.rl.in.PromiseThen(p, b.native("", onValue), b.native("", onError))
 	if err != nil {
 		_ = h.r.Close()
 		b.fail("withDeviceResources", err)

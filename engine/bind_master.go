@@ -15,6 +15,7 @@ import (
 
 	"github.com/riot-go/riot/blob"
 	"github.com/riot-go/riot/engine/capture"
+	"github.com/riot-go/riot/engine/internal/jsvalue"
 	"github.com/riot-go/riot/value"
 	"github.com/riot-go/riot/workunit"
 )
@@ -108,7 +109,7 @@ func (m *master) bindRiot(rl *realm) error {
 		args[i] = a
 	}
 	argv := rt.NewArray(args...)
-	if _, err := rl.in.objectFreeze(goja.Undefined(), argv); err != nil {
+	if _, err := rl.in.ObjectFreeze(goja.Undefined(), argv); err != nil {
 		return err
 	}
 	if err := riot.Set("args", argv); err != nil {
@@ -131,7 +132,7 @@ func (m *master) bindRiot(rl *realm) error {
 	if err := m.setSubmitters(rl, riot, WorkOptions{}); err != nil {
 		return err
 	}
-	pre, err := rt.RunScript(internalFile, masterPrelude)
+	pre, err := rt.RunScript(jsvalue.InternalFile, masterPrelude)
 	if err != nil {
 		return err
 	}
@@ -181,7 +182,7 @@ func (m *master) register(k int, call goja.FunctionCall) goja.Value {
 
 // captureFunc gives the encoder a function's source and the current values
 // of its free variables.
-func (m *master) captureFunc(fn *goja.Object) (*CapturedFunc, error) {
+func (m *master) captureFunc(fn *goja.Object) (*jsvalue.CapturedFunc, error) {
 	regv := fn.GetSymbol(regSym)
 	reg, ok := regv.(*goja.Object)
 	if !ok {
@@ -212,14 +213,14 @@ func (m *master) captureFunc(fn *goja.Object) (*CapturedFunc, error) {
 		ao := arr.(*goja.Object)
 		vals = make([]goja.Value, len(f.Free))
 		for i := range vals {
-			vals[i] = ao.Get(itoa(i))
+			vals[i] = ao.Get(jsvalue.Index(i))
 		}
 	}
 	col := f.Column - f.HeaderLen
 	if col < 1 {
 		col = 1
 	}
-	return &CapturedFunc{Source: f.Source, Names: f.Free, Values: vals, File: m.scripts[k].File, Line: f.Line, Column: col}, nil
+	return &jsvalue.CapturedFunc{Source: f.Source, Names: f.Free, Values: vals, File: m.scripts[k].File, Line: f.Line, Column: col}, nil
 }
 
 // registration reads a registration: the script's index and the
@@ -251,8 +252,8 @@ func (m *master) blobFor(o *goja.Object) (blob.Hash, bool, error) {
 		return ent.hash, true, nil
 	}
 	encode := func() ([]byte, error) {
-		enc := newEncoder(m.rl.rt, m.rl.in, encodeOptions{root: "value", dest: "to a worker", capture: m.captureFunc})
-		data, err := enc.encodeValue(o)
+		enc := jsvalue.NewEncoder(m.rl.rt, m.rl.in, jsvalue.EncodeOptions{Root: "value", Dest: "to a worker", Capture: m.captureFunc})
+		data, err := enc.EncodeValue(o)
 		return append([]byte(nil), data...), err
 	}
 	var data []byte
@@ -292,25 +293,25 @@ const maxBlobEntries = 1 << 16
 func (m *master) sizeOf(o *goja.Object) (int64, bool) {
 	in := m.rl.in
 	var n, bytes int64
-	switch in.classify(o) {
-	case kindArray:
+	switch in.Classify(o) {
+	case jsvalue.KindArray:
 		n = o.Get("length").ToInteger()
 		bytes = 2 * n
-	case kindPlain:
+	case jsvalue.KindPlain:
 		n = int64(len(o.Keys()))
 		bytes = 4 * n
-	case kindMap, kindSet:
+	case jsvalue.KindMap, jsvalue.KindSet:
 		n = o.Get("size").ToInteger()
 		bytes = 2 * n
-	case kindTyped:
-		v, _ := in.typedLength(o)
+	case jsvalue.KindTyped:
+		v, _ := in.TypedLength(o)
 		n = v.ToInteger()
 		bytes = n
-	case kindArrayBuffer:
+	case jsvalue.KindArrayBuffer:
 		n = int64(len(o.Export().(goja.ArrayBuffer).Bytes()))
 		bytes = n
-	case kindDataView:
-		v, _ := in.viewLength(o)
+	case jsvalue.KindDataView:
+		v, _ := in.ViewLength(o)
 		n = v.ToInteger()
 		bytes = n
 	default:
@@ -321,17 +322,17 @@ func (m *master) sizeOf(o *goja.Object) (int64, bool) {
 
 // encoder returns an encoder for workunit payloads: functions by capture,
 // large values as blobs.
-func (m *master) encoder() *encoder {
-	return newEncoder(m.rl.rt, m.rl.in, encodeOptions{root: "args", dest: "to a worker", capture: m.captureFunc, blob: m.blobFor})
+func (m *master) encoder() *jsvalue.Encoder {
+	return jsvalue.NewEncoder(m.rl.rt, m.rl.in, jsvalue.EncodeOptions{Root: "args", Dest: "to a worker", Capture: m.captureFunc, Blob: m.blobFor})
 }
 
 // encodeError makes an encoding error read well: where, then why.
 func (m *master) encodeError(op, root string, err error) error {
-	var u *unsendableError
+	var u *jsvalue.UnsendableError
 	if errors.As(err, &u) {
-		path := u.path(root)
+		path := u.Path(root)
 		path = freeVariableStep.ReplaceAllString(path, " → free variable $1")
-		return fmt.Errorf("%s: %s: %s", op, path, u.msg)
+		return fmt.Errorf("%s: %s: %s", op, path, u.Msg)
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }
@@ -344,16 +345,16 @@ var freeVariableStep = regexp.MustCompile(`\(free variable ([^)]*)\)`)
 // arguments, in one document.
 func (m *master) fnSpec(op string, fn *goja.Object, args []goja.Value) (*workunit.Spec, error) {
 	enc := m.encoder()
-	enc.beginArgs(1 + len(args))
-	if err := enc.encode(fn); err != nil {
+	enc.BeginArgs(1 + len(args))
+	if err := enc.Encode(fn); err != nil {
 		return nil, m.encodeError(op, m.fnName(fn), err)
 	}
 	for i, a := range args {
-		if err := enc.valueOrBlob(a); err != nil {
-			return nil, m.encodeError(op, "args["+itoa(i)+"]", err)
+		if err := enc.ValueOrBlob(a); err != nil {
+			return nil, m.encodeError(op, "args["+jsvalue.Index(i)+"]", err)
 		}
 	}
-	return &workunit.Spec{Kind: workunit.Fn, Name: m.scripts[0].File, Payload: append([]byte(nil), enc.w.Bytes()...), Blobs: append([]blob.Hash(nil), enc.blobs...)}, nil
+	return &workunit.Spec{Kind: workunit.Fn, Name: m.scripts[0].File, Payload: append([]byte(nil), enc.Bytes()...), Blobs: append([]blob.Hash(nil), enc.Blobs()...)}, nil
 }
 
 func (m *master) fnName(fn *goja.Object) string {
@@ -372,7 +373,7 @@ func (m *master) argFunction(op string, v goja.Value) *goja.Object {
 			return o
 		}
 	}
-	m.rl.throw("TypeError", "%s: the workunit must be a function; it is %s", op, describe(v))
+	m.rl.throw("TypeError", "%s: the workunit must be a function; it is %s", op, jsvalue.Describe(v))
 	return nil
 }
 
@@ -530,23 +531,23 @@ func (m *master) forWork(call goja.FunctionCall, opts WorkOptions) goja.Value {
 	}
 	c := m.conn(op)
 	enc := m.encoder()
-	enc.beginArgs(3)
+	enc.BeginArgs(3)
 	// The function and what it captures go into every item's workunit.
 	m.copies = max(len(items), 1)
-	err := enc.encode(fn)
+	err := enc.Encode(fn)
 	m.copies = 1
 	if err != nil {
 		m.rl.throw("DataCloneError", "%v", m.encodeError(op, m.fnName(fn), err))
 	}
-	mark := enc.mark()
+	mark := enc.Mark()
 	specs := make([]*workunit.Spec, len(items))
 	for i, item := range items {
-		enc.rollback(mark)
-		if err := enc.valueOrBlob(item); err != nil {
-			m.rl.throw("DataCloneError", "%v", m.encodeError(op, "items["+itoa(i)+"]", err))
+		enc.Rollback(mark)
+		if err := enc.ValueOrBlob(item); err != nil {
+			m.rl.throw("DataCloneError", "%v", m.encodeError(op, "items["+jsvalue.Index(i)+"]", err))
 		}
-		enc.w.Int(int64(i))
-		specs[i] = &workunit.Spec{Kind: workunit.Fn, Name: m.scripts[0].File, Payload: append([]byte(nil), enc.w.Bytes()...), Blobs: append([]blob.Hash(nil), enc.blobs...)}
+		enc.Int(int64(i))
+		specs[i] = &workunit.Spec{Kind: workunit.Fn, Name: m.scripts[0].File, Payload: append([]byte(nil), enc.Bytes()...), Blobs: append([]blob.Hash(nil), enc.Blobs()...)}
 	}
 	subs := m.submit(op, c, specs, opts)
 	results := make([]any, len(subs))
@@ -560,7 +561,7 @@ func (m *master) forWork(call goja.FunctionCall, opts WorkOptions) goja.Value {
 func (m *master) doWorkEval(call goja.FunctionCall, opts WorkOptions) goja.Value {
 	const op = "riot.doWorkEval"
 	if !goja.IsString(call.Argument(0)) {
-		m.rl.throw("TypeError", "%s: the source must be a string; it is %s", op, describe(call.Argument(0)))
+		m.rl.throw("TypeError", "%s: the source must be a string; it is %s", op, jsvalue.Describe(call.Argument(0)))
 	}
 	if o, ok := call.Argument(1).(*goja.Object); ok {
 		opts = m.workOptions(op, o, opts)
@@ -590,14 +591,14 @@ func (m *master) doWorkCall(call goja.FunctionCall, opts WorkOptions) goja.Value
 		args = call.Arguments[2:]
 	}
 	enc := m.encoder()
-	enc.beginArgs(len(args))
+	enc.BeginArgs(len(args))
 	for i, a := range args {
-		if err := enc.valueOrBlob(a); err != nil {
-			m.rl.throw("DataCloneError", "%v", m.encodeError(op, "args["+itoa(i)+"]", err))
+		if err := enc.ValueOrBlob(a); err != nil {
+			m.rl.throw("DataCloneError", "%v", m.encodeError(op, "args["+jsvalue.Index(i)+"]", err))
 		}
 	}
-	blobs := append(append([]blob.Hash(nil), mod.All...), enc.blobs...)
-	spec := &workunit.Spec{Kind: workunit.Call, Module: mod.Hash, Export: name.String(), Payload: append([]byte(nil), enc.w.Bytes()...), Blobs: blobs}
+	blobs := append(append([]blob.Hash(nil), mod.All...), enc.Blobs()...)
+	spec := &workunit.Spec{Kind: workunit.Call, Module: mod.Hash, Export: name.String(), Payload: append([]byte(nil), enc.Bytes()...), Blobs: blobs}
 	subs := m.submit(op, m.conn(op), []*workunit.Spec{spec}, opts)
 	return m.rl.rt.ToValue(subs[0].Key().String())
 }
@@ -680,7 +681,7 @@ func (m *master) result(op string, c Conn, key workunit.Key) goja.Value {
 	if o.Status == "error" {
 		panic(m.workunitError(key, o))
 	}
-	v, err := m.rl.dec.decodeValue(o.Result)
+	v, err := m.rl.dec.DecodeValue(o.Result)
 	if err != nil {
 		m.rl.throw("Error", "%s: workunit %s: its result does not decode: %v", op, key.Short(), err)
 	}
@@ -729,19 +730,19 @@ func (m *master) workunitError(key workunit.Key, o *Outcome) *goja.Object {
 // constructor when it is a built-in one, else an Error with that name.
 func (m *master) rebuildError(werr *workunit.Error) goja.Value {
 	if werr.Kind == workunit.Thrown && werr.Name == "" && werr.Value != nil {
-		if v, err := m.rl.dec.decodeValue(werr.Value); err == nil {
+		if v, err := m.rl.dec.DecodeValue(werr.Value); err == nil {
 			return v
 		}
 	}
-	ctor := m.rl.in.errorCtors[werr.Name]
+	ctor := m.rl.in.ErrorCtors[werr.Name]
 	if ctor == nil {
-		ctor = m.rl.in.errorCtors["Error"]
+		ctor = m.rl.in.ErrorCtors["Error"]
 	}
 	e, err := ctor(nil, m.rl.rt.ToValue(werr.Message))
 	if err != nil {
 		panic(err)
 	}
-	if _, builtin := m.rl.in.errorCtors[werr.Name]; !builtin && werr.Name != "" {
+	if _, builtin := m.rl.in.ErrorCtors[werr.Name]; !builtin && werr.Name != "" {
 		_ = e.DefineDataProperty("name", m.rl.rt.ToValue(werr.Name), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
 	}
 	if werr.Stack != "" {
@@ -801,7 +802,7 @@ func (m *master) callWhenDone(call goja.FunctionCall) goja.Value {
 				m.callback(fn, true, o.Worker, m.rl.rt.ToValue(msg))
 				return
 			}
-			v, err := m.rl.dec.decodeValue(o.Result)
+			v, err := m.rl.dec.DecodeValue(o.Result)
 			if err != nil {
 				m.rl.throw("Error", "%s: workunit %s: its result does not decode: %v", op, key.Short(), err)
 			}
@@ -885,7 +886,7 @@ func (m *master) readFile(call goja.FunctionCall) goja.Value {
 		m.rl.throw("Error", "riot.readFile: %v", err)
 	}
 	if enc := call.Argument(1); goja.IsNull(enc) || (goja.IsString(enc) && enc.String() == "binary") {
-		u8, err := m.rl.in.typedCtors["Uint8Array"](nil, m.rl.rt.ToValue(m.rl.rt.NewArrayBuffer(b)))
+		u8, err := m.rl.in.TypedCtors["Uint8Array"](nil, m.rl.rt.ToValue(m.rl.rt.NewArrayBuffer(b)))
 		if err != nil {
 			panic(err)
 		}
@@ -919,12 +920,12 @@ func (m *master) writeFile(call goja.FunctionCall) goja.Value {
 	data := call.Argument(1)
 	var b []byte
 	if o, ok := data.(*goja.Object); ok {
-		switch m.rl.in.classify(o) {
-		case kindArrayBuffer:
+		switch m.rl.in.Classify(o) {
+		case jsvalue.KindArrayBuffer:
 			b = o.Export().(goja.ArrayBuffer).Bytes()
-		case kindTyped:
+		case jsvalue.KindTyped:
 			b = m.viewBytes(o, false)
-		case kindDataView:
+		case jsvalue.KindDataView:
 			b = m.viewBytes(o, true)
 		}
 	}
@@ -940,11 +941,11 @@ func (m *master) writeFile(call goja.FunctionCall) goja.Value {
 // viewBytes returns the bytes a typed array or DataView covers.
 func (m *master) viewBytes(o *goja.Object, dataView bool) []byte {
 	in := m.rl.in
-	buf, off, n := in.typedBuffer, in.typedOffset, in.typedLength
+	buf, off, n := in.TypedBuffer, in.TypedOffset, in.TypedLength
 	size := 1
 	if dataView {
-		buf, off, n = in.viewBuffer, in.viewOffset, in.viewLength
-	} else if name, ok := in.typedName(o); ok {
+		buf, off, n = in.ViewBuffer, in.ViewOffset, in.ViewLength
+	} else if name, ok := in.TypedName(o); ok {
 		if k, ok := value.TypedKindByName(name); ok {
 			size = k.Size()
 		}

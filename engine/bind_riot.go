@@ -1,6 +1,9 @@
 package engine
 
-import "github.com/dop251/goja"
+import (
+	"github.com/dop251/goja"
+	"github.com/riot-go/riot/engine/internal/jsvalue"
+)
 
 // bindRiot installs riot.worker, the name of the worker and the slot that
 // run the workunit. Workunits see no other part of the master's riot
@@ -25,7 +28,7 @@ func bindRiot(rl *realm) error {
 		return err
 	}
 	for _, o := range []*goja.Object{worker, riot} {
-		if _, err := rl.in.objectFreeze(goja.Undefined(), o); err != nil {
+		if _, err := rl.in.ObjectFreeze(goja.Undefined(), o); err != nil {
 			return err
 		}
 	}
@@ -56,7 +59,7 @@ func workerName(rl *realm) func(goja.FunctionCall) goja.Value {
 // "RangeError: Invalid string length" past MaxStringLength, as V8 does,
 // instead of building a string of gigabytes in one uninterruptible call.
 func bindStringLimits(rl *realm) error {
-	_, err := rl.rt.RunScript(internalFile, `(function (max) {
+	_, err := rl.rt.RunScript(jsvalue.InternalFile, `(function (max) {
 		const S = String.prototype;
 		const origRepeat = S.repeat, origPadStart = S.padStart, origPadEnd = S.padEnd;
 		const str = (v, name) => {
@@ -76,7 +79,7 @@ func bindStringLimits(rl *realm) error {
 			const s = str(this, 'padEnd'); if (Number(len) > max) throw new RangeError('Invalid string length');
 			return origPadEnd.call(s, len, fill);
 		}});
-	})(`+itoa(MaxStringLength)+`);
+	})(`+jsvalue.Index(MaxStringLength)+`);
 	delete globalThis.GoError;`)
 	return err
 }

@@ -4,10 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/riot-go/riot/cbor"
 	"regexp"
 	"strconv"
 	"strings"
+
+	"github.com/riot-go/riot/cbor"
+	"github.com/riot-go/riot/engine/internal/jsvalue"
 
 	"github.com/dop251/goja"
 
@@ -29,7 +31,7 @@ func (rl *realm) failure(ctx context.Context, err error) (*workunit.Error, bool)
 		so   *goja.StackOverflowError
 		ex   *goja.Exception
 		se   *goja.CompilerSyntaxError
-		un   *unsendableError
+		un   *jsvalue.UnsendableError
 		rj   *rejection
 		ie2  *internalError
 		syn  *cbor.SyntaxError
@@ -59,8 +61,8 @@ func (rl *realm) failure(ctx context.Context, err error) (*workunit.Error, bool)
 		msg, stack := syntaxError(se)
 		return &workunit.Error{Kind: workunit.Thrown, Name: "SyntaxError", Message: msg, Stack: stack}, false
 	case errors.As(err, &un):
-		return &workunit.Error{Kind: workunit.Unsendable, Name: "DataCloneError", Message: un.path("result") + ": " + un.msg}, false
-	case errors.Is(err, errTooLarge):
+		return &workunit.Error{Kind: workunit.Unsendable, Name: "DataCloneError", Message: un.Path("result") + ": " + un.Msg}, false
+	case errors.Is(err, jsvalue.ErrTooLarge):
 		return &workunit.Error{Kind: workunit.ResultLimit, Name: "RangeError",
 			Message: fmt.Sprintf("the result is larger than the limit of %s", formatBytes(uint64(rl.eng.opts.MaxResultBytes)))}, false
 	case errors.As(err, &werr):
@@ -123,7 +125,7 @@ func causeError(ctx context.Context, cause error, frames []goja.StackFrame) *wor
 func (rl *realm) thrown(v goja.Value, frames []goja.StackFrame) *workunit.Error {
 	werr := &workunit.Error{Kind: workunit.Thrown}
 	o, isObj := v.(*goja.Object)
-	if isObj && rl.in.classify(o) == kindError {
+	if isObj && rl.in.Classify(o) == jsvalue.KindError {
 		rl.rt.Try(func() {
 			werr.Name = safeString(o.Get("name"))
 			werr.Message = safeString(o.Get("message"))
@@ -143,8 +145,8 @@ func (rl *realm) thrown(v goja.Value, frames []goja.StackFrame) *workunit.Error 
 }
 
 func (rl *realm) encodeThrown(v goja.Value) (data []byte, err error) {
-	enc := newEncoder(rl.rt, rl.in, encodeOptions{root: "error", dest: "back to the master", limit: 1 << 20})
-	if ex := rl.rt.Try(func() { data, err = enc.encodeValue(v) }); ex != nil {
+	enc := jsvalue.NewEncoder(rl.rt, rl.in, jsvalue.EncodeOptions{Root: "error", Dest: "back to the master", Limit: 1 << 20})
+	if ex := rl.rt.Try(func() { data, err = enc.EncodeValue(v) }); ex != nil {
 		return nil, ex
 	}
 	return append([]byte(nil), data...), err
@@ -185,7 +187,7 @@ func writeFrames(b *strings.Builder, frames []goja.StackFrame) {
 			name = ""
 		}
 		pos := f.Position()
-		if pos.Filename == internalFile {
+		if pos.Filename == jsvalue.InternalFile {
 			continue
 		}
 		if pos.Filename == "" && pos.Line == 0 {
@@ -213,42 +215,15 @@ func normalizeStack(s string) string {
 	s = strings.TrimRight(s, "\n")
 	s = strings.ReplaceAll(s, "\n\tat ", "\n    at ")
 	s = gojaFrame.ReplaceAllString(s, ":$1:$2")
-	if !strings.Contains(s, internalFile) {
+	if !strings.Contains(s, jsvalue.InternalFile) {
 		return s
 	}
 	lines := strings.Split(s, "\n")
 	kept := lines[:1]
 	for _, l := range lines[1:] {
-		if !strings.Contains(l, internalFile+":") {
+		if !strings.Contains(l, jsvalue.InternalFile+":") {
 			kept = append(kept, l)
 		}
 	}
 	return strings.Join(kept, "\n")
-}
-
-// describe names a value's type for error messages: "undefined", "a
-// string", "an object".
-func describe(v goja.Value) string {
-	switch {
-	case v == nil || goja.IsUndefined(v):
-		return "undefined"
-	case goja.IsNull(v):
-		return "null"
-	case goja.IsString(v):
-		return "a string"
-	case goja.IsNumber(v):
-		return "a number"
-	case goja.IsBigInt(v):
-		return "a bigint"
-	}
-	if o, ok := v.(*goja.Object); ok {
-		if _, ok := goja.AssertFunction(o); ok {
-			return "a function"
-		}
-		if o.ClassName() == "Array" {
-			return "an array"
-		}
-		return "an object"
-	}
-	return "a " + v.ExportType().String()
 }

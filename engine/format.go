@@ -6,6 +6,7 @@ import (
 	"reflect"
 
 	"github.com/dop251/goja"
+	"github.com/riot-go/riot/engine/internal/jsvalue"
 )
 
 // FormatValue returns the text that riot-worker eval prints for a result:
@@ -23,14 +24,14 @@ func FormatValue(data []byte) (text string, isJSON bool, err error) {
 	if err != nil {
 		return "", false, err
 	}
-	v, err := rl.dec.decodeValue(data)
+	v, err := rl.dec.DecodeValue(data)
 	if err != nil {
 		return "", false, fmt.Errorf("engine: format: %w", err)
 	}
 	if rl.jsonSafe(v, nil) {
 		if ex := rl.rt.Try(func() {
 			var s goja.Value
-			s, err = rl.in.jsonStringify(goja.Undefined(), v)
+			s, err = rl.in.JSONStringify(goja.Undefined(), v)
 			if err == nil {
 				text = s.String()
 			}
@@ -66,20 +67,20 @@ func (rl *realm) jsonSafe(v goja.Value, ancestors []*goja.Object) bool {
 		}
 	}
 	ancestors = append(ancestors, o)
-	switch rl.in.classify(o) {
-	case kindArray:
-		if o.Prototype() != rl.in.arrayProto {
+	switch rl.in.Classify(o) {
+	case jsvalue.KindArray:
+		if o.Prototype() != rl.in.ArrayProto {
 			return false
 		}
 		n := int(o.Get("length").ToInteger())
 		for i := 0; i < n; i++ {
-			if !rl.jsonSafe(o.Get(itoa(i)), ancestors) {
+			if !rl.jsonSafe(o.Get(jsvalue.Index(i)), ancestors) {
 				return false
 			}
 		}
 		return true
-	case kindPlain:
-		if o.Prototype() != rl.in.objectProto {
+	case jsvalue.KindPlain:
+		if o.Prototype() != rl.in.ObjectProto {
 			return false
 		}
 		for _, k := range o.Keys() {

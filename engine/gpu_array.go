@@ -10,6 +10,7 @@ import (
 
 	"github.com/dop251/goja"
 
+	"github.com/riot-go/riot/engine/internal/jsvalue"
 	"github.com/riot-go/riot/gpu"
 )
 
@@ -60,7 +61,7 @@ func (b *gpuBinding) wrapArray(res *resHandle, a *gpu.Array) *arrHandle {
 		items[i] = d
 	}
 	h := &arrHandle{res: res, a: a, shape: rl.rt.NewArray(items...)}
-	if _, err := rl.in.objectFreeze(goja.Undefined(), h.shape); err != nil {
+	if _, err := rl.in.ObjectFreeze(goja.Undefined(), h.shape); err != nil {
 		panic(err)
 	}
 	h.obj = rl.rt.NewDynamicObject(h)
@@ -129,9 +130,9 @@ func (b *gpuBinding) hostData(name, what string, v goja.Value) *hostData {
 	rl := b.rl
 	o, ok := v.(*goja.Object)
 	if ok {
-		switch rl.in.classify(o) {
-		case kindTyped:
-			tn, _ := rl.in.typedName(o)
+		switch rl.in.Classify(o) {
+		case jsvalue.KindTyped:
+			tn, _ := rl.in.TypedName(o)
 			switch tn {
 			case "Float32Array":
 				raw := b.typedBytes(name, what, o, 4)
@@ -148,7 +149,7 @@ func (b *gpuBinding) hostData(name, what string, v goja.Value) *hostData {
 				}
 				return &hostData{f64: f, shape: []int{len(f)}}
 			}
-		case kindArray:
+		case jsvalue.KindArray:
 		default:
 			ok = false
 		}
@@ -189,10 +190,10 @@ func (b *gpuBinding) arrayLike(name, what string, v goja.Value) (int, bool) {
 	if !ok {
 		return 0, false
 	}
-	switch b.rl.in.classify(o) {
-	case kindArray:
-	case kindTyped:
-		if tn, _ := b.rl.in.typedName(o); strings.HasPrefix(tn, "Big") {
+	switch b.rl.in.Classify(o) {
+	case jsvalue.KindArray:
+	case jsvalue.KindTyped:
+		if tn, _ := b.rl.in.TypedName(o); strings.HasPrefix(tn, "Big") {
 			b.rl.throw("TypeError", "%s: %s holds a %s; give numbers, not bigints", name, what, tn)
 		}
 	default:
@@ -224,20 +225,20 @@ func (b *gpuBinding) flatten(name, path string, v goja.Value, depth int, d *host
 	}
 	o := v.(*goja.Object)
 	if depth == len(d.shape)-1 && d.isF32 {
-		tn, _ := b.rl.in.typedName(o)
+		tn, _ := b.rl.in.TypedName(o)
 		d.isF32 = tn == "Float32Array"
 	}
 	for i := range n {
-		b.flatten(name, path+"["+itoa(i)+"]", o.Get(itoa(i)), depth+1, d)
+		b.flatten(name, path+"["+jsvalue.Index(i)+"]", o.Get(jsvalue.Index(i)), depth+1, d)
 	}
 }
 
 // typedBytes returns the bytes a typed array views.
 func (b *gpuBinding) typedBytes(name, what string, o *goja.Object, size int) []byte {
 	in := b.rl.in
-	buf, err1 := in.typedBuffer(o)
-	off, err2 := in.typedOffset(o)
-	n, err3 := in.typedLength(o)
+	buf, err1 := in.TypedBuffer(o)
+	off, err2 := in.TypedOffset(o)
+	n, err3 := in.TypedLength(o)
 	if err1 != nil || err2 != nil || err3 != nil {
 		b.rl.throw("TypeError", "%s: %s cannot be read", name, what)
 	}
@@ -253,7 +254,7 @@ func (b *gpuBinding) typedBytes(name, what string, o *goja.Object, size int) []b
 // a copy.
 func (b *gpuBinding) typedArray(ctor string, raw []byte) goja.Value {
 	rt := b.rl.rt
-	ta, err := b.rl.in.typedCtors[ctor](nil, rt.ToValue(rt.NewArrayBuffer(raw)))
+	ta, err := b.rl.in.TypedCtors[ctor](nil, rt.ToValue(rt.NewArrayBuffer(raw)))
 	if err != nil {
 		panic(err)
 	}
@@ -284,7 +285,7 @@ func (b *gpuBinding) shapeArg(name, what string, v goja.Value) []int {
 		return []int{b.dimArg(name, what, v)}
 	}
 	o, ok := v.(*goja.Object)
-	if !ok || b.rl.in.classify(o) != kindArray {
+	if !ok || b.rl.in.Classify(o) != jsvalue.KindArray {
 		b.rl.throw("TypeError", "%s: %s must be an array of integers, not %s", name, what, b.describe(v))
 	}
 	n := int(o.Get("length").ToInteger())
@@ -294,7 +295,7 @@ func (b *gpuBinding) shapeArg(name, what string, v goja.Value) []int {
 	shape := make([]int, n)
 	total := 1.0
 	for i := range shape {
-		shape[i] = b.dimArg(name, what+"["+itoa(i)+"]", o.Get(itoa(i)))
+		shape[i] = b.dimArg(name, what+"["+jsvalue.Index(i)+"]", o.Get(jsvalue.Index(i)))
 		total *= float64(shape[i])
 	}
 	if total > 1<<48 {
@@ -307,7 +308,7 @@ func (b *gpuBinding) shapeArg(name, what string, v goja.Value) []int {
 func shapeString(shape []int) string {
 	parts := make([]string, len(shape))
 	for i, d := range shape {
-		parts[i] = itoa(d)
+		parts[i] = jsvalue.Index(d)
 	}
 	return "[" + strings.Join(parts, ", ") + "]"
 }
@@ -599,11 +600,11 @@ func (b *gpuBinding) compileKernel(call goja.FunctionCall) goja.Value {
 	o := b.optionsArg(name, call.Argument(2))
 	if ov := field(o, "options"); !goja.IsUndefined(ov) {
 		oo, ok := ov.(*goja.Object)
-		if !ok || rl.in.classify(oo) != kindArray {
+		if !ok || rl.in.Classify(oo) != jsvalue.KindArray {
 			rl.throw("TypeError", "%s: options.options must be an array of strings, not %s", name, b.describe(ov))
 		}
 		for i := range int(oo.Get("length").ToInteger()) {
-			k.Options = append(k.Options, b.stringArg(name, "options.options["+itoa(i)+"]", oo.Get(itoa(i))))
+			k.Options = append(k.Options, b.stringArg(name, "options.options["+jsvalue.Index(i)+"]", oo.Get(jsvalue.Index(i))))
 		}
 	}
 	h := b.resourcesOption(name, o)
@@ -634,7 +635,7 @@ func (b *gpuBinding) kernelOptions(call goja.FunctionCall) goja.Value {
 		items[i] = s
 	}
 	a := b.rl.rt.NewArray(items...)
-	if _, err := b.rl.in.objectFreeze(goja.Undefined(), a); err != nil {
+	if _, err := b.rl.in.ObjectFreeze(goja.Undefined(), a); err != nil {
 		panic(err)
 	}
 	return a
@@ -710,14 +711,14 @@ func (b *gpuBinding) dim3Arg(name, what string, v goja.Value) gpu.Dim3 {
 	if !ok {
 		rl.throw("TypeError", "%s: %s must be a number, [x, y, z] or {x, y, z}, not %s", name, what, b.describe(v))
 	}
-	if rl.in.classify(o) == kindArray {
+	if rl.in.Classify(o) == jsvalue.KindArray {
 		n := int(o.Get("length").ToInteger())
 		if n < 1 || n > 3 {
 			rl.throw("RangeError", "%s: %s must have one to three sizes, not %d", name, what, n)
 		}
 		d := gpu.Dim3{Y: 1, Z: 1}
 		for i, p := range []*uint32{&d.X, &d.Y, &d.Z}[:n] {
-			*p = dim(what+"["+itoa(i)+"]", o.Get(itoa(i)), 1)
+			*p = dim(what+"["+jsvalue.Index(i)+"]", o.Get(jsvalue.Index(i)), 1)
 		}
 		return d
 	}
@@ -735,7 +736,7 @@ var kernelTypes = []string{"f32", "f64", "i32", "i64"}
 // {i64: n}.
 func (b *gpuBinding) kernelValue(name string, i int, v goja.Value) (any, *arrHandle) {
 	rl := b.rl
-	what := "kernel argument " + itoa(i)
+	what := "kernel argument " + jsvalue.Index(i)
 	if h, ok := b.handle(v).(*arrHandle); ok {
 		return h.a, h
 	}
@@ -747,7 +748,7 @@ func (b *gpuBinding) kernelValue(name string, i int, v goja.Value) (any, *arrHan
 		rl.throw("TypeError", "%s: %s is a plain number (%s); give its C type: {f32: %s}, {f64: %s}, {i32: %s} or {i64: %s}", name, what, x, x, x, x, x)
 	}
 	o, ok := v.(*goja.Object)
-	if ok && rl.in.classify(o) == kindPlain && b.handle(o) == nil {
+	if ok && rl.in.Classify(o) == jsvalue.KindPlain && b.handle(o) == nil {
 		if keys := o.Keys(); len(keys) == 1 {
 			x := o.Get(keys[0])
 			w := what + "." + keys[0]

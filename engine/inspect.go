@@ -8,6 +8,7 @@ import (
 
 	"github.com/dop251/goja"
 	"github.com/dop251/goja/ftoa"
+	"github.com/riot-go/riot/engine/internal/jsvalue"
 )
 
 // inspectOptions tunes inspect. Zero values mean Node's defaults.
@@ -98,7 +99,7 @@ func quote(s string) string {
 }
 
 func propertyKey(k string) string {
-	if isIdentifier(k) {
+	if jsvalue.IsIdentifier(k) {
 		return k
 	}
 	return quote(k)
@@ -153,10 +154,10 @@ func (in *inspector) tooDeep(level int) bool {
 
 func (in *inspector) object(o *goja.Object, level int, deepest *int) string {
 	rl := in.rl
-	switch rl.in.classify(o) {
-	case kindFunction:
+	switch rl.in.Classify(o) {
+	case jsvalue.KindFunction:
 		return in.function(o)
-	case kindArray:
+	case jsvalue.KindArray:
 		if in.tooDeep(level) {
 			*deepest = -1 // shown as [Name], which nests nothing
 			return "[Array]"
@@ -164,27 +165,27 @@ func (in *inspector) object(o *goja.Object, level int, deepest *int) string {
 		n := int(o.Get("length").ToInteger())
 		items := make([]string, 0, min(n, in.opts.maxItems)+1)
 		for i := 0; i < n && i < in.opts.maxItems; i++ {
-			items = append(items, in.child(o.Get(itoa(i)), level+1, deepest))
+			items = append(items, in.child(o.Get(jsvalue.Index(i)), level+1, deepest))
 		}
 		if n > in.opts.maxItems {
 			items = append(items, "... "+strconv.Itoa(n-in.opts.maxItems)+" more item"+plural(n-in.opts.maxItems))
 		}
 		prefix := ""
-		if p := o.Prototype(); p != rl.in.arrayProto {
+		if p := o.Prototype(); p != rl.in.ArrayProto {
 			prefix = in.className(o, "Array") + "(" + strconv.Itoa(n) + ") "
 		}
 		return in.reduce(prefix+"[", "]", items, level, *deepest, in.grouping(o, n))
-	case kindDate:
-		ms, err := rl.in.dateGetTime(o)
+	case jsvalue.KindDate:
+		ms, err := rl.in.DateGetTime(o)
 		if err != nil || math.IsNaN(ms.ToFloat()) {
 			return "Invalid Date"
 		}
 		return time.UnixMilli(int64(ms.ToFloat())).UTC().Format("2006-01-02T15:04:05.000Z")
-	case kindRegExp:
-		src, _ := rl.in.regexpSource(o)
-		flags, _ := rl.in.regexpFlags(o)
+	case jsvalue.KindRegExp:
+		src, _ := rl.in.RegExpSource(o)
+		flags, _ := rl.in.RegExpFlags(o)
 		return "/" + safeString(src) + "/" + safeString(flags)
-	case kindError:
+	case jsvalue.KindError:
 		stack := normalizeStack(safeString(o.Get("stack")))
 		if stack == "" {
 			stack = safeString(o.Get("name")) + ": " + safeString(o.Get("message"))
@@ -193,22 +194,21 @@ func (in *inspector) object(o *goja.Object, level int, deepest *int) string {
 			return "[" + strings.SplitN(stack, "\n", 2)[0] + "]"
 		}
 		return stack
-	case kindBoxed:
-		inner := rl.in.unbox(rl.rt, o)
+	case jsvalue.KindBoxed:
+		inner := rl.in.Unbox(rl.rt, o)
 		name := o.ClassName()
 		if goja.IsBigInt(inner) {
 			name = "BigInt"
 		}
 		return "[" + name + ": " + in.value(inner, level, false) + "]"
-	case kindMap, kindSet:
-		isMap := rl.in.classify(o) == kindMap
+	case jsvalue.KindMap, jsvalue.KindSet:
+		isMap := rl.in.Classify(o) == jsvalue.KindMap
 		name := in.className(o, map[bool]string{true: "Map", false: "Set"}[isMap])
-		enc := &encoder{rt: rl.rt, in: rl.in}
-		forEach := rl.in.setForEach
+		forEach := rl.in.SetForEach
 		if isMap {
-			forEach = rl.in.mapForEach
+			forEach = rl.in.MapForEach
 		}
-		kv, err := enc.entries(forEach, o)
+		kv, err := jsvalue.Entries(rl.rt, forEach, o)
 		if err != nil {
 			return "[" + name + "]"
 		}
@@ -230,7 +230,7 @@ func (in *inspector) object(o *goja.Object, level int, deepest *int) string {
 			items = append(items, "... "+strconv.Itoa(count-in.opts.maxItems)+" more item"+plural(count-in.opts.maxItems))
 		}
 		return head + in.wrap("{", "}", items, level, *deepest)
-	case kindArrayBuffer:
+	case jsvalue.KindArrayBuffer:
 		data := o.Export().(goja.ArrayBuffer).Bytes()
 		var hex []string
 		for i, c := range data {
@@ -241,14 +241,14 @@ func (in *inspector) object(o *goja.Object, level int, deepest *int) string {
 			hex = append(hex, strconv.FormatInt(int64(c)+0x100, 16)[1:])
 		}
 		return "ArrayBuffer { [Uint8Contents]: <" + strings.Join(hex, " ") + ">, byteLength: " + strconv.Itoa(len(data)) + " }"
-	case kindTyped, kindDataView:
+	case jsvalue.KindTyped, jsvalue.KindDataView:
 		name := "DataView"
-		if n, ok := rl.in.typedName(o); ok {
+		if n, ok := rl.in.TypedName(o); ok {
 			name = n
 		}
 		if name == "DataView" {
-			bl, _ := rl.in.viewLength(o)
-			off, _ := rl.in.viewOffset(o)
+			bl, _ := rl.in.ViewLength(o)
+			off, _ := rl.in.ViewOffset(o)
 			return "DataView { byteLength: " + safeString(bl) + ", byteOffset: " + safeString(off) + " }"
 		}
 		n := int(o.Get("length").ToInteger())
@@ -258,13 +258,13 @@ func (in *inspector) object(o *goja.Object, level int, deepest *int) string {
 		}
 		items := make([]string, 0, min(n, in.opts.maxItems)+1)
 		for i := 0; i < n && i < in.opts.maxItems; i++ {
-			items = append(items, in.child(o.Get(itoa(i)), level+1, deepest))
+			items = append(items, in.child(o.Get(jsvalue.Index(i)), level+1, deepest))
 		}
 		if n > in.opts.maxItems {
 			items = append(items, "... "+strconv.Itoa(n-in.opts.maxItems)+" more item"+plural(n-in.opts.maxItems))
 		}
 		return in.reduce(name+"("+strconv.Itoa(n)+") [", "]", items, level, *deepest, in.grouping(o, n))
-	case kindPromise:
+	case jsvalue.KindPromise:
 		p := o.Export().(*goja.Promise)
 		switch p.State() {
 		case goja.PromiseStatePending:
@@ -273,11 +273,11 @@ func (in *inspector) object(o *goja.Object, level int, deepest *int) string {
 			return "Promise { <rejected> " + in.value(p.Result(), level+1, false) + " }"
 		}
 		return "Promise { " + in.value(p.Result(), level+1, false) + " }"
-	case kindProxy:
+	case jsvalue.KindProxy:
 		return "[Proxy]"
-	case kindWeakMap:
+	case jsvalue.KindWeakMap:
 		return "WeakMap { <items unknown> }"
-	case kindWeakSet:
+	case jsvalue.KindWeakSet:
 		return "WeakSet { <items unknown> }"
 	}
 	name := in.className(o, "Object")
@@ -307,7 +307,7 @@ func (in *inspector) object(o *goja.Object, level int, deepest *int) string {
 // they are all numbers or bigints.
 func (in *inspector) grouping(o *goja.Object, n int) grouping {
 	for i := 0; i < n && i < in.opts.maxItems; i++ {
-		v := o.Get(itoa(i))
+		v := o.Get(jsvalue.Index(i))
 		if !goja.IsNumber(v) && !goja.IsBigInt(v) {
 			return groupPadEnd
 		}

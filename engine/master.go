@@ -15,6 +15,7 @@ import (
 
 	"github.com/riot-go/riot/blob"
 	"github.com/riot-go/riot/engine/capture"
+	"github.com/riot-go/riot/engine/internal/jsvalue"
 	"github.com/riot-go/riot/modules"
 	"github.com/riot-go/riot/workunit"
 )
@@ -303,7 +304,7 @@ func (m *master) scriptError(err error) error {
 func (m *master) exception(v goja.Value, frames []goja.StackFrame) *ScriptError {
 	se := &ScriptError{}
 	o, ok := v.(*goja.Object)
-	if !ok || m.rl.in.classify(o) != kindError {
+	if !ok || m.rl.in.Classify(o) != jsvalue.KindError {
 		se.Message = "Uncaught " + inspect(m.rl, v, inspectOptions{})
 		se.Stack = stackString("", se.Message, frames, 0)
 		return se
