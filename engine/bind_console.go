@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/dop251/goja"
+	"github.com/riot-go/riot/engine/internal/inspect"
 )
 
 // console keeps one workunit's console output, up to a size; the rest is
@@ -41,7 +42,7 @@ func bindConsole(rl *realm) error {
 	con := rl.rt.NewObject()
 	method := func(level Level) func(goja.FunctionCall) goja.Value {
 		return func(call goja.FunctionCall) goja.Value {
-			rl.print(level, rl.format(call.Arguments))
+			rl.print(level, inspect.Format(rl.rt, rl.in, call.Arguments))
 			return goja.Undefined()
 		}
 	}
@@ -54,11 +55,11 @@ func bindConsole(rl *realm) error {
 		{"trace", func(call goja.FunctionCall) goja.Value {
 			text := "Trace"
 			if len(call.Arguments) > 0 {
-				text += ": " + rl.format(call.Arguments)
+				text += ": " + inspect.Format(rl.rt, rl.in, call.Arguments)
 			}
 			var b strings.Builder
 			b.WriteString(text)
-			writeFrames(&b, rl.rt.CaptureCallStack(0, nil))
+			inspect.WriteFrames(&b, rl.rt.CaptureCallStack(0, nil))
 			rl.print(LevelError, b.String())
 			return goja.Undefined()
 		}},
@@ -68,13 +69,13 @@ func bindConsole(rl *realm) error {
 			}
 			text := "Assertion failed"
 			if len(call.Arguments) > 1 {
-				text += ": " + rl.format(call.Arguments[1:])
+				text += ": " + inspect.Format(rl.rt, rl.in, call.Arguments[1:])
 			}
 			rl.print(LevelError, text)
 			return goja.Undefined()
 		}},
 		{"dir", func(call goja.FunctionCall) goja.Value {
-			rl.print(LevelLog, inspect(rl, call.Argument(0), inspectOptions{}))
+			rl.print(LevelLog, inspect.Inspect(rl.rt, rl.in, call.Argument(0), inspect.Options{}))
 			return goja.Undefined()
 		}},
 	}); err != nil {
@@ -89,89 +90,4 @@ func (rl *realm) print(level Level, text string) {
 	if rl.cur != nil {
 		rl.cur.console.add(level, text)
 	}
-}
-
-// format formats console arguments as Node's util.format: a first string
-// argument may hold %s, %d, %i, %f, %j, %o, %O, %c and %%; the remaining
-// arguments are appended, strings as they are and other values inspected.
-func (rl *realm) format(args []goja.Value) string {
-	if len(args) == 0 {
-		return ""
-	}
-	var b strings.Builder
-	rest := args
-	if goja.IsString(args[0]) {
-		f := args[0].String()
-		rest = args[1:]
-		for i := 0; i < len(f); i++ {
-			c := f[i]
-			if c != '%' || i+1 == len(f) {
-				b.WriteByte(c)
-				continue
-			}
-			verb := f[i+1]
-			if verb == '%' {
-				b.WriteByte('%')
-				i++
-				continue
-			}
-			if !strings.ContainsRune("sdifjoOc", rune(verb)) || len(rest) == 0 {
-				b.WriteByte(c)
-				continue
-			}
-			a := rest[0]
-			rest = rest[1:]
-			i++
-			switch verb {
-			case 's':
-				if goja.IsString(a) {
-					b.WriteString(a.String())
-				} else {
-					b.WriteString(inspect(rl, a, inspectOptions{depth: 1}))
-				}
-			case 'd', 'i':
-				n := a.ToFloat()
-				if verb == 'i' {
-					n = float64(int64(n))
-				}
-				b.WriteString(formatNumber(n))
-			case 'f':
-				b.WriteString(formatNumber(a.ToFloat()))
-			case 'j':
-				b.WriteString(jsonOf(rl, a))
-			case 'o', 'O':
-				b.WriteString(inspect(rl, a, inspectOptions{}))
-			case 'c':
-				// CSS: ignored, as Node does.
-			}
-		}
-	}
-	for _, a := range rest {
-		if b.Len() > 0 {
-			b.WriteByte(' ')
-		}
-		if goja.IsString(a) {
-			b.WriteString(a.String())
-		} else {
-			b.WriteString(inspect(rl, a, inspectOptions{}))
-		}
-	}
-	return b.String()
-}
-
-func jsonOf(rl *realm, v goja.Value) string {
-	var out string
-	if ex := rl.rt.Try(func() {
-		j := rl.rt.Get("JSON").(*goja.Object)
-		stringify, _ := goja.AssertFunction(j.Get("stringify"))
-		r, err := stringify(j, v)
-		if err != nil {
-			out = "[" + err.Error() + "]"
-			return
-		}
-		out = r.String()
-	}); ex != nil {
-		return "[Circular]"
-	}
-	return out
 }

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dop251/goja"
 
+	"github.com/riot-go/riot/engine/internal/inspect"
 	"github.com/riot-go/riot/engine/internal/jsvalue"
 	"github.com/riot-go/riot/gpu"
 )
@@ -376,10 +377,10 @@ func (b *gpuBinding) intArg(name, what string, v goja.Value, def int) int {
 	}
 	f := v.ToFloat()
 	if f != math.Trunc(f) || math.IsInf(f, 0) {
-		b.rl.throw("TypeError", "%s: %s must be an integer, not %s", name, what, formatNumber(f))
+		b.rl.throw("TypeError", "%s: %s must be an integer, not %s", name, what, inspect.FormatNumber(f))
 	}
 	if math.Abs(f) > 1<<53 {
-		b.rl.throw("RangeError", "%s: %s is out of range: %s", name, what, formatNumber(f))
+		b.rl.throw("RangeError", "%s: %s is out of range: %s", name, what, inspect.FormatNumber(f))
 	}
 	return int(f)
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/riot-go/riot/blob"
 	"github.com/riot-go/riot/engine/capture"
+	"github.com/riot-go/riot/engine/internal/inspect"
 	"github.com/riot-go/riot/engine/internal/jsvalue"
 	"github.com/riot-go/riot/value"
 	"github.com/riot-go/riot/workunit"
@@ -37,7 +38,7 @@ func (m *master) bindConsole(rl *realm) error {
 	}{{"log", false}, {"info", false}, {"warn", true}, {"error", true}, {"debug", false}} {
 		toErr := c.toErr
 		if err := rl.setFunc(con, c.name, func(call goja.FunctionCall) goja.Value {
-			write(toErr, rl.format(call.Arguments))
+			write(toErr, inspect.Format(rl.rt, rl.in, call.Arguments))
 			return goja.Undefined()
 		}); err != nil {
 			return err
@@ -47,9 +48,9 @@ func (m *master) bindConsole(rl *realm) error {
 		var b strings.Builder
 		b.WriteString("Trace")
 		if len(call.Arguments) > 0 {
-			b.WriteString(": " + rl.format(call.Arguments))
+			b.WriteString(": " + inspect.Format(rl.rt, rl.in, call.Arguments))
 		}
-		writeFrames(&b, rl.rt.CaptureCallStack(0, nil))
+		inspect.WriteFrames(&b, rl.rt.CaptureCallStack(0, nil))
 		write(true, b.String())
 		return goja.Undefined()
 	}); err != nil {
@@ -59,7 +60,7 @@ func (m *master) bindConsole(rl *realm) error {
 		if !call.Argument(0).ToBoolean() {
 			text := "Assertion failed"
 			if len(call.Arguments) > 1 {
-				text += ": " + rl.format(call.Arguments[1:])
+				text += ": " + inspect.Format(rl.rt, rl.in, call.Arguments[1:])
 			}
 			write(true, text)
 		}
@@ -68,7 +69,7 @@ func (m *master) bindConsole(rl *realm) error {
 		return err
 	}
 	if err := rl.setFunc(con, "dir", func(call goja.FunctionCall) goja.Value {
-		write(false, inspect(rl, call.Argument(0), inspectOptions{}))
+		write(false, inspect.Inspect(rl.rt, rl.in, call.Argument(0), inspect.Options{}))
 		return goja.Undefined()
 	}); err != nil {
 		return err
@@ -186,7 +187,7 @@ func (m *master) captureFunc(fn *goja.Object) (*jsvalue.CapturedFunc, error) {
 	regv := fn.GetSymbol(regSym)
 	reg, ok := regv.(*goja.Object)
 	if !ok {
-		name := safeString(fn.Get("name"))
+		name := inspect.SafeString(fn.Get("name"))
 		if name == "" {
 			name = "(anonymous)"
 		}
@@ -206,7 +207,7 @@ func (m *master) captureFunc(fn *goja.Object) (*jsvalue.CapturedFunc, error) {
 		if err != nil {
 			var ex *goja.Exception
 			if errors.As(err, &ex) {
-				return nil, fmt.Errorf("%s uses a free variable before it is defined: %s", m.describeFunc(k, id), safeString(ex.Value()))
+				return nil, fmt.Errorf("%s uses a free variable before it is defined: %s", m.describeFunc(k, id), inspect.SafeString(ex.Value()))
 			}
 			return nil, err
 		}
@@ -656,7 +657,7 @@ func (m *master) duration(op string, v goja.Value) time.Duration {
 func (m *master) parseID(op string, v goja.Value) workunit.Key {
 	k, err := workunit.ParseKey(v.String())
 	if err != nil {
-		m.rl.throw("TypeError", "%s: %s is not a workunit id", op, inspect(m.rl, v, inspectOptions{}))
+		m.rl.throw("TypeError", "%s: %s is not a workunit id", op, inspect.Inspect(m.rl.rt, m.rl.in, v, inspect.Options{}))
 	}
 	return k
 }

@@ -6,6 +6,7 @@ import (
 	"reflect"
 
 	"github.com/dop251/goja"
+	"github.com/riot-go/riot/engine/internal/inspect"
 	"github.com/riot-go/riot/engine/internal/jsvalue"
 )
 
@@ -40,7 +41,7 @@ func FormatValue(data []byte) (text string, isJSON bool, err error) {
 		}
 		return text, err == nil, err
 	}
-	return inspect(rl, v, inspectOptions{depth: -1, maxItems: 1000}), false, nil
+	return inspect.Inspect(rl.rt, rl.in, v, inspect.Options{Depth: -1, MaxItems: 1000}), false, nil
 }
 
 // jsonSafe reports whether JSON.stringify would write v exactly.

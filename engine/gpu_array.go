@@ -10,6 +10,7 @@ import (
 
 	"github.com/dop251/goja"
 
+	"github.com/riot-go/riot/engine/internal/inspect"
 	"github.com/riot-go/riot/engine/internal/jsvalue"
 	"github.com/riot-go/riot/gpu"
 )
@@ -201,7 +202,7 @@ func (b *gpuBinding) arrayLike(name, what string, v goja.Value) (int, bool) {
 	}
 	n := o.Get("length").ToFloat()
 	if n > math.MaxInt32 {
-		b.rl.throw("RangeError", "%s: %s is too long (%s items)", name, what, formatNumber(n))
+		b.rl.throw("RangeError", "%s: %s is too long (%s items)", name, what, inspect.FormatNumber(n))
 	}
 	return int(n), true
 }
@@ -273,7 +274,7 @@ func (b *gpuBinding) dtypeOption(name string, v goja.Value, def gpu.DType) gpu.D
 		case "float64":
 			return gpu.Float64
 		}
-		b.rl.throw("TypeError", "%s: options.dtype must be 'float32' or 'float64', not %s", name, quote(v.String()))
+		b.rl.throw("TypeError", "%s: options.dtype must be 'float32' or 'float64', not %s", name, inspect.Quote(v.String()))
 	}
 	b.rl.throw("TypeError", "%s: options.dtype must be 'float32' or 'float64', not %s", name, b.describe(v))
 	return 0
@@ -744,7 +745,7 @@ func (b *gpuBinding) kernelValue(name string, i int, v goja.Value) (any, *arrHan
 		return b.int64Of(name, what, v), nil
 	}
 	if goja.IsNumber(v) {
-		x := formatNumber(v.ToFloat())
+		x := inspect.FormatNumber(v.ToFloat())
 		rl.throw("TypeError", "%s: %s is a plain number (%s); give its C type: {f32: %s}, {f64: %s}, {i32: %s} or {i64: %s}", name, what, x, x, x, x, x)
 	}
 	o, ok := v.(*goja.Object)

@@ -15,6 +15,7 @@ import (
 
 	"github.com/riot-go/riot/blob"
 	"github.com/riot-go/riot/engine/capture"
+	"github.com/riot-go/riot/engine/internal/inspect"
 	"github.com/riot-go/riot/engine/internal/jsvalue"
 	"github.com/riot-go/riot/modules"
 	"github.com/riot-go/riot/workunit"
@@ -293,7 +294,7 @@ func (m *master) scriptError(err error) error {
 	case errors.As(err, &ie):
 		return fmt.Errorf("engine: job script interrupted: %v", ie.Value())
 	case errors.As(err, &se):
-		msg, stack := syntaxError(se)
+		msg, stack := inspect.SyntaxError(se)
 		return &ScriptError{Name: "SyntaxError", Message: msg, Stack: stack}
 	case errors.As(err, &ex):
 		return m.exception(ex.Value(), ex.Stack())
@@ -305,14 +306,14 @@ func (m *master) exception(v goja.Value, frames []goja.StackFrame) *ScriptError 
 	se := &ScriptError{}
 	o, ok := v.(*goja.Object)
 	if !ok || m.rl.in.Classify(o) != jsvalue.KindError {
-		se.Message = "Uncaught " + inspect(m.rl, v, inspectOptions{})
-		se.Stack = stackString("", se.Message, frames, 0)
+		se.Message = "Uncaught " + inspect.Inspect(m.rl.rt, m.rl.in, v, inspect.Options{})
+		se.Stack = inspect.StackString("", se.Message, frames, 0)
 		return se
 	}
 	m.rl.rt.Try(func() {
-		se.Name = safeString(o.Get("name"))
-		se.Message = safeString(o.Get("message"))
-		se.Stack = normalizeStack(safeString(o.Get("stack")))
+		se.Name = inspect.SafeString(o.Get("name"))
+		se.Message = inspect.SafeString(o.Get("message"))
+		se.Stack = inspect.NormalizeStack(inspect.SafeString(o.Get("stack")))
 		if w, ok := exportOf(o.GetSymbol(workErrSym)).(*workunit.Error); ok {
 			se.Workunit = w
 			if w.Stack != "" {
@@ -321,7 +322,7 @@ func (m *master) exception(v goja.Value, frames []goja.StackFrame) *ScriptError 
 		}
 	})
 	if se.Stack == "" {
-		se.Stack = stackString(se.Name, se.Message, frames, 0)
+		se.Stack = inspect.StackString(se.Name, se.Message, frames, 0)
 	}
 	return se
 }
