@@ -21,8 +21,8 @@ type jsClient struct {
 // not yet connected).
 func (m *master) newClient(conn Conn) *jsClient {
 	c := &jsClient{m: m, conn: conn}
-	obj := m.rl.rt.NewObject()
-	if err := m.rl.setFuncs(obj, []export{
+	obj := m.rt.NewObject()
+	if err := m.sb.SetFuncs(obj, []Func{
 		{"whoAmI", c.whoAmI},
 		{"workunitInfo", c.workunitInfo},
 		{"callWithWorkunitInfo", c.callWithWorkunitInfo},
@@ -43,13 +43,13 @@ func (m *master) newClient(conn Conn) *jsClient {
 
 func (c *jsClient) need(op string) Conn {
 	if c.conn == nil {
-		c.m.rl.throw("Error", "%s: this client is not connected", op)
+		c.m.sb.Throw("Error", "%s: this client is not connected", op)
 	}
 	return c.conn
 }
 
 func (c *jsClient) whoAmI(goja.FunctionCall) goja.Value {
-	return c.m.rl.rt.ToValue(c.need("client.whoAmI").Name())
+	return c.m.rt.ToValue(c.need("client.whoAmI").Name())
 }
 
 // info returns [status, client, result, lastChange], as Riot's
@@ -59,19 +59,19 @@ func (c *jsClient) info(op string, key workunit.Key) []goja.Value {
 	m := c.m
 	o, err := c.need(op).Info(m.ctx, key)
 	if err != nil {
-		m.rl.throw("Error", "%s: %v", op, err)
+		m.sb.Throw("Error", "%s: %v", op, err)
 	}
 	return m.outcomeValues(op, o)
 }
 
 func (m *master) outcomeValues(op string, o *Outcome) []goja.Value {
-	rt := m.rl.rt
+	rt := m.rt
 	var result goja.Value = goja.Null()
 	switch o.Status {
 	case "done":
-		v, err := m.rl.dec.DecodeValue(o.Result)
+		v, err := m.sb.Decode(o.Result)
 		if err != nil {
-			m.rl.throw("Error", "%s: the result does not decode: %v", op, err)
+			m.sb.Throw("Error", "%s: the result does not decode: %v", op, err)
 		}
 		result = v
 	case "error":
@@ -85,7 +85,7 @@ func (m *master) outcomeValues(op string, o *Outcome) []goja.Value {
 	}
 	var last goja.Value = goja.Null()
 	if !o.LastChange.IsZero() {
-		d, err := m.rl.in.NewDate(nil, rt.ToValue(o.LastChange.UnixMilli()))
+		d, err := m.in.NewDate(nil, rt.ToValue(o.LastChange.UnixMilli()))
 		if err == nil {
 			last = d
 		}
@@ -95,7 +95,7 @@ func (m *master) outcomeValues(op string, o *Outcome) []goja.Value {
 
 func (c *jsClient) workunitInfo(call goja.FunctionCall) goja.Value {
 	const op = "client.workunitInfo"
-	return c.m.rl.rt.NewArray(toAny(c.info(op, c.m.parseID(op, call.Argument(0))))...)
+	return c.m.rt.NewArray(toAny(c.info(op, c.m.parseID(op, call.Argument(0))))...)
 }
 
 func (c *jsClient) callWithWorkunitInfo(call goja.FunctionCall) goja.Value {
@@ -109,7 +109,7 @@ func (c *jsClient) callWithWorkunitInfo(call goja.FunctionCall) goja.Value {
 func (m *master) apply(op string, f goja.Value, args ...goja.Value) goja.Value {
 	fn, ok := goja.AssertFunction(f)
 	if !ok {
-		m.rl.throw("TypeError", "%s: give a function", op)
+		m.sb.Throw("TypeError", "%s: give a function", op)
 	}
 	v, err := fn(goja.Undefined(), args...)
 	if err != nil {
@@ -139,24 +139,24 @@ func (c *jsClient) newWorkunit(op string, args []goja.Value) workunit.Key {
 		fn := m.argFunction(op, fnv)
 		var err error
 		if spec, err = m.fnSpec(op, fn, args[1:]); err != nil {
-			m.rl.throw("DataCloneError", "%v", err)
+			m.sb.Throw("DataCloneError", "%v", err)
 		}
 	}
 	return m.submit(op, conn, []*workunit.Spec{spec}, WorkOptions{})[0].Key()
 }
 
 func (c *jsClient) addWorkunit(call goja.FunctionCall) goja.Value {
-	return c.m.rl.rt.ToValue(c.newWorkunit("client.addWorkunit", call.Arguments).String())
+	return c.m.rt.ToValue(c.newWorkunit("client.addWorkunit", call.Arguments).String())
 }
 
 func (c *jsClient) callWithNewWorkunit(call goja.FunctionCall) goja.Value {
 	const op = "client.callWithNewWorkunit"
 	if len(call.Arguments) < 2 {
-		c.m.rl.throw("TypeError", "%s: give the workunit and a function to call with its id", op)
+		c.m.sb.Throw("TypeError", "%s: give the workunit and a function to call with its id", op)
 	}
 	last := call.Arguments[len(call.Arguments)-1]
 	key := c.newWorkunit(op, call.Arguments[:len(call.Arguments)-1])
-	return c.m.apply(op, last, c.m.rl.rt.ToValue(key.String()))
+	return c.m.apply(op, last, c.m.rt.ToValue(key.String()))
 }
 
 // finished returns [key, status, client, result] once the workunit is
@@ -165,15 +165,15 @@ func (c *jsClient) finished(op string, key workunit.Key) []goja.Value {
 	m := c.m
 	o, err := m.wait(c.need(op), key)
 	if err != nil {
-		m.rl.throw("Error", "%s: %v", op, err)
+		m.sb.Throw("Error", "%s: %v", op, err)
 	}
 	vals := m.outcomeValues(op, o)
-	return []goja.Value{m.rl.rt.ToValue(key.String()), vals[0], vals[1], vals[2]}
+	return []goja.Value{m.rt.ToValue(key.String()), vals[0], vals[1], vals[2]}
 }
 
 func (c *jsClient) waitForFinishedWorkunit(call goja.FunctionCall) goja.Value {
 	const op = "client.waitForFinishedWorkunit"
-	return c.m.rl.rt.NewArray(toAny(c.finished(op, c.m.parseID(op, call.Argument(0))))...)
+	return c.m.rt.NewArray(toAny(c.finished(op, c.m.parseID(op, call.Argument(0))))...)
 }
 
 func (c *jsClient) callWithFinishedWorkunit(call goja.FunctionCall) goja.Value {
@@ -191,30 +191,30 @@ func (c *jsClient) waitForWork(call goja.FunctionCall) goja.Value {
 	m := c.m
 	w, err := c.need(op).WaitForWork(m.ctx)
 	if err != nil {
-		m.rl.throw("Error", "%s: %v", op, err)
+		m.sb.Throw("Error", "%s: %v", op, err)
 	}
-	rt := m.rl.rt
+	rt := m.rt
 	work := rt.NewObject()
 	_ = work.Set("kind", w.Spec.Kind.String())
-	m.rl.cur.blobs = w.Blobs
+	m.st.SetBlobs(w.Blobs)
 	switch w.Spec.Kind {
 	case workunit.Eval:
 		_ = work.Set("source", w.Spec.Source)
 	case workunit.Fn:
-		vals, err := m.rl.dec.DecodeArgs(w.Spec.Payload)
+		vals, err := m.sb.DecodeArgs(w.Spec.Payload)
 		if err != nil || len(vals) == 0 {
-			m.rl.throw("Error", "%s: workunit %s does not decode: %v", op, w.Key.Short(), err)
+			m.sb.Throw("Error", "%s: workunit %s does not decode: %v", op, w.Key.Short(), err)
 		}
 		_ = work.Set("fn", vals[0])
 		_ = work.Set("args", rt.NewArray(toAny(vals[1:])...))
 	case workunit.Call:
-		mod, err := m.rl.fetchModule(w.Spec.Module)
+		mod, err := m.sb.FetchModule(w.Spec.Module)
 		if err != nil {
-			m.rl.throw("Error", "%s: %v", op, err)
+			m.sb.Throw("Error", "%s: %v", op, err)
 		}
-		args, err := m.rl.dec.DecodeArgs(w.Spec.Payload)
+		args, err := m.sb.DecodeArgs(w.Spec.Payload)
 		if err != nil {
-			m.rl.throw("Error", "%s: workunit %s does not decode: %v", op, w.Key.Short(), err)
+			m.sb.Throw("Error", "%s: workunit %s does not decode: %v", op, w.Key.Short(), err)
 		}
 		_ = work.Set("module", mod.Path)
 		_ = work.Set("source", mod.Source)
@@ -234,25 +234,25 @@ func (c *jsClient) completeWorkunit(call goja.FunctionCall) goja.Value {
 	key := m.parseID(op, call.Argument(0))
 	w, ok := m.taken[key]
 	if !ok {
-		m.rl.throw("Error", "%s: workunit %s was not taken with waitForWork by this script", op, key.Short())
+		m.sb.Throw("Error", "%s: workunit %s was not taken with waitForWork by this script", op, key.Short())
 	}
 	var result []byte
 	var werr *workunit.Error
 	if call.Argument(1).ToBoolean() {
-		werr = m.rl.thrown(call.Argument(2), m.rl.rt.CaptureCallStack(0, nil))
+		werr = m.sb.WorkunitError(call.Argument(2), m.rt.CaptureCallStack(0, nil))
 		if werr.Name == "" {
 			werr.Message = call.Argument(2).String()
 		}
 	} else {
-		enc := jsvalue.NewEncoder(m.rl.rt, m.rl.in, jsvalue.EncodeOptions{Root: "result", Dest: "back to the master"})
+		enc := jsvalue.NewEncoder(m.rt, m.in, jsvalue.EncodeOptions{Root: "result", Dest: "back to the master"})
 		data, err := enc.EncodeValue(call.Argument(2))
 		if err != nil {
-			m.rl.throw("DataCloneError", "%s: %v", op, m.encodeError(op, "result", err))
+			m.sb.Throw("DataCloneError", "%s: %v", op, m.encodeError(op, "result", err))
 		}
 		result = append([]byte(nil), data...)
 	}
 	if err := c.need(op).CompleteWork(m.ctx, w, result, werr); err != nil {
-		m.rl.throw("Error", "%s: %v", op, err)
+		m.sb.Throw("Error", "%s: %v", op, err)
 	}
 	delete(m.taken, key)
 	return goja.Undefined()
@@ -261,7 +261,7 @@ func (c *jsClient) completeWorkunit(call goja.FunctionCall) goja.Value {
 func (c *jsClient) close(goja.FunctionCall) goja.Value {
 	if c.conn != nil {
 		if err := c.conn.Close(); err != nil {
-			c.m.rl.throw("Error", "client.close: %v", err)
+			c.m.sb.Throw("Error", "client.close: %v", err)
 		}
 	}
 	return goja.Undefined()

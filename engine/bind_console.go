@@ -8,6 +8,28 @@ import (
 	"github.com/riot-go/riot/engine/internal/inspect"
 )
 
+// ConsoleSink receives what a sandbox's console prints: one call per
+// console call, formatted as Node formats it. log, info, warn, error and
+// debug print at their own level, trace and assert (when it fails) at
+// LevelError, dir at LevelLog. An engine's sandboxes keep each workunit's
+// lines with its result (Result.Console, up to MaxConsoleBytes); a job
+// script's console writes them to its standard output and error
+// (engine/master).
+type ConsoleSink interface {
+	Print(level Level, text string)
+}
+
+// runConsole is the console sink of an engine's sandboxes: it keeps the
+// running workunit's lines in its run. Output outside a workunit (none is
+// possible today) is dropped.
+type runConsole struct{ rl *realm }
+
+func (c runConsole) Print(level Level, text string) {
+	if c.rl.cur != nil {
+		c.rl.cur.console.add(level, text)
+	}
+}
+
 // console keeps one workunit's console output, up to a size; the rest is
 // counted and dropped.
 type console struct {
@@ -37,16 +59,18 @@ func (c *console) finish() []ConsoleLine {
 }
 
 // bindConsole installs console: log, info, warn, error, debug, trace,
-// assert and dir, formatting their arguments as Node's util.format does.
+// assert and dir, formatting their arguments as Node's util.format does,
+// and printing to the realm's sink. It is the one console of riot: a
+// workunit's and a job script's.
 func bindConsole(rl *realm) error {
 	con := rl.rt.NewObject()
 	method := func(level Level) func(goja.FunctionCall) goja.Value {
 		return func(call goja.FunctionCall) goja.Value {
-			rl.print(level, inspect.Format(rl.rt, rl.in, call.Arguments))
+			rl.sink.Print(level, inspect.Format(rl.rt, rl.in, call.Arguments))
 			return goja.Undefined()
 		}
 	}
-	if err := rl.setFuncs(con, []export{
+	if err := rl.setFuncs(con, []Func{
 		{"log", method(LevelLog)},
 		{"info", method(LevelInfo)},
 		{"warn", method(LevelWarn)},
@@ -60,7 +84,7 @@ func bindConsole(rl *realm) error {
 			var b strings.Builder
 			b.WriteString(text)
 			inspect.WriteFrames(&b, rl.rt.CaptureCallStack(0, nil))
-			rl.print(LevelError, b.String())
+			rl.sink.Print(LevelError, b.String())
 			return goja.Undefined()
 		}},
 		{"assert", func(call goja.FunctionCall) goja.Value {
@@ -71,23 +95,15 @@ func bindConsole(rl *realm) error {
 			if len(call.Arguments) > 1 {
 				text += ": " + inspect.Format(rl.rt, rl.in, call.Arguments[1:])
 			}
-			rl.print(LevelError, text)
+			rl.sink.Print(LevelError, text)
 			return goja.Undefined()
 		}},
 		{"dir", func(call goja.FunctionCall) goja.Value {
-			rl.print(LevelLog, inspect.Inspect(rl.rt, rl.in, call.Argument(0), inspect.Options{}))
+			rl.sink.Print(LevelLog, inspect.Inspect(rl.rt, rl.in, call.Argument(0), inspect.Options{}))
 			return goja.Undefined()
 		}},
 	}); err != nil {
 		return err
 	}
 	return rl.rt.Set("console", con)
-}
-
-// print records a console line for the running workunit. Output outside a
-// workunit (none is possible today) is dropped.
-func (rl *realm) print(level Level, text string) {
-	if rl.cur != nil {
-		rl.cur.console.add(level, text)
-	}
 }

@@ -75,15 +75,7 @@ func workerGPUs(rl *realm) func(goja.FunctionCall) goja.Value {
 		if rl.cur != nil && rl.cur == last {
 			return arr
 		}
-		var gpus []int
-		if rl.cur != nil {
-			gpus = rl.cur.gpus
-		}
-		if len(gpus) == 0 && rl.eng.opts.GPU != nil {
-			for i := range rl.eng.opts.GPU.DeviceCount() {
-				gpus = append(gpus, i)
-			}
-		}
+		gpus := rl.gpus()
 		items := make([]any, len(gpus))
 		for i, g := range gpus {
 			items[i] = g
@@ -95,6 +87,21 @@ func workerGPUs(rl *realm) func(goja.FunctionCall) goja.Value {
 		last, arr = rl.cur, a
 		return a
 	}
+}
+
+// gpus returns the devices of the running workunit: Request.GPUs, or
+// every device of Options.GPU when the request gave none.
+func (rl *realm) gpus() []int {
+	if rl.cur != nil && len(rl.cur.gpus) > 0 {
+		return rl.cur.gpus
+	}
+	var all []int
+	if rl.eng.opts.GPU != nil {
+		for i := range rl.eng.opts.GPU.DeviceCount() {
+			all = append(all, i)
+		}
+	}
+	return all
 }
 
 // gpuBinding is one realm's GPU globals and what they hold: the default

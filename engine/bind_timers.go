@@ -143,7 +143,7 @@ func bindTimers(rl *realm) error {
 		}
 		return goja.Undefined()
 	}
-	if err := rl.setFuncs(rl.rt.GlobalObject(), []export{
+	if err := rl.setFuncs(rl.rt.GlobalObject(), []Func{
 		{"setTimeout", set(false)},
 		{"setInterval", set(true)},
 		{"clearTimeout", clearTimer},

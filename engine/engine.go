@@ -70,6 +70,11 @@ type Options struct {
 	BlobCacheSize int
 	// Logger receives the engine's logs. Default: slog.Default().
 	Logger *slog.Logger
+	// Bindings are installed, in order, into every sandbox (goja runtime)
+	// the engine makes, after riot's own globals: one per realm per slot,
+	// and again after a workunit ran away. Workers install the GPU
+	// bindings (engine/jsgpu) here. See Binding.
+	Bindings []Binding
 	// GPU gives workunits the CUDA devices of this driver (deviceCount,
 	// deviceResources and the rest of docs/gpu.md). Nil means no GPUs:
 	// deviceCount() is 0 and every request for a device is a RaftError.

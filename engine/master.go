@@ -127,11 +127,6 @@ func RunScript(ctx context.Context, opts ScriptOptions) error {
 		msg := syntaxMessage(err)
 		return &ScriptError{Name: "SyntaxError", Message: msg, Stack: "SyntaxError: " + msg}
 	}
-	eng, err := New(Options{Slots: 1, WorkerName: "master", Logger: opts.Logger})
-	if err != nil {
-		return err
-	}
-	defer eng.Close()
 	m := &master{
 		opts:     opts,
 		scripts:  []*capture.Script{script},
@@ -144,22 +139,37 @@ func RunScript(ctx context.Context, opts ScriptOptions) error {
 		taken:    make(map[workunit.Key]*Work),
 		subs:     make(map[workunit.Key]subEntry),
 		copies:   1,
+		ctx:      ctx,
 	}
-	m.rl, err = newRealmWith(eng, 0, "master", []func(*realm) error{
-		m.bindConsole, bindTimers, bindPerformance, bindStringLimits, m.bindRiot,
+	st, err := NewStandalone(ctx, StandaloneOptions{
+		Console:  scriptConsole{stdout: opts.Stdout, stderr: opts.Stderr},
+		Bindings: []Binding{BindingFunc(m.install)},
+		Logger:   opts.Logger,
 	})
 	if err != nil {
 		return err
 	}
+	defer st.Close()
+	m.st = st
 	defer func() {
 		for _, c := range m.conns {
 			_ = c.Close()
 		}
 	}()
-	m.ctx = ctx
-	m.rl.cur = &run{ctx: ctx}
 	m.client = m.newClient(opts.Conn)
 	return m.run()
+}
+
+// scriptConsole is a job script's console: log, info, debug and dir write
+// to Stdout, warn, error, trace and assert to Stderr.
+type scriptConsole struct{ stdout, stderr io.Writer }
+
+func (c scriptConsole) Print(level Level, text string) {
+	w := c.stdout
+	if level == LevelWarn || level == LevelError {
+		w = c.stderr
+	}
+	fmt.Fprintln(w, text)
 }
 
 // master runs one job script. Its fields are used on the script's
@@ -171,7 +181,10 @@ type master struct {
 	// script's index and its index there.
 	scripts []*capture.Script
 	mods    map[string]*goja.Object // module objects of required files, by absolute path
-	rl      *realm
+	st      *Standalone             // the script's sandbox
+	sb      *Sandbox                // st, as the riot object's binding sees it
+	rt      *goja.Runtime
+	in      *jsvalue.Intrinsics
 	ctx     context.Context
 
 	client  *jsClient   // riot.currentClient()
@@ -205,17 +218,21 @@ func (m *master) run() error {
 	if err != nil {
 		return m.scriptError(err)
 	}
-	if _, err := m.rl.rt.RunProgram(prg); err != nil {
+	if _, err := m.rt.RunProgram(prg); err != nil {
 		return m.scriptError(err)
 	}
 	// The event loop: callbacks and timers, until none is pending.
-	for m.waits > 0 || m.rl.cur.timers.pending() {
+	for {
+		at, timer := m.st.NextTimer()
+		if m.waits == 0 && !timer {
+			return nil
+		}
 		var due <-chan time.Time
 		var t *time.Timer
-		if m.rl.cur.timers.pending() {
-			d := time.Until(m.rl.cur.timers.queue[0].at)
+		if timer {
+			d := time.Until(at)
 			if d <= 0 {
-				if err := m.rl.cur.timers.runNext(m.ctx); err != nil {
+				if err := m.st.RunTimer(); err != nil {
 					return m.scriptError(err)
 				}
 				continue
@@ -232,7 +249,7 @@ func (m *master) run() error {
 				}
 			}
 		case <-due:
-			err = m.rl.cur.timers.runNext(m.ctx)
+			err = m.st.RunTimer()
 		case <-m.ctx.Done():
 			err = fmt.Errorf("engine: job script stopped: %w", context.Cause(m.ctx))
 		}
@@ -243,12 +260,11 @@ func (m *master) run() error {
 			return m.scriptError(err)
 		}
 	}
-	return nil
 }
 
 // call runs a callback on the script's goroutine, catching what it throws.
 func (m *master) call(job func()) (err error) {
-	if ex := m.rl.rt.Try(job); ex != nil {
+	if ex := m.rt.Try(job); ex != nil {
 		return ex
 	}
 	return nil
@@ -305,12 +321,12 @@ func (m *master) scriptError(err error) error {
 func (m *master) exception(v goja.Value, frames []goja.StackFrame) *ScriptError {
 	se := &ScriptError{}
 	o, ok := v.(*goja.Object)
-	if !ok || m.rl.in.Classify(o) != jsvalue.KindError {
-		se.Message = "Uncaught " + inspect.Inspect(m.rl.rt, m.rl.in, v, inspect.Options{})
+	if !ok || m.in.Classify(o) != jsvalue.KindError {
+		se.Message = "Uncaught " + inspect.Inspect(m.rt, m.in, v, inspect.Options{})
 		se.Stack = inspect.StackString("", se.Message, frames, 0)
 		return se
 	}
-	m.rl.rt.Try(func() {
+	m.rt.Try(func() {
 		se.Name = inspect.SafeString(o.Get("name"))
 		se.Message = inspect.SafeString(o.Get("message"))
 		se.Stack = inspect.NormalizeStack(inspect.SafeString(o.Get("stack")))

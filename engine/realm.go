@@ -25,6 +25,8 @@ type realm struct {
 	rt     *goja.Runtime
 	in     *jsvalue.Intrinsics
 	origin time.Time // performance.now() counts from here
+	sb     *Sandbox  // the realm as bindings see it
+	sink   ConsoleSink
 
 	modules  map[blob.Hash]*moduleInstance
 	blobVals map[blob.Hash]*list.Element
@@ -59,16 +61,20 @@ type blobValue struct {
 	v    goja.Value
 }
 
-// workerBindings are the globals a workunit sees besides the built-ins.
-var workerBindings = []func(*realm) error{bindConsole, bindTimers, bindPerformance, bindRiot, bindStringLimits, bindGPU}
+// workerGlobals are riot's globals of a workunit's sandbox, besides the
+// built-ins; Options.Bindings come after them.
+var workerGlobals = []func(*realm) error{bindConsole, bindTimers, bindPerformance, bindRiot, bindStringLimits, bindGPU}
 
+// newRealm makes a sandbox of the engine for a workunit of realm key: its
+// console output is kept per workunit (Result.Console).
 func newRealm(eng *Engine, slotID int, key string) (*realm, error) {
-	return newRealmWith(eng, slotID, key, workerBindings)
+	return makeRealm(eng, slotID, key, nil, workerGlobals, eng.opts.Bindings)
 }
 
-// newRealmWith makes a runtime with the given bindings: a worker's, or a
-// master's (master.go).
-func newRealmWith(eng *Engine, slotID int, key string, bindings []func(*realm) error) (*realm, error) {
+// makeRealm makes a runtime with riot's globals (globals) and then
+// bindings, in order. Its console writes to sink; nil keeps each
+// workunit's output with its result.
+func makeRealm(eng *Engine, slotID int, key string, sink ConsoleSink, globals []func(*realm) error, bindings []Binding) (*realm, error) {
 	rt := goja.New()
 	rt.SetMaxCallStackSize(eng.opts.MaxCallStackSize)
 	in, err := jsvalue.LoadIntrinsics(rt)
@@ -82,14 +88,26 @@ func newRealmWith(eng *Engine, slotID int, key string, bindings []func(*realm) e
 		rt:       rt,
 		in:       in,
 		origin:   time.Now(),
+		sink:     sink,
 		modules:  make(map[blob.Hash]*moduleInstance),
 		blobVals: make(map[blob.Hash]*list.Element),
 	}
+	if rl.sink == nil {
+		rl.sink = runConsole{rl}
+	}
+	rl.sb = &Sandbox{rl: rl}
 	rl.fns = jsvalue.NewFunctions(rt, eng.cache.compile)
 	rl.enc = jsvalue.NewEncoder(rt, in, jsvalue.EncodeOptions{Root: "result", Dest: "back to the master", Limit: eng.opts.MaxResultBytes})
 	rl.dec = jsvalue.NewDecoder(rt, in, rl.fns, rl)
-	for _, bind := range bindings {
-		if err := bind(rl); err != nil {
+	for _, install := range globals {
+		if err := install(rl); err != nil {
+			rl.close()
+			return nil, err
+		}
+	}
+	for _, b := range bindings {
+		if err := rl.sb.install(b); err != nil {
+			rl.close()
 			return nil, err
 		}
 	}
@@ -106,19 +124,10 @@ func (rl *realm) setFunc(obj *goja.Object, name string, fn func(goja.FunctionCal
 	return obj.Set(name, f)
 }
 
-// export is one entry of an export table: a Go function and the name it
-// goes by in JavaScript. Bindings are installed from slices of them, never
-// by ranging over a map, so that every runtime lists its properties in
-// one order: a workunit's result must not depend on which runtime ran it.
-type export struct {
-	name string
-	fn   func(goja.FunctionCall) goja.Value
-}
-
 // setFuncs puts the functions of table on obj, in order.
-func (rl *realm) setFuncs(obj *goja.Object, table []export) error {
+func (rl *realm) setFuncs(obj *goja.Object, table []Func) error {
 	for _, e := range table {
-		if err := rl.setFunc(obj, e.name, e.fn); err != nil {
+		if err := rl.setFunc(obj, e.Name, e.Fn); err != nil {
 			return err
 		}
 	}
