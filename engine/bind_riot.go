@@ -19,7 +19,7 @@ func bindRiot(rl *realm) error {
 	if err := worker.Set("slot", rl.slotID); err != nil {
 		return err
 	}
-	// gpus depends on the request too (bind_gpu.go).
+	// gpus depends on the request too.
 	if err := worker.DefineAccessorProperty("gpus", rl.rt.ToValue(workerGPUs(rl)), nil, goja.FLAG_FALSE, goja.FLAG_TRUE); err != nil {
 		return err
 	}
@@ -53,6 +53,43 @@ func workerName(rl *realm) func(goja.FunctionCall) goja.Value {
 		}
 		return val
 	}
+}
+
+// workerGPUs returns the getter of riot.worker.gpus: a frozen array of the
+// device ordinals that the worker gave the running workunit
+// (Request.GPUs), or of every device of the host (Options.GPUs) when the
+// request gave none. riot.worker is made once per realm, so the array is
+// made at call time, once per workunit.
+func workerGPUs(rl *realm) func(goja.FunctionCall) goja.Value {
+	var (
+		last *run
+		arr  *goja.Object
+	)
+	return func(goja.FunctionCall) goja.Value {
+		if rl.cur != nil && rl.cur == last {
+			return arr
+		}
+		gpus := rl.gpus()
+		items := make([]any, len(gpus))
+		for i, g := range gpus {
+			items[i] = g
+		}
+		a := rl.rt.NewArray(items...)
+		if _, err := rl.in.ObjectFreeze(goja.Undefined(), a); err != nil {
+			panic(err)
+		}
+		last, arr = rl.cur, a
+		return a
+	}
+}
+
+// gpus returns the devices of the running workunit: Request.GPUs, or
+// every device of the host (Options.GPUs) when the request gave none.
+func (rl *realm) gpus() []int {
+	if rl.cur != nil && len(rl.cur.gpus) > 0 {
+		return rl.cur.gpus
+	}
+	return rl.eng.opts.GPUs
 }
 
 // bindStringLimits makes String.prototype.repeat, padStart and padEnd throw

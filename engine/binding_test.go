@@ -66,9 +66,10 @@ func (p *probe) Install(sb *Sandbox) error {
 func TestEngine_Bindings(t *testing.T) {
 	t.Parallel()
 	p := &probe{}
-	e, err := New(Options{Slots: 1, Bindings: []Binding{p}})
+	e, err := New(Options{Slots: 1, Bindings: []Binding{p}, GPUs: []int{0, 1}})
 	require.NoError(t, err)
-	assert.Equal(t, []any{}, evalValue(t, e, "probeGPUs()"))
+	assert.Equal(t, []any{0.0, 1.0}, evalValue(t, e, "probeGPUs()"))
+	assert.Equal(t, []any{0.0, 1.0}, evalValue(t, e, "riot.worker.gpus"))
 	req := evalReq("probeGPUs()")
 	req.GPUs = []int{1}
 	res, err := e.Run(context.Background(), req)

@@ -40,8 +40,9 @@ type realm struct {
 	// read on the realm's goroutine only.
 	cur *run
 
-	// closers release what the realm holds outside the Go heap (GPU
-	// resources); close runs them when the realm is dropped.
+	// closers release what the realm's bindings hold outside the Go heap
+	// (GPU resources: Sandbox.OnClose); close runs them when the realm is
+	// dropped.
 	closers []func()
 
 	// mu guards running, the run the runtime runs (nil: none), which
@@ -63,7 +64,7 @@ type blobValue struct {
 
 // workerGlobals are riot's globals of a workunit's sandbox, besides the
 // built-ins; Options.Bindings come after them.
-var workerGlobals = []func(*realm) error{bindConsole, bindTimers, bindPerformance, bindRiot, bindStringLimits, bindGPU}
+var workerGlobals = []func(*realm) error{bindConsole, bindTimers, bindPerformance, bindRiot, bindStringLimits}
 
 // newRealm makes a sandbox of the engine for a workunit of realm key: its
 // console output is kept per workunit (Result.Console).

@@ -35,6 +35,7 @@ import (
 
 	"github.com/riot-go/riot/client"
 	"github.com/riot-go/riot/engine"
+	"github.com/riot-go/riot/gpu"
 	"github.com/riot-go/riot/tracker"
 	"github.com/riot-go/riot/wire"
 	"github.com/riot-go/riot/worker"
@@ -73,6 +74,10 @@ type Options struct {
 	// Engine configures the embedded worker's evaluation (time limit,
 	// memory guard).
 	Engine engine.Options
+	// GPU gives the embedded worker the devices of this driver, as
+	// riot-worker's are (worker.Options.GPU); nil means none. Ignored
+	// with Tracker.
+	GPU *gpu.Driver
 	// Timeout is the time limit of each workunit the script submits that
 	// sets none itself (riot.with({timeout})), on Tracker and on the
 	// embedded default alike. Zero leaves it to the worker (riot-worker
@@ -115,7 +120,7 @@ func Run(ctx context.Context, opts Options) error {
 	addr := opts.Tracker
 	var workers func() workerStats
 	if addr == "" {
-		emb, err := StartEmbedded(ctx, EmbeddedOptions{Workers: opts.Workers, Data: opts.Data, Engine: opts.Engine, Logger: opts.Logger})
+		emb, err := StartEmbedded(ctx, EmbeddedOptions{Workers: opts.Workers, Data: opts.Data, Engine: opts.Engine, GPU: opts.GPU, Logger: opts.Logger})
 		if err != nil {
 			return err
 		}
@@ -283,6 +288,9 @@ type EmbeddedOptions struct {
 	Data string
 	// Engine configures the worker's evaluation.
 	Engine engine.Options
+	// GPU gives the worker the devices of this driver (worker.Options.GPU);
+	// nil means none.
+	GPU *gpu.Driver
 	// Logger receives the tracker's and the worker's logs. Default: only
 	// errors, on standard error.
 	Logger *slog.Logger
@@ -350,6 +358,7 @@ func StartEmbedded(ctx context.Context, opts EmbeddedOptions) (*Embedded, error)
 		Slots:   slots,
 		Grace:   -1,
 		Engine:  opts.Engine,
+		GPU:     opts.GPU,
 		Logger:  opts.Logger,
 		Ready:   func(string) { close(ready) },
 	}

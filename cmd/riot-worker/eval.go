@@ -15,6 +15,7 @@ import (
 
 	"github.com/riot-go/riot/client"
 	"github.com/riot-go/riot/engine"
+	"github.com/riot-go/riot/engine/jsgpu"
 	"github.com/riot-go/riot/sysmem"
 	"github.com/riot-go/riot/units"
 	"github.com/riot-go/riot/wire"
@@ -163,7 +164,10 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if f.tracker != "" {
 		return evalRemote(ctx, f, stdout, stderr)
 	}
-	eng, err := engine.New(engine.Options{Slots: 1, Timeout: f.timeout, MemoryLimit: f.memory})
+	// No driver: in process, the workunit sees the GPU globals as on a
+	// worker without a GPU.
+	eng, err := engine.New(engine.Options{Slots: 1, Timeout: f.timeout, MemoryLimit: f.memory,
+		Bindings: []engine.Binding{jsgpu.Binding(nil)}})
 	if err != nil {
 		fmt.Fprintf(stderr, "riot-worker eval: %v\n", err)
 		return 1
