@@ -1,6 +1,6 @@
 // Package job runs riot job scripts: what riot-worker eval SCRIPT.js does.
 //
-// A job script runs on the master (engine.RunScript) with a connection to a
+// A job script runs on the master (master.RunScript) with a connection to a
 // tracker: the one named by Options.Tracker, or, when none is named, the
 // embedded default: a tracker in this process, listening on loopback, in
 // memory (or in Options.Data), with a worker in this process whose slots do
@@ -35,6 +35,7 @@ import (
 
 	"github.com/riot-go/riot/client"
 	"github.com/riot-go/riot/engine"
+	"github.com/riot-go/riot/engine/master"
 	"github.com/riot-go/riot/gpu"
 	"github.com/riot-go/riot/tracker"
 	"github.com/riot-go/riot/wire"
@@ -99,7 +100,7 @@ type Options struct {
 }
 
 // Run runs a job script to its end. An uncaught exception is returned as
-// an *engine.ScriptError.
+// an *master.ScriptError.
 func Run(ctx context.Context, opts Options) error {
 	if opts.Script == "" {
 		return errors.New("job: no script: Options.Script is the job script's path")
@@ -137,7 +138,7 @@ func Run(ctx context.Context, opts Options) error {
 	var connsMu sync.Mutex
 	var conns []*conn // every connection of the script, to cancel on interrupt
 	state := &scriptState{}
-	dial := func(ctx context.Context, host string, port int, name string) (engine.Conn, error) {
+	dial := func(ctx context.Context, host string, port int, name string) (master.Conn, error) {
 		target := host
 		if port > 0 {
 			target = net.JoinHostPort(host, strconv.Itoa(port))
@@ -174,7 +175,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	ui := newJobUI(opts.Stderr, bar, opts.Progress != ProgressOff, opts.Tracker, workers, state)
 	defer ui.Close()
-	err = engine.RunScript(ctx, engine.ScriptOptions{
+	err = master.RunScript(ctx, master.ScriptOptions{
 		Path:    opts.Script,
 		Args:    opts.Args,
 		Conn:    main,

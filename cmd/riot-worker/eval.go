@@ -16,6 +16,7 @@ import (
 	"github.com/riot-go/riot/client"
 	"github.com/riot-go/riot/engine"
 	"github.com/riot-go/riot/engine/jsgpu"
+	"github.com/riot-go/riot/engine/master"
 	"github.com/riot-go/riot/sysmem"
 	"github.com/riot-go/riot/units"
 	"github.com/riot-go/riot/wire"
@@ -240,9 +241,9 @@ func (f *evalFlags) tlsConfig() (*tls.Config, error) {
 	return conf, nil
 }
 
-// printValue prints a result as engine.FormatValue formats it.
+// printValue prints a result as master.FormatValue formats it.
 func printValue(stdout, stderr io.Writer, result []byte) int {
-	text, _, err := engine.FormatValue(result)
+	text, _, err := master.FormatValue(result)
 	if err != nil {
 		fmt.Fprintf(stderr, "riot-worker eval: %v\n", err)
 		return 1

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/riot-go/riot/engine"
+	"github.com/riot-go/riot/engine/master"
 	"github.com/riot-go/riot/gpu"
 	"github.com/riot-go/riot/job"
 	"github.com/riot-go/riot/worker"
@@ -54,7 +55,7 @@ func runScript(ctx context.Context, f *evalFlags, stdout, stderr io.Writer) int 
 		Stdout:            stdout,
 		Stderr:            stderr,
 	})
-	var se *engine.ScriptError
+	var se *master.ScriptError
 	var ie *job.InterruptedError
 	var ce *job.ConnectError
 	switch {

@@ -1,10 +1,11 @@
-package engine
+package master
 
 import (
 	"errors"
 
 	"github.com/dop251/goja"
 
+	"github.com/riot-go/riot/engine"
 	"github.com/riot-go/riot/engine/internal/jsvalue"
 	"github.com/riot-go/riot/workunit"
 )
@@ -22,17 +23,17 @@ type jsClient struct {
 func (m *master) newClient(conn Conn) *jsClient {
 	c := &jsClient{m: m, conn: conn}
 	obj := m.rt.NewObject()
-	if err := m.sb.SetFuncs(obj, []Func{
-		{"whoAmI", c.whoAmI},
-		{"workunitInfo", c.workunitInfo},
-		{"callWithWorkunitInfo", c.callWithWorkunitInfo},
-		{"waitForWork", c.waitForWork},
-		{"addWorkunit", c.addWorkunit},
-		{"callWithNewWorkunit", c.callWithNewWorkunit},
-		{"waitForFinishedWorkunit", c.waitForFinishedWorkunit},
-		{"callWithFinishedWorkunit", c.callWithFinishedWorkunit},
-		{"completeWorkunit", c.completeWorkunit},
-		{"close", c.close},
+	if err := m.sb.SetFuncs(obj, []engine.Func{
+		{Name: "whoAmI", Fn: c.whoAmI},
+		{Name: "workunitInfo", Fn: c.workunitInfo},
+		{Name: "callWithWorkunitInfo", Fn: c.callWithWorkunitInfo},
+		{Name: "waitForWork", Fn: c.waitForWork},
+		{Name: "addWorkunit", Fn: c.addWorkunit},
+		{Name: "callWithNewWorkunit", Fn: c.callWithNewWorkunit},
+		{Name: "waitForFinishedWorkunit", Fn: c.waitForFinishedWorkunit},
+		{Name: "callWithFinishedWorkunit", Fn: c.callWithFinishedWorkunit},
+		{Name: "completeWorkunit", Fn: c.completeWorkunit},
+		{Name: "close", Fn: c.close},
 	}); err != nil {
 		panic(err)
 	}

@@ -1,4 +1,4 @@
-package engine
+package master
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/dop251/goja"
 
 	"github.com/riot-go/riot/blob"
+	"github.com/riot-go/riot/engine"
 	"github.com/riot-go/riot/engine/capture"
 	"github.com/riot-go/riot/engine/internal/inspect"
 	"github.com/riot-go/riot/engine/internal/jsvalue"
@@ -41,8 +42,9 @@ type ScriptOptions struct {
 	// Connect opens a connection for riot.connect and
 	// riot.connectToTracker. Nil means the script cannot connect.
 	Connect func(ctx context.Context, host string, port int, name string) (Conn, error)
-	// Stdout and Stderr receive the script's own console output (log and
-	// info to Stdout, the rest to Stderr). Default: os.Stdout, os.Stderr.
+	// Stdout and Stderr receive the script's own console output (log,
+	// info, debug and dir to Stdout; warn, error, trace and assert to
+	// Stderr). Default: os.Stdout, os.Stderr.
 	Stdout, Stderr io.Writer
 	// Events, when set, hears of every workunit the script submits and
 	// of every outcome, with its console output: the command shows them
@@ -141,9 +143,9 @@ func RunScript(ctx context.Context, opts ScriptOptions) error {
 		copies:   1,
 		ctx:      ctx,
 	}
-	st, err := NewStandalone(ctx, StandaloneOptions{
+	st, err := engine.NewStandalone(ctx, engine.StandaloneOptions{
 		Console:  scriptConsole{stdout: opts.Stdout, stderr: opts.Stderr},
-		Bindings: []Binding{BindingFunc(m.install)},
+		Bindings: []engine.Binding{engine.BindingFunc(m.install)},
 		Logger:   opts.Logger,
 	})
 	if err != nil {
@@ -164,9 +166,9 @@ func RunScript(ctx context.Context, opts ScriptOptions) error {
 // to Stdout, warn, error, trace and assert to Stderr.
 type scriptConsole struct{ stdout, stderr io.Writer }
 
-func (c scriptConsole) Print(level Level, text string) {
+func (c scriptConsole) Print(level engine.Level, text string) {
 	w := c.stdout
-	if level == LevelWarn || level == LevelError {
+	if level == engine.LevelWarn || level == engine.LevelError {
 		w = c.stderr
 	}
 	fmt.Fprintln(w, text)
@@ -181,8 +183,8 @@ type master struct {
 	// script's index and its index there.
 	scripts []*capture.Script
 	mods    map[string]*goja.Object // module objects of required files, by absolute path
-	st      *Standalone             // the script's sandbox
-	sb      *Sandbox                // st, as the riot object's binding sees it
+	st      *engine.Standalone      // the script's sandbox
+	sb      *engine.Sandbox         // st, as the riot object's binding sees it
 	rt      *goja.Runtime
 	in      *jsvalue.Intrinsics
 	ctx     context.Context

@@ -1,4 +1,4 @@
-package engine
+package master
 
 import (
 	"errors"
@@ -14,6 +14,7 @@ import (
 	"github.com/dop251/goja"
 
 	"github.com/riot-go/riot/blob"
+	"github.com/riot-go/riot/engine"
 	"github.com/riot-go/riot/engine/capture"
 	"github.com/riot-go/riot/engine/internal/inspect"
 	"github.com/riot-go/riot/engine/internal/jsvalue"
@@ -40,13 +41,13 @@ const masterPrelude = `(function (riot) {
 
 // install installs the master's riot object (docs/reference.md), require
 // and the capture hook that the instrumented script calls.
-func (m *master) install(sb *Sandbox) error {
+func (m *master) install(sb *engine.Sandbox) error {
 	m.sb, m.rt, m.in = sb, sb.Runtime(), sb.Intrinsics()
 	rt := m.rt
 	if err := rt.Set(capture.DefaultHook, m.hook(0)); err != nil {
 		return err
 	}
-	if err := sb.SetFuncs(rt.GlobalObject(), []Func{{"require", m.requireFrom(filepath.Dir(m.opts.Path))}}); err != nil {
+	if err := sb.SetFuncs(rt.GlobalObject(), []engine.Func{{Name: "require", Fn: m.requireFrom(filepath.Dir(m.opts.Path))}}); err != nil {
 		return err
 	}
 	riot := rt.NewObject()
@@ -61,17 +62,17 @@ func (m *master) install(sb *Sandbox) error {
 	if err := riot.Set("args", argv); err != nil {
 		return err
 	}
-	if err := sb.SetFuncs(riot, []Func{
-		{"connect", m.connect},
-		{"connectToTracker", m.connectToTracker},
-		{"currentClient", m.currentClient},
-		{"readFile", m.readFile},
-		{"readLines", m.readLines},
-		{"writeFile", m.writeFile},
-		{"waitUntilDone", m.waitUntilDone},
-		{"callWhenDone", m.callWhenDone},
-		{"cancel", m.cancel},
-		{"with", m.with},
+	if err := sb.SetFuncs(riot, []engine.Func{
+		{Name: "connect", Fn: m.connect},
+		{Name: "connectToTracker", Fn: m.connectToTracker},
+		{Name: "currentClient", Fn: m.currentClient},
+		{Name: "readFile", Fn: m.readFile},
+		{Name: "readLines", Fn: m.readLines},
+		{Name: "writeFile", Fn: m.writeFile},
+		{Name: "waitUntilDone", Fn: m.waitUntilDone},
+		{Name: "callWhenDone", Fn: m.callWhenDone},
+		{Name: "cancel", Fn: m.cancel},
+		{Name: "with", Fn: m.with},
 	}); err != nil {
 		return err
 	}
@@ -92,11 +93,11 @@ func (m *master) install(sb *Sandbox) error {
 // setSubmitters puts doWork, forWork, doWorkCall and doWorkEval on obj,
 // submitting with opts.
 func (m *master) setSubmitters(obj *goja.Object, opts WorkOptions) error {
-	return m.sb.SetFuncs(obj, []Func{
-		{"doWork", func(c goja.FunctionCall) goja.Value { return m.doWork(c, opts) }},
-		{"forWork", func(c goja.FunctionCall) goja.Value { return m.forWork(c, opts) }},
-		{"doWorkCall", func(c goja.FunctionCall) goja.Value { return m.doWorkCall(c, opts) }},
-		{"doWorkEval", func(c goja.FunctionCall) goja.Value { return m.doWorkEval(c, opts) }},
+	return m.sb.SetFuncs(obj, []engine.Func{
+		{Name: "doWork", Fn: func(c goja.FunctionCall) goja.Value { return m.doWork(c, opts) }},
+		{Name: "forWork", Fn: func(c goja.FunctionCall) goja.Value { return m.forWork(c, opts) }},
+		{Name: "doWorkCall", Fn: func(c goja.FunctionCall) goja.Value { return m.doWorkCall(c, opts) }},
+		{Name: "doWorkEval", Fn: func(c goja.FunctionCall) goja.Value { return m.doWorkEval(c, opts) }},
 	})
 }
 
