@@ -56,7 +56,8 @@ func (sb *Sandbox) Runtime() *goja.Runtime { return sb.rl.rt }
 // Intrinsics returns the runtime's built-in functions and prototypes, read
 // before any script of a user ran: what a binding uses to tell a typed
 // array from a look-alike, or to freeze an object, whatever a workunit did
-// to the globals.
+// to the globals. Its type is riot's own (engine/internal/jsvalue): the
+// bindings in this module use it in full.
 func (sb *Sandbox) Intrinsics() *jsvalue.Intrinsics { return sb.rl.in }
 
 // Context returns the context of the workunit running now: it ends when
