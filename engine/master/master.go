@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -158,7 +159,20 @@ func RunScript(ctx context.Context, opts ScriptOptions) error {
 			_ = c.Close()
 		}
 	}()
-	m.client = m.newClient(opts.Conn)
+	return m.runGuarded(opts.Conn)
+}
+
+// runGuarded runs the script with conn as its current client. A Go panic
+// on the script's goroutine (a bug in the master, or in a Conn) ends the
+// script with an error rather than reach RunScript's caller.
+func (m *master) runGuarded(conn Conn) (err error) {
+	defer func() {
+		if x := recover(); x != nil {
+			m.opts.Logger.Error("engine: panic while running a job script", "panic", x, "stack", string(debug.Stack()))
+			err = fmt.Errorf("engine: job script: panic: %v", x)
+		}
+	}()
+	m.client = m.newClient(conn)
 	return m.run()
 }
 

@@ -71,8 +71,15 @@ const InternalFile = "riot:internal"
 
 // LoadIntrinsics reads the intrinsics of rt. Call it before any script of
 // a user runs there.
-func LoadIntrinsics(rt *goja.Runtime) (*Intrinsics, error) {
-	in := &Intrinsics{
+func LoadIntrinsics(rt *goja.Runtime) (in *Intrinsics, err error) {
+	defer func() {
+		// A built-in that is not what it should be (a goja that changed)
+		// fails the runtime, not its caller.
+		if x := recover(); x != nil {
+			in, err = nil, fmt.Errorf("%v", x)
+		}
+	}()
+	in = &Intrinsics{
 		TypedCtors:  make(map[string]goja.Constructor, len(typedNames)),
 		ErrorCtors:  make(map[string]goja.Constructor, len(errorNames)),
 		ErrorProtos: make(map[string]*goja.Object, len(errorNames)),
