@@ -5,7 +5,30 @@ import (
 	"strings"
 
 	"github.com/dop251/goja"
+	"github.com/riot-go/riot/engine/internal/inspect"
 )
+
+// ConsoleSink receives what a sandbox's console prints: one call per
+// console call, formatted as Node formats it. log, info, warn, error and
+// debug print at their own level, trace and assert (when it fails) at
+// LevelError, dir at LevelLog. An engine's sandboxes keep each workunit's
+// lines with its result (Result.Console, up to MaxConsoleBytes); a job
+// script's console writes them to its standard output and error
+// (engine/master).
+type ConsoleSink interface {
+	Print(level Level, text string)
+}
+
+// runConsole is the console sink of an engine's sandboxes: it keeps the
+// running workunit's lines in its run. Output outside a workunit (none is
+// possible today) is dropped.
+type runConsole struct{ rl *realm }
+
+func (c runConsole) Print(level Level, text string) {
+	if c.rl.cur != nil {
+		c.rl.cur.console.add(level, text)
+	}
+}
 
 // console keeps one workunit's console output, up to a size; the rest is
 // counted and dropped.
@@ -36,145 +59,51 @@ func (c *console) finish() []ConsoleLine {
 }
 
 // bindConsole installs console: log, info, warn, error, debug, trace,
-// assert and dir, formatting their arguments as Node's util.format does.
+// assert and dir, formatting their arguments as Node's util.format does,
+// and printing to the realm's sink. It is the one console of riot: a
+// workunit's and a job script's.
 func bindConsole(rl *realm) error {
 	con := rl.rt.NewObject()
 	method := func(level Level) func(goja.FunctionCall) goja.Value {
 		return func(call goja.FunctionCall) goja.Value {
-			rl.print(level, rl.format(call.Arguments))
+			rl.sink.Print(level, inspect.Format(rl.rt, rl.in, call.Arguments))
 			return goja.Undefined()
 		}
 	}
-	exports := map[string]func(goja.FunctionCall) goja.Value{
-		"log":   method(LevelLog),
-		"info":  method(LevelInfo),
-		"warn":  method(LevelWarn),
-		"error": method(LevelError),
-		"debug": method(LevelDebug),
-		"trace": func(call goja.FunctionCall) goja.Value {
+	if err := rl.setFuncs(con, []Func{
+		{"log", method(LevelLog)},
+		{"info", method(LevelInfo)},
+		{"warn", method(LevelWarn)},
+		{"error", method(LevelError)},
+		{"debug", method(LevelDebug)},
+		{"trace", func(call goja.FunctionCall) goja.Value {
 			text := "Trace"
 			if len(call.Arguments) > 0 {
-				text += ": " + rl.format(call.Arguments)
+				text += ": " + inspect.Format(rl.rt, rl.in, call.Arguments)
 			}
 			var b strings.Builder
 			b.WriteString(text)
-			writeFrames(&b, rl.rt.CaptureCallStack(0, nil))
-			rl.print(LevelError, b.String())
+			inspect.WriteFrames(&b, rl.rt.CaptureCallStack(0, nil))
+			rl.sink.Print(LevelError, b.String())
 			return goja.Undefined()
-		},
-		"assert": func(call goja.FunctionCall) goja.Value {
+		}},
+		{"assert", func(call goja.FunctionCall) goja.Value {
 			if call.Argument(0).ToBoolean() {
 				return goja.Undefined()
 			}
 			text := "Assertion failed"
 			if len(call.Arguments) > 1 {
-				text += ": " + rl.format(call.Arguments[1:])
+				text += ": " + inspect.Format(rl.rt, rl.in, call.Arguments[1:])
 			}
-			rl.print(LevelError, text)
+			rl.sink.Print(LevelError, text)
 			return goja.Undefined()
-		},
-		"dir": func(call goja.FunctionCall) goja.Value {
-			rl.print(LevelLog, inspect(rl, call.Argument(0), inspectOptions{}))
+		}},
+		{"dir", func(call goja.FunctionCall) goja.Value {
+			rl.sink.Print(LevelLog, inspect.Inspect(rl.rt, rl.in, call.Argument(0), inspect.Options{}))
 			return goja.Undefined()
-		},
-	}
-	for name, fn := range exports {
-		if err := rl.setFunc(con, name, fn); err != nil {
-			return err
-		}
+		}},
+	}); err != nil {
+		return err
 	}
 	return rl.rt.Set("console", con)
-}
-
-// print records a console line for the running workunit. Output outside a
-// workunit (none is possible today) is dropped.
-func (rl *realm) print(level Level, text string) {
-	if rl.cur != nil {
-		rl.cur.console.add(level, text)
-	}
-}
-
-// format formats console arguments as Node's util.format: a first string
-// argument may hold %s, %d, %i, %f, %j, %o, %O, %c and %%; the remaining
-// arguments are appended, strings as they are and other values inspected.
-func (rl *realm) format(args []goja.Value) string {
-	if len(args) == 0 {
-		return ""
-	}
-	var b strings.Builder
-	rest := args
-	if goja.IsString(args[0]) {
-		f := args[0].String()
-		rest = args[1:]
-		for i := 0; i < len(f); i++ {
-			c := f[i]
-			if c != '%' || i+1 == len(f) {
-				b.WriteByte(c)
-				continue
-			}
-			verb := f[i+1]
-			if verb == '%' {
-				b.WriteByte('%')
-				i++
-				continue
-			}
-			if !strings.ContainsRune("sdifjoOc", rune(verb)) || len(rest) == 0 {
-				b.WriteByte(c)
-				continue
-			}
-			a := rest[0]
-			rest = rest[1:]
-			i++
-			switch verb {
-			case 's':
-				if goja.IsString(a) {
-					b.WriteString(a.String())
-				} else {
-					b.WriteString(inspect(rl, a, inspectOptions{depth: 1}))
-				}
-			case 'd', 'i':
-				n := a.ToFloat()
-				if verb == 'i' {
-					n = float64(int64(n))
-				}
-				b.WriteString(formatNumber(n))
-			case 'f':
-				b.WriteString(formatNumber(a.ToFloat()))
-			case 'j':
-				b.WriteString(jsonOf(rl, a))
-			case 'o', 'O':
-				b.WriteString(inspect(rl, a, inspectOptions{}))
-			case 'c':
-				// CSS: ignored, as Node does.
-			}
-		}
-	}
-	for _, a := range rest {
-		if b.Len() > 0 {
-			b.WriteByte(' ')
-		}
-		if goja.IsString(a) {
-			b.WriteString(a.String())
-		} else {
-			b.WriteString(inspect(rl, a, inspectOptions{}))
-		}
-	}
-	return b.String()
-}
-
-func jsonOf(rl *realm, v goja.Value) string {
-	var out string
-	if ex := rl.rt.Try(func() {
-		j := rl.rt.Get("JSON").(*goja.Object)
-		stringify, _ := goja.AssertFunction(j.Get("stringify"))
-		r, err := stringify(j, v)
-		if err != nil {
-			out = "[" + err.Error() + "]"
-			return
-		}
-		out = r.String()
-	}); ex != nil {
-		return "[Circular]"
-	}
-	return out
 }

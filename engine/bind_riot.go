@@ -1,6 +1,9 @@
 package engine
 
-import "github.com/dop251/goja"
+import (
+	"github.com/dop251/goja"
+	"github.com/riot-go/riot/engine/internal/jsvalue"
+)
 
 // bindRiot installs riot.worker, the name of the worker and the slot that
 // run the workunit. Workunits see no other part of the master's riot
@@ -16,7 +19,7 @@ func bindRiot(rl *realm) error {
 	if err := worker.Set("slot", rl.slotID); err != nil {
 		return err
 	}
-	// gpus depends on the request too (bind_gpu.go).
+	// gpus depends on the request too.
 	if err := worker.DefineAccessorProperty("gpus", rl.rt.ToValue(workerGPUs(rl)), nil, goja.FLAG_FALSE, goja.FLAG_TRUE); err != nil {
 		return err
 	}
@@ -25,7 +28,7 @@ func bindRiot(rl *realm) error {
 		return err
 	}
 	for _, o := range []*goja.Object{worker, riot} {
-		if _, err := rl.in.objectFreeze(goja.Undefined(), o); err != nil {
+		if _, err := rl.in.ObjectFreeze(goja.Undefined(), o); err != nil {
 			return err
 		}
 	}
@@ -52,11 +55,48 @@ func workerName(rl *realm) func(goja.FunctionCall) goja.Value {
 	}
 }
 
+// workerGPUs returns the getter of riot.worker.gpus: a frozen array of the
+// device ordinals that the worker gave the running workunit
+// (Request.GPUs), or of every device of the host (Options.GPUs) when the
+// request gave none. riot.worker is made once per realm, so the array is
+// made at call time, once per workunit.
+func workerGPUs(rl *realm) func(goja.FunctionCall) goja.Value {
+	var (
+		last *run
+		arr  *goja.Object
+	)
+	return func(goja.FunctionCall) goja.Value {
+		if rl.cur != nil && rl.cur == last {
+			return arr
+		}
+		gpus := rl.gpus()
+		items := make([]any, len(gpus))
+		for i, g := range gpus {
+			items[i] = g
+		}
+		a := rl.rt.NewArray(items...)
+		if _, err := rl.in.ObjectFreeze(goja.Undefined(), a); err != nil {
+			panic(err)
+		}
+		last, arr = rl.cur, a
+		return a
+	}
+}
+
+// gpus returns the devices of the running workunit: Request.GPUs, or
+// every device of the host (Options.GPUs) when the request gave none.
+func (rl *realm) gpus() []int {
+	if rl.cur != nil && len(rl.cur.gpus) > 0 {
+		return rl.cur.gpus
+	}
+	return rl.eng.opts.GPUs
+}
+
 // bindStringLimits makes String.prototype.repeat, padStart and padEnd throw
 // "RangeError: Invalid string length" past MaxStringLength, as V8 does,
 // instead of building a string of gigabytes in one uninterruptible call.
 func bindStringLimits(rl *realm) error {
-	_, err := rl.rt.RunScript(internalFile, `(function (max) {
+	_, err := rl.rt.RunScript(jsvalue.InternalFile, `(function (max) {
 		const S = String.prototype;
 		const origRepeat = S.repeat, origPadStart = S.padStart, origPadEnd = S.padEnd;
 		const str = (v, name) => {
@@ -76,7 +116,7 @@ func bindStringLimits(rl *realm) error {
 			const s = str(this, 'padEnd'); if (Number(len) > max) throw new RangeError('Invalid string length');
 			return origPadEnd.call(s, len, fill);
 		}});
-	})(`+itoa(MaxStringLength)+`);
+	})(`+jsvalue.Index(MaxStringLength)+`);
 	delete globalThis.GoError;`)
 	return err
 }

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/dop251/goja"
+	"github.com/riot-go/riot/engine/internal/jsvalue"
 )
 
 // timers are one workunit's setTimeout and setInterval callbacks. They run
@@ -100,7 +101,7 @@ func bindTimers(rl *realm) error {
 		return func(call goja.FunctionCall) goja.Value {
 			fn, ok := goja.AssertFunction(call.Argument(0))
 			if !ok {
-				rl.throw("TypeError", "the callback must be a function; it is %s", describe(call.Argument(0)))
+				rl.throw("TypeError", "the callback must be a function; it is %s", jsvalue.Describe(call.Argument(0)))
 			}
 			ms := call.Argument(1).ToFloat()
 			if math.IsNaN(ms) || ms < 1 {
@@ -125,7 +126,7 @@ func bindTimers(rl *realm) error {
 	sleep := func(call goja.FunctionCall) goja.Value {
 		sec := call.Argument(0).ToFloat()
 		if math.IsNaN(sec) || sec < 0 {
-			rl.throw("RangeError", "sleep: seconds must be a number ≥ 0, not %s", describe(call.Argument(0)))
+			rl.throw("RangeError", "sleep: seconds must be a number ≥ 0, not %s", jsvalue.Describe(call.Argument(0)))
 		}
 		if rl.cur == nil || sec == 0 {
 			return goja.Undefined()
@@ -142,18 +143,16 @@ func bindTimers(rl *realm) error {
 		}
 		return goja.Undefined()
 	}
-	for name, fn := range map[string]func(goja.FunctionCall) goja.Value{
-		"setTimeout":    set(false),
-		"setInterval":   set(true),
-		"clearTimeout":  clearTimer,
-		"clearInterval": clearTimer,
-		"sleep":         sleep,
-	} {
-		if err := rl.setFunc(rl.rt.GlobalObject(), name, fn); err != nil {
-			return err
-		}
+	if err := rl.setFuncs(rl.rt.GlobalObject(), []Func{
+		{"setTimeout", set(false)},
+		{"setInterval", set(true)},
+		{"clearTimeout", clearTimer},
+		{"clearInterval", clearTimer},
+		{"sleep", sleep},
+	}); err != nil {
+		return err
 	}
-	_, err := rl.rt.RunScript(internalFile, `globalThis.queueMicrotask = function queueMicrotask(callback) {
+	_, err := rl.rt.RunScript(jsvalue.InternalFile, `globalThis.queueMicrotask = function queueMicrotask(callback) {
 		if (typeof callback !== 'function') throw new TypeError('queueMicrotask: the callback must be a function');
 		Promise.resolve().then(callback);
 	};`)

@@ -1,4 +1,5 @@
-// Package engine evaluates riot workunits in goja sandboxes.
+// Package engine evaluates riot workunits in goja sandboxes: how a
+// workunit runs.
 //
 // An Engine has a number of slots; each slot evaluates one workunit at a
 // time in a goja runtime of its own, which only that slot's goroutine
@@ -14,9 +15,10 @@
 // the workunit; its time limit interrupts it), setTimeout, setInterval,
 // clearTimeout, clearInterval and queueMicrotask (they run while the
 // workunit waits for its promise, and none outlives it), riot.worker
-// (name, slot, gpus), and the GPU bindings of docs/gpu.md (deviceCount,
-// deviceResources, ...; without a GPU they say why there is none). Nothing
-// else: no file system, network, process, environment
+// (name, slot, gpus), and the globals of Options.Bindings: on a worker,
+// the GPU bindings of docs/gpu.md (package engine/jsgpu: deviceCount,
+// deviceResources, ...; without a GPU they say why there is none).
+// Nothing else: no file system, network, process, environment
 // or require of host modules (a call workunit's require reaches only the
 // modules shipped with it).
 //
@@ -42,6 +44,54 @@
 // fails with a *workunit.Error naming the limit; the engine goes on serving,
 // and the slot's next workunit gets a clean runtime.
 //
+// # Bindings: the seam
+//
+// Everything a workunit sees beyond the sandbox itself is installed
+// through one seam: a Binding (Install(*Sandbox) error; BindingFunc adapts
+// a function) in Options.Bindings, installed in order into every sandbox
+// the engine makes, after riot's own globals. The *Sandbox a binding gets
+// is the runtime as a binding needs it, and no more:
+//
+//   - Runtime and Intrinsics: the goja runtime, and its built-ins as they
+//     were before any user script ran;
+//   - Context: the running workunit's context, which every wait of a
+//     binding must end with; GPUs: the devices it was given;
+//   - Throw, to throw a JavaScript error from a Go function; Interrupt, to
+//     stop the script when a wait ended with Context;
+//   - OnClose, to release what the binding holds when the engine drops
+//     the sandbox; Logger;
+//   - SetFuncs, to install functions from an ordered export table (Func),
+//     so that every sandbox lists its properties in one order;
+//   - Decode, DecodeArgs, FetchModule and WorkunitError, riot's value
+//     documents and errors in the runtime.
+//
+// The engine knows no network and no GPU: it lists the host's device
+// ordinals as riot.worker.gpus (Options.GPUs, Request.GPUs) and nothing
+// more. A plain New gives workunits no GPU globals; workers install
+// jsgpu.Binding (with their driver, or nil for none) so that workunits see
+// the same globals on every worker.
+//
+// NewStandalone makes a sandbox outside any Engine, for one script that
+// runs as long as it likes on one goroutine, with its console printing to
+// a ConsoleSink of its owner's and its timers run by its owner's event
+// loop: the master runs job scripts in one (package engine/master).
+//
+// # Layout
+//
+//   - engine: the sandbox (this package): Engine, slots, realms, limits
+//     and the memory guard, the compile cache, console, timers,
+//     performance, riot.worker, string limits, failures as
+//     *workunit.Error, the seam and standalone sandboxes.
+//   - engine/jsgpu: the GPU bindings over package gpu.
+//   - engine/master: job scripts: the riot object, the client objects,
+//     require, the capture hook, and FormatValue.
+//   - engine/capture: the free-variable analysis that lets the master
+//     ship closures.
+//   - engine/internal/jsvalue: the JavaScript side of the value codec,
+//     the function factories, the intrinsics and classify.
+//   - engine/internal/inspect: Node's util.inspect and util.format, and
+//     V8-style stacks.
+//
 // # Usage
 //
 //	eng, err := engine.New(engine.Options{Slots: 4, Timeout: time.Minute})
@@ -61,4 +111,7 @@
 //     engine checks each blob's hash.
 //  4. Treat Result.Value as owned by the caller and the Engine as safe for
 //     concurrent use.
+//  5. Give Bindings that are safe to install into several sandboxes at
+//     once (one per slot), and close what they use (a GPU driver) after
+//     the engine.
 package engine

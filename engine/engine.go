@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/riot-go/riot/blob"
-	"github.com/riot-go/riot/gpu"
 	"github.com/riot-go/riot/value"
 	"github.com/riot-go/riot/workunit"
 )
@@ -70,12 +69,17 @@ type Options struct {
 	BlobCacheSize int
 	// Logger receives the engine's logs. Default: slog.Default().
 	Logger *slog.Logger
-	// GPU gives workunits the CUDA devices of this driver (deviceCount,
-	// deviceResources and the rest of docs/gpu.md). Nil means no GPUs:
-	// deviceCount() is 0 and every request for a device is a RaftError.
-	// The caller opens the driver and closes it after the engine; the
-	// engine releases the resources its runtimes made when it drops them.
-	GPU *gpu.Driver
+	// Bindings are installed, in order, into every sandbox (goja runtime)
+	// the engine makes, after riot's own globals: one per realm per slot,
+	// and again after a workunit ran away. Workers install the GPU
+	// bindings here (jsgpu.Binding); without them a workunit sees no GPU
+	// globals. See Binding.
+	Bindings []Binding
+	// GPUs are the ordinals of the host's GPU devices: what riot.worker.gpus
+	// lists, and Sandbox.GPUs returns, for a workunit whose Request gives
+	// none. Workers set them to their driver's (jsgpu.Ordinals). The
+	// engine knows nothing else of GPUs.
+	GPUs []int
 }
 
 func (o *Options) setDefaults() {
@@ -123,7 +127,7 @@ type Request struct {
 	Blobs blob.Source
 	// GPUs are the ordinals of the devices the worker gave this workunit,
 	// for placement; the workunit sees them as riot.worker.gpus. Empty
-	// means every device of Options.GPU.
+	// means every device of the host (Options.GPUs).
 	GPUs []int
 	// WorkerName, when set, is what the workunit sees as riot.worker.name
 	// instead of Options.WorkerName: a worker passes the name its tracker

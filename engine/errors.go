@@ -4,13 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
-	"strconv"
-	"strings"
 
 	"github.com/dop251/goja"
 
 	"github.com/riot-go/riot/cbor"
+	"github.com/riot-go/riot/engine/internal/inspect"
+	"github.com/riot-go/riot/engine/internal/jsvalue"
 	"github.com/riot-go/riot/workunit"
 )
 
@@ -29,7 +28,7 @@ func (rl *realm) failure(ctx context.Context, err error) (*workunit.Error, bool)
 		so   *goja.StackOverflowError
 		ex   *goja.Exception
 		se   *goja.CompilerSyntaxError
-		un   *unsendableError
+		un   *jsvalue.UnsendableError
 		rj   *rejection
 		ie2  *internalError
 		syn  *cbor.SyntaxError
@@ -47,7 +46,7 @@ func (rl *realm) failure(ctx context.Context, err error) (*workunit.Error, bool)
 	case errors.As(err, &so):
 		return &workunit.Error{Kind: workunit.StackLimit, Name: "RangeError",
 			Message: fmt.Sprintf("Maximum call stack size exceeded (the limit is %d frames)", rl.eng.opts.MaxCallStackSize),
-			Stack:   stackString("RangeError", "Maximum call stack size exceeded", so.Stack(), 10)}, true
+			Stack:   inspect.StackString("RangeError", "Maximum call stack size exceeded", so.Stack(), 10)}, true
 	case errors.As(err, &ie):
 		cause, _ := ie.Value().(error)
 		return causeError(ctx, cause, ie.Stack()), true
@@ -56,11 +55,11 @@ func (rl *realm) failure(ctx context.Context, err error) (*workunit.Error, bool)
 	case errors.As(err, &ex):
 		return rl.thrown(ex.Value(), ex.Stack()), false
 	case errors.As(err, &se):
-		msg, stack := syntaxError(se)
+		msg, stack := inspect.SyntaxError(se)
 		return &workunit.Error{Kind: workunit.Thrown, Name: "SyntaxError", Message: msg, Stack: stack}, false
 	case errors.As(err, &un):
-		return &workunit.Error{Kind: workunit.Unsendable, Name: "DataCloneError", Message: un.path("result") + ": " + un.msg}, false
-	case errors.Is(err, errTooLarge):
+		return &workunit.Error{Kind: workunit.Unsendable, Name: "DataCloneError", Message: un.Path("result") + ": " + un.Msg}, false
+	case errors.Is(err, jsvalue.ErrTooLarge):
 		return &workunit.Error{Kind: workunit.ResultLimit, Name: "RangeError",
 			Message: fmt.Sprintf("the result is larger than the limit of %s", formatBytes(uint64(rl.eng.opts.MaxResultBytes)))}, false
 	case errors.As(err, &werr):
@@ -77,23 +76,6 @@ func (rl *realm) failure(ctx context.Context, err error) (*workunit.Error, bool)
 	return &workunit.Error{Kind: workunit.Internal, Name: "InternalError", Message: err.Error()}, true
 }
 
-// gojaSyntax matches goja's parser messages, "file: Line 2:3 message".
-var gojaSyntax = regexp.MustCompile(`^(.*): Line (\d+):(\d+) (.*)$`)
-
-// syntaxError returns the message and a V8-style stack of a compile error.
-func syntaxError(se *goja.CompilerSyntaxError) (msg, stack string) {
-	msg = se.Message
-	if m := gojaSyntax.FindStringSubmatch(msg); m != nil {
-		msg = m[4]
-		return msg, "SyntaxError: " + msg + "\n    at " + m[1] + ":" + m[2] + ":" + m[3]
-	}
-	if se.File != nil {
-		pos := se.File.Position(se.Offset)
-		return msg, fmt.Sprintf("SyntaxError: %s\n    at %s:%d:%d", msg, pos.Filename, pos.Line, pos.Column)
-	}
-	return msg, "SyntaxError: " + msg
-}
-
 // causeError is the error of a workunit stopped from outside: its time
 // limit, the memory guard, or its caller's context.
 func causeError(ctx context.Context, cause error, frames []goja.StackFrame) *workunit.Error {
@@ -102,10 +84,10 @@ func causeError(ctx context.Context, cause error, frames []goja.StackFrame) *wor
 	switch {
 	case errors.As(cause, &tl):
 		return &workunit.Error{Kind: workunit.TimeLimit, Name: "TimeoutError", Message: tl.Error(),
-			Stack: stackString("TimeoutError", tl.Error(), frames, 10)}
+			Stack: inspect.StackString("TimeoutError", tl.Error(), frames, 10)}
 	case errors.As(cause, &ml):
 		return &workunit.Error{Kind: workunit.MemoryLimit, Name: "OutOfMemoryError", Message: ml.Error() + "; the workunit was interrupted",
-			Stack: stackString("OutOfMemoryError", ml.Error(), frames, 10)}
+			Stack: inspect.StackString("OutOfMemoryError", ml.Error(), frames, 10)}
 	}
 	if cause == nil {
 		cause = ctx.Err()
@@ -123,19 +105,19 @@ func causeError(ctx context.Context, cause error, frames []goja.StackFrame) *wor
 func (rl *realm) thrown(v goja.Value, frames []goja.StackFrame) *workunit.Error {
 	werr := &workunit.Error{Kind: workunit.Thrown}
 	o, isObj := v.(*goja.Object)
-	if isObj && rl.in.classify(o) == kindError {
+	if isObj && rl.in.Classify(o) == jsvalue.KindError {
 		rl.rt.Try(func() {
-			werr.Name = safeString(o.Get("name"))
-			werr.Message = safeString(o.Get("message"))
-			werr.Stack = normalizeStack(safeString(o.Get("stack")))
+			werr.Name = inspect.SafeString(o.Get("name"))
+			werr.Message = inspect.SafeString(o.Get("message"))
+			werr.Stack = inspect.NormalizeStack(inspect.SafeString(o.Get("stack")))
 		})
 		if werr.Stack == "" {
-			werr.Stack = stackString(werr.Name, werr.Message, frames, 0)
+			werr.Stack = inspect.StackString(werr.Name, werr.Message, frames, 0)
 		}
 		return werr
 	}
-	werr.Message = "Uncaught " + inspect(rl, v, inspectOptions{})
-	werr.Stack = stackString("", werr.Message, frames, 0)
+	werr.Message = "Uncaught " + inspect.Inspect(rl.rt, rl.in, v, inspect.Options{})
+	werr.Stack = inspect.StackString("", werr.Message, frames, 0)
 	if data, err := rl.encodeThrown(v); err == nil {
 		werr.Value = data
 	}
@@ -143,112 +125,9 @@ func (rl *realm) thrown(v goja.Value, frames []goja.StackFrame) *workunit.Error 
 }
 
 func (rl *realm) encodeThrown(v goja.Value) (data []byte, err error) {
-	enc := newEncoder(rl.rt, rl.in, encodeOptions{root: "error", dest: "back to the master", limit: 1 << 20})
-	if ex := rl.rt.Try(func() { data, err = enc.encodeValue(v) }); ex != nil {
+	enc := jsvalue.NewEncoder(rl.rt, rl.in, jsvalue.EncodeOptions{Root: "error", Dest: "back to the master", Limit: 1 << 20})
+	if ex := rl.rt.Try(func() { data, err = enc.EncodeValue(v) }); ex != nil {
 		return nil, ex
 	}
 	return append([]byte(nil), data...), err
-}
-
-func safeString(v goja.Value) string {
-	if v == nil || goja.IsUndefined(v) || goja.IsNull(v) {
-		return ""
-	}
-	return v.String()
-}
-
-// stackString writes a V8-style stack: "Name: message" and then one
-// "    at ..." line per frame, at most max frames (0: all).
-func stackString(name, msg string, frames []goja.StackFrame, max int) string {
-	var b strings.Builder
-	switch {
-	case name == "":
-		b.WriteString(msg)
-	case msg == "":
-		b.WriteString(name)
-	default:
-		b.WriteString(name + ": " + msg)
-	}
-	if max > 0 && len(frames) > max {
-		frames = frames[:max]
-	}
-	writeFrames(&b, frames)
-	return b.String()
-}
-
-func writeFrames(b *strings.Builder, frames []goja.StackFrame) {
-	for i := range frames {
-		f := &frames[i]
-		b.WriteString("\n    at ")
-		name := f.FuncName()
-		if name == "<anonymous>" {
-			name = ""
-		}
-		pos := f.Position()
-		if pos.Filename == internalFile {
-			continue
-		}
-		if pos.Filename == "" && pos.Line == 0 {
-			if name == "" {
-				name = "<anonymous>"
-			}
-			b.WriteString(name + " (native)")
-			continue
-		}
-		loc := pos.Filename + ":" + strconv.Itoa(pos.Line) + ":" + strconv.Itoa(pos.Column)
-		if name == "" {
-			b.WriteString(loc)
-		} else {
-			b.WriteString(name + " (" + loc + ")")
-		}
-	}
-}
-
-// gojaFrame matches goja's frame suffix, "file:line:col(pc)".
-var gojaFrame = regexp.MustCompile(`:(\d+):(\d+)\(\d+\)`)
-
-// normalizeStack rewrites goja's stack format (tab-indented frames with a
-// program counter) into V8's, which users know.
-func normalizeStack(s string) string {
-	s = strings.TrimRight(s, "\n")
-	s = strings.ReplaceAll(s, "\n\tat ", "\n    at ")
-	s = gojaFrame.ReplaceAllString(s, ":$1:$2")
-	if !strings.Contains(s, internalFile) {
-		return s
-	}
-	lines := strings.Split(s, "\n")
-	kept := lines[:1]
-	for _, l := range lines[1:] {
-		if !strings.Contains(l, internalFile+":") {
-			kept = append(kept, l)
-		}
-	}
-	return strings.Join(kept, "\n")
-}
-
-// describe names a value's type for error messages: "undefined", "a
-// string", "an object".
-func describe(v goja.Value) string {
-	switch {
-	case v == nil || goja.IsUndefined(v):
-		return "undefined"
-	case goja.IsNull(v):
-		return "null"
-	case goja.IsString(v):
-		return "a string"
-	case goja.IsNumber(v):
-		return "a number"
-	case goja.IsBigInt(v):
-		return "a bigint"
-	}
-	if o, ok := v.(*goja.Object); ok {
-		if _, ok := goja.AssertFunction(o); ok {
-			return "a function"
-		}
-		if o.ClassName() == "Array" {
-			return "an array"
-		}
-		return "an object"
-	}
-	return "a " + v.ExportType().String()
 }

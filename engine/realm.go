@@ -4,7 +4,6 @@ import (
 	"container/list"
 	"context"
 	"fmt"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"github.com/dop251/goja"
 
 	"github.com/riot-go/riot/blob"
+	"github.com/riot-go/riot/engine/internal/jsvalue"
 	"github.com/riot-go/riot/workunit"
 )
 
@@ -23,23 +23,26 @@ type realm struct {
 	eng    *Engine
 	slotID int
 	rt     *goja.Runtime
-	in     *intrinsics
+	in     *jsvalue.Intrinsics
 	origin time.Time // performance.now() counts from here
+	sb     *Sandbox  // the realm as bindings see it
+	sink   ConsoleSink
 
-	modules   map[blob.Hash]*moduleInstance
-	factories map[string]*factory
-	blobVals  map[blob.Hash]*list.Element
-	blobLRU   list.List // of *blobValue, most recent first
+	modules  map[blob.Hash]*moduleInstance
+	blobVals map[blob.Hash]*list.Element
+	blobLRU  list.List // of *blobValue, most recent first
 
-	enc *encoder
-	dec *decoder
+	fns *jsvalue.Functions // function factories, for the decoders
+	enc *jsvalue.Encoder
+	dec *jsvalue.Decoder
 
 	// cur is the workunit running now, for the bindings. It is set and
 	// read on the realm's goroutine only.
 	cur *run
 
-	// closers release what the realm holds outside the Go heap (GPU
-	// resources); close runs them when the realm is dropped.
+	// closers release what the realm's bindings hold outside the Go heap
+	// (GPU resources: Sandbox.OnClose); close runs them when the realm is
+	// dropped.
 	closers []func()
 
 	// mu guards running, the run the runtime runs (nil: none), which
@@ -54,57 +57,63 @@ type moduleInstance struct {
 	requires map[string]blob.Hash
 }
 
-// factory makes instances of one captured function.
-type factory struct {
-	make  goja.Callable
-	plain *goja.Object // the one instance of a function with no free variables
-}
-
 type blobValue struct {
 	hash blob.Hash
 	v    goja.Value
 }
 
-// workerBindings are the globals a workunit sees besides the built-ins.
-var workerBindings = []func(*realm) error{bindConsole, bindTimers, bindPerformance, bindRiot, bindStringLimits, bindGPU}
+// workerGlobals are riot's globals of a workunit's sandbox, besides the
+// built-ins; Options.Bindings come after them.
+var workerGlobals = []func(*realm) error{bindConsole, bindTimers, bindPerformance, bindRiot, bindStringLimits}
 
+// newRealm makes a sandbox of the engine for a workunit of realm key: its
+// console output is kept per workunit (Result.Console).
 func newRealm(eng *Engine, slotID int, key string) (*realm, error) {
-	return newRealmWith(eng, slotID, key, workerBindings)
+	return makeRealm(eng, slotID, key, nil, workerGlobals, eng.opts.Bindings)
 }
 
-// newRealmWith makes a runtime with the given bindings: a worker's, or a
-// master's (master.go).
-func newRealmWith(eng *Engine, slotID int, key string, bindings []func(*realm) error) (*realm, error) {
+// makeRealm makes a runtime with riot's globals (globals) and then
+// bindings, in order. Its console writes to sink; nil keeps each
+// workunit's output with its result.
+func makeRealm(eng *Engine, slotID int, key string, sink ConsoleSink, globals []func(*realm) error, bindings []Binding) (*realm, error) {
 	rt := goja.New()
 	rt.SetMaxCallStackSize(eng.opts.MaxCallStackSize)
-	in, err := loadIntrinsics(rt)
+	in, err := jsvalue.LoadIntrinsics(rt)
 	if err != nil {
 		return nil, err
 	}
 	rl := &realm{
-		key:       key,
-		eng:       eng,
-		slotID:    slotID,
-		rt:        rt,
-		in:        in,
-		origin:    time.Now(),
-		modules:   make(map[blob.Hash]*moduleInstance),
-		factories: make(map[string]*factory),
-		blobVals:  make(map[blob.Hash]*list.Element),
+		key:      key,
+		eng:      eng,
+		slotID:   slotID,
+		rt:       rt,
+		in:       in,
+		origin:   time.Now(),
+		sink:     sink,
+		modules:  make(map[blob.Hash]*moduleInstance),
+		blobVals: make(map[blob.Hash]*list.Element),
 	}
-	rl.enc = newEncoder(rt, in, encodeOptions{root: "result", dest: "back to the master", limit: eng.opts.MaxResultBytes})
-	rl.dec = newDecoder(rt, in, rl, rl)
-	for _, bind := range bindings {
-		if err := bind(rl); err != nil {
+	if rl.sink == nil {
+		rl.sink = runConsole{rl}
+	}
+	rl.sb = &Sandbox{rl: rl}
+	rl.fns = jsvalue.NewFunctions(rt, eng.cache.compile)
+	rl.enc = jsvalue.NewEncoder(rt, in, jsvalue.EncodeOptions{Root: "result", Dest: "back to the master", Limit: eng.opts.MaxResultBytes})
+	rl.dec = jsvalue.NewDecoder(rt, in, rl.fns, rl)
+	for _, install := range globals {
+		if err := install(rl); err != nil {
+			rl.close()
+			return nil, err
+		}
+	}
+	for _, b := range bindings {
+		if err := rl.sb.install(b); err != nil {
+			rl.close()
 			return nil, err
 		}
 	}
 	return rl, nil
 }
-
-// internalFile names the scripts riot runs in a runtime itself; stacks
-// leave their frames out.
-const internalFile = "riot:internal"
 
 // setFunc puts a Go function on obj under name, with its JavaScript name set
 // so that stack traces show it.
@@ -114,6 +123,16 @@ func (rl *realm) setFunc(obj *goja.Object, name string, fn func(goja.FunctionCal
 		return err
 	}
 	return obj.Set(name, f)
+}
+
+// setFuncs puts the functions of table on obj, in order.
+func (rl *realm) setFuncs(obj *goja.Object, table []Func) error {
+	for _, e := range table {
+		if err := rl.setFunc(obj, e.Name, e.Fn); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // close releases what the realm holds. The realm is not used again.
@@ -127,9 +146,9 @@ func (rl *realm) close() {
 // throw panics with a new JavaScript error of the given constructor name,
 // which is how a Go binding throws into the calling script.
 func (rl *realm) throw(name, format string, args ...any) {
-	ctor := rl.in.errorCtors[name]
+	ctor := rl.in.ErrorCtors[name]
 	if ctor == nil {
-		ctor = rl.in.errorCtors["Error"]
+		ctor = rl.in.ErrorCtors["Error"]
 	}
 	obj, err := ctor(nil, rl.rt.ToValue(fmt.Sprintf(format, args...)))
 	if err != nil {
@@ -185,7 +204,7 @@ func (rl *realm) evalSpec(spec *workunit.Spec) (goja.Value, error) {
 		}
 		return rl.rt.RunProgram(prg)
 	case workunit.Fn:
-		args, err := rl.dec.decodeArgs(spec.Payload)
+		args, err := rl.dec.DecodeArgs(spec.Payload)
 		if err != nil {
 			return nil, invalid("fn workunit: payload: %v", err)
 		}
@@ -194,7 +213,7 @@ func (rl *realm) evalSpec(spec *workunit.Spec) (goja.Value, error) {
 		}
 		fn, ok := goja.AssertFunction(args[0])
 		if !ok {
-			return nil, invalid("fn workunit: payload starts with %s, not a function", describe(args[0]))
+			return nil, invalid("fn workunit: payload starts with %s, not a function", jsvalue.Describe(args[0]))
 		}
 		return fn(goja.Undefined(), args[1:]...)
 	case workunit.Call:
@@ -207,7 +226,7 @@ func (rl *realm) evalSpec(spec *workunit.Spec) (goja.Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		args, err := rl.dec.decodeArgs(spec.Payload)
+		args, err := rl.dec.DecodeArgs(spec.Payload)
 		if err != nil {
 			return nil, invalid("call workunit: arguments: %v", err)
 		}
@@ -219,7 +238,7 @@ func (rl *realm) evalSpec(spec *workunit.Spec) (goja.Value, error) {
 func (rl *realm) export(inst *moduleInstance, exports goja.Value, name string) (goja.Callable, error) {
 	obj, ok := exports.(*goja.Object)
 	if !ok {
-		return nil, invalid("module %s exports %s, not an object", inst.path, describe(exports))
+		return nil, invalid("module %s exports %s, not an object", inst.path, jsvalue.Describe(exports))
 	}
 	v := obj.Get(name)
 	if v == nil || goja.IsUndefined(v) {
@@ -230,7 +249,7 @@ func (rl *realm) export(inst *moduleInstance, exports goja.Value, name string) (
 	}
 	f, ok := goja.AssertFunction(v)
 	if !ok {
-		return nil, invalid("export %q of module %s is %s, not a function", name, inst.path, describe(v))
+		return nil, invalid("export %q of module %s is %s, not a function", name, inst.path, jsvalue.Describe(v))
 	}
 	return f, nil
 }
@@ -316,9 +335,9 @@ func (rl *realm) fetchBlob(h blob.Hash) ([]byte, error) {
 	return data, nil
 }
 
-// blobValue implements blobResolver: a blob's value is decoded once per
+// BlobValue implements jsvalue.BlobResolver: a blob's value is decoded once per
 // realm, frozen, and shared by the workunits that refer to it.
-func (rl *realm) blobValue(h blob.Hash) (goja.Value, error) {
+func (rl *realm) BlobValue(h blob.Hash) (goja.Value, error) {
 	if el, ok := rl.blobVals[h]; ok {
 		rl.blobLRU.MoveToFront(el)
 		return el.Value.(*blobValue).v, nil
@@ -328,8 +347,8 @@ func (rl *realm) blobValue(h blob.Hash) (goja.Value, error) {
 		return nil, err
 	}
 	// A blob is a document of its own, with its own object indexes.
-	d := newDecoder(rl.rt, rl.in, rl, rl)
-	v, err := d.decodeValue(data)
+	d := jsvalue.NewDecoder(rl.rt, rl.in, rl.fns, rl)
+	v, err := d.DecodeValue(data)
 	if err != nil {
 		return nil, fmt.Errorf("blob %s: %w", h.Short(), err)
 	}
@@ -352,175 +371,20 @@ func (rl *realm) freeze(v goja.Value, seen map[*goja.Object]bool) {
 		return
 	}
 	seen[o] = true
-	switch rl.in.classify(o) {
-	case kindArray:
+	switch rl.in.Classify(o) {
+	case jsvalue.KindArray:
 		n := int(o.Get("length").ToInteger())
 		for i := 0; i < n; i++ {
-			rl.freeze(o.Get(itoa(i)), seen)
+			rl.freeze(o.Get(jsvalue.Index(i)), seen)
 		}
-	case kindPlain:
+	case jsvalue.KindPlain:
 		for _, k := range o.Keys() {
 			rl.freeze(o.Get(k), seen)
 		}
 	default:
 		return
 	}
-	_, _ = rl.in.objectFreeze(goja.Undefined(), o)
-}
-
-// makeFunction implements funcMaker: it calls the function's factory with
-// the free variables' values as arguments. The factory is compiled once per
-// engine and made once per realm; a function without free variables is made
-// once per realm and shared.
-func (rl *realm) makeFunction(source string, names []string, self []bool, vals []goja.Value, pos funcPos) (*goja.Object, error) {
-	var params, lets []string
-	var args []goja.Value
-	for i, n := range names {
-		if self[i] {
-			lets = append(lets, n)
-		} else {
-			params = append(params, n)
-			args = append(args, vals[i])
-		}
-	}
-	var b strings.Builder
-	b.WriteString("(function (" + strings.Join(params, ", ") + ") {")
-	if len(lets) > 0 {
-		b.WriteString(" let " + strings.Join(lets, ", ") + ";")
-	}
-	b.WriteString(" return ")
-	for _, n := range lets {
-		b.WriteString(n + " = ")
-	}
-	b.WriteString("(")
-	f, err := rl.factory(b.String(), source, "\n); })", names, pos, len(params) == 0 && len(lets) == 0)
-	if err != nil {
-		return nil, err
-	}
-	if f.plain != nil {
-		return f.plain, nil
-	}
-	v, err := f.make(goja.Undefined(), args...)
-	if err != nil {
-		return nil, err
-	}
-	return rl.checkFunction(v, pos)
-}
-
-// makeCyclicFunction implements funcMaker: the factory declares the free
-// variables and returns the function with a setter for them.
-func (rl *realm) makeCyclicFunction(source string, names []string, pos funcPos) (*goja.Object, func([]goja.Value) error, error) {
-	var suffix strings.Builder
-	suffix.WriteString("\n), function (" + envParam + ") {")
-	for i, n := range names {
-		fmt.Fprintf(&suffix, " %s = %s[%d];", n, envParam, i)
-	}
-	suffix.WriteString(" }]; })")
-	prefix := "(function () { let " + strings.Join(names, ", ") + "; return [("
-	f, err := rl.factory(prefix, source, suffix.String(), names, pos, false)
-	if err != nil {
-		return nil, nil, err
-	}
-	pair, err := f.make(goja.Undefined())
-	if err != nil {
-		return nil, nil, err
-	}
-	po := pair.(*goja.Object)
-	fn, err := rl.checkFunction(po.Get("0"), pos)
-	if err != nil {
-		return nil, nil, err
-	}
-	set, _ := goja.AssertFunction(po.Get("1"))
-	return fn, func(vals []goja.Value) error {
-		_, err := set(goja.Undefined(), rl.rt.NewArray(toAny(vals)...))
-		return err
-	}, nil
-}
-
-func (rl *realm) checkFunction(v goja.Value, pos funcPos) (*goja.Object, error) {
-	if o, ok := v.(*goja.Object); ok {
-		if _, ok := goja.AssertFunction(o); ok {
-			return o, nil
-		}
-	}
-	return nil, invalid("captured source from %s:%d is %s, not a function", pos.file, pos.line, describe(v))
-}
-
-func toAny(vals []goja.Value) []any {
-	out := make([]any, len(vals))
-	for i, v := range vals {
-		out[i] = v
-	}
-	return out
-}
-
-const envParam = "__riot_env"
-
-// factory returns the realm's factory for prefix+source+suffix, compiling
-// it (once per engine) and running it (once per realm) on first use. The
-// source is padded so that it sits at its own line and column in its file.
-// When plain, the factory takes nothing and its one function is kept.
-func (rl *realm) factory(prefix, source, suffix string, names []string, pos funcPos, plain bool) (*factory, error) {
-	key := prefix + "\x00" + suffix + "\x00" + pos.file + "\x00" + strconv.Itoa(pos.line) + "\x00" + strconv.Itoa(pos.column) + "\x00" + source
-	if f, ok := rl.factories[key]; ok {
-		return f, nil
-	}
-	for _, n := range names {
-		if !isIdentifier(n) || n == envParam || reservedWords[n] {
-			return nil, invalid("captured function from %s:%d: %q cannot be a free variable's name", pos.file, pos.line, n)
-		}
-	}
-	file := pos.file
-	if file == "" {
-		file = "fn"
-	}
-	var b strings.Builder
-	b.WriteString(prefix)
-	if pos.line > 1 {
-		b.WriteString(strings.Repeat("\n", pos.line-1))
-		if pos.column > 1 {
-			b.WriteString(strings.Repeat(" ", pos.column-1))
-		}
-	} else if pad := pos.column - 1 - b.Len(); pad > 0 {
-		b.WriteString(strings.Repeat(" ", pad))
-	}
-	b.WriteString(source)
-	b.WriteString(suffix)
-	prg, err := rl.eng.cache.compile(file, b.String())
-	if err != nil {
-		return nil, err
-	}
-	fv, err := rl.rt.RunProgram(prg)
-	if err != nil {
-		return nil, err
-	}
-	mk, ok := goja.AssertFunction(fv)
-	if !ok {
-		return nil, invalid("captured function from %s:%d does not compile to a factory", pos.file, pos.line)
-	}
-	f := &factory{make: mk}
-	if plain {
-		v, err := mk(goja.Undefined())
-		if err != nil {
-			return nil, err
-		}
-		if f.plain, err = rl.checkFunction(v, pos); err != nil {
-			return nil, err
-		}
-	}
-	rl.factories[key] = f
-	return f, nil
-}
-
-// reservedWords cannot name a variable in strict or sloppy code.
-var reservedWords = map[string]bool{
-	"break": true, "case": true, "catch": true, "class": true, "const": true, "continue": true,
-	"debugger": true, "default": true, "delete": true, "do": true, "else": true, "enum": true,
-	"export": true, "extends": true, "false": true, "finally": true, "for": true, "function": true,
-	"if": true, "import": true, "in": true, "instanceof": true, "new": true, "null": true,
-	"return": true, "super": true, "switch": true, "this": true, "throw": true, "true": true,
-	"try": true, "typeof": true, "var": true, "void": true, "while": true, "with": true,
-	"let": true, "static": true, "yield": true, "await": true, "arguments": true, "eval": true,
+	_, _ = rl.in.ObjectFreeze(goja.Undefined(), o)
 }
 
 // run is one workunit's evaluation: its context, console and timers.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dop251/goja"
 
+	"github.com/riot-go/riot/engine/internal/jsvalue"
 	"github.com/riot-go/riot/workunit"
 )
 
@@ -158,7 +159,7 @@ func (rl *realm) evaluate(r *run, spec *workunit.Spec) (data []byte, err error) 
 		return nil, err
 	}
 	var out []byte
-	if ex := rl.rt.Try(func() { out, err = rl.enc.encodeValue(v) }); ex != nil {
+	if ex := rl.rt.Try(func() { out, err = rl.enc.EncodeValue(v) }); ex != nil {
 		return nil, ex
 	}
 	if err != nil {
@@ -172,7 +173,7 @@ func (rl *realm) evaluate(r *run, spec *workunit.Spec) (data []byte, err error) 
 // they are.
 func (rl *realm) settle(r *run, v goja.Value) (goja.Value, error) {
 	o, ok := v.(*goja.Object)
-	if !ok || o.ExportType() != typePromiseExport {
+	if !ok || !jsvalue.IsPromise(o) {
 		return v, nil
 	}
 	p := o.Export().(*goja.Promise)

@@ -2,7 +2,7 @@
 // stream and lazily made cuBLAS, cuSOLVER and cuSPARSE handles), sync,
 // device arrays, matrix products, kernels compiled with NVRTC, and errors
 // that tell a full GPU from a bad call. It is the Go half of riot's GPU
-// support; engine/bind_gpu.go adapts it to JavaScript, and the Op
+// support; engine/jsgpu adapts it to JavaScript, and the Op
 // constants are the JavaScript names.
 //
 // # Binding

@@ -37,7 +37,7 @@ func (k Kind) String() string {
 }
 
 // The operations that name an *Error, spelled as the JavaScript procedures
-// that the bindings expose (engine/bind_gpu.go), so that a message reads
+// that the bindings expose (engine/jsgpu), so that a message reads
 // like the seed's: "deviceResources: no device 4 among 1".
 const (
 	OpDeviceInfo          = "deviceInfo"          // (*Driver).Device

@@ -85,7 +85,7 @@ func startWorker(t *testing.T, addr string, ws workerSpec) string {
 		Ready:   func(name string) { ready <- name },
 		Started: ws.started,
 	}
-	opts.Engine.GPU = ws.gpu
+	opts.GPU = ws.gpu
 	opts.Client.MinBackoff = 5 * time.Millisecond
 	opts.Client.MaxBackoff = 100 * time.Millisecond
 	ctx, cancel := context.WithCancel(context.Background())

@@ -115,14 +115,14 @@ func TestScripts_OneGPU(t *testing.T) {
 }
 
 // The same on the embedded default (riot-worker eval SCRIPT.js without
-// --tracker) when its worker is given the driver (job.Options.Engine.GPU).
+// --tracker) when its worker is given the driver (job.Options.GPU).
 func TestScripts_EmbeddedDefault(t *testing.T) {
 	t.Parallel()
 	drv := fakeDriver(t, 1)
 	for _, tc := range oneGPUCases {
 		if tc.script == "gpu-finding.js" || tc.script == "gpu-failures.js" {
 			opts := job.Options{Workers: 2}
-			opts.Engine.GPU = drv
+			opts.GPU = drv
 			checkScript(t, opts, tc)
 		}
 	}

@@ -10,11 +10,12 @@ import (
 	"github.com/riot-go/riot/blob"
 	"github.com/riot-go/riot/client"
 	"github.com/riot-go/riot/engine"
+	"github.com/riot-go/riot/engine/master"
 	"github.com/riot-go/riot/wire"
 	"github.com/riot-go/riot/workunit"
 )
 
-// conn adapts a *client.Client to engine.Conn, the connection a job
+// conn adapts a *client.Client to master.Conn, the connection a job
 // script's riot object uses. A script that takes work itself
 // (client.waitForWork) gets a second connection for it, made on first use,
 // which offers the room for one workunit that a master's does not.
@@ -38,11 +39,11 @@ type conn struct {
 	finished  map[workunit.Key]bool // those known finished, when track is set
 }
 
-var _ engine.Conn = (*conn)(nil)
+var _ master.Conn = (*conn)(nil)
 
 func (k *conn) Name() string { return k.c.Name() }
 
-func (k *conn) Submit(spec *workunit.Spec, opts engine.WorkOptions) engine.Submission {
+func (k *conn) Submit(spec *workunit.Spec, opts master.WorkOptions) master.Submission {
 	if opts.Timeout == 0 {
 		opts.Timeout = k.timeout
 	}
@@ -131,23 +132,23 @@ func (k *conn) cancelAll(ctx context.Context) (canceled, error) {
 	return r, nil
 }
 
-func wireOptions(o engine.WorkOptions) workunit.Options {
+func wireOptions(o master.WorkOptions) workunit.Options {
 	return workunit.Options{NoCache: o.NoCache, GPUs: o.GPUs, Timeout: o.Timeout}
 }
 
-func (k *conn) Wait(ctx context.Context, key workunit.Key) (*engine.Outcome, error) {
+func (k *conn) Wait(ctx context.Context, key workunit.Key) (*master.Outcome, error) {
 	out, err := k.c.WaitFor(ctx, key)
 	return outcome(out, err)
 }
 
 // outcome converts a client outcome. A failed workunit is an outcome with
 // status "error", not an error: the script decides what to do with it.
-func outcome(out *workunit.Outcome, err error) (*engine.Outcome, error) {
+func outcome(out *workunit.Outcome, err error) (*master.Outcome, error) {
 	var werr *workunit.Error
 	if err != nil && (out == nil || !errors.As(err, &werr)) {
 		return nil, err
 	}
-	o := &engine.Outcome{
+	o := &master.Outcome{
 		Key:        out.Key,
 		Status:     out.Status.String(),
 		Worker:     out.Worker,
@@ -168,23 +169,23 @@ func outcome(out *workunit.Outcome, err error) (*engine.Outcome, error) {
 	return o, nil
 }
 
-func (k *conn) OnFinished(key workunit.Key, fn func(*engine.Outcome)) {
+func (k *conn) OnFinished(key workunit.Key, fn func(*master.Outcome)) {
 	k.c.CallWhenDone(key, func(out *workunit.Outcome, err error) { fn(finished(key, out, err)) })
 }
 
 // finished converts the outcome a callback gets. When the client ended
 // (closed, or its context) instead, it reports that as the workunit's
 // failure, so that no callback is left waiting forever.
-func finished(key workunit.Key, out *workunit.Outcome, err error) *engine.Outcome {
+func finished(key workunit.Key, out *workunit.Outcome, err error) *master.Outcome {
 	o, err := outcome(out, err)
 	if err != nil {
-		o = &engine.Outcome{Key: key, Status: "error", Err: &workunit.Error{
+		o = &master.Outcome{Key: key, Status: "error", Err: &workunit.Error{
 			Kind: workunit.Internal, Name: "Error", Message: fmt.Sprintf("the connection to the tracker ended: %v", err), Key: key}}
 	}
 	return o
 }
 
-func (k *conn) Info(ctx context.Context, key workunit.Key) (*engine.Outcome, error) {
+func (k *conn) Info(ctx context.Context, key workunit.Key) (*master.Outcome, error) {
 	out, err := k.c.Info(ctx, key)
 	return outcome(out, err)
 }
@@ -211,7 +212,7 @@ func (k *conn) worker(ctx context.Context) (*client.Client, error) {
 	return k.work, nil
 }
 
-func (k *conn) WaitForWork(ctx context.Context) (*engine.Work, error) {
+func (k *conn) WaitForWork(ctx context.Context) (*master.Work, error) {
 	if k.state != nil {
 		k.state.addTaker(1)
 		defer k.state.addTaker(-1)
@@ -228,10 +229,10 @@ func (k *conn) WaitForWork(ctx context.Context) (*engine.Work, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &engine.Work{Key: a.Key, Token: a.Token, Spec: spec, Blobs: blobSource{k.c}}, nil
+	return &master.Work{Key: a.Key, Token: a.Token, Spec: spec, Blobs: blobSource{k.c}}, nil
 }
 
-func (k *conn) CompleteWork(ctx context.Context, w *engine.Work, result []byte, werr *workunit.Error) error {
+func (k *conn) CompleteWork(ctx context.Context, w *master.Work, result []byte, werr *workunit.Error) error {
 	wc, err := k.worker(ctx)
 	if err != nil {
 		return err
@@ -256,17 +257,17 @@ type submission struct{ call *client.Call }
 
 func (s submission) Key() workunit.Key { return s.call.Key }
 
-func (s submission) Accepted(ctx context.Context) (*engine.Outcome, error) {
+func (s submission) Accepted(ctx context.Context) (*master.Outcome, error) {
 	out, err := s.call.Accepted(ctx)
 	return outcome(out, err)
 }
 
-func (s submission) Wait(ctx context.Context) (*engine.Outcome, error) {
+func (s submission) Wait(ctx context.Context) (*master.Outcome, error) {
 	out, err := s.call.Wait(ctx)
 	return outcome(out, err)
 }
 
-func (s submission) OnDone(fn func(*engine.Outcome)) {
+func (s submission) OnDone(fn func(*master.Outcome)) {
 	s.call.OnDone(func(out *workunit.Outcome, err error) { fn(finished(s.call.Key, out, err)) })
 }
 

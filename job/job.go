@@ -1,6 +1,6 @@
 // Package job runs riot job scripts: what riot-worker eval SCRIPT.js does.
 //
-// A job script runs on the master (engine.RunScript) with a connection to a
+// A job script runs on the master (master.RunScript) with a connection to a
 // tracker: the one named by Options.Tracker, or, when none is named, the
 // embedded default: a tracker in this process, listening on loopback, in
 // memory (or in Options.Data), with a worker in this process whose slots do
@@ -35,6 +35,8 @@ import (
 
 	"github.com/riot-go/riot/client"
 	"github.com/riot-go/riot/engine"
+	"github.com/riot-go/riot/engine/master"
+	"github.com/riot-go/riot/gpu"
 	"github.com/riot-go/riot/tracker"
 	"github.com/riot-go/riot/wire"
 	"github.com/riot-go/riot/worker"
@@ -73,6 +75,10 @@ type Options struct {
 	// Engine configures the embedded worker's evaluation (time limit,
 	// memory guard).
 	Engine engine.Options
+	// GPU gives the embedded worker the devices of this driver, as
+	// riot-worker's are (worker.Options.GPU); nil means none. Ignored
+	// with Tracker.
+	GPU *gpu.Driver
 	// Timeout is the time limit of each workunit the script submits that
 	// sets none itself (riot.with({timeout})), on Tracker and on the
 	// embedded default alike. Zero leaves it to the worker (riot-worker
@@ -94,7 +100,7 @@ type Options struct {
 }
 
 // Run runs a job script to its end. An uncaught exception is returned as
-// an *engine.ScriptError.
+// an *master.ScriptError.
 func Run(ctx context.Context, opts Options) error {
 	if opts.Script == "" {
 		return errors.New("job: no script: Options.Script is the job script's path")
@@ -115,7 +121,7 @@ func Run(ctx context.Context, opts Options) error {
 	addr := opts.Tracker
 	var workers func() workerStats
 	if addr == "" {
-		emb, err := StartEmbedded(ctx, EmbeddedOptions{Workers: opts.Workers, Data: opts.Data, Engine: opts.Engine, Logger: opts.Logger})
+		emb, err := StartEmbedded(ctx, EmbeddedOptions{Workers: opts.Workers, Data: opts.Data, Engine: opts.Engine, GPU: opts.GPU, Logger: opts.Logger})
 		if err != nil {
 			return err
 		}
@@ -132,7 +138,7 @@ func Run(ctx context.Context, opts Options) error {
 	var connsMu sync.Mutex
 	var conns []*conn // every connection of the script, to cancel on interrupt
 	state := &scriptState{}
-	dial := func(ctx context.Context, host string, port int, name string) (engine.Conn, error) {
+	dial := func(ctx context.Context, host string, port int, name string) (master.Conn, error) {
 		target := host
 		if port > 0 {
 			target = net.JoinHostPort(host, strconv.Itoa(port))
@@ -169,7 +175,7 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	ui := newJobUI(opts.Stderr, bar, opts.Progress != ProgressOff, opts.Tracker, workers, state)
 	defer ui.Close()
-	err = engine.RunScript(ctx, engine.ScriptOptions{
+	err = master.RunScript(ctx, master.ScriptOptions{
 		Path:    opts.Script,
 		Args:    opts.Args,
 		Conn:    main,
@@ -283,6 +289,9 @@ type EmbeddedOptions struct {
 	Data string
 	// Engine configures the worker's evaluation.
 	Engine engine.Options
+	// GPU gives the worker the devices of this driver (worker.Options.GPU);
+	// nil means none.
+	GPU *gpu.Driver
 	// Logger receives the tracker's and the worker's logs. Default: only
 	// errors, on standard error.
 	Logger *slog.Logger
@@ -350,6 +359,7 @@ func StartEmbedded(ctx context.Context, opts EmbeddedOptions) (*Embedded, error)
 		Slots:   slots,
 		Grace:   -1,
 		Engine:  opts.Engine,
+		GPU:     opts.GPU,
 		Logger:  opts.Logger,
 		Ready:   func(string) { close(ready) },
 	}

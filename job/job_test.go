@@ -17,7 +17,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/riot-go/riot/engine"
+	"github.com/riot-go/riot/engine/master"
 	"github.com/riot-go/riot/tracker"
 	"github.com/riot-go/riot/tracker/trackertest"
 	"github.com/riot-go/riot/worker"
@@ -76,7 +76,7 @@ func TestRun_Failing(t *testing.T) {
 	assert.Contains(t, stdout, `caught WorkunitError: workunit `)
 	assert.Contains(t, stdout, ` failed on worker local: TypeError: row "three" is not a number`)
 	assert.Contains(t, stdout, "callWhenDone: error? true, from a worker: true, message: row \"four\" is not a number\n")
-	var se *engine.ScriptError
+	var se *master.ScriptError
 	require.True(t, errors.As(err, &se), "%v", err)
 	assert.Regexp(t, `^WorkunitError: workunit [0-9a-f]{12} failed on worker local: TypeError: row "six" is not a number\n`, se.Stack)
 	assert.Contains(t, se.Stack, "Caused by: TypeError: row \"six\" is not a number\n    at parse (failing.js:15:11)")
@@ -110,7 +110,7 @@ func TestRun_SyntaxError(t *testing.T) {
 	dir := t.TempDir()
 	writeFile(t, dir+"/bad.js", "riot.doWork(() => {\n  return (;\n})")
 	_, _, err := runJob(t, Options{Script: dir + "/bad.js", Workers: 1})
-	var se *engine.ScriptError
+	var se *master.ScriptError
 	require.True(t, errors.As(err, &se), "%v", err)
 	assert.Equal(t, "SyntaxError", se.Name)
 	assert.True(t, strings.HasPrefix(se.Message, "bad.js:2:"), "no internal prefix: %q", se.Message)

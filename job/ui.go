@@ -7,13 +7,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/riot-go/riot/engine"
+	"github.com/riot-go/riot/engine/master"
 )
 
 // jobUI shows a job script's work on stderr: each workunit's console lines,
 // prefixed with its worker's name, and, when stderr is a terminal (or with
 // --progress), a progress bar: done/total, rate, ETA and workers busy. It
-// implements engine.ScriptEvents; it is safe for concurrent use.
+// implements master.ScriptEvents; it is safe for concurrent use.
 type jobUI struct {
 	mu     sync.Mutex
 	w      io.Writer
@@ -202,7 +202,7 @@ func (s *scriptState) get() (gpuWork int, taking bool) {
 	return s.gpuWork, s.takers > 0
 }
 
-// Submitted implements engine.ScriptEvents.
+// Submitted implements master.ScriptEvents.
 func (u *jobUI) Submitted(n int) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -210,10 +210,10 @@ func (u *jobUI) Submitted(n int) {
 	u.drawLocked(false)
 }
 
-// Finished implements engine.ScriptEvents: the workunit's console lines,
+// Finished implements master.ScriptEvents: the workunit's console lines,
 // then the bar. After Close (the script has ended) it shows nothing: a
 // workunit the script did not wait for has nobody to show it to.
-func (u *jobUI) Finished(o *engine.Outcome) {
+func (u *jobUI) Finished(o *master.Outcome) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.closed {

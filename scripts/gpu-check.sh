@@ -3,12 +3,14 @@
 #
 # In under five minutes, it
 #   1. builds (CGO_ENABLED=0, as releases are built) the gpu package's test
-#      binary, the engine's test binary, riotd and riot-worker;
+#      binary, the GPU bindings' test binary (engine/jsgpu), riotd and
+#      riot-worker;
 #   2. asks the driver for its devices, and stops there, with status 3, when
 #      there is no usable driver (as on a machine without a GPU);
 #   3. runs every test of package gpu with RIOT_GPU_REAL=1 (so the tests that
 #      need the real driver run, and a missing driver is a failure, not a
-#      skip), and the engine's real-driver binding test (TestGPUReal_*);
+#      skip), and the bindings' real-driver test (engine/jsgpu's
+#      TestGPUReal_*);
 #   4. starts riotd and one riot-worker (which opens the driver) on loopback
 #      and runs the job scripts scripts/gpu-*.js against them with
 #      riot-worker eval --tracker, checking each one's output: the seed's
@@ -20,7 +22,7 @@
 #
 # Usage:
 #   scripts/gpu-check.sh --build DIR
-#       only builds, stripped, what the check runs (gpu.test, engine.test,
+#       only builds, stripped, what the check runs (gpu.test, jsgpu.test,
 #       riotd, riot-worker: about 50 MB) into DIR, for a GPU machine without
 #       Go; then, there: RIOT_BIN_DIR=DIR scripts/gpu-check.sh
 #   scripts/gpu-check.sh
@@ -30,8 +32,8 @@
 #       CGO_ENABLED=0 go test -c -o gpu.test ./gpu; without Go, only steps
 #       2, 3 (package gpu) and 5 run.
 #   RIOT_BIN_DIR=/path scripts/gpu-check.sh
-#       uses riotd, riot-worker and engine.test from /path (built elsewhere:
-#       go build ./cmd/riotd ./cmd/riot-worker; go test -c ./engine).
+#       uses riotd, riot-worker and jsgpu.test from /path (built elsewhere:
+#       go build ./cmd/riotd ./cmd/riot-worker; go test -c ./engine/jsgpu).
 #
 # The libraries are found as the package finds them (libcuda.so.1 by the
 # loader; cuBLAS, cuSOLVER, cuSPARSE, NVRTC also in $CUDA_HOME/lib64 and
@@ -51,9 +53,9 @@ if [ "${1:-}" = "--build" ]; then
 	mkdir -p "$out" || exit 2
 	flags=(-trimpath -ldflags=-s\ -w)
 	CGO_ENABLED=0 go test -c "${flags[@]}" -o "$out/gpu.test" ./gpu/ &&
-		CGO_ENABLED=0 go test -c "${flags[@]}" -o "$out/engine.test" ./engine/ &&
+		CGO_ENABLED=0 go test -c "${flags[@]}" -o "$out/jsgpu.test" ./engine/jsgpu/ &&
 		CGO_ENABLED=0 go build "${flags[@]}" -o "$out/" ./cmd/riotd ./cmd/riot-worker || exit 2
-	du -ch "$out"/gpu.test "$out"/engine.test "$out"/riotd "$out"/riot-worker | tail -n 1
+	du -ch "$out"/gpu.test "$out"/jsgpu.test "$out"/riotd "$out"/riot-worker | tail -n 1
 	echo "built into $out; on the GPU machine: RIOT_BIN_DIR=$out scripts/gpu-check.sh"
 	exit 0
 fi
@@ -131,10 +133,10 @@ if [ $have_go -eq 1 ]; then
 	if [ -z "$bindir" ]; then
 		mkdir -p "$work/bin"
 		if CGO_ENABLED=0 timeout "$(limit 120)" go build -o "$work/bin/" ./cmd/riotd ./cmd/riot-worker &&
-			CGO_ENABLED=0 timeout "$(limit 120)" go test -c -o "$work/bin/engine.test" ./engine/; then
+			CGO_ENABLED=0 timeout "$(limit 120)" go test -c -o "$work/bin/jsgpu.test" ./engine/jsgpu/; then
 			bindir=$work/bin
 		else
-			echo "gpu-check: build failed (riotd, riot-worker or package engine)" >&2
+			echo "gpu-check: build failed (riotd, riot-worker or package engine/jsgpu)" >&2
 			exit 2
 		fi
 	else
@@ -215,21 +217,21 @@ fi
 row "gpu tests" "$passed passed, $skipped skipped, $failed failed (exit $test_rc)"
 
 if [ -n "$bindir" ]; then
-	echo "== engine binding test (RIOT_GPU_REAL=1)"
+	echo "== jsgpu binding test (RIOT_GPU_REAL=1)"
 	t=$(limit 45)
-	(cd engine && RIOT_GPU_REAL=1 timeout "$t" "$bindir/engine.test" -test.run '^TestGPUReal' -test.count=1 -test.v) >"$work/engine.log" 2>&1
+	(cd engine/jsgpu && RIOT_GPU_REAL=1 timeout "$t" "$bindir/jsgpu.test" -test.run '^TestGPUReal' -test.count=1 -test.v) >"$work/engine.log" 2>&1
 	engine_rc=$?
 	grep -E '^\s*--- (PASS|FAIL|SKIP)' "$work/engine.log"
 	if [ $engine_rc -ne 0 ]; then
 		fail=1
-		echo "-- engine test log (last 40 lines)"
+		echo "-- jsgpu test log (last 40 lines)"
 		tail -n 40 "$work/engine.log"
-		row "engine binding test" "FAILED (exit $engine_rc)"
+		row "jsgpu binding test" "FAILED (exit $engine_rc)"
 	else
-		row "engine binding test" "ok"
+		row "jsgpu binding test" "ok"
 	fi
 else
-	row "engine binding test" "not run (no riot binaries)"
+	row "jsgpu binding test" "not run (no riot binaries)"
 fi
 
 # --- 4. the job scripts against riotd and riot-worker ---

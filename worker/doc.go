@@ -41,16 +41,18 @@
 //  1. Give Options.Tracker; everything else has a default.
 //  2. End ctx to stop the worker, and expect Run to take up to Grace (plus
 //     a close handshake) to return.
-//  3. When Options.Engine.GPU is set, open the driver before Run (OpenGPU
+//  3. When Options.GPU is set, open the driver before Run (OpenGPU
 //     opens it and logs what it found, as riot-worker does) and close it
 //     after.
 //
 // # GPUs
 //
-// The worker's hello lists the devices of Options.Engine.GPU, so that the
+// The worker's hello lists the devices of Options.GPU, so that the
 // tracker gives it workunits that ask for GPUs ({gpus: n}) only while it
 // has n devices free. The worker hands its devices to those workunits
 // round robin, as the seed's device-for-worker does, and gives each its
 // own for as long as it runs (engine.Request.GPUs, riot.worker.gpus in
-// JavaScript; the GPU functions default to the first). See docs/gpu.md.
+// JavaScript; the GPU functions default to the first). Its engine always
+// has the GPU bindings (engine/jsgpu), with a driver or without. See
+// docs/gpu.md.
 package worker

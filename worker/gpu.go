@@ -16,7 +16,7 @@ import (
 // that it reports no devices).
 //
 // It always returns a usable *gpu.Driver, with zero devices when the driver
-// is unavailable: give it to the worker as Options.Engine.GPU either way,
+// is unavailable: give it to the worker as Options.GPU either way,
 // so that a workunit asking for a device there is told why there is none
 // (deviceResources: no device 0 among 0: gpu: cuda unavailable: ...). The
 // caller closes it after Run returns.

@@ -13,6 +13,8 @@ import (
 
 	"github.com/riot-go/riot/client"
 	"github.com/riot-go/riot/engine"
+	"github.com/riot-go/riot/engine/jsgpu"
+	"github.com/riot-go/riot/gpu"
 	"github.com/riot-go/riot/wire"
 	"github.com/riot-go/riot/workunit"
 )
@@ -74,12 +76,20 @@ type Options struct {
 	// are interrupted at once.
 	Grace time.Duration
 	// Engine configures evaluation: the default time limit (Timeout), the
-	// memory guard (MemoryLimit), stack depth, console and result bounds,
-	// GPUs. Its Slots, WorkerName and Logger are set from these Options
+	// memory guard (MemoryLimit), stack depth, console and result bounds.
+	// Its Slots, WorkerName, Logger and GPUs are set from these Options
 	// (each workunit's engine.Request.WorkerName is the worker's name at
 	// its start); its MaxResultBytes is at most the tracker's
-	// MaxResultBytes.
+	// MaxResultBytes; the GPU bindings (jsgpu.Binding(GPU)) come first in
+	// its Bindings.
 	Engine engine.Options
+	// GPU gives workunits the CUDA devices of this driver (riot.worker.gpus,
+	// deviceCount, deviceResources and the rest of docs/gpu.md), and the
+	// tracker learns of them from the worker's hello. Nil means no GPUs:
+	// workunits still see the GPU globals, deviceCount() is 0 and every
+	// request for a device is a RaftError. The caller opens the driver
+	// (OpenGPU) and closes it after Run returns.
+	GPU *gpu.Driver
 	// BlobCacheBytes bounds the cache of blobs (modules and large values)
 	// fetched from the tracker, least recently used first out. Default:
 	// DefaultBlobCacheBytes.
@@ -234,7 +244,7 @@ func (w *worker) run(ctx context.Context) error {
 	copts.Slots = w.opts.Slots
 	copts.Prefetch = w.opts.Prefetch
 	copts.Logger = w.opts.Logger
-	copts.GPUs = helloGPUs(w.opts.Engine.GPU, w.opts.Logger)
+	copts.GPUs = helloGPUs(w.opts.GPU, w.opts.Logger)
 	copts.OnRevoke = w.revoke
 	w.gpus = newGPUPool(len(copts.GPUs))
 	c, err := w.dial(ctx, copts)
@@ -252,6 +262,10 @@ func (w *worker) run(ctx context.Context) error {
 	eo.Slots = w.opts.Slots
 	eo.WorkerName = name
 	eo.Logger = w.opts.Logger
+	// Workunits see the GPU globals on every worker, with a GPU or
+	// without: the bindings say why there is none.
+	eo.GPUs = jsgpu.Ordinals(w.opts.GPU)
+	eo.Bindings = append([]engine.Binding{jsgpu.Binding(w.opts.GPU)}, eo.Bindings...)
 	lim := c.Limits().MaxResultBytes
 	if eo.MaxResultBytes <= 0 || eo.MaxResultBytes > lim {
 		eo.MaxResultBytes = lim

@@ -15,6 +15,8 @@ import (
 
 	"github.com/riot-go/riot/client"
 	"github.com/riot-go/riot/engine"
+	"github.com/riot-go/riot/engine/jsgpu"
+	"github.com/riot-go/riot/engine/master"
 	"github.com/riot-go/riot/sysmem"
 	"github.com/riot-go/riot/units"
 	"github.com/riot-go/riot/workunit"
@@ -162,7 +164,10 @@ func runEval(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if f.tracker != "" {
 		return evalRemote(ctx, f, stdout, stderr)
 	}
-	eng, err := engine.New(engine.Options{Slots: 1, Timeout: f.timeout, MemoryLimit: f.memory})
+	// No driver: in process, the workunit sees the GPU globals as on a
+	// worker without a GPU.
+	eng, err := engine.New(engine.Options{Slots: 1, Timeout: f.timeout, MemoryLimit: f.memory,
+		Bindings: []engine.Binding{jsgpu.Binding(nil)}})
 	if err != nil {
 		fmt.Fprintf(stderr, "riot-worker eval: %v\n", err)
 		return 1
@@ -235,9 +240,9 @@ func (f *evalFlags) tlsConfig() (*tls.Config, error) {
 	return conf, nil
 }
 
-// printValue prints a result as engine.FormatValue formats it.
+// printValue prints a result as master.FormatValue formats it.
 func printValue(stdout, stderr io.Writer, result []byte) int {
-	text, _, err := engine.FormatValue(result)
+	text, _, err := master.FormatValue(result)
 	if err != nil {
 		fmt.Fprintf(stderr, "riot-worker eval: %v\n", err)
 		return 1

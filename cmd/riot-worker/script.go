@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"github.com/riot-go/riot/engine"
+	"github.com/riot-go/riot/engine/master"
+	"github.com/riot-go/riot/gpu"
 	"github.com/riot-go/riot/job"
 	"github.com/riot-go/riot/worker"
 )
@@ -29,12 +31,12 @@ func runScript(ctx context.Context, f *evalFlags, stdout, stderr io.Writer) int 
 		return 2
 	}
 	eo := engine.Options{Timeout: f.timeout, MemoryLimit: f.memory}
+	var drv *gpu.Driver
 	if f.tracker == "" && f.workers != 0 && !f.noGPU {
 		// The embedded default's worker gets this machine's GPUs, as a
 		// riot-worker would; without a driver it has none, quietly.
-		drv := worker.OpenGPU(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError})))
+		drv = worker.OpenGPU(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError})))
 		defer drv.Close()
-		eo.GPU = drv
 	}
 	err = job.Run(ctx, job.Options{
 		Script:    f.script,
@@ -45,6 +47,7 @@ func runScript(ctx context.Context, f *evalFlags, stdout, stderr io.Writer) int 
 		Workers:   f.workers,
 		Data:      f.data,
 		Engine:    eo,
+		GPU:       drv,
 		Timeout:   f.timeout,
 		Progress:  progress,
 
@@ -52,7 +55,7 @@ func runScript(ctx context.Context, f *evalFlags, stdout, stderr io.Writer) int 
 		Stdout:            stdout,
 		Stderr:            stderr,
 	})
-	var se *engine.ScriptError
+	var se *master.ScriptError
 	var ie *job.InterruptedError
 	var ce *job.ConnectError
 	switch {

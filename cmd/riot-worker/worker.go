@@ -16,6 +16,7 @@ import (
 
 	"github.com/riot-go/riot/client"
 	"github.com/riot-go/riot/engine"
+	"github.com/riot-go/riot/gpu"
 	"github.com/riot-go/riot/sysmem"
 	"github.com/riot-go/riot/units"
 	"github.com/riot-go/riot/worker"
@@ -187,14 +188,14 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) int {
 		copts.TLSConfig = conf
 	}
 	eo := engine.Options{Timeout: f.timeout, MemoryLimit: f.memory}
+	var drv *gpu.Driver
 	if f.noGPU {
 		logger.Info("riot-worker: GPUs disabled (--no-gpu)")
 	} else {
 		// Opened even when it has no devices, so that workunits asking
 		// for one are told why there is none.
-		drv := worker.OpenGPU(logger)
+		drv = worker.OpenGPU(logger)
 		defer drv.Close()
-		eo.GPU = drv
 	}
 	grace := f.grace
 	if grace <= 0 {
@@ -207,6 +208,7 @@ func runWorker(ctx context.Context, args []string, stderr io.Writer) int {
 		Prefetch:       prefetchOption(f.prefetch),
 		Grace:          grace,
 		Engine:         eo,
+		GPU:            drv,
 		BlobCacheBytes: int64(f.cache),
 		Client:         copts,
 		Logger:         logger,

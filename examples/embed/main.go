@@ -20,6 +20,9 @@ import (
 
 func main() {
 	ctx := context.Background()
+	// A plain engine: the sandbox and riot's globals, no GPU bindings
+	// (add Bindings: []engine.Binding{jsgpu.Binding(drv)} and GPUs:
+	// jsgpu.Ordinals(drv) for those, as workers do).
 	eng, err := engine.New(engine.Options{Slots: 2, Timeout: 10 * time.Second})
 	if err != nil {
 		log.Fatal(err)

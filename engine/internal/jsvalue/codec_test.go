@@ -1,4 +1,4 @@
-package engine
+package jsvalue
 
 import (
 	"fmt"
@@ -14,33 +14,47 @@ import (
 	"github.com/riot-go/riot/value"
 )
 
-func newTestRealm(t testing.TB) *realm {
-	t.Helper()
-	e := newEngine(t, Options{Slots: 1})
-	rl, err := newRealm(e, 0, "test")
-	require.NoError(t, err)
-	return rl
+// testRuntime is a goja runtime with a codec, as the engine makes one
+// for a workunit: results encoded as "result", "back to the master", within
+// the engine's default limit; functions made from captured sources.
+type testRuntime struct {
+	rt  *goja.Runtime
+	enc *Encoder
+	dec *Decoder
 }
 
-func runJS(t testing.TB, rl *realm, src string) goja.Value {
+func newTestRuntime(t testing.TB) *testRuntime {
+	t.Helper()
+	rt := goja.New()
+	in, err := LoadIntrinsics(rt)
+	require.NoError(t, err)
+	compile := func(name, src string) (*goja.Program, error) { return goja.Compile(name, src, false) }
+	return &testRuntime{
+		rt:  rt,
+		enc: NewEncoder(rt, in, EncodeOptions{Root: "result", Dest: "back to the master", Limit: 64 << 20}),
+		dec: NewDecoder(rt, in, NewFunctions(rt, compile), nil),
+	}
+}
+
+func runJS(t testing.TB, rl *testRuntime, src string) goja.Value {
 	t.Helper()
 	v, err := rl.rt.RunString(src)
 	require.NoError(t, err)
 	return v
 }
 
-func encodeJS(t testing.TB, rl *realm, v goja.Value) []byte {
+func encodeJS(t testing.TB, rl *testRuntime, v goja.Value) []byte {
 	t.Helper()
 	var data []byte
 	var err error
-	require.Nil(t, rl.rt.Try(func() { data, err = rl.enc.encodeValue(v) }))
+	require.Nil(t, rl.rt.Try(func() { data, err = rl.enc.EncodeValue(v) }))
 	require.NoError(t, err)
 	return append([]byte(nil), data...)
 }
 
 // checkJS runs check, a JavaScript function source, on v in rl; it must
 // return true, or a string saying what is wrong.
-func checkJS(t testing.TB, rl *realm, v goja.Value, check string) {
+func checkJS(t testing.TB, rl *testRuntime, v goja.Value, check string) {
 	t.Helper()
 	fn, ok := goja.AssertFunction(runJS(t, rl, "("+check+")"))
 	require.True(t, ok)
@@ -114,10 +128,10 @@ var roundTripCases = []struct{ src, check string }{
 
 func TestCodec_RoundTrip_JS(t *testing.T) {
 	t.Parallel()
-	a, b := newTestRealm(t), newTestRealm(t)
+	a, b := newTestRuntime(t), newTestRuntime(t)
 	for _, tc := range roundTripCases {
 		data := encodeJS(t, a, runJS(t, a, tc.src))
-		v, err := b.dec.decodeValue(data)
+		v, err := b.dec.DecodeValue(data)
 		require.NoError(t, err, tc.src)
 		// Encoding the copy gives the same bytes: the encoding is stable.
 		assert.Equal(t, data, encodeJS(t, b, v), "re-encoding %s", tc.src)
@@ -127,7 +141,7 @@ func TestCodec_RoundTrip_JS(t *testing.T) {
 
 func TestCodec_RoundTrip_GoToJS(t *testing.T) {
 	t.Parallel()
-	rl := newTestRealm(t)
+	rl := newTestRuntime(t)
 	shared := map[string]any{"n": 1.0}
 	cyclic := []any{"x", nil}
 	cyclic[1] = cyclic
@@ -169,7 +183,7 @@ func TestCodec_RoundTrip_GoToJS(t *testing.T) {
 	for _, tc := range cases {
 		data, err := value.Marshal(tc.v)
 		require.NoError(t, err, "%#v", tc.v)
-		v, err := rl.dec.decodeValue(data)
+		v, err := rl.dec.DecodeValue(data)
 		require.NoError(t, err)
 		checkJS(t, rl, v, tc.check)
 	}
@@ -177,7 +191,7 @@ func TestCodec_RoundTrip_GoToJS(t *testing.T) {
 
 func TestCodec_RoundTrip_JSToGo(t *testing.T) {
 	t.Parallel()
-	rl := newTestRealm(t)
+	rl := newTestRuntime(t)
 	for _, tc := range []struct {
 		src  string
 		want any
@@ -211,7 +225,7 @@ func identityOf(m map[string]any) string {
 
 func TestCodec_Decode_Malformed(t *testing.T) {
 	t.Parallel()
-	rl := newTestRealm(t)
+	rl := newTestRuntime(t)
 	for _, data := range [][]byte{
 		{},           // empty
 		{0x82, 0x01}, // array missing an item
@@ -222,39 +236,39 @@ func TestCodec_Decode_Malformed(t *testing.T) {
 		{0x62, 0xff, 0xfe},                                     // text that is not UTF-8
 		{0xd9, 0x03, 0xe7, 0x00},                               // unknown tag 999
 	} {
-		_, err := rl.dec.decodeValue(data)
+		_, err := rl.dec.DecodeValue(data)
 		assert.Error(t, err, "% x", data)
 	}
-	deep := make([]byte, 0, maxNesting+2)
-	for i := 0; i <= maxNesting+1; i++ {
+	deep := make([]byte, 0, MaxNesting+2)
+	for i := 0; i <= MaxNesting+1; i++ {
 		deep = append(deep, 0x81)
 	}
 	deep = append(deep, 0x00)
-	_, err := rl.dec.decodeValue(deep)
+	_, err := rl.dec.DecodeValue(deep)
 	assert.ErrorContains(t, err, "levels deep")
 }
 
-// FuzzDecodeJS checks that no input makes the engine's decoder panic, and
+// FuzzDecodeJS checks that no input makes the engine's Decoder panic, and
 // that what decodes encodes again.
 func FuzzDecodeJS(f *testing.F) {
-	rl := newTestRealm(f)
+	rl := newTestRuntime(f)
 	for _, tc := range roundTripCases {
 		v, err := rl.rt.RunString(tc.src)
 		if err != nil {
 			f.Fatal(err)
 		}
-		data, err := rl.enc.encodeValue(v)
+		data, err := rl.enc.EncodeValue(v)
 		if err != nil {
 			f.Fatal(err)
 		}
 		f.Add(append([]byte(nil), data...))
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		v, err := rl.dec.decodeValue(data)
+		v, err := rl.dec.DecodeValue(data)
 		if err != nil {
 			return
 		}
-		if ex := rl.rt.Try(func() { _, err = rl.enc.encodeValue(v) }); ex != nil {
+		if ex := rl.rt.Try(func() { _, err = rl.enc.EncodeValue(v) }); ex != nil {
 			t.Fatalf("encoding a decoded value threw: %v", ex)
 		}
 	})

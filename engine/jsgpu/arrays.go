@@ -1,4 +1,4 @@
-package engine
+package jsgpu
 
 import (
 	"fmt"
@@ -10,6 +10,8 @@ import (
 
 	"github.com/dop251/goja"
 
+	"github.com/riot-go/riot/engine/internal/inspect"
+	"github.com/riot-go/riot/engine/internal/jsvalue"
 	"github.com/riot-go/riot/gpu"
 )
 
@@ -35,7 +37,7 @@ func (h *arrHandle) Get(key string) goja.Value {
 	case "shape":
 		return h.shape
 	case "dtype":
-		return h.res.b.rl.rt.ToValue(h.a.DType().String())
+		return h.res.b.rt.ToValue(h.a.DType().String())
 	}
 	return nil
 }
@@ -53,17 +55,16 @@ func (h *arrHandle) Delete(key string) bool { return !h.Has(key) }
 func (h *arrHandle) Keys() []string { return []string{"shape", "dtype"} }
 
 func (b *gpuBinding) wrapArray(res *resHandle, a *gpu.Array) *arrHandle {
-	rl := b.rl
 	shape := a.Shape()
 	items := make([]any, len(shape))
 	for i, d := range shape {
 		items[i] = d
 	}
-	h := &arrHandle{res: res, a: a, shape: rl.rt.NewArray(items...)}
-	if _, err := rl.in.objectFreeze(goja.Undefined(), h.shape); err != nil {
+	h := &arrHandle{res: res, a: a, shape: b.rt.NewArray(items...)}
+	if _, err := b.in.ObjectFreeze(goja.Undefined(), h.shape); err != nil {
 		panic(err)
 	}
-	h.obj = rl.rt.NewDynamicObject(h)
+	h.obj = b.rt.NewDynamicObject(h)
 	if err := h.obj.SetPrototype(b.arrProto); err != nil {
 		panic(err)
 	}
@@ -75,7 +76,7 @@ func (b *gpuBinding) arrArg(name, what string, v goja.Value) *arrHandle {
 	if h, ok := b.handle(v).(*arrHandle); ok {
 		return h
 	}
-	b.rl.throw("TypeError", "%s: %s must be a DeviceArray (from deviceArray, deviceZeros or matMul), not %s", name, what, b.describe(v))
+	b.sb.Throw("TypeError", "%s: %s must be a DeviceArray (from deviceArray, deviceZeros or matMul), not %s", name, what, b.describe(v))
 	return nil
 }
 
@@ -126,12 +127,11 @@ func (d *hostData) float64s() []float64 {
 // bytes), another numeric typed array, or an array of numbers, nested
 // (rows of equal length, or typed arrays) for more dimensions.
 func (b *gpuBinding) hostData(name, what string, v goja.Value) *hostData {
-	rl := b.rl
 	o, ok := v.(*goja.Object)
 	if ok {
-		switch rl.in.classify(o) {
-		case kindTyped:
-			tn, _ := rl.in.typedName(o)
+		switch b.in.Classify(o) {
+		case jsvalue.KindTyped:
+			tn, _ := b.in.TypedName(o)
 			switch tn {
 			case "Float32Array":
 				raw := b.typedBytes(name, what, o, 4)
@@ -148,13 +148,13 @@ func (b *gpuBinding) hostData(name, what string, v goja.Value) *hostData {
 				}
 				return &hostData{f64: f, shape: []int{len(f)}}
 			}
-		case kindArray:
+		case jsvalue.KindArray:
 		default:
 			ok = false
 		}
 	}
 	if !ok {
-		rl.throw("TypeError", "%s: %s must be an array or a typed array of numbers, not %s", name, what, b.describe(v))
+		b.sb.Throw("TypeError", "%s: %s must be an array or a typed array of numbers, not %s", name, what, b.describe(v))
 	}
 	d := &hostData{}
 	// The shape is that of the first element at each level; flatten checks
@@ -189,18 +189,18 @@ func (b *gpuBinding) arrayLike(name, what string, v goja.Value) (int, bool) {
 	if !ok {
 		return 0, false
 	}
-	switch b.rl.in.classify(o) {
-	case kindArray:
-	case kindTyped:
-		if tn, _ := b.rl.in.typedName(o); strings.HasPrefix(tn, "Big") {
-			b.rl.throw("TypeError", "%s: %s holds a %s; give numbers, not bigints", name, what, tn)
+	switch b.in.Classify(o) {
+	case jsvalue.KindArray:
+	case jsvalue.KindTyped:
+		if tn, _ := b.in.TypedName(o); strings.HasPrefix(tn, "Big") {
+			b.sb.Throw("TypeError", "%s: %s holds a %s; give numbers, not bigints", name, what, tn)
 		}
 	default:
 		return 0, false
 	}
 	n := o.Get("length").ToFloat()
 	if n > math.MaxInt32 {
-		b.rl.throw("RangeError", "%s: %s is too long (%s items)", name, what, formatNumber(n))
+		b.sb.Throw("RangeError", "%s: %s is too long (%s items)", name, what, inspect.FormatNumber(n))
 	}
 	return int(n), true
 }
@@ -210,7 +210,7 @@ func (b *gpuBinding) arrayLike(name, what string, v goja.Value) (int, bool) {
 func (b *gpuBinding) flatten(name, path string, v goja.Value, depth int, d *hostData) {
 	if depth == len(d.shape) {
 		if !goja.IsNumber(v) {
-			b.rl.throw("TypeError", "%s: %s is %s, not a number", name, path, b.describe(v))
+			b.sb.Throw("TypeError", "%s: %s is %s, not a number", name, path, b.describe(v))
 		}
 		d.f64 = append(d.f64, v.ToFloat())
 		return
@@ -218,33 +218,33 @@ func (b *gpuBinding) flatten(name, path string, v goja.Value, depth int, d *host
 	n, ok := b.arrayLike(name, path, v)
 	switch {
 	case !ok:
-		b.rl.throw("TypeError", "%s: %s is %s, not an array of %d items (the data is not rectangular)", name, path, b.describe(v), d.shape[depth])
+		b.sb.Throw("TypeError", "%s: %s is %s, not an array of %d items (the data is not rectangular)", name, path, b.describe(v), d.shape[depth])
 	case n != d.shape[depth]:
-		b.rl.throw("TypeError", "%s: %s has %d items, not %d (the data is not rectangular)", name, path, n, d.shape[depth])
+		b.sb.Throw("TypeError", "%s: %s has %d items, not %d (the data is not rectangular)", name, path, n, d.shape[depth])
 	}
 	o := v.(*goja.Object)
 	if depth == len(d.shape)-1 && d.isF32 {
-		tn, _ := b.rl.in.typedName(o)
+		tn, _ := b.in.TypedName(o)
 		d.isF32 = tn == "Float32Array"
 	}
 	for i := range n {
-		b.flatten(name, path+"["+itoa(i)+"]", o.Get(itoa(i)), depth+1, d)
+		b.flatten(name, path+"["+jsvalue.Index(i)+"]", o.Get(jsvalue.Index(i)), depth+1, d)
 	}
 }
 
 // typedBytes returns the bytes a typed array views.
 func (b *gpuBinding) typedBytes(name, what string, o *goja.Object, size int) []byte {
-	in := b.rl.in
-	buf, err1 := in.typedBuffer(o)
-	off, err2 := in.typedOffset(o)
-	n, err3 := in.typedLength(o)
+	in := b.in
+	buf, err1 := in.TypedBuffer(o)
+	off, err2 := in.TypedOffset(o)
+	n, err3 := in.TypedLength(o)
 	if err1 != nil || err2 != nil || err3 != nil {
-		b.rl.throw("TypeError", "%s: %s cannot be read", name, what)
+		b.sb.Throw("TypeError", "%s: %s cannot be read", name, what)
 	}
 	data := buf.(*goja.Object).Export().(goja.ArrayBuffer).Bytes()
 	start, end := int(off.ToInteger()), int(off.ToInteger())+int(n.ToInteger())*size
 	if start < 0 || end > len(data) {
-		b.rl.throw("TypeError", "%s: %s views bytes its buffer does not have (a detached buffer?)", name, what)
+		b.sb.Throw("TypeError", "%s: %s views bytes its buffer does not have (a detached buffer?)", name, what)
 	}
 	return data[start:end]
 }
@@ -252,8 +252,8 @@ func (b *gpuBinding) typedBytes(name, what string, o *goja.Object, size int) []b
 // typedArray returns a new Float32Array or Float64Array holding f, without
 // a copy.
 func (b *gpuBinding) typedArray(ctor string, raw []byte) goja.Value {
-	rt := b.rl.rt
-	ta, err := b.rl.in.typedCtors[ctor](nil, rt.ToValue(rt.NewArrayBuffer(raw)))
+	rt := b.rt
+	ta, err := b.in.TypedCtors[ctor](nil, rt.ToValue(rt.NewArrayBuffer(raw)))
 	if err != nil {
 		panic(err)
 	}
@@ -272,9 +272,9 @@ func (b *gpuBinding) dtypeOption(name string, v goja.Value, def gpu.DType) gpu.D
 		case "float64":
 			return gpu.Float64
 		}
-		b.rl.throw("TypeError", "%s: options.dtype must be 'float32' or 'float64', not %s", name, quote(v.String()))
+		b.sb.Throw("TypeError", "%s: options.dtype must be 'float32' or 'float64', not %s", name, inspect.Quote(v.String()))
 	}
-	b.rl.throw("TypeError", "%s: options.dtype must be 'float32' or 'float64', not %s", name, b.describe(v))
+	b.sb.Throw("TypeError", "%s: options.dtype must be 'float32' or 'float64', not %s", name, b.describe(v))
 	return 0
 }
 
@@ -284,21 +284,21 @@ func (b *gpuBinding) shapeArg(name, what string, v goja.Value) []int {
 		return []int{b.dimArg(name, what, v)}
 	}
 	o, ok := v.(*goja.Object)
-	if !ok || b.rl.in.classify(o) != kindArray {
-		b.rl.throw("TypeError", "%s: %s must be an array of integers, not %s", name, what, b.describe(v))
+	if !ok || b.in.Classify(o) != jsvalue.KindArray {
+		b.sb.Throw("TypeError", "%s: %s must be an array of integers, not %s", name, what, b.describe(v))
 	}
 	n := int(o.Get("length").ToInteger())
 	if n > maxDims {
-		b.rl.throw("RangeError", "%s: %s has %d dimensions; at most %d are allowed", name, what, n, maxDims)
+		b.sb.Throw("RangeError", "%s: %s has %d dimensions; at most %d are allowed", name, what, n, maxDims)
 	}
 	shape := make([]int, n)
 	total := 1.0
 	for i := range shape {
-		shape[i] = b.dimArg(name, what+"["+itoa(i)+"]", o.Get(itoa(i)))
+		shape[i] = b.dimArg(name, what+"["+jsvalue.Index(i)+"]", o.Get(jsvalue.Index(i)))
 		total *= float64(shape[i])
 	}
 	if total > 1<<48 {
-		b.rl.throw("RangeError", "%s: %s %s is too large", name, what, shapeString(shape))
+		b.sb.Throw("RangeError", "%s: %s %s is too large", name, what, shapeString(shape))
 	}
 	return shape
 }
@@ -307,25 +307,24 @@ func (b *gpuBinding) shapeArg(name, what string, v goja.Value) []int {
 func shapeString(shape []int) string {
 	parts := make([]string, len(shape))
 	for i, d := range shape {
-		parts[i] = itoa(d)
+		parts[i] = jsvalue.Index(d)
 	}
 	return "[" + strings.Join(parts, ", ") + "]"
 }
 
 func (b *gpuBinding) dimArg(name, what string, v goja.Value) int {
 	if v == nil || goja.IsUndefined(v) {
-		b.rl.throw("TypeError", "%s: %s must be an integer, not undefined", name, what)
+		b.sb.Throw("TypeError", "%s: %s must be an integer, not undefined", name, what)
 	}
 	d := b.intArg(name, what, v, 0)
 	if d < 0 {
-		b.rl.throw("RangeError", "%s: %s must be ≥ 0, not %d", name, what, d)
+		b.sb.Throw("RangeError", "%s: %s must be ≥ 0, not %d", name, what, d)
 	}
 	return d
 }
 
 func (b *gpuBinding) deviceArray(call goja.FunctionCall) goja.Value {
 	const name = "deviceArray"
-	rl := b.rl
 	d := b.hostData(name, "data", call.Argument(0))
 	o := b.optionsArg(name, call.Argument(1))
 	def := gpu.Float64
@@ -341,7 +340,7 @@ func (b *gpuBinding) deviceArray(call goja.FunctionCall) goja.Value {
 			total *= n
 		}
 		if total != d.len() {
-			rl.throw("RangeError", "%s: options.shape %s holds %d elements, the data %d", name, shapeString(shape), total, d.len())
+			b.sb.Throw("RangeError", "%s: options.shape %s holds %d elements, the data %d", name, shapeString(shape), total, d.len())
 		}
 	}
 	h := b.resourcesOption(name, o)
@@ -364,7 +363,7 @@ func (b *gpuBinding) deviceZeros(call goja.FunctionCall) goja.Value {
 	const name = "deviceZeros"
 	shape := b.shapeArg(name, "shape", call.Argument(0))
 	if len(shape) == 0 {
-		b.rl.throw("RangeError", "%s: shape must have at least one dimension", name)
+		b.sb.Throw("RangeError", "%s: shape must have at least one dimension", name)
 	}
 	o := b.optionsArg(name, call.Argument(1))
 	dtype := b.dtypeOption(name, field(o, "dtype"), gpu.Float64)
@@ -407,7 +406,7 @@ func (b *gpuBinding) toHost(name string, h *arrHandle) goja.Value {
 func (b *gpuBinding) fromHost(name string, h *arrHandle, v goja.Value) goja.Value {
 	d := b.hostData(name, "data", v)
 	if d.len() != h.a.Len() {
-		b.rl.throw("RangeError", "%s: the array holds %d elements, the data %d", name, h.a.Len(), d.len())
+		b.sb.Throw("RangeError", "%s: the array holds %d elements, the data %d", name, h.a.Len(), d.len())
 	}
 	var err error
 	if h.a.DType() == gpu.Float32 {
@@ -460,21 +459,21 @@ func (b *gpuBinding) arrayResources(call goja.FunctionCall) goja.Value {
 }
 
 func (b *gpuBinding) arrayDevice(call goja.FunctionCall) goja.Value {
-	return b.rl.rt.ToValue(b.arrArg("DeviceArray.prototype.device", "this", call.This).res.r.Device())
+	return b.rt.ToValue(b.arrArg("DeviceArray.prototype.device", "this", call.This).res.r.Device())
 }
 
 func (b *gpuBinding) arrayLength(call goja.FunctionCall) goja.Value {
-	return b.rl.rt.ToValue(b.arrArg("DeviceArray.prototype.length", "this", call.This).a.Len())
+	return b.rt.ToValue(b.arrArg("DeviceArray.prototype.length", "this", call.This).a.Len())
 }
 
 func (b *gpuBinding) arrayFreed(call goja.FunctionCall) goja.Value {
 	h := b.arrArg("DeviceArray.prototype.freed", "this", call.This)
-	return b.rl.rt.ToValue(h.freed || h.res.r.Closed())
+	return b.rt.ToValue(h.freed || h.res.r.Closed())
 }
 
 func (b *gpuBinding) arrayString(call goja.FunctionCall) goja.Value {
 	h := b.arrArg("DeviceArray.prototype.toString", "this", call.This)
-	return b.rl.rt.ToValue(fmt.Sprintf("[DeviceArray %v %s on device %d]", h.a.DType(), shapeString(h.a.Shape()), h.res.r.Device()))
+	return b.rt.ToValue(fmt.Sprintf("[DeviceArray %v %s on device %d]", h.a.DType(), shapeString(h.a.Shape()), h.res.r.Device()))
 }
 
 // opResources returns the resources an operation on arrays runs on:
@@ -521,7 +520,7 @@ func (b *gpuBinding) boolOption(name string, o *goja.Object, key string) bool {
 		return false
 	}
 	if t := v.ExportType(); t == nil || t.Kind() != reflect.Bool {
-		b.rl.throw("TypeError", "%s: options.%s must be a boolean, not %s", name, key, b.describe(v))
+		b.sb.Throw("TypeError", "%s: options.%s must be a boolean, not %s", name, key, b.describe(v))
 	}
 	return v.ToBoolean()
 }
@@ -532,7 +531,7 @@ func (b *gpuBinding) numberOption(name string, o *goja.Object, key string, def f
 		return def
 	}
 	if !goja.IsNumber(v) {
-		b.rl.throw("TypeError", "%s: options.%s must be a number, not %s", name, key, b.describe(v))
+		b.sb.Throw("TypeError", "%s: options.%s must be a number, not %s", name, key, b.describe(v))
 	}
 	return v.ToFloat()
 }
@@ -550,7 +549,7 @@ type kernelHandle struct {
 // Get implements goja.DynamicObject.
 func (h *kernelHandle) Get(key string) goja.Value {
 	if key == "name" {
-		return h.b.rl.rt.ToValue(h.k.Name)
+		return h.b.rt.ToValue(h.k.Name)
 	}
 	return nil
 }
@@ -571,13 +570,13 @@ func (b *gpuBinding) kernelArg(name, what string, v goja.Value) *kernelHandle {
 	if h, ok := b.handle(v).(*kernelHandle); ok {
 		return h
 	}
-	b.rl.throw("TypeError", "%s: %s must be a DeviceKernel (from compileKernel), not %s", name, what, b.describe(v))
+	b.sb.Throw("TypeError", "%s: %s must be a DeviceKernel (from compileKernel), not %s", name, what, b.describe(v))
 	return nil
 }
 
 func (b *gpuBinding) stringArg(name, what string, v goja.Value) string {
 	if !goja.IsString(v) {
-		b.rl.throw("TypeError", "%s: %s must be a string, not %s", name, what, b.describe(v))
+		b.sb.Throw("TypeError", "%s: %s must be a string, not %s", name, what, b.describe(v))
 	}
 	return v.String()
 }
@@ -588,22 +587,21 @@ func (b *gpuBinding) stringArg(name, what string, v goja.Value) string {
 // compile error surfaces here, with NVRTC's log.
 func (b *gpuBinding) compileKernel(call goja.FunctionCall) goja.Value {
 	const name = "compileKernel"
-	rl := b.rl
 	k := gpu.Kernel{
 		Source: b.stringArg(name, "source", call.Argument(0)),
 		Name:   b.stringArg(name, "name", call.Argument(1)),
 	}
 	if k.Name == "" {
-		rl.throw("TypeError", "%s: name must name the kernel's extern \"C\" __global__ function, not be empty", name)
+		b.sb.Throw("TypeError", "%s: name must name the kernel's extern \"C\" __global__ function, not be empty", name)
 	}
 	o := b.optionsArg(name, call.Argument(2))
 	if ov := field(o, "options"); !goja.IsUndefined(ov) {
 		oo, ok := ov.(*goja.Object)
-		if !ok || rl.in.classify(oo) != kindArray {
-			rl.throw("TypeError", "%s: options.options must be an array of strings, not %s", name, b.describe(ov))
+		if !ok || b.in.Classify(oo) != jsvalue.KindArray {
+			b.sb.Throw("TypeError", "%s: options.options must be an array of strings, not %s", name, b.describe(ov))
 		}
 		for i := range int(oo.Get("length").ToInteger()) {
-			k.Options = append(k.Options, b.stringArg(name, "options.options["+itoa(i)+"]", oo.Get(itoa(i))))
+			k.Options = append(k.Options, b.stringArg(name, "options.options["+jsvalue.Index(i)+"]", oo.Get(jsvalue.Index(i))))
 		}
 	}
 	h := b.resourcesOption(name, o)
@@ -611,7 +609,7 @@ func (b *gpuBinding) compileKernel(call goja.FunctionCall) goja.Value {
 		b.fail(name, err)
 	}
 	kh := &kernelHandle{b: b, k: k}
-	kh.obj = rl.rt.NewDynamicObject(kh)
+	kh.obj = b.rt.NewDynamicObject(kh)
 	if err := kh.obj.SetPrototype(b.kernelProto); err != nil {
 		panic(err)
 	}
@@ -620,11 +618,11 @@ func (b *gpuBinding) compileKernel(call goja.FunctionCall) goja.Value {
 
 func (b *gpuBinding) kernelString(call goja.FunctionCall) goja.Value {
 	h := b.kernelArg("DeviceKernel.prototype.toString", "this", call.This)
-	return b.rl.rt.ToValue("[DeviceKernel " + h.k.Name + "]")
+	return b.rt.ToValue("[DeviceKernel " + h.k.Name + "]")
 }
 
 func (b *gpuBinding) kernelSource(call goja.FunctionCall) goja.Value {
-	return b.rl.rt.ToValue(b.kernelArg("DeviceKernel.prototype.source", "this", call.This).k.Source)
+	return b.rt.ToValue(b.kernelArg("DeviceKernel.prototype.source", "this", call.This).k.Source)
 }
 
 func (b *gpuBinding) kernelOptions(call goja.FunctionCall) goja.Value {
@@ -633,8 +631,8 @@ func (b *gpuBinding) kernelOptions(call goja.FunctionCall) goja.Value {
 	for i, s := range h.k.Options {
 		items[i] = s
 	}
-	a := b.rl.rt.NewArray(items...)
-	if _, err := b.rl.in.objectFreeze(goja.Undefined(), a); err != nil {
+	a := b.rt.NewArray(items...)
+	if _, err := b.in.ObjectFreeze(goja.Undefined(), a); err != nil {
 		panic(err)
 	}
 	return a
@@ -648,11 +646,10 @@ func (b *gpuBinding) kernelOptions(call goja.FunctionCall) goja.Value {
 // first array argument, or else on config.device's default resources.
 func (b *gpuBinding) launchKernel(call goja.FunctionCall) goja.Value {
 	const name = "launchKernel"
-	rl := b.rl
 	k := b.kernelArg(name, "the first argument", call.Argument(0))
 	cv := call.Argument(1)
 	if isNothing(cv) {
-		rl.throw("TypeError", "%s: the second argument must be the launch configuration, {grid, block}, not %s", name, b.describe(cv))
+		b.sb.Throw("TypeError", "%s: the second argument must be the launch configuration, {grid, block}, not %s", name, b.describe(cv))
 	}
 	o := b.optionsArg(name, cv)
 	cfg := gpu.LaunchConfig{
@@ -661,7 +658,7 @@ func (b *gpuBinding) launchKernel(call goja.FunctionCall) goja.Value {
 	}
 	shared := b.intArg(name, "config.shared", field(o, "shared"), 0)
 	if shared < 0 || shared > math.MaxUint32 {
-		rl.throw("RangeError", "%s: config.shared must be a byte count from 0 to %d, not %d", name, uint32(math.MaxUint32), shared)
+		b.sb.Throw("RangeError", "%s: config.shared must be a byte count from 0 to %d, not %d", name, uint32(math.MaxUint32), shared)
 	}
 	cfg.SharedMem = uint32(shared)
 	var (
@@ -695,11 +692,10 @@ func (b *gpuBinding) launchKernel(call goja.FunctionCall) goja.Value {
 // dim3Arg reads a grid or block size: a positive integer, an array of one
 // to three, or an object {x, y, z} (y and z default to 1).
 func (b *gpuBinding) dim3Arg(name, what string, v goja.Value) gpu.Dim3 {
-	rl := b.rl
 	dim := func(w string, v goja.Value, def int) uint32 {
 		n := b.intArg(name, w, v, def)
 		if n < 1 || n > math.MaxUint32 {
-			rl.throw("RangeError", "%s: %s must be a positive integer below 2^32, not %d", name, w, n)
+			b.sb.Throw("RangeError", "%s: %s must be a positive integer below 2^32, not %d", name, w, n)
 		}
 		return uint32(n)
 	}
@@ -708,21 +704,21 @@ func (b *gpuBinding) dim3Arg(name, what string, v goja.Value) gpu.Dim3 {
 	}
 	o, ok := v.(*goja.Object)
 	if !ok {
-		rl.throw("TypeError", "%s: %s must be a number, [x, y, z] or {x, y, z}, not %s", name, what, b.describe(v))
+		b.sb.Throw("TypeError", "%s: %s must be a number, [x, y, z] or {x, y, z}, not %s", name, what, b.describe(v))
 	}
-	if rl.in.classify(o) == kindArray {
+	if b.in.Classify(o) == jsvalue.KindArray {
 		n := int(o.Get("length").ToInteger())
 		if n < 1 || n > 3 {
-			rl.throw("RangeError", "%s: %s must have one to three sizes, not %d", name, what, n)
+			b.sb.Throw("RangeError", "%s: %s must have one to three sizes, not %d", name, what, n)
 		}
 		d := gpu.Dim3{Y: 1, Z: 1}
 		for i, p := range []*uint32{&d.X, &d.Y, &d.Z}[:n] {
-			*p = dim(what+"["+itoa(i)+"]", o.Get(itoa(i)), 1)
+			*p = dim(what+"["+jsvalue.Index(i)+"]", o.Get(jsvalue.Index(i)), 1)
 		}
 		return d
 	}
 	if xv := o.Get("x"); xv == nil || goja.IsUndefined(xv) {
-		rl.throw("TypeError", "%s: %s.x is missing", name, what)
+		b.sb.Throw("TypeError", "%s: %s.x is missing", name, what)
 	}
 	return gpu.Dim3{X: dim(what+".x", o.Get("x"), 1), Y: dim(what+".y", o.Get("y"), 1), Z: dim(what+".z", o.Get("z"), 1)}
 }
@@ -734,8 +730,7 @@ var kernelTypes = []string{"f32", "f64", "i32", "i64"}
 // bigint (int64), or a number typed as {f32: x}, {f64: x}, {i32: n} or
 // {i64: n}.
 func (b *gpuBinding) kernelValue(name string, i int, v goja.Value) (any, *arrHandle) {
-	rl := b.rl
-	what := "kernel argument " + itoa(i)
+	what := "kernel argument " + jsvalue.Index(i)
 	if h, ok := b.handle(v).(*arrHandle); ok {
 		return h.a, h
 	}
@@ -743,11 +738,11 @@ func (b *gpuBinding) kernelValue(name string, i int, v goja.Value) (any, *arrHan
 		return b.int64Of(name, what, v), nil
 	}
 	if goja.IsNumber(v) {
-		x := formatNumber(v.ToFloat())
-		rl.throw("TypeError", "%s: %s is a plain number (%s); give its C type: {f32: %s}, {f64: %s}, {i32: %s} or {i64: %s}", name, what, x, x, x, x, x)
+		x := inspect.FormatNumber(v.ToFloat())
+		b.sb.Throw("TypeError", "%s: %s is a plain number (%s); give its C type: {f32: %s}, {f64: %s}, {i32: %s} or {i64: %s}", name, what, x, x, x, x, x)
 	}
 	o, ok := v.(*goja.Object)
-	if ok && rl.in.classify(o) == kindPlain && b.handle(o) == nil {
+	if ok && b.in.Classify(o) == jsvalue.KindPlain && b.handle(o) == nil {
 		if keys := o.Keys(); len(keys) == 1 {
 			x := o.Get(keys[0])
 			w := what + "." + keys[0]
@@ -759,7 +754,7 @@ func (b *gpuBinding) kernelValue(name string, i int, v goja.Value) (any, *arrHan
 			case "i32":
 				n := b.int64Of(name, w, x)
 				if n < math.MinInt32 || n > math.MaxInt32 {
-					rl.throw("RangeError", "%s: %s is out of the range of an int32: %d", name, w, n)
+					b.sb.Throw("RangeError", "%s: %s is out of the range of an int32: %d", name, w, n)
 				}
 				return int32(n), nil
 			case "i64":
@@ -767,13 +762,13 @@ func (b *gpuBinding) kernelValue(name string, i int, v goja.Value) (any, *arrHan
 			}
 		}
 	}
-	rl.throw("TypeError", "%s: %s must be a DeviceArray, a bigint or a typed number ({%s}: x), not %s", name, what, strings.Join(kernelTypes, ", "), b.describe(v))
+	b.sb.Throw("TypeError", "%s: %s must be a DeviceArray, a bigint or a typed number ({%s}: x), not %s", name, what, strings.Join(kernelTypes, ", "), b.describe(v))
 	return nil, nil
 }
 
 func (b *gpuBinding) floatOf(name, what string, v goja.Value) float64 {
 	if !goja.IsNumber(v) {
-		b.rl.throw("TypeError", "%s: %s must be a number, not %s", name, what, b.describe(v))
+		b.sb.Throw("TypeError", "%s: %s must be a number, not %s", name, what, b.describe(v))
 	}
 	return v.ToFloat()
 }
@@ -782,12 +777,12 @@ func (b *gpuBinding) int64Of(name, what string, v goja.Value) int64 {
 	if goja.IsBigInt(v) {
 		n, _ := v.Export().(*big.Int)
 		if n == nil || !n.IsInt64() {
-			b.rl.throw("RangeError", "%s: %s is out of the range of an int64: %s", name, what, v.String())
+			b.sb.Throw("RangeError", "%s: %s is out of the range of an int64: %s", name, what, v.String())
 		}
 		return n.Int64()
 	}
 	if !goja.IsNumber(v) {
-		b.rl.throw("TypeError", "%s: %s must be an integer, not %s", name, what, b.describe(v))
+		b.sb.Throw("TypeError", "%s: %s must be an integer, not %s", name, what, b.describe(v))
 	}
 	return int64(b.intArg(name, what, v, 0))
 }

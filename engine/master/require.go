@@ -1,4 +1,4 @@
-package engine
+package master
 
 import (
 	"errors"
@@ -22,10 +22,10 @@ func (m *master) requireFrom(dir string) func(goja.FunctionCall) goja.Value {
 		spec := call.Argument(0).String()
 		abs, err := modules.Resolve(dir, spec)
 		if errors.Is(err, modules.ErrBuiltin) {
-			m.rl.throw("Error", "require(%q): no such module (job scripts have no Node built-in modules: riot.readFile, riot.readLines and riot.writeFile reach files)", spec)
+			m.sb.Throw("Error", "require(%q): no such module (job scripts have no Node built-in modules: riot.readFile, riot.readLines and riot.writeFile reach files)", spec)
 		}
 		if err != nil {
-			m.rl.throw("Error", "require(%q): %v", spec, err)
+			m.sb.Throw("Error", "require(%q): %v", spec, err)
 		}
 		if mod, ok := m.mods[abs]; ok {
 			return mod.Get("exports")
@@ -36,10 +36,10 @@ func (m *master) requireFrom(dir string) func(goja.FunctionCall) goja.Value {
 
 // loadModule runs the module file abs and returns its exports.
 func (m *master) loadModule(abs string) goja.Value {
-	rt := m.rl.rt
+	rt := m.rt
 	b, err := os.ReadFile(abs)
 	if err != nil {
-		m.rl.throw("Error", "require: %v", err)
+		m.sb.Throw("Error", "require: %v", err)
 	}
 	src := string(b)
 	if strings.HasSuffix(abs, ".json") {
@@ -55,19 +55,19 @@ func (m *master) loadModule(abs string) goja.Value {
 		if errors.As(err, &se) && se.Line == 1 && se.Column > len(wrapper) {
 			se.Column -= len(wrapper) // where it is in the module's own text
 		}
-		m.rl.throw("SyntaxError", "%s", syntaxMessage(err))
+		m.sb.Throw("SyntaxError", "%s", syntaxMessage(err))
 	}
 	m.scripts = append(m.scripts, script)
 	if err := rt.Set(hook, m.hook(k)); err != nil {
-		m.rl.throw("Error", "require: %v", err)
+		m.sb.Throw("Error", "require: %v", err)
 	}
 	prg, err := goja.Compile(name, script.Source, false)
 	if err != nil {
-		m.rl.throw("SyntaxError", "%v", err)
+		m.sb.Throw("SyntaxError", "%v", err)
 	}
 	fv, err := rt.RunProgram(prg)
 	if err != nil {
-		m.rl.throw("Error", "require: %s: %v", name, err)
+		m.sb.Throw("Error", "require: %s: %v", name, err)
 	}
 	fn, _ := goja.AssertFunction(fv)
 	module := rt.NewObject()
@@ -83,7 +83,7 @@ func (m *master) loadModule(abs string) goja.Value {
 		if errors.As(err, &ex) {
 			panic(ex.Value())
 		}
-		m.rl.throw("Error", "require: %s: %v", name, err)
+		m.sb.Throw("Error", "require: %s: %v", name, err)
 	}
 	return module.Get("exports")
 }

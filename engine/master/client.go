@@ -1,10 +1,12 @@
-package engine
+package master
 
 import (
 	"errors"
 
 	"github.com/dop251/goja"
 
+	"github.com/riot-go/riot/engine"
+	"github.com/riot-go/riot/engine/internal/jsvalue"
 	"github.com/riot-go/riot/workunit"
 )
 
@@ -20,22 +22,20 @@ type jsClient struct {
 // not yet connected).
 func (m *master) newClient(conn Conn) *jsClient {
 	c := &jsClient{m: m, conn: conn}
-	obj := m.rl.rt.NewObject()
-	for name, fn := range map[string]func(goja.FunctionCall) goja.Value{
-		"whoAmI":                   c.whoAmI,
-		"workunitInfo":             c.workunitInfo,
-		"callWithWorkunitInfo":     c.callWithWorkunitInfo,
-		"waitForWork":              c.waitForWork,
-		"addWorkunit":              c.addWorkunit,
-		"callWithNewWorkunit":      c.callWithNewWorkunit,
-		"waitForFinishedWorkunit":  c.waitForFinishedWorkunit,
-		"callWithFinishedWorkunit": c.callWithFinishedWorkunit,
-		"completeWorkunit":         c.completeWorkunit,
-		"close":                    c.close,
-	} {
-		if err := m.rl.setFunc(obj, name, fn); err != nil {
-			panic(err)
-		}
+	obj := m.rt.NewObject()
+	if err := m.sb.SetFuncs(obj, []engine.Func{
+		{Name: "whoAmI", Fn: c.whoAmI},
+		{Name: "workunitInfo", Fn: c.workunitInfo},
+		{Name: "callWithWorkunitInfo", Fn: c.callWithWorkunitInfo},
+		{Name: "waitForWork", Fn: c.waitForWork},
+		{Name: "addWorkunit", Fn: c.addWorkunit},
+		{Name: "callWithNewWorkunit", Fn: c.callWithNewWorkunit},
+		{Name: "waitForFinishedWorkunit", Fn: c.waitForFinishedWorkunit},
+		{Name: "callWithFinishedWorkunit", Fn: c.callWithFinishedWorkunit},
+		{Name: "completeWorkunit", Fn: c.completeWorkunit},
+		{Name: "close", Fn: c.close},
+	}); err != nil {
+		panic(err)
 	}
 	c.obj = obj
 	m.clients = append(m.clients, c)
@@ -44,13 +44,13 @@ func (m *master) newClient(conn Conn) *jsClient {
 
 func (c *jsClient) need(op string) Conn {
 	if c.conn == nil {
-		c.m.rl.throw("Error", "%s: this client is not connected", op)
+		c.m.sb.Throw("Error", "%s: this client is not connected", op)
 	}
 	return c.conn
 }
 
 func (c *jsClient) whoAmI(goja.FunctionCall) goja.Value {
-	return c.m.rl.rt.ToValue(c.need("client.whoAmI").Name())
+	return c.m.rt.ToValue(c.need("client.whoAmI").Name())
 }
 
 // info returns [status, client, result, lastChange], as Riot's
@@ -60,19 +60,19 @@ func (c *jsClient) info(op string, key workunit.Key) []goja.Value {
 	m := c.m
 	o, err := c.need(op).Info(m.ctx, key)
 	if err != nil {
-		m.rl.throw("Error", "%s: %v", op, err)
+		m.sb.Throw("Error", "%s: %v", op, err)
 	}
 	return m.outcomeValues(op, o)
 }
 
 func (m *master) outcomeValues(op string, o *Outcome) []goja.Value {
-	rt := m.rl.rt
+	rt := m.rt
 	var result goja.Value = goja.Null()
 	switch o.Status {
 	case "done":
-		v, err := m.rl.dec.decodeValue(o.Result)
+		v, err := m.sb.Decode(o.Result)
 		if err != nil {
-			m.rl.throw("Error", "%s: the result does not decode: %v", op, err)
+			m.sb.Throw("Error", "%s: the result does not decode: %v", op, err)
 		}
 		result = v
 	case "error":
@@ -86,7 +86,7 @@ func (m *master) outcomeValues(op string, o *Outcome) []goja.Value {
 	}
 	var last goja.Value = goja.Null()
 	if !o.LastChange.IsZero() {
-		d, err := m.rl.in.newDate(nil, rt.ToValue(o.LastChange.UnixMilli()))
+		d, err := m.in.NewDate(nil, rt.ToValue(o.LastChange.UnixMilli()))
 		if err == nil {
 			last = d
 		}
@@ -96,7 +96,7 @@ func (m *master) outcomeValues(op string, o *Outcome) []goja.Value {
 
 func (c *jsClient) workunitInfo(call goja.FunctionCall) goja.Value {
 	const op = "client.workunitInfo"
-	return c.m.rl.rt.NewArray(toAny(c.info(op, c.m.parseID(op, call.Argument(0))))...)
+	return c.m.rt.NewArray(toAny(c.info(op, c.m.parseID(op, call.Argument(0))))...)
 }
 
 func (c *jsClient) callWithWorkunitInfo(call goja.FunctionCall) goja.Value {
@@ -110,7 +110,7 @@ func (c *jsClient) callWithWorkunitInfo(call goja.FunctionCall) goja.Value {
 func (m *master) apply(op string, f goja.Value, args ...goja.Value) goja.Value {
 	fn, ok := goja.AssertFunction(f)
 	if !ok {
-		m.rl.throw("TypeError", "%s: give a function", op)
+		m.sb.Throw("TypeError", "%s: give a function", op)
 	}
 	v, err := fn(goja.Undefined(), args...)
 	if err != nil {
@@ -140,24 +140,24 @@ func (c *jsClient) newWorkunit(op string, args []goja.Value) workunit.Key {
 		fn := m.argFunction(op, fnv)
 		var err error
 		if spec, err = m.fnSpec(op, fn, args[1:]); err != nil {
-			m.rl.throw("DataCloneError", "%v", err)
+			m.sb.Throw("DataCloneError", "%v", err)
 		}
 	}
 	return m.submit(op, conn, []*workunit.Spec{spec}, WorkOptions{})[0].Key()
 }
 
 func (c *jsClient) addWorkunit(call goja.FunctionCall) goja.Value {
-	return c.m.rl.rt.ToValue(c.newWorkunit("client.addWorkunit", call.Arguments).String())
+	return c.m.rt.ToValue(c.newWorkunit("client.addWorkunit", call.Arguments).String())
 }
 
 func (c *jsClient) callWithNewWorkunit(call goja.FunctionCall) goja.Value {
 	const op = "client.callWithNewWorkunit"
 	if len(call.Arguments) < 2 {
-		c.m.rl.throw("TypeError", "%s: give the workunit and a function to call with its id", op)
+		c.m.sb.Throw("TypeError", "%s: give the workunit and a function to call with its id", op)
 	}
 	last := call.Arguments[len(call.Arguments)-1]
 	key := c.newWorkunit(op, call.Arguments[:len(call.Arguments)-1])
-	return c.m.apply(op, last, c.m.rl.rt.ToValue(key.String()))
+	return c.m.apply(op, last, c.m.rt.ToValue(key.String()))
 }
 
 // finished returns [key, status, client, result] once the workunit is
@@ -166,15 +166,15 @@ func (c *jsClient) finished(op string, key workunit.Key) []goja.Value {
 	m := c.m
 	o, err := m.wait(c.need(op), key)
 	if err != nil {
-		m.rl.throw("Error", "%s: %v", op, err)
+		m.sb.Throw("Error", "%s: %v", op, err)
 	}
 	vals := m.outcomeValues(op, o)
-	return []goja.Value{m.rl.rt.ToValue(key.String()), vals[0], vals[1], vals[2]}
+	return []goja.Value{m.rt.ToValue(key.String()), vals[0], vals[1], vals[2]}
 }
 
 func (c *jsClient) waitForFinishedWorkunit(call goja.FunctionCall) goja.Value {
 	const op = "client.waitForFinishedWorkunit"
-	return c.m.rl.rt.NewArray(toAny(c.finished(op, c.m.parseID(op, call.Argument(0))))...)
+	return c.m.rt.NewArray(toAny(c.finished(op, c.m.parseID(op, call.Argument(0))))...)
 }
 
 func (c *jsClient) callWithFinishedWorkunit(call goja.FunctionCall) goja.Value {
@@ -192,30 +192,30 @@ func (c *jsClient) waitForWork(call goja.FunctionCall) goja.Value {
 	m := c.m
 	w, err := c.need(op).WaitForWork(m.ctx)
 	if err != nil {
-		m.rl.throw("Error", "%s: %v", op, err)
+		m.sb.Throw("Error", "%s: %v", op, err)
 	}
-	rt := m.rl.rt
+	rt := m.rt
 	work := rt.NewObject()
 	_ = work.Set("kind", w.Spec.Kind.String())
-	m.rl.cur.blobs = w.Blobs
+	m.st.SetBlobs(w.Blobs)
 	switch w.Spec.Kind {
 	case workunit.Eval:
 		_ = work.Set("source", w.Spec.Source)
 	case workunit.Fn:
-		vals, err := m.rl.dec.decodeArgs(w.Spec.Payload)
+		vals, err := m.sb.DecodeArgs(w.Spec.Payload)
 		if err != nil || len(vals) == 0 {
-			m.rl.throw("Error", "%s: workunit %s does not decode: %v", op, w.Key.Short(), err)
+			m.sb.Throw("Error", "%s: workunit %s does not decode: %v", op, w.Key.Short(), err)
 		}
 		_ = work.Set("fn", vals[0])
 		_ = work.Set("args", rt.NewArray(toAny(vals[1:])...))
 	case workunit.Call:
-		mod, err := m.rl.fetchModule(w.Spec.Module)
+		mod, err := m.sb.FetchModule(w.Spec.Module)
 		if err != nil {
-			m.rl.throw("Error", "%s: %v", op, err)
+			m.sb.Throw("Error", "%s: %v", op, err)
 		}
-		args, err := m.rl.dec.decodeArgs(w.Spec.Payload)
+		args, err := m.sb.DecodeArgs(w.Spec.Payload)
 		if err != nil {
-			m.rl.throw("Error", "%s: workunit %s does not decode: %v", op, w.Key.Short(), err)
+			m.sb.Throw("Error", "%s: workunit %s does not decode: %v", op, w.Key.Short(), err)
 		}
 		_ = work.Set("module", mod.Path)
 		_ = work.Set("source", mod.Source)
@@ -235,25 +235,25 @@ func (c *jsClient) completeWorkunit(call goja.FunctionCall) goja.Value {
 	key := m.parseID(op, call.Argument(0))
 	w, ok := m.taken[key]
 	if !ok {
-		m.rl.throw("Error", "%s: workunit %s was not taken with waitForWork by this script", op, key.Short())
+		m.sb.Throw("Error", "%s: workunit %s was not taken with waitForWork by this script", op, key.Short())
 	}
 	var result []byte
 	var werr *workunit.Error
 	if call.Argument(1).ToBoolean() {
-		werr = m.rl.thrown(call.Argument(2), m.rl.rt.CaptureCallStack(0, nil))
+		werr = m.sb.WorkunitError(call.Argument(2), m.rt.CaptureCallStack(0, nil))
 		if werr.Name == "" {
 			werr.Message = call.Argument(2).String()
 		}
 	} else {
-		enc := newEncoder(m.rl.rt, m.rl.in, encodeOptions{root: "result", dest: "back to the master"})
-		data, err := enc.encodeValue(call.Argument(2))
+		enc := jsvalue.NewEncoder(m.rt, m.in, jsvalue.EncodeOptions{Root: "result", Dest: "back to the master"})
+		data, err := enc.EncodeValue(call.Argument(2))
 		if err != nil {
-			m.rl.throw("DataCloneError", "%s: %v", op, m.encodeError(op, "result", err))
+			m.sb.Throw("DataCloneError", "%s: %v", op, m.encodeError(op, "result", err))
 		}
 		result = append([]byte(nil), data...)
 	}
 	if err := c.need(op).CompleteWork(m.ctx, w, result, werr); err != nil {
-		m.rl.throw("Error", "%s: %v", op, err)
+		m.sb.Throw("Error", "%s: %v", op, err)
 	}
 	delete(m.taken, key)
 	return goja.Undefined()
@@ -262,8 +262,16 @@ func (c *jsClient) completeWorkunit(call goja.FunctionCall) goja.Value {
 func (c *jsClient) close(goja.FunctionCall) goja.Value {
 	if c.conn != nil {
 		if err := c.conn.Close(); err != nil {
-			c.m.rl.throw("Error", "client.close: %v", err)
+			c.m.sb.Throw("Error", "client.close: %v", err)
 		}
 	}
 	return goja.Undefined()
+}
+
+func toAny(vals []goja.Value) []any {
+	out := make([]any, len(vals))
+	for i, v := range vals {
+		out[i] = v
+	}
+	return out
 }

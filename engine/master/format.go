@@ -1,11 +1,15 @@
-package engine
+package master
 
 import (
+	"context"
 	"fmt"
 	"math"
 	"reflect"
 
 	"github.com/dop251/goja"
+	"github.com/riot-go/riot/engine"
+	"github.com/riot-go/riot/engine/internal/inspect"
+	"github.com/riot-go/riot/engine/internal/jsvalue"
 )
 
 // FormatValue returns the text that riot-worker eval prints for a result:
@@ -14,23 +18,20 @@ import (
 // without cycles), and otherwise the readable form console.log prints, at
 // any depth (docs/engine.md, "Printing values"). isJSON says which.
 func FormatValue(data []byte) (text string, isJSON bool, err error) {
-	e, err := New(Options{Slots: 1})
+	st, err := engine.NewStandalone(context.Background(), engine.StandaloneOptions{})
 	if err != nil {
 		return "", false, err
 	}
-	defer e.Close()
-	rl, err := newRealm(e, 0, "format")
-	if err != nil {
-		return "", false, err
-	}
-	v, err := rl.dec.decodeValue(data)
+	defer st.Close()
+	rt, in := st.Runtime(), st.Intrinsics()
+	v, err := st.Decode(data)
 	if err != nil {
 		return "", false, fmt.Errorf("engine: format: %w", err)
 	}
-	if rl.jsonSafe(v, nil) {
-		if ex := rl.rt.Try(func() {
+	if jsonSafe(in, v, nil) {
+		if ex := rt.Try(func() {
 			var s goja.Value
-			s, err = rl.in.jsonStringify(goja.Undefined(), v)
+			s, err = in.JSONStringify(goja.Undefined(), v)
 			if err == nil {
 				text = s.String()
 			}
@@ -39,11 +40,11 @@ func FormatValue(data []byte) (text string, isJSON bool, err error) {
 		}
 		return text, err == nil, err
 	}
-	return inspect(rl, v, inspectOptions{depth: -1, maxItems: 1000}), false, nil
+	return inspect.Inspect(rt, in, v, inspect.Options{Depth: -1, MaxItems: 1000}), false, nil
 }
 
 // jsonSafe reports whether JSON.stringify would write v exactly.
-func (rl *realm) jsonSafe(v goja.Value, ancestors []*goja.Object) bool {
+func jsonSafe(in *jsvalue.Intrinsics, v goja.Value, ancestors []*goja.Object) bool {
 	switch {
 	case v == nil || goja.IsUndefined(v):
 		return false
@@ -66,24 +67,24 @@ func (rl *realm) jsonSafe(v goja.Value, ancestors []*goja.Object) bool {
 		}
 	}
 	ancestors = append(ancestors, o)
-	switch rl.in.classify(o) {
-	case kindArray:
-		if o.Prototype() != rl.in.arrayProto {
+	switch in.Classify(o) {
+	case jsvalue.KindArray:
+		if o.Prototype() != in.ArrayProto {
 			return false
 		}
 		n := int(o.Get("length").ToInteger())
 		for i := 0; i < n; i++ {
-			if !rl.jsonSafe(o.Get(itoa(i)), ancestors) {
+			if !jsonSafe(in, o.Get(jsvalue.Index(i)), ancestors) {
 				return false
 			}
 		}
 		return true
-	case kindPlain:
-		if o.Prototype() != rl.in.objectProto {
+	case jsvalue.KindPlain:
+		if o.Prototype() != in.ObjectProto {
 			return false
 		}
 		for _, k := range o.Keys() {
-			if !rl.jsonSafe(o.Get(k), ancestors) {
+			if !jsonSafe(in, o.Get(k), ancestors) {
 				return false
 			}
 		}

@@ -1,4 +1,4 @@
-package engine
+package jsvalue
 
 import (
 	"errors"
@@ -19,29 +19,20 @@ type funcPos struct {
 	line, column int
 }
 
-// funcMaker turns a captured function's source and free variables into a
-// live function in one runtime.
-type funcMaker interface {
-	// makeFunction makes the function with its variables' values; a
-	// variable marked self is the function itself.
-	makeFunction(source string, names []string, self []bool, vals []goja.Value, pos funcPos) (*goja.Object, error)
-	// makeCyclicFunction makes the function before its variables' values
-	// are known; setEnv gives them, once decoded.
-	makeCyclicFunction(source string, names []string, pos funcPos) (fn *goja.Object, setEnv func([]goja.Value) error, err error)
+// BlobResolver gives the value of a blob that a document refers to
+// (value.BlobRef), in one runtime.
+type BlobResolver interface {
+	// BlobValue returns the value of blob h, decoded in the runtime.
+	BlobValue(h blob.Hash) (goja.Value, error)
 }
 
-// blobResolver returns the decoded value of a blob in one runtime.
-type blobResolver interface {
-	blobValue(h blob.Hash) (goja.Value, error)
-}
-
-// decoder reads value documents into goja values of one runtime. It is used
+// Decoder reads value documents into goja values of one runtime. It is used
 // on the runtime's goroutine.
-type decoder struct {
+type Decoder struct {
 	rt    *goja.Runtime
-	in    *intrinsics
-	fns   funcMaker
-	blobs blobResolver
+	in    *Intrinsics
+	fns   *Functions
+	blobs BlobResolver
 	r     *cbor.Reader
 	objs  []goja.Value
 	lazy  []bool // objs[i] is an array not created yet
@@ -51,12 +42,16 @@ type decoder struct {
 	depth   int
 }
 
-func newDecoder(rt *goja.Runtime, in *intrinsics, fns funcMaker, blobs blobResolver) *decoder {
-	return &decoder{rt: rt, in: in, fns: fns, blobs: blobs}
+// NewDecoder returns a decoder into rt, whose built-ins are in. fns makes
+// the functions a document holds, blobs gives the values of the blobs it
+// refers to; either may be nil, and then a document holding such an item
+// does not decode.
+func NewDecoder(rt *goja.Runtime, in *Intrinsics, fns *Functions, blobs BlobResolver) *Decoder {
+	return &Decoder{rt: rt, in: in, fns: fns, blobs: blobs}
 }
 
-// decodeValue decodes one whole document.
-func (d *decoder) decodeValue(data []byte) (goja.Value, error) {
+// DecodeValue decodes one whole document.
+func (d *Decoder) DecodeValue(data []byte) (goja.Value, error) {
 	d.r = cbor.NewReader(data)
 	d.objs = d.objs[:0]
 	d.lazy = d.lazy[:0]
@@ -72,10 +67,10 @@ func (d *decoder) decodeValue(data []byte) (goja.Value, error) {
 	return v, nil
 }
 
-// decodeArgs decodes a document that must be an array and returns its
+// DecodeArgs decodes a document that must be an array and returns its
 // elements, for argument lists. The array itself is made only if something
 // inside refers to it.
-func (d *decoder) decodeArgs(data []byte) ([]goja.Value, error) {
+func (d *Decoder) DecodeArgs(data []byte) ([]goja.Value, error) {
 	d.r = cbor.NewReader(data)
 	d.objs = d.objs[:0]
 	d.lazy = d.lazy[:0]
@@ -98,13 +93,13 @@ func (d *decoder) decodeArgs(data []byte) ([]goja.Value, error) {
 	return items, nil
 }
 
-func (d *decoder) reserve(v goja.Value) int {
+func (d *Decoder) reserve(v goja.Value) int {
 	d.objs = append(d.objs, v)
 	d.lazy = append(d.lazy, false)
 	return len(d.objs) - 1
 }
 
-func (d *decoder) decode() (goja.Value, error) {
+func (d *Decoder) decode() (goja.Value, error) {
 	h, err := d.r.Next()
 	if err != nil {
 		return nil, err
@@ -161,15 +156,15 @@ func (d *decoder) decode() (goja.Value, error) {
 	}
 }
 
-func (d *decoder) enter() error {
+func (d *Decoder) enter() error {
 	d.depth++
-	if d.depth > maxNesting {
-		return d.r.Errorf("nested more than %d levels deep", maxNesting)
+	if d.depth > MaxNesting {
+		return d.r.Errorf("nested more than %d levels deep", MaxNesting)
 	}
 	return nil
 }
 
-func (d *decoder) array(n uint64) (goja.Value, error) {
+func (d *Decoder) array(n uint64) (goja.Value, error) {
 	items, idx, err := d.arrayItems(n)
 	if err != nil {
 		return nil, err
@@ -189,7 +184,7 @@ func (d *decoder) array(n uint64) (goja.Value, error) {
 // arrayItems decodes the n items of an array and returns them with the
 // array's object index. The array object is made only if an item refers to
 // it; then it is filled here, and d.objs[idx] holds it.
-func (d *decoder) arrayItems(n uint64) ([]goja.Value, int, error) {
+func (d *Decoder) arrayItems(n uint64) ([]goja.Value, int, error) {
 	if err := d.enter(); err != nil {
 		return nil, 0, err
 	}
@@ -211,7 +206,7 @@ func (d *decoder) arrayItems(n uint64) ([]goja.Value, int, error) {
 	if arr := d.objs[idx]; arr != nil {
 		o := arr.(*goja.Object)
 		for i, v := range items {
-			if err := o.Set(itoa(i), v); err != nil {
+			if err := o.Set(Index(i), v); err != nil {
 				return nil, 0, err
 			}
 		}
@@ -219,7 +214,7 @@ func (d *decoder) arrayItems(n uint64) ([]goja.Value, int, error) {
 	return items, idx, nil
 }
 
-func (d *decoder) object(n uint64) (goja.Value, error) {
+func (d *Decoder) object(n uint64) (goja.Value, error) {
 	if err := d.enter(); err != nil {
 		return nil, err
 	}
@@ -256,7 +251,7 @@ func (d *decoder) object(n uint64) (goja.Value, error) {
 }
 
 // key reads an object's property name: a text string, or a TagUTF16 one.
-func (d *decoder) key() (string, error) {
+func (d *Decoder) key() (string, error) {
 	h, err := d.r.Next()
 	if err != nil {
 		return "", err
@@ -282,7 +277,7 @@ func (d *decoder) key() (string, error) {
 }
 
 // str reads a string item: a text string, or a TagUTF16 one.
-func (d *decoder) str() (goja.Value, error) {
+func (d *Decoder) str() (goja.Value, error) {
 	h, err := d.r.Next()
 	if err != nil {
 		return nil, err
@@ -303,7 +298,7 @@ func (d *decoder) str() (goja.Value, error) {
 	return nil, d.r.Errorf("want a string, have major type %d", h.Major)
 }
 
-func (d *decoder) utf16() (goja.Value, error) {
+func (d *Decoder) utf16() (goja.Value, error) {
 	b, err := d.r.ByteString()
 	if err != nil {
 		return nil, err
@@ -315,7 +310,7 @@ func (d *decoder) utf16() (goja.Value, error) {
 	return goja.StringFromUTF16(units), nil
 }
 
-func (d *decoder) tagged(tag uint64) (goja.Value, error) {
+func (d *Decoder) tagged(tag uint64) (goja.Value, error) {
 	// Objects count as levels of nesting; BigInts, references, UTF-16
 	// strings and blob references do not (docs/values.md, Limits).
 	switch tag {
@@ -368,7 +363,7 @@ func (d *decoder) tagged(tag uint64) (goja.Value, error) {
 			return nil, d.r.Errorf("a date holds major type %d, not a number", h.Major)
 		}
 		ms := value.DateMillis(sec)
-		date, err := d.in.newDate(nil, d.rt.ToValue(ms))
+		date, err := d.in.NewDate(nil, d.rt.ToValue(ms))
 		if err != nil {
 			return nil, err
 		}
@@ -391,7 +386,7 @@ func (d *decoder) tagged(tag uint64) (goja.Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		re, err := d.in.newRegExp(nil, src, flags)
+		re, err := d.in.NewRegExp(nil, src, flags)
 		if err != nil {
 			return nil, d.r.Errorf("bad RegExp /%s/%s: %v", src, flags, err)
 		}
@@ -408,7 +403,7 @@ func (d *decoder) tagged(tag uint64) (goja.Value, error) {
 		if err := d.r.CheckCount(h.Arg, 1); err != nil {
 			return nil, err
 		}
-		set, err := d.in.newSet(nil)
+		set, err := d.in.NewSet(nil)
 		if err != nil {
 			return nil, err
 		}
@@ -418,7 +413,7 @@ func (d *decoder) tagged(tag uint64) (goja.Value, error) {
 			if err != nil {
 				return nil, err
 			}
-			if _, err := d.in.setAdd(set, v); err != nil {
+			if _, err := d.in.SetAdd(set, v); err != nil {
 				return nil, err
 			}
 		}
@@ -437,7 +432,7 @@ func (d *decoder) tagged(tag uint64) (goja.Value, error) {
 		if err := d.r.CheckCount(h.Arg, 2); err != nil {
 			return nil, err
 		}
-		m, err := d.in.newMap(nil)
+		m, err := d.in.NewMap(nil)
 		if err != nil {
 			return nil, err
 		}
@@ -451,7 +446,7 @@ func (d *decoder) tagged(tag uint64) (goja.Value, error) {
 			if err != nil {
 				return nil, err
 			}
-			if _, err := d.in.mapSet(m, k, v); err != nil {
+			if _, err := d.in.MapSet(m, k, v); err != nil {
 				return nil, err
 			}
 		}
@@ -477,7 +472,7 @@ func (d *decoder) tagged(tag uint64) (goja.Value, error) {
 		if d.blobs == nil {
 			return nil, fmt.Errorf("engine: value refers to blob %s, and no blobs are available", h.Short())
 		}
-		return d.blobs.blobValue(h)
+		return d.blobs.BlobValue(h)
 	case tag >= 64 && tag <= 87:
 		return d.typedArray(tag)
 	}
@@ -486,7 +481,7 @@ func (d *decoder) tagged(tag uint64) (goja.Value, error) {
 
 // typedArray decodes an RFC 8746 typed array: the view takes one index and
 // its buffer the next.
-func (d *decoder) typedArray(tag uint64) (goja.Value, error) {
+func (d *Decoder) typedArray(tag uint64) (goja.Value, error) {
 	kind, bigEndian, ok := value.TypedKindOfTag(tag)
 	if !ok {
 		return nil, d.r.Errorf("typed array tag %d is not supported", tag)
@@ -507,7 +502,7 @@ func (d *decoder) typedArray(tag uint64) (goja.Value, error) {
 	}
 	buf := d.rt.ToValue(d.rt.NewArrayBuffer(data))
 	d.objs[bi] = buf
-	ta, err := d.in.typedCtors[kind.String()](nil, buf)
+	ta, err := d.in.TypedCtors[kind.String()](nil, buf)
 	if err != nil {
 		return nil, err
 	}
@@ -515,7 +510,7 @@ func (d *decoder) typedArray(tag uint64) (goja.Value, error) {
 	return ta, nil
 }
 
-func (d *decoder) view() (goja.Value, error) {
+func (d *Decoder) view() (goja.Value, error) {
 	vi := d.reserve(nil)
 	h, err := d.r.Next()
 	if err != nil {
@@ -555,9 +550,9 @@ func (d *decoder) view() (goja.Value, error) {
 	}
 	var v *goja.Object
 	if kind == value.KindDataView {
-		v, err = d.in.newDataView(nil, bufo, d.rt.ToValue(off), d.rt.ToValue(n))
+		v, err = d.in.NewDataView(nil, bufo, d.rt.ToValue(off), d.rt.ToValue(n))
 	} else {
-		v, err = d.in.typedCtors[kind.String()](nil, bufo, d.rt.ToValue(off), d.rt.ToValue(n))
+		v, err = d.in.TypedCtors[kind.String()](nil, bufo, d.rt.ToValue(off), d.rt.ToValue(n))
 	}
 	if err != nil {
 		return nil, err
@@ -566,7 +561,7 @@ func (d *decoder) view() (goja.Value, error) {
 	return v, nil
 }
 
-func (d *decoder) errorObject() (goja.Value, error) {
+func (d *Decoder) errorObject() (goja.Value, error) {
 	h, err := d.r.Next()
 	if err != nil {
 		return nil, err
@@ -574,7 +569,7 @@ func (d *decoder) errorObject() (goja.Value, error) {
 	if h.Major != cbor.MajorMap || h.Arg > 4 {
 		return nil, d.r.Errorf("an Error holds a map of name, message, stack and cause")
 	}
-	e, err := d.in.errorCtors["Error"](nil)
+	e, err := d.in.ErrorCtors["Error"](nil)
 	if err != nil {
 		return nil, err
 	}
@@ -601,7 +596,7 @@ func (d *decoder) errorObject() (goja.Value, error) {
 				return nil, err
 			}
 			name := nv.String()
-			if proto, ok := d.in.errorProtos[name]; ok {
+			if proto, ok := d.in.ErrorProtos[name]; ok {
 				if name != "Error" {
 					if err := e.SetPrototype(proto); err != nil {
 						return nil, err
@@ -646,7 +641,7 @@ func (e *cycleError) Error() string { return "engine: cyclic function reference"
 // the factory sets. Slow path, when a free variable refers back to the
 // function in a deeper way (mutual recursion): make the function first,
 // with a setter for its variables, and decode them after.
-func (d *decoder) function() (goja.Value, error) {
+func (d *Decoder) function() (goja.Value, error) {
 	idx := d.reserve(nil)
 	h, err := d.r.Next()
 	if err != nil {
@@ -679,7 +674,7 @@ func (d *decoder) function() (goja.Value, error) {
 		if names[i], err = d.r.Text(); err != nil {
 			return nil, err
 		}
-		if err := d.r.Skip(maxNesting - d.depth); err != nil {
+		if err := d.r.Skip(MaxNesting - d.depth); err != nil {
 			return nil, err
 		}
 	}
@@ -763,7 +758,7 @@ func (d *decoder) function() (goja.Value, error) {
 
 // selfRef reports whether the next item is a reference to object idx, and
 // if so reads it.
-func (d *decoder) selfRef(idx int) bool {
+func (d *Decoder) selfRef(idx int) bool {
 	r := *d.r
 	h, err := r.Next()
 	if err != nil || h.Major != cbor.MajorTag || h.Arg != value.TagRef {

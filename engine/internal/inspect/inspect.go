@@ -1,4 +1,4 @@
-package engine
+package inspect
 
 import (
 	"math"
@@ -8,37 +8,40 @@ import (
 
 	"github.com/dop251/goja"
 	"github.com/dop251/goja/ftoa"
+	"github.com/riot-go/riot/engine/internal/jsvalue"
 )
 
-// inspectOptions tunes inspect. Zero values mean Node's defaults.
-type inspectOptions struct {
-	// depth is how many levels of nesting are shown before [Object];
+// Options tunes Inspect. Zero values mean Node's defaults.
+type Options struct {
+	// Depth is how many levels of nesting are shown before [Object];
 	// 0 means 2, as console.log does; negative means no limit.
-	depth int
-	// maxItems is how many array, Map or Set items are shown; 0 means 100.
-	maxItems int
-	// breakLength is the width past which an object is broken over lines;
+	Depth int
+	// MaxItems is how many array, Map or Set items are shown; 0 means 100.
+	MaxItems int
+	// BreakLength is the width past which an object is broken over lines;
 	// 0 means 80.
-	breakLength int
+	BreakLength int
 }
 
-// inspect formats a value as Node's util.inspect does (in its main points:
-// quoting, nesting depth, Maps and Sets, typed arrays, class names, circular
-// references, line breaking). It is what console.log prints for non-strings
-// and what riot-worker eval prints for results that are not JSON.
-func inspect(rl *realm, v goja.Value, opts inspectOptions) string {
-	if opts.depth == 0 {
-		opts.depth = 2
+// Inspect formats a value of rt (whose built-ins are js) as Node's
+// util.inspect does (in its main points: quoting, nesting depth, Maps and
+// Sets, typed arrays, class names, circular references, line breaking).
+// It is what console.log prints for non-strings and what riot-worker eval
+// prints for results that are not JSON. A getter that throws gives
+// "[inspect: ...]".
+func Inspect(rt *goja.Runtime, js *jsvalue.Intrinsics, v goja.Value, opts Options) string {
+	if opts.Depth == 0 {
+		opts.Depth = 2
 	}
-	if opts.maxItems == 0 {
-		opts.maxItems = 100
+	if opts.MaxItems == 0 {
+		opts.MaxItems = 100
 	}
-	if opts.breakLength == 0 {
-		opts.breakLength = 80
+	if opts.BreakLength == 0 {
+		opts.BreakLength = 80
 	}
-	in := &inspector{rl: rl, opts: opts, refs: make(map[*goja.Object]int)}
+	in := &inspector{rt: rt, js: js, opts: opts, refs: make(map[*goja.Object]int)}
 	var out string
-	if ex := rl.rt.Try(func() { out = in.value(v, 0, true) }); ex != nil {
+	if ex := rt.Try(func() { out = in.value(v, 0, true) }); ex != nil {
 		return "[inspect: " + ex.Error() + "]"
 	}
 	return out
@@ -49,14 +52,16 @@ type inspector struct {
 	// (0 for a primitive): Node puts an object on one line only when it
 	// holds at most three levels and fits in breakLength.
 	nest    int
-	rl      *realm
-	opts    inspectOptions
+	rt      *goja.Runtime
+	js      *jsvalue.Intrinsics
+	opts    Options
 	stack   []*goja.Object
 	refs    map[*goja.Object]int // circular targets and their numbers
 	nextRef int
 }
 
-func formatNumber(f float64) string {
+// FormatNumber writes a number as JavaScript does, -0 as "-0".
+func FormatNumber(f float64) string {
 	if f == 0 && math.Signbit(f) {
 		return "-0"
 	}
@@ -64,9 +69,9 @@ func formatNumber(f float64) string {
 	return string(ftoa.FToStr(f, ftoa.ModeStandard, 0, buf[:0]))
 }
 
-// quote writes a string as Node does inside objects: single quotes, unless
+// Quote writes a string as Node does inside objects: single quotes, unless
 // the string holds some and no double quotes.
-func quote(s string) string {
+func Quote(s string) string {
 	q := byte('\'')
 	if strings.IndexByte(s, '\'') >= 0 && strings.IndexByte(s, '"') < 0 {
 		q = '"'
@@ -98,10 +103,10 @@ func quote(s string) string {
 }
 
 func propertyKey(k string) string {
-	if isIdentifier(k) {
+	if jsvalue.IsIdentifier(k) {
 		return k
 	}
-	return quote(k)
+	return Quote(k)
 }
 
 func (in *inspector) value(v goja.Value, level int, top bool) string {
@@ -112,9 +117,9 @@ func (in *inspector) value(v goja.Value, level int, top bool) string {
 	case goja.IsNull(v):
 		return "null"
 	case goja.IsString(v):
-		return quote(v.String())
+		return Quote(v.String())
 	case goja.IsNumber(v):
-		return formatNumber(v.ToFloat())
+		return FormatNumber(v.ToFloat())
 	case goja.IsBigInt(v):
 		return v.String() + "n"
 	}
@@ -148,67 +153,65 @@ func (in *inspector) value(v goja.Value, level int, top bool) string {
 }
 
 func (in *inspector) tooDeep(level int) bool {
-	return in.opts.depth >= 0 && level > in.opts.depth
+	return in.opts.Depth >= 0 && level > in.opts.Depth
 }
 
 func (in *inspector) object(o *goja.Object, level int, deepest *int) string {
-	rl := in.rl
-	switch rl.in.classify(o) {
-	case kindFunction:
+	switch in.js.Classify(o) {
+	case jsvalue.KindFunction:
 		return in.function(o)
-	case kindArray:
+	case jsvalue.KindArray:
 		if in.tooDeep(level) {
 			*deepest = -1 // shown as [Name], which nests nothing
 			return "[Array]"
 		}
 		n := int(o.Get("length").ToInteger())
-		items := make([]string, 0, min(n, in.opts.maxItems)+1)
-		for i := 0; i < n && i < in.opts.maxItems; i++ {
-			items = append(items, in.child(o.Get(itoa(i)), level+1, deepest))
+		items := make([]string, 0, min(n, in.opts.MaxItems)+1)
+		for i := 0; i < n && i < in.opts.MaxItems; i++ {
+			items = append(items, in.child(o.Get(jsvalue.Index(i)), level+1, deepest))
 		}
-		if n > in.opts.maxItems {
-			items = append(items, "... "+strconv.Itoa(n-in.opts.maxItems)+" more item"+plural(n-in.opts.maxItems))
+		if n > in.opts.MaxItems {
+			items = append(items, "... "+strconv.Itoa(n-in.opts.MaxItems)+" more item"+plural(n-in.opts.MaxItems))
 		}
 		prefix := ""
-		if p := o.Prototype(); p != rl.in.arrayProto {
+		if p := o.Prototype(); p != in.js.ArrayProto {
 			prefix = in.className(o, "Array") + "(" + strconv.Itoa(n) + ") "
 		}
 		return in.reduce(prefix+"[", "]", items, level, *deepest, in.grouping(o, n))
-	case kindDate:
-		ms, err := rl.in.dateGetTime(o)
+	case jsvalue.KindDate:
+		ms, err := in.js.DateGetTime(o)
 		if err != nil || math.IsNaN(ms.ToFloat()) {
 			return "Invalid Date"
 		}
 		return time.UnixMilli(int64(ms.ToFloat())).UTC().Format("2006-01-02T15:04:05.000Z")
-	case kindRegExp:
-		src, _ := rl.in.regexpSource(o)
-		flags, _ := rl.in.regexpFlags(o)
-		return "/" + safeString(src) + "/" + safeString(flags)
-	case kindError:
-		stack := normalizeStack(safeString(o.Get("stack")))
+	case jsvalue.KindRegExp:
+		src, _ := in.js.RegExpSource(o)
+		flags, _ := in.js.RegExpFlags(o)
+		return "/" + SafeString(src) + "/" + SafeString(flags)
+	case jsvalue.KindError:
+		stack := NormalizeStack(SafeString(o.Get("stack")))
 		if stack == "" {
-			stack = safeString(o.Get("name")) + ": " + safeString(o.Get("message"))
+			stack = SafeString(o.Get("name")) + ": " + SafeString(o.Get("message"))
 		}
 		if level > 0 {
 			return "[" + strings.SplitN(stack, "\n", 2)[0] + "]"
 		}
 		return stack
-	case kindBoxed:
-		inner := rl.in.unbox(rl.rt, o)
+	case jsvalue.KindBoxed:
+		inner := in.js.Unbox(in.rt, o)
 		name := o.ClassName()
 		if goja.IsBigInt(inner) {
 			name = "BigInt"
 		}
 		return "[" + name + ": " + in.value(inner, level, false) + "]"
-	case kindMap, kindSet:
-		isMap := rl.in.classify(o) == kindMap
+	case jsvalue.KindMap, jsvalue.KindSet:
+		isMap := in.js.Classify(o) == jsvalue.KindMap
 		name := in.className(o, map[bool]string{true: "Map", false: "Set"}[isMap])
-		enc := &encoder{rt: rl.rt, in: rl.in}
-		forEach := rl.in.setForEach
+		forEach := in.js.SetForEach
 		if isMap {
-			forEach = rl.in.mapForEach
+			forEach = in.js.MapForEach
 		}
-		kv, err := enc.entries(forEach, o)
+		kv, err := jsvalue.Entries(in.rt, forEach, o)
 		if err != nil {
 			return "[" + name + "]"
 		}
@@ -218,19 +221,19 @@ func (in *inspector) object(o *goja.Object, level int, deepest *int) string {
 			*deepest = -1 // shown as [Name], which nests nothing
 			return "[" + name + "]"
 		}
-		items := make([]string, 0, min(count, in.opts.maxItems)+1)
-		for i := 0; i < len(kv) && i/2 < in.opts.maxItems; i += 2 {
+		items := make([]string, 0, min(count, in.opts.MaxItems)+1)
+		for i := 0; i < len(kv) && i/2 < in.opts.MaxItems; i += 2 {
 			if isMap {
 				items = append(items, in.child(kv[i], level+1, deepest)+" => "+in.child(kv[i+1], level+1, deepest))
 			} else {
 				items = append(items, in.child(kv[i], level+1, deepest))
 			}
 		}
-		if count > in.opts.maxItems {
-			items = append(items, "... "+strconv.Itoa(count-in.opts.maxItems)+" more item"+plural(count-in.opts.maxItems))
+		if count > in.opts.MaxItems {
+			items = append(items, "... "+strconv.Itoa(count-in.opts.MaxItems)+" more item"+plural(count-in.opts.MaxItems))
 		}
 		return head + in.wrap("{", "}", items, level, *deepest)
-	case kindArrayBuffer:
+	case jsvalue.KindArrayBuffer:
 		data := o.Export().(goja.ArrayBuffer).Bytes()
 		var hex []string
 		for i, c := range data {
@@ -241,30 +244,30 @@ func (in *inspector) object(o *goja.Object, level int, deepest *int) string {
 			hex = append(hex, strconv.FormatInt(int64(c)+0x100, 16)[1:])
 		}
 		return "ArrayBuffer { [Uint8Contents]: <" + strings.Join(hex, " ") + ">, byteLength: " + strconv.Itoa(len(data)) + " }"
-	case kindTyped, kindDataView:
+	case jsvalue.KindTyped, jsvalue.KindDataView:
 		name := "DataView"
-		if n, ok := rl.in.typedName(o); ok {
+		if n, ok := in.js.TypedName(o); ok {
 			name = n
 		}
 		if name == "DataView" {
-			bl, _ := rl.in.viewLength(o)
-			off, _ := rl.in.viewOffset(o)
-			return "DataView { byteLength: " + safeString(bl) + ", byteOffset: " + safeString(off) + " }"
+			bl, _ := in.js.ViewLength(o)
+			off, _ := in.js.ViewOffset(o)
+			return "DataView { byteLength: " + SafeString(bl) + ", byteOffset: " + SafeString(off) + " }"
 		}
 		n := int(o.Get("length").ToInteger())
 		if in.tooDeep(level) {
 			*deepest = -1 // shown as [Name], which nests nothing
 			return "[" + name + "]"
 		}
-		items := make([]string, 0, min(n, in.opts.maxItems)+1)
-		for i := 0; i < n && i < in.opts.maxItems; i++ {
-			items = append(items, in.child(o.Get(itoa(i)), level+1, deepest))
+		items := make([]string, 0, min(n, in.opts.MaxItems)+1)
+		for i := 0; i < n && i < in.opts.MaxItems; i++ {
+			items = append(items, in.child(o.Get(jsvalue.Index(i)), level+1, deepest))
 		}
-		if n > in.opts.maxItems {
-			items = append(items, "... "+strconv.Itoa(n-in.opts.maxItems)+" more item"+plural(n-in.opts.maxItems))
+		if n > in.opts.MaxItems {
+			items = append(items, "... "+strconv.Itoa(n-in.opts.MaxItems)+" more item"+plural(n-in.opts.MaxItems))
 		}
 		return in.reduce(name+"("+strconv.Itoa(n)+") [", "]", items, level, *deepest, in.grouping(o, n))
-	case kindPromise:
+	case jsvalue.KindPromise:
 		p := o.Export().(*goja.Promise)
 		switch p.State() {
 		case goja.PromiseStatePending:
@@ -273,11 +276,11 @@ func (in *inspector) object(o *goja.Object, level int, deepest *int) string {
 			return "Promise { <rejected> " + in.value(p.Result(), level+1, false) + " }"
 		}
 		return "Promise { " + in.value(p.Result(), level+1, false) + " }"
-	case kindProxy:
+	case jsvalue.KindProxy:
 		return "[Proxy]"
-	case kindWeakMap:
+	case jsvalue.KindWeakMap:
 		return "WeakMap { <items unknown> }"
-	case kindWeakSet:
+	case jsvalue.KindWeakSet:
 		return "WeakSet { <items unknown> }"
 	}
 	name := in.className(o, "Object")
@@ -306,8 +309,8 @@ func (in *inspector) object(o *goja.Object, level int, deepest *int) string {
 // grouping says how an array's first items are grouped: right-aligned when
 // they are all numbers or bigints.
 func (in *inspector) grouping(o *goja.Object, n int) grouping {
-	for i := 0; i < n && i < in.opts.maxItems; i++ {
-		v := o.Get(itoa(i))
+	for i := 0; i < n && i < in.opts.MaxItems; i++ {
+		v := o.Get(jsvalue.Index(i))
 		if !goja.IsNumber(v) && !goja.IsBigInt(v) {
 			return groupPadEnd
 		}
@@ -326,14 +329,14 @@ func (in *inspector) className(o *goja.Object, def string) string {
 	if !ok {
 		return def
 	}
-	if n := safeString(c.Get("name")); n != "" {
+	if n := SafeString(c.Get("name")); n != "" {
 		return n
 	}
 	return def
 }
 
 func (in *inspector) function(o *goja.Object) string {
-	name := safeString(o.Get("name"))
+	name := SafeString(o.Get("name"))
 	src := o.String()
 	kind := "Function"
 	switch {
@@ -396,7 +399,7 @@ func (in *inspector) reduce(open, closing string, items []string, level, deepest
 				multi = true
 			}
 		}
-		if !multi && total <= in.opts.breakLength {
+		if !multi && total <= in.opts.BreakLength {
 			return open + " " + strings.Join(output, ", ") + " " + closing
 		}
 	}
@@ -417,14 +420,14 @@ func (in *inspector) group(output []string, level int, padStart bool) []string {
 		maxLen = max(maxLen, len(it))
 	}
 	actualMax := maxLen + separatorSpace
-	if !(actualMax*3+level*2 < in.opts.breakLength && (float64(total)/float64(actualMax) > 5 || maxLen <= 6)) {
+	if !(actualMax*3+level*2 < in.opts.BreakLength && (float64(total)/float64(actualMax) > 5 || maxLen <= 6)) {
 		return output
 	}
 	averageBias := math.Sqrt(float64(actualMax) - float64(total)/float64(len(output)))
 	biasedMax := math.Max(float64(actualMax)-3-averageBias, 1)
 	columns := min(
 		int(math.Round(math.Sqrt(2.5*biasedMax*float64(n))/biasedMax)),
-		(in.opts.breakLength-level*2)/actualMax,
+		(in.opts.BreakLength-level*2)/actualMax,
 		3*4,
 		15,
 	)

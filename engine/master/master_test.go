@@ -1,9 +1,10 @@
-package engine
+package master
 
 import (
 	"bytes"
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -335,4 +336,26 @@ func TestMaster_Cancel(t *testing.T) {
 		}
 	`)
 	assert.Equal(t, "2 true true\ntrue canceled workunit ID failed: AbortError: canceled by me\n0 0\nTypeError riot.cancel: 'nope' is not a workunit id\n", out)
+}
+
+// panicConn is a Conn whose Submit panics.
+type panicConn struct{ Conn }
+
+func (panicConn) Submit(*workunit.Spec, WorkOptions) Submission { panic("submit: a bug") }
+
+// A Go panic on the script's goroutine fails the script; it does not reach
+// RunScript's caller.
+func TestMaster_PanicIsAnError(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.js"), []byte("try { riot.doWork(() => 1) } catch (e) { console.log('caught') }"), 0o644))
+	ft := newFakeTracker(t, false)
+	conn, err := ft.connect(context.Background(), "localhost", 0, "")
+	require.NoError(t, err)
+	var stdout bytes.Buffer
+	err = RunScript(context.Background(), ScriptOptions{Path: filepath.Join(dir, "main.js"), Conn: panicConn{conn},
+		Stdout: &stdout, Logger: slog.New(slog.DiscardHandler)})
+	require.Error(t, err)
+	assert.Equal(t, "engine: job script: panic: submit: a bug", err.Error())
+	assert.Empty(t, stdout.String(), "a Go panic is not a JavaScript exception")
 }

@@ -1,10 +1,11 @@
-package engine
+package master
 
 import (
 	"context"
 	"time"
 
 	"github.com/riot-go/riot/blob"
+	"github.com/riot-go/riot/engine"
 	"github.com/riot-go/riot/workunit"
 )
 
@@ -84,7 +85,7 @@ type Outcome struct {
 	// set.
 	Err *workunit.Error
 	// Console is the workunit's console output, when it was just run.
-	Console []ConsoleLine
+	Console []engine.ConsoleLine
 	// LastChange is when its status last changed.
 	LastChange time.Time
 }

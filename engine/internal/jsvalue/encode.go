@@ -1,4 +1,4 @@
-package engine
+package jsvalue
 
 import (
 	"errors"
@@ -16,9 +16,9 @@ import (
 	"github.com/riot-go/riot/value"
 )
 
-// maxNesting bounds how deep the codec follows nested values, on both
+// MaxNesting bounds how deep the codec follows nested values, on both
 // sides, so that neither recursion can exhaust the Go stack.
-const maxNesting = 10000
+const MaxNesting = 10000
 
 // CapturedFunc is a function that a master can send: its source, the names
 // and current values of its free variables, and where it starts in its file.
@@ -31,36 +31,39 @@ type CapturedFunc struct {
 	Line, Column int
 }
 
-// encodeOptions says how the codec encodes one value document.
-type encodeOptions struct {
-	// root names the value in error paths: "result", "args".
-	root string
-	// dest ends the message for a value that cannot be sent: "to a
+// EncodeOptions says how the codec encodes one value document.
+type EncodeOptions struct {
+	// Root names the value in error paths: "result", "args".
+	Root string
+	// Dest ends the message for a value that cannot be sent: "to a
 	// worker", "back to the master".
-	dest string
-	// capture, when set, gives the source and free variables of a
+	Dest string
+	// Capture, when set, gives the source and free variables of a
 	// function so that it can be sent; otherwise functions cannot be.
-	capture func(*goja.Object) (*CapturedFunc, error)
-	// limit bounds the encoding's size in bytes; 0 means no bound.
-	limit int
-	// blob, when set, may store an argument or a captured variable's
+	Capture func(*goja.Object) (*CapturedFunc, error)
+	// Limit bounds the encoding's size in bytes; 0 means no bound.
+	Limit int
+	// Blob, when set, may store an argument or a captured variable's
 	// value as a blob of its own: it returns the blob's hash and true, or
-	// false to encode the value in place (master.go).
-	blob func(*goja.Object) (blob.Hash, bool, error)
+	// false to encode the value in place (the master's blob hook).
+	Blob func(*goja.Object) (blob.Hash, bool, error)
 }
 
-// errTooLarge is returned (wrapped) when an encoding passes its limit.
-var errTooLarge = errors.New("engine: value too large")
+// ErrTooLarge is returned (wrapped) when an encoding passes its limit.
+var ErrTooLarge = errors.New("engine: value too large")
 
-// unsendableError is a value that cannot be encoded, with the path to it.
-type unsendableError struct {
+// UnsendableError is a value that cannot be encoded, with the path to it.
+type UnsendableError struct {
 	steps []string // innermost first
-	msg   string
+	// Msg says what cannot be sent: "a symbol cannot be sent to a worker".
+	Msg string
 }
 
-func (e *unsendableError) Error() string { return e.msg }
+func (e *UnsendableError) Error() string { return e.Msg }
 
-func (e *unsendableError) path(root string) string {
+// Path returns the path from the value named root to the value that
+// cannot be sent: "result.a[1]", "args[0]<Map value #2>".
+func (e *UnsendableError) Path(root string) string {
 	var b strings.Builder
 	b.WriteString(root)
 	for i := len(e.steps) - 1; i >= 0; i-- {
@@ -70,20 +73,22 @@ func (e *unsendableError) path(root string) string {
 }
 
 func withStep(err error, step string) error {
-	if u, ok := err.(*unsendableError); ok {
+	if u, ok := err.(*UnsendableError); ok {
 		u.steps = append(u.steps, step)
 	}
 	return err
 }
 
 func keyStep(k string) string {
-	if isIdentifier(k) {
+	if IsIdentifier(k) {
 		return "." + k
 	}
 	return "[" + strconv.Quote(k) + "]"
 }
 
-func isIdentifier(s string) bool {
+// IsIdentifier reports whether s can be written as a JavaScript
+// identifier: letters, digits, _ and $, not starting with a digit.
+func IsIdentifier(s string) bool {
 	if s == "" {
 		return false
 	}
@@ -98,13 +103,13 @@ func isIdentifier(s string) bool {
 	return true
 }
 
-// encoder writes goja values as value documents (docs/values.md). It is used
+// Encoder writes goja values as value documents (docs/values.md). It is used
 // by one goroutine, on the runtime's goroutine, and may run user code
 // (getters), so callers run it inside Runtime.Try.
-type encoder struct {
+type Encoder struct {
 	rt    *goja.Runtime
-	in    *intrinsics
-	opts  encodeOptions
+	in    *Intrinsics
+	opts  EncodeOptions
 	w     cbor.Writer
 	seen  map[*goja.Object]uint64
 	next  uint64
@@ -117,23 +122,24 @@ type encoder struct {
 	blobs []blob.Hash
 }
 
-// encMark is a point in an encoding to return to.
-type encMark struct {
+// Mark is a point in an encoding to return to.
+type Mark struct {
 	len  int
 	next uint64
 	log  int
 	blob int
 }
 
-// mark returns the current point of the encoding. Encoding more and then
-// calling rollback(mark) undoes it: a master encodes a function once and
+// Mark returns the current point of the encoding. Encoding more and then
+// calling Rollback(mark) undoes it: a master encodes a function once and
 // each forWork item after it.
-func (e *encoder) mark() encMark {
+func (e *Encoder) Mark() Mark {
 	e.logging = true
-	return encMark{len: e.w.Len(), next: e.next, log: len(e.log), blob: len(e.blobs)}
+	return Mark{len: e.w.Len(), next: e.next, log: len(e.log), blob: len(e.blobs)}
 }
 
-func (e *encoder) rollback(m encMark) {
+// Rollback returns the encoding to m.
+func (e *Encoder) Rollback(m Mark) {
 	e.w.Truncate(m.len)
 	for _, o := range e.log[m.log:] {
 		delete(e.seen, o)
@@ -144,7 +150,7 @@ func (e *encoder) rollback(m encMark) {
 }
 
 // begin starts a new document.
-func (e *encoder) begin() {
+func (e *Encoder) begin() {
 	e.w.Reset()
 	e.seen = nil
 	e.next = 0
@@ -153,21 +159,21 @@ func (e *encoder) begin() {
 	e.blobs = e.blobs[:0]
 }
 
-// beginArgs starts a document that is an array of n items made in Go (an
+// BeginArgs starts a document that is an array of n items made in Go (an
 // argument list): the array takes object index 0, as decoders count it.
-func (e *encoder) beginArgs(n int) {
+func (e *Encoder) BeginArgs(n int) {
 	e.begin()
 	e.w.ArrayHeader(n)
 	e.next++
 }
 
-// valueOrBlob encodes an argument or a captured variable's value, as a
+// ValueOrBlob encodes an argument or a captured variable's value, as a
 // blob reference when the blob hook takes it.
-func (e *encoder) valueOrBlob(v goja.Value) error {
-	if o, ok := v.(*goja.Object); ok && e.opts.blob != nil {
+func (e *Encoder) ValueOrBlob(v goja.Value) error {
+	if o, ok := v.(*goja.Object); ok && e.opts.Blob != nil {
 		if _, seen := e.seen[o]; !seen {
 			if _, fn := goja.AssertFunction(o); !fn {
-				h, ok, err := e.opts.blob(o)
+				h, ok, err := e.opts.Blob(o)
 				if err != nil {
 					return err
 				}
@@ -180,40 +186,41 @@ func (e *encoder) valueOrBlob(v goja.Value) error {
 			}
 		}
 	}
-	return e.encode(v)
+	return e.Encode(v)
 }
 
-func newEncoder(rt *goja.Runtime, in *intrinsics, opts encodeOptions) *encoder {
-	return &encoder{rt: rt, in: in, opts: opts}
+// NewEncoder returns an encoder of values of rt, whose built-ins are in.
+func NewEncoder(rt *goja.Runtime, in *Intrinsics, opts EncodeOptions) *Encoder {
+	return &Encoder{rt: rt, in: in, opts: opts}
 }
 
-// encodeValue encodes v as one document and returns its bytes (owned by
-// the caller). A value that cannot be sent is a *unsendableError; one too
-// large wraps errTooLarge.
-func (e *encoder) encodeValue(v goja.Value) ([]byte, error) {
+// EncodeValue encodes v as one document and returns its bytes, which are
+// the encoder's until it is used again. A value that cannot be sent is an
+// *UnsendableError; one too large wraps ErrTooLarge.
+func (e *Encoder) EncodeValue(v goja.Value) ([]byte, error) {
 	e.begin()
-	if err := e.encode(v); err != nil {
+	if err := e.Encode(v); err != nil {
 		return nil, err
 	}
 	return e.w.Bytes(), nil
 }
 
-func (e *encoder) unsendable(what string) error {
-	dest := e.opts.dest
+func (e *Encoder) unsendable(what string) error {
+	dest := e.opts.Dest
 	if dest == "" {
 		dest = "to a worker"
 	}
-	return &unsendableError{msg: what + " cannot be sent " + dest}
+	return &UnsendableError{Msg: what + " cannot be sent " + dest}
 }
 
-func (e *encoder) checkLimit() error {
-	if e.opts.limit > 0 && e.w.Len() > e.opts.limit {
-		return errTooLarge
+func (e *Encoder) checkLimit() error {
+	if e.opts.Limit > 0 && e.w.Len() > e.opts.Limit {
+		return ErrTooLarge
 	}
 	return nil
 }
 
-func (e *encoder) register(o *goja.Object) {
+func (e *Encoder) register(o *goja.Object) {
 	if e.seen == nil {
 		e.seen = make(map[*goja.Object]uint64)
 	}
@@ -224,7 +231,20 @@ func (e *encoder) register(o *goja.Object) {
 	}
 }
 
-func (e *encoder) encode(v goja.Value) error {
+// Bytes returns the document encoded so far: the encoder's until it is
+// used again.
+func (e *Encoder) Bytes() []byte { return e.w.Bytes() }
+
+// Blobs returns the blobs the document refers to, in order: the encoder's
+// until it is used again.
+func (e *Encoder) Blobs() []blob.Hash { return e.blobs }
+
+// Int appends an integer item, as a Go-made argument.
+func (e *Encoder) Int(n int64) { e.w.Int(n) }
+
+// Encode appends v to the document, as an item of an argument list begun
+// with BeginArgs.
+func (e *Encoder) Encode(v goja.Value) error {
 	switch {
 	case v == nil || goja.IsUndefined(v):
 		e.w.Simple(cbor.SimpleUndefined)
@@ -263,7 +283,7 @@ func (e *encoder) encode(v goja.Value) error {
 
 // string writes a JavaScript string, keeping lone surrogates, which Go's
 // conversion would turn into U+FFFD.
-func (e *encoder) string(v goja.Value) {
+func (e *Encoder) string(v goja.Value) {
 	s := v.String()
 	if strings.IndexRune(s, utf8.RuneError) < 0 {
 		e.w.Text(s)
@@ -281,7 +301,7 @@ func (e *encoder) string(v goja.Value) {
 	value.WriteUTF16(&e.w, units)
 }
 
-func (e *encoder) ref(o *goja.Object) bool {
+func (e *Encoder) ref(o *goja.Object) bool {
 	if idx, ok := e.seen[o]; ok {
 		e.w.Tag(value.TagRef)
 		e.w.Head(cbor.MajorUint, idx)
@@ -290,130 +310,38 @@ func (e *encoder) ref(o *goja.Object) bool {
 	return false
 }
 
-// objectKind is what kind of object a value is, as structured clone sees it.
-type objectKind uint8
-
-const (
-	kindPlain objectKind = iota
-	kindFunction
-	kindArray
-	kindDate
-	kindRegExp
-	kindError
-	kindBoxed // new String(...), new Number(...), new Boolean(...)
-	kindMap
-	kindSet
-	kindArrayBuffer
-	kindTyped
-	kindDataView
-	kindPromise
-	kindProxy
-	kindWeakMap
-	kindWeakSet
-)
-
-// classify tells an object's kind from its internal class and export type,
-// which scripts cannot change, and for DataViews and weak collections from
-// the prototype they were made with.
-func (in *intrinsics) classify(o *goja.Object) objectKind {
-	if _, ok := goja.AssertFunction(o); ok {
-		return kindFunction
-	}
-	switch o.ClassName() {
-	case "Array":
-		return kindArray
-	case "Date":
-		return kindDate
-	case "RegExp":
-		return kindRegExp
-	case "Error":
-		return kindError
-	case "String", "Number", "Boolean":
-		return kindBoxed
-	}
-	switch t := o.ExportType(); t {
-	case typeMapExport:
-		return kindMap
-	case typeSetExport:
-		return kindSet
-	case typeArrayBuffer:
-		return kindArrayBuffer
-	case typePromiseExport:
-		return kindPromise
-	case typeProxyExport:
-		return kindProxy
-	case typeBigIntExport:
-		return kindBoxed
-	default:
-		if t != nil && t.Kind() == reflect.Slice {
-			if _, ok := in.typedName(o); ok {
-				return kindTyped
-			}
-		}
-	}
-	switch o.Prototype() {
-	case in.dataViewProto:
-		if _, err := in.viewBuffer(o); err == nil {
-			return kindDataView
-		}
-	case in.weakMapProto:
-		return kindWeakMap
-	case in.weakSetProto:
-		return kindWeakSet
-	}
-	return kindPlain
-}
-
-// unbox returns the primitive inside a boxed primitive.
-func (in *intrinsics) unbox(rt *goja.Runtime, o *goja.Object) goja.Value {
-	if o.ClassName() == "String" {
-		if v, err := in.stringValueOf(o); err == nil {
-			return v
-		}
-	}
-	return rt.ToValue(o.Export())
-}
-
-func (in *intrinsics) typedName(o *goja.Object) (string, bool) {
-	v, err := in.typedArrayTag(o)
-	if err != nil || v == nil || goja.IsUndefined(v) {
-		return "", false
-	}
-	return v.String(), true
-}
-
-func (e *encoder) object(o *goja.Object) error {
+func (e *Encoder) object(o *goja.Object) error {
 	if e.ref(o) {
 		return nil
 	}
-	if e.depth >= maxNesting {
-		return &unsendableError{msg: "a value nested more than " + strconv.Itoa(maxNesting) + " levels deep cannot be sent"}
+	if e.depth >= MaxNesting {
+		return &UnsendableError{Msg: "a value nested more than " + strconv.Itoa(MaxNesting) + " levels deep cannot be sent"}
 	}
 	e.depth++
 	defer func() { e.depth-- }()
 	if err := e.checkLimit(); err != nil {
 		return err
 	}
-	switch e.in.classify(o) {
-	case kindFunction:
+	switch e.in.Classify(o) {
+	case KindFunction:
 		return e.function(o)
-	case kindArray:
+	case KindArray:
 		return e.array(o)
-	case kindDate:
+	case KindDate:
 		e.register(o)
-		ms, err := e.in.dateGetTime(o)
+		ms, err := e.in.DateGetTime(o)
 		if err != nil {
 			return err
 		}
 		e.date(ms.ToFloat())
 		return nil
-	case kindRegExp:
+	case KindRegExp:
 		e.register(o)
-		src, err := e.in.regexpSource(o)
+		src, err := e.in.RegExpSource(o)
 		if err != nil {
 			return err
 		}
-		flags, err := e.in.regexpFlags(o)
+		flags, err := e.in.RegExpFlags(o)
 		if err != nil {
 			return err
 		}
@@ -422,63 +350,63 @@ func (e *encoder) object(o *goja.Object) error {
 		e.string(src)
 		e.string(flags)
 		return nil
-	case kindError:
+	case KindError:
 		return e.error(o)
-	case kindBoxed:
+	case KindBoxed:
 		// Boxed primitives travel as their primitive.
-		return e.encode(e.in.unbox(e.rt, o))
-	case kindMap:
+		return e.Encode(e.in.Unbox(e.rt, o))
+	case KindMap:
 		return e.mapObject(o)
-	case kindSet:
+	case KindSet:
 		return e.setObject(o)
-	case kindArrayBuffer:
+	case KindArrayBuffer:
 		e.register(o)
 		e.w.ByteString(o.Export().(goja.ArrayBuffer).Bytes())
 		return e.checkLimit()
-	case kindTyped:
-		name, _ := e.in.typedName(o)
+	case KindTyped:
+		name, _ := e.in.TypedName(o)
 		return e.typed(o, name)
-	case kindDataView:
+	case KindDataView:
 		return e.dataView(o)
-	case kindPromise:
+	case KindPromise:
 		return e.unsendable("a Promise")
-	case kindProxy:
+	case KindProxy:
 		return e.unsendable("a Proxy")
-	case kindWeakMap:
+	case KindWeakMap:
 		return e.unsendable("a WeakMap")
-	case kindWeakSet:
+	case KindWeakSet:
 		return e.unsendable("a WeakSet")
 	}
 	return e.plainObject(o)
 }
 
-func (e *encoder) array(o *goja.Object) error {
+func (e *Encoder) array(o *goja.Object) error {
 	e.register(o)
 	n := int(o.Get("length").ToInteger())
 	e.w.ArrayHeader(n)
 	for i := 0; i < n; i++ {
-		v := o.Get(itoa(i))
-		if err := e.encode(v); err != nil {
+		v := o.Get(Index(i))
+		if err := e.Encode(v); err != nil {
 			return withStep(err, "["+strconv.Itoa(i)+"]")
 		}
 	}
 	return nil
 }
 
-func (e *encoder) plainObject(o *goja.Object) error {
+func (e *Encoder) plainObject(o *goja.Object) error {
 	e.register(o)
 	keys := o.Keys()
 	e.w.MapHeader(len(keys))
 	for _, k := range keys {
 		e.w.String(k)
-		if err := e.encode(o.Get(k)); err != nil {
+		if err := e.Encode(o.Get(k)); err != nil {
 			return withStep(err, keyStep(k))
 		}
 	}
 	return nil
 }
 
-func (e *encoder) date(ms float64) {
+func (e *Encoder) date(ms float64) {
 	e.w.Tag(value.TagEpochTime)
 	if !math.IsNaN(ms) && math.Mod(ms, 1000) == 0 {
 		e.w.Int(int64(ms / 1000))
@@ -487,7 +415,7 @@ func (e *encoder) date(ms float64) {
 	e.w.Float64(ms / 1000)
 }
 
-func (e *encoder) error(o *goja.Object) error {
+func (e *Encoder) error(o *goja.Object) error {
 	e.register(o)
 	name, msg, stack := o.Get("name"), o.Get("message"), o.Get("stack")
 	cause, hasCause := ownProperty(o, "cause")
@@ -510,7 +438,7 @@ func (e *encoder) error(o *goja.Object) error {
 	}
 	if hasCause {
 		e.w.Text("cause")
-		if err := e.encode(cause); err != nil {
+		if err := e.Encode(cause); err != nil {
 			return withStep(err, ".cause")
 		}
 	}
@@ -526,9 +454,12 @@ func ownProperty(o *goja.Object, name string) (goja.Value, bool) {
 	return nil, false
 }
 
-func (e *encoder) entries(forEach goja.Callable, o *goja.Object) ([]goja.Value, error) {
+// Entries returns the entries of a Map (key, value, key, value, ...) or
+// a Set (value, value, value, value, ...), as forEach, the built-in
+// Map.prototype.forEach or Set.prototype.forEach, gives them.
+func Entries(rt *goja.Runtime, forEach goja.Callable, o *goja.Object) ([]goja.Value, error) {
 	var kv []goja.Value
-	cb := e.rt.ToValue(func(c goja.FunctionCall) goja.Value {
+	cb := rt.ToValue(func(c goja.FunctionCall) goja.Value {
 		kv = append(kv, c.Argument(1), c.Argument(0))
 		return goja.Undefined()
 	})
@@ -538,71 +469,71 @@ func (e *encoder) entries(forEach goja.Callable, o *goja.Object) ([]goja.Value, 
 	return kv, nil
 }
 
-func (e *encoder) mapObject(o *goja.Object) error {
+func (e *Encoder) mapObject(o *goja.Object) error {
 	e.register(o)
-	kv, err := e.entries(e.in.mapForEach, o)
+	kv, err := Entries(e.rt, e.in.MapForEach, o)
 	if err != nil {
 		return err
 	}
 	e.w.Tag(value.TagMap)
 	e.w.MapHeader(len(kv) / 2)
 	for i := 0; i < len(kv); i += 2 {
-		if err := e.encode(kv[i]); err != nil {
+		if err := e.Encode(kv[i]); err != nil {
 			return withStep(err, "<Map key #"+strconv.Itoa(i/2)+">")
 		}
-		if err := e.encode(kv[i+1]); err != nil {
+		if err := e.Encode(kv[i+1]); err != nil {
 			return withStep(err, "<Map value #"+strconv.Itoa(i/2)+">")
 		}
 	}
 	return nil
 }
 
-func (e *encoder) setObject(o *goja.Object) error {
+func (e *Encoder) setObject(o *goja.Object) error {
 	e.register(o)
-	kv, err := e.entries(e.in.setForEach, o)
+	kv, err := Entries(e.rt, e.in.SetForEach, o)
 	if err != nil {
 		return err
 	}
 	e.w.Tag(value.TagSet)
 	e.w.ArrayHeader(len(kv) / 2)
 	for i := 0; i < len(kv); i += 2 {
-		if err := e.encode(kv[i]); err != nil {
+		if err := e.Encode(kv[i]); err != nil {
 			return withStep(err, "<Set value #"+strconv.Itoa(i/2)+">")
 		}
 	}
 	return nil
 }
 
-func (e *encoder) typed(o *goja.Object, name string) error {
+func (e *Encoder) typed(o *goja.Object, name string) error {
 	kind, ok := value.TypedKindByName(name)
 	if !ok {
 		return e.unsendable("a " + name)
 	}
-	bufv, err := e.in.typedBuffer(o)
+	bufv, err := e.in.TypedBuffer(o)
 	if err != nil {
 		return err
 	}
-	offv, err := e.in.typedOffset(o)
+	offv, err := e.in.TypedOffset(o)
 	if err != nil {
 		return err
 	}
-	lenv, err := e.in.typedLength(o)
+	lenv, err := e.in.TypedLength(o)
 	if err != nil {
 		return err
 	}
 	return e.view(o, kind, bufv.(*goja.Object), int(offv.ToInteger()), int(lenv.ToInteger()))
 }
 
-func (e *encoder) dataView(o *goja.Object) error {
-	bufv, err := e.in.viewBuffer(o)
+func (e *Encoder) dataView(o *goja.Object) error {
+	bufv, err := e.in.ViewBuffer(o)
 	if err != nil {
 		return err
 	}
-	offv, err := e.in.viewOffset(o)
+	offv, err := e.in.ViewOffset(o)
 	if err != nil {
 		return err
 	}
-	lenv, err := e.in.viewLength(o)
+	lenv, err := e.in.ViewLength(o)
 	if err != nil {
 		return err
 	}
@@ -611,7 +542,7 @@ func (e *encoder) dataView(o *goja.Object) error {
 
 // view writes a typed array or DataView: with its RFC 8746 tag when it
 // covers a buffer not yet in the document, otherwise as a TagView.
-func (e *encoder) view(o *goja.Object, kind value.TypedKind, buf *goja.Object, off, n int) error {
+func (e *Encoder) view(o *goja.Object, kind value.TypedKind, buf *goja.Object, off, n int) error {
 	data := buf.Export().(goja.ArrayBuffer).Bytes()
 	size := kind.Size()
 	_, bufSeen := e.seen[buf]
@@ -633,13 +564,13 @@ func (e *encoder) view(o *goja.Object, kind value.TypedKind, buf *goja.Object, o
 	return e.checkLimit()
 }
 
-func (e *encoder) function(o *goja.Object) error {
-	if e.opts.capture == nil {
+func (e *Encoder) function(o *goja.Object) error {
+	if e.opts.Capture == nil {
 		return e.unsendable("a function")
 	}
-	cf, err := e.opts.capture(o)
+	cf, err := e.opts.Capture(o)
 	if err != nil {
-		return &unsendableError{msg: err.Error()}
+		return &UnsendableError{Msg: err.Error()}
 	}
 	e.register(o)
 	e.w.Tag(value.TagFunction)
@@ -648,7 +579,7 @@ func (e *encoder) function(o *goja.Object) error {
 	e.w.MapHeader(len(cf.Names))
 	for i, name := range cf.Names {
 		e.w.String(name)
-		if err := e.valueOrBlob(cf.Values[i]); err != nil {
+		if err := e.ValueOrBlob(cf.Values[i]); err != nil {
 			return withStep(err, "(free variable "+name+")")
 		}
 	}

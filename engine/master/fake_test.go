@@ -1,4 +1,4 @@
-package engine
+package master
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/riot-go/riot/blob"
+	"github.com/riot-go/riot/engine"
 	"github.com/riot-go/riot/workunit"
 )
 
@@ -16,7 +17,7 @@ import (
 // them out through WaitForWork). It is a test double, not riot's tracker:
 // the end-to-end tests run the real one.
 type fakeTracker struct {
-	eng    *Engine
+	eng    *engine.Engine
 	manual bool
 
 	mu       sync.Mutex
@@ -30,9 +31,19 @@ type fakeTracker struct {
 	names    int
 }
 
+func newEngine(t testing.TB, opts engine.Options) *engine.Engine {
+	t.Helper()
+	e, err := engine.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Close() })
+	return e
+}
+
 func newFakeTracker(t testing.TB, manual bool) *fakeTracker {
 	return &fakeTracker{
-		eng:      newEngine(t, Options{Slots: 4, WorkerName: "fake-worker"}),
+		eng:      newEngine(t, engine.Options{Slots: 4, WorkerName: "fake-worker"}),
 		manual:   manual,
 		blobs:    blob.Map{},
 		outcomes: make(map[workunit.Key]*Outcome),
@@ -117,7 +128,7 @@ func (c *fakeConn) Submit(spec *workunit.Spec, opts WorkOptions) Submission {
 	}
 	src := ft.blobSource()
 	go func() {
-		res, err := ft.eng.Run(context.Background(), Request{Spec: spec, Blobs: src, Realm: c.name, Timeout: opts.Timeout})
+		res, err := ft.eng.Run(context.Background(), engine.Request{Spec: spec, Blobs: src, Realm: c.name, Timeout: opts.Timeout})
 		o := &Outcome{Key: key, Worker: "fake-worker", LastChange: time.Now()}
 		if res != nil {
 			o.Console = res.Console

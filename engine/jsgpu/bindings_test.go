@@ -1,4 +1,4 @@
-package engine
+package jsgpu
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/riot-go/riot/engine"
 	"github.com/riot-go/riot/gpu"
 	"github.com/riot-go/riot/workunit"
 )
@@ -37,7 +38,7 @@ func newFakeGPU(t *testing.T) *fakeGPU {
 	if err != nil {
 		t.Skip("gcc not found: cannot build the fake CUDA library")
 	}
-	src, err := filepath.Abs(filepath.Join("..", "gpu", "testdata", "fakecuda.c"))
+	src, err := filepath.Abs(filepath.Join("..", "..", "gpu", "testdata", "fakecuda.c"))
 	require.NoError(t, err)
 	f := &fakeGPU{path: filepath.Join(t.TempDir(), "libfakecuda.so")}
 	out, err := exec.Command(cc, "-shared", "-fPIC", "-O0", "-Wall", "-Wl,-Bsymbolic",
@@ -84,20 +85,21 @@ func (f *fakeGPU) open(t *testing.T, devices int) *gpu.Driver {
 
 // gpuEngine returns an engine of one slot on drv, closed when the test
 // ends (before drv, since cleanups run last first).
-func gpuEngine(t *testing.T, drv *gpu.Driver, opts Options) *Engine {
+func gpuEngine(t *testing.T, drv *gpu.Driver, opts engine.Options) *engine.Engine {
 	t.Helper()
-	opts.GPU = drv
+	opts.Bindings = append(opts.Bindings, Binding(drv))
+	opts.GPUs = Ordinals(drv)
 	if opts.Slots == 0 {
 		opts.Slots = 1
 	}
-	e, err := New(opts)
+	e, err := engine.New(opts)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, e.Close()) })
 	return e
 }
 
 // gpuRun runs src and returns its decoded value and console lines.
-func gpuRun(t *testing.T, e *Engine, req Request) (any, []string) {
+func gpuRun(t *testing.T, e *engine.Engine, req engine.Request) (any, []string) {
 	t.Helper()
 	res, err := e.Run(context.Background(), req)
 	require.NoError(t, err)
@@ -110,18 +112,18 @@ func gpuRun(t *testing.T, e *Engine, req Request) (any, []string) {
 	return v, lines
 }
 
-func gpuEval(t *testing.T, e *Engine, src string) any {
+func gpuEval(t *testing.T, e *engine.Engine, src string) any {
 	t.Helper()
 	v, _ := gpuRun(t, e, gpuReq(src))
 	return v
 }
 
-func gpuReq(src string) Request {
-	return Request{Spec: &workunit.Spec{Kind: workunit.Eval, Source: src, Name: "gpu"}}
+func gpuReq(src string) engine.Request {
+	return engine.Request{Spec: &workunit.Spec{Kind: workunit.Eval, Source: src, Name: "gpu"}}
 }
 
 // gpuFail runs req, which must fail, and returns its error.
-func gpuFail(t *testing.T, e *Engine, req Request) *workunit.Error {
+func gpuFail(t *testing.T, e *engine.Engine, req engine.Request) *workunit.Error {
 	t.Helper()
 	_, err := e.Run(context.Background(), req)
 	var werr *workunit.Error
@@ -194,7 +196,7 @@ func seedProgram(body string) string {
 func TestGPU_Seed_FindingTheGPU(t *testing.T) {
 	t.Parallel()
 	f := newFakeGPU(t)
-	e := gpuEngine(t, f.open(t, 1), Options{})
+	e := gpuEngine(t, f.open(t, 1), engine.Options{})
 	got := gpuEval(t, e, seedProgram(`
 		let err;
 		try { deviceResources({device: 4}); } catch (e) { err = e; }
@@ -216,7 +218,7 @@ func TestGPU_Seed_FindingTheGPU(t *testing.T) {
 func TestGPU_Seed_Resources(t *testing.T) {
 	t.Parallel()
 	f := newFakeGPU(t)
-	e := gpuEngine(t, f.open(t, 1), Options{})
+	e := gpuEngine(t, f.open(t, 1), engine.Options{})
 	got, lines := gpuRun(t, e, gpuReq(seedProgram(`
 		const r = deviceResources({device: deviceForWorker(0)});
 		globalThis.kept = r;
@@ -234,7 +236,7 @@ func TestGPU_Seed_Resources(t *testing.T) {
 func TestGPU_CurrentDeviceResources(t *testing.T) {
 	t.Parallel()
 	f := newFakeGPU(t)
-	e := gpuEngine(t, f.open(t, 2), Options{})
+	e := gpuEngine(t, f.open(t, 2), engine.Options{})
 	assert.Equal(t, true, gpuEval(t, e, `globalThis.cur = currentDeviceResources(0);
 		currentDeviceResources() === cur && currentDeviceResources(1) !== cur && resourcesDevice(currentDeviceResources(1)) === 1`))
 	assert.Equal(t, true, gpuEval(t, e, `currentDeviceResources(0) === cur`))
@@ -242,7 +244,7 @@ func TestGPU_CurrentDeviceResources(t *testing.T) {
 		withDeviceResources(currentDeviceResources(0), () => 0);
 		[cur.released, currentDeviceResources(0) !== cur, currentDeviceResources(0).released]`))
 	// Another realm has its own.
-	v, _ := gpuRun(t, e, Request{Spec: gpuReq(`typeof cur`).Spec, Realm: "other"})
+	v, _ := gpuRun(t, e, engine.Request{Spec: gpuReq(`typeof cur`).Spec, Realm: "other"})
 	assert.Equal(t, "undefined", v)
 }
 
@@ -250,7 +252,7 @@ func TestGPU_CurrentDeviceResources(t *testing.T) {
 func TestGPU_Seed_TimingABatch(t *testing.T) {
 	t.Parallel()
 	f := newFakeGPU(t)
-	e := gpuEngine(t, f.open(t, 1), Options{})
+	e := gpuEngine(t, f.open(t, 1), engine.Options{})
 	got := gpuEval(t, e, seedProgram(`
 		const r = deviceResources({device: deviceForWorker(0)});
 		const [rows, ms] = timed(r, () => processBatch([[1.0, 2.0], [3.0, 4.0]]));
@@ -275,7 +277,7 @@ func TestGPU_Seed_TimingABatch(t *testing.T) {
 func TestGPU_Seed_AWorker(t *testing.T) {
 	t.Parallel()
 	f := newFakeGPU(t)
-	e := gpuEngine(t, f.open(t, 1), Options{})
+	e := gpuEngine(t, f.open(t, 1), engine.Options{})
 	got := gpuEval(t, e, seedProgram(`
 		const first = (x) => x[0];
 		const ns = runWorker(0, [[[1.0, 2.0], [3.0, 4.0]], [[5.0, 6.0]]]).map(first);
@@ -308,7 +310,7 @@ func TestGPU_Seed_AWorker(t *testing.T) {
 func TestGPU_WithDeviceResources_Async(t *testing.T) {
 	t.Parallel()
 	f := newFakeGPU(t)
-	e := gpuEngine(t, f.open(t, 1), Options{})
+	e := gpuEngine(t, f.open(t, 1), engine.Options{})
 	got := gpuEval(t, e, `
 		const r1 = deviceResources(), r2 = deviceResources();
 		let during;
@@ -331,7 +333,7 @@ func TestGPU_WithDeviceResources_Async(t *testing.T) {
 func TestGPU_Seed_FanningOut(t *testing.T) {
 	t.Parallel()
 	f := newFakeGPU(t)
-	e := gpuEngine(t, f.open(t, 1), Options{})
+	e := gpuEngine(t, f.open(t, 1), engine.Options{})
 	_, lines := gpuRun(t, e, gpuReq(seedProgram(`
 		return runWorkers(runWorker, jobs).then(report);`)))
 	assert.Equal(t, []string{"worker 0: 2 rows", "worker 0: 1 rows", "worker 1: 1 rows", "worker 2: 2 rows"}, lines)
@@ -342,7 +344,7 @@ func TestGPU_Seed_FanningOut(t *testing.T) {
 func TestGPU_Seed_ReportingFailedWorkers(t *testing.T) {
 	t.Parallel()
 	f := newFakeGPU(t)
-	e := gpuEngine(t, f.open(t, 1), Options{})
+	e := gpuEngine(t, f.open(t, 1), engine.Options{})
 	got := gpuEval(t, e, seedProgram(`
 		function runWorkerCaught(device, batches) {
 			try {
@@ -362,7 +364,7 @@ func TestGPU_Seed_ReportingFailedWorkers(t *testing.T) {
 func TestGPU_OutOfMemory(t *testing.T) {
 	t.Parallel()
 	f := newFakeGPU(t)
-	e := gpuEngine(t, f.open(t, 1), Options{})
+	e := gpuEngine(t, f.open(t, 1), engine.Options{})
 	f.setting(t, "oom_bytes", 1024)
 	got := gpuEval(t, e, `
 		const r = deviceResources();
@@ -395,7 +397,7 @@ const (
 func TestGPU_Sync_TimeLimit(t *testing.T) {
 	t.Parallel()
 	f := newFakeGPU(t)
-	e := gpuEngine(t, f.open(t, 1), Options{})
+	e := gpuEngine(t, f.open(t, 1), engine.Options{})
 	req := gpuReq(`
 		const r = deviceResources();
 		const spin = compileKernel(` + "`" + spinSource + "`" + `, 'spin', {resources: r});
@@ -420,7 +422,7 @@ func TestGPU_Sync_TimeLimit(t *testing.T) {
 func TestGPU_Sync_Canceled(t *testing.T) {
 	t.Parallel()
 	f := newFakeGPU(t)
-	e := gpuEngine(t, f.open(t, 1), Options{})
+	e := gpuEngine(t, f.open(t, 1), engine.Options{})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	before := f.counter(t, "stream_queries")
@@ -444,7 +446,7 @@ func TestGPU_Sync_Canceled(t *testing.T) {
 func TestGPU_Arrays(t *testing.T) {
 	t.Parallel()
 	f := newFakeGPU(t)
-	e := gpuEngine(t, f.open(t, 1), Options{})
+	e := gpuEngine(t, f.open(t, 1), engine.Options{})
 	got, lines := gpuRun(t, e, gpuReq(`
 		const a = deviceArray(new Float32Array([1.5, 2.5, 3.5]));
 		const b = deviceArray([[1, 2, 3], [4, 5, 6]]);
@@ -491,7 +493,7 @@ func TestGPU_Arrays(t *testing.T) {
 func TestGPU_Arrays_Free(t *testing.T) {
 	t.Parallel()
 	f := newFakeGPU(t)
-	e := gpuEngine(t, f.open(t, 1), Options{})
+	e := gpuEngine(t, f.open(t, 1), engine.Options{})
 	got := gpuEval(t, e, seedPrelude+`
 		const a = deviceArray([1, 2]);
 		const live = [];
@@ -514,7 +516,7 @@ func TestGPU_Arrays_Free(t *testing.T) {
 func TestGPU_MatMul(t *testing.T) {
 	t.Parallel()
 	f := newFakeGPU(t)
-	e := gpuEngine(t, f.open(t, 1), Options{})
+	e := gpuEngine(t, f.open(t, 1), engine.Options{})
 	got := gpuEval(t, e, seedPrelude+`
 		const hostMul = (A, B) => A.map((row) => B[0].map((_, j) => row.reduce((s, x, k) => s + x * B[k][j], 0)));
 		const transpose = (A) => A[0].map((_, j) => A.map((row) => row[j]));
@@ -547,7 +549,7 @@ func TestGPU_MatMul(t *testing.T) {
 func TestGPU_Kernels(t *testing.T) {
 	t.Parallel()
 	f := newFakeGPU(t)
-	e := gpuEngine(t, f.open(t, 1), Options{})
+	e := gpuEngine(t, f.open(t, 1), engine.Options{})
 	got, lines := gpuRun(t, e, gpuReq(seedProgram(`
 		const axpy = compileKernel(`+"`"+axpySource+"`"+`, 'axpy_f32');
 		const n = 1000;
@@ -586,19 +588,19 @@ func TestGPU_ReleasedWithTheRealm(t *testing.T) {
 	t.Parallel()
 	f := newFakeGPU(t)
 	drv := f.open(t, 1)
-	e, err := New(Options{GPU: drv, Slots: 1, RealmsPerSlot: 1})
+	e, err := engine.New(engine.Options{Bindings: []engine.Binding{Binding(drv)}, GPUs: Ordinals(drv), Slots: 1, RealmsPerSlot: 1})
 	require.NoError(t, err)
 	defer func() { require.NoError(t, e.Close()) }()
 
 	keep := `globalThis.kept = [currentDeviceResources(0), deviceResources(), deviceArray([1, 2, 3])]; 0`
-	gpuRun(t, e, Request{Spec: gpuReq(keep).Spec, Realm: "a"})
+	gpuRun(t, e, engine.Request{Spec: gpuReq(keep).Spec, Realm: "a"})
 	assert.EqualValues(t, 2, f.counter(t, "live_streams"))
 	assert.EqualValues(t, 1, f.counter(t, "live_allocs"))
-	gpuRun(t, e, Request{Spec: gpuReq(`deviceCount()`).Spec, Realm: "b"})
+	gpuRun(t, e, engine.Request{Spec: gpuReq(`deviceCount()`).Spec, Realm: "b"})
 	assert.Zero(t, f.counter(t, "live_streams"), "realm a was replaced")
 	assert.Zero(t, f.counter(t, "live_allocs"))
 
-	gpuRun(t, e, Request{Spec: gpuReq(keep).Spec, Realm: "b"})
+	gpuRun(t, e, engine.Request{Spec: gpuReq(keep).Spec, Realm: "b"})
 	assert.EqualValues(t, 2, f.counter(t, "live_streams"))
 	require.NoError(t, e.Close())
 	assert.Zero(t, f.counter(t, "live_streams"), "Close released realm b")
@@ -609,7 +611,7 @@ func TestGPU_ReleasedWithTheRealm(t *testing.T) {
 func TestGPU_WorkerGPUs(t *testing.T) {
 	t.Parallel()
 	f := newFakeGPU(t)
-	e := gpuEngine(t, f.open(t, 2), Options{})
+	e := gpuEngine(t, f.open(t, 2), engine.Options{})
 	src := `(() => {
 		const g = riot.worker.gpus;
 		return [g, Object.isFrozen(g), g === riot.worker.gpus, resourcesDevice(deviceResources({device: g[g.length - 1]}))];
@@ -628,7 +630,7 @@ func TestGPU_WorkerGPUs(t *testing.T) {
 func TestGPU_DefaultDevice(t *testing.T) {
 	t.Parallel()
 	f := newFakeGPU(t)
-	e := gpuEngine(t, f.open(t, 3), Options{})
+	e := gpuEngine(t, f.open(t, 3), engine.Options{})
 	src := `(() => {
 		const k = compileKernel(` + "`" + axpySource + "`" + `, 'axpy_f32');
 		const x = deviceArray(new Float32Array(4).fill(1));
@@ -660,7 +662,7 @@ func TestGPU_DefaultDevice(t *testing.T) {
 // Without a driver, everything says there are no devices.
 func TestGPU_NoDriver(t *testing.T) {
 	t.Parallel()
-	e := gpuEngine(t, nil, Options{})
+	e := gpuEngine(t, nil, engine.Options{})
 	got := gpuEval(t, e, seedPrelude+`
 		[deviceCount(), riot.worker.gpus, Object.isFrozen(riot.worker.gpus),
 		 caught(() => deviceResources()), caught(() => currentDeviceResources(0)),
@@ -679,7 +681,7 @@ func TestGPU_UnavailableDriver(t *testing.T) {
 	t.Parallel()
 	drv, err := gpu.Open(gpu.WithDriverLibrary(filepath.Join(t.TempDir(), "libmissing.so")))
 	require.ErrorIs(t, err, gpu.ErrUnavailable)
-	e := gpuEngine(t, drv, Options{})
+	e := gpuEngine(t, drv, engine.Options{})
 	got := gpuEval(t, e, seedPrelude+`[deviceCount(), caught(() => deviceResources({device: 0}))]`)
 	list := got.([]any)
 	assert.Equal(t, 0.0, list[0])
@@ -692,7 +694,7 @@ func TestGPU_UnavailableDriver(t *testing.T) {
 func TestGPU_DeviceInfo(t *testing.T) {
 	t.Parallel()
 	f := newFakeGPU(t)
-	e := gpuEngine(t, f.open(t, 2), Options{})
+	e := gpuEngine(t, f.open(t, 2), engine.Options{})
 	got := gpuEval(t, e, `const i = deviceInfo(1);
 		[i.device, typeof i.name, i.totalMemory > 0, typeof i.major, typeof i.memoryPools]`)
 	assert.Equal(t, []any{1.0, "string", true, "number", "boolean"}, got)
@@ -703,7 +705,7 @@ func TestGPU_DeviceInfo(t *testing.T) {
 func TestGPU_BadArguments(t *testing.T) {
 	t.Parallel()
 	f := newFakeGPU(t)
-	e := gpuEngine(t, f.open(t, 1), Options{})
+	e := gpuEngine(t, f.open(t, 1), engine.Options{})
 	tests := []struct {
 		src, name, msg string
 	}{
@@ -753,7 +755,7 @@ func TestGPU_BadArguments(t *testing.T) {
 // A script can make its own RaftErrors, as the seed's exn:fail:raft.
 func TestGPU_RaftErrorClass(t *testing.T) {
 	t.Parallel()
-	e := gpuEngine(t, nil, Options{})
+	e := gpuEngine(t, nil, engine.Options{})
 	got := gpuEval(t, e, `const e = new RaftError('boom', {kind: 'out-of-memory'});
 		const d = new RaftError('plain');
 		[e instanceof RaftError, e instanceof Error, e.name, e.kind, e.message, d.kind, d.code, String(d)]`)
@@ -772,7 +774,7 @@ func TestGPUReal_Bindings(t *testing.T) {
 		t.Skipf("no GPU: %v", err)
 	}
 	t.Cleanup(func() { require.NoError(t, drv.Close()) })
-	e := gpuEngine(t, drv, Options{})
+	e := gpuEngine(t, drv, engine.Options{})
 	got := gpuEval(t, e, seedProgram(`
 		const n = deviceCount();
 		const checks = {};

@@ -1,4 +1,4 @@
-package engine
+package master
 
 import (
 	"context"
@@ -8,13 +8,17 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"time"
 
 	"github.com/dop251/goja"
 
 	"github.com/riot-go/riot/blob"
+	"github.com/riot-go/riot/engine"
 	"github.com/riot-go/riot/engine/capture"
+	"github.com/riot-go/riot/engine/internal/inspect"
+	"github.com/riot-go/riot/engine/internal/jsvalue"
 	"github.com/riot-go/riot/modules"
 	"github.com/riot-go/riot/workunit"
 )
@@ -39,8 +43,9 @@ type ScriptOptions struct {
 	// Connect opens a connection for riot.connect and
 	// riot.connectToTracker. Nil means the script cannot connect.
 	Connect func(ctx context.Context, host string, port int, name string) (Conn, error)
-	// Stdout and Stderr receive the script's own console output (log and
-	// info to Stdout, the rest to Stderr). Default: os.Stdout, os.Stderr.
+	// Stdout and Stderr receive the script's own console output (log,
+	// info, debug and dir to Stdout; warn, error, trace and assert to
+	// Stderr). Default: os.Stdout, os.Stderr.
 	Stdout, Stderr io.Writer
 	// Events, when set, hears of every workunit the script submits and
 	// of every outcome, with its console output: the command shows them
@@ -125,11 +130,6 @@ func RunScript(ctx context.Context, opts ScriptOptions) error {
 		msg := syntaxMessage(err)
 		return &ScriptError{Name: "SyntaxError", Message: msg, Stack: "SyntaxError: " + msg}
 	}
-	eng, err := New(Options{Slots: 1, WorkerName: "master", Logger: opts.Logger})
-	if err != nil {
-		return err
-	}
-	defer eng.Close()
 	m := &master{
 		opts:     opts,
 		scripts:  []*capture.Script{script},
@@ -142,22 +142,50 @@ func RunScript(ctx context.Context, opts ScriptOptions) error {
 		taken:    make(map[workunit.Key]*Work),
 		subs:     make(map[workunit.Key]subEntry),
 		copies:   1,
+		ctx:      ctx,
 	}
-	m.rl, err = newRealmWith(eng, 0, "master", []func(*realm) error{
-		m.bindConsole, bindTimers, bindPerformance, bindStringLimits, m.bindRiot,
+	st, err := engine.NewStandalone(ctx, engine.StandaloneOptions{
+		Console:  scriptConsole{stdout: opts.Stdout, stderr: opts.Stderr},
+		Bindings: []engine.Binding{engine.BindingFunc(m.install)},
+		Logger:   opts.Logger,
 	})
 	if err != nil {
 		return err
 	}
+	defer st.Close()
+	m.st = st
 	defer func() {
 		for _, c := range m.conns {
 			_ = c.Close()
 		}
 	}()
-	m.ctx = ctx
-	m.rl.cur = &run{ctx: ctx}
-	m.client = m.newClient(opts.Conn)
+	return m.runGuarded(opts.Conn)
+}
+
+// runGuarded runs the script with conn as its current client. A Go panic
+// on the script's goroutine (a bug in the master, or in a Conn) ends the
+// script with an error rather than reach RunScript's caller.
+func (m *master) runGuarded(conn Conn) (err error) {
+	defer func() {
+		if x := recover(); x != nil {
+			m.opts.Logger.Error("engine: panic while running a job script", "panic", x, "stack", string(debug.Stack()))
+			err = fmt.Errorf("engine: job script: panic: %v", x)
+		}
+	}()
+	m.client = m.newClient(conn)
 	return m.run()
+}
+
+// scriptConsole is a job script's console: log, info, debug and dir write
+// to Stdout, warn, error, trace and assert to Stderr.
+type scriptConsole struct{ stdout, stderr io.Writer }
+
+func (c scriptConsole) Print(level engine.Level, text string) {
+	w := c.stdout
+	if level == engine.LevelWarn || level == engine.LevelError {
+		w = c.stderr
+	}
+	fmt.Fprintln(w, text)
 }
 
 // master runs one job script. Its fields are used on the script's
@@ -169,7 +197,10 @@ type master struct {
 	// script's index and its index there.
 	scripts []*capture.Script
 	mods    map[string]*goja.Object // module objects of required files, by absolute path
-	rl      *realm
+	st      *engine.Standalone      // the script's sandbox
+	sb      *engine.Sandbox         // st, as the riot object's binding sees it
+	rt      *goja.Runtime
+	in      *jsvalue.Intrinsics
 	ctx     context.Context
 
 	client  *jsClient   // riot.currentClient()
@@ -203,17 +234,21 @@ func (m *master) run() error {
 	if err != nil {
 		return m.scriptError(err)
 	}
-	if _, err := m.rl.rt.RunProgram(prg); err != nil {
+	if _, err := m.rt.RunProgram(prg); err != nil {
 		return m.scriptError(err)
 	}
 	// The event loop: callbacks and timers, until none is pending.
-	for m.waits > 0 || m.rl.cur.timers.pending() {
+	for {
+		at, timer := m.st.NextTimer()
+		if m.waits == 0 && !timer {
+			return nil
+		}
 		var due <-chan time.Time
 		var t *time.Timer
-		if m.rl.cur.timers.pending() {
-			d := time.Until(m.rl.cur.timers.queue[0].at)
+		if timer {
+			d := time.Until(at)
 			if d <= 0 {
-				if err := m.rl.cur.timers.runNext(m.ctx); err != nil {
+				if err := m.st.RunTimer(); err != nil {
 					return m.scriptError(err)
 				}
 				continue
@@ -230,7 +265,7 @@ func (m *master) run() error {
 				}
 			}
 		case <-due:
-			err = m.rl.cur.timers.runNext(m.ctx)
+			err = m.st.RunTimer()
 		case <-m.ctx.Done():
 			err = fmt.Errorf("engine: job script stopped: %w", context.Cause(m.ctx))
 		}
@@ -241,12 +276,11 @@ func (m *master) run() error {
 			return m.scriptError(err)
 		}
 	}
-	return nil
 }
 
 // call runs a callback on the script's goroutine, catching what it throws.
 func (m *master) call(job func()) (err error) {
-	if ex := m.rl.rt.Try(job); ex != nil {
+	if ex := m.rt.Try(job); ex != nil {
 		return ex
 	}
 	return nil
@@ -292,7 +326,7 @@ func (m *master) scriptError(err error) error {
 	case errors.As(err, &ie):
 		return fmt.Errorf("engine: job script interrupted: %v", ie.Value())
 	case errors.As(err, &se):
-		msg, stack := syntaxError(se)
+		msg, stack := inspect.SyntaxError(se)
 		return &ScriptError{Name: "SyntaxError", Message: msg, Stack: stack}
 	case errors.As(err, &ex):
 		return m.exception(ex.Value(), ex.Stack())
@@ -303,15 +337,15 @@ func (m *master) scriptError(err error) error {
 func (m *master) exception(v goja.Value, frames []goja.StackFrame) *ScriptError {
 	se := &ScriptError{}
 	o, ok := v.(*goja.Object)
-	if !ok || m.rl.in.classify(o) != kindError {
-		se.Message = "Uncaught " + inspect(m.rl, v, inspectOptions{})
-		se.Stack = stackString("", se.Message, frames, 0)
+	if !ok || m.in.Classify(o) != jsvalue.KindError {
+		se.Message = "Uncaught " + inspect.Inspect(m.rt, m.in, v, inspect.Options{})
+		se.Stack = inspect.StackString("", se.Message, frames, 0)
 		return se
 	}
-	m.rl.rt.Try(func() {
-		se.Name = safeString(o.Get("name"))
-		se.Message = safeString(o.Get("message"))
-		se.Stack = normalizeStack(safeString(o.Get("stack")))
+	m.rt.Try(func() {
+		se.Name = inspect.SafeString(o.Get("name"))
+		se.Message = inspect.SafeString(o.Get("message"))
+		se.Stack = inspect.NormalizeStack(inspect.SafeString(o.Get("stack")))
 		if w, ok := exportOf(o.GetSymbol(workErrSym)).(*workunit.Error); ok {
 			se.Workunit = w
 			if w.Stack != "" {
@@ -320,7 +354,7 @@ func (m *master) exception(v goja.Value, frames []goja.StackFrame) *ScriptError 
 		}
 	})
 	if se.Stack == "" {
-		se.Stack = stackString(se.Name, se.Message, frames, 0)
+		se.Stack = inspect.StackString(se.Name, se.Message, frames, 0)
 	}
 	return se
 }

@@ -1,4 +1,4 @@
-package engine
+package jsgpu
 
 import (
 	"context"
@@ -11,17 +11,11 @@ import (
 
 	"github.com/dop251/goja"
 
+	"github.com/riot-go/riot/engine"
+	"github.com/riot-go/riot/engine/internal/inspect"
+	"github.com/riot-go/riot/engine/internal/jsvalue"
 	"github.com/riot-go/riot/gpu"
 )
-
-// The JavaScript side of riot's GPU support (docs/gpu.md, "JavaScript"):
-// the seed's procedures in camelCase (deviceCount, deviceResources,
-// resourcesDevice, currentDeviceResources, resourcesSync,
-// withDeviceResources, RaftError), and device arrays, matrix products and
-// kernels on a resources' stream. Every call that can wait passes the
-// running workunit's context to package gpu, so a time limit or an
-// interrupt ends the wait. Every *gpu.Error is thrown as a RaftError whose
-// message names the procedure the script called.
 
 // gpuClassesJS makes the classes of the GPU bindings. RaftError is a real
 // Error subclass; the other three only give their objects a name, a
@@ -59,47 +53,37 @@ const gpuClassesJS = `(function () {
 	];
 })()`
 
-// workerGPUs returns the getter of riot.worker.gpus: a frozen array of the
-// device ordinals that the worker gave the running workunit
-// (Request.GPUs), or of every device of Options.GPU when the request gave
-// none. riot.worker is made once per realm, so the array is made at call
-// time, once per workunit.
-func workerGPUs(rl *realm) func(goja.FunctionCall) goja.Value {
-	var (
-		last *run
-		arr  *goja.Object
-	)
-	return func(goja.FunctionCall) goja.Value {
-		if rl.cur != nil && rl.cur == last {
-			return arr
-		}
-		var gpus []int
-		if rl.cur != nil {
-			gpus = rl.cur.gpus
-		}
-		if len(gpus) == 0 && rl.eng.opts.GPU != nil {
-			for i := range rl.eng.opts.GPU.DeviceCount() {
-				gpus = append(gpus, i)
-			}
-		}
-		items := make([]any, len(gpus))
-		for i, g := range gpus {
-			items[i] = g
-		}
-		a := rl.rt.NewArray(items...)
-		if _, err := rl.in.objectFreeze(goja.Undefined(), a); err != nil {
-			panic(err)
-		}
-		last, arr = rl.cur, a
-		return a
-	}
+// Binding returns the GPU bindings of docs/gpu.md over drv's devices, for
+// engine.Options.Bindings (with engine.Options.GPUs = Ordinals(drv)). A nil
+// drv means no GPUs: the globals are there, deviceCount() is 0 and every
+// request for a device is a RaftError ("deviceResources: no device 0
+// among 0"). The caller opens the driver and closes it after the engine;
+// the bindings release what each sandbox made when the engine drops it.
+func Binding(drv *gpu.Driver) engine.Binding {
+	return engine.BindingFunc(func(sb *engine.Sandbox) error { return install(sb, drv) })
 }
 
-// gpuBinding is one realm's GPU globals and what they hold: the default
+// Ordinals returns the ordinals of drv's devices, 0 to DeviceCount()-1:
+// what riot.worker.gpus lists for a workunit given no devices. It is nil
+// for a nil driver or one without devices.
+func Ordinals(drv *gpu.Driver) []int {
+	if drv == nil {
+		return nil
+	}
+	var all []int
+	for i := range drv.DeviceCount() {
+		all = append(all, i)
+	}
+	return all
+}
+
+// gpuBinding is one sandbox's GPU globals and what they hold: the default
 // resources per device, and weak references to every resources object
-// the realm made, which are released when the realm is dropped.
+// the sandbox made, which are released when the sandbox is dropped.
 type gpuBinding struct {
-	rl  *realm
+	sb  *engine.Sandbox
+	rt  *goja.Runtime
+	in  *jsvalue.Intrinsics
 	drv *gpu.Driver // nil: no GPUs
 
 	raftError                       goja.Constructor
@@ -110,16 +94,16 @@ type gpuBinding struct {
 	pruned   int // len(made) after the last pruning
 }
 
-// bindGPU installs the GPU globals (see docs/gpu.md) and registers the
-// release of the realm's resources when the realm is dropped.
-func bindGPU(rl *realm) error {
-	b := &gpuBinding{rl: rl, drv: rl.eng.opts.GPU, defaults: make(map[int]*resHandle)}
-	v, err := rl.rt.RunScript(internalFile, gpuClassesJS)
+// install installs the GPU globals (see docs/gpu.md) and registers the
+// release of the sandbox's resources when the sandbox is dropped.
+func install(sb *engine.Sandbox, drv *gpu.Driver) error {
+	b := &gpuBinding{sb: sb, rt: sb.Runtime(), in: sb.Intrinsics(), drv: drv, defaults: make(map[int]*resHandle)}
+	v, err := b.rt.RunScript(jsvalue.InternalFile, gpuClassesJS)
 	if err != nil {
 		return fmt.Errorf("engine: gpu classes: %w", err)
 	}
 	classes := v.(*goja.Object)
-	ctorAt := func(i int) *goja.Object { return classes.Get(itoa(i)).(*goja.Object) }
+	ctorAt := func(i int) *goja.Object { return classes.Get(jsvalue.Index(i)).(*goja.Object) }
 	raft, resCtor, arrCtor, kernelCtor := ctorAt(0), ctorAt(1), ctorAt(2), ctorAt(3)
 	b.raftError, _ = goja.AssertConstructor(raft)
 	b.resProto = resCtor.Get("prototype").(*goja.Object)
@@ -136,7 +120,7 @@ func bindGPU(rl *realm) error {
 	for _, g := range []named[*goja.Object]{
 		{"RaftError", raft}, {"DeviceResources", resCtor}, {"DeviceArray", arrCtor}, {"DeviceKernel", kernelCtor},
 	} {
-		if err := rl.rt.Set(g.name, g.v); err != nil {
+		if err := b.rt.Set(g.name, g.v); err != nil {
 			return err
 		}
 	}
@@ -159,7 +143,7 @@ func bindGPU(rl *realm) error {
 		{"compileKernel", b.compileKernel},
 		{"launchKernel", b.launchKernel},
 	} {
-		if err := rl.rt.Set(g.name, b.native(g.name, g.v)); err != nil {
+		if err := b.rt.Set(g.name, b.native(g.name, g.v)); err != nil {
 			return err
 		}
 	}
@@ -187,21 +171,21 @@ func bindGPU(rl *realm) error {
 		}
 	}
 	for _, o := range []*goja.Object{resCtor, arrCtor, kernelCtor, b.resProto, b.arrProto, b.kernelProto} {
-		if _, err := rl.in.objectFreeze(goja.Undefined(), o); err != nil {
+		if _, err := b.in.ObjectFreeze(goja.Undefined(), o); err != nil {
 			return err
 		}
 	}
-	rl.closers = append(rl.closers, b.close)
+	sb.OnClose(b.close)
 	return nil
 }
 
-// close releases every resources object the realm made that is still
+// close releases every resources object the sandbox made that is still
 // open, the defaults included; their arrays go with them.
 func (b *gpuBinding) close() {
 	for _, w := range b.made {
 		if r := w.Value(); r != nil {
 			if err := r.Close(); err != nil {
-				b.rl.eng.opts.Logger.Warn("engine: releasing a dropped runtime's GPU resources", "device", r.Device(), "error", err)
+				b.sb.Logger().Warn("engine: releasing a dropped runtime's GPU resources", "device", r.Device(), "error", err)
 			}
 		}
 	}
@@ -224,19 +208,13 @@ func (b *gpuBinding) track(r *gpu.Resources) {
 
 // ctx is the running workunit's context: its time limit, its interrupt
 // and its caller's context end every wait of a GPU call.
-func (b *gpuBinding) ctx() context.Context {
-	if b.rl.cur != nil {
-		return b.rl.cur.ctx
-	}
-	return context.Background()
-}
+func (b *gpuBinding) ctx() context.Context { return b.sb.Context() }
 
 // fail throws err into the script as the error of the procedure name:
 // a *gpu.Error as a RaftError, a JavaScript exception as itself. A call
 // that ended because the workunit was stopped (time limit, interrupt)
 // interrupts the script instead, as sleep does. It never returns.
 func (b *gpuBinding) fail(name string, err error) {
-	rl := b.rl
 	var (
 		ex *goja.Exception
 		ie *goja.InterruptedError
@@ -246,8 +224,8 @@ func (b *gpuBinding) fail(name string, err error) {
 	if errors.As(err, &ie) || errors.As(err, &so) {
 		panic(err) // uncatchable: goes on to the workunit's end
 	}
-	if rl.cur != nil && rl.cur.ctx.Err() != nil {
-		rl.interrupt(context.Cause(rl.cur.ctx))
+	if ctx := b.ctx(); ctx.Err() != nil {
+		b.sb.Interrupt(context.Cause(ctx))
 		panic(stopped{})
 	}
 	switch {
@@ -256,7 +234,7 @@ func (b *gpuBinding) fail(name string, err error) {
 	case errors.As(err, &ge):
 		panic(b.raft(name, ge))
 	}
-	rl.throw("Error", "%s: %v", name, err)
+	b.sb.Throw("Error", "%s: %v", name, err)
 }
 
 // stopped is the panic of a binding whose wait ended because the
@@ -285,8 +263,8 @@ func guard(f func(goja.FunctionCall) goja.Value) func(goja.FunctionCall) goja.Va
 // native makes a guarded Go function with the given name, which stack
 // traces show.
 func (b *gpuBinding) native(name string, f func(goja.FunctionCall) goja.Value) *goja.Object {
-	o := b.rl.rt.ToValue(guard(f)).(*goja.Object)
-	if err := o.DefineDataProperty("name", b.rl.rt.ToValue(name), goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE); err != nil {
+	o := b.rt.ToValue(guard(f)).(*goja.Object)
+	if err := o.DefineDataProperty("name", b.rt.ToValue(name), goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE); err != nil {
 		panic(err)
 	}
 	return o
@@ -295,7 +273,7 @@ func (b *gpuBinding) native(name string, f func(goja.FunctionCall) goja.Value) *
 // raft returns the RaftError of ge, named after the procedure name:
 // "deviceResources: no device 4 among 1".
 func (b *gpuBinding) raft(name string, ge *gpu.Error) *goja.Object {
-	rt := b.rl.rt
+	rt := b.rt
 	msg := ge.Error()
 	if ge.Op != name {
 		msg = name + strings.TrimPrefix(msg, ge.Op)
@@ -318,12 +296,13 @@ func noDriver(op string, device int) error {
 }
 
 // defaultDevice is the device of a call that names none: the first device
-// the worker gave the running workunit (Request.GPUs, riot.worker.gpus[0]),
-// so that a workunit submitted with {gpus: n} follows its placement without
-// naming a device; 0 when the workunit was given none.
+// the worker gave the running workunit (engine.Request.GPUs,
+// riot.worker.gpus[0]), so that a workunit submitted with {gpus: n}
+// follows its placement without naming a device; the host's first device
+// when the workunit was given none, and 0 when there are none.
 func (b *gpuBinding) defaultDevice() int {
-	if b.rl.cur != nil && len(b.rl.cur.gpus) > 0 {
-		return b.rl.cur.gpus[0]
+	if gpus := b.sb.GPUs(); len(gpus) > 0 {
+		return gpus[0]
 	}
 	return 0
 }
@@ -344,8 +323,8 @@ func (b *gpuBinding) optionsArg(name string, v goja.Value) *goja.Object {
 		return nil
 	}
 	o, ok := v.(*goja.Object)
-	if !ok || b.rl.in.classify(o) != kindPlain || b.handle(o) != nil {
-		b.rl.throw("TypeError", "%s: options must be an object, not %s", name, b.describe(v))
+	if !ok || b.in.Classify(o) != jsvalue.KindPlain || b.handle(o) != nil {
+		b.sb.Throw("TypeError", "%s: options must be an object, not %s", name, b.describe(v))
 	}
 	return o
 }
@@ -371,14 +350,14 @@ func (b *gpuBinding) intArg(name, what string, v goja.Value, def int) int {
 		return def
 	}
 	if !goja.IsNumber(v) {
-		b.rl.throw("TypeError", "%s: %s must be an integer, not %s", name, what, b.describe(v))
+		b.sb.Throw("TypeError", "%s: %s must be an integer, not %s", name, what, b.describe(v))
 	}
 	f := v.ToFloat()
 	if f != math.Trunc(f) || math.IsInf(f, 0) {
-		b.rl.throw("TypeError", "%s: %s must be an integer, not %s", name, what, formatNumber(f))
+		b.sb.Throw("TypeError", "%s: %s must be an integer, not %s", name, what, inspect.FormatNumber(f))
 	}
 	if math.Abs(f) > 1<<53 {
-		b.rl.throw("RangeError", "%s: %s is out of range: %s", name, what, formatNumber(f))
+		b.sb.Throw("RangeError", "%s: %s is out of range: %s", name, what, inspect.FormatNumber(f))
 	}
 	return int(f)
 }
@@ -417,7 +396,7 @@ func (b *gpuBinding) describe(v goja.Value) string {
 	case *kernelHandle:
 		return "a DeviceKernel"
 	}
-	return describe(v)
+	return jsvalue.Describe(v)
 }
 
 // resArg reads a DeviceResources argument.
@@ -425,7 +404,7 @@ func (b *gpuBinding) resArg(name, what string, v goja.Value) *resHandle {
 	if h, ok := b.handle(v).(*resHandle); ok {
 		return h
 	}
-	b.rl.throw("TypeError", "%s: %s must be a DeviceResources (from deviceResources or currentDeviceResources), not %s", name, what, b.describe(v))
+	b.sb.Throw("TypeError", "%s: %s must be a DeviceResources (from deviceResources or currentDeviceResources), not %s", name, what, b.describe(v))
 	return nil
 }
 
@@ -438,7 +417,7 @@ func (b *gpuBinding) resourcesOption(name string, o *goja.Object) *resHandle {
 		h := b.resArg(name, "options.resources", rv)
 		if !goja.IsUndefined(dv) {
 			if d := b.intArg(name, "options.device", dv, 0); d != h.r.Device() {
-				b.rl.throw("RangeError", "%s: options.resources are on device %d, options.device is %d", name, h.r.Device(), d)
+				b.sb.Throw("RangeError", "%s: options.resources are on device %d, options.device is %d", name, h.r.Device(), d)
 			}
 		}
 		return h
@@ -459,7 +438,7 @@ type resHandle struct {
 // Get implements goja.DynamicObject.
 func (h *resHandle) Get(key string) goja.Value {
 	if key == "device" {
-		return h.b.rl.rt.ToValue(h.r.Device())
+		return h.b.rt.ToValue(h.r.Device())
 	}
 	return nil
 }
@@ -478,7 +457,7 @@ func (h *resHandle) Keys() []string { return []string{"device"} }
 
 func (b *gpuBinding) wrapResources(r *gpu.Resources) *resHandle {
 	h := &resHandle{b: b, r: r}
-	h.obj = b.rl.rt.NewDynamicObject(h)
+	h.obj = b.rt.NewDynamicObject(h)
 	if err := h.obj.SetPrototype(b.resProto); err != nil {
 		panic(err)
 	}
@@ -498,7 +477,7 @@ func (b *gpuBinding) newResources(name string, device int) *resHandle {
 	return b.wrapResources(r)
 }
 
-// current returns the realm's default resources on device, making them on
+// current returns the sandbox's default resources on device, making them on
 // first use and again after they were released.
 func (b *gpuBinding) current(name string, device int) *resHandle {
 	if h := b.defaults[device]; h != nil && !h.r.Closed() {
@@ -510,7 +489,7 @@ func (b *gpuBinding) current(name string, device int) *resHandle {
 }
 
 func (b *gpuBinding) deviceCount(goja.FunctionCall) goja.Value {
-	return b.rl.rt.ToValue(b.count())
+	return b.rt.ToValue(b.count())
 }
 
 func (b *gpuBinding) deviceInfo(call goja.FunctionCall) goja.Value {
@@ -523,7 +502,7 @@ func (b *gpuBinding) deviceInfo(call goja.FunctionCall) goja.Value {
 	if err != nil {
 		b.fail(name, err)
 	}
-	o := b.rl.rt.NewObject()
+	o := b.rt.NewObject()
 	for _, kv := range []struct {
 		k string
 		v any
@@ -545,7 +524,7 @@ func (b *gpuBinding) deviceResources(call goja.FunctionCall) goja.Value {
 
 func (b *gpuBinding) resourcesDevice(call goja.FunctionCall) goja.Value {
 	h := b.resArg("resourcesDevice", "the argument", call.Argument(0))
-	return b.rl.rt.ToValue(h.r.Device())
+	return b.rt.ToValue(h.r.Device())
 }
 
 func (b *gpuBinding) currentDeviceResources(call goja.FunctionCall) goja.Value {
@@ -576,11 +555,10 @@ func (b *gpuBinding) resourcesRelease(call goja.FunctionCall) goja.Value {
 // returns fn's value (or a promise of it) and rethrows what fn threw.
 func (b *gpuBinding) withDeviceResources(call goja.FunctionCall) goja.Value {
 	const name = "withDeviceResources"
-	rl := b.rl
 	h := b.resArg(name, "the first argument", call.Argument(0))
 	fn, ok := goja.AssertFunction(call.Argument(1))
 	if !ok {
-		rl.throw("TypeError", "%s: the second argument must be a function, not %s", name, b.describe(call.Argument(1)))
+		b.sb.Throw("TypeError", "%s: the second argument must be a function, not %s", name, b.describe(call.Argument(1)))
 	}
 	released := false
 	defer func() {
@@ -589,7 +567,7 @@ func (b *gpuBinding) withDeviceResources(call goja.FunctionCall) goja.Value {
 		}
 	}()
 	ret, fnErr := fn(goja.Undefined(), h.obj)
-	if p, ok := ret.(*goja.Object); ok && fnErr == nil && p.ExportType() == typePromiseExport {
+	if p, ok := ret.(*goja.Object); ok && fnErr == nil && jsvalue.IsPromise(p) {
 		released = true // by the promise
 		return b.releaseWhenSettled(h, p)
 	}
@@ -620,7 +598,7 @@ func (b *gpuBinding) releaseWhenSettled(h *resHandle, p *goja.Object) goja.Value
 		release()
 		panic(call.Argument(0))
 	}
-	v, err := b.rl.in.promiseThen(p, b.native("", onValue), b.native("", onError))
+	v, err := b.in.PromiseThen(p, b.native("", onValue), b.native("", onError))
 	if err != nil {
 		_ = h.r.Close()
 		b.fail("withDeviceResources", err)
@@ -634,10 +612,10 @@ func (b *gpuBinding) resourcesString(call goja.FunctionCall) goja.Value {
 	if h.r.Closed() {
 		s = fmt.Sprintf("[DeviceResources device %d, released]", h.r.Device())
 	}
-	return b.rl.rt.ToValue(s)
+	return b.rt.ToValue(s)
 }
 
 func (b *gpuBinding) resourcesReleased(call goja.FunctionCall) goja.Value {
 	h := b.resArg("DeviceResources.prototype.released", "this", call.This)
-	return b.rl.rt.ToValue(h.r.Closed())
+	return b.rt.ToValue(h.r.Closed())
 }

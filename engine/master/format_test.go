@@ -1,16 +1,17 @@
-package engine
+package master
 
 import (
 	"context"
 	"testing"
 
+	"github.com/riot-go/riot/engine"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
 func TestFormatValue(t *testing.T) {
 	t.Parallel()
-	e := newEngine(t, Options{Slots: 1})
+	e := newEngine(t, engine.Options{Slots: 1})
 	for _, tt := range []struct {
 		src    string
 		want   string

@@ -1,4 +1,4 @@
-package engine
+package master
 
 import (
 	"errors"
@@ -14,62 +14,13 @@ import (
 	"github.com/dop251/goja"
 
 	"github.com/riot-go/riot/blob"
+	"github.com/riot-go/riot/engine"
 	"github.com/riot-go/riot/engine/capture"
+	"github.com/riot-go/riot/engine/internal/inspect"
+	"github.com/riot-go/riot/engine/internal/jsvalue"
 	"github.com/riot-go/riot/value"
 	"github.com/riot-go/riot/workunit"
 )
-
-// bindConsole installs a master's console: log, info and debug write to
-// Stdout, warn, error, trace and assert to Stderr, formatted as Node does.
-func (m *master) bindConsole(rl *realm) error {
-	con := rl.rt.NewObject()
-	write := func(toErr bool, text string) {
-		w := m.opts.Stdout
-		if toErr {
-			w = m.opts.Stderr
-		}
-		fmt.Fprintln(w, text)
-	}
-	for name, toErr := range map[string]bool{"log": false, "info": false, "debug": false, "warn": true, "error": true} {
-		if err := rl.setFunc(con, name, func(call goja.FunctionCall) goja.Value {
-			write(toErr, rl.format(call.Arguments))
-			return goja.Undefined()
-		}); err != nil {
-			return err
-		}
-	}
-	if err := rl.setFunc(con, "trace", func(call goja.FunctionCall) goja.Value {
-		var b strings.Builder
-		b.WriteString("Trace")
-		if len(call.Arguments) > 0 {
-			b.WriteString(": " + rl.format(call.Arguments))
-		}
-		writeFrames(&b, rl.rt.CaptureCallStack(0, nil))
-		write(true, b.String())
-		return goja.Undefined()
-	}); err != nil {
-		return err
-	}
-	if err := rl.setFunc(con, "assert", func(call goja.FunctionCall) goja.Value {
-		if !call.Argument(0).ToBoolean() {
-			text := "Assertion failed"
-			if len(call.Arguments) > 1 {
-				text += ": " + rl.format(call.Arguments[1:])
-			}
-			write(true, text)
-		}
-		return goja.Undefined()
-	}); err != nil {
-		return err
-	}
-	if err := rl.setFunc(con, "dir", func(call goja.FunctionCall) goja.Value {
-		write(false, inspect(rl, call.Argument(0), inspectOptions{}))
-		return goja.Undefined()
-	}); err != nil {
-		return err
-	}
-	return rl.rt.Set("console", con)
-}
 
 // masterPrelude defines what is easier to write in JavaScript: the
 // WorkunitError class.
@@ -88,14 +39,15 @@ const masterPrelude = `(function (riot) {
 	Object.defineProperty(riot, 'WorkunitError', { value: WorkunitError, enumerable: true });
 })`
 
-// bindRiot installs the master's riot object (docs/reference.md) and the
-// capture hook that the instrumented script calls.
-func (m *master) bindRiot(rl *realm) error {
-	rt := rl.rt
+// install installs the master's riot object (docs/reference.md), require
+// and the capture hook that the instrumented script calls.
+func (m *master) install(sb *engine.Sandbox) error {
+	m.sb, m.rt, m.in = sb, sb.Runtime(), sb.Intrinsics()
+	rt := m.rt
 	if err := rt.Set(capture.DefaultHook, m.hook(0)); err != nil {
 		return err
 	}
-	if err := rl.setFunc(rt.GlobalObject(), "require", m.requireFrom(filepath.Dir(m.opts.Path))); err != nil {
+	if err := sb.SetFuncs(rt.GlobalObject(), []engine.Func{{Name: "require", Fn: m.requireFrom(filepath.Dir(m.opts.Path))}}); err != nil {
 		return err
 	}
 	riot := rt.NewObject()
@@ -104,33 +56,30 @@ func (m *master) bindRiot(rl *realm) error {
 		args[i] = a
 	}
 	argv := rt.NewArray(args...)
-	if _, err := rl.in.objectFreeze(goja.Undefined(), argv); err != nil {
+	if _, err := m.in.ObjectFreeze(goja.Undefined(), argv); err != nil {
 		return err
 	}
 	if err := riot.Set("args", argv); err != nil {
 		return err
 	}
-	exports := map[string]func(goja.FunctionCall) goja.Value{
-		"connect":          m.connect,
-		"connectToTracker": m.connectToTracker,
-		"currentClient":    m.currentClient,
-		"readFile":         m.readFile,
-		"readLines":        m.readLines,
-		"writeFile":        m.writeFile,
-		"waitUntilDone":    m.waitUntilDone,
-		"callWhenDone":     m.callWhenDone,
-		"cancel":           m.cancel,
-		"with":             m.with,
-	}
-	for name, fn := range exports {
-		if err := rl.setFunc(riot, name, fn); err != nil {
-			return err
-		}
-	}
-	if err := m.setSubmitters(rl, riot, WorkOptions{}); err != nil {
+	if err := sb.SetFuncs(riot, []engine.Func{
+		{Name: "connect", Fn: m.connect},
+		{Name: "connectToTracker", Fn: m.connectToTracker},
+		{Name: "currentClient", Fn: m.currentClient},
+		{Name: "readFile", Fn: m.readFile},
+		{Name: "readLines", Fn: m.readLines},
+		{Name: "writeFile", Fn: m.writeFile},
+		{Name: "waitUntilDone", Fn: m.waitUntilDone},
+		{Name: "callWhenDone", Fn: m.callWhenDone},
+		{Name: "cancel", Fn: m.cancel},
+		{Name: "with", Fn: m.with},
+	}); err != nil {
 		return err
 	}
-	pre, err := rt.RunScript(internalFile, masterPrelude)
+	if err := m.setSubmitters(riot, WorkOptions{}); err != nil {
+		return err
+	}
+	pre, err := rt.RunScript(jsvalue.InternalFile, masterPrelude)
 	if err != nil {
 		return err
 	}
@@ -143,18 +92,13 @@ func (m *master) bindRiot(rl *realm) error {
 
 // setSubmitters puts doWork, forWork, doWorkCall and doWorkEval on obj,
 // submitting with opts.
-func (m *master) setSubmitters(rl *realm, obj *goja.Object, opts WorkOptions) error {
-	for name, fn := range map[string]func(goja.FunctionCall) goja.Value{
-		"doWork":     func(c goja.FunctionCall) goja.Value { return m.doWork(c, opts) },
-		"forWork":    func(c goja.FunctionCall) goja.Value { return m.forWork(c, opts) },
-		"doWorkCall": func(c goja.FunctionCall) goja.Value { return m.doWorkCall(c, opts) },
-		"doWorkEval": func(c goja.FunctionCall) goja.Value { return m.doWorkEval(c, opts) },
-	} {
-		if err := rl.setFunc(obj, name, fn); err != nil {
-			return err
-		}
-	}
-	return nil
+func (m *master) setSubmitters(obj *goja.Object, opts WorkOptions) error {
+	return m.sb.SetFuncs(obj, []engine.Func{
+		{Name: "doWork", Fn: func(c goja.FunctionCall) goja.Value { return m.doWork(c, opts) }},
+		{Name: "forWork", Fn: func(c goja.FunctionCall) goja.Value { return m.forWork(c, opts) }},
+		{Name: "doWorkCall", Fn: func(c goja.FunctionCall) goja.Value { return m.doWorkCall(c, opts) }},
+		{Name: "doWorkEval", Fn: func(c goja.FunctionCall) goja.Value { return m.doWorkEval(c, opts) }},
+	})
 }
 
 // hook returns the capture hook of script k (capture.DefaultHook for the
@@ -178,18 +122,18 @@ func (m *master) register(k int, call goja.FunctionCall) goja.Value {
 		}
 		target = next
 	}
-	reg := m.rl.rt.NewArray(k, call.Argument(0), call.Argument(1))
+	reg := m.rt.NewArray(k, call.Argument(0), call.Argument(1))
 	_ = target.DefineDataPropertySymbol(regSym, reg, goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE)
 	return val
 }
 
 // captureFunc gives the encoder a function's source and the current values
 // of its free variables.
-func (m *master) captureFunc(fn *goja.Object) (*CapturedFunc, error) {
+func (m *master) captureFunc(fn *goja.Object) (*jsvalue.CapturedFunc, error) {
 	regv := fn.GetSymbol(regSym)
 	reg, ok := regv.(*goja.Object)
 	if !ok {
-		name := safeString(fn.Get("name"))
+		name := inspect.SafeString(fn.Get("name"))
 		if name == "" {
 			name = "(anonymous)"
 		}
@@ -209,21 +153,21 @@ func (m *master) captureFunc(fn *goja.Object) (*CapturedFunc, error) {
 		if err != nil {
 			var ex *goja.Exception
 			if errors.As(err, &ex) {
-				return nil, fmt.Errorf("%s uses a free variable before it is defined: %s", m.describeFunc(k, id), safeString(ex.Value()))
+				return nil, fmt.Errorf("%s uses a free variable before it is defined: %s", m.describeFunc(k, id), inspect.SafeString(ex.Value()))
 			}
 			return nil, err
 		}
 		ao := arr.(*goja.Object)
 		vals = make([]goja.Value, len(f.Free))
 		for i := range vals {
-			vals[i] = ao.Get(itoa(i))
+			vals[i] = ao.Get(jsvalue.Index(i))
 		}
 	}
 	col := f.Column - f.HeaderLen
 	if col < 1 {
 		col = 1
 	}
-	return &CapturedFunc{Source: f.Source, Names: f.Free, Values: vals, File: m.scripts[k].File, Line: f.Line, Column: col}, nil
+	return &jsvalue.CapturedFunc{Source: f.Source, Names: f.Free, Values: vals, File: m.scripts[k].File, Line: f.Line, Column: col}, nil
 }
 
 // registration reads a registration: the script's index and the
@@ -255,8 +199,8 @@ func (m *master) blobFor(o *goja.Object) (blob.Hash, bool, error) {
 		return ent.hash, true, nil
 	}
 	encode := func() ([]byte, error) {
-		enc := newEncoder(m.rl.rt, m.rl.in, encodeOptions{root: "value", dest: "to a worker", capture: m.captureFunc})
-		data, err := enc.encodeValue(o)
+		enc := jsvalue.NewEncoder(m.rt, m.in, jsvalue.EncodeOptions{Root: "value", Dest: "to a worker", Capture: m.captureFunc})
+		data, err := enc.EncodeValue(o)
 		return append([]byte(nil), data...), err
 	}
 	var data []byte
@@ -294,27 +238,27 @@ const maxBlobEntries = 1 << 16
 // the value grows or shrinks, and whether it may be large enough to be a
 // blob: element counts of containers, byte counts of buffers.
 func (m *master) sizeOf(o *goja.Object) (int64, bool) {
-	in := m.rl.in
+	in := m.in
 	var n, bytes int64
-	switch in.classify(o) {
-	case kindArray:
+	switch in.Classify(o) {
+	case jsvalue.KindArray:
 		n = o.Get("length").ToInteger()
 		bytes = 2 * n
-	case kindPlain:
+	case jsvalue.KindPlain:
 		n = int64(len(o.Keys()))
 		bytes = 4 * n
-	case kindMap, kindSet:
+	case jsvalue.KindMap, jsvalue.KindSet:
 		n = o.Get("size").ToInteger()
 		bytes = 2 * n
-	case kindTyped:
-		v, _ := in.typedLength(o)
+	case jsvalue.KindTyped:
+		v, _ := in.TypedLength(o)
 		n = v.ToInteger()
 		bytes = n
-	case kindArrayBuffer:
+	case jsvalue.KindArrayBuffer:
 		n = int64(len(o.Export().(goja.ArrayBuffer).Bytes()))
 		bytes = n
-	case kindDataView:
-		v, _ := in.viewLength(o)
+	case jsvalue.KindDataView:
+		v, _ := in.ViewLength(o)
 		n = v.ToInteger()
 		bytes = n
 	default:
@@ -325,17 +269,17 @@ func (m *master) sizeOf(o *goja.Object) (int64, bool) {
 
 // encoder returns an encoder for workunit payloads: functions by capture,
 // large values as blobs.
-func (m *master) encoder() *encoder {
-	return newEncoder(m.rl.rt, m.rl.in, encodeOptions{root: "args", dest: "to a worker", capture: m.captureFunc, blob: m.blobFor})
+func (m *master) encoder() *jsvalue.Encoder {
+	return jsvalue.NewEncoder(m.rt, m.in, jsvalue.EncodeOptions{Root: "args", Dest: "to a worker", Capture: m.captureFunc, Blob: m.blobFor})
 }
 
 // encodeError makes an encoding error read well: where, then why.
 func (m *master) encodeError(op, root string, err error) error {
-	var u *unsendableError
+	var u *jsvalue.UnsendableError
 	if errors.As(err, &u) {
-		path := u.path(root)
+		path := u.Path(root)
 		path = freeVariableStep.ReplaceAllString(path, " → free variable $1")
-		return fmt.Errorf("%s: %s: %s", op, path, u.msg)
+		return fmt.Errorf("%s: %s: %s", op, path, u.Msg)
 	}
 	return fmt.Errorf("%s: %w", op, err)
 }
@@ -348,16 +292,16 @@ var freeVariableStep = regexp.MustCompile(`\(free variable ([^)]*)\)`)
 // arguments, in one document.
 func (m *master) fnSpec(op string, fn *goja.Object, args []goja.Value) (*workunit.Spec, error) {
 	enc := m.encoder()
-	enc.beginArgs(1 + len(args))
-	if err := enc.encode(fn); err != nil {
+	enc.BeginArgs(1 + len(args))
+	if err := enc.Encode(fn); err != nil {
 		return nil, m.encodeError(op, m.fnName(fn), err)
 	}
 	for i, a := range args {
-		if err := enc.valueOrBlob(a); err != nil {
-			return nil, m.encodeError(op, "args["+itoa(i)+"]", err)
+		if err := enc.ValueOrBlob(a); err != nil {
+			return nil, m.encodeError(op, "args["+jsvalue.Index(i)+"]", err)
 		}
 	}
-	return &workunit.Spec{Kind: workunit.Fn, Name: m.scripts[0].File, Payload: append([]byte(nil), enc.w.Bytes()...), Blobs: append([]blob.Hash(nil), enc.blobs...)}, nil
+	return &workunit.Spec{Kind: workunit.Fn, Name: m.scripts[0].File, Payload: append([]byte(nil), enc.Bytes()...), Blobs: append([]blob.Hash(nil), enc.Blobs()...)}, nil
 }
 
 func (m *master) fnName(fn *goja.Object) string {
@@ -376,13 +320,13 @@ func (m *master) argFunction(op string, v goja.Value) *goja.Object {
 			return o
 		}
 	}
-	m.rl.throw("TypeError", "%s: the workunit must be a function; it is %s", op, describe(v))
+	m.sb.Throw("TypeError", "%s: the workunit must be a function; it is %s", op, jsvalue.Describe(v))
 	return nil
 }
 
 func (m *master) conn(op string) Conn {
 	if m.client == nil || m.client.conn == nil {
-		m.rl.throw("Error", "%s: not connected to a tracker (run the script with riot-worker eval, which starts one, or call riot.connect(host))", op)
+		m.sb.Throw("Error", "%s: not connected to a tracker (run the script with riot-worker eval, which starts one, or call riot.connect(host))", op)
 	}
 	return m.client.conn
 }
@@ -403,7 +347,7 @@ func (m *master) submit(op string, c Conn, specs []*workunit.Spec, opts WorkOpti
 			if !up[h] {
 				data, ok := m.pending[h]
 				if !ok {
-					m.rl.throw("Error", "%s: blob %s is missing on the master", op, h.Short())
+					m.sb.Throw("Error", "%s: blob %s is missing on the master", op, h.Short())
 				}
 				need[h] = data
 			}
@@ -411,7 +355,7 @@ func (m *master) submit(op string, c Conn, specs []*workunit.Spec, opts WorkOpti
 	}
 	if len(need) > 0 {
 		if err := c.EnsureBlobs(m.ctx, need); err != nil {
-			m.rl.throw("Error", "%s: uploading %d blobs: %v", op, len(need), err)
+			m.sb.Throw("Error", "%s: uploading %d blobs: %v", op, len(need), err)
 		}
 		for h := range need {
 			up[h] = true
@@ -434,7 +378,7 @@ func (m *master) submit(op string, c Conn, specs []*workunit.Spec, opts WorkOpti
 	}
 	for _, sub := range subs {
 		if _, err := sub.Accepted(m.ctx); err != nil {
-			m.rl.throw("Error", "%s: the tracker refused workunit %s: %v", op, sub.Key().Short(), err)
+			m.sb.Throw("Error", "%s: the tracker refused workunit %s: %v", op, sub.Key().Short(), err)
 		}
 	}
 	return subs
@@ -513,10 +457,10 @@ func (m *master) doWork(call goja.FunctionCall, opts WorkOptions) goja.Value {
 	}
 	spec, err := m.fnSpec(op, fn, args)
 	if err != nil {
-		m.rl.throw("DataCloneError", "%v", err)
+		m.sb.Throw("DataCloneError", "%v", err)
 	}
 	subs := m.submit(op, m.conn(op), []*workunit.Spec{spec}, opts)
-	return m.rl.rt.ToValue(subs[0].Key().String())
+	return m.rt.ToValue(subs[0].Key().String())
 }
 
 // forWork implements riot.forWork(iterable, fn[, options]): one workunit
@@ -524,7 +468,7 @@ func (m *master) doWork(call goja.FunctionCall, opts WorkOptions) goja.Value {
 func (m *master) forWork(call goja.FunctionCall, opts WorkOptions) goja.Value {
 	const op = "riot.forWork"
 	var items []goja.Value
-	m.rl.rt.ForOf(call.Argument(0), func(v goja.Value) bool {
+	m.rt.ForOf(call.Argument(0), func(v goja.Value) bool {
 		items = append(items, v)
 		return true
 	})
@@ -534,44 +478,44 @@ func (m *master) forWork(call goja.FunctionCall, opts WorkOptions) goja.Value {
 	}
 	c := m.conn(op)
 	enc := m.encoder()
-	enc.beginArgs(3)
+	enc.BeginArgs(3)
 	// The function and what it captures go into every item's workunit.
 	m.copies = max(len(items), 1)
-	err := enc.encode(fn)
+	err := enc.Encode(fn)
 	m.copies = 1
 	if err != nil {
-		m.rl.throw("DataCloneError", "%v", m.encodeError(op, m.fnName(fn), err))
+		m.sb.Throw("DataCloneError", "%v", m.encodeError(op, m.fnName(fn), err))
 	}
-	mark := enc.mark()
+	mark := enc.Mark()
 	specs := make([]*workunit.Spec, len(items))
 	for i, item := range items {
-		enc.rollback(mark)
-		if err := enc.valueOrBlob(item); err != nil {
-			m.rl.throw("DataCloneError", "%v", m.encodeError(op, "items["+itoa(i)+"]", err))
+		enc.Rollback(mark)
+		if err := enc.ValueOrBlob(item); err != nil {
+			m.sb.Throw("DataCloneError", "%v", m.encodeError(op, "items["+jsvalue.Index(i)+"]", err))
 		}
-		enc.w.Int(int64(i))
-		specs[i] = &workunit.Spec{Kind: workunit.Fn, Name: m.scripts[0].File, Payload: append([]byte(nil), enc.w.Bytes()...), Blobs: append([]blob.Hash(nil), enc.blobs...)}
+		enc.Int(int64(i))
+		specs[i] = &workunit.Spec{Kind: workunit.Fn, Name: m.scripts[0].File, Payload: append([]byte(nil), enc.Bytes()...), Blobs: append([]blob.Hash(nil), enc.Blobs()...)}
 	}
 	subs := m.submit(op, c, specs, opts)
 	results := make([]any, len(subs))
 	for i, s := range subs {
 		results[i] = m.result(op, c, s.Key())
 	}
-	return m.rl.rt.NewArray(results...)
+	return m.rt.NewArray(results...)
 }
 
 // doWorkEval implements riot.doWorkEval(source[, options]).
 func (m *master) doWorkEval(call goja.FunctionCall, opts WorkOptions) goja.Value {
 	const op = "riot.doWorkEval"
 	if !goja.IsString(call.Argument(0)) {
-		m.rl.throw("TypeError", "%s: the source must be a string; it is %s", op, describe(call.Argument(0)))
+		m.sb.Throw("TypeError", "%s: the source must be a string; it is %s", op, jsvalue.Describe(call.Argument(0)))
 	}
 	if o, ok := call.Argument(1).(*goja.Object); ok {
 		opts = m.workOptions(op, o, opts)
 	}
 	spec := &workunit.Spec{Kind: workunit.Eval, Source: call.Argument(0).String(), Name: "eval"}
 	subs := m.submit(op, m.conn(op), []*workunit.Spec{spec}, opts)
-	return m.rl.rt.ToValue(subs[0].Key().String())
+	return m.rt.ToValue(subs[0].Key().String())
 }
 
 // doWorkCall implements riot.doWorkCall(modulePath, exportName, ...args).
@@ -580,11 +524,11 @@ func (m *master) doWorkCall(call goja.FunctionCall, opts WorkOptions) goja.Value
 	path := call.Argument(0)
 	name := call.Argument(1)
 	if !goja.IsString(path) || !goja.IsString(name) {
-		m.rl.throw("TypeError", "%s: give a module path and an export name, as strings", op)
+		m.sb.Throw("TypeError", "%s: give a module path and an export name, as strings", op)
 	}
 	mod, err := m.modules.Load(path.String())
 	if err != nil {
-		m.rl.throw("Error", "%s: %v", op, err)
+		m.sb.Throw("Error", "%s: %v", op, err)
 	}
 	for h, data := range mod.Blobs {
 		m.pending[h] = data
@@ -594,16 +538,16 @@ func (m *master) doWorkCall(call goja.FunctionCall, opts WorkOptions) goja.Value
 		args = call.Arguments[2:]
 	}
 	enc := m.encoder()
-	enc.beginArgs(len(args))
+	enc.BeginArgs(len(args))
 	for i, a := range args {
-		if err := enc.valueOrBlob(a); err != nil {
-			m.rl.throw("DataCloneError", "%v", m.encodeError(op, "args["+itoa(i)+"]", err))
+		if err := enc.ValueOrBlob(a); err != nil {
+			m.sb.Throw("DataCloneError", "%v", m.encodeError(op, "args["+jsvalue.Index(i)+"]", err))
 		}
 	}
-	blobs := append(append([]blob.Hash(nil), mod.All...), enc.blobs...)
-	spec := &workunit.Spec{Kind: workunit.Call, Module: mod.Hash, Export: name.String(), Payload: append([]byte(nil), enc.w.Bytes()...), Blobs: blobs}
+	blobs := append(append([]blob.Hash(nil), mod.All...), enc.Blobs()...)
+	spec := &workunit.Spec{Kind: workunit.Call, Module: mod.Hash, Export: name.String(), Payload: append([]byte(nil), enc.Bytes()...), Blobs: blobs}
 	subs := m.submit(op, m.conn(op), []*workunit.Spec{spec}, opts)
-	return m.rl.rt.ToValue(subs[0].Key().String())
+	return m.rt.ToValue(subs[0].Key().String())
 }
 
 // with implements riot.with(options): the submitting functions with
@@ -611,11 +555,11 @@ func (m *master) doWorkCall(call goja.FunctionCall, opts WorkOptions) goja.Value
 func (m *master) with(call goja.FunctionCall) goja.Value {
 	o, ok := call.Argument(0).(*goja.Object)
 	if !ok {
-		m.rl.throw("TypeError", "riot.with: give an options object, such as {gpus: 1}")
+		m.sb.Throw("TypeError", "riot.with: give an options object, such as {gpus: 1}")
 	}
 	opts := m.workOptions("riot.with", o, WorkOptions{})
-	obj := m.rl.rt.NewObject()
-	if err := m.setSubmitters(m.rl, obj, opts); err != nil {
+	obj := m.rt.NewObject()
+	if err := m.setSubmitters(obj, opts); err != nil {
 		panic(err)
 	}
 	return obj
@@ -629,7 +573,7 @@ func (m *master) workOptions(op string, o *goja.Object, base WorkOptions) WorkOp
 		case "gpus":
 			n := v.ToInteger()
 			if n < 0 || n > 64 {
-				m.rl.throw("RangeError", "%s: gpus must be between 0 and 64, not %s", op, v)
+				m.sb.Throw("RangeError", "%s: gpus must be between 0 and 64, not %s", op, v)
 			}
 			base.GPUs = int(n)
 		case "noCache":
@@ -637,7 +581,7 @@ func (m *master) workOptions(op string, o *goja.Object, base WorkOptions) WorkOp
 		case "timeout":
 			base.Timeout = m.duration(op, v)
 		default:
-			m.rl.throw("TypeError", "%s: unknown option %q (options are gpus, noCache and timeout)", op, k)
+			m.sb.Throw("TypeError", "%s: unknown option %q (options are gpus, noCache and timeout)", op, k)
 		}
 	}
 	return base
@@ -649,7 +593,7 @@ func (m *master) duration(op string, v goja.Value) time.Duration {
 	if goja.IsString(v) {
 		d, err := time.ParseDuration(v.String())
 		if err != nil {
-			m.rl.throw("TypeError", "%s: timeout %q: %v", op, v.String(), err)
+			m.sb.Throw("TypeError", "%s: timeout %q: %v", op, v.String(), err)
 		}
 		return d
 	}
@@ -659,7 +603,7 @@ func (m *master) duration(op string, v goja.Value) time.Duration {
 func (m *master) parseID(op string, v goja.Value) workunit.Key {
 	k, err := workunit.ParseKey(v.String())
 	if err != nil {
-		m.rl.throw("TypeError", "%s: %s is not a workunit id", op, inspect(m.rl, v, inspectOptions{}))
+		m.sb.Throw("TypeError", "%s: %s is not a workunit id", op, inspect.Inspect(m.rt, m.in, v, inspect.Options{}))
 	}
 	return k
 }
@@ -674,7 +618,7 @@ func (m *master) waitUntilDone(call goja.FunctionCall) goja.Value {
 func (m *master) result(op string, c Conn, key workunit.Key) goja.Value {
 	o, err := m.wait(c, key)
 	if err != nil {
-		m.rl.throw("Error", "%s: workunit %s: %v", op, key.Short(), err)
+		m.sb.Throw("Error", "%s: workunit %s: %v", op, key.Short(), err)
 	}
 	if e, ok := m.subs[key]; ok && e.conn == c {
 		// Before the script goes on: its workunits' console output shows
@@ -684,9 +628,9 @@ func (m *master) result(op string, c Conn, key workunit.Key) goja.Value {
 	if o.Status == "error" {
 		panic(m.workunitError(key, o))
 	}
-	v, err := m.rl.dec.decodeValue(o.Result)
+	v, err := m.sb.Decode(o.Result)
 	if err != nil {
-		m.rl.throw("Error", "%s: workunit %s: its result does not decode: %v", op, key.Short(), err)
+		m.sb.Throw("Error", "%s: workunit %s: its result does not decode: %v", op, key.Short(), err)
 	}
 	return v
 }
@@ -695,7 +639,7 @@ func (m *master) result(op string, c Conn, key workunit.Key) goja.Value {
 // message names the workunit and the worker, and its cause is the error the
 // workunit threw, rebuilt with its name, message and stack.
 func (m *master) workunitError(key workunit.Key, o *Outcome) *goja.Object {
-	rt := m.rl.rt
+	rt := m.rt
 	werr := o.Err
 	if werr == nil {
 		werr = &workunit.Error{Kind: workunit.Internal, Name: "Error", Message: "the tracker gave no error"}
@@ -733,23 +677,23 @@ func (m *master) workunitError(key workunit.Key, o *Outcome) *goja.Object {
 // constructor when it is a built-in one, else an Error with that name.
 func (m *master) rebuildError(werr *workunit.Error) goja.Value {
 	if werr.Kind == workunit.Thrown && werr.Name == "" && werr.Value != nil {
-		if v, err := m.rl.dec.decodeValue(werr.Value); err == nil {
+		if v, err := m.sb.Decode(werr.Value); err == nil {
 			return v
 		}
 	}
-	ctor := m.rl.in.errorCtors[werr.Name]
+	ctor := m.in.ErrorCtors[werr.Name]
 	if ctor == nil {
-		ctor = m.rl.in.errorCtors["Error"]
+		ctor = m.in.ErrorCtors["Error"]
 	}
-	e, err := ctor(nil, m.rl.rt.ToValue(werr.Message))
+	e, err := ctor(nil, m.rt.ToValue(werr.Message))
 	if err != nil {
 		panic(err)
 	}
-	if _, builtin := m.rl.in.errorCtors[werr.Name]; !builtin && werr.Name != "" {
-		_ = e.DefineDataProperty("name", m.rl.rt.ToValue(werr.Name), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+	if _, builtin := m.in.ErrorCtors[werr.Name]; !builtin && werr.Name != "" {
+		_ = e.DefineDataProperty("name", m.rt.ToValue(werr.Name), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
 	}
 	if werr.Stack != "" {
-		_ = e.DefineDataProperty("stack", m.rl.rt.ToValue(werr.Stack), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+		_ = e.DefineDataProperty("stack", m.rt.ToValue(werr.Stack), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
 	}
 	return e
 }
@@ -773,13 +717,13 @@ func (m *master) cancel(call goja.FunctionCall) goja.Value {
 	}
 	canceled, err := m.conn(op).Cancel(m.ctx, keys)
 	if err != nil {
-		m.rl.throw("Error", "%s: %v", op, err)
+		m.sb.Throw("Error", "%s: %v", op, err)
 	}
 	ids := make([]any, len(canceled))
 	for i, k := range canceled {
 		ids[i] = k.String()
 	}
-	return m.rl.rt.NewArray(ids...)
+	return m.rt.NewArray(ids...)
 }
 
 // callWhenDone implements riot.callWhenDone(id, (isError, clientName,
@@ -791,7 +735,7 @@ func (m *master) callWhenDone(call goja.FunctionCall) goja.Value {
 	key := m.parseID(op, call.Argument(0))
 	fn, ok := goja.AssertFunction(call.Argument(1))
 	if !ok {
-		m.rl.throw("TypeError", "%s: the callback must be a function", op)
+		m.sb.Throw("TypeError", "%s: the callback must be a function", op)
 	}
 	m.waits++
 	m.onFinished(c, key, func(o *Outcome) {
@@ -802,12 +746,12 @@ func (m *master) callWhenDone(call goja.FunctionCall) goja.Value {
 				if o.Err != nil {
 					msg = o.Err.Message
 				}
-				m.callback(fn, true, o.Worker, m.rl.rt.ToValue(msg))
+				m.callback(fn, true, o.Worker, m.rt.ToValue(msg))
 				return
 			}
-			v, err := m.rl.dec.decodeValue(o.Result)
+			v, err := m.sb.Decode(o.Result)
 			if err != nil {
-				m.rl.throw("Error", "%s: workunit %s: its result does not decode: %v", op, key.Short(), err)
+				m.sb.Throw("Error", "%s: workunit %s: its result does not decode: %v", op, key.Short(), err)
 			}
 			m.callback(fn, false, o.Worker, v)
 		})
@@ -816,7 +760,7 @@ func (m *master) callWhenDone(call goja.FunctionCall) goja.Value {
 }
 
 func (m *master) callback(fn goja.Callable, isError bool, worker string, result goja.Value) {
-	if _, err := fn(goja.Undefined(), m.rl.rt.ToValue(isError), m.rl.rt.ToValue(worker), result); err != nil {
+	if _, err := fn(goja.Undefined(), m.rt.ToValue(isError), m.rt.ToValue(worker), result); err != nil {
 		var ex *goja.Exception
 		if errors.As(err, &ex) {
 			panic(ex.Value())
@@ -840,7 +784,7 @@ func (m *master) connectToTracker(call goja.FunctionCall) goja.Value {
 
 func (m *master) dial(op string, call goja.FunctionCall) Conn {
 	if m.opts.Connect == nil {
-		m.rl.throw("Error", "%s: this master cannot open connections", op)
+		m.sb.Throw("Error", "%s: this master cannot open connections", op)
 	}
 	host := "localhost"
 	if a := call.Argument(0); !goja.IsUndefined(a) && !goja.IsNull(a) {
@@ -856,7 +800,7 @@ func (m *master) dial(op string, call goja.FunctionCall) Conn {
 	}
 	c, err := m.opts.Connect(m.ctx, host, port, name)
 	if err != nil {
-		m.rl.throw("Error", "%s: %v", op, err)
+		m.sb.Throw("Error", "%s: %v", op, err)
 	}
 	m.conns = append(m.conns, c)
 	return c
@@ -872,7 +816,7 @@ func (m *master) currentClient(call goja.FunctionCall) goja.Value {
 				return goja.Undefined()
 			}
 		}
-		m.rl.throw("TypeError", "riot.currentClient: not a client object")
+		m.sb.Throw("TypeError", "riot.currentClient: not a client object")
 	}
 	if m.client == nil || m.client.conn == nil {
 		return goja.Null()
@@ -886,16 +830,16 @@ func (m *master) readFile(call goja.FunctionCall) goja.Value {
 	path := call.Argument(0).String()
 	b, err := os.ReadFile(path)
 	if err != nil {
-		m.rl.throw("Error", "riot.readFile: %v", err)
+		m.sb.Throw("Error", "riot.readFile: %v", err)
 	}
 	if enc := call.Argument(1); goja.IsNull(enc) || (goja.IsString(enc) && enc.String() == "binary") {
-		u8, err := m.rl.in.typedCtors["Uint8Array"](nil, m.rl.rt.ToValue(m.rl.rt.NewArrayBuffer(b)))
+		u8, err := m.in.TypedCtors["Uint8Array"](nil, m.rt.ToValue(m.rt.NewArrayBuffer(b)))
 		if err != nil {
 			panic(err)
 		}
 		return u8
 	}
-	return m.rl.rt.ToValue(string(b))
+	return m.rt.ToValue(string(b))
 }
 
 // readLines implements riot.readLines(path): the file's lines, without
@@ -904,7 +848,7 @@ func (m *master) readLines(call goja.FunctionCall) goja.Value {
 	path := call.Argument(0).String()
 	b, err := os.ReadFile(path)
 	if err != nil {
-		m.rl.throw("Error", "riot.readLines: %v", err)
+		m.sb.Throw("Error", "riot.readLines: %v", err)
 	}
 	s := strings.TrimSuffix(string(b), "\n")
 	var lines []any
@@ -913,7 +857,7 @@ func (m *master) readLines(call goja.FunctionCall) goja.Value {
 			lines = append(lines, strings.TrimSuffix(l, "\r"))
 		}
 	}
-	return m.rl.rt.NewArray(lines...)
+	return m.rt.NewArray(lines...)
 }
 
 // writeFile implements riot.writeFile(path, data): a string, or the bytes
@@ -923,12 +867,12 @@ func (m *master) writeFile(call goja.FunctionCall) goja.Value {
 	data := call.Argument(1)
 	var b []byte
 	if o, ok := data.(*goja.Object); ok {
-		switch m.rl.in.classify(o) {
-		case kindArrayBuffer:
+		switch m.in.Classify(o) {
+		case jsvalue.KindArrayBuffer:
 			b = o.Export().(goja.ArrayBuffer).Bytes()
-		case kindTyped:
+		case jsvalue.KindTyped:
 			b = m.viewBytes(o, false)
-		case kindDataView:
+		case jsvalue.KindDataView:
 			b = m.viewBytes(o, true)
 		}
 	}
@@ -936,19 +880,19 @@ func (m *master) writeFile(call goja.FunctionCall) goja.Value {
 		b = []byte(data.String())
 	}
 	if err := os.WriteFile(path, b, 0o644); err != nil {
-		m.rl.throw("Error", "riot.writeFile: %v", err)
+		m.sb.Throw("Error", "riot.writeFile: %v", err)
 	}
 	return goja.Undefined()
 }
 
 // viewBytes returns the bytes a typed array or DataView covers.
 func (m *master) viewBytes(o *goja.Object, dataView bool) []byte {
-	in := m.rl.in
-	buf, off, n := in.typedBuffer, in.typedOffset, in.typedLength
+	in := m.in
+	buf, off, n := in.TypedBuffer, in.TypedOffset, in.TypedLength
 	size := 1
 	if dataView {
-		buf, off, n = in.viewBuffer, in.viewOffset, in.viewLength
-	} else if name, ok := in.typedName(o); ok {
+		buf, off, n = in.ViewBuffer, in.ViewOffset, in.ViewLength
+	} else if name, ok := in.TypedName(o); ok {
 		if k, ok := value.TypedKindByName(name); ok {
 			size = k.Size()
 		}
@@ -957,7 +901,7 @@ func (m *master) viewBytes(o *goja.Object, dataView bool) []byte {
 	ov, err2 := off(o)
 	nv, err3 := n(o)
 	if err := errors.Join(err1, err2, err3); err != nil {
-		m.rl.throw("TypeError", "%v", err)
+		m.sb.Throw("TypeError", "%v", err)
 	}
 	data := bv.(*goja.Object).Export().(goja.ArrayBuffer).Bytes()
 	start := int(ov.ToInteger())

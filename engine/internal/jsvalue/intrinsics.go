@@ -1,4 +1,4 @@
-package engine
+package jsvalue
 
 import (
 	"fmt"
@@ -9,45 +9,45 @@ import (
 	"github.com/dop251/goja"
 )
 
-// intrinsics are built-in functions and prototypes of one runtime, taken
+// Intrinsics are built-in functions and prototypes of one runtime, taken
 // before any workunit runs, so that the codec and the bindings work the same
 // however a workunit has rewritten the globals.
-type intrinsics struct {
-	objectProto    *goja.Object
-	arrayProto     *goja.Object
-	dataViewProto  *goja.Object
-	weakMapProto   *goja.Object
-	weakSetProto   *goja.Object
-	typedArrayTag  goja.Callable // get %TypedArray%.prototype[@@toStringTag]
-	typedBuffer    goja.Callable // get %TypedArray%.prototype.buffer
-	typedOffset    goja.Callable // get %TypedArray%.prototype.byteOffset
-	typedLength    goja.Callable // get %TypedArray%.prototype.length
-	viewBuffer     goja.Callable // get DataView.prototype.buffer
-	viewOffset     goja.Callable // get DataView.prototype.byteOffset
-	viewLength     goja.Callable // get DataView.prototype.byteLength
-	mapForEach     goja.Callable
-	setForEach     goja.Callable
-	mapSet         goja.Callable
-	setAdd         goja.Callable
-	dateGetTime    goja.Callable
-	regexpSource   goja.Callable
-	regexpFlags    goja.Callable
-	objectFreeze   goja.Callable
-	isFrozen       goja.Callable
-	promiseThen    goja.Callable
-	newMap         goja.Constructor
-	newSet         goja.Constructor
-	newDate        goja.Constructor
-	newRegExp      goja.Constructor
-	newDataView    goja.Constructor
-	typedCtors     map[string]goja.Constructor // by constructor name
-	errorCtors     map[string]goja.Constructor // Error, TypeError, ...
-	errorProtos    map[string]*goja.Object     // prototypes of the built-in error constructors, by name
-	stringValueOf  goja.Callable
-	jsonStringify  goja.Callable
-	stringRepeat   goja.Callable
-	stringPadStart goja.Callable
-	stringPadEnd   goja.Callable
+type Intrinsics struct {
+	ObjectProto    *goja.Object
+	ArrayProto     *goja.Object
+	DataViewProto  *goja.Object
+	WeakMapProto   *goja.Object
+	WeakSetProto   *goja.Object
+	TypedArrayTag  goja.Callable // get %TypedArray%.prototype[@@toStringTag]
+	TypedBuffer    goja.Callable // get %TypedArray%.prototype.buffer
+	TypedOffset    goja.Callable // get %TypedArray%.prototype.byteOffset
+	TypedLength    goja.Callable // get %TypedArray%.prototype.length
+	ViewBuffer     goja.Callable // get DataView.prototype.buffer
+	ViewOffset     goja.Callable // get DataView.prototype.byteOffset
+	ViewLength     goja.Callable // get DataView.prototype.byteLength
+	MapForEach     goja.Callable
+	SetForEach     goja.Callable
+	MapSet         goja.Callable
+	SetAdd         goja.Callable
+	DateGetTime    goja.Callable
+	RegExpSource   goja.Callable
+	RegExpFlags    goja.Callable
+	ObjectFreeze   goja.Callable
+	IsFrozen       goja.Callable
+	PromiseThen    goja.Callable
+	NewMap         goja.Constructor
+	NewSet         goja.Constructor
+	NewDate        goja.Constructor
+	NewRegExp      goja.Constructor
+	NewDataView    goja.Constructor
+	TypedCtors     map[string]goja.Constructor // by constructor name
+	ErrorCtors     map[string]goja.Constructor // Error, TypeError, ...
+	ErrorProtos    map[string]*goja.Object     // prototypes of the built-in error constructors, by name
+	StringValueOf  goja.Callable
+	JSONStringify  goja.Callable
+	StringRepeat   goja.Callable
+	StringPadStart goja.Callable
+	StringPadEnd   goja.Callable
 }
 
 var (
@@ -65,15 +65,28 @@ var errorNames = []string{"Error", "TypeError", "RangeError", "SyntaxError", "Re
 
 var typedNames = []string{"Uint8Array", "Uint8ClampedArray", "Int8Array", "Uint16Array", "Int16Array", "Uint32Array", "Int32Array", "Float32Array", "Float64Array", "BigInt64Array", "BigUint64Array"}
 
-func loadIntrinsics(rt *goja.Runtime) (*intrinsics, error) {
-	in := &intrinsics{
-		typedCtors:  make(map[string]goja.Constructor, len(typedNames)),
-		errorCtors:  make(map[string]goja.Constructor, len(errorNames)),
-		errorProtos: make(map[string]*goja.Object, len(errorNames)),
+// InternalFile names the scripts riot runs in a runtime itself (reading
+// the intrinsics, installing bindings); stacks leave their frames out.
+const InternalFile = "riot:internal"
+
+// LoadIntrinsics reads the intrinsics of rt. Call it before any script of
+// a user runs there.
+func LoadIntrinsics(rt *goja.Runtime) (in *Intrinsics, err error) {
+	defer func() {
+		// A built-in that is not what it should be (a goja that changed)
+		// fails the runtime, not its caller.
+		if x := recover(); x != nil {
+			in, err = nil, fmt.Errorf("%v", x)
+		}
+	}()
+	in = &Intrinsics{
+		TypedCtors:  make(map[string]goja.Constructor, len(typedNames)),
+		ErrorCtors:  make(map[string]goja.Constructor, len(errorNames)),
+		ErrorProtos: make(map[string]*goja.Object, len(errorNames)),
 	}
 	// One script reads every intrinsic the engine needs, so that a typo
 	// fails loudly at startup, not in the middle of a workunit.
-	v, err := rt.RunScript(internalFile, `(function () {
+	v, err := rt.RunScript(InternalFile, `(function () {
 		const getter = (o, k) => Object.getOwnPropertyDescriptor(o, k).get;
 		const TA = Object.getPrototypeOf(Uint8Array.prototype);
 		return [
@@ -95,7 +108,7 @@ func loadIntrinsics(rt *goja.Runtime) (*intrinsics, error) {
 	arr := v.(*goja.Object)
 	n := int(arr.Get("length").ToInteger())
 	for i := 0; i < n; i++ {
-		items = append(items, arr.Get(itoa(i)))
+		items = append(items, arr.Get(Index(i)))
 	}
 	obj := func(i int) *goja.Object { return items[i].(*goja.Object) }
 	fn := func(i int) goja.Callable {
@@ -112,21 +125,21 @@ func loadIntrinsics(rt *goja.Runtime) (*intrinsics, error) {
 		}
 		return c
 	}
-	in.objectProto, in.arrayProto, in.dataViewProto, in.weakMapProto, in.weakSetProto = obj(0), obj(1), obj(2), obj(3), obj(4)
-	in.typedArrayTag, in.typedBuffer, in.typedOffset, in.typedLength = fn(5), fn(6), fn(7), fn(8)
-	in.viewBuffer, in.viewOffset, in.viewLength = fn(9), fn(10), fn(11)
-	in.mapForEach, in.setForEach, in.mapSet, in.setAdd = fn(12), fn(13), fn(14), fn(15)
-	in.dateGetTime, in.regexpSource, in.regexpFlags = fn(16), fn(17), fn(18)
-	in.objectFreeze, in.isFrozen, in.promiseThen = fn(19), fn(20), fn(21)
-	in.newMap, in.newSet, in.newDate, in.newRegExp, in.newDataView = ctor(22), ctor(23), ctor(24), ctor(25), ctor(26)
-	in.stringRepeat, in.stringPadStart, in.stringPadEnd = fn(27), fn(28), fn(29)
-	in.stringValueOf, in.jsonStringify = fn(30), fn(31)
+	in.ObjectProto, in.ArrayProto, in.DataViewProto, in.WeakMapProto, in.WeakSetProto = obj(0), obj(1), obj(2), obj(3), obj(4)
+	in.TypedArrayTag, in.TypedBuffer, in.TypedOffset, in.TypedLength = fn(5), fn(6), fn(7), fn(8)
+	in.ViewBuffer, in.ViewOffset, in.ViewLength = fn(9), fn(10), fn(11)
+	in.MapForEach, in.SetForEach, in.MapSet, in.SetAdd = fn(12), fn(13), fn(14), fn(15)
+	in.DateGetTime, in.RegExpSource, in.RegExpFlags = fn(16), fn(17), fn(18)
+	in.ObjectFreeze, in.IsFrozen, in.PromiseThen = fn(19), fn(20), fn(21)
+	in.NewMap, in.NewSet, in.NewDate, in.NewRegExp, in.NewDataView = ctor(22), ctor(23), ctor(24), ctor(25), ctor(26)
+	in.StringRepeat, in.StringPadStart, in.StringPadEnd = fn(27), fn(28), fn(29)
+	in.StringValueOf, in.JSONStringify = fn(30), fn(31)
 	for _, name := range typedNames {
 		c, ok := goja.AssertConstructor(rt.Get(name))
 		if !ok {
 			return nil, fmt.Errorf("engine: %s is not a constructor", name)
 		}
-		in.typedCtors[name] = c
+		in.TypedCtors[name] = c
 	}
 	for _, name := range errorNames {
 		g := rt.Get(name)
@@ -134,15 +147,16 @@ func loadIntrinsics(rt *goja.Runtime) (*intrinsics, error) {
 		if !ok {
 			return nil, fmt.Errorf("engine: %s is not a constructor", name)
 		}
-		in.errorCtors[name] = c
+		in.ErrorCtors[name] = c
 		if p, ok := g.(*goja.Object).Get("prototype").(*goja.Object); ok {
-			in.errorProtos[name] = p
+			in.ErrorProtos[name] = p
 		}
 	}
 	return in, nil
 }
 
-func itoa(i int) string {
+// Index returns the property name of array index i.
+func Index(i int) string {
 	if i >= 0 && i < len(smallInts) {
 		return smallInts[i]
 	}

@@ -1,0 +1,197 @@
+package jsvalue
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/dop251/goja"
+
+	"github.com/riot-go/riot/workunit"
+)
+
+// Functions makes the captured functions a Decoder meets into live
+// functions of one runtime (docs/values.md, "Functions"). It keeps one
+// factory per function source and position: the factory is compiled once
+// (by compile, which may share programs between runtimes) and run once per
+// runtime; a function without free variables is made once and shared. It
+// is used on the runtime's goroutine only.
+type Functions struct {
+	rt        *goja.Runtime
+	compile   func(name, src string) (*goja.Program, error)
+	factories map[string]*factory
+}
+
+// NewFunctions returns the function maker of rt; compile compiles a
+// factory's source under a file name.
+func NewFunctions(rt *goja.Runtime, compile func(name, src string) (*goja.Program, error)) *Functions {
+	return &Functions{rt: rt, compile: compile, factories: make(map[string]*factory)}
+}
+
+// factory makes instances of one captured function.
+type factory struct {
+	make  goja.Callable
+	plain *goja.Object // the one instance of a function with no free variables
+}
+
+// invalid returns the error of a malformed workunit.
+func invalid(format string, args ...any) *workunit.Error {
+	return &workunit.Error{Kind: workunit.Invalid, Name: "WorkunitError", Message: fmt.Sprintf(format, args...)}
+}
+
+// makeFunction makes a captured function: it calls the function's factory
+// with the free variables' values as arguments; a variable marked self is
+// the function itself. The factory is compiled once and
+// made once per runtime; a function without free variables is made once
+// per runtime and shared.
+func (fs *Functions) makeFunction(source string, names []string, self []bool, vals []goja.Value, pos funcPos) (*goja.Object, error) {
+	var params, lets []string
+	var args []goja.Value
+	for i, n := range names {
+		if self[i] {
+			lets = append(lets, n)
+		} else {
+			params = append(params, n)
+			args = append(args, vals[i])
+		}
+	}
+	var b strings.Builder
+	b.WriteString("(function (" + strings.Join(params, ", ") + ") {")
+	if len(lets) > 0 {
+		b.WriteString(" let " + strings.Join(lets, ", ") + ";")
+	}
+	b.WriteString(" return ")
+	for _, n := range lets {
+		b.WriteString(n + " = ")
+	}
+	b.WriteString("(")
+	f, err := fs.factory(b.String(), source, "\n); })", names, pos, len(params) == 0 && len(lets) == 0)
+	if err != nil {
+		return nil, err
+	}
+	if f.plain != nil {
+		return f.plain, nil
+	}
+	v, err := f.make(goja.Undefined(), args...)
+	if err != nil {
+		return nil, err
+	}
+	return fs.checkFunction(v, pos)
+}
+
+// makeCyclicFunction makes a captured function before its variables'
+// values are known: the factory declares the free variables and returns
+// the function with a setter for them, setEnv.
+func (fs *Functions) makeCyclicFunction(source string, names []string, pos funcPos) (*goja.Object, func([]goja.Value) error, error) {
+	var suffix strings.Builder
+	suffix.WriteString("\n), function (" + envParam + ") {")
+	for i, n := range names {
+		fmt.Fprintf(&suffix, " %s = %s[%d];", n, envParam, i)
+	}
+	suffix.WriteString(" }]; })")
+	prefix := "(function () { let " + strings.Join(names, ", ") + "; return [("
+	f, err := fs.factory(prefix, source, suffix.String(), names, pos, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	pair, err := f.make(goja.Undefined())
+	if err != nil {
+		return nil, nil, err
+	}
+	po := pair.(*goja.Object)
+	fn, err := fs.checkFunction(po.Get("0"), pos)
+	if err != nil {
+		return nil, nil, err
+	}
+	set, _ := goja.AssertFunction(po.Get("1"))
+	return fn, func(vals []goja.Value) error {
+		_, err := set(goja.Undefined(), fs.rt.NewArray(toAny(vals)...))
+		return err
+	}, nil
+}
+
+func (fs *Functions) checkFunction(v goja.Value, pos funcPos) (*goja.Object, error) {
+	if o, ok := v.(*goja.Object); ok {
+		if _, ok := goja.AssertFunction(o); ok {
+			return o, nil
+		}
+	}
+	return nil, invalid("captured source from %s:%d is %s, not a function", pos.file, pos.line, Describe(v))
+}
+
+func toAny(vals []goja.Value) []any {
+	out := make([]any, len(vals))
+	for i, v := range vals {
+		out[i] = v
+	}
+	return out
+}
+
+const envParam = "__riot_env"
+
+// factory returns the runtime's factory for prefix+source+suffix, compiling
+// it (once, by compile) and running it (once per runtime) on first use. The
+// source is padded so that it sits at its own line and column in its file.
+// When plain, the factory takes nothing and its one function is kept.
+func (fs *Functions) factory(prefix, source, suffix string, names []string, pos funcPos, plain bool) (*factory, error) {
+	key := prefix + "\x00" + suffix + "\x00" + pos.file + "\x00" + strconv.Itoa(pos.line) + "\x00" + strconv.Itoa(pos.column) + "\x00" + source
+	if f, ok := fs.factories[key]; ok {
+		return f, nil
+	}
+	for _, n := range names {
+		if !IsIdentifier(n) || n == envParam || reservedWords[n] {
+			return nil, invalid("captured function from %s:%d: %q cannot be a free variable's name", pos.file, pos.line, n)
+		}
+	}
+	file := pos.file
+	if file == "" {
+		file = "fn"
+	}
+	var b strings.Builder
+	b.WriteString(prefix)
+	if pos.line > 1 {
+		b.WriteString(strings.Repeat("\n", pos.line-1))
+		if pos.column > 1 {
+			b.WriteString(strings.Repeat(" ", pos.column-1))
+		}
+	} else if pad := pos.column - 1 - b.Len(); pad > 0 {
+		b.WriteString(strings.Repeat(" ", pad))
+	}
+	b.WriteString(source)
+	b.WriteString(suffix)
+	prg, err := fs.compile(file, b.String())
+	if err != nil {
+		return nil, err
+	}
+	fv, err := fs.rt.RunProgram(prg)
+	if err != nil {
+		return nil, err
+	}
+	mk, ok := goja.AssertFunction(fv)
+	if !ok {
+		return nil, invalid("captured function from %s:%d does not compile to a factory", pos.file, pos.line)
+	}
+	f := &factory{make: mk}
+	if plain {
+		v, err := mk(goja.Undefined())
+		if err != nil {
+			return nil, err
+		}
+		if f.plain, err = fs.checkFunction(v, pos); err != nil {
+			return nil, err
+		}
+	}
+	fs.factories[key] = f
+	return f, nil
+}
+
+// reservedWords cannot name a variable in strict or sloppy code.
+var reservedWords = map[string]bool{
+	"break": true, "case": true, "catch": true, "class": true, "const": true, "continue": true,
+	"debugger": true, "default": true, "delete": true, "do": true, "else": true, "enum": true,
+	"export": true, "extends": true, "false": true, "finally": true, "for": true, "function": true,
+	"if": true, "import": true, "in": true, "instanceof": true, "new": true, "null": true,
+	"return": true, "super": true, "switch": true, "this": true, "throw": true, "true": true,
+	"try": true, "typeof": true, "var": true, "void": true, "while": true, "with": true,
+	"let": true, "static": true, "yield": true, "await": true, "arguments": true, "eval": true,
+}

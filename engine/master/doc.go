@@ -1,0 +1,60 @@
+// Package master runs riot job scripts: the JavaScript program, on the
+// master, that hands workunits out to workers through a tracker and
+// gathers their results (docs/reference.md). It is what riot-worker eval
+// SCRIPT.js runs (through package job, which connects it to a tracker).
+//
+// A job script runs in a standalone sandbox of the engine
+// (engine.NewStandalone): the ECMAScript built-ins, console (to
+// ScriptOptions.Stdout and Stderr), performance, sleep and the timers, and
+// what this package installs there through the engine's seam:
+//
+//   - the riot object: riot.args, doWork, forWork, doWorkCall, doWorkEval,
+//     with, waitUntilDone, callWhenDone, cancel, connect,
+//     connectToTracker, currentClient, readFile, readLines, writeFile, and
+//     the WorkunitError class;
+//   - the low-level client objects (riot.currentClient(),
+//     riot.connectToTracker(...)): Riot's client API in camelCase, whoAmI,
+//     workunitInfo, addWorkunit, waitForWork, completeWorkunit, ...;
+//   - require, for the job's own CommonJS modules, resolved as Node
+//     resolves them (package modules), each instrumented like the script;
+//   - the capture hook that the instrumented script calls (package
+//     engine/capture), which records on every function the script makes
+//     where it is and how to read its free variables, so that it can be
+//     sent to a worker as a value.Function.
+//
+// The master runs the script top to bottom, then runs an event loop, as
+// Node does: the callbacks of riot.callWhenDone and the script's timers,
+// until none is pending. Values go to workers as value documents; one
+// that is large, or carried by many workunits, goes as a blob, uploaded
+// once (ScriptOptions.BlobThreshold, MinBlobBytes).
+//
+// The master reaches the tracker only through Conn, which package job
+// implements over the Go client (client.Client); the tests use a fake.
+// Conn, Submission, Work, Outcome and WorkOptions are the vocabulary of
+// that adapter. The worker loop (package worker) never imports this
+// package: workunits see only riot.worker.
+//
+// FormatValue is how riot-worker eval prints a result.
+//
+// # Usage
+//
+//	err := master.RunScript(ctx, master.ScriptOptions{
+//		Path:    "job.js",
+//		Args:    args,
+//		Conn:    conn,    // a master.Conn: package job adapts *client.Client
+//		Connect: dial,    // for riot.connect; nil: the script cannot connect
+//		Events:  ui,      // progress and workunits' console output; may be nil
+//	})
+//	var se *master.ScriptError
+//	if errors.As(err, &se) { ... se.Stack ... }
+//
+// The caller's duties:
+//
+//  1. Give a Conn that is safe for concurrent use: its callbacks come on
+//     the connection's goroutines, and must never wait for the script.
+//  2. End ctx to stop the script: its waits for the tracker, sleep and
+//     the event loop end with it (a script that computes without waiting
+//     is not interrupted). RunScript closes the connections the script
+//     opened itself; ScriptOptions.Conn stays the caller's to close.
+//  3. Expect ScriptEvents methods from several goroutines.
+package master
