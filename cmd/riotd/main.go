@@ -12,12 +12,13 @@ package main
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/spf13/pflag"
 
 	"github.com/riot-go/riot/tracker"
 )
@@ -32,10 +33,10 @@ func main() {
 // run runs riotd and returns the exit status: 0 after a clean shutdown
 // (or --help), 1 when it failed, 2 for bad usage.
 func run(ctx context.Context, args []string, stderr io.Writer) int {
-	fs := flag.NewFlagSet("riotd", flag.ContinueOnError)
+	fs := pflag.NewFlagSet("riotd", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	opts, err := tracker.ConfigureOptions(fs, args)
-	if errors.Is(err, flag.ErrHelp) {
+	if errors.Is(err, pflag.ErrHelp) {
 		return 0
 	}
 	if err != nil {
