@@ -8,13 +8,18 @@ import (
 	"github.com/spf13/cobra"
 )
 
+// reservedWords are the words riot-worker keeps for commands it may have
+// one day: in HOST's place, one that does not resolve is an unknown
+// command, not a tracker to wait for.
+const reservedWords = "status, jobs, workunits, cancel, logs, list, types"
+
 // resolveTimeout bounds the look-up of a word that may be a command.
 const resolveTimeout = 3 * time.Second
 
 // looksLikeCommand reports whether word, in HOST's place, is a command
 // rather than the tracker's host: a plain word (no dot, colon, slash or
-// bracket; not localhost) within two edits of one of commands ("evl",
-// "hlep"), and that does not resolve as a host
+// bracket; not localhost) that is a reserved word or within two edits of
+// one of commands ("evl", "hlep"), and that does not resolve as a host
 // name (lookupHost). Any other word is a host, even one that does not
 // resolve yet: a worker started before the network's names are up (a
 // service at boot) waits for them, as for a tracker that is down.
@@ -25,6 +30,9 @@ func looksLikeCommand(ctx context.Context, word string, commands []string,
 		return false
 	}
 	near := false
+	for _, r := range strings.Split(reservedWords, ", ") {
+		near = near || w == r
+	}
 	for _, c := range commands {
 		near = near || editDistance(w, c) <= 2
 	}

@@ -46,10 +46,14 @@ Run 'riot-worker eval --help' for eval's flags; those below are the worker's.
 
 // hostRule is the help's word on what in HOST's place is a command.
 const hostRule = `
-A word in HOST's place within two letters of a command (evl, hlep) that
-does not resolve as a host name is an unknown command (exit status 2);
-any other word is the tracker's host, and one that does not resolve yet is
-waited for, as a tracker that is down.
+A word in HOST's place is a command if it looks like one: a plain word
+(no dot, colon, slash or bracket, and not localhost) that does not resolve
+as a host name, and that is one of the words kept for commands
+(` + reservedWords + `) or within two letters of a
+command (evl, hlep, verison), is an unknown command (exit status 2). Any
+other word is the tracker's host, and one that does not resolve yet is
+waited for, as a tracker that is down. Give a tracker named like a command
+with its domain or its port (status.lan, status:2355).
 `
 
 func main() {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -14,6 +15,63 @@ import (
 
 	"github.com/riot-go/riot/internal/version"
 )
+
+// commandsLine is what a usage error for a word that looks like a command
+// says of the commands.
+const commandsLine = "the commands are completion, eval, help and version\nrun 'riot-worker help' for the commands\n"
+
+// A word in HOST's place that looks like a command and does not resolve
+// is an unknown command (exit 2), not a tracker to retry for ever. Before,
+// only words within two edits of eval and help were.
+func TestHostRule_CommandWords(t *testing.T) {
+	t.Parallel()
+	// A word taken for a host would start a worker: with ctx ended, one
+	// that stops at once with status 0.
+	canceled, cancel := context.WithCancel(t.Context())
+	cancel()
+	for _, word := range []string{"status", "jobs", "workunits", "cancel", "logs", "list", "types",
+		"evl", "hlep", "verison", "completoin", "Status", "LIST", "helm"} {
+		code, stdout, stderr := runResolving(canceled, nil, "--log-level", "error", word)
+		assert.Equal(t, 2, code, word)
+		assert.Empty(t, stdout, word)
+		assert.Equal(t, fmt.Sprintf("riot-worker: unknown command %q (nor a tracker host that resolves); ", word)+commandsLine, stderr, word)
+	}
+	// With flags before it, too.
+	code, _, stderr := runResolving(canceled, nil, "--slots", "2", "status")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, `unknown command "status"`)
+}
+
+// Words that look like host names are hosts, resolved or not: a worker
+// started before the network's names are up waits for its tracker. A
+// plain word that resolves is a host too, whatever it is (a worker host
+// named status on a LAN).
+func TestHostRule_Hosts(t *testing.T) {
+	t.Parallel()
+	canceled, cancel := context.WithCancel(t.Context())
+	cancel() // a worker that starts, and stops at once: the word was a host
+	for _, tt := range []struct {
+		word     string
+		resolves []string
+	}{
+		{word: "alfred"}, // a plain word near no command: waited for
+		{word: "tracker"},
+		{word: "server-host"},
+		{word: "localhost"},
+		{word: "status.lan"},
+		{word: "status:2355"},
+		{word: "eval.example.org"},
+		{word: "[::1]"},
+		{word: "ws://status/riot"},
+		{word: "127.0.0.1"},
+		{word: "status", resolves: []string{"status"}},
+		{word: "helm", resolves: []string{"helm"}},
+		{word: "list", resolves: []string{"list"}},
+	} {
+		code, _, stderr := runResolving(canceled, tt.resolves, "--log-level", "error", tt.word)
+		assert.Equal(t, 0, code, "%s: %s", tt.word, stderr)
+	}
+}
 
 func TestLooksLikeCommand_LooksUpOnlyCommandWords(t *testing.T) {
 	t.Parallel()
@@ -28,11 +86,11 @@ func TestLooksLikeCommand_LooksUpOnlyCommandWords(t *testing.T) {
 	commands := []string{"completion", "eval", "help", "version"}
 	for word, want := range map[string]bool{
 		"alfred": false, "node": false, "evaluator": false, "localhost": false, "a.b": false, "": false, "-x": false,
-		"evl": true, "hlep": true, "ev": true, "Eval": true,
+		"status": true, "evl": true, "hlep": true, "ev": true, "Eval": true,
 	} {
 		assert.Equal(t, want, looksLikeCommand(t.Context(), word, commands, lookup), word)
 	}
-	assert.ElementsMatch(t, []string{"evl", "hlep", "ev", "Eval"}, looked, "only words that may be commands are looked up")
+	assert.ElementsMatch(t, []string{"status", "evl", "hlep", "ev", "Eval"}, looked, "only words that may be commands are looked up")
 	assert.Equal(t, 1, editDistance("evl", "eval"))
 	assert.Equal(t, 4, editDistance("nope", "help"))
 }
@@ -94,7 +152,8 @@ func TestHelp(t *testing.T) {
 	code, help, _ := runCmd(t, "help")
 	require.Equal(t, 0, code)
 	for _, want := range []string{"riot-worker [flags] HOST[:PORT]", "riot-worker version", "riot-worker completion bash|zsh|fish",
-		"\n      --port port ", "\n      --slots N ", "\n      --no-gpu ", "\n  -h, --help ", "\n  -v, --version "} {
+		"\n      --port port ", "\n      --slots N ", "\n      --no-gpu ", "\n  -h, --help ", "\n  -v, --version ",
+		"status, jobs, workunits, cancel, logs, list, types"} {
 		assert.Contains(t, help, want)
 	}
 	assert.NotContains(t, help, "\n  -port")
