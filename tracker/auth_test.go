@@ -1,7 +1,6 @@
 package tracker
 
 import (
-	"flag"
 	"io"
 	"os"
 	"path/filepath"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/riot-go/riot/wire"
 	"github.com/riot-go/riot/workunit"
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -234,7 +234,7 @@ func TestConfigureOptions_TokenFile(t *testing.T) {
 	bad := filepath.Join(dir, "bad")
 	require.NoError(t, os.WriteFile(bad, []byte("master short\n"), 0o600))
 	parse := func(args ...string) (Options, error) {
-		fs := flag.NewFlagSet("riotd", flag.ContinueOnError)
+		fs := pflag.NewFlagSet("riotd", pflag.ContinueOnError)
 		fs.SetOutput(io.Discard)
 		return configureOptions(fs, args, env("HOME", "/home/ann"))
 	}

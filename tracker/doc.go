@@ -10,7 +10,7 @@
 //
 // # Usage
 //
-//	fs := flag.NewFlagSet("riotd", flag.ContinueOnError)
+//	fs := pflag.NewFlagSet("riotd", pflag.ContinueOnError)
 //	opts, err := tracker.ConfigureOptions(fs, os.Args[1:])
 //	srv, err := tracker.New(opts)     // opens the store, listens
 //	err = srv.Run(ctx)                // serves until ctx ends, then shuts down

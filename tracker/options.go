@@ -3,7 +3,6 @@ package tracker
 import (
 	"crypto/tls"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -14,9 +13,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/spf13/pflag"
+
+	"github.com/riot-go/riot/internal/cliflag"
 	"github.com/riot-go/riot/tracker/store"
 	"github.com/riot-go/riot/tracker/table"
-	"github.com/riot-go/riot/units"
 	"github.com/riot-go/riot/wire"
 )
 
@@ -45,7 +46,8 @@ const (
 
 // Options configure a Server. The zero Options are usable: every zero field
 // takes its documented default, and no data directory means memory only.
-// ConfigureOptions fills Options from command-line flags.
+// ConfigureOptions (or AddFlags and Flags.Options) fills Options from
+// riotd's command-line flags.
 type Options struct {
 	// Listen is the address to listen on, HOST:PORT (HOST empty: every
 	// interface; PORT 0: any free port, see Server.Addr). Default:
@@ -144,11 +146,13 @@ func DefaultDataDir(getenv func(string) string) string {
 	return "riot-data"
 }
 
-const usageHeader = `riotd: the riot tracker
+const helpText = `riotd: the riot tracker
 
 Usage:
   riotd [--port 2355] [--listen HOST[:PORT]] [--data DIR | --memory]
         [--token-file FILE] [--tls-cert FILE --tls-key FILE] [flags]
+  riotd --version                       print the version and the build
+  riotd completion bash|zsh|fish        print a shell completion script
 
 riotd hands workunits from masters to workers and results back. Masters and
 workers connect to ws://HOST:PORT/riot (wss:// with --tls-cert); GET /status
@@ -163,74 +167,97 @@ Workunits and results are kept in DIR/tracker.db (default %s),
 so finished results survive a restart. --memory (or --data "") keeps
 everything in memory instead: nothing is written, and a restart forgets all.
 
-Flags:
+Exit status: 0 after a clean stop (SIGINT or SIGTERM), 1 on failure, 2 for
+bad usage.
 `
 
-// ConfigureOptions defines riotd's flags on fs, parses args with it, and
-// returns the Options they give, defaults applied and checked. It returns
-// flag.ErrHelp (wrapped) for -h and --help, after fs has printed the usage.
-// Positional arguments are an error: riotd takes none.
-func ConfigureOptions(fs *flag.FlagSet, args []string) (Options, error) {
-	return configureOptions(fs, args, os.Getenv)
+// Flags are riotd's command-line flags, registered on a FlagSet by
+// AddFlags. Once the FlagSet has parsed a command line, Options returns
+// the Options they give.
+type Flags struct {
+	fs      *pflag.FlagSet
+	o       Options
+	port    int
+	memory  bool
+	defData string
 }
 
-func configureOptions(fs *flag.FlagSet, args []string, getenv func(string) string) (Options, error) {
-	var o Options
-	defData := DefaultDataDir(getenv)
-	port := fs.Int("port", wire.DefaultPort, "TCP `port` to listen on")
+// AddFlags defines riotd's flags on fs (their names, defaults and help are
+// riotd's, documented in docs/riotd.md) and returns them, for Options
+// after fs has parsed the command line.
+func AddFlags(fs *pflag.FlagSet) *Flags { return addFlags(fs, os.Getenv) }
+
+func addFlags(fs *pflag.FlagSet, getenv func(string) string) *Flags {
+	f := &Flags{fs: fs, defData: DefaultDataDir(getenv)}
+	o := &f.o
+	fs.IntVar(&f.port, "port", wire.DefaultPort, "TCP `port` to listen on")
 	fs.StringVar(&o.Listen, "listen", "", "address to listen on, `HOST[:PORT]` (default: every interface with --token-file, else 127.0.0.1; --port)")
 	fs.StringVar(&o.TokenFile, "token-file", "", "`file` of credentials, lines of \"master TOKEN\" or \"worker TOKEN\" (default: none checked, loopback only)")
 	fs.BoolVar(&o.UnsafeNoAuth, "unsafe-no-auth", false,
 		"allow --listen on an address other than loopback without --token-file: anyone who reaches it can run code on the workers")
 	fs.StringVar(&o.TLSCertFile, "tls-cert", "", "serve TLS (wss://) with this certificate chain `file` (PEM); needs --tls-key")
 	fs.StringVar(&o.TLSKeyFile, "tls-key", "", "the private key `file` (PEM) of --tls-cert")
-	fs.StringVar(&o.DataDir, "data", defData, "`directory` of the durable store; \"\" keeps everything in memory")
-	memory := fs.Bool("memory", false, "keep everything in memory, write nothing (same as --data \"\")")
+	fs.StringVar(&o.DataDir, "data", f.defData, "`directory` of the durable store; \"\" keeps everything in memory")
+	fs.BoolVar(&f.memory, "memory", false, "keep everything in memory, write nothing (same as --data \"\")")
 	fs.StringVar(&o.Name, "name", "", "the tracker's `name` in welcomes and on the status page (default: host:port)")
 	o.PingInterval, o.WriteTimeout = wire.DefaultPingInterval, DefaultWriteTimeout
 	o.LeaseGrace, o.ShutdownTimeout = table.DefaultLeaseGrace, DefaultShutdownTimeout
 	o.QueueBytes, o.Limits.MaxFrameBytes = DefaultQueueBytes, wire.DefaultMaxFrameBytes
 	o.LogLevel = slog.LevelInfo
-	fs.Var((*units.Duration)(&o.PingInterval), "ping-interval",
+	fs.Var(cliflag.Duration(&o.PingInterval), "ping-interval",
 		"how often to ping each connection (a `duration`); one silent for twice this is dropped")
-	fs.Var((*units.Duration)(&o.WriteTimeout), "write-timeout", "drop a connection whose frame takes longer than this `duration` to write")
+	fs.Var(cliflag.Duration(&o.WriteTimeout), "write-timeout", "drop a connection whose frame takes longer than this `duration` to write")
 	fs.IntVar(&o.MaxLost, "max-lost", table.DefaultMaxLost, "fail a workunit after `N` lost deliveries")
-	fs.Var((*units.Duration)(&o.LeaseTimeout), "lease-timeout",
+	fs.Var(cliflag.Duration(&o.LeaseTimeout), "lease-timeout",
 		"take a workunit without a time limit back from a worker that holds it longer than this `duration` (0: never)")
-	fs.Var((*units.Duration)(&o.LeaseGrace), "lease-grace",
+	fs.Var(cliflag.Duration(&o.LeaseGrace), "lease-grace",
 		"`duration` added to a workunit's time limit before the tracker takes it back")
-	fs.Var((*units.Duration)(&o.KeepResults), "keep-results",
+	fs.Var(cliflag.Duration(&o.KeepResults), "keep-results",
 		"keep a finished workunit's result for this `duration` after it finished, e.g. 30d or 12h, then forget it (0: keep every result)")
 	fs.IntVar(&o.MaxConns, "max-conns", DefaultMaxConns, "refuse connections beyond `N` (0: no limit)")
 	fs.IntVar(&o.MaxWaitingPerMaster, "max-waiting", 0,
 		"refuse submissions of a master that has `N` workunits waiting or running (0: no limit)")
-	fs.Var((*units.Size)(&o.QueueBytes), "queue-bytes",
+	fs.Var(cliflag.Size(&o.QueueBytes), "queue-bytes",
 		"drop a connection when this many `bytes` wait to be written to it, e.g. 256MiB")
-	fs.Var((*units.Size)(&o.Limits.MaxFrameBytes), "max-frame-bytes", "largest frame accepted, in `bytes`, e.g. 64MiB")
-	fs.Var((*units.Duration)(&o.ShutdownTimeout), "shutdown-timeout", "bound on the graceful shutdown, a `duration`")
-	fs.Var((*logLevel)(&o.LogLevel), "log-level", "log `level`: debug, info (the default), warn or error")
+	fs.Var(cliflag.Size(&o.Limits.MaxFrameBytes), "max-frame-bytes", "largest frame accepted, in `bytes`, e.g. 64MiB")
+	fs.Var(cliflag.Duration(&o.ShutdownTimeout), "shutdown-timeout", "bound on the graceful shutdown, a `duration`")
+	fs.Var(cliflag.LogLevel(&o.LogLevel), "log-level", "log `level`: debug, info, warn or error")
 	fs.StringVar(&o.LogFormat, "log-format", "text", "log `format`: text or json")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), usageHeader, defData)
-		fs.PrintDefaults()
-	}
-	// The flag package would print a bad flag's error and then the whole
-	// help; the caller prints the error alone. -h prints the help.
-	out := fs.Output()
-	fs.SetOutput(io.Discard)
-	err := fs.Parse(args)
-	fs.SetOutput(out)
-	if errors.Is(err, flag.ErrHelp) {
-		fs.Usage()
-	}
-	if err != nil {
+	return f
+}
+
+// Help is riotd's help, before the list of its flags: what it does, the
+// data directory it will use, and its exit status.
+func (f *Flags) Help() string { return fmt.Sprintf(helpText, f.defData) }
+
+// ConfigureOptions defines riotd's flags on fs (AddFlags), parses args
+// with it, and returns the Options they give, defaults applied and
+// checked. One-dash long flags (-port) are read as two-dash ones
+// (cliflag.NormalizeArgs). It returns pflag.ErrHelp (wrapped) for -h and
+// --help, after printing the help (Help and the flags) to fs.Output().
+// Positional arguments are an error: riotd takes none.
+func ConfigureOptions(fs *pflag.FlagSet, args []string) (Options, error) {
+	return configureOptions(fs, args, os.Getenv)
+}
+
+func configureOptions(fs *pflag.FlagSet, args []string, getenv func(string) string) (Options, error) {
+	f := addFlags(fs, getenv)
+	fs.Usage = func() { fmt.Fprintf(fs.Output(), "%s\nFlags:\n%s", f.Help(), fs.FlagUsages()) }
+	if err := fs.Parse(cliflag.NormalizeArgs(fs, args, true)); err != nil {
 		return Options{}, fmt.Errorf("tracker: %w", err)
 	}
-	if fs.NArg() > 0 {
-		return Options{}, fmt.Errorf("tracker: unexpected argument %q (riotd takes only flags)", fs.Arg(0))
+	return f.Options(fs.Args())
+}
+
+// Options returns the Options that the parsed flags give, defaults
+// applied and checked; args are the command line's positional arguments,
+// an error unless there are none (riotd takes only flags). A token file
+// is read, so that a bad one is a usage error.
+func (f *Flags) Options(args []string) (Options, error) {
+	if len(args) > 0 {
+		return Options{}, fmt.Errorf("tracker: unexpected argument %q (riotd takes only flags)", args[0])
 	}
-	set := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	o, set := f.o, f.fs.Changed
 	// In Options, zero means the default; on the command line it would
 	// say the opposite of what it does.
 	for name, zero := range map[string]bool{
@@ -238,22 +265,22 @@ func configureOptions(fs *flag.FlagSet, args []string, getenv func(string) strin
 		"shutdown-timeout": o.ShutdownTimeout == 0, "queue-bytes": o.QueueBytes == 0,
 		"max-frame-bytes": o.Limits.MaxFrameBytes == 0,
 	} {
-		if set[name] && zero {
+		if set(name) && zero {
 			return Options{}, fmt.Errorf("tracker: --%s 0: want more than 0 (leave the flag out for its default)", name)
 		}
 	}
-	if *memory {
-		if set["data"] && o.DataDir != "" {
+	if f.memory {
+		if set("data") && o.DataDir != "" {
 			return Options{}, errors.New("tracker: --memory and --data DIR disagree: choose one")
 		}
 		o.DataDir = ""
 	}
-	listen, err := listenAddr(o.Listen, *port, set["port"])
+	listen, err := listenAddr(o.Listen, f.port, set("port"))
 	if err != nil {
 		return Options{}, err
 	}
 	if o.Listen == "" && !o.authConfigured() {
-		listen = net.JoinHostPort(loopback, strconv.Itoa(*port))
+		listen = net.JoinHostPort(loopback, strconv.Itoa(f.port))
 	}
 	o.Listen = listen
 	if o.TokenFile != "" {
@@ -410,18 +437,4 @@ func (o *Options) logger(stderr io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(stderr, ho))
 	}
 	return slog.New(slog.NewTextHandler(stderr, ho))
-}
-
-// logLevel is a slog.Level flag that prints as it is written ("info").
-type logLevel slog.Level
-
-func (l *logLevel) String() string { return strings.ToLower(slog.Level(*l).String()) }
-
-func (l *logLevel) Set(s string) error {
-	var v slog.Level
-	if err := v.UnmarshalText([]byte(s)); err != nil {
-		return errors.New("want debug, info, warn or error")
-	}
-	*l = logLevel(v)
-	return nil
 }

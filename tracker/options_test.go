@@ -3,13 +3,13 @@ package tracker
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"io"
 	"log/slog"
 	"testing"
 	"time"
 
 	"github.com/riot-go/riot/wire"
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -150,12 +150,21 @@ func TestConfigureOptions(t *testing.T) {
 			},
 		},
 		{name: "arguments", args: []string{"localhost"}, getenv: home, err: "unexpected argument"},
-		{name: "unknown flag", args: []string{"--bogus"}, getenv: home, err: "bogus"},
+		{name: "unknown flag", args: []string{"--bogus"}, getenv: home, err: "unknown flag: --bogus"},
+		{name: "unknown one-dash flag", args: []string{"-bogus"}, getenv: home, err: "unknown flag: --bogus"},
+		{
+			name: "one-dash long flags, as Go's flag package read them", args: []string{"-port=99", "-memory", "-max-lost", "4"}, getenv: home,
+			check: func(t *testing.T, o Options) {
+				assert.Equal(t, "127.0.0.1:99", o.Listen)
+				assert.Empty(t, o.DataDir)
+				assert.Equal(t, 4, o.MaxLost)
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
-			fs := flag.NewFlagSet("riotd", flag.ContinueOnError)
+			fs := pflag.NewFlagSet("riotd", pflag.ContinueOnError)
 			fs.SetOutput(io.Discard)
 			o, err := configureOptions(fs, tt.args, tt.getenv)
 			if tt.err != "" {
@@ -171,14 +180,19 @@ func TestConfigureOptions(t *testing.T) {
 
 func TestConfigureOptions_Help(t *testing.T) {
 	t.Parallel()
-	fs := flag.NewFlagSet("riotd", flag.ContinueOnError)
-	var out bytes.Buffer
-	fs.SetOutput(&out)
-	_, err := configureOptions(fs, []string{"--help"}, env("HOME", "/home/ann"))
-	require.True(t, errors.Is(err, flag.ErrHelp), "%v", err)
-	help := out.String()
-	for _, want := range []string{"--port 2355", "/home/ann/.local/state/riot", "--memory", "/status", "/metrics", "-log-format"} {
-		assert.Contains(t, help, want)
+	for _, arg := range []string{"--help", "-h", "-help"} {
+		fs := pflag.NewFlagSet("riotd", pflag.ContinueOnError)
+		var out bytes.Buffer
+		fs.SetOutput(&out)
+		_, err := configureOptions(fs, []string{arg}, env("HOME", "/home/ann"))
+		require.True(t, errors.Is(err, pflag.ErrHelp), "%s: %v", arg, err)
+		help := out.String()
+		for _, want := range []string{"--port 2355", "/home/ann/.local/state/riot", "--memory", "/status", "/metrics",
+			"\n      --log-format format ", "\n      --port port ", "(default 2355)", "(default 10s)", "Exit status"} {
+			assert.Contains(t, help, want, arg)
+		}
+		assert.NotContains(t, help, "\n  -port", "GNU-style: two dashes")
+		assert.NotContains(t, help, "(default 0", "zero defaults go unprinted")
 	}
 }
 

@@ -3,28 +3,41 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
-	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/riot-go/riot/internal/cli"
 	"github.com/riot-go/riot/tracker/trackertest"
-	"github.com/riot-go/riot/worker"
 )
 
+// runCmd runs riot-worker's command line args in process, with a resolver
+// that resolves no name (the tests use no network), and returns the exit
+// status and what it printed.
 func runCmd(t *testing.T, args ...string) (code int, stdout, stderr string) {
 	t.Helper()
+	return runResolving(t.Context(), nil, args...)
+}
+
+// runResolving runs args as runCmd does, with a resolver that resolves
+// the names in hosts alone.
+func runResolving(ctx context.Context, hosts []string, args ...string) (code int, stdout, stderr string) {
 	var out, errb bytes.Buffer
-	code = run(context.Background(), args, &out, &errb)
+	lookup := func(_ context.Context, host string) ([]string, error) {
+		if slices.Contains(hosts, host) {
+			return []string{"192.0.2.1"}, nil
+		}
+		return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
+	}
+	code = cli.Execute(ctx, newCommand(lookup), args, &out, &errb)
 	return code, out.String(), errb.String()
 }
 
@@ -110,9 +123,11 @@ func TestEval_UsageErrors(t *testing.T) {
 	}{
 		{[]string{"eval"}, "riot-worker eval: a SCRIPT.js or -e SOURCE is required\n"},
 		{[]string{"eval", "-e", "1", "job.js"}, "riot-worker eval: give -e SOURCE or a SCRIPT.js, not both (unexpected arguments: [\"job.js\"])\n"},
-		{[]string{"eval", "--timeout", "5", "-e", "1"}, "riot-worker eval: invalid value \"5\" for flag -timeout: 5 what? Give a unit, as in 5s or 5m\n"},
-		{[]string{"eval", "--workers", "x", "job.js"}, "riot-worker eval: invalid value \"x\" for flag -workers: want a whole number\n"},
-		{[]string{"eval", "--nope", "job.js"}, "riot-worker eval: flag provided but not defined: -nope\n"},
+		{[]string{"eval", "--timeout", "5", "-e", "1"}, "riot-worker eval: invalid argument \"5\" for \"--timeout\" flag: 5 what? Give a unit, as in 5s or 5m\n"},
+		{[]string{"eval", "--workers", "x", "job.js"}, "riot-worker eval: invalid argument \"x\" for \"--workers\" flag: want a whole number\n"},
+		{[]string{"eval", "--nope", "job.js"}, "riot-worker eval: unknown flag: --nope\n"},
+		{[]string{"eval", "-nope", "job.js"}, "riot-worker eval: unknown flag: --nope\n"},
+		{[]string{"eval", "--timeout"}, "riot-worker eval: flag needs an argument: --timeout\n"},
 	} {
 		code, stdout, stderr := runCmd(t, tt.args...)
 		assert.Equal(t, 2, code, "%q", tt.args)
@@ -123,9 +138,14 @@ func TestEval_UsageErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--grace", "5", "h"}, "riot-worker: invalid value \"5\" for flag -grace: 5 what? Give a unit, as in 5s or 5m\n"},
-		{[]string{"--blob-cache", "lots", "h"}, "riot-worker: invalid value \"lots\" for flag -blob-cache: want a size such as 64MiB, 512KiB or 1048576 (bytes)\n"},
+		{[]string{"--grace", "5", "h"}, "riot-worker: invalid argument \"5\" for \"--grace\" flag: 5 what? Give a unit, as in 5s or 5m\n"},
+		{[]string{"--blob-cache", "lots", "h"}, "riot-worker: invalid argument \"lots\" for \"--blob-cache\" flag: want a size such as 64MiB, 512KiB or 1048576 (bytes)\n"},
+		{[]string{"-grace", "5", "h"}, "riot-worker: invalid argument \"5\" for \"--grace\" flag: 5 what? Give a unit, as in 5s or 5m\n"},
 		{[]string{"--slots", "2"}, "riot-worker: the tracker's HOST is required\n"},
+		{[]string{"--slots", "0", "h"}, "riot-worker: --slots 0: want at least 1\n"},
+		{[]string{"-slots=0", "h"}, "riot-worker: --slots 0: want at least 1\n"},
+		{[]string{"h", "-slots", "0"}, "riot-worker: --slots 0: want at least 1\n"},
+		{[]string{"a", "b"}, "riot-worker: one HOST, not 2: [\"a\" \"b\"]\n"},
 	} {
 		code, _, stderr := runCmd(t, tt.args...)
 		assert.Equal(t, 2, code, "%q", tt.args)
@@ -133,43 +153,24 @@ func TestEval_UsageErrors(t *testing.T) {
 	}
 }
 
-// Arguments after the script go to it; those that look like eval's own
-// flags get a warning, since they were likely meant for eval.
+// Arguments after the script go to it, flags too: cobra must not take
+// them; those that look like eval's own flags get a warning, since they
+// were likely meant for eval. (More in job's TestFlags_FlagsAfterScript.)
 func TestEval_FlagsAfterScript(t *testing.T) {
 	t.Parallel()
-	var warn bytes.Buffer
-	f, err := parseEvalFlags([]string{"--workers", "1", "job.js", "--workers", "0", "--words", "w.txt", "-timeout=1s", "--", "--quiet"}, &warn)
-	require.NoError(t, err)
-	assert.Equal(t, 1, f.workers)
-	assert.Equal(t, []string{"--workers", "0", "--words", "w.txt", "-timeout=1s", "--", "--quiet"}, f.scriptArgs, "passed on")
-	assert.Equal(t, "riot-worker eval: warning: --workers, -timeout=1s come after the script, so they go to the script (riot.args), not to eval: "+
-		"eval's flags go before the script, as in riot-worker eval [flags] job.js [ARGS...]\n", warn.String())
+	script := filepath.Join(t.TempDir(), "args.js")
+	require.NoError(t, os.WriteFile(script, []byte("console.log(JSON.stringify(riot.args))\n"), 0o644))
+	code, stdout, stderr := runCmd(t, "eval", "-workers", "0", "--quiet", script, "--workers", "0", "--words", "w.txt",
+		"-timeout=1s", "--help", "-h", "--version", "-e", "x", "--", "--quiet")
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, `["--workers","0","--words","w.txt","-timeout=1s","--help","-h","--version","-e","x","--","--quiet"]`+"\n", stdout)
+	assert.Equal(t, "riot-worker eval: warning: --workers, -timeout=1s, -e come after the script, so they go to the script (riot.args), not to eval: "+
+		"eval's flags go before the script, as in riot-worker eval [flags] "+script+" [ARGS...]\n", stderr)
 
-	warn.Reset()
-	_, err = parseEvalFlags([]string{"job.js", "--words", "w.txt", "--limit", "2"}, &warn)
-	require.NoError(t, err)
-	assert.Empty(t, warn.String(), "the script's own flags")
-}
-
-func TestEvalFlags_Units(t *testing.T) {
-	t.Parallel()
-	f, err := parseEvalFlags([]string{"--timeout", "1d", "job.js"}, io.Discard)
-	require.NoError(t, err)
-	assert.Equal(t, 24*time.Hour, f.timeout)
-	w, err := parseWorkerFlags([]string{"--timeout", "5m", "--grace", "0", "--blob-cache", "1GiB", "h"}, io.Discard)
-	require.NoError(t, err)
-	assert.Equal(t, 5*time.Minute, w.timeout)
-	assert.Zero(t, w.grace)
-	assert.Equal(t, 1<<30, w.cache)
-	w, err = parseWorkerFlags([]string{"h"}, io.Discard)
-	require.NoError(t, err)
-	assert.Equal(t, worker.DefaultGrace, w.grace)
-	assert.Equal(t, worker.DefaultBlobCacheBytes, w.cache)
-	var usage bytes.Buffer
-	_, err = parseWorkerFlags([]string{"--help"}, &usage)
-	require.ErrorIs(t, err, flag.ErrHelp)
-	assert.Contains(t, usage.String(), "(default 30s)")
-	assert.Contains(t, usage.String(), "(default 512MiB)")
+	code, stdout, stderr = runCmd(t, "eval", "--workers", "0", script, "--words", "w.txt", "--limit", "2")
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, `["--words","w.txt","--limit","2"]`+"\n", stdout)
+	assert.Empty(t, stderr, "the script's own flags")
 }
 
 // A tracker that is not there: the message says where, and what to do.

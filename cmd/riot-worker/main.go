@@ -3,20 +3,29 @@
 //	riot-worker [flags] HOST[:PORT]               run a worker for the tracker at HOST
 //	riot-worker eval [flags] SCRIPT.js [ARGS...]  run a job script as a master
 //	riot-worker eval [flags] -e SOURCE            evaluate JavaScript and print its value
+//	riot-worker version                           print the version and the build
+//	riot-worker completion bash|zsh|fish          print a shell completion script
 //
-// See docs/workers.md and `riot-worker --help`, `riot-worker eval --help`.
+// The flags are package worker's (worker.AddFlags) and package job's
+// (job.AddFlags); this main wires them to commands. See docs/workers.md and
+// `riot-worker --help`, `riot-worker eval --help`.
 package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
-	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/riot-go/riot/internal/cli"
+	"github.com/riot-go/riot/job"
+	"github.com/riot-go/riot/worker"
 )
 
 const usage = `riot-worker: a riot worker and master
@@ -27,10 +36,24 @@ Usage:
                                                 on the tracker named by --tracker
                                                 or on the embedded default
   riot-worker eval [flags] -e SOURCE            evaluate SOURCE and print its value
-  riot-worker help                              show this help
+  riot-worker version                           print the version and the build
+  riot-worker completion bash|zsh|fish          print a shell completion script
+  riot-worker help [COMMAND]                    show this help, or a command's
 
-Run 'riot-worker --help' for the flags of the worker and 'riot-worker eval
---help' for those of eval.
+Run 'riot-worker eval --help' for eval's flags; those below are the worker's.
+
+`
+
+// hostRule is the help's word on what in HOST's place is a command.
+const hostRule = `
+A word in HOST's place is a command if it looks like one: a plain word
+(no dot, colon, slash or bracket, and not localhost) that does not resolve
+as a host name, and that is one of the words kept for commands
+(` + reservedWords + `) or within two letters of a
+command (evl, hlep, verison), is an unknown command (exit status 2). Any
+other word is the tracker's host, and one that does not resolve yet is
+waited for, as a tracker that is down. Give a tracker named like a command
+with its domain or its port (status.lan, status:2355).
 `
 
 func main() {
@@ -49,64 +72,89 @@ func main() {
 	os.Exit(code)
 }
 
-// run dispatches on the subcommand and returns the exit status: 0 success,
-// 1 the work failed, 2 bad usage.
+// run runs the command line args and returns the exit status: 0 success,
+// 1 the work failed, 2 bad usage, 130 eval interrupted.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
-	if len(args) == 0 {
-		fmt.Fprint(stderr, usage)
-		return 2
-	}
-	switch args[0] {
-	case "eval":
-		return runEval(ctx, args[1:], stdout, stderr)
-	case "help":
-		fmt.Fprint(stdout, usage)
-		return 0
-	}
-	// No subcommand: worker mode (its flags, then the tracker's HOST).
-	if mistypedCommand(ctx, args[0]) {
-		fmt.Fprintf(stderr, "riot-worker: unknown command %q (nor a tracker host that resolves)\nrun 'riot-worker help' for the commands\n", args[0])
-		return 2
-	}
-	return runWorker(ctx, args, stderr)
+	return cli.Execute(ctx, newCommand(net.DefaultResolver.LookupHost), args, stdout, stderr)
 }
 
-// mistypedCommand reports whether word, in the command's place, is more
-// likely a mistyped command than the tracker's host: a plain word (no dot,
-// colon or slash) within two edits of a command ("evl", "hlep") that does
-// not resolve as a host name. Any other word is a host, even one that
-// does not resolve yet: a worker started before the network's names are
-// up (a service at boot) waits for them, as for a tracker that is down.
-func mistypedCommand(ctx context.Context, word string) bool {
-	if word == "" || strings.HasPrefix(word, "-") || strings.ContainsAny(word, ".:/[") || word == "localhost" {
-		return false
+// newCommand builds riot-worker's command tree: the worker at its root,
+// eval and version below it (cobra adds help and completion). lookupHost
+// resolves host names, for the rule on words in HOST's place.
+func newCommand(lookupHost func(ctx context.Context, host string) ([]string, error)) *cobra.Command {
+	root := &cobra.Command{
+		Use:               "riot-worker [flags] HOST[:PORT]",
+		Short:             "a riot worker and master",
+		Args:              cobra.ArbitraryArgs,
+		ValidArgsFunction: cobra.NoFileCompletions,
 	}
-	if editDistance(word, "eval") > 2 && editDistance(word, "help") > 2 {
-		return false
-	}
-	ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
-	defer cancel()
-	_, err := net.DefaultResolver.LookupHost(ctx, word)
-	return err != nil
-}
-
-// editDistance is the Levenshtein distance between a and b (bytes).
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+	cli.SetHelp(root, usage+worker.Help+hostRule)
+	wf := worker.AddFlags(root.Flags())
+	root.RunE = func(c *cobra.Command, args []string) error {
+		if len(args) == 0 && c.Flags().NFlag() == 0 {
+			c.SetOut(c.ErrOrStderr())
+			_ = c.Help()
+			return cli.Exit(cli.ExitUsage)
 		}
-		prev, cur = cur, prev
+		if len(args) == 1 && looksLikeCommand(c.Context(), args[0], commandNames(c), lookupHost) {
+			return &cli.UsageError{
+				Err: fmt.Errorf("unknown command %q (nor a tracker host that resolves); the commands are %s",
+					args[0], joinWords(commandNames(c))),
+				Hint: "run 'riot-worker help' for the commands",
+			}
+		}
+		opts, err := wf.Options(args, c.ErrOrStderr())
+		if err != nil {
+			return cli.Usage(err)
+		}
+		if wf.NoGPU() {
+			opts.Logger.Info("riot-worker: GPUs disabled (--no-gpu)")
+		} else {
+			// Opened even when it has no devices, so that workunits asking
+			// for one are told why there is none.
+			drv := worker.OpenGPU(opts.Logger)
+			defer drv.Close()
+			opts.GPU = drv
+		}
+		if err := worker.Run(c.Context(), opts); err != nil {
+			return cli.Fail(err)
+		}
+		return nil
 	}
-	return prev[len(b)]
+	root.AddCommand(evalCommand(), cli.VersionCommand("riot-worker"))
+	return root
+}
+
+// evalCommand is riot-worker eval: a job script, or -e SOURCE.
+func evalCommand() *cobra.Command {
+	c := &cobra.Command{
+		Use:   "eval [flags] SCRIPT.js [ARGS...] | -e SOURCE",
+		Short: "run a job script as a master, or evaluate JavaScript (-e)",
+		Args:  cobra.ArbitraryArgs,
+		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+			if len(args) == 0 {
+				return []cobra.Completion{"js"}, cobra.ShellCompDirectiveFilterFileExt
+			}
+			return nil, cobra.ShellCompDirectiveDefault // the script's own arguments
+		},
+	}
+	cli.SetHelp(c, job.Help)
+	flags := job.AddFlags(c.Flags())
+	cli.FlagsBeforeArgs(c) // what follows SCRIPT.js is the script's
+	c.RunE = func(c *cobra.Command, args []string) error {
+		o, err := flags.Options(args)
+		if err != nil {
+			return cli.Usage(err)
+		}
+		err = job.RunCommand(c.Context(), o, c.OutOrStdout(), c.ErrOrStderr())
+		var ie *job.InterruptedError
+		switch {
+		case err == nil:
+			return nil
+		case errors.As(err, &ie):
+			return cli.Exit(130)
+		}
+		return cli.Exit(cli.ExitFailure)
+	}
+	return c
 }

@@ -3,8 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
-	"io"
 	"log/slog"
 	"os"
 	"os/exec"
@@ -19,52 +17,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/riot-go/riot/client"
-	"github.com/riot-go/riot/sysmem"
 	"github.com/riot-go/riot/tracker"
 	"github.com/riot-go/riot/tracker/trackertest"
 	"github.com/riot-go/riot/worker"
 )
-
-func TestWorkerFlags(t *testing.T) {
-	t.Parallel()
-	for _, tt := range []struct {
-		args    []string
-		tracker string
-		err     string
-	}{
-		{args: []string{"alfred"}, tracker: "alfred"},
-		{args: []string{"--port", "1234", "--name", "worker-name", "server-host"}, tracker: "server-host:1234"},
-		{args: []string{"server-host", "--slots", "3"}, tracker: "server-host"},
-		{args: []string{"alfred:99"}, tracker: "alfred:99"},
-		{args: []string{"--port", "99", "alfred:99"}, tracker: "alfred:99"},
-		{args: []string{"--port", "98", "alfred:99"}, err: "the port is given twice"},
-		{args: []string{"--port", "7", "::1"}, tracker: "[::1]:7"},
-		{args: []string{"ws://alfred:5/riot"}, tracker: "ws://alfred:5/riot"},
-		{args: []string{"--port", "7", "ws://alfred"}, err: "--port does not go with a URL"},
-		{args: nil, err: "HOST is required"},
-		{args: []string{""}, err: "HOST is empty (is $RIOT_TRACKER set"},
-		{args: []string{":2355"}, err: `":2355" names no host`},
-		{args: []string{"a", "b"}, err: "one HOST"},
-		{args: []string{"--slots", "0", "a"}, err: "--slots 0"},
-	} {
-		f, err := parseWorkerFlags(tt.args, io.Discard)
-		if tt.err != "" {
-			assert.ErrorContains(t, err, tt.err, "%q", tt.args)
-			continue
-		}
-		require.NoError(t, err, "%q", tt.args)
-		assert.Equal(t, tt.tracker, f.tracker, "%q", tt.args)
-	}
-	f, err := parseWorkerFlags([]string{"--name", "n", "--slots", "3", "--prefetch", "1", "--grace", "5s",
-		"--timeout", "1m", "--memory-limit", "1000", "h"}, io.Discard)
-	require.NoError(t, err)
-	assert.Equal(t, "n", f.name)
-	assert.Equal(t, 3, f.slots)
-	assert.Equal(t, 1, f.prefetch)
-	assert.Equal(t, 5*time.Second, f.grace)
-	assert.Equal(t, time.Minute, f.timeout)
-	assert.Equal(t, uint64(1000), f.memory)
-}
 
 func TestRun_Usage(t *testing.T) {
 	t.Parallel()
@@ -73,10 +29,10 @@ func TestRun_Usage(t *testing.T) {
 	assert.Contains(t, stdout, "riot-worker [flags] HOST[:PORT]")
 	assert.Contains(t, stdout, "riot-worker eval [flags] SCRIPT.js [ARGS...]")
 	assert.Contains(t, stdout, "riot-worker eval [flags] -e SOURCE")
-	code, _, stderr := runCmd(t, "--help")
+	code, stdout, _ = runCmd(t, "--help") // help on request goes to stdout
 	assert.Equal(t, 0, code)
-	assert.Contains(t, stderr, "--grace")
-	code, _, stderr = runCmd(t, "--slots", "2")
+	assert.Contains(t, stdout, "--grace")
+	code, _, stderr := runCmd(t, "--slots", "2")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, "HOST is required")
 	code, _, stderr = runCmd(t, "eval", "--tracker", "h:1", "--memory-limit", "9", "-e", "1")
@@ -229,101 +185,16 @@ func TestWorker_Process(t *testing.T) {
 	tr.WaitFor(t, func(s tracker.Stats) bool { return s.Workers == 0 })
 }
 
-func TestMemoryLimitFlag(t *testing.T) {
+// The help lists the flags with their defaults, GNU-style: --slots
+// works out its default at run time and prints none of its own.
+func TestHelp_Defaults(t *testing.T) {
 	t.Parallel()
-	total, totalErr := sysmem.Total()
-	parseWorker := func(args ...string) (uint64, error) {
-		f, err := parseWorkerFlags(append(args, "h"), io.Discard)
-		if err != nil {
-			return 0, err
-		}
-		return f.memory, nil
-	}
-	parseEval := func(args ...string) (uint64, error) {
-		f, err := parseEvalFlags(append(args, "-e", "1"), io.Discard)
-		if err != nil {
-			return 0, err
-		}
-		return f.memory, nil
-	}
-	for name, parse := range map[string]func(...string) (uint64, error){"worker": parseWorker, "eval": parseEval} {
-		n, err := parse()
-		require.NoError(t, err, name)
-		if totalErr == nil {
-			assert.Equal(t, total*defaultMemoryLimit/100, n, "%s: the default is %d%% of the machine", name, defaultMemoryLimit)
-		} else {
-			assert.Zero(t, n, "%s: no limit where the machine's memory cannot be read", name)
-		}
-		for arg, want := range map[string]uint64{"none": 0, "0": 0, "2GiB": 2 << 30, "1000": 1000, "512M": 512 << 20} {
-			n, err := parse("--memory-limit", arg)
-			require.NoError(t, err, "%s --memory-limit %s", name, arg)
-			assert.Equal(t, want, n, "%s --memory-limit %s", name, arg)
-		}
-		_, err = parse("--memory-limit", "lots")
-		assert.ErrorContains(t, err, `memory limit "lots": want a size`, name)
-		if totalErr == nil {
-			n, err = parse("--memory-limit", "50%")
-			require.NoError(t, err, name)
-			assert.Equal(t, total/2, n, name)
-		}
-	}
-}
-
-func TestEval_MemoryLimitWithTracker(t *testing.T) {
-	t.Parallel()
-	// The default limit is for this process and does not stand in the
-	// way of a tracker; one given on the command line is a mistake there.
-	_, err := parseEvalFlags([]string{"--tracker", "h:1", "-e", "1"}, io.Discard)
-	require.NoError(t, err)
-	_, err = parseEvalFlags([]string{"--tracker", "h:1", "job.js"}, io.Discard)
-	require.NoError(t, err)
-	for _, args := range [][]string{
-		{"--tracker", "h:1", "--memory-limit", "1GiB", "-e", "1"},
-		{"--tracker", "h:1", "--memory-limit", "none", "job.js"},
-	} {
-		_, err = parseEvalFlags(args, io.Discard)
-		assert.ErrorContains(t, err, "--memory-limit applies in process only", "%q", args)
-	}
-}
-
-func TestEval_CancelOnInterruptFlag(t *testing.T) {
-	t.Parallel()
-	f, err := parseEvalFlags([]string{"--tracker", "h:1", "--cancel-on-interrupt", "job.js"}, io.Discard)
-	require.NoError(t, err)
-	assert.True(t, f.cancelInt)
-	_, err = parseEvalFlags([]string{"--cancel-on-interrupt", "job.js"}, io.Discard)
-	assert.ErrorContains(t, err, "--cancel-on-interrupt needs --tracker")
-	_, err = parseEvalFlags([]string{"--tracker", "h:1", "--cancel-on-interrupt", "-e", "1"}, io.Discard)
-	assert.ErrorContains(t, err, "--cancel-on-interrupt is for job scripts")
-}
-
-func TestAutoIntFlags(t *testing.T) {
-	t.Parallel()
-	f, err := parseWorkerFlags([]string{"h"}, io.Discard)
-	require.NoError(t, err)
-	assert.Equal(t, -1, f.prefetch, "unset: the worker sizes its prefetch")
-	f, err = parseWorkerFlags([]string{"--prefetch", "0", "h"}, io.Discard)
-	require.NoError(t, err)
-	assert.Equal(t, 0, f.prefetch)
-	_, err = parseWorkerFlags([]string{"--prefetch", "-1", "h"}, io.Discard)
-	assert.ErrorContains(t, err, "--prefetch -1: want 0 or more")
-	_, err = parseWorkerFlags([]string{"--prefetch", "x", "h"}, io.Discard)
-	assert.ErrorContains(t, err, `invalid value "x" for flag -prefetch: want a whole number`)
-
-	e, err := parseEvalFlags([]string{"job.js"}, io.Discard)
-	require.NoError(t, err)
-	assert.Equal(t, -1, e.workers, "unset: one slot per CPU")
-	e, err = parseEvalFlags([]string{"--workers", "0", "job.js"}, io.Discard)
-	require.NoError(t, err)
-	assert.Equal(t, 0, e.workers)
-	_, err = parseEvalFlags([]string{"--workers", "-2", "job.js"}, io.Discard)
-	assert.ErrorContains(t, err, "--workers -2: want 0 or more")
-
-	var usage bytes.Buffer
-	_, err = parseWorkerFlags([]string{"--help"}, &usage)
-	require.ErrorIs(t, err, flag.ErrHelp)
-	assert.NotContains(t, usage.String(), "(default -1)")
-	assert.Contains(t, usage.String(), "(default 80%)")
+	code, stdout, _ := runCmd(t, "--help")
+	assert.Equal(t, 0, code)
+	assert.NotContains(t, stdout, "(default -1)")
+	assert.Contains(t, stdout, "(default 80%)")
+	assert.Contains(t, stdout, "(default 30s)")
+	assert.Contains(t, stdout, "(default 512MiB)")
 }
 
 // TestHelp_NoTokenShown: --help never prints $RIOT_TOKEN's value, which
@@ -336,10 +207,6 @@ func TestHelp_NoTokenShown(t *testing.T) {
 		assert.NotContains(t, stdout.String()+stderr.String(), "secret-0123456789abcdef", "%q", args)
 		assert.Contains(t, stdout.String()+stderr.String(), "(default: $RIOT_TOKEN)", "%q", args)
 	}
-	f, err := parseWorkerFlags([]string{"alfred"}, io.Discard)
-	require.NoError(t, err)
-	assert.Equal(t, "secret-0123456789abcdef", f.token)
-	e, err := parseEvalFlags([]string{"-e", "1"}, io.Discard)
-	require.NoError(t, err)
-	assert.Equal(t, "secret-0123456789abcdef", e.token)
+	// (That the token is still read from $RIOT_TOKEN: worker's and job's
+	// TestFlags_TokenAndTLS.)
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/riot-go/riot/internal/version"
 	"github.com/riot-go/riot/tracker/trackertest"
 )
 
@@ -35,10 +36,13 @@ func TestRun(t *testing.T) {
 		args []string
 		ctx  context.Context
 		code int
-		out  string
+		out  string // in stderr
+		help string // in stdout
 	}{
-		{name: "help", args: []string{"--help"}, code: 0, out: "riotd [--port 2355]"},
-		{name: "bad flag", args: []string{"--bogus"}, code: 2, out: "bogus"},
+		{name: "help", args: []string{"--help"}, code: 0, help: "riotd [--port 2355]"},
+		{name: "help, one dash", args: []string{"-help"}, code: 0, help: "\n      --port port "},
+		{name: "bad flag", args: []string{"--bogus"}, code: 2, out: "riotd: unknown flag: --bogus\nrun 'riotd --help' for the flags\n"},
+		{name: "bad value", args: []string{"-max-lost", "x"}, code: 2, out: `riotd: invalid argument "x" for "--max-lost" flag`},
 		{name: "argument", args: []string{"localhost"}, code: 2, out: "unexpected argument"},
 		{name: "cannot listen", args: []string{"--memory", "--listen", "256.0.0.1:0", "--unsafe-no-auth"}, code: 1, out: "listen"},
 		{name: "open to all without tokens", args: []string{"--memory", "--listen", ":0"}, code: 2, out: "--unsafe-no-auth"},
@@ -60,9 +64,34 @@ func TestRun(t *testing.T) {
 			if ctx == nil {
 				ctx = context.Background()
 			}
-			var stderr bytes.Buffer
-			assert.Equal(t, tt.code, run(ctx, tt.args, &stderr), stderr.String())
+			var stdout, stderr bytes.Buffer
+			assert.Equal(t, tt.code, run(ctx, tt.args, &stdout, &stderr), stderr.String())
 			assert.Contains(t, stderr.String(), tt.out)
+			assert.Contains(t, stdout.String(), tt.help)
 		})
+	}
+}
+
+func TestVersion(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{{"--version"}, {"-v"}, {"-version"}} {
+		var stdout, stderr bytes.Buffer
+		assert.Equal(t, 0, run(t.Context(), args, &stdout, &stderr), "%q: %s", args, stderr.String())
+		assert.Equal(t, "riotd "+version.Read().String()+"\n", stdout.String(), "%q", args)
+	}
+}
+
+func TestCompletion(t *testing.T) {
+	t.Parallel()
+	for _, shell := range []string{"bash", "zsh", "fish"} {
+		var stdout, stderr bytes.Buffer
+		require.Equal(t, 0, run(t.Context(), []string{"completion", shell}, &stdout, &stderr), "%s: %s", shell, stderr.String())
+		assert.Contains(t, stdout.String(), "riotd", shell)
+		assert.Contains(t, stdout.String(), "__complete", shell)
+	}
+	var stdout, stderr bytes.Buffer
+	require.Equal(t, 0, run(t.Context(), []string{"__complete", "--"}, &stdout, &stderr), stderr.String())
+	for _, f := range []string{"--port", "--data", "--token-file", "--keep-results"} {
+		assert.Contains(t, stdout.String(), f+"\t")
 	}
 }

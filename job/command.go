@@ -1,0 +1,249 @@
+package job
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
+	"syscall"
+
+	"github.com/riot-go/riot/client"
+	"github.com/riot-go/riot/engine"
+	"github.com/riot-go/riot/engine/jsgpu"
+	"github.com/riot-go/riot/engine/master"
+	"github.com/riot-go/riot/worker"
+	"github.com/riot-go/riot/workunit"
+)
+
+// commandName starts what RunCommand says of itself.
+const commandName = "riot-worker eval"
+
+// CommandOptions are what a riot-worker eval command line asks for
+// (Flags.Options), for RunCommand: a job script, or, with -e, one
+// expression.
+type CommandOptions struct {
+	// Job runs the job script Job.Script. Without a script, Source is set,
+	// and Job's Tracker, Token, TLSConfig, Engine and Timeout apply to it.
+	Job Options
+	// Source is JavaScript to evaluate as one eval workunit (-e): on
+	// Job.Tracker's workers, or in this process without one.
+	Source string
+	// GPU gives the embedded default's worker this machine's GPUs
+	// (worker.OpenGPU), as a riot-worker has them; --no-gpu clears it.
+	GPU bool
+	// Warnings are said on stderr before anything runs.
+	Warnings []string
+}
+
+// RunCommand does what riot-worker eval's command line asked for, o, and
+// says what became of it as riot-worker eval does: -e's value on stdout,
+// the workunits' console output on stderr, each line prefixed with its
+// worker's name, a job script's output where the script writes it, and a
+// failure on stderr (the script's or the workunit's error and stack, a
+// tracker that cannot be reached, what an interrupt left behind). It
+// returns nil on success, else the error it reported: an
+// *InterruptedError when ctx ended first (the user pressed Ctrl-C).
+func RunCommand(ctx context.Context, o CommandOptions, stdout, stderr io.Writer) error {
+	for _, w := range o.Warnings {
+		fmt.Fprintf(stderr, "%s: warning: %s\n", commandName, w)
+	}
+	if o.Job.Script == "" {
+		return evaluate(ctx, o.Job, o.Source, stdout, stderr)
+	}
+	j := o.Job
+	j.Stdout, j.Stderr = stdout, stderr
+	if j.Tracker == "" && j.Workers != 0 && o.GPU && j.GPU == nil {
+		// The embedded default's worker gets this machine's GPUs, as a
+		// riot-worker would; without a driver it has none, quietly.
+		drv := worker.OpenGPU(slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError})))
+		defer drv.Close()
+		j.GPU = drv
+	}
+	err := Run(ctx, j)
+	var se *master.ScriptError
+	var ie *InterruptedError
+	var ce *ConnectError
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ce) && j.Tracker != "":
+		connectFailure(stderr, j.Tracker, ce.Err)
+	case errors.As(err, &ie):
+		fmt.Fprintf(stderr, "%s: %s\n", commandName, interruptedText(ie, &j))
+	case errors.As(err, &se):
+		stack := se.Stack
+		if stack == "" {
+			stack = se.Error()
+		}
+		fmt.Fprintln(stderr, stack)
+	default:
+		fmt.Fprintf(stderr, "%s: %v\n", commandName, err)
+	}
+	return err
+}
+
+// evaluate runs source as one eval workunit, on o.Tracker's workers or in
+// this process, and prints its value, its console output and its failure.
+func evaluate(ctx context.Context, o Options, source string, stdout, stderr io.Writer) error {
+	spec := &workunit.Spec{Kind: workunit.Eval, Source: source, Name: "eval"}
+	if o.Tracker != "" {
+		return evaluateRemote(ctx, o, spec, stdout, stderr)
+	}
+	eo := o.Engine
+	eo.Slots = 1
+	// No driver: in process, the workunit sees the GPU globals as on a
+	// worker without a GPU.
+	eo.Bindings = append([]engine.Binding{jsgpu.Binding(nil)}, eo.Bindings...)
+	eng, err := engine.New(eo)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", commandName, err)
+		return err
+	}
+	defer eng.Close()
+	res, err := eng.Run(ctx, engine.Request{Spec: spec})
+	if res != nil {
+		for _, l := range res.Console {
+			fmt.Fprintf(stderr, "[local] %s\n", l.Text)
+		}
+	}
+	if err != nil && ctx.Err() != nil {
+		fmt.Fprintf(stderr, "%s: interrupted\n", commandName)
+		return &InterruptedError{cause: ctx.Err(), script: err}
+	}
+	if err != nil {
+		printFailure(stderr, err)
+		return err
+	}
+	return printValue(stdout, stderr, res.Value)
+}
+
+// evaluateRemote submits spec to o.Tracker, waits for it to finish on a
+// worker, and prints what the in-process path prints.
+func evaluateRemote(ctx context.Context, o Options, spec *workunit.Spec, stdout, stderr io.Writer) error {
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	c, err := client.Dial(ctx, o.Tracker, client.Options{Token: o.Token, TLSConfig: o.TLSConfig, Logger: logger})
+	if err != nil {
+		connectFailure(stderr, o.Tracker, err)
+		return &ConnectError{Tracker: o.Tracker, Err: err}
+	}
+	defer c.Close()
+	out, err := c.Submit(spec, workunit.Options{Timeout: o.Timeout}).Wait(ctx)
+	if out != nil {
+		lines, cerr := out.Console.Lines()
+		if cerr != nil {
+			fmt.Fprintf(stderr, "[%s] (console output that does not decode: %v)\n", out.Worker, cerr)
+		}
+		for _, l := range lines {
+			fmt.Fprintf(stderr, "[%s] %s\n", out.Worker, l.Text)
+		}
+	}
+	if err != nil && ctx.Err() != nil {
+		fmt.Fprintf(stderr, "%s: interrupted; the workunit stays with the tracker at %s and runs on: evaluating the same SOURCE again collects its result\n",
+			commandName, o.Tracker)
+		return &InterruptedError{Submitted: 1, Unfinished: 1, cause: ctx.Err(), script: err}
+	}
+	if err != nil {
+		printFailure(stderr, err)
+		return err
+	}
+	return printValue(stdout, stderr, out.Result)
+}
+
+// connectFailure says that the tracker at addr could not be reached, with
+// a hint when nothing listens there.
+func connectFailure(w io.Writer, addr string, err error) {
+	fmt.Fprintf(w, "%s: connecting to the tracker at %s: %v", commandName, addr, err)
+	if errors.Is(err, syscall.ECONNREFUSED) {
+		fmt.Fprint(w, "; is riotd running there? (start it with riotd, or leave out --tracker and $RIOT_TRACKER to use the embedded default)")
+	}
+	fmt.Fprintln(w)
+}
+
+// printValue prints a result as master.FormatValue formats it.
+func printValue(stdout, stderr io.Writer, result []byte) error {
+	text, _, err := master.FormatValue(result)
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", commandName, err)
+		return err
+	}
+	fmt.Fprintln(stdout, text)
+	return nil
+}
+
+// printFailure writes a failed workunit's error, "Name: message" and its
+// stack, preceded by the worker's name when it came through a tracker.
+func printFailure(w io.Writer, err error) {
+	var werr *workunit.Error
+	if !errors.As(err, &werr) {
+		fmt.Fprintf(w, "%s: %v\n", commandName, err)
+		return
+	}
+	if werr.Worker != "" {
+		fmt.Fprintf(w, "worker %s: ", werr.Worker)
+	}
+	switch {
+	case werr.Stack != "":
+		fmt.Fprintln(w, werr.Stack)
+	case werr.Name != "" && werr.Message != "":
+		fmt.Fprintf(w, "%s: %s\n", werr.Name, werr.Message)
+	default:
+		fmt.Fprintln(w, werr.Name+werr.Message)
+	}
+}
+
+// interruptedText says what became of a job's work when the user stopped
+// it: on a tracker it runs on and a rerun collects it; on the embedded
+// default only a --data store keeps what finished.
+func interruptedText(e *InterruptedError, o *Options) string {
+	what := "interrupted"
+	if e.Submitted > 0 {
+		what = fmt.Sprintf("interrupted with %d of %s unfinished", e.Unfinished, Workunits(e.Submitted))
+	}
+	switch {
+	case e.Unfinished == 0:
+		return what
+	case o.Tracker != "" && o.CancelOnInterrupt:
+		return what + "; " + canceledText(e, o.Tracker)
+	case o.Tracker != "":
+		return what + "; they stay with the tracker at " + o.Tracker + " and run on: run the job again to collect their results (with --cancel-on-interrupt, an interrupt cancels them instead)"
+	case o.Data != "":
+		return what + "; what finished is kept in " + o.Data + ": run the job again with --data " + o.Data + " to pick up where it left off"
+	}
+	return what + "; the embedded tracker kept nothing (with --data DIR, a rerun picks up where the last one left off)"
+}
+
+// canceledText says what --cancel-on-interrupt did with the unfinished
+// workunits: those it canceled, those that are another run's (an earlier
+// run left them waiting and this one joined them: a run cancels only its
+// own), those it could not look at, and those that finished meanwhile.
+func canceledText(e *InterruptedError, tracker string) string {
+	if e.Canceled >= e.Unfinished && e.CancelErr == nil {
+		return "canceled them at the tracker at " + tracker
+	}
+	var parts []string
+	switch e.Canceled {
+	case 0:
+		parts = append(parts, "canceled none of them at the tracker at "+tracker)
+	default:
+		parts = append(parts, fmt.Sprintf("canceled %d of them at the tracker at %s", e.Canceled, tracker))
+	}
+	if n := e.OtherRuns; n == 1 {
+		parts = append(parts, "1 is another run's (an earlier, interrupted run of the job, whose work this one joined): "+
+			"a run cancels only its own workunits, so it stays with the tracker and runs on")
+	} else if n > 1 {
+		parts = append(parts, fmt.Sprintf("%d are another run's (an earlier, interrupted run of the job, whose work this one joined): "+
+			"a run cancels only its own workunits, so they stay with the tracker and run on", n))
+	}
+	switch {
+	case e.CancelErr != nil:
+		parts = append(parts, fmt.Sprintf("could not cancel the rest: %v", e.CancelErr))
+	case e.Unchecked > 0:
+		parts = append(parts, fmt.Sprintf("%d more could not be canceled by this run (another run's, or finished meanwhile)", e.Unchecked))
+	}
+	if n := e.Unfinished - e.Canceled - e.OtherRuns - e.Unchecked; e.CancelErr == nil && n > 0 {
+		parts = append(parts, fmt.Sprintf("%d finished meanwhile", n))
+	}
+	return strings.Join(parts, "; ")
+}
