@@ -5,7 +5,9 @@ import (
 	"strings"
 
 	"github.com/dop251/goja"
+
 	"github.com/riot-go/riot/engine/internal/inspect"
+	"github.com/riot-go/riot/workunit"
 )
 
 // ConsoleSink receives what a sandbox's console prints: one call per
@@ -16,7 +18,7 @@ import (
 // script's console writes them to its standard output and error
 // (engine/master).
 type ConsoleSink interface {
-	Print(level Level, text string)
+	Print(level workunit.Level, text string)
 }
 
 // runConsole is the console sink of an engine's sandboxes: it keeps the
@@ -24,38 +26,38 @@ type ConsoleSink interface {
 // possible today) is dropped.
 type runConsole struct{ rl *realm }
 
-func (c runConsole) Print(level Level, text string) {
+func (c runConsole) Print(level workunit.Level, text string) {
 	if c.rl.cur != nil {
 		c.rl.cur.console.add(level, text)
 	}
 }
 
-// console keeps one workunit's console output, up to a size; the rest is
-// counted and dropped.
+// console keeps one workunit's console output, encoded as it goes, up to
+// a size of text; the rest is counted and dropped.
 type console struct {
-	lines   []ConsoleLine
+	lines   workunit.ConsoleBuilder
 	size    int
 	max     int
 	dropped int
 }
 
-func (c *console) add(level Level, text string) {
+func (c *console) add(level workunit.Level, text string) {
 	if c.size+len(text) > c.max {
 		c.dropped += len(text)
 		return
 	}
 	c.size += len(text)
-	c.lines = append(c.lines, ConsoleLine{Level: level, Text: text})
+	c.lines.Add(level, text)
 }
 
-// finish returns the lines, with a last line that says how much was
+// finish returns the output, with a last line that says how much was
 // dropped, if anything was.
-func (c *console) finish() []ConsoleLine {
+func (c *console) finish() workunit.Console {
 	if c.dropped > 0 {
-		c.lines = append(c.lines, ConsoleLine{Level: LevelWarn, Text: "[riot: " + strconv.Itoa(c.dropped) +
-			" bytes of console output dropped past the limit of " + strconv.Itoa(c.max) + " bytes]"})
+		c.lines.Add(workunit.LevelWarn, "[riot: "+strconv.Itoa(c.dropped)+
+			" bytes of console output dropped past the limit of "+strconv.Itoa(c.max)+" bytes]")
 	}
-	return c.lines
+	return c.lines.Console()
 }
 
 // bindConsole installs console: log, info, warn, error, debug, trace,
@@ -64,18 +66,18 @@ func (c *console) finish() []ConsoleLine {
 // workunit's and a job script's.
 func bindConsole(rl *realm) error {
 	con := rl.rt.NewObject()
-	method := func(level Level) func(goja.FunctionCall) goja.Value {
+	method := func(level workunit.Level) func(goja.FunctionCall) goja.Value {
 		return func(call goja.FunctionCall) goja.Value {
 			rl.sink.Print(level, inspect.Format(rl.rt, rl.in, call.Arguments))
 			return goja.Undefined()
 		}
 	}
 	if err := rl.setFuncs(con, []Func{
-		{"log", method(LevelLog)},
-		{"info", method(LevelInfo)},
-		{"warn", method(LevelWarn)},
-		{"error", method(LevelError)},
-		{"debug", method(LevelDebug)},
+		{"log", method(workunit.LevelLog)},
+		{"info", method(workunit.LevelInfo)},
+		{"warn", method(workunit.LevelWarn)},
+		{"error", method(workunit.LevelError)},
+		{"debug", method(workunit.LevelDebug)},
 		{"trace", func(call goja.FunctionCall) goja.Value {
 			text := "Trace"
 			if len(call.Arguments) > 0 {
@@ -84,7 +86,7 @@ func bindConsole(rl *realm) error {
 			var b strings.Builder
 			b.WriteString(text)
 			inspect.WriteFrames(&b, rl.rt.CaptureCallStack(0, nil))
-			rl.sink.Print(LevelError, b.String())
+			rl.sink.Print(workunit.LevelError, b.String())
 			return goja.Undefined()
 		}},
 		{"assert", func(call goja.FunctionCall) goja.Value {
@@ -95,11 +97,11 @@ func bindConsole(rl *realm) error {
 			if len(call.Arguments) > 1 {
 				text += ": " + inspect.Format(rl.rt, rl.in, call.Arguments[1:])
 			}
-			rl.sink.Print(LevelError, text)
+			rl.sink.Print(workunit.LevelError, text)
 			return goja.Undefined()
 		}},
 		{"dir", func(call goja.FunctionCall) goja.Value {
-			rl.sink.Print(LevelLog, inspect.Inspect(rl.rt, rl.in, call.Argument(0), inspect.Options{}))
+			rl.sink.Print(workunit.LevelLog, inspect.Inspect(rl.rt, rl.in, call.Argument(0), inspect.Options{}))
 			return goja.Undefined()
 		}},
 	}); err != nil {

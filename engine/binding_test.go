@@ -122,7 +122,7 @@ func TestEngine_Bindings_Fail(t *testing.T) {
 func TestStandalone(t *testing.T) {
 	t.Parallel()
 	var lines []string
-	sink := consoleFunc(func(l Level, text string) { lines = append(lines, string(l)+" "+text) })
+	sink := consoleFunc(func(l workunit.Level, text string) { lines = append(lines, string(l)+" "+text) })
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	st, err := NewStandalone(ctx, StandaloneOptions{Console: sink, Bindings: []Binding{&probe{}}})
@@ -149,6 +149,6 @@ func TestStandalone(t *testing.T) {
 	assert.ErrorIs(t, st.RunTimer(), context.Canceled)
 }
 
-type consoleFunc func(Level, string)
+type consoleFunc func(workunit.Level, string)
 
-func (f consoleFunc) Print(l Level, text string) { f(l, text) }
+func (f consoleFunc) Print(l workunit.Level, text string) { f(l, text) }

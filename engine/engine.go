@@ -142,33 +142,16 @@ type Request struct {
 	Started func(stop func(cause error))
 }
 
-// Level is the console method a line was written with.
-type Level string
-
-// Console levels.
-const (
-	LevelLog   Level = "log"
-	LevelInfo  Level = "info"
-	LevelWarn  Level = "warn"
-	LevelError Level = "error"
-	LevelDebug Level = "debug"
-)
-
-// ConsoleLine is one call of a console method, formatted as Node formats it.
-type ConsoleLine struct {
-	Level Level
-	Text  string
-}
-
 // Result is what evaluating a workunit gave.
 type Result struct {
 	// Value is the result, value-encoded (see package value). It is nil
 	// when the workunit failed.
 	Value []byte
 	// Console is the workunit's console output, in order, also when it
-	// failed. Output past Options.MaxConsoleBytes is dropped, and a last
-	// line says how much.
-	Console []ConsoleLine
+	// failed, encoded once in the form it travels in to the master
+	// (Console.Lines decodes it). Output past Options.MaxConsoleBytes is
+	// dropped, and a last line says how much.
+	Console workunit.Console
 	// Slot is the slot that evaluated the workunit.
 	Slot int
 	// Elapsed is how long the evaluation took, from the start of the

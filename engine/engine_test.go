@@ -115,13 +115,13 @@ func TestEngine_Console(t *testing.T) {
 		console.debug(function named() {}, () => 1, class K {}, Symbol('s'));
 		1`)
 	require.NoError(t, err)
-	require.Equal(t, []ConsoleLine{
-		{LevelLog, "hello world 42"},
-		{LevelWarn, "Bob is 42.5 years"},
-		{LevelError, "{ a: [ 1, { b: [Object] } ], s: 'x' }"},
-		{LevelInfo, "Map(1) { 'k' => 1 } Set(1) { 1 } 10n -0 3"},
-		{LevelDebug, "[Function: named] [Function (anonymous)] [class K] Symbol(s)"},
-	}, res.Console)
+	require.Equal(t, []workunit.ConsoleLine{
+		{Level: workunit.LevelLog, Text: "hello world 42"},
+		{Level: workunit.LevelWarn, Text: "Bob is 42.5 years"},
+		{Level: workunit.LevelError, Text: "{ a: [ 1, { b: [Object] } ], s: 'x' }"},
+		{Level: workunit.LevelInfo, Text: "Map(1) { 'k' => 1 } Set(1) { 1 } 10n -0 3"},
+		{Level: workunit.LevelDebug, Text: "[Function: named] [Function (anonymous)] [class K] Symbol(s)"},
+	}, lines(t, res.Console))
 }
 
 func TestEngine_Console_Limit(t *testing.T) {
@@ -129,8 +129,9 @@ func TestEngine_Console_Limit(t *testing.T) {
 	e := newEngine(t, Options{Slots: 1, MaxConsoleBytes: 100})
 	res, err := e.Eval(context.Background(), `for (let i = 0; i < 50; i++) console.log('0123456789'); 1`)
 	require.NoError(t, err)
-	require.Len(t, res.Console, 11)
-	assert.Contains(t, res.Console[10].Text, "400 bytes of console output dropped")
+	got := lines(t, res.Console)
+	require.Len(t, got, 11)
+	assert.Contains(t, got[10].Text, "400 bytes of console output dropped")
 }
 
 // TestEngine_Sandbox_Absent proves that a workunit sees no file system,
@@ -335,7 +336,7 @@ func TestEngine_Thrown(t *testing.T) {
 	// An error thrown with console output before it keeps the output.
 	werr, res := evalError(t, e, evalReq("console.log('before'); throw new Error('after')"))
 	assert.Equal(t, "Error: after", werr.Error())
-	assert.Equal(t, []ConsoleLine{{LevelLog, "before"}}, res.Console)
+	assert.Equal(t, []workunit.ConsoleLine{{Level: workunit.LevelLog, Text: "before"}}, lines(t, res.Console))
 }
 
 func TestEngine_Unsendable(t *testing.T) {
@@ -520,4 +521,12 @@ func TestEngine_Fn_SelfAndShared(t *testing.T) {
 	v, err := res.Decode()
 	require.NoError(t, err)
 	assert.Equal(t, []any{55.0, true, 2.0}, v)
+}
+
+// lines decodes a workunit's console output.
+func lines(t *testing.T, c workunit.Console) []workunit.ConsoleLine {
+	t.Helper()
+	l, err := c.Lines()
+	require.NoError(t, err)
+	return l
 }

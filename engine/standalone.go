@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/riot-go/riot/blob"
+	"github.com/riot-go/riot/workunit"
 )
 
 // StandaloneOptions configures NewStandalone.
@@ -42,7 +43,7 @@ type Standalone struct {
 // discardConsole is the console of a standalone sandbox given none.
 type discardConsole struct{}
 
-func (discardConsole) Print(Level, string) {}
+func (discardConsole) Print(workunit.Level, string) {}
 
 // NewStandalone makes a standalone sandbox whose run lasts as long as ctx.
 // The caller runs it on one goroutine and closes it when done.

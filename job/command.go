@@ -104,9 +104,7 @@ func evaluate(ctx context.Context, o Options, source string, stdout, stderr io.W
 	defer eng.Close()
 	res, err := eng.Run(ctx, engine.Request{Spec: spec})
 	if res != nil {
-		for _, l := range res.Console {
-			fmt.Fprintf(stderr, "[local] %s\n", l.Text)
-		}
+		printConsole(stderr, "local", res.Console)
 	}
 	if err != nil && ctx.Err() != nil {
 		fmt.Fprintf(stderr, "%s: interrupted\n", commandName)
@@ -117,6 +115,18 @@ func evaluate(ctx context.Context, o Options, source string, stdout, stderr io.W
 		return err
 	}
 	return printValue(stdout, stderr, res.Value)
+}
+
+// printConsole writes a workunit's console lines to w, each prefixed with
+// the name of the worker that ran it.
+func printConsole(w io.Writer, worker string, c workunit.Console) {
+	lines, err := c.Lines()
+	if err != nil {
+		fmt.Fprintf(w, "[%s] (console output that does not decode: %v)\n", worker, err)
+	}
+	for _, l := range lines {
+		fmt.Fprintf(w, "[%s] %s\n", worker, l.Text)
+	}
 }
 
 // evaluateRemote submits spec to o.Tracker, waits for it to finish on a
@@ -131,13 +141,7 @@ func evaluateRemote(ctx context.Context, o Options, spec *workunit.Spec, stdout,
 	defer c.Close()
 	out, err := c.Submit(spec, workunit.Options{Timeout: o.Timeout}).Wait(ctx)
 	if out != nil {
-		lines, cerr := out.Console.Lines()
-		if cerr != nil {
-			fmt.Fprintf(stderr, "[%s] (console output that does not decode: %v)\n", out.Worker, cerr)
-		}
-		for _, l := range lines {
-			fmt.Fprintf(stderr, "[%s] %s\n", out.Worker, l.Text)
-		}
+		printConsole(stderr, out.Worker, out.Console)
 	}
 	if err != nil && ctx.Err() != nil {
 		fmt.Fprintf(stderr, "%s: interrupted; the workunit stays with the tracker at %s and runs on: evaluating the same SOURCE again collects its result\n",

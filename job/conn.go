@@ -9,7 +9,6 @@ import (
 
 	"github.com/riot-go/riot/blob"
 	"github.com/riot-go/riot/client"
-	"github.com/riot-go/riot/engine"
 	"github.com/riot-go/riot/engine/master"
 	"github.com/riot-go/riot/wire"
 	"github.com/riot-go/riot/workunit"
@@ -43,11 +42,11 @@ var _ master.Conn = (*conn)(nil)
 
 func (k *conn) Name() string { return k.c.Name() }
 
-func (k *conn) Submit(spec *workunit.Spec, opts master.WorkOptions) master.Submission {
+func (k *conn) Submit(spec *workunit.Spec, opts workunit.Options) master.Submission {
 	if opts.Timeout == 0 {
 		opts.Timeout = k.timeout
 	}
-	call := k.c.Submit(spec, wireOptions(opts))
+	call := k.c.Submit(spec, opts)
 	if k.track {
 		key := call.Key
 		k.mu.Lock()
@@ -132,60 +131,44 @@ func (k *conn) cancelAll(ctx context.Context) (canceled, error) {
 	return r, nil
 }
 
-func wireOptions(o master.WorkOptions) workunit.Options {
-	return workunit.Options{NoCache: o.NoCache, GPUs: o.GPUs, Timeout: o.Timeout}
-}
-
-func (k *conn) Wait(ctx context.Context, key workunit.Key) (*master.Outcome, error) {
+func (k *conn) Wait(ctx context.Context, key workunit.Key) (*workunit.Outcome, error) {
 	out, err := k.c.WaitFor(ctx, key)
 	return outcome(out, err)
 }
 
-// outcome converts a client outcome. A failed workunit is an outcome with
-// status "error", not an error: the script decides what to do with it.
-func outcome(out *workunit.Outcome, err error) (*master.Outcome, error) {
+// outcome returns what the client gave: a failed workunit is an outcome
+// with status error, not an error (the script decides what to do with it);
+// an error is the outcome not known (the client ended, ctx ended).
+func outcome(out *workunit.Outcome, err error) (*workunit.Outcome, error) {
 	var werr *workunit.Error
 	if err != nil && (out == nil || !errors.As(err, &werr)) {
 		return nil, err
 	}
-	o := &master.Outcome{
-		Key:        out.Key,
-		Status:     out.Status.String(),
-		Worker:     out.Worker,
-		Result:     out.Result,
-		Err:        out.Err,
-		LastChange: out.LastChange,
-	}
-	if o.Err == nil && werr != nil {
+	if out.Err == nil && werr != nil {
+		o := *out
 		o.Err = werr
+		out = &o
 	}
-	lines, err := out.Console.Lines()
-	if err != nil {
-		return nil, err
-	}
-	for _, l := range lines {
-		o.Console = append(o.Console, engine.ConsoleLine{Level: engine.Level(l.Level), Text: l.Text})
-	}
-	return o, nil
+	return out, nil
 }
 
-func (k *conn) OnFinished(key workunit.Key, fn func(*master.Outcome)) {
+func (k *conn) OnFinished(key workunit.Key, fn func(*workunit.Outcome)) {
 	k.c.CallWhenDone(key, func(out *workunit.Outcome, err error) { fn(finished(key, out, err)) })
 }
 
 // finished converts the outcome a callback gets. When the client ended
 // (closed, or its context) instead, it reports that as the workunit's
 // failure, so that no callback is left waiting forever.
-func finished(key workunit.Key, out *workunit.Outcome, err error) *master.Outcome {
+func finished(key workunit.Key, out *workunit.Outcome, err error) *workunit.Outcome {
 	o, err := outcome(out, err)
 	if err != nil {
-		o = &master.Outcome{Key: key, Status: "error", Err: &workunit.Error{
+		o = &workunit.Outcome{Key: key, Status: workunit.StatusError, Err: &workunit.Error{
 			Kind: workunit.Internal, Name: "Error", Message: fmt.Sprintf("the connection to the tracker ended: %v", err), Key: key}}
 	}
 	return o
 }
 
-func (k *conn) Info(ctx context.Context, key workunit.Key) (*master.Outcome, error) {
+func (k *conn) Info(ctx context.Context, key workunit.Key) (*workunit.Outcome, error) {
 	out, err := k.c.Info(ctx, key)
 	return outcome(out, err)
 }
@@ -257,17 +240,17 @@ type submission struct{ call *client.Call }
 
 func (s submission) Key() workunit.Key { return s.call.Key }
 
-func (s submission) Accepted(ctx context.Context) (*master.Outcome, error) {
+func (s submission) Accepted(ctx context.Context) (*workunit.Outcome, error) {
 	out, err := s.call.Accepted(ctx)
 	return outcome(out, err)
 }
 
-func (s submission) Wait(ctx context.Context) (*master.Outcome, error) {
+func (s submission) Wait(ctx context.Context) (*workunit.Outcome, error) {
 	out, err := s.call.Wait(ctx)
 	return outcome(out, err)
 }
 
-func (s submission) OnDone(fn func(*master.Outcome)) {
+func (s submission) OnDone(fn func(*workunit.Outcome)) {
 	s.call.OnDone(func(out *workunit.Outcome, err error) { fn(finished(s.call.Key, out, err)) })
 }
 

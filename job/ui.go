@@ -7,7 +7,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/riot-go/riot/engine/master"
+	"github.com/riot-go/riot/workunit"
 )
 
 // jobUI shows a job script's work on stderr: each workunit's console lines,
@@ -213,14 +213,14 @@ func (u *jobUI) Submitted(n int) {
 // Finished implements master.ScriptEvents: the workunit's console lines,
 // then the bar. After Close (the script has ended) it shows nothing: a
 // workunit the script did not wait for has nobody to show it to.
-func (u *jobUI) Finished(o *master.Outcome) {
+func (u *jobUI) Finished(o *workunit.Outcome) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.closed {
 		return
 	}
 	u.done++
-	if o.Status == "error" {
+	if o.Status == workunit.StatusError {
 		u.failed++
 	}
 	if len(o.Console) > 0 {
@@ -229,7 +229,11 @@ func (u *jobUI) Finished(o *master.Outcome) {
 		if worker == "" {
 			worker = "?"
 		}
-		for _, l := range o.Console {
+		lines, err := o.Console.Lines()
+		if err != nil {
+			fmt.Fprintf(u.w, "[%s] (console output that does not decode: %v)\n", worker, err)
+		}
+		for _, l := range lines {
 			for _, line := range strings.Split(l.Text, "\n") {
 				fmt.Fprintf(u.w, "[%s] %s\n", worker, line)
 			}

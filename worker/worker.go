@@ -488,7 +488,7 @@ func (w *worker) evaluate(stop, evalCtx context.Context, j *job) bool {
 	}
 	r := client.Report{Lease: a.Lease()}
 	if res != nil {
-		r.Console = consoleOf(res.Console)
+		r.Console = res.Console
 		r.Elapsed = res.Elapsed
 	}
 	if stop.Err() == nil {
@@ -572,16 +572,6 @@ func (c *credits) done(d time.Duration) int {
 	grant := max(1+target-c.window, 0)
 	c.window += grant - 1
 	return grant
-}
-
-// consoleOf encodes a workunit's console lines once, in the form they
-// travel in to the master.
-func consoleOf(lines []engine.ConsoleLine) workunit.Console {
-	var b workunit.ConsoleBuilder
-	for _, l := range lines {
-		b.Add(workunit.Level(l.Level), l.Text)
-	}
-	return b.Console()
 }
 
 // leases collects leases to hand back.

@@ -105,8 +105,10 @@ func gpuRun(t *testing.T, e *engine.Engine, req engine.Request) (any, []string) 
 	require.NoError(t, err)
 	v, err := res.Decode()
 	require.NoError(t, err)
+	console, err := res.Console.Lines()
+	require.NoError(t, err)
 	var lines []string
-	for _, l := range res.Console {
+	for _, l := range console {
 		lines = append(lines, l.Text)
 	}
 	return v, lines

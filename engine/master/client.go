@@ -65,17 +65,17 @@ func (c *jsClient) info(op string, key workunit.Key) []goja.Value {
 	return m.outcomeValues(op, o)
 }
 
-func (m *master) outcomeValues(op string, o *Outcome) []goja.Value {
+func (m *master) outcomeValues(op string, o *workunit.Outcome) []goja.Value {
 	rt := m.rt
 	var result goja.Value = goja.Null()
 	switch o.Status {
-	case "done":
+	case workunit.StatusDone:
 		v, err := m.sb.Decode(o.Result)
 		if err != nil {
 			m.sb.Throw("Error", "%s: the result does not decode: %v", op, err)
 		}
 		result = v
-	case "error":
+	case workunit.StatusError:
 		if o.Err != nil {
 			result = rt.ToValue(o.Err.Message)
 		}
@@ -91,7 +91,7 @@ func (m *master) outcomeValues(op string, o *Outcome) []goja.Value {
 			last = d
 		}
 	}
-	return []goja.Value{rt.ToValue(o.Status), worker, result, last}
+	return []goja.Value{rt.ToValue(o.Status.String()), worker, result, last}
 }
 
 func (c *jsClient) workunitInfo(call goja.FunctionCall) goja.Value {
@@ -143,7 +143,7 @@ func (c *jsClient) newWorkunit(op string, args []goja.Value) workunit.Key {
 			m.sb.Throw("DataCloneError", "%v", err)
 		}
 	}
-	return m.submit(op, conn, []*workunit.Spec{spec}, WorkOptions{})[0].Key()
+	return m.submit(op, conn, []*workunit.Spec{spec}, workunit.Options{})[0].Key()
 }
 
 func (c *jsClient) addWorkunit(call goja.FunctionCall) goja.Value {

@@ -2,10 +2,8 @@ package master
 
 import (
 	"context"
-	"time"
 
 	"github.com/riot-go/riot/blob"
-	"github.com/riot-go/riot/engine"
 	"github.com/riot-go/riot/workunit"
 )
 
@@ -18,18 +16,18 @@ type Conn interface {
 	// client-who-am-i).
 	Name() string
 	// Submit sends a workunit without waiting; Submission.Accepted waits
-	// for the tracker's durable acknowledgement. When watch is set, the
-	// tracker reports the outcome when it is finished, and OnFinished
-	// callbacks and Wait see it without another round trip.
-	Submit(spec *workunit.Spec, opts WorkOptions) Submission
+	// for the tracker's durable acknowledgement. The submission watches
+	// its key: the tracker reports the outcome when it is finished, and
+	// OnFinished callbacks and Wait see it without another round trip.
+	Submit(spec *workunit.Spec, opts workunit.Options) Submission
 	// Wait blocks until the workunit is finished and returns its outcome.
-	Wait(ctx context.Context, key workunit.Key) (*Outcome, error)
+	Wait(ctx context.Context, key workunit.Key) (*workunit.Outcome, error)
 	// OnFinished calls fn once, on another goroutine, when the workunit is
 	// finished.
-	OnFinished(key workunit.Key, fn func(*Outcome))
+	OnFinished(key workunit.Key, fn func(*workunit.Outcome))
 	// Info returns a workunit's state now; an unknown key has status
-	// "unknown".
-	Info(ctx context.Context, key workunit.Key) (*Outcome, error)
+	// workunit.StatusUnknown.
+	Info(ctx context.Context, key workunit.Key) (*workunit.Outcome, error)
 	// Cancel cancels this master's workunits among keys that are waiting
 	// or running, and returns the keys it canceled (client.Client.Cancel).
 	Cancel(ctx context.Context, keys []workunit.Key) ([]workunit.Key, error)
@@ -53,45 +51,12 @@ type Submission interface {
 	Key() workunit.Key
 	// Accepted waits for the tracker's durable acknowledgement. A workunit
 	// already finished (memoized) comes back with its outcome.
-	Accepted(ctx context.Context) (*Outcome, error)
+	Accepted(ctx context.Context) (*workunit.Outcome, error)
 	// Wait blocks until the workunit is finished and returns its outcome.
-	Wait(ctx context.Context) (*Outcome, error)
+	Wait(ctx context.Context) (*workunit.Outcome, error)
 	// OnDone calls fn once, on another goroutine, when it is finished.
-	OnDone(fn func(*Outcome))
+	OnDone(fn func(*workunit.Outcome))
 }
-
-// WorkOptions are a workunit's options besides its content.
-type WorkOptions struct {
-	// NoCache runs the workunit even if the same one already finished.
-	NoCache bool
-	// GPUs is the number of GPUs it needs on its worker.
-	GPUs int
-	// Timeout is its time limit; zero means the worker's default.
-	Timeout time.Duration
-	// Watch asks the tracker to report the outcome when it is finished.
-	Watch bool
-}
-
-// Outcome is the state of a workunit as the tracker reports it.
-type Outcome struct {
-	Key workunit.Key
-	// Status is "waiting", "running", "done", "error" or "unknown".
-	Status string
-	// Worker is the name of the worker that holds or finished it.
-	Worker string
-	// Result is the result value document, when done.
-	Result []byte
-	// Err is the failure, when status is "error"; its Worker and Key are
-	// set.
-	Err *workunit.Error
-	// Console is the workunit's console output, when it was just run.
-	Console []engine.ConsoleLine
-	// LastChange is when its status last changed.
-	LastChange time.Time
-}
-
-// Finished reports whether the workunit is done or failed.
-func (o *Outcome) Finished() bool { return o.Status == "done" || o.Status == "error" }
 
 // Work is a workunit taken with Conn.WaitForWork.
 type Work struct {

@@ -30,8 +30,9 @@
 //
 // The master reaches the tracker only through Conn, which package job
 // implements over the Go client (client.Client); the tests use a fake.
-// Conn, Submission, Work, Outcome and WorkOptions are the vocabulary of
-// that adapter. The worker loop (package worker) never imports this
+// Conn, Submission and Work are that adapter's interface; what crosses it
+// is in package workunit's words (Spec, Options, Outcome, Error), the same
+// the client, the protocol and the tracker use. The worker loop (package worker) never imports this
 // package: workunits see only riot.worker.
 //
 // FormatValue is how riot-worker eval prints a result.

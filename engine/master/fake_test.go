@@ -23,8 +23,8 @@ type fakeTracker struct {
 	mu       sync.Mutex
 	blobs    blob.Map
 	uploads  int // blobs uploaded
-	outcomes map[workunit.Key]*Outcome
-	waiters  map[workunit.Key][]func(*Outcome)
+	outcomes map[workunit.Key]*workunit.Outcome
+	waiters  map[workunit.Key][]func(*workunit.Outcome)
 	open     map[workunit.Key]bool // submitted, not finished
 	runs     int                   // workunits run
 	queue    chan *Work
@@ -46,8 +46,8 @@ func newFakeTracker(t testing.TB, manual bool) *fakeTracker {
 		eng:      newEngine(t, engine.Options{Slots: 4, WorkerName: "fake-worker"}),
 		manual:   manual,
 		blobs:    blob.Map{},
-		outcomes: make(map[workunit.Key]*Outcome),
-		waiters:  make(map[workunit.Key][]func(*Outcome)),
+		outcomes: make(map[workunit.Key]*workunit.Outcome),
+		waiters:  make(map[workunit.Key][]func(*workunit.Outcome)),
 		open:     make(map[workunit.Key]bool),
 		queue:    make(chan *Work, 100),
 	}
@@ -65,7 +65,7 @@ func (ft *fakeTracker) connect(ctx context.Context, host string, port int, name 
 
 // finish records a workunit's outcome and tells its waiters. The first
 // outcome of a run counts: a canceled run's result comes too late.
-func (ft *fakeTracker) finish(o *Outcome) {
+func (ft *fakeTracker) finish(o *workunit.Outcome) {
 	ft.mu.Lock()
 	if !ft.open[o.Key] {
 		ft.mu.Unlock()
@@ -98,24 +98,26 @@ type fakeConn struct {
 
 type fakeSubmission struct {
 	key workunit.Key
-	out *Outcome
+	out *workunit.Outcome
 	c   *fakeConn
 }
 
 func (s *fakeSubmission) Key() workunit.Key { return s.key }
-func (s *fakeSubmission) Accepted(ctx context.Context) (*Outcome, error) {
+func (s *fakeSubmission) Accepted(ctx context.Context) (*workunit.Outcome, error) {
 	return s.out, nil
 }
-func (s *fakeSubmission) Wait(ctx context.Context) (*Outcome, error) { return s.c.Wait(ctx, s.key) }
-func (s *fakeSubmission) OnDone(fn func(*Outcome))                   { s.c.OnFinished(s.key, fn) }
+func (s *fakeSubmission) Wait(ctx context.Context) (*workunit.Outcome, error) {
+	return s.c.Wait(ctx, s.key)
+}
+func (s *fakeSubmission) OnDone(fn func(*workunit.Outcome)) { s.c.OnFinished(s.key, fn) }
 
 func (c *fakeConn) Name() string { return c.name }
 
-func (c *fakeConn) Submit(spec *workunit.Spec, opts WorkOptions) Submission {
+func (c *fakeConn) Submit(spec *workunit.Spec, opts workunit.Options) Submission {
 	ft := c.ft
 	key := spec.Key()
 	ft.mu.Lock()
-	if o, ok := ft.outcomes[key]; ok && o.Status == "done" && !opts.NoCache {
+	if o, ok := ft.outcomes[key]; ok && o.Status == workunit.StatusDone && !opts.NoCache {
 		ft.mu.Unlock()
 		return &fakeSubmission{key: key, out: o, c: c}
 	}
@@ -124,34 +126,34 @@ func (c *fakeConn) Submit(spec *workunit.Spec, opts WorkOptions) Submission {
 	ft.mu.Unlock()
 	if ft.manual {
 		ft.queue <- &Work{Key: key, Spec: spec, Blobs: ft.blobSource()}
-		return &fakeSubmission{key: key, out: &Outcome{Key: key, Status: "waiting"}, c: c}
+		return &fakeSubmission{key: key, out: &workunit.Outcome{Key: key, Status: workunit.StatusWaiting}, c: c}
 	}
 	src := ft.blobSource()
 	go func() {
 		res, err := ft.eng.Run(context.Background(), engine.Request{Spec: spec, Blobs: src, Realm: c.name, Timeout: opts.Timeout})
-		o := &Outcome{Key: key, Worker: "fake-worker", LastChange: time.Now()}
+		o := &workunit.Outcome{Key: key, Worker: "fake-worker", LastChange: time.Now()}
 		if res != nil {
 			o.Console = res.Console
 		}
 		var werr *workunit.Error
 		switch {
 		case err == nil:
-			o.Status, o.Result = "done", res.Value
+			o.Status, o.Result = workunit.StatusDone, res.Value
 		case errors.As(err, &werr):
 			w := *werr
 			w.Worker, w.Key = "fake-worker", key
-			o.Status, o.Err = "error", &w
+			o.Status, o.Err = workunit.StatusError, &w
 		default:
-			o.Status, o.Err = "error", &workunit.Error{Kind: workunit.Internal, Message: err.Error()}
+			o.Status, o.Err = workunit.StatusError, &workunit.Error{Kind: workunit.Internal, Message: err.Error()}
 		}
 		ft.finish(o)
 	}()
-	return &fakeSubmission{key: key, out: &Outcome{Key: key, Status: "waiting"}, c: c}
+	return &fakeSubmission{key: key, out: &workunit.Outcome{Key: key, Status: workunit.StatusWaiting}, c: c}
 }
 
-func (c *fakeConn) Wait(ctx context.Context, key workunit.Key) (*Outcome, error) {
-	ch := make(chan *Outcome, 1)
-	c.OnFinished(key, func(o *Outcome) { ch <- o })
+func (c *fakeConn) Wait(ctx context.Context, key workunit.Key) (*workunit.Outcome, error) {
+	ch := make(chan *workunit.Outcome, 1)
+	c.OnFinished(key, func(o *workunit.Outcome) { ch <- o })
 	select {
 	case o := <-ch:
 		return o, nil
@@ -160,7 +162,7 @@ func (c *fakeConn) Wait(ctx context.Context, key workunit.Key) (*Outcome, error)
 	}
 }
 
-func (c *fakeConn) OnFinished(key workunit.Key, fn func(*Outcome)) {
+func (c *fakeConn) OnFinished(key workunit.Key, fn func(*workunit.Outcome)) {
 	ft := c.ft
 	ft.mu.Lock()
 	if o, ok := ft.outcomes[key]; ok {
@@ -172,13 +174,13 @@ func (c *fakeConn) OnFinished(key workunit.Key, fn func(*Outcome)) {
 	ft.mu.Unlock()
 }
 
-func (c *fakeConn) Info(ctx context.Context, key workunit.Key) (*Outcome, error) {
+func (c *fakeConn) Info(ctx context.Context, key workunit.Key) (*workunit.Outcome, error) {
 	c.ft.mu.Lock()
 	defer c.ft.mu.Unlock()
 	if o, ok := c.ft.outcomes[key]; ok {
 		return o, nil
 	}
-	return &Outcome{Key: key, Status: "unknown"}, nil
+	return &workunit.Outcome{Key: key, Status: workunit.StatusUnknown}, nil
 }
 
 func (c *fakeConn) Cancel(ctx context.Context, keys []workunit.Key) ([]workunit.Key, error) {
@@ -190,7 +192,7 @@ func (c *fakeConn) Cancel(ctx context.Context, keys []workunit.Key) ([]workunit.
 		if !open {
 			continue
 		}
-		c.ft.finish(&Outcome{Key: k, Status: "error", LastChange: time.Now(),
+		c.ft.finish(&workunit.Outcome{Key: k, Status: workunit.StatusError, LastChange: time.Now(),
 			Err: &workunit.Error{Kind: workunit.Canceled, Name: "AbortError", Message: "canceled by " + c.name, Key: k}})
 		canceled = append(canceled, k)
 	}
@@ -219,13 +221,13 @@ func (c *fakeConn) WaitForWork(ctx context.Context) (*Work, error) {
 }
 
 func (c *fakeConn) CompleteWork(ctx context.Context, w *Work, result []byte, werr *workunit.Error) error {
-	o := &Outcome{Key: w.Key, Worker: c.name, LastChange: time.Now()}
+	o := &workunit.Outcome{Key: w.Key, Worker: c.name, LastChange: time.Now()}
 	if werr != nil {
 		e := *werr
 		e.Worker = c.name
-		o.Status, o.Err = "error", &e
+		o.Status, o.Err = workunit.StatusError, &e
 	} else {
-		o.Status, o.Result = "done", result
+		o.Status, o.Result = workunit.StatusDone, result
 	}
 	c.ft.finish(o)
 	return nil

@@ -65,7 +65,7 @@ type ScriptEvents interface {
 	Submitted(n int)
 	// Finished gives the outcome of a workunit the script submitted, with
 	// its console output, once.
-	Finished(o *Outcome)
+	Finished(o *workunit.Outcome)
 }
 
 // ScriptError is a job script's uncaught exception.
@@ -180,9 +180,9 @@ func (m *master) runGuarded(conn Conn) (err error) {
 // to Stdout, warn, error, trace and assert to Stderr.
 type scriptConsole struct{ stdout, stderr io.Writer }
 
-func (c scriptConsole) Print(level engine.Level, text string) {
+func (c scriptConsole) Print(level workunit.Level, text string) {
 	w := c.stdout
-	if level == engine.LevelWarn || level == engine.LevelError {
+	if level == workunit.LevelWarn || level == workunit.LevelError {
 		w = c.stderr
 	}
 	fmt.Fprintln(w, text)

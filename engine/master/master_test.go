@@ -29,11 +29,11 @@ type scriptRun struct {
 type recordingEvents struct {
 	mu        sync.Mutex
 	submitted int
-	finished  []*Outcome
+	finished  []*workunit.Outcome
 }
 
 func (r *recordingEvents) Submitted(n int) { r.mu.Lock(); r.submitted += n; r.mu.Unlock() }
-func (r *recordingEvents) Finished(o *Outcome) {
+func (r *recordingEvents) Finished(o *workunit.Outcome) {
 	r.mu.Lock()
 	r.finished = append(r.finished, o)
 	r.mu.Unlock()
@@ -341,7 +341,7 @@ func TestMaster_Cancel(t *testing.T) {
 // panicConn is a Conn whose Submit panics.
 type panicConn struct{ Conn }
 
-func (panicConn) Submit(*workunit.Spec, WorkOptions) Submission { panic("submit: a bug") }
+func (panicConn) Submit(*workunit.Spec, workunit.Options) Submission { panic("submit: a bug") }
 
 // A Go panic on the script's goroutine fails the script; it does not reach
 // RunScript's caller.

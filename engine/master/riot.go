@@ -76,7 +76,7 @@ func (m *master) install(sb *engine.Sandbox) error {
 	}); err != nil {
 		return err
 	}
-	if err := m.setSubmitters(riot, WorkOptions{}); err != nil {
+	if err := m.setSubmitters(riot, workunit.Options{}); err != nil {
 		return err
 	}
 	pre, err := rt.RunScript(jsvalue.InternalFile, masterPrelude)
@@ -92,7 +92,7 @@ func (m *master) install(sb *engine.Sandbox) error {
 
 // setSubmitters puts doWork, forWork, doWorkCall and doWorkEval on obj,
 // submitting with opts.
-func (m *master) setSubmitters(obj *goja.Object, opts WorkOptions) error {
+func (m *master) setSubmitters(obj *goja.Object, opts workunit.Options) error {
 	return m.sb.SetFuncs(obj, []engine.Func{
 		{Name: "doWork", Fn: func(c goja.FunctionCall) goja.Value { return m.doWork(c, opts) }},
 		{Name: "forWork", Fn: func(c goja.FunctionCall) goja.Value { return m.forWork(c, opts) }},
@@ -335,7 +335,7 @@ func (m *master) conn(op string) Conn {
 // for the tracker's acknowledgements and returns the submissions, which
 // m.subs remembers by key so that waiting on one later asks the tracker
 // nothing. Outcomes are reported to Events as they come.
-func (m *master) submit(op string, c Conn, specs []*workunit.Spec, opts WorkOptions) []Submission {
+func (m *master) submit(op string, c Conn, specs []*workunit.Spec, opts workunit.Options) []Submission {
 	need := make(map[blob.Hash][]byte)
 	up := m.uploaded[c]
 	if up == nil {
@@ -361,7 +361,6 @@ func (m *master) submit(op string, c Conn, specs []*workunit.Spec, opts WorkOpti
 			up[h] = true
 		}
 	}
-	opts.Watch = true
 	subs := make([]Submission, len(specs))
 	for i, s := range specs {
 		subs[i] = c.Submit(s, opts)
@@ -373,7 +372,7 @@ func (m *master) submit(op string, c Conn, specs []*workunit.Spec, opts WorkOpti
 		e := subEntry{sub: sub, conn: c, reported: new(sync.Once)}
 		m.subs[sub.Key()] = e
 		if m.opts.Events != nil {
-			sub.OnDone(func(o *Outcome) { m.reportOnce(e, o) })
+			sub.OnDone(func(o *workunit.Outcome) { m.reportOnce(e, o) })
 		}
 	}
 	for _, sub := range subs {
@@ -397,7 +396,7 @@ type subEntry struct {
 }
 
 // reportOnce gives Events a submission's outcome, once.
-func (m *master) reportOnce(e subEntry, o *Outcome) {
+func (m *master) reportOnce(e subEntry, o *workunit.Outcome) {
 	if m.opts.Events != nil {
 		e.reported.Do(func() { m.report(o) })
 	}
@@ -405,7 +404,7 @@ func (m *master) reportOnce(e subEntry, o *Outcome) {
 
 // wait returns the outcome of key: from the script's own submission when
 // it made one through c, else from the tracker.
-func (m *master) wait(c Conn, key workunit.Key) (*Outcome, error) {
+func (m *master) wait(c Conn, key workunit.Key) (*workunit.Outcome, error) {
 	if e, ok := m.subs[key]; ok && e.conn == c {
 		return e.sub.Wait(m.ctx)
 	}
@@ -413,7 +412,7 @@ func (m *master) wait(c Conn, key workunit.Key) (*Outcome, error) {
 }
 
 // onFinished calls fn when key is finished, as wait finds it.
-func (m *master) onFinished(c Conn, key workunit.Key, fn func(*Outcome)) {
+func (m *master) onFinished(c Conn, key workunit.Key, fn func(*workunit.Outcome)) {
 	if e, ok := m.subs[key]; ok && e.conn == c {
 		e.sub.OnDone(fn)
 		return
@@ -429,7 +428,7 @@ type shownKeys struct {
 	keys map[workunit.Key]bool
 }
 
-func (m *master) report(o *Outcome) {
+func (m *master) report(o *workunit.Outcome) {
 	if len(o.Console) > 0 {
 		m.shown.mu.Lock()
 		if m.shown.keys == nil {
@@ -448,7 +447,7 @@ func (m *master) report(o *Outcome) {
 
 // doWork implements riot.doWork(fn, ...args): it returns the workunit's id
 // once the tracker has it.
-func (m *master) doWork(call goja.FunctionCall, opts WorkOptions) goja.Value {
+func (m *master) doWork(call goja.FunctionCall, opts workunit.Options) goja.Value {
 	const op = "riot.doWork"
 	fn := m.argFunction(op, call.Argument(0))
 	var args []goja.Value
@@ -465,7 +464,7 @@ func (m *master) doWork(call goja.FunctionCall, opts WorkOptions) goja.Value {
 
 // forWork implements riot.forWork(iterable, fn[, options]): one workunit
 // per item, fn(item, index), results in order.
-func (m *master) forWork(call goja.FunctionCall, opts WorkOptions) goja.Value {
+func (m *master) forWork(call goja.FunctionCall, opts workunit.Options) goja.Value {
 	const op = "riot.forWork"
 	var items []goja.Value
 	m.rt.ForOf(call.Argument(0), func(v goja.Value) bool {
@@ -505,7 +504,7 @@ func (m *master) forWork(call goja.FunctionCall, opts WorkOptions) goja.Value {
 }
 
 // doWorkEval implements riot.doWorkEval(source[, options]).
-func (m *master) doWorkEval(call goja.FunctionCall, opts WorkOptions) goja.Value {
+func (m *master) doWorkEval(call goja.FunctionCall, opts workunit.Options) goja.Value {
 	const op = "riot.doWorkEval"
 	if !goja.IsString(call.Argument(0)) {
 		m.sb.Throw("TypeError", "%s: the source must be a string; it is %s", op, jsvalue.Describe(call.Argument(0)))
@@ -519,7 +518,7 @@ func (m *master) doWorkEval(call goja.FunctionCall, opts WorkOptions) goja.Value
 }
 
 // doWorkCall implements riot.doWorkCall(modulePath, exportName, ...args).
-func (m *master) doWorkCall(call goja.FunctionCall, opts WorkOptions) goja.Value {
+func (m *master) doWorkCall(call goja.FunctionCall, opts workunit.Options) goja.Value {
 	const op = "riot.doWorkCall"
 	path := call.Argument(0)
 	name := call.Argument(1)
@@ -557,7 +556,7 @@ func (m *master) with(call goja.FunctionCall) goja.Value {
 	if !ok {
 		m.sb.Throw("TypeError", "riot.with: give an options object, such as {gpus: 1}")
 	}
-	opts := m.workOptions("riot.with", o, WorkOptions{})
+	opts := m.workOptions("riot.with", o, workunit.Options{})
 	obj := m.rt.NewObject()
 	if err := m.setSubmitters(obj, opts); err != nil {
 		panic(err)
@@ -566,7 +565,7 @@ func (m *master) with(call goja.FunctionCall) goja.Value {
 }
 
 // workOptions reads {gpus, noCache, timeout} over base.
-func (m *master) workOptions(op string, o *goja.Object, base WorkOptions) WorkOptions {
+func (m *master) workOptions(op string, o *goja.Object, base workunit.Options) workunit.Options {
 	for _, k := range o.Keys() {
 		v := o.Get(k)
 		switch k {
@@ -625,7 +624,7 @@ func (m *master) result(op string, c Conn, key workunit.Key) goja.Value {
 		// before what the script prints next.
 		m.reportOnce(e, o)
 	}
-	if o.Status == "error" {
+	if o.Status == workunit.StatusError {
 		panic(m.workunitError(key, o))
 	}
 	v, err := m.sb.Decode(o.Result)
@@ -638,7 +637,7 @@ func (m *master) result(op string, c Conn, key workunit.Key) goja.Value {
 // workunitError makes the WorkunitError thrown for a failed workunit: its
 // message names the workunit and the worker, and its cause is the error the
 // workunit threw, rebuilt with its name, message and stack.
-func (m *master) workunitError(key workunit.Key, o *Outcome) *goja.Object {
+func (m *master) workunitError(key workunit.Key, o *workunit.Outcome) *goja.Object {
 	rt := m.rt
 	werr := o.Err
 	if werr == nil {
@@ -738,10 +737,10 @@ func (m *master) callWhenDone(call goja.FunctionCall) goja.Value {
 		m.sb.Throw("TypeError", "%s: the callback must be a function", op)
 	}
 	m.waits++
-	m.onFinished(c, key, func(o *Outcome) {
+	m.onFinished(c, key, func(o *workunit.Outcome) {
 		m.post(func() {
 			m.waits--
-			if o.Status == "error" {
+			if o.Status == workunit.StatusError {
 				msg := ""
 				if o.Err != nil {
 					msg = o.Err.Message

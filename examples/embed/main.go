@@ -35,7 +35,8 @@ func main() {
 		log.Fatal(err)
 	}
 	v, _ := res.Decode()
-	fmt.Printf("eval: %v (console: %q)\n", v, res.Console[0].Text)
+	lines, _ := res.Console.Lines()
+	fmt.Printf("eval: %v (console: %q)\n", v, lines[0].Text)
 
 	// A function with a free variable, as a master's doWork sends it.
 	scale := &value.Function{Source: "(x) => x * factor", Env: map[string]any{"factor": 10}}
