@@ -427,12 +427,11 @@ func (d *dec) tuple(field string, n uint64) bool {
 // Minimum encoded sizes of list items, for CheckCount, and the nesting
 // allowed in the fields of a foreign Hello.
 const (
-	minHashItem    = 2 + 32 // a 32-byte byte string
-	minConsoleItem = 3      // [level, text]
-	minGPUItem     = 3      // [name, memory]
-	minLeaseItem   = 2 + 34 // [key, token]
-	minMsgItem     = 2      // [type, ...]
-	skipDepth      = 64
+	minHashItem  = 2 + 32 // a 32-byte byte string
+	minGPUItem   = 3      // [name, memory]
+	minLeaseItem = 2 + 34 // [key, token]
+	minMsgItem   = 2      // [type, ...]
+	skipDepth    = 64
 )
 
 func (d *dec) keys(field string) []workunit.Key {
