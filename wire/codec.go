@@ -147,9 +147,11 @@ func (l *Lease) fields(c codec) {
 }
 
 // Item counts of the messages (the type included) and of the tuples inside
-// them, counted from their field lists at init.
+// them, counted from their field lists at init, and each message's head
+// (its array head and type), written once.
 var (
 	msgItems    [maxType + 1]uint64
+	msgHeads    [maxType + 1][]byte
 	limitsItems uint64
 	errorItems  uint64
 	gpuItems    uint64
@@ -165,6 +167,10 @@ func init() {
 	var s slabs
 	for t := Type(1); t <= maxType; t++ {
 		msgItems[t] = 1 + countItems(s.get(t).fields)
+		var w cbor.Writer
+		w.ArrayHeader(int(msgItems[t]))
+		w.Head(cbor.MajorUint, uint64(t))
+		msgHeads[t] = w.Bytes()
 	}
 }
 

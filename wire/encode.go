@@ -184,8 +184,7 @@ func (c *encoder) msg(m Msg) error {
 		return &EncodeError{Type: c.typ, Err: ErrMalformed, Detail: "nil message"}
 	}
 	mark := c.w.Len()
-	c.w.ArrayHeader(int(c.typ.items()))
-	c.w.Head(cbor.MajorUint, uint64(c.typ))
+	c.w.Raw(msgHeads[c.typ])
 	c.err = nil
 	m.encodeFields(c)
 	if c.err != nil {
