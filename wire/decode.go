@@ -23,11 +23,7 @@ import (
 // A Hello whose Version is not ProtocolVersion decodes as a Hello with only
 // Version set, and ends the frame: Decode ignores what follows it, so that
 // a tracker can refuse a client of any version with a clear message.
-func Decode(frame []byte) ([]Msg, error) {
-	s := new(slabs)
-	dc := dec{r: *cbor.NewReader(frame), l: Limits{}.WithDefaults(), s: s, idx: -1}
-	return dc.result(dc.frame(nil))
-}
+func Decode(frame []byte) ([]Msg, error) { return new(Decoder).decode(frame) }
 
 // Decoder decodes frames, reusing the memory of the messages it returns
 // from one frame to the next, so that a connection's reader allocates
@@ -41,6 +37,7 @@ type Decoder struct {
 	msgs []Msg
 	s    slabs
 	strs map[string]string
+	c    decoder // the Decode in progress
 }
 
 // Decode decodes a frame as the function Decode does, with d's Limits. The
@@ -54,21 +51,25 @@ func (d *Decoder) Decode(frame []byte) ([]Msg, error) {
 	if d.strs == nil {
 		d.strs = make(map[string]string)
 	}
-	dc := dec{r: *cbor.NewReader(frame), l: d.Limits.WithDefaults(), s: &d.s, strs: d.strs, idx: -1}
-	d.msgs = dc.frame(d.msgs[:0])
-	return dc.result(d.msgs)
+	return d.decode(frame)
 }
 
-// result returns what Decode returns for msgs: nil and the error if there
-// was one, nil for no messages.
-func (d *dec) result(msgs []Msg) ([]Msg, error) {
-	if d.err != nil {
-		return nil, d.err
+// decode decodes frame into d's messages, sharing strings in d.strs when
+// it is not nil, and returns what Decode returns: nil and the error if
+// there was one, nil for no messages.
+func (d *Decoder) decode(frame []byte) ([]Msg, error) {
+	c := &d.c
+	*c = decoder{r: *cbor.NewReader(frame), lim: d.Limits.WithDefaults(), strs: d.strs, idx: -1}
+	d.msgs = c.frame(d.msgs[:0], &d.s)
+	err := c.err
+	*c = decoder{}
+	if err != nil {
+		return nil, err
 	}
-	if len(msgs) == 0 {
+	if len(d.msgs) == 0 {
 		return nil, nil
 	}
-	return msgs, nil
+	return d.msgs, nil
 }
 
 // slab hands out *T from chunks it reuses after reset. Pointers it gave
@@ -152,55 +153,116 @@ func (s *slabs) reset() {
 	s.revoke.reset()
 }
 
+// get returns a new message of type t, nil for an unknown type.
+func (s *slabs) get(t Type) Msg {
+	switch t {
+	case TypeHello:
+		return s.hello.get()
+	case TypeWelcome:
+		return s.welcome.get()
+	case TypeRefused:
+		return s.refused.get()
+	case TypeError:
+		return s.error.get()
+	case TypeSubmit:
+		return s.submit.get()
+	case TypeAccepted:
+		return s.accepted.get()
+	case TypeWatch:
+		return s.watch.get()
+	case TypeUnwatch:
+		return s.unwatch.get()
+	case TypeFinished:
+		return s.finished.get()
+	case TypeInfo:
+		return s.info.get()
+	case TypeInfoReply:
+		return s.infoReply.get()
+	case TypeBlobHave:
+		return s.blobHave.get()
+	case TypeBlobNeed:
+		return s.blobNeed.get()
+	case TypeBlobPut:
+		return s.blobPut.get()
+	case TypeBlobStored:
+		return s.blobStored.get()
+	case TypeCredit:
+		return s.credit.get()
+	case TypeAssign:
+		return s.assign.get()
+	case TypeDone:
+		return s.done.get()
+	case TypeFailed:
+		return s.failed.get()
+	case TypeReturn:
+		return s.ret.get()
+	case TypeBlobGet:
+		return s.blobGet.get()
+	case TypeBlobData:
+		return s.blobData.get()
+	case TypeCancel:
+		return s.cancel.get()
+	case TypeCanceled:
+		return s.canceled.get()
+	case TypeRevoke:
+		return s.revoke.get()
+	}
+	return nil
+}
+
 // maxInterned bounds a Decoder's table of shared strings; it is emptied
 // when full.
 const maxInterned = 1024
 
-// dec is the state of one decoding: the reader, where it is (for errors),
-// and the first error, after which every read returns a zero value.
-type dec struct {
-	r    cbor.Reader
-	l    Limits
-	s    *slabs
-	strs map[string]string
-
-	idx  int    // message index, -1 for the frame
-	typ  Type   // message type, 0 before it is read
-	req  uint64 // the message's Req, once read
-	stop bool   // a foreign Hello ends the frame
-	err  *DecodeError
+// decoder is the state of one decoding. It reads each field into the
+// message: the first problem wins, as a *DecodeError, after which every
+// read gives a zero value.
+type decoder struct {
+	typ    Type   // the message's type, 0 before it is read
+	lim    Limits // with defaults
+	r      cbor.Reader
+	strs   map[string]string // shared strings; nil: none shared
+	idx    int               // message index, -1 for the frame
+	msgReq uint64            // the message's Req, once read
+	items  uint64            // the message's item count, as its head says
+	off    int               // the offset of the message's head
+	stop   bool              // a foreign Hello ends the frame
+	err    *DecodeError
 }
 
-func (d *dec) fail(field string, kind error, off int, format string, args ...any) {
-	if d.err != nil {
+// Reading: each read records the first problem and gives a zero value
+// once there is one.
+
+func (c *decoder) fail(field string, kind error, off int, format string, args ...any) {
+	if c.err != nil {
 		return
 	}
-	d.err = &DecodeError{Index: d.idx, Type: d.typ, Field: field, Offset: off, Req: d.req,
+	c.err = &DecodeError{Index: c.idx, Type: c.typ, Field: field, Offset: off, Req: c.msgReq,
 		Err: kind, Detail: fmt.Sprintf(format, args...)}
 }
 
-// syntax records an error of the value Reader.
-func (d *dec) syntax(field string, err error) {
+// syntax records an error of the Reader.
+func (c *decoder) syntax(field string, err error) {
 	var se *cbor.SyntaxError
 	if errors.As(err, &se) {
 		detail := se.Msg
 		if se.Err != nil {
 			detail += ": " + se.Err.Error()
 		}
-		d.fail(field, ErrMalformed, se.Offset, "%s", detail)
+		c.fail(field, ErrMalformed, se.Offset, "%s", detail)
 		return
 	}
-	d.fail(field, ErrMalformed, d.r.Offset(), "%v", err)
+	c.fail(field, ErrMalformed, c.r.Offset(), "%v", err)
 }
 
-func (d *dec) head(field string) (cbor.Head, int, bool) {
-	if d.err != nil {
+func (c *decoder) readHead(field string) (cbor.Head, int, bool) {
+	if c.err != nil {
 		return cbor.Head{}, 0, false
 	}
-	off := d.r.Offset()
-	h, err := d.r.Next()
+	off := c.r.Offset()
+	h, err := c.r.Next()
 	if err != nil {
-		d.syntax(field, err)
+		c.syntax(field, err)
 		return h, off, false
 	}
 	return h, off, true
@@ -241,73 +303,59 @@ func isNull(h cbor.Head) bool {
 	return h.Major == cbor.MajorSimple && !h.IsFloat && h.Arg == cbor.SimpleNull
 }
 
-func (d *dec) uintMax(field string, max uint64) uint64 {
-	h, off, ok := d.head(field)
-	if !ok {
+// readUint reads an unsigned integer of at most most.
+func (c *decoder) readUint(field string, most uint64) uint64 {
+	// readHead's work, done here: this is the most frequent read.
+	if c.err != nil {
 		return 0
 	}
-	if h.Major != cbor.MajorUint {
-		d.fail(field, ErrMalformed, off, "want an unsigned integer, have %s", describe(h))
+	off := c.r.Offset()
+	h, err := c.r.Next()
+	if err != nil {
+		c.syntax(field, err)
 		return 0
 	}
-	if h.Arg > max {
-		d.fail(field, ErrMalformed, off, "%d is out of range [0, %d]", h.Arg, max)
+	if h.Major != cbor.MajorUint || h.Arg > most {
+		c.badUint(field, h, off, most)
 		return 0
 	}
 	return h.Arg
 }
 
-func (d *dec) uint(field string) uint64 { return d.uintMax(field, math.MaxUint64) }
-
-func (d *dec) reqField() uint64 {
-	d.req = d.uint("req")
-	return d.req
-}
-
-func (d *dec) count(field string) int { return int(d.uintMax(field, maxCount)) }
-
-func (d *dec) millis(field string) time.Duration {
-	return time.Duration(d.uintMax(field, maxMillis)) * time.Millisecond
-}
-
-func (d *dec) micros(field string) time.Duration {
-	return time.Duration(d.uintMax(field, maxElapsedMicros)) * time.Microsecond
-}
-
-func (d *dec) time(field string) time.Time {
-	ms := d.uintMax(field, math.MaxInt64)
-	if ms == 0 {
-		return time.Time{}
+func (c *decoder) badUint(field string, h cbor.Head, off int, most uint64) {
+	if h.Major != cbor.MajorUint {
+		c.fail(field, ErrMalformed, off, "want an unsigned integer, have %s", describe(h))
+		return
 	}
-	return time.UnixMilli(int64(ms)).UTC()
+	c.fail(field, ErrMalformed, off, "%d is out of range [0, %d]", h.Arg, most)
 }
 
-func (d *dec) bool(field string) bool {
-	h, off, ok := d.head(field)
+func (c *decoder) readBool(field string) bool {
+	h, off, ok := c.readHead(field)
 	if !ok {
 		return false
 	}
 	if h.Major != cbor.MajorSimple || h.IsFloat || (h.Arg != cbor.SimpleFalse && h.Arg != cbor.SimpleTrue) {
-		d.fail(field, ErrMalformed, off, "want a boolean, have %s", describe(h))
+		c.fail(field, ErrMalformed, off, "want a boolean, have %s", describe(h))
 		return false
 	}
 	return h.Arg == cbor.SimpleTrue
 }
 
-// bytesAfter reads the payload of a byte string whose head is h, checking
-// it against limit (-1: none). Empty gives nil.
-func (d *dec) bytesAfter(field string, h cbor.Head, off, limit int) []byte {
+// readBytesAfter reads the payload of a byte string whose head is h,
+// checking it against limit (-1: none). Empty gives nil.
+func (c *decoder) readBytesAfter(field string, h cbor.Head, off, limit int) []byte {
 	if h.Major != cbor.MajorBytes {
-		d.fail(field, ErrMalformed, off, "want a byte string, have %s", describe(h))
+		c.fail(field, ErrMalformed, off, "want a byte string, have %s", describe(h))
 		return nil
 	}
 	if limit >= 0 && h.Arg > uint64(limit) {
-		d.fail(field, ErrLimit, off, "%d bytes, limit %d", h.Arg, limit)
+		c.fail(field, ErrLimit, off, "%d bytes, limit %d", h.Arg, limit)
 		return nil
 	}
-	b, err := d.r.Bytes(h.Arg)
+	b, err := c.r.Bytes(h.Arg)
 	if err != nil {
-		d.syntax(field, err)
+		c.syntax(field, err)
 		return nil
 	}
 	if len(b) == 0 {
@@ -316,510 +364,386 @@ func (d *dec) bytesAfter(field string, h cbor.Head, off, limit int) []byte {
 	return b
 }
 
-func (d *dec) bytes(field string, limit int) []byte {
-	h, off, ok := d.head(field)
-	if !ok {
-		return nil
-	}
-	return d.bytesAfter(field, h, off, limit)
-}
-
-// hash32 reads a byte string of exactly 32 bytes into dst.
-func (d *dec) hash32(field string, dst *[32]byte) {
-	h, off, ok := d.head(field)
-	if !ok {
-		return
-	}
-	if h.Major == cbor.MajorBytes && h.Arg != 32 {
-		d.fail(field, ErrMalformed, off, "%d bytes, want 32", h.Arg)
-		return
-	}
-	if b := d.bytesAfter(field, h, off, -1); b != nil {
-		copy(dst[:], b)
-	}
-}
-
-func (d *dec) key(field string, k *workunit.Key) { d.hash32(field, (*[32]byte)(k)) }
-
-func (d *dec) hash(field string, h *blob.Hash) { d.hash32(field, (*[32]byte)(h)) }
-
-// textBytes reads a text string's UTF-8 bytes, aliasing the frame.
-func (d *dec) textBytes(field string) []byte {
-	h, off, ok := d.head(field)
+// readText reads a text string's UTF-8 bytes, aliasing the frame.
+func (c *decoder) readText(field string) []byte {
+	h, off, ok := c.readHead(field)
 	if !ok {
 		return nil
 	}
 	if h.Major != cbor.MajorText {
-		d.fail(field, ErrMalformed, off, "want a text string, have %s", describe(h))
+		c.fail(field, ErrMalformed, off, "want a text string, have %s", describe(h))
 		return nil
 	}
-	b, err := d.r.Bytes(h.Arg)
+	b, err := c.r.Bytes(h.Arg)
 	if err != nil {
-		d.syntax(field, err)
+		c.syntax(field, err)
 		return nil
 	}
 	if !utf8.Valid(b) {
-		d.fail(field, ErrMalformed, off, "text string is not valid UTF-8")
+		c.fail(field, ErrMalformed, off, "text string is not valid UTF-8")
 		return nil
 	}
 	return b
 }
 
-func (d *dec) text(field string) string { return string(d.textBytes(field)) }
-
-// shared reads a text string that repeats from frame to frame, sharing
-// one copy of it when the Decoder keeps a table.
-func (d *dec) shared(field string) string {
-	b := d.textBytes(field)
-	if len(b) == 0 || d.strs == nil {
-		return string(b)
-	}
-	if s, ok := d.strs[string(b)]; ok {
-		return s
-	}
-	if len(d.strs) >= maxInterned {
-		clear(d.strs)
-	}
-	s := string(b)
-	d.strs[s] = s
-	return s
-}
-
-// array reads an array head and checks that its n items, each at least
-// minBytes long, fit in what is left.
-func (d *dec) array(field string, minBytes int) uint64 {
-	h, off, ok := d.head(field)
+// readArray reads an array head and checks that its n items, each at
+// least minBytes long, fit in what is left.
+func (c *decoder) readArray(field string, minBytes int) uint64 {
+	h, off, ok := c.readHead(field)
 	if !ok {
 		return 0
 	}
-	return d.arrayAfter(field, h, off, minBytes)
-}
-
-func (d *dec) arrayAfter(field string, h cbor.Head, off, minBytes int) uint64 {
 	if h.Major != cbor.MajorArray {
-		d.fail(field, ErrMalformed, off, "want an array, have %s", describe(h))
+		c.fail(field, ErrMalformed, off, "want an array, have %s", describe(h))
 		return 0
 	}
-	if err := d.r.CheckCount(h.Arg, minBytes); err != nil {
-		d.syntax(field, err)
+	if err := c.r.CheckCount(h.Arg, minBytes); err != nil {
+		c.syntax(field, err)
 		return 0
 	}
 	return h.Arg
 }
 
-// tuple reads the head of an array of exactly n items.
-func (d *dec) tuple(field string, n uint64) bool {
-	h, off, ok := d.head(field)
+// readTuple reads the head of an array of exactly n items.
+func (c *decoder) readTuple(field string, n uint64) bool {
+	h, off, ok := c.readHead(field)
 	if !ok {
 		return false
 	}
 	if h.Major != cbor.MajorArray || h.Arg != n {
 		if h.Major == cbor.MajorArray {
-			d.fail(field, ErrMalformed, off, "want an array of %d items, have %d", n, h.Arg)
+			c.fail(field, ErrMalformed, off, "want an array of %d items, have %d", n, h.Arg)
 		} else {
-			d.fail(field, ErrMalformed, off, "want an array of %d items, have %s", n, describe(h))
+			c.fail(field, ErrMalformed, off, "want an array of %d items, have %s", n, describe(h))
 		}
 		return false
 	}
 	return true
 }
 
-// Minimum encoded sizes of list items, for CheckCount, and the nesting
+// The minimum encoded size of a message, for CheckCount, and the nesting
 // allowed in the fields of a foreign Hello.
 const (
-	minHashItem    = 2 + 32 // a 32-byte byte string
-	minConsoleItem = 3      // [level, text]
-	minGPUItem     = 3      // [name, memory]
-	minLeaseItem   = 2 + 34 // [key, token]
-	minMsgItem     = 2      // [type, ...]
-	skipDepth      = 64
+	minMsgItem = 2 // [type, ...]
+	skipDepth  = 64
 )
 
-func (d *dec) keys(field string) []workunit.Key {
-	n := d.array(field, minHashItem)
-	if n == 0 || d.err != nil {
-		return nil
-	}
-	ks := make([]workunit.Key, n)
-	for i := range ks {
-		d.key(field, &ks[i])
-	}
-	return ks
-}
-
-func (d *dec) hashes(field string) []blob.Hash {
-	n := d.array(field, minHashItem)
-	if n == 0 || d.err != nil {
-		return nil
-	}
-	hs := make([]blob.Hash, n)
-	for i := range hs {
-		d.hash(field, &hs[i])
-	}
-	return hs
-}
-
-// console reads a console item, checked, aliasing the frame (see
-// workunit.ReadConsole).
-func (d *dec) console(field string) workunit.Console {
-	if d.err != nil {
-		return nil
-	}
-	c, err := workunit.ReadConsole(&d.r)
-	if err != nil {
-		d.syntax(field, err)
-		return nil
-	}
-	return c
-}
-
-// workError reads null (when nullable) or a workunit error.
-func (d *dec) workError(nullable bool) *workunit.Error {
-	h, off, ok := d.head("error")
-	if !ok {
-		return nil
-	}
-	if isNull(h) {
-		if !nullable {
-			d.fail("error", ErrMalformed, off, "want an error, have null")
-		}
-		return nil
-	}
-	if h.Major != cbor.MajorArray || h.Arg != 7 {
-		d.fail("error", ErrMalformed, off, "want null or an error array of 7 items, have %s", describe(h))
-		return nil
-	}
-	e := &workunit.Error{}
-	kind := d.uintMax("error.kind", math.MaxUint8)
-	if kind == 0 && d.err == nil {
-		d.fail("error.kind", ErrMalformed, d.r.Offset(), "error kind 0")
-	}
-	e.Kind = workunit.ErrorKind(kind)
-	e.Name = d.text("error.name")
-	e.Message = d.text("error.message")
-	e.Stack = d.text("error.stack")
-	e.Value = d.bytes("error.value", d.l.MaxResultBytes)
-	e.Worker = d.shared("error.worker")
-	kh, koff, ok := d.head("error.key")
-	if !ok {
-		return nil
-	}
-	if kh.Major == cbor.MajorBytes && kh.Arg != 0 && kh.Arg != 32 {
-		d.fail("error.key", ErrMalformed, koff, "%d bytes, want 0 or 32", kh.Arg)
-		return nil
-	}
-	if b := d.bytesAfter("error.key", kh, koff, -1); b != nil {
-		copy(e.Key[:], b)
-	}
-	if d.err != nil {
-		return nil
-	}
-	return e
-}
-
-func (d *dec) outcome(o *workunit.Outcome) {
-	d.key("key", &o.Key)
-	o.Status = workunit.Status(d.uintMax("status", uint64(workunit.StatusError)))
-	o.Worker = d.shared("worker")
-	o.Result = d.bytes("result", d.l.MaxResultBytes)
-	o.Err = d.workError(true)
-	o.Console = d.console("console")
-	o.LastChange = d.time("last-change")
-	o.Elapsed = d.micros("elapsed")
-}
-
-func (d *dec) limits(l *Limits) {
-	if !d.tuple("limits", 5) {
-		return
-	}
-	l.MaxFrameBytes = int(d.uintMax("limits.max-frame-bytes", maxLimit))
-	l.MaxMessages = int(d.uintMax("limits.max-messages", maxLimit))
-	l.MaxSpecBytes = int(d.uintMax("limits.max-spec-bytes", maxLimit))
-	l.MaxResultBytes = int(d.uintMax("limits.max-result-bytes", maxLimit))
-	l.MaxBlobBytes = int(d.uintMax("limits.max-blob-bytes", maxLimit))
-}
-
-// frame decodes the whole frame, appending its messages to msgs.
-func (d *dec) frame(msgs []Msg) []Msg {
-	if n := d.r.Remaining(); n > d.l.MaxFrameBytes {
-		d.fail("", ErrLimit, 0, "a frame of %d bytes, limit %d", n, d.l.MaxFrameBytes)
+// frame decodes the whole frame, appending its messages, from s, to msgs.
+func (c *decoder) frame(msgs []Msg, s *slabs) []Msg {
+	if n := c.r.Remaining(); n > c.lim.MaxFrameBytes {
+		c.fail("", ErrLimit, 0, "a frame of %d bytes, limit %d", n, c.lim.MaxFrameBytes)
 		return msgs
 	}
-	h, off, ok := d.head("")
+	h, off, ok := c.readHead("")
 	if !ok {
 		return msgs
 	}
 	if h.Major != cbor.MajorArray {
-		d.fail("", ErrMalformed, off, "want an array of messages, have %s", describe(h))
+		c.fail("", ErrMalformed, off, "want an array of messages, have %s", describe(h))
 		return msgs
 	}
-	if h.Arg > uint64(d.l.MaxMessages) {
-		d.fail("", ErrLimit, off, "%d messages, limit %d", h.Arg, d.l.MaxMessages)
+	if h.Arg > uint64(c.lim.MaxMessages) {
+		c.fail("", ErrLimit, off, "%d messages, limit %d", h.Arg, c.lim.MaxMessages)
 		return msgs
 	}
-	if err := d.r.CheckCount(h.Arg, minMsgItem); err != nil {
-		d.syntax("", err)
+	if err := c.r.CheckCount(h.Arg, minMsgItem); err != nil {
+		c.syntax("", err)
 		return msgs
 	}
 	for i := 0; i < int(h.Arg); i++ {
-		d.idx, d.typ, d.req = i, 0, 0
-		m := d.msg()
-		if d.err != nil {
+		c.idx, c.typ, c.msgReq = i, 0, 0
+		m := c.msg(s)
+		if c.err != nil {
 			return msgs
 		}
 		msgs = append(msgs, m)
-		if d.stop {
+		if c.stop {
 			return msgs
 		}
 	}
-	d.idx, d.typ, d.req = -1, 0, 0
-	if n := d.r.Remaining(); n != 0 {
-		d.fail("", ErrMalformed, d.r.Offset(), "%d bytes after the frame", n)
+	c.idx, c.typ, c.msgReq = -1, 0, 0
+	if n := c.r.Remaining(); n != 0 {
+		c.fail("", ErrMalformed, c.r.Offset(), "%d bytes after the frame", n)
 	}
 	return msgs
 }
 
-// msg decodes one message.
-func (d *dec) msg() Msg {
-	h, off, ok := d.head("")
+// msg decodes one message, from s: its head and type here, then its
+// fields. A Hello's item count is checked by its version field.
+func (c *decoder) msg(s *slabs) Msg {
+	h, off, ok := c.readHead("")
 	if !ok {
 		return nil
 	}
 	if h.Major != cbor.MajorArray || h.Arg == 0 {
-		d.fail("", ErrMalformed, off, "want a message array, have %s", describe(h))
+		c.fail("", ErrMalformed, off, "want a message array, have %s", describe(h))
 		return nil
 	}
-	toff := d.r.Offset()
-	t := d.uint("type")
-	if d.err != nil {
+	toff := c.r.Offset()
+	t := c.readUint("type", math.MaxUint64)
+	if c.err != nil {
 		return nil
 	}
 	if t == 0 || t > uint64(maxType) {
-		d.fail("type", ErrUnknownType, toff, "unknown message type %d", t)
+		c.fail("type", ErrUnknownType, toff, "unknown message type %d", t)
 		return nil
 	}
-	d.typ = Type(t)
-	if d.typ == TypeHello {
-		return d.hello(h.Arg, off)
-	}
-	if want := d.typ.items(); h.Arg != want {
-		d.fail("", ErrMalformed, off, "want an array of %d items, have %d", want, h.Arg)
+	c.typ, c.items, c.off = Type(t), h.Arg, off
+	if c.typ == TypeHello {
+		if h.Arg < 2 {
+			c.fail("", ErrMalformed, off, "want a hello of at least 2 items, have %d", h.Arg)
+			return nil
+		}
+	} else if want := c.typ.items(); h.Arg != want {
+		c.fail("", ErrMalformed, off, "want an array of %d items, have %d", want, h.Arg)
 		return nil
 	}
-	switch d.typ {
-	case TypeWelcome:
-		m := d.s.welcome.get()
-		m.Version = uint32(d.uintMax("version", math.MaxUint32))
-		m.Name = d.text("name")
-		m.Tracker = d.text("tracker")
-		m.PingInterval = d.millis("ping-interval")
-		m.Resumed = d.bool("resumed")
-		d.limits(&m.Limits)
-		return m
-	case TypeRefused:
-		m := d.s.refused.get()
-		m.Code = Code(d.uintMax("code", math.MaxUint16))
-		m.Message = d.text("message")
-		m.Version = uint32(d.uintMax("version", math.MaxUint32))
-		return m
-	case TypeError:
-		m := d.s.error.get()
-		m.Req = d.reqField()
-		m.Code = Code(d.uintMax("code", math.MaxUint16))
-		m.Message = d.text("message")
-		return m
-	case TypeSubmit:
-		m := d.s.submit.get()
-		m.Req = d.reqField()
-		m.Spec = d.bytes("spec", d.l.MaxSpecBytes)
-		m.Options.NoCache = d.bool("no-cache")
-		m.Options.GPUs = d.count("gpus")
-		m.Options.Timeout = d.millis("timeout")
-		m.Watch = d.bool("watch")
-		return m
-	case TypeAccepted:
-		m := d.s.accepted.get()
-		m.Req = d.reqField()
-		d.outcome(&m.Outcome)
-		return m
-	case TypeWatch:
-		m := d.s.watch.get()
-		m.Req = d.reqField()
-		m.Keys = d.keys("keys")
-		return m
-	case TypeUnwatch:
-		m := d.s.unwatch.get()
-		m.Keys = d.keys("keys")
-		return m
-	case TypeFinished:
-		m := d.s.finished.get()
-		m.Req = d.reqField()
-		d.outcome(&m.Outcome)
-		return m
-	case TypeInfo:
-		m := d.s.info.get()
-		m.Req = d.reqField()
-		d.key("key", &m.Key)
-		return m
-	case TypeInfoReply:
-		m := d.s.infoReply.get()
-		m.Req = d.reqField()
-		d.outcome(&m.Outcome)
-		return m
-	case TypeBlobHave:
-		m := d.s.blobHave.get()
-		m.Req = d.reqField()
-		m.Hashes = d.hashes("hashes")
-		return m
-	case TypeBlobNeed:
-		m := d.s.blobNeed.get()
-		m.Req = d.reqField()
-		m.Missing = d.hashes("missing")
-		return m
-	case TypeBlobPut:
-		m := d.s.blobPut.get()
-		m.Req = d.reqField()
-		d.hash("hash", &m.Hash)
-		m.Data = d.bytes("data", d.l.MaxBlobBytes)
-		return m
-	case TypeBlobStored:
-		m := d.s.blobStored.get()
-		m.Req = d.reqField()
-		d.hash("hash", &m.Hash)
-		return m
-	case TypeCredit:
-		m := d.s.credit.get()
-		m.N = d.count("n")
-		return m
-	case TypeAssign:
-		m := d.s.assign.get()
-		d.key("key", &m.Key)
-		m.Token = d.uint("token")
-		m.Spec = d.bytes("spec", d.l.MaxSpecBytes)
-		m.Realm = d.shared("realm")
-		m.Timeout = d.millis("timeout")
-		m.GPUs = d.count("gpus")
-		return m
-	case TypeDone:
-		m := d.s.done.get()
-		d.key("key", &m.Key)
-		m.Token = d.uint("token")
-		m.Result = d.bytes("result", d.l.MaxResultBytes)
-		m.Console = d.console("console")
-		m.Elapsed = d.micros("elapsed")
-		return m
-	case TypeFailed:
-		m := d.s.failed.get()
-		d.key("key", &m.Key)
-		m.Token = d.uint("token")
-		m.Error = d.workError(false)
-		m.Console = d.console("console")
-		m.Elapsed = d.micros("elapsed")
-		return m
-	case TypeReturn:
-		m := d.s.ret.get()
-		n := d.array("leases", minLeaseItem)
-		if n == 0 || d.err != nil {
-			return m
-		}
-		m.Leases = make([]Lease, n)
-		for i := range m.Leases {
-			if !d.tuple("leases", 2) {
-				break
-			}
-			d.key("key", &m.Leases[i].Key)
-			m.Leases[i].Token = d.uint("token")
-		}
-		return m
-	case TypeBlobGet:
-		m := d.s.blobGet.get()
-		m.Req = d.reqField()
-		d.hash("hash", &m.Hash)
-		return m
-	case TypeBlobData:
-		m := d.s.blobData.get()
-		m.Req = d.reqField()
-		d.hash("hash", &m.Hash)
-		h, off, ok := d.head("data")
-		if !ok {
-			return m
-		}
-		if isNull(h) {
-			m.Missing = true
-			return m
-		}
-		m.Data = d.bytesAfter("data", h, off, d.l.MaxBlobBytes)
-		return m
-	case TypeCancel:
-		m := d.s.cancel.get()
-		m.Req = d.reqField()
-		m.Keys = d.keys("keys")
-		return m
-	case TypeCanceled:
-		m := d.s.canceled.get()
-		m.Req = d.reqField()
-		m.Keys = d.keys("keys")
-		return m
-	case TypeRevoke:
-		m := d.s.revoke.get()
-		d.key("key", &m.Key)
-		m.Token = d.uint("token")
-		return m
-	}
-	d.fail("type", ErrUnknownType, toff, "unknown message type %d", t)
-	return nil
+	m := s.get(c.typ)
+	m.decodeFields(c)
+	return m
 }
 
-// hello decodes a Hello of n items whose type was read. A Hello of another
-// version keeps only its version and ends the frame.
-func (d *dec) hello(n uint64, off int) Msg {
-	if n < 2 {
-		d.fail("", ErrMalformed, off, "want a hello of at least 2 items, have %d", n)
-		return nil
+// The field kinds (see codec), reading.
+
+func (c *decoder) req(p *uint64) {
+	*p = c.readUint("req", math.MaxUint64)
+	c.msgReq = *p
+}
+
+func (c *decoder) uint(name string, p *uint64) { *p = c.readUint(name, math.MaxUint64) }
+
+func (c *decoder) uint32(name string, p *uint32) { *p = uint32(c.readUint(name, math.MaxUint32)) }
+
+func (c *decoder) code(name string, p *Code) { *p = Code(c.readUint(name, math.MaxUint16)) }
+
+func (c *decoder) count(name string, p *int) { *p = int(c.readUint(name, maxCount)) }
+
+func (c *decoder) limit(name string, p *int) { *p = int(c.readUint(name, maxLimit)) }
+
+func (c *decoder) millis(name string, p *time.Duration) {
+	*p = time.Duration(c.readUint(name, maxMillis)) * time.Millisecond
+}
+
+func (c *decoder) micros(name string, p *time.Duration) {
+	*p = time.Duration(c.readUint(name, maxElapsedMicros)) * time.Microsecond
+}
+
+func (c *decoder) time(name string, p *time.Time) {
+	if ms := c.readUint(name, math.MaxInt64); ms != 0 {
+		*p = time.UnixMilli(int64(ms)).UTC()
 	}
-	m := d.s.hello.get()
-	m.Version = uint32(d.uintMax("version", math.MaxUint32))
-	if d.err != nil {
-		return nil
+}
+
+func (c *decoder) bool(name string, p *bool) { *p = c.readBool(name) }
+
+func (c *decoder) status(name string, p *workunit.Status) {
+	*p = workunit.Status(c.readUint(name, uint64(workunit.StatusError)))
+}
+
+func (c *decoder) bytes(name string, p *[]byte, k sizeLimit) {
+	if h, off, ok := c.readHead(name); ok {
+		*p = c.readBytesAfter(name, h, off, c.lim.size(k))
 	}
-	if m.Version != ProtocolVersion {
-		for i := uint64(2); i < n; i++ {
-			if err := d.r.Skip(skipDepth); err != nil {
-				d.syntax("", err)
-				return nil
+}
+
+func (c *decoder) bytesOrNull(name string, p *[]byte, null *bool, k sizeLimit) {
+	h, off, ok := c.readHead(name)
+	if !ok {
+		return
+	}
+	if isNull(h) {
+		*null = true
+		return
+	}
+	*p = c.readBytesAfter(name, h, off, c.lim.size(k))
+}
+
+func (c *decoder) text(name string, p *string) { *p = string(c.readText(name)) }
+
+func (c *decoder) shared(name string, p *string) {
+	b := c.readText(name)
+	if len(b) == 0 || c.strs == nil {
+		*p = string(b)
+		return
+	}
+	if s, ok := c.strs[string(b)]; ok {
+		*p = s
+		return
+	}
+	if len(c.strs) >= maxInterned {
+		clear(c.strs)
+	}
+	s := string(b)
+	c.strs[s] = s
+	*p = s
+}
+
+func (c *decoder) version(p *uint32) bool {
+	c.uint32("version", p)
+	if c.err != nil {
+		return false
+	}
+	if *p != ProtocolVersion {
+		for i := uint64(2); i < c.items; i++ {
+			if err := c.r.Skip(skipDepth); err != nil {
+				c.syntax("", err)
+				return false
 			}
 		}
-		d.stop = true
-		return m
+		c.stop = true
+		return false
 	}
-	if want := TypeHello.items(); n != want {
-		d.fail("", ErrMalformed, off, "want an array of %d items, have %d", want, n)
-		return nil
+	if want := TypeHello.items(); c.items != want {
+		c.fail("", ErrMalformed, c.off, "want an array of %d items, have %d", want, c.items)
+		return false
 	}
-	roff := d.r.Offset()
-	switch role := d.textBytes("role"); string(role) {
+	return true
+}
+
+func (c *decoder) role(name string, p *Role, valid bool) {
+	off := c.r.Offset()
+	switch role := c.readText(name); string(role) {
 	case string(RoleMaster):
-		m.Role = RoleMaster
+		*p = RoleMaster
 	case string(RoleWorker):
-		m.Role = RoleWorker
+		*p = RoleWorker
 	default:
-		d.fail("role", ErrMalformed, roff, "role %q, want %q or %q", role, RoleMaster, RoleWorker)
+		c.fail(name, ErrMalformed, off, "role %q, want %q or %q", role, RoleMaster, RoleWorker)
 	}
-	m.Name = d.text("name")
-	m.Session = d.text("session")
-	m.Slots = d.count("slots")
-	m.Prefetch = d.count("prefetch")
-	if g := d.array("gpus", minGPUItem); g > 0 && d.err == nil {
-		m.GPUs = make([]GPU, g)
-		for i := range m.GPUs {
-			if !d.tuple("gpus", 2) {
-				break
-			}
-			m.GPUs[i].Name = d.text("gpus.name")
-			m.GPUs[i].Memory = d.uint("gpus.memory")
+}
+
+func (c *decoder) key(name string, p *workunit.Key) { c.hash32(name, (*[32]byte)(p)) }
+
+func (c *decoder) hash(name string, p *blob.Hash) { c.hash32(name, (*[32]byte)(p)) }
+
+// hash32 reads a byte string of exactly 32 bytes into p.
+func (c *decoder) hash32(name string, p *[32]byte) {
+	h, off, ok := c.readHead(name)
+	if !ok {
+		return
+	}
+	if h.Major == cbor.MajorBytes && h.Arg != 32 {
+		c.fail(name, ErrMalformed, off, "%d bytes, want 32", h.Arg)
+		return
+	}
+	if b := c.readBytesAfter(name, h, off, -1); b != nil {
+		copy(p[:], b)
+	}
+}
+
+func (c *decoder) optionalKey(name string, p *workunit.Key) {
+	h, off, ok := c.readHead(name)
+	if !ok {
+		return
+	}
+	if h.Major == cbor.MajorBytes && h.Arg != 0 && h.Arg != 32 {
+		c.fail(name, ErrMalformed, off, "%d bytes, want 0 or 32", h.Arg)
+		return
+	}
+	if b := c.readBytesAfter(name, h, off, -1); b != nil {
+		copy(p[:], b)
+	}
+}
+
+func (c *decoder) console(name string, p *workunit.Console) {
+	if c.err != nil {
+		return
+	}
+	con, err := workunit.ReadConsole(&c.r)
+	if err != nil {
+		c.syntax(name, err)
+		return
+	}
+	*p = con
+}
+
+func (c *decoder) limits(name string, l *Limits) {
+	if c.readTuple(name, limitsItems) {
+		l.decodeFields(c)
+	}
+}
+
+func (c *decoder) workError(name string, p **workunit.Error, required bool) {
+	h, off, ok := c.readHead(name)
+	if !ok {
+		return
+	}
+	if isNull(h) {
+		if required {
+			c.fail(name, ErrMalformed, off, "want an error, have null")
 		}
+		return
 	}
-	m.Token = d.text("token")
-	m.Agent = d.text("agent")
-	return m
+	if h.Major != cbor.MajorArray || h.Arg != errorItems {
+		c.fail(name, ErrMalformed, off, "want null or an error array of %d items, have %s", errorItems, describe(h))
+		return
+	}
+	e := &workunit.Error{}
+	decodeErrorFields(c, e)
+	if c.err == nil {
+		*p = e
+	}
+}
+
+func (c *decoder) errorKind(name string, p *workunit.ErrorKind) {
+	kind := c.readUint(name, math.MaxUint8)
+	if kind == 0 && c.err == nil {
+		c.fail(name, ErrMalformed, c.r.Offset(), "error kind 0")
+	}
+	*p = workunit.ErrorKind(kind)
+}
+
+// Minimum encoded sizes of list items, for CheckCount.
+const (
+	minHashItem  = 2 + 32 // a 32-byte byte string
+	minGPUItem   = 3      // [name, memory]
+	minLeaseItem = 2 + 34 // [key, token]
+)
+
+func (c *decoder) keys(name string, p *[]workunit.Key) { decodeHashes(c, name, p) }
+
+func (c *decoder) hashes(name string, p *[]blob.Hash) { decodeHashes(c, name, p) }
+
+func decodeHashes[T ~[32]byte](c *decoder, name string, p *[]T) {
+	if !decodeList(c, name, p, minHashItem) {
+		return
+	}
+	for i := range *p {
+		c.hash32(name, (*[32]byte)((*p)[i][:]))
+	}
+}
+
+func (c *decoder) gpus(name string, p *[]GPU) {
+	if !decodeList(c, name, p, minGPUItem) {
+		return
+	}
+	for i := range *p {
+		if !c.readTuple(name, gpuItems) {
+			return
+		}
+		(*p)[i].decodeFields(c)
+	}
+}
+
+func (c *decoder) leases(name string, p *[]Lease) {
+	if !decodeList(c, name, p, minLeaseItem) {
+		return
+	}
+	for i := range *p {
+		if !c.readTuple(name, leaseItems) {
+			return
+		}
+		(*p)[i].decodeFields(c)
+	}
+}
+
+// decodeList reads the head of a list and makes *p for its items, each at
+// least minBytes long. It reports whether there are items to read.
+func decodeList[T any](c *decoder, name string, p *[]T, minBytes int) bool {
+	n := c.readArray(name, minBytes)
+	if n == 0 || c.err != nil {
+		return false
+	}
+	*p = make([]T, n)
+	return true
 }

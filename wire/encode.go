@@ -3,6 +3,7 @@ package wire
 import (
 	"fmt"
 	"math"
+	"reflect"
 	"time"
 
 	"github.com/riot-go/riot/blob"
@@ -26,17 +27,14 @@ func Encode(msgs ...Msg) ([]byte, error) { return Append(nil, msgs...) }
 // Append appends the frame of msgs to dst, as Encode, and returns the
 // extended slice. On error it returns dst unchanged.
 func Append(dst []byte, msgs ...Msg) ([]byte, error) {
+	c := &encoder{lim: noLimits, w: *cbor.NewWriter(dst[len(dst):])}
+	c.w.ArrayHeader(len(msgs))
 	for _, m := range msgs {
-		if err := checkMsg(m, nil); err != nil {
+		if err := c.msg(m); err != nil {
 			return dst, err
 		}
 	}
-	w := cbor.NewWriter(dst[len(dst):])
-	w.ArrayHeader(len(msgs))
-	for _, m := range msgs {
-		m.encode(w)
-	}
-	return join(dst, w.Bytes()), nil
+	return join(dst, c.w.Bytes()), nil
 }
 
 // join returns dst extended by out, where out was written by a Writer over
@@ -47,13 +45,6 @@ func join(dst, out []byte) []byte {
 		return dst[:len(dst)+len(out)]
 	}
 	return append(dst, out...)
-}
-
-func checkMsg(m Msg, l *Limits) error {
-	if m == nil {
-		return &EncodeError{Err: ErrMalformed, Detail: "nil message"}
-	}
-	return m.check(l)
 }
 
 // Encoder builds one frame at a time from messages, reusing its buffer, so
@@ -82,9 +73,8 @@ type Encoder struct {
 	// defaults. Change them only between frames.
 	Limits Limits
 
-	lim Limits // Limits with defaults, for the Add in progress
-	buf []byte // headRoom bytes, then the messages' arrays
-	w   cbor.Writer
+	c   encoder // the Add in progress
+	buf []byte  // headRoom bytes, then the messages' arrays
 	n   int
 }
 
@@ -94,22 +84,23 @@ type Encoder struct {
 // does not fit in this frame but would in an empty one. On error the frame
 // is unchanged.
 func (e *Encoder) Add(m Msg) error {
-	e.lim = e.Limits.WithDefaults()
-	l := &e.lim
-	if err := checkMsg(m, l); err != nil {
-		return err
-	}
-	if e.n >= l.MaxMessages {
-		return fmt.Errorf("%w: %d messages", ErrFrameFull, e.n)
-	}
 	if len(e.buf) < headRoom {
 		e.buf = make([]byte, headRoom, 4096)
 	}
 	mark := len(e.buf)
-	e.w = *cbor.NewWriter(e.buf[mark:])
-	m.encode(&e.w)
-	e.buf = join(e.buf, e.w.Bytes())
-	e.w = cbor.Writer{}
+	c := &e.c
+	c.lim, c.w = e.Limits.WithDefaults(), *cbor.NewWriter(e.buf[mark:])
+	err := c.msg(m)
+	out := c.w.Bytes()
+	c.w = cbor.Writer{}
+	if err != nil {
+		return err
+	}
+	l := &c.lim
+	if e.n >= l.MaxMessages {
+		return fmt.Errorf("%w: %d messages", ErrFrameFull, e.n)
+	}
+	e.buf = join(e.buf, out)
 	if size := len(e.buf) - headRoom + headLen(uint64(e.n+1)); size > l.MaxFrameBytes {
 		e.buf = e.buf[:mark]
 		if e.n == 0 {
@@ -172,589 +163,212 @@ func headLen(n uint64) int {
 	return 9
 }
 
-// checker collects the first problem of a message to encode.
-type checker struct {
-	t   Type
-	l   *Limits // nil: no limits
-	err error
+// encoder is the state of one encoding. It checks each field (ranges,
+// Limits) as it writes it: the first problem wins, as an *EncodeError, and
+// the message is taken back.
+type encoder struct {
+	typ Type   // the message's type
+	lim Limits // with defaults, or noLimits
+	w   cbor.Writer
+	err *EncodeError
 }
 
-func (c *checker) fail(field string, kind error, format string, args ...any) {
+// msg writes m's array, checking its fields against c's Limits, and
+// returns the first problem, with what it wrote of m taken back.
+func (c *encoder) msg(m Msg) error {
+	if m == nil {
+		return &EncodeError{Err: ErrMalformed, Detail: "nil message"}
+	}
+	c.typ = m.Type()
+	if reflect.ValueOf(m).IsNil() {
+		return &EncodeError{Type: c.typ, Err: ErrMalformed, Detail: "nil message"}
+	}
+	mark := c.w.Len()
+	c.w.Raw(msgHeads[c.typ])
+	c.err = nil
+	m.encodeFields(c)
+	if c.err != nil {
+		c.w.Truncate(mark)
+		return c.err
+	}
+	return nil
+}
+
+// invalid records a problem of the message being encoded; the first one
+// wins.
+func (c *encoder) invalid(field string, kind error, format string, args ...any) {
 	if c.err == nil {
-		c.err = &EncodeError{Type: c.t, Field: field, Err: kind, Detail: fmt.Sprintf(format, args...)}
+		c.err = &EncodeError{Type: c.typ, Field: field, Err: kind, Detail: fmt.Sprintf(format, args...)}
 	}
 }
 
-func (c *checker) count(field string, n int, max uint64) {
-	if n < 0 || uint64(n) > max {
-		c.fail(field, ErrMalformed, "%d is out of range [0, %d]", n, max)
+// The field kinds (see codec), writing.
+
+func (c *encoder) req(p *uint64) { c.w.Head(cbor.MajorUint, *p) }
+
+func (c *encoder) uint(name string, p *uint64) { c.w.Head(cbor.MajorUint, *p) }
+
+func (c *encoder) uint32(name string, p *uint32) { c.w.Head(cbor.MajorUint, uint64(*p)) }
+
+func (c *encoder) code(name string, p *Code) { c.w.Head(cbor.MajorUint, uint64(*p)) }
+
+func (c *encoder) count(name string, p *int) {
+	if *p < 0 || *p > maxCount {
+		c.invalid(name, ErrMalformed, "%d is out of range [0, %d]", *p, maxCount)
 	}
+	c.w.Head(cbor.MajorUint, uint64(*p))
 }
 
-func (c *checker) dur(field string, d time.Duration, unit time.Duration, max uint64) {
-	if d < 0 || uint64(d/unit) > max {
-		c.fail(field, ErrMalformed, "%v is out of range", d)
+func (c *encoder) limit(name string, p *int) {
+	if *p < 0 {
+		c.invalid("limits", ErrMalformed, "%d is out of range [0, %d]", *p, maxLimit)
 	}
+	c.w.Head(cbor.MajorUint, uint64(*p))
 }
 
-func (c *checker) time(field string, t time.Time) {
-	if !t.IsZero() && t.UnixMilli() < 0 {
-		c.fail(field, ErrMalformed, "%v is before 1970", t)
+func (c *encoder) millis(name string, p *time.Duration) {
+	n := *p / time.Millisecond
+	if *p < 0 || n > maxMillis {
+		c.invalid(name, ErrMalformed, "%v is out of range", *p)
 	}
+	c.w.Head(cbor.MajorUint, uint64(n))
 }
 
-func (c *checker) size(field string, b []byte, limit func(*Limits) int) {
-	if c.l != nil && len(b) > limit(c.l) {
-		c.fail(field, ErrLimit, "%d bytes, limit %d", len(b), limit(c.l))
+func (c *encoder) micros(name string, p *time.Duration) {
+	if *p < 0 {
+		c.invalid(name, ErrMalformed, "%v is out of range", *p)
 	}
+	c.w.Head(cbor.MajorUint, uint64(*p/time.Microsecond))
 }
 
-func (c *checker) status(field string, s workunit.Status) {
-	if !s.Valid() {
-		c.fail(field, ErrMalformed, "status %d", s)
+func (c *encoder) time(name string, p *time.Time) {
+	if p.IsZero() {
+		c.w.Head(cbor.MajorUint, 0)
+		return
 	}
+	ms := p.UnixMilli()
+	if ms < 0 {
+		c.invalid(name, ErrMalformed, "%v is before 1970", *p)
+	}
+	c.w.Head(cbor.MajorUint, uint64(ms))
 }
 
-// console checks that a console is in the form it must travel in (see
-// workunit.Console).
-func (c *checker) console(field string, con workunit.Console) {
+func (c *encoder) bool(name string, p *bool) { c.w.Bool(*p) }
+
+func (c *encoder) status(name string, p *workunit.Status) {
+	if !p.Valid() {
+		c.invalid(name, ErrMalformed, "status %d", *p)
+	}
+	c.w.Head(cbor.MajorUint, uint64(*p))
+}
+
+func (c *encoder) bytes(name string, p *[]byte, k sizeLimit) {
+	if len(*p) > c.lim.size(k) {
+		c.tooLarge(name, len(*p), k) // the message is taken back: no copy
+		return
+	}
+	c.w.ByteString(*p)
+}
+
+func (c *encoder) bytesOrNull(name string, p *[]byte, null *bool, k sizeLimit) {
+	if *null {
+		c.w.Simple(cbor.SimpleNull)
+		return
+	}
+	c.bytes(name, p, k)
+}
+
+func (c *encoder) tooLarge(name string, n int, k sizeLimit) {
+	c.invalid(name, ErrLimit, "%d bytes, limit %d", n, c.lim.size(k))
+}
+
+func (c *encoder) text(name string, p *string) { c.w.String(*p) }
+
+func (c *encoder) shared(name string, p *string) { c.w.String(*p) }
+
+func (c *encoder) version(p *uint32) bool {
+	c.w.Head(cbor.MajorUint, uint64(*p))
+	return true
+}
+
+func (c *encoder) role(name string, p *Role, valid bool) {
+	if valid && *p != RoleMaster && *p != RoleWorker {
+		c.invalid(name, ErrMalformed, "role %q, want %q or %q", *p, RoleMaster, RoleWorker)
+	}
+	c.w.String(string(*p))
+}
+
+func (c *encoder) key(name string, p *workunit.Key) { c.w.ByteString(p[:]) }
+
+func (c *encoder) hash(name string, p *blob.Hash) { c.w.ByteString(p[:]) }
+
+func (c *encoder) optionalKey(name string, p *workunit.Key) {
+	if *p == (workunit.Key{}) {
+		c.w.ByteString(nil)
+		return
+	}
+	c.w.ByteString(p[:])
+}
+
+func (c *encoder) console(name string, p *workunit.Console) {
+	con := *p
 	if len(con) == 0 {
+		c.w.ArrayHeader(0)
 		return
 	}
 	r := cbor.NewReader(con)
 	if _, err := workunit.ReadConsole(r); err != nil || r.Remaining() != 0 {
-		c.fail(field, ErrMalformed, "not a console: %v", err)
+		c.invalid(name, ErrMalformed, "not a console: %v", err)
 	}
+	c.w.Raw(con)
 }
 
-func (c *checker) workError(field string, e *workunit.Error, required bool) {
+func (c *encoder) limits(name string, l *Limits) {
+	c.w.ArrayHeader(int(limitsItems))
+	l.encodeFields(c)
+}
+
+func (c *encoder) workError(name string, p **workunit.Error, required bool) {
+	e := *p
 	if e == nil {
 		if required {
-			c.fail(field, ErrMalformed, "nil error")
+			c.invalid(name, ErrMalformed, "nil error")
 		}
+		c.w.Simple(cbor.SimpleNull)
 		return
 	}
 	if e.Kind == 0 {
-		c.fail(field, ErrMalformed, "error kind 0")
+		c.invalid(name, ErrMalformed, "error kind 0")
 	}
-	c.size(field+".value", e.Value, resultLimit)
+	c.w.ArrayHeader(int(errorItems))
+	encodeErrorFields(c, e)
 }
 
-func (c *checker) outcome(o *workunit.Outcome) {
-	c.status("status", o.Status)
-	c.size("result", o.Result, resultLimit)
-	c.workError("error", o.Err, false)
-	c.console("console", o.Console)
-	c.time("last-change", o.LastChange)
-	c.dur("elapsed", o.Elapsed, time.Microsecond, maxElapsedMicros)
-}
+func (c *encoder) errorKind(name string, p *workunit.ErrorKind) { c.w.Head(cbor.MajorUint, uint64(*p)) }
 
-func (c *checker) nilMsg(isNil bool) bool {
-	if isNil {
-		c.fail("", ErrMalformed, "nil message")
-	}
-	return isNil
-}
+func (c *encoder) keys(name string, p *[]workunit.Key) { encodeHashes(c, *p) }
 
-func specLimit(l *Limits) int   { return l.MaxSpecBytes }
-func resultLimit(l *Limits) int { return l.MaxResultBytes }
-func blobLimit(l *Limits) int   { return l.MaxBlobBytes }
+func (c *encoder) hashes(name string, p *[]blob.Hash) { encodeHashes(c, *p) }
 
-// Ranges of numeric fields.
-const (
-	maxCount         = math.MaxInt32
-	maxMillis        = math.MaxUint32
-	maxElapsedMicros = math.MaxInt64 / 1000
-	maxLimit         = math.MaxInt64
-)
-
-// Writers of the pieces messages share.
-
-func writeKey(w *cbor.Writer, k *workunit.Key) { w.ByteString(k[:]) }
-
-func writeHash(w *cbor.Writer, h *blob.Hash) { w.ByteString(h[:]) }
-
-func writeMillis(w *cbor.Writer, d time.Duration) {
-	w.Head(cbor.MajorUint, uint64(d/time.Millisecond))
-}
-
-func writeMicros(w *cbor.Writer, d time.Duration) {
-	w.Head(cbor.MajorUint, uint64(d/time.Microsecond))
-}
-
-func writeCount(w *cbor.Writer, n int) { w.Head(cbor.MajorUint, uint64(n)) }
-
-func writeTime(w *cbor.Writer, t time.Time) {
-	if t.IsZero() {
-		w.Head(cbor.MajorUint, 0)
-		return
-	}
-	w.Head(cbor.MajorUint, uint64(t.UnixMilli()))
-}
-
-func writeKeys(w *cbor.Writer, keys []workunit.Key) {
-	w.ArrayHeader(len(keys))
-	for i := range keys {
-		w.ByteString(keys[i][:])
-	}
-}
-
-func writeHashes(w *cbor.Writer, hs []blob.Hash) {
-	w.ArrayHeader(len(hs))
+func encodeHashes[T ~[32]byte](c *encoder, hs []T) {
+	c.w.ArrayHeader(len(hs))
 	for i := range hs {
-		w.ByteString(hs[i][:])
+		c.w.ByteString(hs[i][:])
 	}
 }
 
-// writeConsole writes a console's bytes as they are, or an empty array.
-func writeConsole(w *cbor.Writer, c workunit.Console) {
-	if len(c) == 0 {
-		w.ArrayHeader(0)
-		return
-	}
-	w.Raw(c)
-}
-
-// writeWorkError writes null or [kind, name, message, stack, value,
-// worker, key], key empty when zero.
-func writeWorkError(w *cbor.Writer, e *workunit.Error) {
-	if e == nil {
-		w.Simple(cbor.SimpleNull)
-		return
-	}
-	w.ArrayHeader(7)
-	w.Head(cbor.MajorUint, uint64(e.Kind))
-	w.String(e.Name)
-	w.String(e.Message)
-	w.String(e.Stack)
-	w.ByteString(e.Value)
-	w.String(e.Worker)
-	if e.Key == (workunit.Key{}) {
-		w.ByteString(nil)
-	} else {
-		w.ByteString(e.Key[:])
+func (c *encoder) gpus(name string, p *[]GPU) {
+	c.w.ArrayHeader(len(*p))
+	for i := range *p {
+		c.w.ArrayHeader(int(gpuItems))
+		(*p)[i].encodeFields(c)
 	}
 }
 
-func writeOutcome(w *cbor.Writer, o *workunit.Outcome) {
-	writeKey(w, &o.Key)
-	w.Head(cbor.MajorUint, uint64(o.Status))
-	w.String(o.Worker)
-	w.ByteString(o.Result)
-	writeWorkError(w, o.Err)
-	writeConsole(w, o.Console)
-	writeTime(w, o.LastChange)
-	writeMicros(w, o.Elapsed)
-}
-
-func writeLimits(w *cbor.Writer, l *Limits) {
-	w.ArrayHeader(5)
-	writeCount(w, l.MaxFrameBytes)
-	writeCount(w, l.MaxMessages)
-	writeCount(w, l.MaxSpecBytes)
-	writeCount(w, l.MaxResultBytes)
-	writeCount(w, l.MaxBlobBytes)
-}
-
-func msgHead(w *cbor.Writer, t Type) {
-	w.ArrayHeader(int(t.items()))
-	w.Head(cbor.MajorUint, uint64(t))
-}
-
-// Per-message checks and encoders, in type order.
-
-func (m *Hello) check(l *Limits) error {
-	c := checker{t: TypeHello, l: l}
-	if c.nilMsg(m == nil) {
-		return c.err
+func (c *encoder) leases(name string, p *[]Lease) {
+	c.w.ArrayHeader(len(*p))
+	for i := range *p {
+		c.w.ArrayHeader(int(leaseItems))
+		(*p)[i].encodeFields(c)
 	}
-	// A Hello of another version carries only its version (see Decode).
-	if m.Version == ProtocolVersion && m.Role != RoleMaster && m.Role != RoleWorker {
-		c.fail("role", ErrMalformed, "role %q, want %q or %q", m.Role, RoleMaster, RoleWorker)
-	}
-	c.count("slots", m.Slots, maxCount)
-	c.count("prefetch", m.Prefetch, maxCount)
-	return c.err
-}
-
-func (m *Hello) encode(w *cbor.Writer) {
-	msgHead(w, TypeHello)
-	w.Head(cbor.MajorUint, uint64(m.Version))
-	w.String(string(m.Role))
-	w.String(m.Name)
-	w.String(m.Session)
-	writeCount(w, m.Slots)
-	writeCount(w, m.Prefetch)
-	w.ArrayHeader(len(m.GPUs))
-	for i := range m.GPUs {
-		w.ArrayHeader(2)
-		w.String(m.GPUs[i].Name)
-		w.Head(cbor.MajorUint, m.GPUs[i].Memory)
-	}
-	w.String(m.Token)
-	w.String(m.Agent)
-}
-
-func (m *Welcome) check(l *Limits) error {
-	c := checker{t: TypeWelcome, l: l}
-	if c.nilMsg(m == nil) {
-		return c.err
-	}
-	c.dur("ping-interval", m.PingInterval, time.Millisecond, maxMillis)
-	c.count("limits", m.Limits.MaxFrameBytes, maxLimit)
-	c.count("limits", m.Limits.MaxMessages, maxLimit)
-	c.count("limits", m.Limits.MaxSpecBytes, maxLimit)
-	c.count("limits", m.Limits.MaxResultBytes, maxLimit)
-	c.count("limits", m.Limits.MaxBlobBytes, maxLimit)
-	return c.err
-}
-
-func (m *Welcome) encode(w *cbor.Writer) {
-	msgHead(w, TypeWelcome)
-	w.Head(cbor.MajorUint, uint64(m.Version))
-	w.String(m.Name)
-	w.String(m.Tracker)
-	writeMillis(w, m.PingInterval)
-	w.Bool(m.Resumed)
-	writeLimits(w, &m.Limits)
-}
-
-func (m *Refused) check(l *Limits) error {
-	c := checker{t: TypeRefused, l: l}
-	c.nilMsg(m == nil)
-	return c.err
-}
-
-func (m *Refused) encode(w *cbor.Writer) {
-	msgHead(w, TypeRefused)
-	w.Head(cbor.MajorUint, uint64(m.Code))
-	w.String(m.Message)
-	w.Head(cbor.MajorUint, uint64(m.Version))
-}
-
-func (m *Error) check(l *Limits) error {
-	c := checker{t: TypeError, l: l}
-	c.nilMsg(m == nil)
-	return c.err
-}
-
-func (m *Error) encode(w *cbor.Writer) {
-	msgHead(w, TypeError)
-	w.Head(cbor.MajorUint, m.Req)
-	w.Head(cbor.MajorUint, uint64(m.Code))
-	w.String(m.Message)
-}
-
-func (m *Submit) check(l *Limits) error {
-	c := checker{t: TypeSubmit, l: l}
-	if c.nilMsg(m == nil) {
-		return c.err
-	}
-	c.size("spec", m.Spec, specLimit)
-	c.count("gpus", m.Options.GPUs, maxCount)
-	c.dur("timeout", m.Options.Timeout, time.Millisecond, maxMillis)
-	return c.err
-}
-
-func (m *Submit) encode(w *cbor.Writer) {
-	msgHead(w, TypeSubmit)
-	w.Head(cbor.MajorUint, m.Req)
-	w.ByteString(m.Spec)
-	w.Bool(m.Options.NoCache)
-	writeCount(w, m.Options.GPUs)
-	writeMillis(w, m.Options.Timeout)
-	w.Bool(m.Watch)
-}
-
-func (m *Accepted) check(l *Limits) error {
-	c := checker{t: TypeAccepted, l: l}
-	if c.nilMsg(m == nil) {
-		return c.err
-	}
-	c.outcome(&m.Outcome)
-	return c.err
-}
-
-func (m *Accepted) encode(w *cbor.Writer) {
-	msgHead(w, TypeAccepted)
-	w.Head(cbor.MajorUint, m.Req)
-	writeOutcome(w, &m.Outcome)
-}
-
-func (m *Watch) check(l *Limits) error {
-	c := checker{t: TypeWatch, l: l}
-	c.nilMsg(m == nil)
-	return c.err
-}
-
-func (m *Watch) encode(w *cbor.Writer) {
-	msgHead(w, TypeWatch)
-	w.Head(cbor.MajorUint, m.Req)
-	writeKeys(w, m.Keys)
-}
-
-func (m *Unwatch) check(l *Limits) error {
-	c := checker{t: TypeUnwatch, l: l}
-	c.nilMsg(m == nil)
-	return c.err
-}
-
-func (m *Unwatch) encode(w *cbor.Writer) {
-	msgHead(w, TypeUnwatch)
-	writeKeys(w, m.Keys)
-}
-
-func (m *Finished) check(l *Limits) error {
-	c := checker{t: TypeFinished, l: l}
-	if c.nilMsg(m == nil) {
-		return c.err
-	}
-	c.outcome(&m.Outcome)
-	return c.err
-}
-
-func (m *Finished) encode(w *cbor.Writer) {
-	msgHead(w, TypeFinished)
-	w.Head(cbor.MajorUint, m.Req)
-	writeOutcome(w, &m.Outcome)
-}
-
-func (m *Info) check(l *Limits) error {
-	c := checker{t: TypeInfo, l: l}
-	c.nilMsg(m == nil)
-	return c.err
-}
-
-func (m *Info) encode(w *cbor.Writer) {
-	msgHead(w, TypeInfo)
-	w.Head(cbor.MajorUint, m.Req)
-	writeKey(w, &m.Key)
-}
-
-func (m *InfoReply) check(l *Limits) error {
-	c := checker{t: TypeInfoReply, l: l}
-	if c.nilMsg(m == nil) {
-		return c.err
-	}
-	c.outcome(&m.Outcome)
-	return c.err
-}
-
-func (m *InfoReply) encode(w *cbor.Writer) {
-	msgHead(w, TypeInfoReply)
-	w.Head(cbor.MajorUint, m.Req)
-	writeOutcome(w, &m.Outcome)
-}
-
-func (m *BlobHave) check(l *Limits) error {
-	c := checker{t: TypeBlobHave, l: l}
-	c.nilMsg(m == nil)
-	return c.err
-}
-
-func (m *BlobHave) encode(w *cbor.Writer) {
-	msgHead(w, TypeBlobHave)
-	w.Head(cbor.MajorUint, m.Req)
-	writeHashes(w, m.Hashes)
-}
-
-func (m *BlobNeed) check(l *Limits) error {
-	c := checker{t: TypeBlobNeed, l: l}
-	c.nilMsg(m == nil)
-	return c.err
-}
-
-func (m *BlobNeed) encode(w *cbor.Writer) {
-	msgHead(w, TypeBlobNeed)
-	w.Head(cbor.MajorUint, m.Req)
-	writeHashes(w, m.Missing)
-}
-
-func (m *BlobPut) check(l *Limits) error {
-	c := checker{t: TypeBlobPut, l: l}
-	if c.nilMsg(m == nil) {
-		return c.err
-	}
-	c.size("data", m.Data, blobLimit)
-	return c.err
-}
-
-func (m *BlobPut) encode(w *cbor.Writer) {
-	msgHead(w, TypeBlobPut)
-	w.Head(cbor.MajorUint, m.Req)
-	writeHash(w, &m.Hash)
-	w.ByteString(m.Data)
-}
-
-func (m *BlobStored) check(l *Limits) error {
-	c := checker{t: TypeBlobStored, l: l}
-	c.nilMsg(m == nil)
-	return c.err
-}
-
-func (m *BlobStored) encode(w *cbor.Writer) {
-	msgHead(w, TypeBlobStored)
-	w.Head(cbor.MajorUint, m.Req)
-	writeHash(w, &m.Hash)
-}
-
-func (m *Credit) check(l *Limits) error {
-	c := checker{t: TypeCredit, l: l}
-	if c.nilMsg(m == nil) {
-		return c.err
-	}
-	c.count("n", m.N, maxCount)
-	return c.err
-}
-
-func (m *Credit) encode(w *cbor.Writer) {
-	msgHead(w, TypeCredit)
-	writeCount(w, m.N)
-}
-
-func (m *Assign) check(l *Limits) error {
-	c := checker{t: TypeAssign, l: l}
-	if c.nilMsg(m == nil) {
-		return c.err
-	}
-	c.size("spec", m.Spec, specLimit)
-	c.dur("timeout", m.Timeout, time.Millisecond, maxMillis)
-	c.count("gpus", m.GPUs, maxCount)
-	return c.err
-}
-
-func (m *Assign) encode(w *cbor.Writer) {
-	msgHead(w, TypeAssign)
-	writeKey(w, &m.Key)
-	w.Head(cbor.MajorUint, m.Token)
-	w.ByteString(m.Spec)
-	w.String(m.Realm)
-	writeMillis(w, m.Timeout)
-	writeCount(w, m.GPUs)
-}
-
-func (m *Done) check(l *Limits) error {
-	c := checker{t: TypeDone, l: l}
-	if c.nilMsg(m == nil) {
-		return c.err
-	}
-	c.size("result", m.Result, resultLimit)
-	c.console("console", m.Console)
-	c.dur("elapsed", m.Elapsed, time.Microsecond, maxElapsedMicros)
-	return c.err
-}
-
-func (m *Done) encode(w *cbor.Writer) {
-	msgHead(w, TypeDone)
-	writeKey(w, &m.Key)
-	w.Head(cbor.MajorUint, m.Token)
-	w.ByteString(m.Result)
-	writeConsole(w, m.Console)
-	writeMicros(w, m.Elapsed)
-}
-
-func (m *Failed) check(l *Limits) error {
-	c := checker{t: TypeFailed, l: l}
-	if c.nilMsg(m == nil) {
-		return c.err
-	}
-	c.workError("error", m.Error, true)
-	c.console("console", m.Console)
-	c.dur("elapsed", m.Elapsed, time.Microsecond, maxElapsedMicros)
-	return c.err
-}
-
-func (m *Failed) encode(w *cbor.Writer) {
-	msgHead(w, TypeFailed)
-	writeKey(w, &m.Key)
-	w.Head(cbor.MajorUint, m.Token)
-	writeWorkError(w, m.Error)
-	writeConsole(w, m.Console)
-	writeMicros(w, m.Elapsed)
-}
-
-func (m *Return) check(l *Limits) error {
-	c := checker{t: TypeReturn, l: l}
-	c.nilMsg(m == nil)
-	return c.err
-}
-
-func (m *Return) encode(w *cbor.Writer) {
-	msgHead(w, TypeReturn)
-	w.ArrayHeader(len(m.Leases))
-	for i := range m.Leases {
-		w.ArrayHeader(2)
-		writeKey(w, &m.Leases[i].Key)
-		w.Head(cbor.MajorUint, m.Leases[i].Token)
-	}
-}
-
-func (m *BlobGet) check(l *Limits) error {
-	c := checker{t: TypeBlobGet, l: l}
-	c.nilMsg(m == nil)
-	return c.err
-}
-
-func (m *BlobGet) encode(w *cbor.Writer) {
-	msgHead(w, TypeBlobGet)
-	w.Head(cbor.MajorUint, m.Req)
-	writeHash(w, &m.Hash)
-}
-
-func (m *BlobData) check(l *Limits) error {
-	c := checker{t: TypeBlobData, l: l}
-	if c.nilMsg(m == nil) {
-		return c.err
-	}
-	if !m.Missing {
-		c.size("data", m.Data, blobLimit)
-	}
-	return c.err
-}
-
-func (m *BlobData) encode(w *cbor.Writer) {
-	msgHead(w, TypeBlobData)
-	w.Head(cbor.MajorUint, m.Req)
-	writeHash(w, &m.Hash)
-	if m.Missing {
-		w.Simple(cbor.SimpleNull)
-	} else {
-		w.ByteString(m.Data)
-	}
-}
-
-func (m *Cancel) check(l *Limits) error {
-	c := checker{t: TypeCancel, l: l}
-	c.nilMsg(m == nil)
-	return c.err
-}
-
-func (m *Cancel) encode(w *cbor.Writer) {
-	msgHead(w, TypeCancel)
-	w.Head(cbor.MajorUint, m.Req)
-	writeKeys(w, m.Keys)
-}
-
-func (m *Canceled) check(l *Limits) error {
-	c := checker{t: TypeCanceled, l: l}
-	c.nilMsg(m == nil)
-	return c.err
-}
-
-func (m *Canceled) encode(w *cbor.Writer) {
-	msgHead(w, TypeCanceled)
-	w.Head(cbor.MajorUint, m.Req)
-	writeKeys(w, m.Keys)
-}
-
-func (m *Revoke) check(l *Limits) error {
-	c := checker{t: TypeRevoke, l: l}
-	c.nilMsg(m == nil)
-	return c.err
-}
-
-func (m *Revoke) encode(w *cbor.Writer) {
-	msgHead(w, TypeRevoke)
-	writeKey(w, &m.Key)
-	w.Head(cbor.MajorUint, m.Token)
 }

@@ -4,7 +4,6 @@ import (
 	"time"
 
 	"github.com/riot-go/riot/blob"
-	"github.com/riot-go/riot/cbor"
 	"github.com/riot-go/riot/workunit"
 )
 
@@ -21,11 +20,13 @@ import (
 type Msg interface {
 	// Type returns the message's type number.
 	Type() Type
-	// check reports what would make the message impossible to encode, or
-	// a field over l.
-	check(l *Limits) error
-	// encode writes the message's CBOR array.
-	encode(w *cbor.Writer)
+	// fields lists the message's fields in wire order, after its type
+	// (see codec); Type.items counts them.
+	fields(c codec)
+	// encodeFields and decodeFields are fields for an encoder and for a
+	// decoder, generated from it (fields_gen.go).
+	encodeFields(c *encoder)
+	decodeFields(c *decoder)
 }
 
 // ReqOf returns the request id m carries (a request, or the answer to
@@ -81,11 +82,6 @@ type Lease struct {
 	Token uint64
 }
 
-// outcomeItems is the number of items a workunit.Outcome adds to its
-// message, its key included: key, status, worker, result, error, console,
-// last change, elapsed.
-const outcomeItems = 8
-
 // Hello opens a connection (client → tracker). It must be the only message
 // of the client's first frame.
 type Hello struct {
@@ -112,6 +108,21 @@ type Hello struct {
 	Agent string
 }
 
+func (m *Hello) fields(c codec) {
+	// A Hello of another version is its version alone (see Decode).
+	if !c.version(&m.Version) {
+		return
+	}
+	c.role("role", &m.Role, m.Version == ProtocolVersion)
+	c.text("name", &m.Name)
+	c.text("session", &m.Session)
+	c.count("slots", &m.Slots)
+	c.count("prefetch", &m.Prefetch)
+	c.gpus("gpus", &m.GPUs)
+	c.text("token", &m.Token)
+	c.text("agent", &m.Agent)
+}
+
 // Welcome accepts a Hello (tracker → client).
 type Welcome struct {
 	// Version is the tracker's ProtocolVersion (equal to the client's).
@@ -134,6 +145,15 @@ type Welcome struct {
 	Limits Limits
 }
 
+func (m *Welcome) fields(c codec) {
+	c.uint32("version", &m.Version)
+	c.text("name", &m.Name)
+	c.text("tracker", &m.Tracker)
+	c.millis("ping-interval", &m.PingInterval)
+	c.bool("resumed", &m.Resumed)
+	c.limits("limits", &m.Limits)
+}
+
 // Refused refuses a Hello (tracker → client); the tracker closes the
 // connection after it with close code CloseRefused+Code. Its layout is the
 // same in every protocol version, so a client can read it from any tracker.
@@ -146,12 +166,24 @@ type Refused struct {
 	Version uint32
 }
 
+func (m *Refused) fields(c codec) {
+	c.code("code", &m.Code)
+	c.text("message", &m.Message)
+	c.uint32("version", &m.Version)
+}
+
 // Error refuses one request (tracker → client): Req is the request's, or 0
 // for a problem with the connection as a whole. *Error is a Go error too.
 type Error struct {
 	Req     uint64
 	Code    Code
 	Message string
+}
+
+func (m *Error) fields(c codec) {
+	c.req(&m.Req)
+	c.code("code", &m.Code)
+	c.text("message", &m.Message)
 }
 
 // Submit asks the tracker to run a workunit (master → tracker). The
@@ -170,6 +202,15 @@ type Submit struct {
 	Watch bool
 }
 
+func (m *Submit) fields(c codec) {
+	c.req(&m.Req)
+	c.bytes("spec", &m.Spec, specLimit)
+	c.bool("no-cache", &m.Options.NoCache)
+	c.count("gpus", &m.Options.GPUs)
+	c.millis("timeout", &m.Options.Timeout)
+	c.bool("watch", &m.Watch)
+}
+
 // Accepted answers a Submit once it is durable (tracker → master). A key
 // already done is answered from memory: Status done and the result inline.
 type Accepted struct {
@@ -180,6 +221,11 @@ type Accepted struct {
 	workunit.Outcome
 }
 
+func (m *Accepted) fields(c codec) {
+	c.req(&m.Req)
+	outcomeFields(c, &m.Outcome)
+}
+
 // Watch asks for a Finished for each key once it is finished (master →
 // tracker): at once for keys already done or in error, and with status
 // unknown for keys the tracker has never seen.
@@ -188,10 +234,19 @@ type Watch struct {
 	Keys []workunit.Key
 }
 
+func (m *Watch) fields(c codec) {
+	c.req(&m.Req)
+	c.keys("keys", &m.Keys)
+}
+
 // Unwatch drops this connection's pending watches of the keys (master →
 // tracker). No answer; a Finished already on its way may still arrive.
 type Unwatch struct {
 	Keys []workunit.Key
+}
+
+func (m *Unwatch) fields(c codec) {
+	c.keys("keys", &m.Keys)
 }
 
 // Finished says a watched workunit is finished (tracker → master): Status
@@ -205,11 +260,21 @@ type Finished struct {
 	workunit.Outcome
 }
 
+func (m *Finished) fields(c codec) {
+	c.req(&m.Req)
+	outcomeFields(c, &m.Outcome)
+}
+
 // Info asks for a workunit's info (master → tracker): Riot's
 // client-workunit-info.
 type Info struct {
 	Req uint64
 	Key workunit.Key
+}
+
+func (m *Info) fields(c codec) {
+	c.req(&m.Req)
+	c.key("key", &m.Key)
 }
 
 // InfoReply answers an Info (tracker → master). Status unknown means the
@@ -220,6 +285,11 @@ type InfoReply struct {
 	// it. LastChange travels in whole milliseconds, Elapsed in whole
 	// microseconds; Console is passed on as the worker sent it.
 	workunit.Outcome
+}
+
+func (m *InfoReply) fields(c codec) {
+	c.req(&m.Req)
+	outcomeFields(c, &m.Outcome)
 }
 
 // Cancel asks the tracker to cancel workunits (master → tracker). Each
@@ -234,11 +304,21 @@ type Cancel struct {
 	Keys []workunit.Key
 }
 
+func (m *Cancel) fields(c codec) {
+	c.req(&m.Req)
+	c.keys("keys", &m.Keys)
+}
+
 // Canceled answers a Cancel once the cancellations are durable (tracker →
 // master): Keys lists the keys it canceled, in the order asked.
 type Canceled struct {
 	Req  uint64
 	Keys []workunit.Key
+}
+
+func (m *Canceled) fields(c codec) {
+	c.req(&m.Req)
+	c.keys("keys", &m.Keys)
 }
 
 // Revoke tells a worker that the workunit of its lease was canceled
@@ -250,11 +330,21 @@ type Revoke struct {
 	Token uint64
 }
 
+func (m *Revoke) fields(c codec) {
+	c.key("key", &m.Key)
+	c.uint("token", &m.Token)
+}
+
 // BlobHave lists blobs a master is about to refer to (master → tracker);
 // the tracker answers with BlobNeed.
 type BlobHave struct {
 	Req    uint64
 	Hashes []blob.Hash
+}
+
+func (m *BlobHave) fields(c codec) {
+	c.req(&m.Req)
+	c.hashes("hashes", &m.Hashes)
 }
 
 // BlobNeed answers a BlobHave (tracker → master): the hashes the tracker
@@ -263,6 +353,11 @@ type BlobHave struct {
 type BlobNeed struct {
 	Req     uint64
 	Missing []blob.Hash
+}
+
+func (m *BlobNeed) fields(c codec) {
+	c.req(&m.Req)
+	c.hashes("missing", &m.Missing)
 }
 
 // BlobPut uploads a blob (master → tracker); the tracker answers with
@@ -274,10 +369,21 @@ type BlobPut struct {
 	Data []byte
 }
 
+func (m *BlobPut) fields(c codec) {
+	c.req(&m.Req)
+	c.hash("hash", &m.Hash)
+	c.bytes("data", &m.Data, blobLimit)
+}
+
 // BlobStored answers a BlobPut once the blob is durable (tracker → master).
 type BlobStored struct {
 	Req  uint64
 	Hash blob.Hash
+}
+
+func (m *BlobStored) fields(c codec) {
+	c.req(&m.Req)
+	c.hash("hash", &m.Hash)
 }
 
 // Credit lets the tracker assign N more workunits (worker → tracker). A
@@ -285,6 +391,10 @@ type BlobStored struct {
 // it has, typically one per Done or Failed.
 type Credit struct {
 	N int
+}
+
+func (m *Credit) fields(c codec) {
+	c.count("n", &m.N)
 }
 
 // Assign leases a workunit to a worker (tracker → worker). Each uses one
@@ -306,6 +416,15 @@ type Assign struct {
 	GPUs int
 }
 
+func (m *Assign) fields(c codec) {
+	c.key("key", &m.Key)
+	c.uint("token", &m.Token)
+	c.bytes("spec", &m.Spec, specLimit)
+	c.shared("realm", &m.Realm)
+	c.millis("timeout", &m.Timeout)
+	c.count("gpus", &m.GPUs)
+}
+
 // Done reports a workunit's result (worker → tracker).
 type Done struct {
 	Key   workunit.Key
@@ -319,6 +438,14 @@ type Done struct {
 	Elapsed time.Duration
 }
 
+func (m *Done) fields(c codec) {
+	c.key("key", &m.Key)
+	c.uint("token", &m.Token)
+	c.bytes("result", &m.Result, resultLimit)
+	c.console("console", &m.Console)
+	c.micros("elapsed", &m.Elapsed)
+}
+
 // Failed reports a workunit's error (worker → tracker).
 type Failed struct {
 	Key   workunit.Key
@@ -330,6 +457,14 @@ type Failed struct {
 	Elapsed time.Duration
 }
 
+func (m *Failed) fields(c codec) {
+	c.key("key", &m.Key)
+	c.uint("token", &m.Token)
+	c.workError("error", &m.Error, true)
+	c.console("console", &m.Console)
+	c.micros("elapsed", &m.Elapsed)
+}
+
 // Return hands leases back unfinished (worker → tracker), as a worker
 // shutting down gracefully does; the tracker queues them again without
 // counting a lost delivery.
@@ -337,10 +472,19 @@ type Return struct {
 	Leases []Lease
 }
 
+func (m *Return) fields(c codec) {
+	c.leases("leases", &m.Leases)
+}
+
 // BlobGet asks for a blob (worker → tracker); answered by BlobData.
 type BlobGet struct {
 	Req  uint64
 	Hash blob.Hash
+}
+
+func (m *BlobGet) fields(c codec) {
+	c.req(&m.Req)
+	c.hash("hash", &m.Hash)
 }
 
 // BlobData answers a BlobGet (tracker → worker): the blob's Data, or
@@ -352,6 +496,12 @@ type BlobData struct {
 	// and Missing false.
 	Data    []byte
 	Missing bool
+}
+
+func (m *BlobData) fields(c codec) {
+	c.req(&m.Req)
+	c.hash("hash", &m.Hash)
+	c.bytesOrNull("data", &m.Data, &m.Missing, blobLimit)
 }
 
 // Type implements Msg.

@@ -163,49 +163,12 @@ func (t Type) FromClient() bool {
 }
 
 // items returns the number of items of a message of type t, the type
-// number included; 0 for an unknown type.
+// number included, as its field list gives them; 0 for an unknown type.
 func (t Type) items() uint64 {
-	switch t {
-	case TypeHello:
-		return 10
-	case TypeWelcome:
-		return 7
-	case TypeRefused:
-		return 4
-	case TypeError:
-		return 4
-	case TypeSubmit:
-		return 7
-	case TypeAccepted, TypeFinished, TypeInfoReply:
-		return 2 + outcomeItems
-	case TypeWatch:
-		return 3
-	case TypeUnwatch:
-		return 2
-	case TypeInfo:
-		return 3
-	case TypeBlobHave, TypeBlobNeed:
-		return 3
-	case TypeBlobPut:
-		return 4
-	case TypeBlobStored:
-		return 3
-	case TypeCredit:
-		return 2
-	case TypeAssign:
-		return 7
-	case TypeDone, TypeFailed:
-		return 6
-	case TypeReturn:
-		return 2
-	case TypeBlobGet:
-		return 3
-	case TypeBlobData:
-		return 4
-	case TypeCancel, TypeCanceled, TypeRevoke:
-		return 3
+	if t > maxType {
+		return 0
 	}
-	return 0
+	return msgItems[t]
 }
 
 // Role is what a client says it is in Hello. Any connection may use both

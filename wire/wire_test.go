@@ -441,3 +441,46 @@ func TestReqOf_EveryMessage(t *testing.T) {
 		assert.Equal(t, want, ReqOf(s.msg), s.name)
 	}
 }
+
+// Messages are plain values, safe to share once built: encoding reads
+// them and writes nothing (run with -race).
+func TestEncode_SharedMessages(t *testing.T) {
+	t.Parallel()
+	msgs := sampleMsgs()
+	want, err := Encode(msgs...)
+	require.NoError(t, err)
+	done := make(chan []byte)
+	for range 4 {
+		go func() {
+			var enc Encoder
+			for _, m := range msgs {
+				_ = enc.Add(m)
+			}
+			done <- append([]byte(nil), enc.Frame()...)
+		}()
+	}
+	for range 4 {
+		assert.Equal(t, want, <-done)
+	}
+}
+
+// A warm Encoder and Decoder allocate nothing per message on the hot
+// path (assign, done, credit).
+func TestEncoderDecoder_NoAllocs(t *testing.T) {
+	msgs := append(append(benchAssigns(50), benchDones(50)...), &Credit{N: 100})
+	var enc Encoder
+	var dec Decoder
+	run := func() {
+		for _, m := range msgs {
+			if err := enc.Add(m); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if _, err := dec.Decode(enc.Frame()); err != nil {
+			t.Fatal(err)
+		}
+		enc.Reset()
+	}
+	run()
+	assert.Zero(t, testing.AllocsPerRun(20, run))
+}
