@@ -98,31 +98,35 @@ func (s *slab[T]) reset() {
 }
 
 type slabs struct {
-	hello      slab[Hello]
-	welcome    slab[Welcome]
-	refused    slab[Refused]
-	error      slab[Error]
-	submit     slab[Submit]
-	accepted   slab[Accepted]
-	watch      slab[Watch]
-	unwatch    slab[Unwatch]
-	finished   slab[Finished]
-	info       slab[Info]
-	infoReply  slab[InfoReply]
-	blobHave   slab[BlobHave]
-	blobNeed   slab[BlobNeed]
-	blobPut    slab[BlobPut]
-	blobStored slab[BlobStored]
-	credit     slab[Credit]
-	assign     slab[Assign]
-	done       slab[Done]
-	failed     slab[Failed]
-	ret        slab[Return]
-	blobGet    slab[BlobGet]
-	blobData   slab[BlobData]
-	cancel     slab[Cancel]
-	canceled   slab[Canceled]
-	revoke     slab[Revoke]
+	hello       slab[Hello]
+	welcome     slab[Welcome]
+	refused     slab[Refused]
+	error       slab[Error]
+	submit      slab[Submit]
+	accepted    slab[Accepted]
+	watch       slab[Watch]
+	unwatch     slab[Unwatch]
+	finished    slab[Finished]
+	info        slab[Info]
+	infoReply   slab[InfoReply]
+	blobHave    slab[BlobHave]
+	blobNeed    slab[BlobNeed]
+	blobPut     slab[BlobPut]
+	blobStored  slab[BlobStored]
+	credit      slab[Credit]
+	assign      slab[Assign]
+	done        slab[Done]
+	failed      slab[Failed]
+	ret         slab[Return]
+	blobGet     slab[BlobGet]
+	blobData    slab[BlobData]
+	cancel      slab[Cancel]
+	canceled    slab[Canceled]
+	revoke      slab[Revoke]
+	blobWrite   slab[BlobWrite]
+	blobWritten slab[BlobWritten]
+	blobRead    slab[BlobRead]
+	blobPart    slab[BlobPart]
 }
 
 func (s *slabs) reset() {
@@ -151,6 +155,10 @@ func (s *slabs) reset() {
 	s.cancel.reset()
 	s.canceled.reset()
 	s.revoke.reset()
+	s.blobWrite.reset()
+	s.blobWritten.reset()
+	s.blobRead.reset()
+	s.blobPart.reset()
 }
 
 // get returns a new message of type t, nil for an unknown type.
@@ -206,6 +214,14 @@ func (s *slabs) get(t Type) Msg {
 		return s.canceled.get()
 	case TypeRevoke:
 		return s.revoke.get()
+	case TypeBlobWrite:
+		return s.blobWrite.get()
+	case TypeBlobWritten:
+		return s.blobWritten.get()
+	case TypeBlobRead:
+		return s.blobRead.get()
+	case TypeBlobPart:
+		return s.blobPart.get()
 	}
 	return nil
 }

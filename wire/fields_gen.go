@@ -451,3 +451,69 @@ func (m *BlobData) decodeFields(c *decoder) {
 	c.hash("hash", &m.Hash)
 	c.bytesOrNull("data", &m.Data, &m.Missing, blobLimit)
 }
+
+// encodeFields is (*BlobWrite).fields for an encoder.
+func (m *BlobWrite) encodeFields(c *encoder) {
+	c.req(&m.Req)
+	c.hash("hash", &m.Hash)
+	c.uint("size", &m.Size)
+	c.uint("offset", &m.Offset)
+	c.bytes("data", &m.Data, blobLimit)
+}
+
+// decodeFields is (*BlobWrite).fields for a decoder.
+func (m *BlobWrite) decodeFields(c *decoder) {
+	c.req(&m.Req)
+	c.hash("hash", &m.Hash)
+	c.uint("size", &m.Size)
+	c.uint("offset", &m.Offset)
+	c.bytes("data", &m.Data, blobLimit)
+}
+
+// encodeFields is (*BlobWritten).fields for an encoder.
+func (m *BlobWritten) encodeFields(c *encoder) {
+	c.req(&m.Req)
+	c.hash("hash", &m.Hash)
+	c.uint("written", &m.Written)
+}
+
+// decodeFields is (*BlobWritten).fields for a decoder.
+func (m *BlobWritten) decodeFields(c *decoder) {
+	c.req(&m.Req)
+	c.hash("hash", &m.Hash)
+	c.uint("written", &m.Written)
+}
+
+// encodeFields is (*BlobRead).fields for an encoder.
+func (m *BlobRead) encodeFields(c *encoder) {
+	c.req(&m.Req)
+	c.hash("hash", &m.Hash)
+	c.uint("offset", &m.Offset)
+	c.uint("length", &m.Length)
+}
+
+// decodeFields is (*BlobRead).fields for a decoder.
+func (m *BlobRead) decodeFields(c *decoder) {
+	c.req(&m.Req)
+	c.hash("hash", &m.Hash)
+	c.uint("offset", &m.Offset)
+	c.uint("length", &m.Length)
+}
+
+// encodeFields is (*BlobPart).fields for an encoder.
+func (m *BlobPart) encodeFields(c *encoder) {
+	c.req(&m.Req)
+	c.hash("hash", &m.Hash)
+	c.uint("size", &m.Size)
+	c.uint("offset", &m.Offset)
+	c.bytesOrNull("data", &m.Data, &m.Missing, blobLimit)
+}
+
+// decodeFields is (*BlobPart).fields for a decoder.
+func (m *BlobPart) decodeFields(c *decoder) {
+	c.req(&m.Req)
+	c.hash("hash", &m.Hash)
+	c.uint("size", &m.Size)
+	c.uint("offset", &m.Offset)
+	c.bytesOrNull("data", &m.Data, &m.Missing, blobLimit)
+}

@@ -63,6 +63,14 @@ func ReqOf(m Msg) uint64 {
 		return m.Req
 	case *Canceled:
 		return m.Req
+	case *BlobWrite:
+		return m.Req
+	case *BlobWritten:
+		return m.Req
+	case *BlobRead:
+		return m.Req
+	case *BlobPart:
+		return m.Req
 	}
 	return 0
 }
@@ -504,6 +512,81 @@ func (m *BlobData) fields(c codec) {
 	c.bytesOrNull("data", &m.Data, &m.Missing, blobLimit)
 }
 
+// BlobWrite uploads one piece of a blob (client → tracker): the Data at
+// Offset of the blob Hash, which is Size bytes in all. The pieces of one
+// blob go on one connection, in order, from offset 0, without gaps or
+// overlaps; each is answered by BlobWritten. Size is at most MaxBlobBytes;
+// once the last piece is written, the tracker checks the whole against
+// Hash and makes it durable. Any client may send it: masters for captured
+// values and arguments, workers for large results.
+type BlobWrite struct {
+	Req    uint64
+	Hash   blob.Hash
+	Size   uint64
+	Offset uint64
+	Data   []byte
+}
+
+func (m *BlobWrite) fields(c codec) {
+	c.req(&m.Req)
+	c.hash("hash", &m.Hash)
+	c.uint("size", &m.Size)
+	c.uint("offset", &m.Offset)
+	c.bytes("data", &m.Data, blobLimit)
+}
+
+// BlobWritten answers a BlobWrite (tracker → client): the tracker holds
+// Written bytes of the blob Hash. When Written is the blob's size, the
+// blob is whole, matches its hash, and is durable.
+type BlobWritten struct {
+	Req     uint64
+	Hash    blob.Hash
+	Written uint64
+}
+
+func (m *BlobWritten) fields(c codec) {
+	c.req(&m.Req)
+	c.hash("hash", &m.Hash)
+	c.uint("written", &m.Written)
+}
+
+// BlobRead asks for up to Length bytes of the blob Hash from Offset
+// (client → tracker); answered by BlobPart.
+type BlobRead struct {
+	Req    uint64
+	Hash   blob.Hash
+	Offset uint64
+	Length uint64
+}
+
+func (m *BlobRead) fields(c codec) {
+	c.req(&m.Req)
+	c.hash("hash", &m.Hash)
+	c.uint("offset", &m.Offset)
+	c.uint("length", &m.Length)
+}
+
+// BlobPart answers a BlobRead (tracker → client): Size is the whole
+// blob's size, Data its bytes from Offset (at most the Length asked for,
+// fewer at the end of the blob), or Missing when the tracker does not hold
+// the blob.
+type BlobPart struct {
+	Req     uint64
+	Hash    blob.Hash
+	Size    uint64
+	Offset  uint64
+	Data    []byte
+	Missing bool
+}
+
+func (m *BlobPart) fields(c codec) {
+	c.req(&m.Req)
+	c.hash("hash", &m.Hash)
+	c.uint("size", &m.Size)
+	c.uint("offset", &m.Offset)
+	c.bytesOrNull("data", &m.Data, &m.Missing, blobLimit)
+}
+
 // Type implements Msg.
 func (*Hello) Type() Type { return TypeHello }
 
@@ -578,3 +661,15 @@ func (*Canceled) Type() Type { return TypeCanceled }
 
 // Type implements Msg.
 func (*Revoke) Type() Type { return TypeRevoke }
+
+// Type implements Msg.
+func (*BlobWrite) Type() Type { return TypeBlobWrite }
+
+// Type implements Msg.
+func (*BlobWritten) Type() Type { return TypeBlobWritten }
+
+// Type implements Msg.
+func (*BlobRead) Type() Type { return TypeBlobRead }
+
+// Type implements Msg.
+func (*BlobPart) Type() Type { return TypeBlobPart }

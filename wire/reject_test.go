@@ -73,7 +73,7 @@ func TestDecode_Rejects(t *testing.T) {
 		{name: "empty input", frame: nil, kind: ErrMalformed, index: -1, detail: "unexpected end of data"},
 		{name: "not an array", frame: []byte{0x01}, kind: ErrMalformed, index: -1, detail: "want an array of messages, have an unsigned integer"},
 		{name: "indefinite array", frame: []byte{0x9f, 0xff}, kind: ErrMalformed, index: -1, detail: "indefinite-length"},
-		{name: "truncated", frame: good[:len(good)-1], kind: ErrMalformed, index: len(samples()) - 1, typ: TypeRevoke, field: "token", detail: "unexpected end of data"},
+		{name: "truncated", frame: good[:len(good)-1], kind: ErrMalformed, index: len(samples()) - 1, typ: TypeBlobPart, field: "data", detail: "unexpected end of data"},
 		{name: "truncated inside assign spec", frame: assign[:50], kind: ErrMalformed, index: 0, typ: TypeAssign, field: "spec"},
 		{name: "trailing bytes", frame: append(append([]byte{}, good...), 0x00), kind: ErrMalformed, index: -1, detail: "1 bytes after the frame"},
 		{name: "count past the data", frame: []byte{0x9a, 0x00, 0x01, 0x00, 0x00}, kind: ErrMalformed, index: -1},

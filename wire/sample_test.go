@@ -115,6 +115,11 @@ func samples() []sample {
 		{"cancel", "[23, req, [key...]]", &Cancel{Req: 14, Keys: []workunit.Key{testKey("a"), testKey("b")}}},
 		{"canceled", "[24, req, [key...]]", &Canceled{Req: 14, Keys: []workunit.Key{testKey("a")}}},
 		{"revoke", "[25, key, token]", &Revoke{Key: testKey("a"), Token: 1767225600000000001}},
+		{"blob-write", "[26, req, hash, size, offset, data]", &BlobWrite{Req: 15, Hash: blob.Sum([]byte("dictionary")), Size: 10, Offset: 4, Data: []byte("iona")}},
+		{"blob-written", "[27, req, hash, written]", &BlobWritten{Req: 15, Hash: blob.Sum([]byte("dictionary")), Written: 8}},
+		{"blob-read", "[28, req, hash, offset, length]", &BlobRead{Req: 16, Hash: blob.Sum([]byte("dictionary")), Offset: 4, Length: 4}},
+		{"blob-part", "[29, req, hash, size, offset, data]", &BlobPart{Req: 16, Hash: blob.Sum([]byte("dictionary")), Size: 10, Offset: 4, Data: []byte("iona")}},
+		{"blob-part-missing", "[29, req, hash, size, offset, null]", &BlobPart{Req: 17, Hash: testHash("gone"), Missing: true}},
 	}
 }
 

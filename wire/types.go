@@ -8,8 +8,10 @@ import (
 // ProtocolVersion is the version of the protocol this package speaks. A
 // client sends it in Hello; a tracker refuses (CodeVersion) a Hello with any
 // other version, naming both. Bump it on any change to a message's layout,
-// and for a new message type. Version 2 added cancel, canceled and revoke.
-const ProtocolVersion = 2
+// and for a new message type. Version 2 added cancel, canceled and revoke;
+// version 3 added blob-write, blob-written, blob-read and blob-part (blobs
+// in pieces) and made max-blob-bytes the bound of a whole blob.
+const ProtocolVersion = 3
 
 // Transport constants: where and how a client connects. wire does no
 // networking; these are the values the tracker and clients agree on.
@@ -63,33 +65,37 @@ type Type uint8
 // The message types. The numbers are the protocol; never reuse one.
 // Hello, Welcome and Refused keep their numbers in every version.
 const (
-	TypeHello      Type = 1
-	TypeWelcome    Type = 2
-	TypeRefused    Type = 3
-	TypeError      Type = 4
-	TypeSubmit     Type = 5
-	TypeAccepted   Type = 6
-	TypeWatch      Type = 7
-	TypeUnwatch    Type = 8
-	TypeFinished   Type = 9
-	TypeInfo       Type = 10
-	TypeInfoReply  Type = 11
-	TypeBlobHave   Type = 12
-	TypeBlobNeed   Type = 13
-	TypeBlobPut    Type = 14
-	TypeBlobStored Type = 15
-	TypeCredit     Type = 16
-	TypeAssign     Type = 17
-	TypeDone       Type = 18
-	TypeFailed     Type = 19
-	TypeReturn     Type = 20
-	TypeBlobGet    Type = 21
-	TypeBlobData   Type = 22
-	TypeCancel     Type = 23
-	TypeCanceled   Type = 24
-	TypeRevoke     Type = 25
+	TypeHello       Type = 1
+	TypeWelcome     Type = 2
+	TypeRefused     Type = 3
+	TypeError       Type = 4
+	TypeSubmit      Type = 5
+	TypeAccepted    Type = 6
+	TypeWatch       Type = 7
+	TypeUnwatch     Type = 8
+	TypeFinished    Type = 9
+	TypeInfo        Type = 10
+	TypeInfoReply   Type = 11
+	TypeBlobHave    Type = 12
+	TypeBlobNeed    Type = 13
+	TypeBlobPut     Type = 14
+	TypeBlobStored  Type = 15
+	TypeCredit      Type = 16
+	TypeAssign      Type = 17
+	TypeDone        Type = 18
+	TypeFailed      Type = 19
+	TypeReturn      Type = 20
+	TypeBlobGet     Type = 21
+	TypeBlobData    Type = 22
+	TypeCancel      Type = 23
+	TypeCanceled    Type = 24
+	TypeRevoke      Type = 25
+	TypeBlobWrite   Type = 26
+	TypeBlobWritten Type = 27
+	TypeBlobRead    Type = 28
+	TypeBlobPart    Type = 29
 
-	maxType = TypeRevoke
+	maxType = TypeBlobPart
 )
 
 // String returns the type's name as docs/protocol.md gives it, such as
@@ -146,6 +152,14 @@ func (t Type) String() string {
 		return "canceled"
 	case TypeRevoke:
 		return "revoke"
+	case TypeBlobWrite:
+		return "blob-write"
+	case TypeBlobWritten:
+		return "blob-written"
+	case TypeBlobRead:
+		return "blob-read"
+	case TypeBlobPart:
+		return "blob-part"
 	}
 	return fmt.Sprintf("Type(%d)", uint8(t))
 }
@@ -156,7 +170,8 @@ func (t Type) String() string {
 func (t Type) FromClient() bool {
 	switch t {
 	case TypeHello, TypeSubmit, TypeWatch, TypeUnwatch, TypeInfo, TypeBlobHave,
-		TypeBlobPut, TypeCredit, TypeDone, TypeFailed, TypeReturn, TypeBlobGet, TypeCancel:
+		TypeBlobPut, TypeCredit, TypeDone, TypeFailed, TypeReturn, TypeBlobGet, TypeCancel,
+		TypeBlobWrite, TypeBlobRead:
 		return true
 	}
 	return false
@@ -254,17 +269,22 @@ const (
 	DefaultMaxMessages    = 1 << 16
 	DefaultMaxSpecBytes   = 16 << 20
 	DefaultMaxResultBytes = 32 << 20
-	DefaultMaxBlobBytes   = 32 << 20
+	DefaultMaxBlobBytes   = 1 << 30
 )
+
+// MaxPieceBytes is the most data a client puts in one BlobWrite, and asks
+// for in one BlobRead; a frame may bound a piece further (PieceBytes).
+const MaxPieceBytes = 4 << 20
 
 // Limits bound what a frame may hold. The tracker enforces its Limits on
 // every frame it reads and tells clients what they are in Welcome; clients
 // encode with those Limits so that they never send a frame the tracker
 // rejects. A zero field takes its default (see WithDefaults).
 //
-// MaxFrameBytes should exceed each of MaxSpecBytes, MaxResultBytes and
-// MaxBlobBytes by some room (64 KiB is plenty), so that one message that
-// carries the largest allowed field fits in a frame.
+// MaxFrameBytes should exceed each of MaxSpecBytes and MaxResultBytes by
+// some room (64 KiB is plenty), so that one message that carries the
+// largest allowed field fits in a frame. Blobs larger than a frame travel
+// in pieces (BlobWrite, BlobRead) of PieceBytes.
 type Limits struct {
 	// MaxFrameBytes bounds a frame's length in bytes (a websocket read
 	// limit of the same size is the transport's half of it).
@@ -276,7 +296,10 @@ type Limits struct {
 	// MaxResultBytes bounds a result (Done, Accepted, Finished, InfoReply)
 	// and the thrown value of a workunit error (workunit.Error.Value).
 	MaxResultBytes int
-	// MaxBlobBytes bounds a blob's data (BlobPut, BlobData).
+	// MaxBlobBytes bounds a whole blob: a value stored as a blob (a
+	// captured variable, an argument, a result), or a module. A blob
+	// larger than PieceBytes travels in pieces; the data of one BlobPut
+	// or BlobData is bounded by the frame too.
 	MaxBlobBytes int
 }
 
@@ -299,4 +322,14 @@ func (l Limits) WithDefaults() Limits {
 		l.MaxBlobBytes = DefaultMaxBlobBytes
 	}
 	return l
+}
+
+// PieceBytes returns the size of the pieces a blob travels in under l: at
+// most MaxPieceBytes, and small enough that a BlobWrite or BlobPart of one
+// piece fits in a frame (l.MaxFrameBytes less 1/4 of it, at most 64 KiB,
+// for the rest of the message and of the frame).
+func (l Limits) PieceBytes() int {
+	l = l.WithDefaults()
+	room := min(64<<10, l.MaxFrameBytes/4)
+	return max(1, min(MaxPieceBytes, l.MaxFrameBytes-room))
 }

@@ -67,7 +67,7 @@ func TestRoundTrip_ZeroValues(t *testing.T) {
 		&Submit{}, &Accepted{}, &Watch{}, &Unwatch{}, &Finished{}, &Info{}, &InfoReply{},
 		&BlobHave{}, &BlobNeed{}, &BlobPut{}, &BlobStored{}, &Credit{}, &Assign{}, &Done{},
 		&Failed{Error: &workunit.Error{Kind: workunit.Internal}}, &Return{}, &BlobGet{}, &BlobData{},
-		&Cancel{}, &Canceled{}, &Revoke{},
+		&Cancel{}, &Canceled{}, &Revoke{}, &BlobWrite{}, &BlobWritten{}, &BlobRead{}, &BlobPart{},
 	}
 	frame, err := Encode(msgs...)
 	require.NoError(t, err)
