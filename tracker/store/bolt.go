@@ -66,9 +66,11 @@ type BoltOptions struct {
 // time: concurrent Applies wait for each other (the tracker makes one at
 // a time).
 type Bolt struct {
-	path string
-	mu   sync.RWMutex // guards db against Close
-	db   *bolt.DB
+	path     string
+	files    fileBlobs // the blobs that came in pieces
+	readOnly bool
+	mu       sync.RWMutex // guards db against Close
+	db       *bolt.DB
 }
 
 // OpenBolt opens (creating it and dir if need be) the store in dir. It
@@ -111,10 +113,16 @@ func OpenBolt(ctx context.Context, dir string, opts BoltOptions) (*Bolt, error) 
 		}
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	s := &Bolt{path: path, db: db}
+	s := &Bolt{path: path, files: fileBlobs{dir: filepath.Join(dir, BlobDir)}, readOnly: opts.ReadOnly, db: db}
 	if err := s.init(opts.ReadOnly); err != nil {
 		db.Close()
 		return nil, err
+	}
+	if !opts.ReadOnly {
+		if err := s.files.clean(); err != nil {
+			db.Close()
+			return nil, err
+		}
 	}
 	return s, nil
 }
@@ -358,7 +366,14 @@ func (s *Bolt) GetBlob(ctx context.Context, h blob.Hash) ([]byte, error) {
 		return nil, err
 	}
 	if out == nil {
-		return nil, fmt.Errorf("store: get blob %s: %w", h.Short(), blob.ErrNotFound)
+		data, err := os.ReadFile(s.files.path(h))
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("store: get blob %s: %w", h.Short(), blob.ErrNotFound)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("store: get blob %s: %w", h.Short(), err)
+		}
+		return data, nil
 	}
 	return out, nil
 }
@@ -375,6 +390,10 @@ func (s *Bolt) HasBlob(ctx context.Context, h blob.Hash) (bool, error) {
 			return nil
 		})
 	})
+	if err != nil || have {
+		return have, err
+	}
+	_, have, err = s.files.stat(h)
 	return have, err
 }
 

@@ -38,6 +38,16 @@ type Store interface {
 	// GetBlob returns the bytes stored under h (the caller's), or an error
 	// wrapping blob.ErrNotFound.
 	GetBlob(ctx context.Context, h blob.Hash) ([]byte, error)
+	// CreateBlob starts storing a blob of size bytes whose hash must be h,
+	// written in order through the BlobWriter (a blob that arrives in
+	// pieces); it is stored, durably, when the writer's Commit returns
+	// nil.
+	CreateBlob(ctx context.Context, h blob.Hash, size int64) (BlobWriter, error)
+	// ReadBlob copies the bytes of blob h from off into p, and returns the
+	// blob's size and the bytes copied (fewer than len(p) at its end), or
+	// an error wrapping blob.ErrNotFound. It reads blobs stored either way
+	// (PutBlob, CreateBlob).
+	ReadBlob(ctx context.Context, h blob.Hash, off int64, p []byte) (size int64, n int, err error)
 	// HasBlob reports whether h is stored.
 	HasBlob(ctx context.Context, h blob.Hash) (bool, error)
 	// Close releases the store. Calls after Close return ErrClosed.

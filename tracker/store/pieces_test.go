@@ -1,0 +1,124 @@
+package store
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/riot-go/riot/blob"
+)
+
+func TestStore_BlobPieces_RoundTrip(t *testing.T) {
+	t.Parallel()
+	for name, open := range openers() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			s := open(t)
+			defer s.Close()
+			data := bytes.Repeat([]byte("0123456789abcdef"), 1000)
+			h := blob.Sum(data)
+			w, err := s.CreateBlob(ctx, h, int64(len(data)))
+			require.NoError(t, err)
+			for off := 0; off < len(data); off += 3000 {
+				_, err := w.Write(data[off:min(off+3000, len(data))])
+				require.NoError(t, err)
+				have, err := s.HasBlob(ctx, h)
+				require.NoError(t, err)
+				assert.False(t, have, "a blob is not there before its commit")
+			}
+			assert.Equal(t, int64(len(data)), w.Written())
+			require.NoError(t, w.Commit(ctx))
+			w.Abort() // after a commit: nothing
+
+			have, err := s.HasBlob(ctx, h)
+			require.NoError(t, err)
+			assert.True(t, have)
+			got, err := s.GetBlob(ctx, h)
+			require.NoError(t, err)
+			assert.Equal(t, data, got)
+			p := make([]byte, 5000)
+			size, n, err := s.ReadBlob(ctx, h, 14000, p)
+			require.NoError(t, err)
+			assert.Equal(t, int64(len(data)), size)
+			assert.Equal(t, data[14000:], p[:n])
+			_, _, err = s.ReadBlob(ctx, h, int64(len(data))+1, p)
+			require.ErrorContains(t, err, "past its end")
+
+			// A blob stored whole reads the same way.
+			small := []byte("a module")
+			require.NoError(t, s.PutBlob(ctx, blob.Sum(small), small))
+			size, n, err = s.ReadBlob(ctx, blob.Sum(small), 2, p)
+			require.NoError(t, err)
+			assert.Equal(t, int64(len(small)), size)
+			assert.Equal(t, small[2:], p[:n])
+			_, _, err = s.ReadBlob(ctx, blob.Sum([]byte("none")), 0, p)
+			require.ErrorIs(t, err, blob.ErrNotFound)
+		})
+	}
+}
+
+func TestStore_BlobPieces_Rejects(t *testing.T) {
+	t.Parallel()
+	for name, open := range openers() {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ctx := context.Background()
+			s := open(t)
+			defer s.Close()
+			h := blob.Sum([]byte("the real bytes"))
+			w, err := s.CreateBlob(ctx, h, 14)
+			require.NoError(t, err)
+			_, err = w.Write([]byte("not the bytes!"))
+			require.NoError(t, err)
+			_, err = w.Write([]byte("x"))
+			require.ErrorContains(t, err, "past its size of 14")
+			require.ErrorIs(t, w.Commit(ctx), ErrBlobMismatch)
+			have, err := s.HasBlob(ctx, h)
+			require.NoError(t, err)
+			assert.False(t, have)
+
+			w, err = s.CreateBlob(ctx, h, 14)
+			require.NoError(t, err)
+			_, err = w.Write([]byte("the real"))
+			require.NoError(t, err)
+			require.ErrorContains(t, w.Commit(ctx), "8 bytes of 14 written")
+		})
+	}
+}
+
+func TestBolt_BlobPieces_SurviveRestart_PartsDropped(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := OpenBolt(ctx, dir, BoltOptions{})
+	require.NoError(t, err)
+	data := []byte("a blob in pieces")
+	h := blob.Sum(data)
+	w, err := s.CreateBlob(ctx, h, int64(len(data)))
+	require.NoError(t, err)
+	_, err = w.Write(data)
+	require.NoError(t, err)
+	require.NoError(t, w.Commit(ctx))
+	left, err := s.CreateBlob(ctx, blob.Sum([]byte("unfinished")), 10)
+	require.NoError(t, err)
+	_, err = left.Write([]byte("unfin"))
+	require.NoError(t, err)
+	require.NoError(t, s.Close()) // as if the process died: the part stays
+
+	parts, _ := filepath.Glob(filepath.Join(dir, BlobDir, "*"+partSuffix))
+	require.Len(t, parts, 1)
+	s, err = OpenBolt(ctx, dir, BoltOptions{})
+	require.NoError(t, err)
+	defer s.Close()
+	got, err := s.GetBlob(ctx, h)
+	require.NoError(t, err)
+	assert.Equal(t, data, got)
+	_, err = os.Stat(parts[0])
+	assert.ErrorIs(t, err, os.ErrNotExist, "an unfinished part is removed at open")
+}
