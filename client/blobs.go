@@ -20,7 +20,9 @@ const maxHaveHashes = 8192
 // to the blobs.
 //
 // Each hash must be blob.Sum of its data, and each blob within the
-// tracker's MaxBlobBytes.
+// tracker's MaxBlobBytes (a *BlobLimitError otherwise). A blob larger
+// than the tracker's Limits.PieceBytes goes in pieces (BlobWrite), a few
+// at a time, without copies of its data.
 func (c *Client) EnsureBlobs(ctx context.Context, blobs map[blob.Hash][]byte) error {
 	for h, data := range blobs {
 		if blob.Sum(data) != h {
@@ -33,7 +35,8 @@ func (c *Client) EnsureBlobs(ctx context.Context, blobs map[blob.Hash][]byte) er
 		c.mu.Unlock()
 		return err
 	}
-	lim := c.welcome.Limits.WithDefaults().MaxBlobBytes
+	lims := c.welcome.Limits.WithDefaults()
+	lim, piece := lims.MaxBlobBytes, lims.PieceBytes()
 	var ask []blob.Hash
 	var wait []*rpc
 	for h, data := range blobs {
@@ -42,7 +45,7 @@ func (c *Client) EnsureBlobs(ctx context.Context, blobs map[blob.Hash][]byte) er
 		}
 		if len(data) > lim {
 			c.mu.Unlock()
-			return fmt.Errorf("client: blob %s: %w: %d bytes, limit %d", h.Short(), wire.ErrLimit, len(data), lim)
+			return &BlobLimitError{Hash: h, Size: len(data), Limit: lim}
 		}
 		if p := c.puts[h]; p != nil {
 			p.refs++
@@ -74,6 +77,17 @@ func (c *Client) EnsureBlobs(ctx context.Context, blobs map[blob.Hash][]byte) er
 			if !ok {
 				continue // the tracker named a blob it was not asked about
 			}
+			if p := c.puts[h]; p != nil {
+				p.refs++
+				wait = append(wait, p)
+				continue
+			}
+			if len(data) > piece {
+				p := c.newSharedLocked(c.puts, h, "blob-write "+h.Short())
+				go c.putPieces(ctx, h, data, piece, p)
+				wait = append(wait, p)
+				continue
+			}
 			p := c.sharedLocked(c.puts, h, "blob-put "+h.Short(), &wire.BlobPut{Hash: h, Data: data})
 			p.keep = true // it goes on for others when this caller stops waiting
 			wait = append(wait, p)
@@ -95,9 +109,10 @@ func (c *Client) PutBlob(ctx context.Context, data []byte) (blob.Hash, error) {
 	return h, c.EnsureBlobs(ctx, map[blob.Hash][]byte{h: data})
 }
 
-// FetchBlob returns the blob h from the tracker (BlobGet → BlobData),
-// checking that the data hashes to h. Concurrent fetches of one hash share
-// one request. A blob the tracker does not hold gives an error wrapping
+// FetchBlob returns the blob h from the tracker (BlobRead → BlobPart, in
+// pieces of the tracker's Limits.PieceBytes, a few in flight at a time,
+// into one buffer of the blob's size), checking that the data hashes to h.
+// Concurrent fetches of one hash share one transfer. A blob the tracker does not hold gives an error wrapping
 // blob.ErrNotFound. FetchBlob does not cache: a worker keeps its own cache
 // (package worker).
 func (c *Client) FetchBlob(ctx context.Context, h blob.Hash) ([]byte, error) {
@@ -107,7 +122,19 @@ func (c *Client) FetchBlob(ctx context.Context, h blob.Hash) ([]byte, error) {
 		c.mu.Unlock()
 		return nil, err
 	}
-	r := c.sharedLocked(c.gets, h, "blob-get "+h.Short(), &wire.BlobGet{Hash: h})
+	r := c.gets[h]
+	if r != nil {
+		r.refs++
+	} else {
+		r = c.newSharedLocked(c.gets, h, "blob-read "+h.Short())
+		r.keep = false
+		fctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+		r.cancel = cancel
+		go func() {
+			defer cancel()
+			c.fetchPieces(fctx, h, r)
+		}()
+	}
 	c.mu.Unlock()
 	v, err := c.await(ctx, r)
 	if err != nil {

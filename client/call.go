@@ -337,7 +337,15 @@ func (k *Call) Accepted(ctx context.Context) (*workunit.Outcome, error) {
 // returned too), whose message names the worker; use errors.As. Other
 // errors mean the outcome is not known: the tracker refused the
 // submission, the client ended, or ctx ended.
+//
+// A result that the worker sent as a blob (one larger than the tracker's
+// MaxResultBytes) is fetched, and Wait returns it in place.
 func (k *Call) Wait(ctx context.Context) (*workunit.Outcome, error) {
+	out, err := k.wait(ctx)
+	return k.c.resolve(ctx, out, err)
+}
+
+func (k *Call) wait(ctx context.Context) (*workunit.Outcome, error) {
 	if k.w == nil {
 		select {
 		case <-k.done:
@@ -351,7 +359,7 @@ func (k *Call) Wait(ctx context.Context) (*workunit.Outcome, error) {
 		if acc != nil && acc.Finished() {
 			return acc, errOf(acc)
 		}
-		return k.c.WaitFor(ctx, k.Key)
+		return k.c.waitFor(ctx, k.Key)
 	}
 	select {
 	case <-k.done:
@@ -367,7 +375,7 @@ func (k *Call) Wait(ctx context.Context) (*workunit.Outcome, error) {
 // order their outcomes arrived: it must not block for long, and may call
 // the Client.
 func (k *Call) OnDone(fn func(*workunit.Outcome, error)) {
-	if k.w == nil {
+	if k.w == nil { // Wait resolves a result sent as a blob
 		go func() {
 			out, err := k.Wait(context.Background())
 			k.c.cb.push(func() { fn(out, err) })
@@ -376,12 +384,27 @@ func (k *Call) OnDone(fn func(*workunit.Outcome, error)) {
 	}
 	k.c.mu.Lock()
 	defer k.c.mu.Unlock()
+	fn = k.c.resolving(fn)
 	if k.finished {
 		out, err := k.out, k.err
 		k.c.cb.push(func() { fn(out, err) })
 		return
 	}
 	k.cbs = append(k.cbs, fn)
+}
+
+// resolving returns fn, called with its outcome's result in place when
+// the worker sent it as a blob (see resolve); the fetch runs on the
+// callback goroutine.
+func (c *Client) resolving(fn func(*workunit.Outcome, error)) func(*workunit.Outcome, error) {
+	return func(out *workunit.Outcome, err error) {
+		if out != nil && out.Status == workunit.StatusDone {
+			if _, ok := blobRefOf(out.Result); ok {
+				out, err = c.resolve(context.Background(), out, err)
+			}
+		}
+		fn(out, err)
+	}
 }
 
 // Watch returns a Call for a key submitted elsewhere (by another master,
@@ -409,6 +432,11 @@ func (c *Client) Watch(key workunit.Key) *Call {
 // *workunit.Error. Any number of goroutines may wait for one key; the
 // tracker is asked once. Riot's wait-until-done on a workunit id.
 func (c *Client) WaitFor(ctx context.Context, key workunit.Key) (*workunit.Outcome, error) {
+	out, err := c.waitFor(ctx, key)
+	return c.resolve(ctx, out, err)
+}
+
+func (c *Client) waitFor(ctx context.Context, key workunit.Key) (*workunit.Outcome, error) {
 	c.mu.Lock()
 	if c.err != nil {
 		err := c.err
@@ -443,6 +471,7 @@ func (c *Client) CallWhenDone(key workunit.Key, fn func(*workunit.Outcome, error
 		return
 	}
 	w := c.watchLocked(key)
+	fn = c.resolving(fn)
 	w.listeners = append(w.listeners, func(out *workunit.Outcome, err error) {
 		c.cb.push(func() { fn(out, err) })
 	})
@@ -454,7 +483,8 @@ func (c *Client) CallWhenDone(key workunit.Key, fn func(*workunit.Outcome, error
 // A failed workunit's error is in Outcome.Err; the error returned is about
 // the request only.
 func (c *Client) Info(ctx context.Context, key workunit.Key) (*workunit.Outcome, error) {
-	return c.info(ctx, key, "info "+key.Short())
+	out, err := c.info(ctx, key, "info "+key.Short())
+	return c.resolve(ctx, out, err)
 }
 
 // info asks for key's info; op names the call in errors.

@@ -558,7 +558,7 @@ func (c *Client) handle(cn *conn, msgs []wire.Msg) error {
 			c.onAcceptedLocked(m)
 		case *wire.Finished:
 			c.onFinishedLocked(m)
-		case *wire.InfoReply, *wire.BlobNeed, *wire.BlobStored, *wire.BlobData, *wire.Canceled:
+		case *wire.InfoReply, *wire.BlobNeed, *wire.BlobStored, *wire.BlobData, *wire.Canceled, *wire.BlobWritten, *wire.BlobPart:
 			c.onAnswerLocked(m)
 		case *wire.Assign:
 			a := &Assignment{Key: m.Key, Token: m.Token, Spec: bytes.Clone(m.Spec), Realm: m.Realm, Timeout: m.Timeout, GPUs: m.GPUs}

@@ -36,6 +36,12 @@ type rpc struct {
 	// keep: the request goes on when its last caller stops waiting (an
 	// upload, which a later caller may join).
 	keep bool
+	// dst, when set, receives a BlobRead's data (a piece of a blob being
+	// fetched into one buffer).
+	dst []byte
+	// cancel, when set, stops the transfer the rpc stands for when its
+	// last caller stops waiting.
+	cancel func()
 	// shared, when set, removes the rpc from the Client's table of
 	// shared uploads or fetches as it ends; called with c.mu held.
 	shared func()
@@ -72,6 +78,10 @@ func (c *Client) startLocked(op string, msg wire.Msg) *rpc {
 		m.Req = req
 	case *wire.BlobGet:
 		m.Req = req
+	case *wire.BlobWrite:
+		m.Req = req
+	case *wire.BlobRead:
+		m.Req = req
 	}
 	r := &rpc{msg: msg, op: op, done: make(chan struct{}), refs: 1}
 	c.pending[req] = r
@@ -101,9 +111,14 @@ func (c *Client) await(ctx context.Context, r *rpc) (any, error) {
 	case <-ctx.Done():
 		c.mu.Lock()
 		if r.refs--; r.refs == 0 && !r.over && !r.keep {
-			delete(c.pending, wire.ReqOf(r.msg))
+			if r.msg != nil {
+				delete(c.pending, wire.ReqOf(r.msg))
+			}
 			if r.shared != nil {
 				r.shared()
+			}
+			if r.cancel != nil {
+				r.cancel()
 			}
 		}
 		c.mu.Unlock()
@@ -163,6 +178,18 @@ func (c *Client) onAnswerLocked(m wire.Msg) {
 		default:
 			r.finish(append([]byte{}, m.Data...), nil)
 		}
+	case *wire.BlobWritten:
+		if _, ok := r.msg.(*wire.BlobWrite); !ok {
+			r.finish(nil, fmt.Errorf("client: %s: answered with %s", r.op, m.Type()))
+			return
+		}
+		r.finish(m.Written, nil)
+	case *wire.BlobPart:
+		if _, ok := r.msg.(*wire.BlobRead); !ok {
+			r.finish(nil, fmt.Errorf("client: %s: answered with %s", r.op, m.Type()))
+			return
+		}
+		r.onPartLocked(m)
 	default:
 		r.finish(nil, fmt.Errorf("client: %s: answered with %s", r.op, m.Type()))
 	}

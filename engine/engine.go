@@ -50,6 +50,10 @@ type Options struct {
 	// MaxResultBytes bounds the encoded size of a result.
 	// Default: DefaultMaxResultBytes.
 	MaxResultBytes int
+	// ResultLimitName, when set, names where MaxResultBytes comes from in
+	// result-limit errors, e.g. "the tracker's limit on a value (riotd
+	// --max-blob-bytes)".
+	ResultLimitName string
 	// MaxConsoleBytes bounds the console output kept per workunit; the rest
 	// is dropped and counted. Default: DefaultMaxConsoleBytes.
 	MaxConsoleBytes int

@@ -60,6 +60,10 @@ func (rl *realm) failure(ctx context.Context, err error) (*workunit.Error, bool)
 	case errors.As(err, &un):
 		return &workunit.Error{Kind: workunit.Unsendable, Name: "DataCloneError", Message: un.Path("result") + ": " + un.Msg}, false
 	case errors.Is(err, jsvalue.ErrTooLarge):
+		if name := rl.eng.opts.ResultLimitName; name != "" {
+			return &workunit.Error{Kind: workunit.ResultLimit, Name: "RangeError",
+				Message: fmt.Sprintf("result: larger than %s, %s", formatBytes(uint64(rl.eng.opts.MaxResultBytes)), name)}, false
+		}
 		return &workunit.Error{Kind: workunit.ResultLimit, Name: "RangeError",
 			Message: fmt.Sprintf("the result is larger than the limit of %s", formatBytes(uint64(rl.eng.opts.MaxResultBytes)))}, false
 	case errors.As(err, &werr):

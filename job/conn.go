@@ -177,6 +177,10 @@ func (k *conn) Cancel(ctx context.Context, keys []workunit.Key) ([]workunit.Key,
 	return k.c.Cancel(ctx, keys...)
 }
 
+// MaxBlobBytes is the tracker's limit on one value sent as a blob, which
+// the riot object checks (with the value's path) before it uploads one.
+func (k *conn) MaxBlobBytes() int { return k.c.Limits().MaxBlobBytes }
+
 func (k *conn) EnsureBlobs(ctx context.Context, blobs map[blob.Hash][]byte) error {
 	return k.c.EnsureBlobs(ctx, blobs)
 }

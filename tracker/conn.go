@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"sync"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/riot-go/riot/blob"
+	"github.com/riot-go/riot/tracker/store"
 	"github.com/riot-go/riot/tracker/table"
 	"github.com/riot-go/riot/wire"
 	"github.com/riot-go/riot/workunit"
@@ -110,6 +112,10 @@ type conn struct {
 
 	// Owned by the loop.
 	touched bool // has messages pushed in this round, to wake
+
+	// Owned by the reader: the blobs this connection is uploading in
+	// pieces (blob-write), by hash.
+	uploads map[blob.Hash]store.BlobWriter
 }
 
 func newConn(s *Server, ws *websocket.Conn, remote string) *conn {
@@ -394,6 +400,7 @@ func refuseEarly(ws *websocket.Conn, code wire.Code, msg string) {
 func (c *conn) serve() {
 	go c.writeLoop()
 	reason := c.readLoop()
+	c.abortUploads()
 	c.stop()
 	if c.accepted {
 		c.inb.kind = inGone
@@ -513,7 +520,7 @@ func (c *conn) readLoop() string {
 			}
 			var a aux
 			switch m := m.(type) {
-			case *wire.BlobHave, *wire.BlobPut, *wire.BlobGet:
+			case *wire.BlobHave, *wire.BlobPut, *wire.BlobGet, *wire.BlobWrite, *wire.BlobRead:
 				c.blob(m)
 				continue
 			case *wire.Submit:
@@ -765,7 +772,17 @@ func (c *conn) blob(m wire.Msg) {
 			return
 		}
 		c.send(&wire.BlobStored{Req: m.Req, Hash: m.Hash})
+	case *wire.BlobWrite:
+		c.blobWrite(m)
+	case *wire.BlobRead:
+		c.blobRead(m)
 	case *wire.BlobGet:
+		size, _, err := st.ReadBlob(ctx, m.Hash, 0, nil)
+		if piece := c.s.opts.Limits.PieceBytes(); err == nil && size > int64(piece) {
+			c.send(&wire.Error{Req: m.Req, Code: wire.CodeLimit,
+				Message: fmt.Sprintf("tracker: blob-get: blob %s is %d bytes, more than one message carries (%d): read it in pieces with blob-read", m.Hash.Short(), size, piece)})
+			return
+		}
 		data, err := st.GetBlob(ctx, m.Hash)
 		switch {
 		case errors.Is(err, blob.ErrNotFound):
@@ -778,6 +795,106 @@ func (c *conn) blob(m wire.Msg) {
 			}
 			c.send(&wire.BlobData{Req: m.Req, Hash: m.Hash, Data: data})
 		}
+	}
+}
+
+// maxUploads bounds the blobs one connection uploads in pieces at once.
+const maxUploads = 64
+
+// blobWrite stores one piece of a blob: pieces come in order, from offset
+// 0; the last commits the blob (its hash checked, durable). Any error
+// drops the upload: the client starts again from offset 0.
+func (c *conn) blobWrite(m *wire.BlobWrite) {
+	lim := c.s.opts.Limits
+	refuse := func(code wire.Code, format string, args ...any) {
+		if w := c.uploads[m.Hash]; w != nil {
+			w.Abort()
+			delete(c.uploads, m.Hash)
+		}
+		c.send(&wire.Error{Req: m.Req, Code: code, Message: fmt.Sprintf("tracker: blob-write: blob %s: ", m.Hash.Short()) + fmt.Sprintf(format, args...)})
+	}
+	if m.Size > uint64(lim.MaxBlobBytes) {
+		refuse(wire.CodeLimit, "%d bytes, over this tracker's max-blob-bytes (%d)", m.Size, lim.MaxBlobBytes)
+		return
+	}
+	if m.Offset+uint64(len(m.Data)) > m.Size {
+		refuse(wire.CodeInvalid, "a piece of %d bytes at offset %d passes its size of %d", len(m.Data), m.Offset, m.Size)
+		return
+	}
+	w := c.uploads[m.Hash]
+	if m.Offset == 0 && w != nil {
+		w.Abort() // the client starts again
+		delete(c.uploads, m.Hash)
+		w = nil
+	}
+	if w == nil {
+		if m.Offset != 0 {
+			refuse(wire.CodeInvalid, "a piece at offset %d, and no upload of it is in progress on this connection (the first piece has offset 0)", m.Offset)
+			return
+		}
+		if len(c.uploads) >= maxUploads {
+			refuse(wire.CodeLimit, "%d uploads in progress on this connection already", len(c.uploads))
+			return
+		}
+		var err error
+		if w, err = c.s.st.CreateBlob(c.s.baseCtx, m.Hash, int64(m.Size)); err != nil {
+			c.storeFailed(m.Req, "blob-write", err)
+			return
+		}
+		if c.uploads == nil {
+			c.uploads = make(map[blob.Hash]store.BlobWriter)
+		}
+		c.uploads[m.Hash] = w
+	}
+	if got := uint64(w.Written()); m.Offset != got {
+		refuse(wire.CodeInvalid, "a piece at offset %d, after %d bytes (pieces go in order, without gaps)", m.Offset, got)
+		return
+	}
+	if _, err := w.Write(m.Data); err != nil {
+		delete(c.uploads, m.Hash)
+		w.Abort()
+		c.storeFailed(m.Req, "blob-write", err)
+		return
+	}
+	written := uint64(w.Written())
+	if written == m.Size {
+		delete(c.uploads, m.Hash)
+		if err := w.Commit(c.s.baseCtx); err != nil {
+			if errors.Is(err, store.ErrBlobMismatch) {
+				c.send(&wire.Error{Req: m.Req, Code: wire.CodeInvalid, Message: "tracker: blob-write: " + err.Error()})
+				return
+			}
+			c.storeFailed(m.Req, "blob-write", err)
+			return
+		}
+	}
+	c.send(&wire.BlobWritten{Req: m.Req, Hash: m.Hash, Written: written})
+}
+
+// blobRead answers a blob-read with one piece of the blob, at most
+// PieceBytes.
+func (c *conn) blobRead(m *wire.BlobRead) {
+	n := min(m.Length, uint64(c.s.opts.Limits.PieceBytes()))
+	buf := make([]byte, n)
+	size, got, err := c.s.st.ReadBlob(c.s.baseCtx, m.Hash, int64(min(m.Offset, math.MaxInt64)), buf)
+	switch {
+	case errors.Is(err, blob.ErrNotFound):
+		c.send(&wire.BlobPart{Req: m.Req, Hash: m.Hash, Missing: true})
+	case err == nil:
+		c.send(&wire.BlobPart{Req: m.Req, Hash: m.Hash, Size: uint64(size), Offset: m.Offset, Data: buf[:got]})
+	case m.Offset > uint64(size):
+		c.send(&wire.Error{Req: m.Req, Code: wire.CodeInvalid,
+			Message: fmt.Sprintf("tracker: blob-read: blob %s: offset %d is past its end (%d bytes)", m.Hash.Short(), m.Offset, size)})
+	default:
+		c.storeFailed(m.Req, "blob-read", err)
+	}
+}
+
+// abortUploads drops the uploads the connection left unfinished.
+func (c *conn) abortUploads() {
+	for h, w := range c.uploads {
+		w.Abort()
+		delete(c.uploads, h)
 	}
 }
 

@@ -203,6 +203,7 @@ func addFlags(fs *pflag.FlagSet, getenv func(string) string) *Flags {
 	o.PingInterval, o.WriteTimeout = wire.DefaultPingInterval, DefaultWriteTimeout
 	o.LeaseGrace, o.ShutdownTimeout = table.DefaultLeaseGrace, DefaultShutdownTimeout
 	o.QueueBytes, o.Limits.MaxFrameBytes = DefaultQueueBytes, wire.DefaultMaxFrameBytes
+	o.Limits.MaxBlobBytes = wire.DefaultMaxBlobBytes
 	o.LogLevel = slog.LevelInfo
 	fs.Var(cliflag.Duration(&o.PingInterval), "ping-interval",
 		"how often to ping each connection (a `duration`); one silent for twice this is dropped")
@@ -220,6 +221,8 @@ func addFlags(fs *pflag.FlagSet, getenv func(string) string) *Flags {
 	fs.Var(cliflag.Size(&o.QueueBytes), "queue-bytes",
 		"drop a connection when this many `bytes` wait to be written to it, e.g. 256MiB")
 	fs.Var(cliflag.Size(&o.Limits.MaxFrameBytes), "max-frame-bytes", "largest frame accepted, in `bytes`, e.g. 64MiB")
+	fs.Var(cliflag.Size(&o.Limits.MaxBlobBytes), "max-blob-bytes",
+		"largest value (captured variable, argument, result) or module accepted, in `bytes`, e.g. 4GiB; larger than a frame travels in pieces")
 	fs.Var(cliflag.Duration(&o.ShutdownTimeout), "shutdown-timeout", "bound on the graceful shutdown, a `duration`")
 	fs.Var(cliflag.LogLevel(&o.LogLevel), "log-level", "log `level`: debug, info, warn or error")
 	fs.StringVar(&o.LogFormat, "log-format", "text", "log `format`: text or json")
@@ -263,7 +266,7 @@ func (f *Flags) Options(args []string) (Options, error) {
 	for name, zero := range map[string]bool{
 		"ping-interval": o.PingInterval == 0, "write-timeout": o.WriteTimeout == 0,
 		"shutdown-timeout": o.ShutdownTimeout == 0, "queue-bytes": o.QueueBytes == 0,
-		"max-frame-bytes": o.Limits.MaxFrameBytes == 0,
+		"max-frame-bytes": o.Limits.MaxFrameBytes == 0, "max-blob-bytes": o.Limits.MaxBlobBytes == 0,
 	} {
 		if set(name) && zero {
 			return Options{}, fmt.Errorf("tracker: --%s 0: want more than 0 (leave the flag out for its default)", name)
@@ -419,7 +422,8 @@ func (o Options) withDefaults() Options {
 	most := o.Limits.MaxFrameBytes - room
 	o.Limits.MaxSpecBytes = min(o.Limits.MaxSpecBytes, most)
 	o.Limits.MaxResultBytes = min(o.Limits.MaxResultBytes, most)
-	o.Limits.MaxBlobBytes = min(o.Limits.MaxBlobBytes, most)
+	// Blobs larger than a frame travel in pieces: MaxBlobBytes bounds a
+	// whole blob, not a message.
 	if o.QueueBytes == 0 {
 		o.QueueBytes = DefaultQueueBytes
 	}

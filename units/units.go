@@ -140,3 +140,20 @@ func (z *Size) Set(s string) error {
 	*z = Size(v)
 	return nil
 }
+
+// FormatBytes formats a size for messages: "512 bytes", or with its
+// largest binary unit too, "80000007 bytes (76.3 MiB)".
+func FormatBytes(n int64) string {
+	const unit = 1024
+	if n < unit {
+		return strconv.FormatInt(n, 10) + " bytes"
+	}
+	f, u := float64(n)/unit, "KiB"
+	for _, next := range []string{"MiB", "GiB", "TiB"} {
+		if f < unit {
+			break
+		}
+		f, u = f/unit, next
+	}
+	return strconv.FormatInt(n, 10) + " bytes (" + strconv.FormatFloat(f, 'f', 1, 64) + " " + u + ")"
+}

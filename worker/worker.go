@@ -15,6 +15,7 @@ import (
 	"github.com/riot-go/riot/engine"
 	"github.com/riot-go/riot/engine/jsgpu"
 	"github.com/riot-go/riot/gpu"
+	"github.com/riot-go/riot/units"
 	"github.com/riot-go/riot/wire"
 	"github.com/riot-go/riot/workunit"
 )
@@ -266,9 +267,12 @@ func (w *worker) run(ctx context.Context) error {
 	// without: the bindings say why there is none.
 	eo.GPUs = jsgpu.Ordinals(w.opts.GPU)
 	eo.Bindings = append([]engine.Binding{jsgpu.Binding(w.opts.GPU)}, eo.Bindings...)
-	lim := c.Limits().MaxResultBytes
-	if eo.MaxResultBytes <= 0 || eo.MaxResultBytes > lim {
+	// A result larger than a done message carries goes as a blob, up to
+	// the tracker's max-blob-bytes (see report).
+	lim := max(c.Limits().MaxResultBytes, c.Limits().MaxBlobBytes)
+	if eo.MaxResultBytes <= 0 || eo.MaxResultBytes >= lim {
 		eo.MaxResultBytes = lim
+		eo.ResultLimitName = "over the tracker's limit on a value (riotd --max-blob-bytes)"
 	}
 	w.eng, err = engine.New(eo)
 	if err != nil {
@@ -500,9 +504,35 @@ func (w *worker) evaluate(stop, evalCtx context.Context, j *job) bool {
 		r.Error = wire.WorkError(err)
 	} else {
 		r.Result = res.Value
+		if len(r.Result) > w.c.Limits().MaxResultBytes {
+			w.resultBlob(evalCtx, &r)
+		}
 	}
 	w.report(r)
 	return true
+}
+
+// resultBlob uploads a result too large for a done message as a blob,
+// and puts in its place the value document that refers to it (the
+// master's client fetches it: docs/protocol.md, "Large values"). A
+// result the tracker cannot take becomes a result-limit error.
+func (w *worker) resultBlob(ctx context.Context, r *client.Report) {
+	h, err := w.c.PutBlob(ctx, r.Result)
+	if err == nil {
+		r.Result = client.BlobRefDocument(h)
+		return
+	}
+	size := len(r.Result)
+	r.Result = nil
+	var le *client.BlobLimitError
+	if errors.As(err, &le) {
+		r.Error = &workunit.Error{Kind: workunit.ResultLimit, Name: "RangeError",
+			Message: fmt.Sprintf("result: %s, over the tracker's limit on a value of %s (riotd --max-blob-bytes)",
+				units.FormatBytes(int64(size)), units.FormatSize(uint64(le.Limit)))}
+		return
+	}
+	r.Error = &workunit.Error{Kind: workunit.Internal, Name: "Error",
+		Message: fmt.Sprintf("result: %s: uploading it as a blob failed: %v", units.FormatBytes(int64(size)), err)}
 }
 
 // report sends a workunit's end; a result too large for the tracker is

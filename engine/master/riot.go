@@ -18,6 +18,7 @@ import (
 	"github.com/riot-go/riot/engine/capture"
 	"github.com/riot-go/riot/engine/internal/inspect"
 	"github.com/riot-go/riot/engine/internal/jsvalue"
+	"github.com/riot-go/riot/units"
 	"github.com/riot-go/riot/value"
 	"github.com/riot-go/riot/workunit"
 )
@@ -225,10 +226,28 @@ func (m *master) blobFor(o *goja.Object) (blob.Hash, bool, error) {
 			return blob.Hash{}, false, err
 		}
 	}
+	if lim := m.valueLimit(); lim > 0 && len(data) > lim {
+		// The encoder puts the path in front: "… → free variable big: …".
+		return blob.Hash{}, false, &jsvalue.UnsendableError{Msg: fmt.Sprintf("%s, over the tracker's limit on a value of %s (riotd --max-blob-bytes)",
+			units.FormatBytes(int64(len(data))), units.FormatSize(uint64(lim)))}
+	}
 	ent.hash = blob.Sum(data)
 	m.pending[ent.hash] = data
 	m.blobIDs[o] = ent
 	return ent.hash, true, nil
+}
+
+// valueLimit returns the most bytes the tracker takes for one value sent
+// as a blob (riotd --max-blob-bytes), when the connection tells it (a
+// Conn with a MaxBlobBytes method); 0 when it does not.
+func (m *master) valueLimit() int {
+	if m.client == nil || m.client.conn == nil {
+		return 0
+	}
+	if l, ok := m.client.conn.(interface{ MaxBlobBytes() int }); ok {
+		return l.MaxBlobBytes()
+	}
+	return 0
 }
 
 // maxBlobEntries bounds what a master remembers of the objects it sent.
