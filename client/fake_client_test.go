@@ -58,13 +58,13 @@ func serveOne(t *testing.T, w *Client, fn func(*workunit.Spec) (any, error)) {
 func TestFake_Dial_VersionMismatch(t *testing.T) {
 	t.Parallel()
 	ft := newFakeTracker(t)
-	ft.version = 3
+	ft.version = wire.ProtocolVersion + 1
 	_, err := Dial(testCtx(t), ft.addr(), Options{})
 	var ve *VersionError
 	require.ErrorAs(t, err, &ve)
-	assert.Equal(t, uint32(2), ve.Client)
-	assert.Equal(t, uint32(3), ve.Tracker)
-	assert.Contains(t, err.Error(), "this client speaks version 2, the tracker version 3")
+	assert.Equal(t, uint32(wire.ProtocolVersion), ve.Client)
+	assert.Equal(t, uint32(wire.ProtocolVersion+1), ve.Tracker)
+	assert.Contains(t, err.Error(), fmt.Sprintf("this client speaks version %d, the tracker version %d", wire.ProtocolVersion, wire.ProtocolVersion+1))
 	assert.True(t, wire.IsCode(err, wire.CodeVersion))
 }
 
@@ -304,6 +304,40 @@ func TestFake_Blobs(t *testing.T) {
 
 	err = c.EnsureBlobs(ctx, map[blob.Hash][]byte{ha: b})
 	assert.ErrorContains(t, err, "hashes to")
+}
+
+func TestFake_Blobs_InPieces(t *testing.T) {
+	t.Parallel()
+	ft := newFakeTracker(t)
+	ft.limits = wire.Limits{MaxFrameBytes: 64 << 10, MaxBlobBytes: 1 << 20}
+	c := dialFake(t, ft, Options{})
+	ctx := testCtx(t)
+	piece := c.Limits().PieceBytes()
+	require.Equal(t, 48<<10, piece)
+	data := make([]byte, 10*piece+123)
+	for i := range data {
+		data[i] = byte(i * 7)
+	}
+	h := blob.Sum(data)
+	require.NoError(t, c.EnsureBlobs(ctx, map[blob.Hash][]byte{h: data}))
+	ft.mu.Lock()
+	assert.Equal(t, data, ft.blobs[h])
+	assert.Equal(t, 11, ft.writes, "one blob-write per piece")
+	ft.mu.Unlock()
+
+	got, err := c.FetchBlob(ctx, h)
+	require.NoError(t, err)
+	assert.Equal(t, data, got)
+	ft.mu.Lock()
+	assert.Equal(t, 11, ft.reads, "one blob-read per piece")
+	ft.mu.Unlock()
+
+	big := make([]byte, 1<<20+1)
+	err = c.EnsureBlobs(ctx, map[blob.Hash][]byte{blob.Sum(big): big})
+	var le *BlobLimitError
+	require.ErrorAs(t, err, &le)
+	require.ErrorIs(t, err, wire.ErrLimit)
+	assert.Contains(t, err.Error(), "1048577 bytes (1.0 MiB), over the tracker's limit on a value of 1MiB (riotd --max-blob-bytes)")
 }
 
 func TestFake_Reconnect(t *testing.T) {

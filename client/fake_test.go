@@ -38,6 +38,10 @@ type fakeTracker struct {
 	submits  int
 	frames   int
 	onSubmit func(fc *fakeConn, m *wire.Submit) bool // true: handled (no answer)
+	limits   wire.Limits                              // in the welcome; zero: the defaults
+	parts    map[blob.Hash][]byte                     // blobs being written in pieces
+	writes   int                                      // blob-write messages taken
+	reads    int                                      // blob-read messages taken
 }
 
 type fakeUnit struct {
@@ -157,7 +161,10 @@ func (ft *fakeTracker) serve(ws *websocket.Conn) {
 	fc.name = name
 	ft.conns[fc] = true
 	ft.mu.Unlock()
-	f, _ := wire.Encode(&wire.Welcome{Version: version, Name: name, Tracker: "fake", PingInterval: time.Second})
+	ft.mu.Lock()
+	lim := ft.limits
+	ft.mu.Unlock()
+	f, _ := wire.Encode(&wire.Welcome{Version: version, Name: name, Tracker: "fake", PingInterval: time.Second, Limits: lim})
 	if err := ws.WriteMessage(websocket.BinaryMessage, f); err != nil {
 		fc.close()
 	}
@@ -281,6 +288,36 @@ func (ft *fakeTracker) handleLocked(fc *fakeConn, m wire.Msg) {
 	case *wire.BlobGet:
 		data, ok := ft.blobs[m.Hash]
 		fc.send(&wire.BlobData{Req: m.Req, Hash: m.Hash, Data: data, Missing: !ok})
+	case *wire.BlobWrite:
+		ft.writes++
+		if ft.parts == nil {
+			ft.parts = map[blob.Hash][]byte{}
+		}
+		part := ft.parts[m.Hash]
+		if m.Offset != uint64(len(part)) {
+			fc.send(&wire.Error{Req: m.Req, Code: wire.CodeInvalid, Message: "out of order"})
+			return
+		}
+		part = append(part, m.Data...)
+		ft.parts[m.Hash] = part
+		if uint64(len(part)) == m.Size {
+			delete(ft.parts, m.Hash)
+			if blob.Sum(part) != m.Hash {
+				fc.send(&wire.Error{Req: m.Req, Code: wire.CodeInvalid, Message: "bad hash"})
+				return
+			}
+			ft.blobs[m.Hash] = part
+		}
+		fc.send(&wire.BlobWritten{Req: m.Req, Hash: m.Hash, Written: uint64(len(part))})
+	case *wire.BlobRead:
+		ft.reads++
+		data, ok := ft.blobs[m.Hash]
+		if !ok {
+			fc.send(&wire.BlobPart{Req: m.Req, Hash: m.Hash, Missing: true})
+			return
+		}
+		end := min(m.Offset+m.Length, uint64(len(data)))
+		fc.send(&wire.BlobPart{Req: m.Req, Hash: m.Hash, Size: uint64(len(data)), Offset: m.Offset, Data: append([]byte{}, data[m.Offset:end]...)})
 	case *wire.Credit:
 		fc.credit += m.N
 		ft.dispatchLocked()
