@@ -13,11 +13,13 @@ import (
 )
 
 // TestWorker_ResultLimit: a result larger than the tracker's
-// max-result-bytes fails its workunit with a result-limit error that says
-// so; the worker and its connection live on.
+// max-blob-bytes fails its workunit with a result-limit error that says
+// so, naming the flag; the worker and its connection live on.
 func TestWorker_ResultLimit(t *testing.T) {
 	t.Parallel()
-	tr := trackertest.Start(t, trackertest.WithOptions(func(o *tracker.Options) { o.Limits.MaxFrameBytes = 1 << 20 }))
+	tr := trackertest.Start(t, trackertest.WithOptions(func(o *tracker.Options) {
+		o.Limits.MaxFrameBytes, o.Limits.MaxBlobBytes = 1<<20, 1<<20
+	}))
 	start(t, tr.Addr(), worker.Options{Name: "w", Slots: 1})
 	m := master(t, tr.Addr())
 	ctx := ctxFor(t)
@@ -25,11 +27,33 @@ func TestWorker_ResultLimit(t *testing.T) {
 	var werr *workunit.Error
 	require.ErrorAs(t, err, &werr)
 	assert.Equal(t, workunit.ResultLimit, werr.Kind)
-	assert.Contains(t, werr.Message, "larger than")
+	assert.Equal(t, "result: larger than 1.0 MiB, over the tracker's limit on a value (riotd --max-blob-bytes)", werr.Message)
 	assert.Equal(t, "w", out.Worker)
 
 	out, err = m.Submit(eval("'still here'"), workunit.Options{}).Wait(ctx)
 	require.NoError(t, err)
 	assert.Equal(t, "w", out.Worker)
 	assert.Equal(t, 0, int(tr.Stats(t).Discarded))
+}
+
+// TestWorker_LargeResult_AsBlob: a result larger than a frame (and than
+// max-result-bytes) but within max-blob-bytes goes as a blob, in pieces,
+// and Wait gives it back whole.
+func TestWorker_LargeResult_AsBlob(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t, trackertest.WithOptions(func(o *tracker.Options) { o.Limits.MaxFrameBytes = 1 << 20 }))
+	start(t, tr.Addr(), worker.Options{Name: "w", Slots: 1})
+	m := master(t, tr.Addr())
+	ctx := ctxFor(t)
+	out, err := m.Submit(eval("'x'.repeat(3 << 20) + 'y'"), workunit.Options{}).Wait(ctx)
+	require.NoError(t, err)
+	v, err := out.Value()
+	require.NoError(t, err)
+	s, ok := v.(string)
+	require.True(t, ok, "a string: %T", v)
+	assert.Equal(t, 3<<20+1, len(s))
+	assert.Equal(t, "xy", s[len(s)-2:])
+	info, err := m.Info(ctx, out.Key)
+	require.NoError(t, err)
+	assert.Equal(t, out.Result, info.Result, "info fetches the blob too")
 }
