@@ -1,0 +1,82 @@
+package e2e_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/riot-go/riot/e2e"
+)
+
+// bigValuesScript sends values larger than 32 MiB (the limit a blob once
+// had, which no flag raised) each way: a captured variable, an argument
+// and a result of 5,000,000 float64s (40,000,007 bytes encoded).
+const bigValuesScript = `
+const big = new Float64Array(5_000_000)
+big[4_999_999] = 3
+console.log('captured', riot.waitUntilDone(riot.doWork(() => big.length + big[big.length - 1])))
+const arg = new Float64Array(5_000_000)
+arg[0] = 2
+console.log('argument', riot.waitUntilDone(riot.doWork((x) => x.length + x[0], arg)))
+const res = riot.waitUntilDone(riot.doWork(() => { const a = new Float64Array(5_000_000); a[4_999_999] = 7; return a }))
+console.log('result', res.length, res[res.length - 1])
+`
+
+const bigValuesOutput = "captured 5000003\nargument 5000002\nresult 5000000 7\n"
+
+func writeScript(t *testing.T, name, src string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.WriteFile(path, []byte(src), 0o644))
+	return path
+}
+
+// TestE2E_LargeValues: values over 32 MiB go through riotd and a worker in
+// pieces (a small --max-frame-bytes makes them many), and through the
+// embedded tracker of riot-worker eval. A regression test: a captured
+// value over 32 MiB once failed with "wire: limit passed: 80000007 bytes,
+// limit 33554432".
+func TestE2E_LargeValues(t *testing.T) {
+	t.Parallel()
+	script := writeScript(t, "big.js", bigValuesScript)
+	t.Run("riotd", func(t *testing.T) {
+		tr := bins.StartTracker(t, e2e.TrackerOptions{Durable: true, Args: []string{"--max-frame-bytes", "1MiB"}})
+		bins.StartWorker(t, tr.Addr(), e2e.WorkerOptions{Name: "w", Slots: 1})
+		tr.WaitFor(t, workers(1))
+		res := bins.RunEval(t, "--tracker", tr.Addr(), script)
+		require.Equal(t, 0, res.Code, res)
+		assert.Equal(t, bigValuesOutput, res.Stdout)
+	})
+	t.Run("embedded", func(t *testing.T) {
+		res := bins.RunEval(t, "--workers", "1", script)
+		require.Equal(t, 0, res.Code, res)
+		assert.Equal(t, bigValuesOutput, res.Stdout)
+	})
+}
+
+// TestE2E_ValueOverLimit: a value over riotd's --max-blob-bytes fails with
+// an error that names the value (free variable, argument, result), its
+// size, the limit and the flag.
+func TestE2E_ValueOverLimit(t *testing.T) {
+	t.Parallel()
+	tr := bins.StartTracker(t, e2e.TrackerOptions{Args: []string{"--max-frame-bytes", "1MiB", "--max-blob-bytes", "2MiB"}})
+	bins.StartWorker(t, tr.Addr(), e2e.WorkerOptions{Name: "w", Slots: 1})
+	tr.WaitFor(t, workers(1))
+	for _, c := range []struct{ name, src, want string }{
+		{"captured", "const big = new Float64Array(500_000)\nriot.waitUntilDone(riot.doWork(() => big.length))\n",
+			"riot.doWork: the function (over.js:2:32) → free variable big: 4000007 bytes (3.8 MiB), over the tracker's limit on a value of 2MiB (riotd --max-blob-bytes)"},
+		{"argument", "riot.waitUntilDone(riot.doWork((a, b) => b.length, 1, new Float64Array(500_000)))\n",
+			"riot.doWork: args[1]: 4000007 bytes (3.8 MiB), over the tracker's limit on a value of 2MiB (riotd --max-blob-bytes)"},
+		{"result", "riot.waitUntilDone(riot.doWork(() => new Float64Array(500_000)))\n",
+			"RangeError: result: larger than 2.0 MiB, over the tracker's limit on a value (riotd --max-blob-bytes)"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			res := bins.RunEval(t, "--tracker", tr.Addr(), writeScript(t, "over.js", c.src))
+			assert.NotEqual(t, 0, res.Code, res)
+			assert.Contains(t, res.Stderr, c.want, res)
+		})
+	}
+}
