@@ -76,6 +76,10 @@ func (w *Writer) Len() int { return len(w.buf) }
 // Reset empties the Writer, keeping its buffer.
 func (w *Writer) Reset() { w.buf = w.buf[:0] }
 
+// Truncate drops what was written after the first n bytes; n must be at
+// most Len().
+func (w *Writer) Truncate(n int) { w.buf = w.buf[:n] }
+
 // Head writes a head of the given major type and argument.
 func (w *Writer) Head(major byte, n uint64) {
 	m := major << 5
@@ -155,9 +159,8 @@ func (w *Writer) Text(s string) {
 }
 
 // String writes s as a text string. Each byte of s that is not part of
-// valid UTF-8 is written as U+FFFD, so String never writes TagUTF16 (Marshal
-// does, for a string holding a surrogate in WTF-8 form; see the package
-// documentation).
+// valid UTF-8 is written as U+FFFD. (Package value keeps strings with lone
+// surrogates whole, in a tagged form of its own.)
 func (w *Writer) String(s string) {
 	if utf8.ValidString(s) {
 		w.Text(s)
@@ -456,6 +459,3 @@ func float16ToFloat64(h uint16) float64 {
 	}
 	return f
 }
-
-// Truncate drops what was written after the first n bytes.
-func (w *Writer) Truncate(n int) { w.buf = w.buf[:n] }
