@@ -828,3 +828,35 @@ func TestServer_New_PortTaken(t *testing.T) {
 	_, statErr := os.Stat(dir)
 	assert.True(t, os.IsNotExist(statErr), "no data directory made: %v", statErr)
 }
+
+// TestServer_ReqZero: a request with req 0 is refused with an Error of
+// code invalid-request that names it, and has no effect; the connection
+// stays open (docs/protocol.md: req is non-zero).
+func TestServer_ReqZero(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t)
+	c := master(t, tr, "m")
+	s, key := spec(t, "'req 0'")
+	data, h := blobOf("req 0")
+	for _, m := range []wire.Msg{
+		&wire.Submit{Spec: s, Watch: true},
+		&wire.Watch{Keys: []workunit.Key{key}},
+		&wire.Info{Key: key},
+		&wire.BlobHave{Hashes: []blob.Hash{h}},
+		&wire.BlobPut{Hash: h, Data: data},
+		&wire.BlobGet{Hash: h},
+		&wire.Cancel{Keys: []workunit.Key{key}},
+	} {
+		c.send(m)
+		e := recv[*wire.Error](c)
+		assert.Equal(t, uint64(0), e.Req, "%s", m.Type())
+		assert.Equal(t, wire.CodeInvalid, e.Code, "%s", m.Type())
+		assert.Contains(t, e.Message, m.Type().String()+" with req 0 refused", "%s", m.Type())
+	}
+	assert.Empty(t, c.barrier(), "nothing else came")
+	_, ok := tr.Lookup(t, key)
+	assert.False(t, ok, "the submit had no effect")
+	c.send(&wire.BlobHave{Req: 7, Hashes: []blob.Hash{h}})
+	assert.Equal(t, []blob.Hash{h}, recv[*wire.BlobNeed](c).Missing, "the blob-put had no effect")
+	c.submit("'req 1'") // the connection is open
+}
