@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/riot-go/riot/blob"
 	"github.com/riot-go/riot/tracker"
 	"github.com/riot-go/riot/tracker/store"
@@ -372,7 +373,33 @@ func TestServer_MissedPong_Dropped(t *testing.T) {
 	tr.WaitFor(t, func(s tracker.Stats) bool { return s.Workers == 0 && s.Waiting == 1 })
 	rec, _ := tr.Lookup(t, key)
 	assert.Equal(t, []string{"deaf"}, rec.LostFrom)
-	w.closed()
+	// The drop is a bare TCP close, without a close frame.
+	var ce *websocket.CloseError
+	require.ErrorAs(t, w.closed(), &ce)
+	assert.Equal(t, websocket.CloseAbnormalClosure, ce.Code, "no close frame: %v", ce)
+}
+
+// TestServer_NoSubprotocol: the riot subprotocol is optional: a client
+// that asks for none is served (and gets none).
+func TestServer_NoSubprotocol(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t)
+	ws, resp, err := websocket.DefaultDialer.Dial(tr.URL(), nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	defer ws.Close()
+	assert.Empty(t, ws.Subprotocol())
+	frame, err := wire.Encode(&wire.Hello{Version: wire.ProtocolVersion, Role: wire.RoleMaster})
+	require.NoError(t, err)
+	require.NoError(t, ws.WriteMessage(websocket.BinaryMessage, frame))
+	_, frame, err = ws.ReadMessage()
+	require.NoError(t, err)
+	msgs, err := wire.Decode(frame)
+	require.NoError(t, err)
+	require.Len(t, msgs, 1)
+	w, ok := msgs[0].(*wire.Welcome)
+	require.True(t, ok, "%T", msgs[0])
+	assert.Equal(t, "master", w.Name, "an empty name becomes the role")
 }
 
 // TestServer_NoHello_Dropped: a connection that answers pings but never
