@@ -529,6 +529,19 @@ def run_limits(url, token):
         check(c.code == 1002, "an oversized spec closes with %r, not 1002", c.code)
     step("oversized spec: error 6 with its req, whole frame dropped, close 1002")
 
+    # Likewise a blob-put over max-blob-bytes.
+    m = Conn(url, "master", "py-limits", token=token)
+    data = b"b" * (m.limits["max-blob-bytes"] + 1)
+    m.send([T_BLOB_PUT, 78, hashlib.sha256(data).digest(), data])
+    e = m.recv(T_ERROR)
+    check(e[1] == 78 and e[2] == 6, "an oversized blob-put: %r", e)
+    try:
+        m.recv()
+        raise Fail("the connection stayed open after an oversized blob-put")
+    except Closed as c:
+        check(c.code == 1002, "an oversized blob-put closes with %r, not 1002", c.code)
+    step("oversized blob-put: error 6 with its req, close 1002")
+
     # A frame over max-frame-bytes: an error with req 0, then close 1009.
     m = Conn(url, "master", "py-limits", token=token)
     m.ws.send_binary(b"\x80" * (frame_max + 1))
