@@ -145,6 +145,10 @@ func (w *Writer) Number(f float64) {
 // canonicalNaN is the bits of the NaN that Number writes.
 const canonicalNaN = 0x7ff8000000000000
 
+// HalfNaN writes the NaN of RFC 8949's preferred serialization, the
+// half-precision quiet NaN f9 7e 00: the NaN of an invalid Date.
+func (w *Writer) HalfNaN() { w.buf = append(w.buf, MajorSimple<<5|25, 0x7e, 0x00) }
+
 // Float64 writes f as a double-precision float.
 func (w *Writer) Float64(f float64) {
 	w.buf = append(w.buf, MajorSimple<<5|27)

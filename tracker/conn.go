@@ -521,6 +521,11 @@ func (c *conn) readLoop() string {
 				c.forbid(m, what)
 				continue
 			}
+			if zeroReq(m) {
+				c.send(&wire.Error{Code: wire.CodeInvalid, Message: fmt.Sprintf(
+					"tracker: %s with req 0 refused: a request's req must not be 0 (an error with req 0 is about the connection); number requests from 1", m.Type())})
+				continue
+			}
 			var a aux
 			switch m := m.(type) {
 			case *wire.BlobHave, *wire.BlobPut, *wire.BlobGet:
@@ -621,6 +626,17 @@ func (c *conn) forbid(m wire.Msg, what string) {
 		"remote", c.remote, "type", m.Type().String())
 	c.send(&wire.Error{Req: wire.ReqOf(m), Code: wire.CodeForbidden,
 		Message: fmt.Sprintf("tracker: %s refused: a worker's token may take work, not %s", m.Type(), what)})
+}
+
+// zeroReq reports whether m is a request whose req is 0, which the
+// protocol does not allow: its answer could not be told from an error
+// about the connection.
+func zeroReq(m wire.Msg) bool {
+	switch m.(type) {
+	case *wire.Submit, *wire.Watch, *wire.Info, *wire.BlobHave, *wire.BlobPut, *wire.BlobGet, *wire.Cancel:
+		return wire.ReqOf(m) == 0
+	}
+	return false
 }
 
 // checkHello checks what the table cannot take.
