@@ -54,7 +54,8 @@ type Options struct {
 	// result-limit errors, e.g. "the tracker's limit on a value (riotd
 	// --max-blob-bytes)".
 	ResultLimitName string
-	// MaxConsoleBytes bounds the console output kept per workunit; the rest
+	// MaxConsoleBytes bounds the console output kept per workunit, encoded (a
+	// line costs its text and a few bytes); the rest
 	// is dropped and counted. Default: DefaultMaxConsoleBytes.
 	MaxConsoleBytes int
 	// MemoryLimit, when set, is the heap size in bytes past which every
