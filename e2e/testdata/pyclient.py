@@ -285,12 +285,13 @@ class WebSocket:
 
 # --- riot ------------------------------------------------------------------
 
-VERSION = 2
+VERSION = 3
 T_HELLO, T_WELCOME, T_REFUSED, T_ERROR = 1, 2, 3, 4
 T_SUBMIT, T_ACCEPTED, T_WATCH, T_UNWATCH, T_FINISHED, T_INFO, T_INFO_REPLY = 5, 6, 7, 8, 9, 10, 11
 T_BLOB_HAVE, T_BLOB_NEED, T_BLOB_PUT, T_BLOB_STORED = 12, 13, 14, 15
 T_CREDIT, T_ASSIGN, T_DONE, T_FAILED, T_RETURN, T_BLOB_GET, T_BLOB_DATA = 16, 17, 18, 19, 20, 21, 22
 T_CANCEL, T_CANCELED, T_REVOKE = 23, 24, 25
+T_BLOB_WRITE, T_BLOB_WRITTEN, T_BLOB_READ, T_BLOB_PART = 26, 27, 28, 29
 ZERO32 = bytes(32)
 
 
@@ -397,6 +398,21 @@ def run(url, token):
     w.send([T_BLOB_GET, r, missing])
     check(w.recv(T_BLOB_DATA) == [T_BLOB_DATA, r, missing, None], "blob-data of a missing blob is null")
     step("blob-have, blob-put, blob-get")
+
+    # A blob in pieces: the worker writes it, as it would a large result;
+    # the master reads part of it.
+    big = bytes(range(256)) * 40
+    hb = hashlib.sha256(big).digest()
+    for off in (0, 4096, 8192):
+        r = w.next_req()
+        w.send([T_BLOB_WRITE, r, hb, len(big), off, big[off:off + 4096]])
+        got = w.recv(T_BLOB_WRITTEN)
+        check(got == [T_BLOB_WRITTEN, r, hb, min(off + 4096, len(big))], "blob-written %r", got)
+    r = m.next_req()
+    m.send([T_BLOB_READ, r, hb, 6000, 5000])
+    got = m.recv(T_BLOB_PART)
+    check(got == [T_BLOB_PART, r, hb, len(big), 6000, big[6000:]], "blob-part %r", got[:5])
+    step("blob-write in 3 pieces, blob-read")
 
     # Submit with watch: accepted (waiting), assign, done, finished.
     source = "6 * 7 + %d" % int(time.time() * 1000)  # a new key each run
@@ -512,8 +528,9 @@ def run_limits(url, token):
     m = Conn(url, "master", "py-limits", token=token)
     frame_max = m.limits["max-frame-bytes"]
     derived = frame_max - min(64 << 10, frame_max // 4)
-    for k in ("max-spec-bytes", "max-result-bytes", "max-blob-bytes"):
+    for k in ("max-spec-bytes", "max-result-bytes"):
         check(m.limits[k] == derived, "%s is %d, not max-frame-bytes - min(64 KiB, max-frame-bytes/4) = %d", k, m.limits[k], derived)
+    check(m.limits["max-blob-bytes"] == 1 << 30, "max-blob-bytes %d, not 1 GiB: it bounds a whole blob, which travels in pieces", m.limits["max-blob-bytes"])
     check(m.limits["max-messages"] == 65536, "max-messages %d", m.limits["max-messages"])
     step("limits derived from max-frame-bytes %d: %d" % (frame_max, derived))
 
@@ -529,18 +546,17 @@ def run_limits(url, token):
         check(c.code == 1002, "an oversized spec closes with %r, not 1002", c.code)
     step("oversized spec: error 6 with its req, whole frame dropped, close 1002")
 
-    # Likewise a blob-put over max-blob-bytes.
+    # A blob-write of a blob over max-blob-bytes: an error with its req;
+    # the connection stays open.
     m = Conn(url, "master", "py-limits", token=token)
-    data = b"b" * (m.limits["max-blob-bytes"] + 1)
-    m.send([T_BLOB_PUT, 78, hashlib.sha256(data).digest(), data])
+    data = b"b" * 100
+    m.send([T_BLOB_WRITE, 78, hashlib.sha256(data).digest(), m.limits["max-blob-bytes"] + 1, 0, data])
     e = m.recv(T_ERROR)
-    check(e[1] == 78 and e[2] == 6, "an oversized blob-put: %r", e)
-    try:
-        m.recv()
-        raise Fail("the connection stayed open after an oversized blob-put")
-    except Closed as c:
-        check(c.code == 1002, "an oversized blob-put closes with %r, not 1002", c.code)
-    step("oversized blob-put: error 6 with its req, close 1002")
+    check(e[1] == 78 and e[2] == 6, "an oversized blob-write: %r", e)
+    r = m.next_req()
+    m.send([T_INFO, r, ZERO32])
+    check(m.recv(T_INFO_REPLY)[1] == r, "the connection answers after an oversized blob-write")
+    step("oversized blob-write: error 6 with its req, the connection stays open")
 
     # A frame over max-frame-bytes: an error with req 0, then close 1009.
     m = Conn(url, "master", "py-limits", token=token)
