@@ -408,6 +408,14 @@ func (c *Client) writer(cn *conn) {
 			}
 			if aerr != nil {
 				c.unsendable(m, aerr)
+				continue
+			}
+			if _, ok := m.(*wire.BlobWrite); ok {
+				// A piece ends its frame: the tracker stores it (and
+				// answers) while the next ones are on their way.
+				if err = send(); err != nil {
+					break
+				}
 			}
 		}
 		if err == nil {

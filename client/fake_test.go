@@ -38,10 +38,10 @@ type fakeTracker struct {
 	submits  int
 	frames   int
 	onSubmit func(fc *fakeConn, m *wire.Submit) bool // true: handled (no answer)
-	limits   wire.Limits                              // in the welcome; zero: the defaults
-	parts    map[blob.Hash][]byte                     // blobs being written in pieces
-	writes   int                                      // blob-write messages taken
-	reads    int                                      // blob-read messages taken
+	limits   wire.Limits                             // in the welcome; zero: the defaults
+	parts    map[blob.Hash][]byte                    // blobs being written in pieces
+	writes   int                                     // blob-write messages taken
+	reads    int                                     // blob-read messages taken
 }
 
 type fakeUnit struct {

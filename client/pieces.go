@@ -17,7 +17,7 @@ import (
 // pieceWindow is how many pieces of one blob a client has in flight at
 // once, uploading or fetching: enough to keep the connection busy, few
 // enough that neither side holds more than a few pieces.
-const pieceWindow = 4
+const pieceWindow = 8
 
 // BlobLimitError reports a blob larger than the tracker's max-blob-bytes
 // (riotd --max-blob-bytes). It wraps wire.ErrLimit.

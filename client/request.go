@@ -139,7 +139,7 @@ func (c *Client) answerLocked(req uint64) *rpc {
 }
 
 // onAnswerLocked handles the answer to an rpc: InfoReply, Canceled,
-// BlobNeed, BlobStored or BlobData. Everything kept is copied out of the
+// BlobNeed, BlobStored, BlobData, BlobWritten or BlobPart. Everything kept is copied out of the
 // frame.
 func (c *Client) onAnswerLocked(m wire.Msg) {
 	r := c.answerLocked(wire.ReqOf(m))
@@ -183,16 +183,8 @@ func (c *Client) onAnswerLocked(m wire.Msg) {
 			r.finish(append([]byte{}, m.Data...), nil)
 		}
 	case *wire.BlobWritten:
-		if _, ok := r.msg.(*wire.BlobWrite); !ok {
-			r.finish(nil, fmt.Errorf("client: %s: answered with %s", r.op, m.Type()))
-			return
-		}
 		r.finish(m.Written, nil)
 	case *wire.BlobPart:
-		if _, ok := r.msg.(*wire.BlobRead); !ok {
-			r.finish(nil, fmt.Errorf("client: %s: answered with %s", r.op, m.Type()))
-			return
-		}
 		r.onPartLocked(m)
 	default:
 		r.finish(nil, fmt.Errorf("client: %s: answered with %s", r.op, m.Type()))
@@ -218,6 +210,12 @@ func answers(req, ans wire.Msg) bool {
 		return ok
 	case *wire.BlobGet:
 		_, ok := ans.(*wire.BlobData)
+		return ok
+	case *wire.BlobWrite:
+		_, ok := ans.(*wire.BlobWritten)
+		return ok
+	case *wire.BlobRead:
+		_, ok := ans.(*wire.BlobPart)
 		return ok
 	}
 	return false

@@ -124,8 +124,11 @@ type conn struct {
 	touched bool // has messages pushed in this round, to wake
 
 	// Owned by the reader: the blobs this connection is uploading in
-	// pieces (blob-write), by hash.
+	// pieces (blob-write), by hash; and the buffer of the last frame read,
+	// for the next one, while the connection uploads (see reuse).
 	uploads map[blob.Hash]store.BlobWriter
+	rbuf    []byte
+	last    []byte // the frame read last
 }
 
 func newConn(s *Server, ws *websocket.Conn, remote string) *conn {
@@ -320,7 +323,9 @@ func (c *conn) writeLoop() {
 }
 
 // writeAll encodes msgs into frames and writes them. Welcome and Refused
-// go alone in their frame.
+// go alone in their frame; a BlobPart ends its frame, so that the client
+// can handle each piece (and ask for the next) while the following ones
+// are on their way.
 func (c *conn) writeAll(enc *wire.Encoder, msgs []wire.Msg) error {
 	for _, m := range msgs {
 		err := enc.Add(m)
@@ -345,8 +350,15 @@ func (c *conn) writeAll(enc *wire.Encoder, msgs []wire.Msg) error {
 			}
 			continue
 		}
-		switch m.(type) {
+		switch m := m.(type) {
 		case *wire.Welcome, *wire.Refused:
+			if err := c.writeFrame(enc); err != nil {
+				return err
+			}
+		case *wire.BlobPart:
+			// Its data is in the frame now: the buffer goes back.
+			c.putPiece(m.Data)
+			m.Data = nil
 			if err := c.writeFrame(enc); err != nil {
 				return err
 			}
@@ -568,6 +580,10 @@ func (c *conn) readLoop() string {
 			ib.msgs = append(ib.msgs, m)
 			ib.aux = append(ib.aux, a)
 		}
+		if len(ib.msgs) == 0 {
+			c.reuse(c.last)
+		}
+		c.last = nil
 		if len(ib.msgs) > 0 && !c.hand() {
 			c.discard()
 			return "tracker shutting down"
@@ -678,7 +694,8 @@ func (c *conn) readFrame(dec *wire.Decoder, timeout time.Duration) ([]wire.Msg, 
 		// limit, so that the peer learns why (an Error, and the close
 		// frame's text) instead of a bare 1009.
 		most := c.s.opts.Limits.MaxFrameBytes
-		frame, err := io.ReadAll(io.LimitReader(r, int64(most)+1))
+		frame, err := readAll(c.rbuf[:0], io.LimitReader(r, int64(most)+1))
+		c.rbuf, c.last = nil, frame // the frame's messages may alias it: see reuse
 		if err != nil {
 			return nil, 0, c.readErrReason(err, timeout), false
 		}
@@ -902,12 +919,23 @@ func (c *conn) blobWrite(m *wire.BlobWrite) {
 // blobRead answers a blob-read with one piece of the blob, at most
 // PieceBytes.
 func (c *conn) blobRead(m *wire.BlobRead) {
-	n := min(m.Length, uint64(c.s.opts.Limits.PieceBytes()))
-	buf := make([]byte, n)
+	piece := c.s.opts.Limits.PieceBytes()
+	n := int(min(m.Length, uint64(piece)))
+	var buf []byte
+	if p, _ := c.s.pieces.Get().(*[]byte); p != nil && cap(*p) >= n {
+		buf = (*p)[:n]
+	} else {
+		buf = make([]byte, n, piece)
+	}
 	size, got, err := c.s.st.ReadBlob(c.s.baseCtx, m.Hash, int64(min(m.Offset, math.MaxInt64)), buf)
+	if err != nil || got == 0 {
+		c.putPiece(buf)
+	}
 	switch {
 	case errors.Is(err, blob.ErrNotFound):
 		c.send(&wire.BlobPart{Req: m.Req, Hash: m.Hash, Missing: true})
+	case err == nil && got == 0:
+		c.send(&wire.BlobPart{Req: m.Req, Hash: m.Hash, Size: uint64(size), Offset: m.Offset, Data: []byte{}})
 	case err == nil:
 		c.send(&wire.BlobPart{Req: m.Req, Hash: m.Hash, Size: uint64(size), Offset: m.Offset, Data: buf[:got]})
 	case m.Offset > uint64(size):
@@ -915,6 +943,45 @@ func (c *conn) blobRead(m *wire.BlobRead) {
 			Message: fmt.Sprintf("tracker: blob-read: blob %s: offset %d is past its end (%d bytes)", m.Hash.Short(), m.Offset, size)})
 	default:
 		c.storeFailed(m.Req, "blob-read", err)
+	}
+}
+
+// reuse keeps frame's buffer for the next frame when nothing refers to it
+// any more (every message of the frame was a blob message, handled and
+// done with) and the connection is uploading a blob in pieces: one buffer
+// per upload rather than a new one per piece.
+func (c *conn) reuse(frame []byte) {
+	if len(c.uploads) > 0 {
+		c.rbuf = frame[:0]
+	}
+}
+
+// readAll reads r to its end into buf (grown as needed), as io.ReadAll
+// does into a new slice.
+func readAll(buf []byte, r io.Reader) ([]byte, error) {
+	if cap(buf) == 0 {
+		return io.ReadAll(r)
+	}
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return buf, err
+		}
+	}
+}
+
+// putPiece gives a blob-part buffer back for the next blob-read.
+func (c *conn) putPiece(b []byte) {
+	if cap(b) >= c.s.opts.Limits.PieceBytes() {
+		b = b[:0]
+		c.s.pieces.Put(&b)
 	}
 }
 

@@ -51,6 +51,7 @@ type Server struct {
 
 	st      store.Store // the store: the loop's persister writes each Ready's records
 	durable bool        // records are written (false: memory mode)
+	pieces  sync.Pool   // of *[]byte: buffers of blob-part data, back once written
 
 	ln       net.Listener
 	tls      bool           // ln serves TLS

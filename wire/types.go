@@ -274,7 +274,7 @@ const (
 
 // MaxPieceBytes is the most data a client puts in one BlobWrite, and asks
 // for in one BlobRead; a frame may bound a piece further (PieceBytes).
-const MaxPieceBytes = 4 << 20
+const MaxPieceBytes = 1 << 20
 
 // Limits bound what a frame may hold. The tracker enforces its Limits on
 // every frame it reads and tells clients what they are in Welcome; clients

@@ -4,7 +4,6 @@ import (
 	"container/list"
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/riot-go/riot/blob"
@@ -41,7 +40,8 @@ type entry struct {
 }
 
 // NewCache returns a Cache of at most maxBytes bytes of blobs that calls
-// fetch on a miss. A blob larger than maxBytes is fetched each time it is
+// fetch on a miss; fetch must return the bytes of the hash asked for
+// (client.FetchBlob checks them). A blob larger than maxBytes is fetched each time it is
 // asked for and not kept.
 func NewCache(maxBytes int64, fetch func(ctx context.Context, h blob.Hash) ([]byte, error)) *Cache {
 	return &Cache{fetch: fetch, max: maxBytes, order: list.New(), items: make(map[blob.Hash]*list.Element),
@@ -86,12 +86,9 @@ func (c *Cache) Blob(ctx context.Context, h blob.Hash) ([]byte, error) {
 
 // load fetches h for l, keeps it, and wakes l's waiters.
 func (c *Cache) load(ctx context.Context, h blob.Hash, l *load) {
+	// fetch checks the hash (client.FetchBlob does), and so does the
+	// engine with what it is given: no third pass over a large blob here.
 	data, err := c.fetch(ctx, h)
-	if err == nil {
-		if sum := blob.Sum(data); sum != h {
-			data, err = nil, fmt.Errorf("worker: blob %s: fetched data hashes to %s", h.Short(), sum.Short())
-		}
-	}
 	l.data, l.err = data, err
 	if err == nil {
 		c.put(h, data)

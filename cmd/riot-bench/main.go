@@ -45,6 +45,7 @@ import (
 	"time"
 
 	"github.com/riot-go/riot/e2e"
+	"github.com/riot-go/riot/units"
 )
 
 const usage = `riot-bench: measure riot end to end with riotd and riot-worker processes
@@ -84,6 +85,9 @@ type config struct {
 	peerLatencyN  int
 	python        string
 	args          []string // as given, for the report
+	// big, when set, is the size of the one value the --big run sends
+	// (it replaces the other runs).
+	big int64
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
@@ -111,6 +115,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.peerN, "peer-n", 20_000, "tasks in a peer's throughput run")
 	fs.IntVar(&c.peerLatencyN, "peer-latency-n", 1_000, "tasks in a peer's latency run, one at a time")
 	fs.StringVar(&c.python, "python", "", "the Python `path` for --peers dask (default: python3, then /usr/bin/python3, the first that has dask.distributed)")
+	var big string
+	fs.StringVar(&big, "big", "", "instead of the other runs, send one Float64Array of this `size` (e.g. 512MiB) through riotd to a worker and back, in each of --stores, and report the time and the peak memory of the master, riotd and the worker")
 	fs.DurationVar(&c.timeout, "timeout", 20*time.Minute, "bound on the whole run")
 	fs.BoolVar(&c.verbose, "v", false, "print the processes' logs when done")
 	fs.Usage = func() {
@@ -156,6 +162,13 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	if c.peerN < 1 || c.peerLatencyN < 1 {
 		return nil, errors.New("--peer-n and --peer-latency-n must be at least 1")
 	}
+	if big != "" {
+		n, err := units.ParseSize(big)
+		if err != nil || n < 8 || n > 4<<30 {
+			return nil, fmt.Errorf("--big %q: want a size from 8 bytes to 4GiB, such as 512MiB", big)
+		}
+		c.big = int64(n / 8 * 8)
+	}
 	if c.format != "text" && c.format != "markdown" {
 		return nil, fmt.Errorf("--format %q: want text or markdown", c.format)
 	}
@@ -198,6 +211,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer b.cleanup()
+	if cfg.big > 0 {
+		if err := b.runBig(ctx, stdout); err != nil {
+			fmt.Fprintf(stderr, "riot-bench: %v\n", err)
+			return 1
+		}
+		return 0
+	}
 	rep, err := b.run(ctx)
 	if err != nil {
 		fmt.Fprintf(stderr, "riot-bench: %v\n", err)

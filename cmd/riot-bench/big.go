@@ -1,0 +1,183 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/riot-go/riot/e2e"
+	"github.com/riot-go/riot/tracker"
+)
+
+// bigScript sends one Float64Array of N elements to a worker, captured,
+// and has the worker return it: the value goes master → riotd → worker
+// and back, each way as a blob in pieces. It prints the times and the
+// master's own peak memory.
+const bigScript = `
+const n = %d
+const big = new Float64Array(n)
+for (let i = 0; i < n; i += 512) big[i] = i
+const t0 = Date.now()
+const id = riot.doWork(() => big)
+const t1 = Date.now()
+const back = riot.waitUntilDone(id)
+const t2 = Date.now()
+let ok = back.length === n
+for (let i = 0; i < n && ok; i += 512) ok = back[i] === i
+const hwm = riot.readLines('/proc/self/status').find((l) => l.startsWith('VmHWM'))
+console.log(JSON.stringify({ up: t1 - t0, total: t2 - t0, ok, hwm }))
+`
+
+// bigResult is one --big run.
+type bigResult struct {
+	store     string
+	bytes     int64 // the value's encoded size
+	up, total time.Duration
+	// Peak resident memory of each process, from /proc/PID/status: VmHWM
+	// where it could be read at the end, else the largest VmRSS sampled.
+	masterHWM, riotdHWM, workerHWM int64
+	// riotd's and the worker's resident memory before the run.
+	riotdBase, workerBase int64
+	masterSampled         int64
+}
+
+// runBig measures one value of cfg.big bytes through riotd and one worker
+// and back, in each store.
+func (b *bench) runBig(ctx context.Context, w io.Writer) error {
+	n := b.cfg.big / 8
+	script := filepath.Join(b.tmp, "big.js")
+	if err := os.WriteFile(script, fmt.Appendf(nil, bigScript, n), 0o644); err != nil {
+		return err
+	}
+	var results []bigResult
+	for _, store := range b.cfg.stores {
+		r, err := b.bigOnce(ctx, store, script)
+		if err != nil {
+			return b.failed(fmt.Errorf("--big, %s: %w", store, err))
+		}
+		results = append(results, r)
+	}
+	mib := func(n int64) string { return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20)) }
+	fmt.Fprintf(w, "riot-bench %s\n%s, load %s\n\n", strings.Join(b.cfg.args, " "), environment(), loadAverage())
+	fmt.Fprintln(w, "| store | value | master → worker (doWork) | round trip (→ worker → back) | throughput, both ways | master peak (VmHWM) | riotd peak (VmHWM; before) | worker peak (VmHWM; before) |")
+	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+	for _, r := range results {
+		rate := 2 * float64(r.bytes) / r.total.Seconds() / 1e6
+		fmt.Fprintf(w, "| %s | %s | %v (%.0f MB/s) | %v | %.0f MB/s | %s | %s; %s | %s; %s |\n", r.store, mib(r.bytes),
+			r.up.Round(time.Millisecond), float64(r.bytes)/r.up.Seconds()/1e6, r.total.Round(time.Millisecond), rate,
+			mib(r.masterHWM), mib(r.riotdHWM), mib(r.riotdBase), mib(r.workerHWM), mib(r.workerBase))
+	}
+	return nil
+}
+
+func (b *bench) bigOnce(ctx context.Context, store, script string) (bigResult, error) {
+	res := bigResult{store: store, bytes: b.cfg.big + 7}
+	tr, err := b.startTracker(ctx, store)
+	if err != nil {
+		return res, err
+	}
+	defer tr.Close()
+	wk, err := e2e.LaunchWorker(ctx, b.bins, tr.Addr(), e2e.WorkerOptions{Name: "big", Slots: 1, Label: "riot-worker big (" + store + ")"})
+	if err != nil {
+		return res, err
+	}
+	b.procs = append(b.procs, wk.Process)
+	defer wk.Close()
+	if _, err := tr.WaitStatus(ctx, func(s tracker.Status) bool { return len(s.Workers) == 1 }); err != nil {
+		return res, err
+	}
+	res.riotdBase, _ = procMem(tr.Pid(), "VmHWM")
+	res.workerBase, _ = procMem(wk.Pid(), "VmHWM")
+
+	cmd := exec.CommandContext(ctx, b.bins.RiotWorker, "eval", "--tracker", tr.Addr(), script)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Start(); err != nil {
+		return res, err
+	}
+	// Sample the master's resident memory while it runs: its VmHWM is
+	// gone with it (the script prints its own, which is the same).
+	var wg sync.WaitGroup
+	stop := make(chan struct{})
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			if v, err := procMem(cmd.Process.Pid, "VmRSS"); err == nil {
+				res.masterSampled = max(res.masterSampled, v)
+			}
+			select {
+			case <-stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	err = cmd.Wait()
+	close(stop)
+	wg.Wait()
+	if err != nil {
+		return res, fmt.Errorf("riot-worker eval: %w\n%s%s", err, stdout.String(), stderr.String())
+	}
+	var out struct {
+		Up, Total int64
+		OK        bool
+		HWM       string
+	}
+	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &out); err != nil {
+		return res, fmt.Errorf("the script printed %q: %w", stdout.String(), err)
+	}
+	if !out.OK {
+		return res, fmt.Errorf("the value came back changed")
+	}
+	res.up, res.total = time.Duration(out.Up)*time.Millisecond, time.Duration(out.Total)*time.Millisecond
+	res.masterHWM = max(parseKB(out.HWM), res.masterSampled)
+	if res.riotdHWM, err = procMem(tr.Pid(), "VmHWM"); err != nil {
+		return res, err
+	}
+	if res.workerHWM, err = procMem(wk.Pid(), "VmHWM"); err != nil {
+		return res, err
+	}
+	return res, nil
+}
+
+// procMem returns a field of /proc/PID/status in bytes ("VmHWM: 1234 kB").
+func procMem(pid int, field string) (int64, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if strings.HasPrefix(sc.Text(), field+":") {
+			return parseKB(sc.Text()), nil
+		}
+	}
+	return 0, fmt.Errorf("/proc/%d/status has no %s", pid, field)
+}
+
+// parseKB reads "VmHWM:   1234 kB" as bytes; 0 if it cannot.
+func parseKB(line string) int64 {
+	f := strings.Fields(line)
+	if len(f) < 2 {
+		return 0
+	}
+	n, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		return 0
+	}
+	return n << 10
+}
