@@ -20,20 +20,21 @@ import (
 )
 
 // bigScript sends one Float64Array of N elements to a worker, captured,
-// and has the worker return it: the value goes master → riotd → worker
-// and back, each way as a blob in pieces. It prints the times and the
-// master's own peak memory.
+// and has the worker return a copy with one element changed (another
+// blob, uploaded again): the value goes master → riotd → worker and back,
+// each way as a blob in pieces. It prints the times and the master's own
+// peak memory.
 const bigScript = `
 const n = %d
 const big = new Float64Array(n)
 for (let i = 0; i < n; i += 512) big[i] = i
 const t0 = Date.now()
-const id = riot.doWork(() => big)
+const id = riot.doWork(() => { const a = new Float64Array(big); a[1] = -1; return a })
 const t1 = Date.now()
 const back = riot.waitUntilDone(id)
 const t2 = Date.now()
-let ok = back.length === n
-for (let i = 0; i < n && ok; i += 512) ok = back[i] === i
+let ok = back.length === n && back[1] === -1
+for (let i = 512; i < n && ok; i += 512) ok = back[i] === i
 const hwm = riot.readLines('/proc/self/status').find((l) => l.startsWith('VmHWM'))
 console.log(JSON.stringify({ up: t1 - t0, total: t2 - t0, ok, hwm }))
 `
@@ -49,6 +50,8 @@ type bigResult struct {
 	// riotd's and the worker's resident memory before the run.
 	riotdBase, workerBase int64
 	masterSampled         int64
+	// CPU time (user and system) each process spent on the run.
+	masterCPU, riotdCPU, workerCPU time.Duration
 }
 
 // runBig measures one value of cfg.big bytes through riotd and one worker
@@ -69,13 +72,14 @@ func (b *bench) runBig(ctx context.Context, w io.Writer) error {
 	}
 	mib := func(n int64) string { return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20)) }
 	fmt.Fprintf(w, "riot-bench %s\n%s, load %s\n\n", strings.Join(b.cfg.args, " "), environment(), loadAverage())
-	fmt.Fprintln(w, "| store | value | master → worker (doWork) | round trip (→ worker → back) | throughput, both ways | master peak (VmHWM) | riotd peak (VmHWM; before) | worker peak (VmHWM; before) |")
-	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+	fmt.Fprintln(w, "| store | value | master → worker (doWork) | round trip (→ worker → back) | throughput, both ways | master peak (VmHWM) | riotd peak (VmHWM; before) | worker peak (VmHWM; before) | CPU: master, riotd, worker |")
+	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	for _, r := range results {
 		rate := 2 * float64(r.bytes) / r.total.Seconds() / 1e6
-		fmt.Fprintf(w, "| %s | %s | %v (%.0f MB/s) | %v | %.0f MB/s | %s | %s; %s | %s; %s |\n", r.store, mib(r.bytes),
+		fmt.Fprintf(w, "| %s | %s | %v (%.0f MB/s) | %v | %.0f MB/s | %s | %s; %s | %s; %s | %.2fs, %.2fs, %.2fs |\n", r.store, mib(r.bytes),
 			r.up.Round(time.Millisecond), float64(r.bytes)/r.up.Seconds()/1e6, r.total.Round(time.Millisecond), rate,
-			mib(r.masterHWM), mib(r.riotdHWM), mib(r.riotdBase), mib(r.workerHWM), mib(r.workerBase))
+			mib(r.masterHWM), mib(r.riotdHWM), mib(r.riotdBase), mib(r.workerHWM), mib(r.workerBase),
+			r.masterCPU.Seconds(), r.riotdCPU.Seconds(), r.workerCPU.Seconds())
 	}
 	return nil
 }
@@ -98,6 +102,7 @@ func (b *bench) bigOnce(ctx context.Context, store, script string) (bigResult, e
 	}
 	res.riotdBase, _ = procMem(tr.Pid(), "VmHWM")
 	res.workerBase, _ = procMem(wk.Pid(), "VmHWM")
+	riotdCPU0, workerCPU0 := procCPU(tr.Pid()), procCPU(wk.Pid())
 
 	cmd := exec.CommandContext(ctx, b.bins.RiotWorker, "eval", "--tracker", tr.Addr(), script)
 	var stdout, stderr bytes.Buffer
@@ -143,6 +148,8 @@ func (b *bench) bigOnce(ctx context.Context, store, script string) (bigResult, e
 		return res, fmt.Errorf("the value came back changed")
 	}
 	res.up, res.total = time.Duration(out.Up)*time.Millisecond, time.Duration(out.Total)*time.Millisecond
+	res.masterCPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
+	res.riotdCPU, res.workerCPU = procCPU(tr.Pid())-riotdCPU0, procCPU(wk.Pid())-workerCPU0
 	res.masterHWM = max(parseKB(out.HWM), res.masterSampled)
 	if res.riotdHWM, err = procMem(tr.Pid(), "VmHWM"); err != nil {
 		return res, err
@@ -167,6 +174,27 @@ func procMem(pid int, field string) (int64, error) {
 		}
 	}
 	return 0, fmt.Errorf("/proc/%d/status has no %s", pid, field)
+}
+
+// procCPU returns the CPU time (user and system) process pid has used,
+// from /proc/PID/stat (in clock ticks of 10 ms); 0 if it cannot.
+func procCPU(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The fields after the command's name, which is in parentheses.
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return 0
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+st) * 10 * time.Millisecond
 }
 
 // parseKB reads "VmHWM:   1234 kB" as bytes; 0 if it cannot.
