@@ -333,6 +333,14 @@ func (c *Client) resumeLocked() (lost []*Assignment) {
 	for _, req := range reqs {
 		r := c.pending[req]
 		m := r.message()
+		switch m.(type) {
+		case *wire.BlobWrite, *wire.BlobRead:
+			// A piece means nothing on a new connection (an upload lives
+			// on one): its transfer starts again (putPieces, fetchPieces).
+			delete(c.pending, req)
+			r.(*rpc).finish(nil, fmt.Errorf("client: %s: %w", r.(*rpc).op, errPieceLost))
+			continue
+		}
 		if s, ok := m.(*wire.Submit); ok && s.Watch {
 			covered[r.(*Call).Key] = true
 		}

@@ -340,6 +340,30 @@ func TestFake_Blobs_InPieces(t *testing.T) {
 	assert.Contains(t, err.Error(), "1048577 bytes (1.0 MiB), over the tracker's limit on a value of 1MiB (riotd --max-blob-bytes)")
 }
 
+// TestFake_Blobs_InPieces_Reconnect: an upload in pieces whose connection
+// drops starts again on the next one, and completes.
+func TestFake_Blobs_InPieces_Reconnect(t *testing.T) {
+	t.Parallel()
+	ft := newFakeTracker(t)
+	ft.limits = wire.Limits{MaxFrameBytes: 64 << 10}
+	ft.dropAt = 5
+	c := dialFake(t, ft, Options{})
+	ctx := testCtx(t)
+	data := make([]byte, 10*c.Limits().PieceBytes())
+	for i := range data {
+		data[i] = byte(i * 13)
+	}
+	h := blob.Sum(data)
+	require.NoError(t, c.EnsureBlobs(ctx, map[blob.Hash][]byte{h: data}))
+	ft.mu.Lock()
+	assert.Equal(t, data, ft.blobs[h])
+	assert.Greater(t, ft.writes, 10, "the pieces went again")
+	ft.mu.Unlock()
+	got, err := c.FetchBlob(ctx, h)
+	require.NoError(t, err)
+	assert.Equal(t, data, got)
+}
+
 func TestFake_Reconnect(t *testing.T) {
 	t.Parallel()
 	ft := newFakeTracker(t)

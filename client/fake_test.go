@@ -41,6 +41,7 @@ type fakeTracker struct {
 	limits   wire.Limits                             // in the welcome; zero: the defaults
 	parts    map[blob.Hash][]byte                    // blobs being written in pieces
 	writes   int                                     // blob-write messages taken
+	dropAt   int                                     // the blob-write (counted in writes) whose connection drops instead of its answer
 	reads    int                                     // blob-read messages taken
 }
 
@@ -293,7 +294,14 @@ func (ft *fakeTracker) handleLocked(fc *fakeConn, m wire.Msg) {
 		if ft.parts == nil {
 			ft.parts = map[blob.Hash][]byte{}
 		}
+		if ft.writes == ft.dropAt {
+			go fc.close()
+			return
+		}
 		part := ft.parts[m.Hash]
+		if m.Offset == 0 {
+			part = nil // the upload starts again
+		}
 		if m.Offset != uint64(len(part)) {
 			fc.send(&wire.Error{Req: m.Req, Code: wire.CodeInvalid, Message: "out of order"})
 			return

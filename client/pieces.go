@@ -19,6 +19,14 @@ import (
 // enough that neither side holds more than a few pieces.
 const pieceWindow = 8
 
+// errPieceLost ends the pieces in flight when the connection drops: the
+// transfer starts again on the next one.
+var errPieceLost = errors.New("the connection dropped during the transfer")
+
+// pieceAttempts bounds the times a transfer in pieces starts again after
+// its connection dropped.
+const pieceAttempts = 3
+
 // BlobLimitError reports a blob larger than the tracker's max-blob-bytes
 // (riotd --max-blob-bytes). It wraps wire.ErrLimit.
 type BlobLimitError struct {
@@ -52,7 +60,12 @@ func (c *Client) newSharedLocked(table map[blob.Hash]*rpc, h blob.Hash, op strin
 // putPieces uploads data as the blob h in pieces (BlobWrite), at most
 // pieceWindow in flight, and ends r with the outcome.
 func (c *Client) putPieces(ctx context.Context, h blob.Hash, data []byte, piece int, r *rpc) {
-	err := c.writePieces(ctx, h, data, piece)
+	var err error
+	for range pieceAttempts {
+		if err = c.writePieces(ctx, h, data, piece); !errors.Is(err, errPieceLost) {
+			break
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if err == nil {
@@ -97,7 +110,13 @@ func (c *Client) writePieces(ctx context.Context, h blob.Hash, data []byte, piec
 // pieceWindow in flight, into one buffer of its size, checks its hash,
 // and ends r with it.
 func (c *Client) fetchPieces(ctx context.Context, h blob.Hash, r *rpc) {
-	data, err := c.readPieces(ctx, h)
+	var data []byte
+	var err error
+	for range pieceAttempts {
+		if data, err = c.readPieces(ctx, h); !errors.Is(err, errPieceLost) {
+			break
+		}
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r.finish(data, err)
