@@ -346,7 +346,7 @@ func TestFake_Blobs_InPieces_Reconnect(t *testing.T) {
 	t.Parallel()
 	ft := newFakeTracker(t)
 	ft.limits = wire.Limits{MaxFrameBytes: 64 << 10}
-	ft.dropAt = 5
+	ft.dropAt = 9 // sent once the first piece was answered: a resent 9th would not start at 0
 	c := dialFake(t, ft, Options{})
 	ctx := testCtx(t)
 	data := make([]byte, 10*c.Limits().PieceBytes())

@@ -39,10 +39,16 @@ type fakeTracker struct {
 	frames   int
 	onSubmit func(fc *fakeConn, m *wire.Submit) bool // true: handled (no answer)
 	limits   wire.Limits                             // in the welcome; zero: the defaults
-	parts    map[blob.Hash][]byte                    // blobs being written in pieces
+	parts    map[fakePart][]byte                     // blobs being written in pieces, by connection
 	writes   int                                     // blob-write messages taken
 	dropAt   int                                     // the blob-write (counted in writes) whose connection drops instead of its answer
 	reads    int                                     // blob-read messages taken
+}
+
+// fakePart names an upload in pieces: they live on one connection.
+type fakePart struct {
+	fc *fakeConn
+	h  blob.Hash
 }
 
 type fakeUnit struct {
@@ -292,13 +298,14 @@ func (ft *fakeTracker) handleLocked(fc *fakeConn, m wire.Msg) {
 	case *wire.BlobWrite:
 		ft.writes++
 		if ft.parts == nil {
-			ft.parts = map[blob.Hash][]byte{}
+			ft.parts = map[fakePart][]byte{}
 		}
+		pk := fakePart{fc, m.Hash}
 		if ft.writes == ft.dropAt {
 			go fc.close()
 			return
 		}
-		part := ft.parts[m.Hash]
+		part := ft.parts[pk]
 		if m.Offset == 0 {
 			part = nil // the upload starts again
 		}
@@ -307,9 +314,9 @@ func (ft *fakeTracker) handleLocked(fc *fakeConn, m wire.Msg) {
 			return
 		}
 		part = append(part, m.Data...)
-		ft.parts[m.Hash] = part
+		ft.parts[pk] = part
 		if uint64(len(part)) == m.Size {
-			delete(ft.parts, m.Hash)
+			delete(ft.parts, pk)
 			if blob.Sum(part) != m.Hash {
 				fc.send(&wire.Error{Req: m.Req, Code: wire.CodeInvalid, Message: "bad hash"})
 				return
