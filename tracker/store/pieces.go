@@ -252,7 +252,8 @@ func (m *Memory) CreateBlob(ctx context.Context, h blob.Hash, size int64) (BlobW
 	if size < 0 {
 		return nil, fmt.Errorf("store: create blob %s: size %d", h.Short(), size)
 	}
-	return &memWriter{m: m, h: h, size: size, buf: make([]byte, 0, size)}, nil
+	// Room for the size claimed, up to a bound: the pieces may never come.
+	return &memWriter{m: m, h: h, size: size, buf: make([]byte, 0, min(size, 16<<20))}, nil
 }
 
 // ReadBlob implements Store.
