@@ -86,8 +86,10 @@ func (c *Client) EnsureBlobs(ctx context.Context, blobs map[blob.Hash][]byte) er
 				continue
 			}
 			if len(data) > piece {
+				// Like a blob-put, it goes on for others when this caller
+				// stops waiting; it ends with the client.
 				p := c.newSharedLocked(c.puts, h, "blob-write "+h.Short())
-				go c.putPieces(ctx, h, data, piece, p)
+				go c.putPieces(context.WithoutCancel(ctx), h, data, piece, p)
 				wait = append(wait, p)
 				continue
 			}
@@ -115,8 +117,9 @@ func (c *Client) PutBlob(ctx context.Context, data []byte) (blob.Hash, error) {
 // FetchBlob returns the blob h from the tracker (BlobRead → BlobPart, in
 // pieces of the tracker's Limits.PieceBytes, a few in flight at a time,
 // into one buffer of the blob's size), checking that the data hashes to h.
-// Concurrent fetches of one hash share one transfer. A blob the tracker does not hold gives an error wrapping
-// blob.ErrNotFound. FetchBlob does not cache: a worker keeps its own cache
+// Concurrent fetches of one hash share one transfer, which stops when the
+// last of them stops waiting. A blob the tracker does not hold gives an
+// error wrapping blob.ErrNotFound. FetchBlob does not cache: a worker keeps its own cache
 // (package worker).
 func (c *Client) FetchBlob(ctx context.Context, h blob.Hash) ([]byte, error) {
 	c.mu.Lock()

@@ -43,7 +43,7 @@ func (e *BlobLimitError) Error() string {
 // Unwrap returns wire.ErrLimit.
 func (e *BlobLimitError) Unwrap() error { return wire.ErrLimit }
 
-// newShared returns an rpc that stands for a piece-by-piece transfer of h
+// newSharedLocked returns an rpc that stands for a piece-by-piece transfer of h
 // in table (c.puts or c.gets): not a message of its own, it ends when the
 // transfer does, and callers share it as they share a BlobPut or BlobGet.
 func (c *Client) newSharedLocked(table map[blob.Hash]*rpc, h blob.Hash, op string) *rpc {
