@@ -176,6 +176,8 @@ func msgBytes(m wire.Msg) int {
 		return base + outcomeBytes(&m.Outcome)
 	case *wire.BlobData:
 		return base + len(m.Data)
+	case *wire.BlobPart:
+		return base + len(m.Data)
 	case *wire.BlobNeed:
 		return base + 32*len(m.Missing)
 	}
