@@ -40,7 +40,9 @@
 //
 // The bbolt file has buckets "meta" (format name and version), "records"
 // (record ID → encoded record, spec included while waiting or running)
-// and "blobs" (hash → bytes). Records are versioned CBOR arrays (see
+// and "blobs" (hash → bytes, for blobs stored whole). Blobs that came in
+// pieces (CreateBlob) are files of the directory BlobDir beside it, named
+// by their hash in hex. Records are versioned CBOR arrays (see
 // codec.go); a file or record of a newer version fails with ErrVersion, a
 // damaged or foreign file with ErrCorrupt, at open (bbolt checks its meta
 // pages) or at Load (every record is decoded).
