@@ -149,6 +149,15 @@ func TestConfigureOptions(t *testing.T) {
 				assert.Equal(t, 1<<30, o.QueueBytes)
 			},
 		},
+		{
+			name: "max blob bytes", args: []string{"--max-blob-bytes", "4GiB"}, getenv: home,
+			check: func(t *testing.T, o Options) { assert.Equal(t, 4<<30, o.Limits.MaxBlobBytes) },
+		},
+		{
+			name: "max blob bytes by default", getenv: home,
+			check: func(t *testing.T, o Options) { assert.Equal(t, 1<<30, o.Limits.MaxBlobBytes) },
+		},
+		{name: "zero max blob bytes", args: []string{"--max-blob-bytes", "0"}, getenv: home, err: "--max-blob-bytes 0: want more than 0"},
 		{name: "arguments", args: []string{"localhost"}, getenv: home, err: "unexpected argument"},
 		{name: "unknown flag", args: []string{"--bogus"}, getenv: home, err: "unknown flag: --bogus"},
 		{name: "unknown one-dash flag", args: []string{"-bogus"}, getenv: home, err: "unknown flag: --bogus"},

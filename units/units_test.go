@@ -82,3 +82,13 @@ func TestFlags(t *testing.T) {
 	err = fs.Parse([]string{"--queue", "lots"})
 	assert.EqualError(t, err, `invalid value "lots" for flag -queue: want a size such as 64MiB, 512KiB or 1048576 (bytes)`)
 }
+
+func TestFormatBytes(t *testing.T) {
+	t.Parallel()
+	for n, want := range map[int64]string{
+		0: "0 bytes", 1023: "1023 bytes", 1024: "1024 bytes (1.0 KiB)",
+		80000007: "80000007 bytes (76.3 MiB)", 1 << 30: "1073741824 bytes (1.0 GiB)",
+	} {
+		assert.Equal(t, want, units.FormatBytes(n), "%d", n)
+	}
+}
