@@ -65,6 +65,16 @@ type Source interface {
 	Blob(ctx context.Context, h Hash) ([]byte, error)
 }
 
+// Checked is a Source whose bytes have been checked against their hash
+// already (a worker's cache of blobs fetched with client.FetchBlob, which
+// checks each): a consumer need not hash them again, a pass over each
+// large value saved.
+type Checked interface {
+	Source
+	// BlobsChecked marks the Source; it does nothing.
+	BlobsChecked()
+}
+
 // Map is a Source held in memory. It is safe for concurrent reads once
 // filled; callers that write while others read must lock around it.
 type Map map[Hash][]byte

@@ -329,7 +329,7 @@ func (rl *realm) fetchBlob(h blob.Hash) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if blob.Sum(data) != h {
+	if _, checked := rl.cur.blobs.(blob.Checked); !checked && blob.Sum(data) != h {
 		return nil, fmt.Errorf("blob %s: the bytes given do not match the hash", h.Short())
 	}
 	return data, nil

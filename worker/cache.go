@@ -99,6 +99,12 @@ func (c *Cache) load(ctx context.Context, h blob.Hash, l *load) {
 	close(l.done)
 }
 
+// BlobsChecked implements blob.Checked: fetch checks each blob's hash
+// (client.FetchBlob does), so the engine need not hash it again.
+func (c *Cache) BlobsChecked() {}
+
+var _ blob.Checked = (*Cache)(nil)
+
 // Has reports whether the cache holds h.
 func (c *Cache) Has(h blob.Hash) bool {
 	c.mu.Lock()
