@@ -215,6 +215,13 @@ func (w *memWriter) Write(p []byte) (int, error) {
 	if int64(len(w.buf)+len(p)) > w.size {
 		return 0, fmt.Errorf("store: blob %s: %d bytes past its size of %d", w.h.Short(), int64(len(w.buf)+len(p))-w.size, w.size)
 	}
+	if len(w.buf)+len(p) > cap(w.buf) {
+		// The pieces came: room for the whole, in one step rather than
+		// append's many.
+		buf := make([]byte, len(w.buf), w.size)
+		copy(buf, w.buf)
+		w.buf = buf
+	}
 	w.buf = append(w.buf, p...)
 	return len(p), nil
 }
