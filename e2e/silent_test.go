@@ -1,0 +1,58 @@
+package e2e_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/riot-go/riot/e2e"
+)
+
+// jobScript writes a job script into a temporary directory and returns its
+// path.
+func jobScript(t *testing.T, name, src string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	require.NoError(t, os.WriteFile(path, []byte(src), 0o644))
+	return path
+}
+
+// evalOnWorker runs a job script with riot-worker eval against a riotd
+// process and one riot-worker process with one slot, so that every
+// workunit runs in the same runtime, one after another.
+func evalOnWorker(t *testing.T, script string) e2e.EvalResult {
+	t.Helper()
+	tr := bins.StartTracker(t, e2e.TrackerOptions{})
+	bins.StartWorker(t, tr.Addr(), e2e.WorkerOptions{Name: "w1", Slots: 1})
+	tr.WaitFor(t, workers(1))
+	return bins.RunEval(t, "--tracker", tr.Addr(), script)
+}
+
+// TestE2E_NoCache_EveryCallRuns: equal noCache calls are workunits of
+// their own. A regression test: four riot.with({noCache: true}).doWork(f)
+// of one f were one workunit, one id and one random number.
+func TestE2E_NoCache_EveryCallRuns(t *testing.T) {
+	t.Parallel()
+	script := jobScript(t, "nocache.js", `
+const f = () => Math.random();
+const nc = riot.with({noCache: true});
+const ids = [1, 2, 3, 4].map(() => nc.doWork(f));
+console.log(new Set(ids).size, new Set(ids.map(riot.waitUntilDone)).size);
+console.log(new Set(nc.forWork([1, 1, 1], () => Math.random())).size);
+const again = [1, 2].map(() => nc.forWork([7], () => Math.random())[0]);
+console.log(new Set(again).size);
+// Without noCache, equal calls are still one workunit.
+const cached = [1, 2, 3].map(() => riot.doWork(f));
+console.log(new Set(cached).size);
+`)
+	res := evalOnWorker(t, script)
+	require.Equal(t, 0, res.Code, res)
+	assert.Equal(t, "4 4\n3\n2\n1\n", res.Stdout, res)
+}
+
+// silence strings until the other tests of this file use it.
+var _ = strings.Contains
