@@ -54,5 +54,22 @@ console.log(new Set(cached).size);
 	assert.Equal(t, "4 4\n3\n2\n1\n", res.Stdout, res)
 }
 
-// silence strings until the other tests of this file use it.
-var _ = strings.Contains
+// TestE2E_UnhandledRejection_ExitsOne: an error thrown in async code that
+// nobody awaits is printed, with its worker for a workunit's, and the job
+// exits 1, as Node does. A regression test: it was silent, exit 0.
+func TestE2E_UnhandledRejection_ExitsOne(t *testing.T) {
+	t.Parallel()
+	script := jobScript(t, "async.js", `async function main() {
+  riot.waitUntilDone(riot.doWork(() => { throw new Error('boom') }));
+}
+main();
+`)
+	res := evalOnWorker(t, script)
+	assert.Equal(t, 1, res.Code, res)
+	assert.Contains(t, res.Stderr, "failed on worker w1: Error: boom\n    at waitUntilDone (native)\n    at main (async.js:2:", res)
+	assert.Contains(t, res.Stderr, "Caused by: Error: boom\n    at async.js:2:", res)
+
+	plain := bins.RunEval(t, jobScript(t, "reject.js", "Promise.reject(new Error('x'));\n"))
+	assert.Equal(t, 1, plain.Code, plain)
+	assert.True(t, strings.HasPrefix(plain.Stderr, "Error: x\n    at reject.js:1:16"), plain)
+}
