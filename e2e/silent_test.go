@@ -73,3 +73,23 @@ main();
 	assert.Equal(t, 1, plain.Code, plain)
 	assert.True(t, strings.HasPrefix(plain.Stderr, "Error: x\n    at reject.js:1:16"), plain)
 }
+
+// TestE2E_LargeCapturedValue_OwnCopy: a captured value large enough to
+// travel as a blob is each workunit's own copy on the worker: its writes
+// work, in sloppy and strict code, and the next workunit on the same
+// worker sees the value as sent. A regression test: the worker's copy was
+// shared and frozen, a write was lost (sloppy) or threw a TypeError with
+// no message (strict).
+func TestE2E_LargeCapturedValue_OwnCopy(t *testing.T) {
+	t.Parallel()
+	script := jobScript(t, "big.js", `const big = new Array(200000).fill(1);
+const dict = new Set(Array.from({length: 20000}, (_, i) => 'w' + i));
+const sloppy = () => { big[0] = 99; big.push(7); dict.add('new'); return [big[0], big.length, dict.has('new')]; };
+const strict = () => { 'use strict'; big[0] = 98; dict.delete('w1'); return [big[0], big.length, dict.has('w1')]; };
+const look = () => [big[0], big.length, dict.has('new'), dict.has('w1')];
+for (const f of [sloppy, look, strict, look]) console.log(JSON.stringify(riot.waitUntilDone(riot.doWork(f))));
+`)
+	res := evalOnWorker(t, script)
+	require.Equal(t, 0, res.Code, res)
+	assert.Equal(t, "[99,200001,true]\n[1,200000,false,true]\n[98,200000,false]\n[1,200000,false,true]\n", res.Stdout, res)
+}
