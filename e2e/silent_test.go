@@ -93,3 +93,19 @@ for (const f of [sloppy, look, strict, look]) console.log(JSON.stringify(riot.wa
 	require.Equal(t, 0, res.Code, res)
 	assert.Equal(t, "[99,200001,true]\n[1,200000,false,true]\n[98,200000,false]\n[1,200000,false,true]\n", res.Stdout, res)
 }
+
+// TestE2E_StrictScript_ShipsStrictFunctions: a script's 'use strict'
+// applies to the functions it ships, on the worker as in the script. A
+// regression test: they ran sloppy on the worker.
+func TestE2E_StrictScript_ShipsStrictFunctions(t *testing.T) {
+	t.Parallel()
+	script := jobScript(t, "strict.js", `'use strict';
+const k = 2;
+const probe = () => { const self = (function () { return this })(); try { undeclared = k; return 'sloppy'; } catch (e) { return e.name + (self === undefined ? ', this undefined' : ''); } };
+console.log(riot.waitUntilDone(riot.doWork(probe)));
+console.log(riot.forWork([1], (x) => { try { leaked = x; return 'sloppy'; } catch (e) { return e.name; } })[0]);
+`)
+	res := evalOnWorker(t, script)
+	require.Equal(t, 0, res.Code, res)
+	assert.Equal(t, "ReferenceError, this undefined\nReferenceError\n", res.Stdout, res)
+}

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -542,4 +543,41 @@ func lines(t *testing.T, c workunit.Console) []workunit.ConsoleLine {
 	l, err := c.Lines()
 	require.NoError(t, err)
 	return l
+}
+
+// A function that was strict where it was written runs strict: assigning
+// to an undeclared variable throws, and `this` of a plain call is
+// undefined. A sloppy one runs sloppy. A regression test: strictness was
+// lost on the way, and such code ran sloppy on the worker.
+func TestEngine_Fn_Strict(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, Options{Slots: 1})
+	// Each case assigns its own name: the sloppy one makes a global.
+	src := func(name string) string {
+		return "() => { const self = (function () { return this })(); try { " + name + " = 1; return [self === undefined, 'assigned'] } catch (e) { return [self === undefined, e.name] } }"
+	}
+	for i, tc := range []struct {
+		strict bool
+		env    map[string]any
+		want   []any
+	}{
+		{false, nil, []any{false, "assigned"}},
+		{true, nil, []any{true, "ReferenceError"}},
+		{true, map[string]any{"k": 1.0}, []any{true, "ReferenceError"}},
+	} {
+		res, err := e.CallFunc(context.Background(), &value.Function{Source: src("undeclared" + strconv.Itoa(i)), Env: tc.env, Strict: tc.strict})
+		require.NoError(t, err)
+		v, err := res.Decode()
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, v, "strict %v, env %v", tc.strict, tc.env)
+	}
+	// Functions that refer to each other (made before their variables).
+	a := &value.Function{Source: "() => b()", Env: map[string]any{}, Strict: true}
+	b := &value.Function{Source: "() => { try { undeclaredCycle = a; return 'assigned' } catch (e) { return e.name } }", Env: map[string]any{"a": a}, Strict: true}
+	a.Env["b"] = b
+	res, err := e.CallFunc(context.Background(), a)
+	require.NoError(t, err)
+	v, err := res.Decode()
+	require.NoError(t, err)
+	assert.Equal(t, "ReferenceError", v)
 }
