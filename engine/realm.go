@@ -61,6 +61,10 @@ type moduleInstance struct {
 type blobBytes struct {
 	hash blob.Hash
 	data []byte
+	// flat copies the blob's value without decoding it, when it holds
+	// only primitives (nil otherwise); looked says that the realm looked.
+	flat   *flatValue
+	looked bool
 }
 
 // workerGlobals are riot's globals of a workunit's sandbox, besides the
@@ -350,15 +354,27 @@ func (rl *realm) BlobValue(h blob.Hash) (goja.Value, error) {
 	if v, ok := r.blobVals[h]; ok {
 		return v, nil
 	}
-	data, err := rl.blobBytesOf(h)
+	b, err := rl.blobBytesOf(h)
 	if err != nil {
 		return nil, err
 	}
-	// A blob is a document of its own, with its own object indexes.
-	d := jsvalue.NewDecoder(rl.rt, rl.in, rl.fns, rl)
-	v, err := d.DecodeValue(data)
-	if err != nil {
-		return nil, fmt.Errorf("blob %s: %w", h.Short(), err)
+	var v goja.Value
+	if b.flat != nil {
+		if v, err = b.flat.copy(rl); err != nil {
+			return nil, fmt.Errorf("blob %s: %w", h.Short(), err)
+		}
+	} else {
+		// A blob is a document of its own, with its own object indexes.
+		d := jsvalue.NewDecoder(rl.rt, rl.in, rl.fns, rl)
+		if v, err = d.DecodeValue(b.data); err != nil {
+			return nil, fmt.Errorf("blob %s: %w", h.Short(), err)
+		}
+		if !b.looked {
+			b.looked = true
+			if kind := flatKindOf(b.data); kind != notFlat {
+				b.flat = rl.flatTemplate(kind, v)
+			}
+		}
 	}
 	if r.blobVals == nil {
 		r.blobVals = make(map[blob.Hash]goja.Value)
@@ -367,24 +383,25 @@ func (rl *realm) BlobValue(h blob.Hash) (goja.Value, error) {
 	return v, nil
 }
 
-// blobBytesOf returns the bytes of blob h, from the realm's recent blobs or
-// fetched and checked.
-func (rl *realm) blobBytesOf(h blob.Hash) ([]byte, error) {
+// blobBytesOf returns blob h, from the realm's recent blobs or fetched and
+// checked.
+func (rl *realm) blobBytesOf(h blob.Hash) (*blobBytes, error) {
 	if el, ok := rl.blobData[h]; ok {
 		rl.blobLRU.MoveToFront(el)
-		return el.Value.(*blobBytes).data, nil
+		return el.Value.(*blobBytes), nil
 	}
 	data, err := rl.fetchBlob(h)
 	if err != nil {
 		return nil, err
 	}
-	rl.blobData[h] = rl.blobLRU.PushFront(&blobBytes{hash: h, data: data})
+	b := &blobBytes{hash: h, data: data}
+	rl.blobData[h] = rl.blobLRU.PushFront(b)
 	for rl.blobLRU.Len() > rl.eng.opts.BlobCacheSize {
 		old := rl.blobLRU.Back()
 		rl.blobLRU.Remove(old)
 		delete(rl.blobData, old.Value.(*blobBytes).hash)
 	}
-	return data, nil
+	return b, nil
 }
 
 // run is one workunit's evaluation: its context, console and timers.
