@@ -67,7 +67,6 @@ func BenchmarkEngine_CachedBlobValue(b *testing.B) {
 			if _, err := e.Run(ctx, req); err != nil {
 				b.Fatal(err)
 			}
-			b.ReportMetric(float64(len(data)), "blob-bytes")
 			b.ReportAllocs()
 			for b.Loop() {
 				if _, err := e.Run(ctx, req); err != nil {
