@@ -114,8 +114,9 @@ func NewNonce() []byte {
 // hash of other riot data.
 const keyDomain = "riot-workunit-1"
 
-// Key returns the workunit's key: a SHA-256 over its kind, name, code,
-// payload and nonce, as they stand in its encoding (MarshalBinary). Blobs are not
+// Key returns the workunit's key: a SHA-256 over its kind, source, name,
+// module, export, payload and nonce, as they stand in its encoding
+// (MarshalBinary). Blobs are not
 // covered on their own: the payload and module hash already name them. A
 // caller that sends the spec should use Encode, which serializes it once
 // for both.
