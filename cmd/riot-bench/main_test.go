@@ -30,6 +30,8 @@ func TestParseFlags(t *testing.T) {
 		{"argument", []string{"extra"}, "unexpected"},
 		{"bad peer", []string{"--peers", "dask,ray"}, `"ray" is not a peer`},
 		{"zero peer n", []string{"--peers", "dask", "--peer-n", "0"}, "at least 1"},
+		{"bad big", []string{"--big", "lots"}, "want a size"},
+		{"big", []string{"--big", "512MiB"}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -165,6 +167,20 @@ func TestRun(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, string(got), "--workers 2 --threads 1 --n 40 --warmup 10 --latency-n 3", "the script gets riot's sizes")
 	assert.True(t, strings.HasPrefix(out, "riot-bench --n 300"), out)
+}
+
+// TestRun_Big: --big sends one value through real riotd and riot-worker
+// processes and back, and reports its times and the peak memory of each.
+func TestRun_Big(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs riotd and riot-worker processes")
+	}
+	t.Parallel()
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"--big", "4MiB", "--stores", "durable", "--timeout", "2m"}, &stdout, &stderr)
+	require.Equal(t, 0, code, "stderr:\n%s", stderr.String())
+	assert.Contains(t, stdout.String(), "| durable | 4 MiB | ")
+	assert.Contains(t, stdout.String(), "| master peak (VmHWM) | riotd peak (VmHWM; before) |")
 }
 
 // fakePython writes a fake Python for --peers dask: it passes the import
