@@ -74,7 +74,32 @@ var workerGlobals = []func(*realm) error{bindConsole, bindTimers, bindPerformanc
 // newRealm makes a sandbox of the engine for a workunit of realm key: its
 // console output is kept per workunit (Result.Console).
 func newRealm(eng *Engine, slotID int, key string) (*realm, error) {
-	return makeRealm(eng, slotID, key, nil, workerGlobals, eng.opts.Bindings)
+	rl, err := makeRealm(eng, slotID, key, nil, workerGlobals, eng.opts.Bindings)
+	if err != nil {
+		return nil, err
+	}
+	rl.rt.SetPromiseRejectionTracker(rl.trackRejection)
+	return rl, nil
+}
+
+// trackRejection keeps the running workunit's promises that were rejected
+// with no handler, in order, until one is attached.
+func (rl *realm) trackRejection(p *goja.Promise, op goja.PromiseRejectionOperation) {
+	r := rl.cur
+	if r == nil {
+		return
+	}
+	switch op {
+	case goja.PromiseRejectionReject:
+		r.unhandled = append(r.unhandled, p)
+	case goja.PromiseRejectionHandle:
+		for i, q := range r.unhandled {
+			if q == p {
+				r.unhandled = append(r.unhandled[:i], r.unhandled[i+1:]...)
+				break
+			}
+		}
+	}
 }
 
 // makeRealm makes a runtime with riot's globals (globals) and then
@@ -416,4 +441,8 @@ type run struct {
 	blobVals map[blob.Hash]goja.Value
 	console  console
 	timers   timers
+	// unhandled are the promises rejected with no handler yet
+	// (realm.trackRejection): when the workunit ends, the first one
+	// fails it, as an unhandled rejection ends a Node process.
+	unhandled []*goja.Promise
 }
