@@ -1,9 +1,14 @@
 package e2e_test
 
 import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/riot-go/riot/e2e"
 	"github.com/riot-go/riot/tracker"
@@ -46,4 +51,36 @@ func TestE2E_ReassignmentLogged(t *testing.T) {
 		t.Fatal(err)
 	}
 	assert.Equal(t, 1, tr.CountLogAfter(0, e2e.LogMsg("workunit reassigned")), "riotd's log:\n%s", tr.Log())
+}
+
+// TestE2E_JobSaysTrackerLost: a job whose tracker goes away says so, on
+// stderr without a terminal, and says when it is back, then finishes. A
+// regression test: it once said nothing, and its bar showed the workers as
+// the tracker last saw them.
+func TestE2E_JobSaysTrackerLost(t *testing.T) {
+	t.Parallel()
+	tr := bins.StartTracker(t, e2e.TrackerOptions{Durable: true})
+	bins.StartWorker(t, tr.Addr(), e2e.WorkerOptions{Name: "w1", Slots: 2})
+	tr.WaitFor(t, workers(1))
+	script := filepath.Join(t.TempDir(), "slow.js")
+	require.NoError(t, os.WriteFile(script, []byte(
+		"console.log(riot.forWork([1, 2], (n) => { sleep(1); return n * 2; }).join(','));\n"), 0o644))
+	job := e2e.NewProcess("riot-worker eval", bins.RiotWorker, []string{"eval", "--tracker", tr.Addr(), script}, nil, bins.Root)
+	require.NoError(t, job.Start())
+	t.Cleanup(func() { job.Close() })
+	tr.WaitFor(t, func(s tracker.Status) bool { return s.Workunits.Running+s.Workunits.Done == 2 })
+
+	ctx := e2e.Context(t, 2*e2e.DefaultWait)
+	require.NoError(t, tr.Kill())
+	_, err := job.WaitLog(ctx, regexp.MustCompile(regexp.QuoteMeta(
+		"riot: lost the connection to the tracker at "+tr.Addr()+"; reconnecting (the work goes on there, and the job collects its results once the tracker is back)")))
+	require.NoError(t, err, job.Log())
+	require.NoError(t, tr.Restart(ctx))
+	_, err = job.WaitLog(ctx, regexp.MustCompile(`riot: reconnected to the tracker at `+regexp.QuoteMeta(tr.Addr())+` after \d+s`))
+	require.NoError(t, err, job.Log())
+	code, err := job.Wait(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 0, code, job.Log())
+	assert.Contains(t, job.Log(), "2,4")
+	assert.Equal(t, 1, strings.Count(job.Log(), "lost the connection"), job.Log())
 }

@@ -64,6 +64,13 @@ func (k *conn) Submit(spec *workunit.Spec, opts workunit.Options) master.Submiss
 			k.mu.Unlock()
 		})
 	}
+	if k.state != nil {
+		call.OnDone(func(*workunit.Outcome, error) {
+			if call.FromMemory() {
+				k.state.addMemoized()
+			}
+		})
+	}
 	if opts.GPUs > 0 && k.state != nil {
 		k.state.addGPUWork(1)
 		call.OnDone(func(*workunit.Outcome, error) { k.state.addGPUWork(-1) })

@@ -167,13 +167,24 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	defer main.Close()
 
-	bar := opts.Progress == ProgressOn
-	if opts.Progress == ProgressAuto {
-		if f, ok := opts.Stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-			bar = true
+	uo := uiOptions{bar: opts.Progress == ProgressOn, hints: opts.Progress != ProgressOff,
+		tracker: opts.Tracker, workers: workers, state: state}
+	if f, ok := opts.Stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		uo.bar = uo.bar || opts.Progress == ProgressAuto
+		fd := int(f.Fd())
+		uo.cols = func() int {
+			w, _, err := term.GetSize(fd)
+			if err != nil {
+				return 0
+			}
+			return w
 		}
 	}
-	ui := newJobUI(opts.Stderr, bar, opts.Progress != ProgressOff, opts.Tracker, workers, state)
+	if opts.Tracker != "" {
+		// The embedded tracker cannot go away; a tracker of its own can.
+		uo.connected = main.(*conn).c.Connected
+	}
+	ui := newJobUI(opts.Stderr, uo)
 	defer ui.Close()
 	err = master.RunScript(ctx, master.ScriptOptions{
 		Path:    opts.Script,

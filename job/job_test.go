@@ -103,6 +103,29 @@ func TestRun_ConsoleAndProgress(t *testing.T) {
 	assert.Contains(t, plain, "] 0/3")
 	last := stderr[strings.LastIndex(stderr, "\n")+1:]
 	assert.NotContains(t, last, "/3", "the bar is gone when the work is done: %q", stderr)
+	assert.Regexp(t, `\nriot: 3 workunits finished in [0-9.]+m?s\n$`, plain, "a summary ends the bar")
+}
+
+// A rerun on the same tracker is answered from memory, and the bar's
+// summary says so (nothing else would show it).
+func TestRun_SummarySaysFromMemory(t *testing.T) {
+	t.Parallel()
+	emb, err := StartEmbedded(context.Background(), EmbeddedOptions{Workers: 1, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	t.Cleanup(emb.Stop)
+	script := t.TempDir() + "/job.js"
+	writeFile(t, script, `console.log(riot.forWork([1, 2, 3], (n) => n * 2).join(','));`)
+	for i, want := range []string{"riot: 3 workunits finished in", "riot: 3 workunits finished in"} {
+		stdout, stderr, err := runJob(t, Options{Script: script, Tracker: emb.Addr(), Progress: ProgressOn})
+		require.NoError(t, err, stderr)
+		assert.Equal(t, "2,4,6\n", stdout)
+		assert.Contains(t, stderr, want)
+		if i == 0 {
+			assert.NotContains(t, stderr, "from memory", "the first run ran them")
+		} else {
+			assert.Contains(t, stderr, ", all from memory (the tracker had their results; nothing ran)\n")
+		}
+	}
 }
 
 func TestRun_SyntaxError(t *testing.T) {
