@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -83,4 +84,42 @@ func TestE2E_JobSaysTrackerLost(t *testing.T) {
 	assert.Equal(t, 0, code, job.Log())
 	assert.Contains(t, job.Log(), "2,4")
 	assert.Equal(t, 1, strings.Count(job.Log(), "lost the connection"), job.Log())
+}
+
+// TestE2E_OneInterruptStopsABusyScript: one SIGINT stops a job script busy
+// in a loop that calls nothing, on the embedded default and on a tracker:
+// riot-worker eval says what became of the work and exits with 130. A
+// regression test: the loop ran on until a second SIGINT killed the
+// process, which then said nothing of the work.
+func TestE2E_OneInterruptStopsABusyScript(t *testing.T) {
+	t.Parallel()
+	tr := bins.StartTracker(t, e2e.TrackerOptions{})
+	script := filepath.Join(t.TempDir(), "busy.js")
+	require.NoError(t, os.WriteFile(script, []byte(
+		"riot.doWork(() => 1); console.log('looping'); while (true) {}\n"), 0o644))
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"embedded", []string{"eval", "--quiet", "--workers", "0", script},
+			"riot-worker eval: interrupted with 1 of 1 workunit unfinished; the embedded tracker kept nothing"},
+		{"tracker", []string{"eval", "--quiet", "--tracker", tr.Addr(), script},
+			"riot-worker eval: interrupted with 1 of 1 workunit unfinished; they stay with the tracker at " + tr.Addr() + " and run on"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			job := e2e.NewProcess("riot-worker eval", bins.RiotWorker, tt.args, nil, bins.Root)
+			require.NoError(t, job.Start())
+			t.Cleanup(func() { job.Close() })
+			ctx := e2e.Context(t, e2e.DefaultWait)
+			_, err := job.WaitLog(ctx, regexp.MustCompile(`^looping$`))
+			require.NoError(t, err, job.Log())
+			require.NoError(t, job.Signal(syscall.SIGINT))
+			code, err := job.Wait(ctx)
+			require.NoError(t, err, job.Log())
+			assert.Equal(t, 130, code, job.Log())
+			assert.Contains(t, job.Log(), tt.want)
+			assert.NotContains(t, job.Log(), "interrupted again", "one SIGINT was enough")
+		})
+	}
 }
