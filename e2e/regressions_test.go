@@ -123,3 +123,47 @@ func TestE2E_OneInterruptStopsABusyScript(t *testing.T) {
 		})
 	}
 }
+
+// TestE2E_JoinedWorkunitKeepsTheMastersLimit: a rerun with --timeout that
+// joins an endless workunit an interrupted run left behind gets a
+// TimeoutError at its limit, and the workunit, which nobody else waits
+// for, is stopped; a rerun with --cancel-on-interrupt that joins one
+// cancels it on Ctrl-C. A regression test: the rerun waited for ever, and
+// could cancel nothing, since the workunit was the earlier run's.
+func TestE2E_JoinedWorkunitKeepsTheMastersLimit(t *testing.T) {
+	t.Parallel()
+	tr := bins.StartTracker(t, e2e.TrackerOptions{})
+	bins.StartWorker(t, tr.Addr(), e2e.WorkerOptions{Name: "w1", Slots: 1})
+	tr.WaitFor(t, workers(1))
+	script := filepath.Join(t.TempDir(), "endless.js")
+	require.NoError(t, os.WriteFile(script, []byte(
+		"console.log(riot.forWork([1], () => { while (true) {} }));\n"), 0o644))
+	ctx := e2e.Context(t, 2*e2e.DefaultWait)
+	// interrupted runs the job with args until the tracker has watches
+	// watches (the job waits for its workunit), then interrupts it.
+	interrupted := func(watches int, args ...string) *e2e.Process {
+		job := e2e.NewProcess("riot-worker eval", bins.RiotWorker, append(append([]string{"eval", "--quiet", "--tracker", tr.Addr()}, args...), script), nil, bins.Root)
+		require.NoError(t, job.Start())
+		t.Cleanup(func() { job.Close() })
+		tr.WaitFor(t, func(s tracker.Status) bool { return s.Workunits.Running == 1 && s.Watches == watches })
+		require.NoError(t, job.Signal(syscall.SIGINT))
+		code, err := job.Wait(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, 130, code, job.Log())
+		tr.WaitFor(t, func(s tracker.Status) bool { return s.Watches == 0 }) // the tracker saw it go
+		return job
+	}
+
+	interrupted(1) // leaves the endless workunit running, with nobody waiting
+	res := bins.RunEval(t, "--quiet", "--timeout", "2s", "--tracker", tr.Addr(), script)
+	assert.Equal(t, 1, res.Code, res)
+	assert.Contains(t, res.Stderr, "TimeoutError: the workunit ran past this master's time limit of 2s: it joined the workunit, which another master submitted with no time limit", res)
+	st := tr.WaitFor(t, func(s tracker.Status) bool { return s.Workunits.Running == 0 })
+	assert.Equal(t, 1, st.Workunits.Error, "stopped: nobody else waited")
+
+	interrupted(1) // runs it again, endless, and leaves it
+	job := interrupted(1, "--cancel-on-interrupt")
+	assert.Contains(t, job.Log(), "riot-worker eval: interrupted with 1 of 1 workunit unfinished; canceled them at the tracker at "+tr.Addr())
+	st = tr.WaitFor(t, func(s tracker.Status) bool { return s.Workunits.Running == 0 })
+	assert.Equal(t, uint64(1), st.Canceled)
+}

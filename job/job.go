@@ -263,13 +263,13 @@ type InterruptedError struct {
 	Submitted, Unfinished int
 	// Canceled is how many workunits Options.CancelOnInterrupt canceled,
 	// and CancelErr why it could not cancel them all. Canceled can be
-	// fewer than Unfinished: a run cancels only the workunits it
-	// submitted itself, and one that submits a workunit already waiting
-	// or running (left by an earlier run that was interrupted) joins it
-	// without making it its own. OtherRuns is how many of the unfinished
-	// ones still wait or run at the tracker for such another run, and
-	// run on; Unchecked how many more were not canceled and could not be
-	// looked at (CancelErr, or too many). The rest finished meanwhile.
+	// fewer than Unfinished: a run that submits a workunit already
+	// waiting or running (another run's, still going or interrupted)
+	// joins it without making it its own, and cancels it only when no
+	// other master waits for it. OtherRuns is how many of the unfinished
+	// ones another master still waits for, and run on; Unchecked how many
+	// more were not canceled and could not be looked at (CancelErr, or
+	// too many). The rest finished meanwhile.
 	Canceled             int
 	OtherRuns, Unchecked int
 	CancelErr            error
