@@ -89,6 +89,7 @@ func checkInvariants(t *testing.T, tab *Table, where string) {
 			}
 		}
 	}
+	limited := 0
 	for i, wn := range tab.wnodes {
 		if wn.rec == 0 {
 			continue
@@ -96,6 +97,15 @@ func checkInvariants(t *testing.T, tab *Table, where string) {
 		if free[wn.rec-1] {
 			t.Fatalf("%s: watch node %d on free idx", where, i)
 		}
+		if wn.limit != 0 {
+			limited++
+			if _, ok := tab.limited[uint32(i+1)]; !ok {
+				t.Fatalf("%s: watch node %d has a limit and is not listed", where, i)
+			}
+		}
+	}
+	if limited != len(tab.limited) {
+		t.Fatalf("%s: %d watches with a limit, %d listed", where, limited, len(tab.limited))
 	}
 }
 
@@ -165,7 +175,18 @@ func TestTable_ForgetModel(t *testing.T) {
 			var ev Event
 			switch rng.IntN(14) {
 			case 0, 1, 2:
-				ev = Submit{Master: MasterID(1 + rng.IntN(2)), Req: uint64(step), Key: key(), Spec: []byte("s"), Watch: rng.IntN(2) == 0, Options: workunit.Options{NoCache: rng.IntN(5) == 0}}
+				// Some with a time limit, and some of another owner, so that
+				// joiners' limits expire and cancels stop joiners' waits.
+				var timeout time.Duration
+				if rng.IntN(3) == 0 {
+					timeout = time.Duration(1+rng.IntN(60)) * time.Minute
+				}
+				owner := ""
+				if rng.IntN(3) == 0 {
+					owner = "b"
+				}
+				ev = Submit{Master: MasterID(1 + rng.IntN(2)), Req: uint64(step), Owner: owner, Key: key(), Spec: []byte("s"), Watch: rng.IntN(2) == 0,
+					Options: workunit.Options{NoCache: rng.IntN(5) == 0, Timeout: timeout}}
 			case 3:
 				ev = Tick{Now: now.Add(time.Duration(rng.IntN(90)) * time.Minute)}
 				now = ev.(Tick).Now
