@@ -172,6 +172,14 @@ func (f *Flags) Options(args []string) (CommandOptions, error) {
 		}
 	case f.cancelInt:
 		return CommandOptions{}, errors.New("--cancel-on-interrupt is for job scripts (SCRIPT.js), not -e")
+	default:
+		// -e runs one workunit, in process or on --tracker's workers:
+		// nothing of the embedded default's, and no progress bar.
+		for _, name := range []string{"workers", "data", "no-gpu", "progress", "quiet"} {
+			if f.fs.Changed(name) {
+				return CommandOptions{}, fmt.Errorf("--%s is for job scripts (SCRIPT.js), not -e: leave it out", name)
+			}
+		}
 	}
 	// -e in process reaches no tracker: it needs no authority.
 	if f.tlsCA != "" && (j.Script != "" || j.Tracker != "") {

@@ -70,6 +70,9 @@ func TestFlags_Modes(t *testing.T) {
 		{[]string{"--tracker", "h", "--data", "d", "job.js"}, "--data configures the embedded default, and --tracker h sends"},
 		{[]string{"--tracker", "h", "--data", "d", "--workers", "0", "-e", "1"}, "--workers and --data configure the embedded default"},
 		{[]string{"--tracker", "h", "--no-gpu", "job.js"}, "--no-gpu configures the embedded default"},
+		{[]string{"--workers", "4", "-e", "1"}, "--workers is for job scripts (SCRIPT.js), not -e: leave it out"},
+		{[]string{"--data", "d", "-e", "1"}, "--data is for job scripts (SCRIPT.js), not -e"},
+		{[]string{"--quiet", "-e", "1"}, "--quiet is for job scripts (SCRIPT.js), not -e"},
 		{[]string{"--tracker", "http://h", "job.js"}, `--tracker: tracker address "http://h": scheme "http", want ws or wss: give HOST`},
 	} {
 		_, err := parseFlags(t, tt.args)
