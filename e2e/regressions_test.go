@@ -54,36 +54,48 @@ func TestE2E_ReassignmentLogged(t *testing.T) {
 	assert.Equal(t, 1, tr.CountLogAfter(0, e2e.LogMsg("workunit reassigned")), "riotd's log:\n%s", tr.Log())
 }
 
-// TestE2E_JobSaysTrackerLost: a job whose tracker goes away says so, on
-// stderr without a terminal, and says when it is back, then finishes. A
-// regression test: it once said nothing, and its bar showed the workers as
-// the tracker last saw them.
+// TestE2E_JobSaysTrackerLost: a job (or an -e) whose tracker goes away
+// says so, on stderr without a terminal, and says when it is back, then
+// finishes. A regression test: it once said nothing, and its bar showed
+// the workers as the tracker last saw them.
 func TestE2E_JobSaysTrackerLost(t *testing.T) {
 	t.Parallel()
-	tr := bins.StartTracker(t, e2e.TrackerOptions{Durable: true})
-	bins.StartWorker(t, tr.Addr(), e2e.WorkerOptions{Name: "w1", Slots: 2})
-	tr.WaitFor(t, workers(1))
 	script := filepath.Join(t.TempDir(), "slow.js")
 	require.NoError(t, os.WriteFile(script, []byte(
-		"console.log(riot.forWork([1, 2], (n) => { sleep(1); return n * 2; }).join(','));\n"), 0o644))
-	job := e2e.NewProcess("riot-worker eval", bins.RiotWorker, []string{"eval", "--tracker", tr.Addr(), script}, nil, bins.Root)
-	require.NoError(t, job.Start())
-	t.Cleanup(func() { job.Close() })
-	tr.WaitFor(t, func(s tracker.Status) bool { return s.Workunits.Running+s.Workunits.Done == 2 })
+		"console.log(riot.forWork([1, 2], (n) => { sleep(2); return n * 2; }).join(','));\n"), 0o644))
+	for _, tt := range []struct {
+		name, out string
+		n         int // workunits
+		args      []string
+	}{
+		{"script", "2,4", 2, []string{script}},
+		{"e", "42", 1, []string{"-e", "sleep(2); 6 * 7"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			tr := bins.StartTracker(t, e2e.TrackerOptions{Durable: true})
+			bins.StartWorker(t, tr.Addr(), e2e.WorkerOptions{Name: "w1", Slots: 2})
+			tr.WaitFor(t, workers(1))
+			job := e2e.NewProcess("riot-worker eval", bins.RiotWorker, append([]string{"eval", "--tracker", tr.Addr()}, tt.args...), nil, bins.Root)
+			require.NoError(t, job.Start())
+			t.Cleanup(func() { job.Close() })
+			tr.WaitFor(t, func(s tracker.Status) bool { return s.Workunits.Running+s.Workunits.Done == tt.n })
 
-	ctx := e2e.Context(t, 2*e2e.DefaultWait)
-	require.NoError(t, tr.Kill())
-	_, err := job.WaitLog(ctx, regexp.MustCompile(regexp.QuoteMeta(
-		"riot: lost the connection to the tracker at "+tr.Addr()+"; reconnecting (the work goes on there, and the job collects its results once the tracker is back)")))
-	require.NoError(t, err, job.Log())
-	require.NoError(t, tr.Restart(ctx))
-	_, err = job.WaitLog(ctx, regexp.MustCompile(`riot: reconnected to the tracker at `+regexp.QuoteMeta(tr.Addr())+` after \d+s`))
-	require.NoError(t, err, job.Log())
-	code, err := job.Wait(ctx)
-	require.NoError(t, err)
-	assert.Equal(t, 0, code, job.Log())
-	assert.Contains(t, job.Log(), "2,4")
-	assert.Equal(t, 1, strings.Count(job.Log(), "lost the connection"), job.Log())
+			ctx := e2e.Context(t, 2*e2e.DefaultWait)
+			require.NoError(t, tr.Kill())
+			_, err := job.WaitLog(ctx, regexp.MustCompile(regexp.QuoteMeta(
+				"riot: lost the connection to the tracker at "+tr.Addr()+"; reconnecting (the work goes on there, and the job collects its results once the tracker is back)")))
+			require.NoError(t, err, job.Log())
+			require.NoError(t, tr.Restart(ctx))
+			_, err = job.WaitLog(ctx, regexp.MustCompile(`riot: reconnected to the tracker at `+regexp.QuoteMeta(tr.Addr())+` after \d+s`))
+			require.NoError(t, err, job.Log())
+			code, err := job.Wait(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, 0, code, job.Log())
+			assert.Contains(t, job.Log(), tt.out)
+			assert.Equal(t, 1, strings.Count(job.Log(), "lost the connection"), job.Log())
+		})
+	}
 }
 
 // TestE2E_OneInterruptStopsABusyScript: one SIGINT stops a job script busy

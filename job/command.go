@@ -139,7 +139,10 @@ func evaluateRemote(ctx context.Context, o Options, spec *workunit.Spec, stdout,
 		return &ConnectError{Tracker: o.Tracker, Err: err}
 	}
 	defer c.Close()
+	// Says when the tracker is lost, and when it is back, as a job does.
+	ui := newJobUI(stderr, uiOptions{tracker: o.Tracker, connected: c.Connected})
 	out, err := c.Submit(spec, workunit.Options{Timeout: o.Timeout}).Wait(ctx)
+	ui.Close()
 	if out != nil {
 		printConsole(stderr, out.Worker, out.Console)
 	}
