@@ -33,6 +33,9 @@ type memGuard struct {
 	interrupted map[*run]struct{} // runs of running canceled already
 	wake        chan struct{}
 	over        bool // in an episode: the heap was over the limit at the last look
+	// looked, when set, is called after each look that found the heap over
+	// the limit (tests).
+	looked func()
 }
 
 func newMemGuard(limit uint64, log *slog.Logger) *memGuard {
@@ -96,6 +99,9 @@ func (g *memGuard) loop(done <-chan struct{}) {
 		if n, first := g.interrupt(&memoryLimitError{limit: g.limit, heap: heap}); n > 0 && first {
 			g.log.Warn("heap passed the memory limit; interrupting running workunits",
 				"heap", formatBytes(heap), "limit", formatBytes(g.limit), "workunits", n)
+		}
+		if g.looked != nil {
+			g.looked()
 		}
 	}
 }
