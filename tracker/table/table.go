@@ -687,11 +687,15 @@ func (t *Table) cancel(e *Cancel) {
 
 // stop fails waiting or running record idx with werr: a running one's
 // lease is revoked, and a waiting one is added to unqueue, for the caller
-// to take out of the queue (unqueue is nil when idx runs).
+// to take out of the queue (or, with unqueue nil, taken out now).
 func (t *Table) stop(idx uint32, werr *workunit.Error, unqueue map[uint32]bool) {
 	r := t.recs.at(idx)
 	if r.status == workunit.StatusWaiting {
-		unqueue[idx] = true
+		if unqueue != nil {
+			unqueue[idx] = true
+		} else {
+			t.queued -= t.queueFor(r.gpus).removeIf(func(i uint32) bool { return i == idx })
+		}
 	} else {
 		t.revoke(idx, r.worker)
 	}
