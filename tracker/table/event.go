@@ -36,7 +36,7 @@ type Event interface {
 // and, if no other watch of the workunit is left, the workunit is stopped
 // with that error: its lease is revoked, as Cancel does. A watch without a
 // limit (or with a later one) keeps the workunit running. A Watch event
-// carries no limit.
+// carries no limit, but gets back the one of its Owner's lost master.
 type Submit struct {
 	Master MasterID
 	// Req is the master's request id, echoed in the Ack (and in the
@@ -59,10 +59,18 @@ type Submit struct {
 // Watch asks for one Notification to Master when Key is finished: at once
 // if it is already Done or Error, or Unknown if the table has never seen
 // it. Each Watch is answered exactly once, unless its master is lost first.
+//
+// A Watch carries no time limit, but keeps one: when a master of Owner
+// that watched Key with a time limit (see Submit) was lost, and Key still
+// waits or runs, the first Watch of Key by a master of the same Owner (a
+// reconnect) watches it with that limit again, counted from the same
+// time.
 type Watch struct {
 	Master MasterID
 	Req    uint64
-	Key    workunit.Key
+	// Owner is the watching master's principal, as in Submit.
+	Owner string
+	Key   workunit.Key
 }
 
 // Unwatch drops Master's pending watches of Key, whatever their Req. It is

@@ -107,6 +107,11 @@ func checkInvariants(t *testing.T, tab *Table, where string) {
 	if limited != len(tab.limited) {
 		t.Fatalf("%s: %d watches with a limit, %d listed", where, limited, len(tab.limited))
 	}
+	for idx, hs := range tab.held {
+		if free[idx] || !isOpen(tab.recs.at(idx).status) || len(hs) == 0 {
+			t.Fatalf("%s: a limit held for idx %d, free=%v status %v", where, idx, free[idx], tab.recs.at(idx).status)
+		}
+	}
 }
 
 // TestTable_ForgetModel drives tables that forget (KeepFinished) with
@@ -225,7 +230,7 @@ func TestTable_ForgetModel(t *testing.T) {
 			case 10:
 				ev = Cancel{Master: 1, Owner: "", Keys: []workunit.Key{key(), key()}}
 			case 11:
-				ev = Watch{Master: MasterID(1 + rng.IntN(2)), Req: uint64(step), Key: key()}
+				ev = Watch{Master: MasterID(1 + rng.IntN(2)), Req: uint64(step), Owner: []string{"", "b"}[rng.IntN(2)], Key: key()}
 			case 12:
 				ev = MasterLost{Master: MasterID(1 + rng.IntN(2))}
 			case 13:

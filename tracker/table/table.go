@@ -107,10 +107,20 @@ type watchNode struct {
 	rec    uint32 // record index + 1; 0: a free node
 	next   uint32 // next node + 1 in the record's list, or in the free list
 	// limit is the time limit of the master that joined the record with
-	// a shorter one than the record's (ms; 0: none), and since when it
-	// joined (unix nanoseconds): see Submit.
+	// a shorter one than the record's (ms; 0: none), since when it
+	// joined (unix nanoseconds), and that master's owner (a name index),
+	// by which its limit outlives a reconnect: see Submit and Watch.
 	limit uint32
+	owner uint32
 	since int64
+}
+
+// heldLimit is the limit of a limited watch whose master was lost, kept
+// (in Table.held, by record index) for the watch its owner makes again (a
+// reconnect), until the record finishes.
+type heldLimit struct {
+	owner, limit uint32
+	since        int64
 }
 
 // Table is the workunit table: a deterministic state machine with no I/O.
@@ -146,6 +156,7 @@ type Table struct {
 	masterNWs map[MasterID]int32 // watches per master
 	nwatches  int
 	limited   map[uint32]struct{} // nodes + 1 of the watches with a limit
+	held      map[uint32][]heldLimit // by record index
 
 	counts    [workunit.StatusError + 1]int
 	discarded uint64
@@ -183,6 +194,7 @@ func New(cfg Config) *Table {
 		liveNames: make(map[uint32]WorkerID),
 		masterNWs: make(map[MasterID]int32),
 		limited:   make(map[uint32]struct{}),
+		held:      make(map[uint32][]heldLimit),
 	}
 	t.index = newIndex(t.cfg.HashSeed)
 	t.nextToken = t.cfg.FirstToken
@@ -293,6 +305,9 @@ func (t *Table) setStatus(idx uint32, s workunit.Status) {
 	}
 	r.status = s
 	r.changed = t.now
+	if s.Finished() && len(t.held) > 0 {
+		delete(t.held, idx) // nobody is to watch this run again
+	}
 	if s.Finished() && t.cfg.KeepFinished > 0 {
 		t.fin = append(t.fin, finished{changed: r.changed, idx: idx})
 	}
@@ -433,7 +448,12 @@ func (t *Table) submit(e *Submit) error {
 	*m = Ack{Master: e.Master, Req: e.Req, Outcome: t.outcome(r)}
 	t.out.Send = append(t.out.Send, m)
 	if e.Watch {
-		t.watchFor(e.Master, e.Req, idx, joinLimit(joined, r.timeout, e.Options.Timeout))
+		var owner uint32
+		limit := joinLimit(joined, r.timeout, e.Options.Timeout)
+		if limit > 0 {
+			owner = t.intern(e.Owner)
+		}
+		t.watchFor(e.Master, e.Req, idx, limit, owner, t.now)
 	}
 	return nil
 }
@@ -485,14 +505,32 @@ func (t *Table) stepWatch(e Watch) error {
 		t.out.Notify = append(t.out.Notify, Notification{Master: e.Master, Req: e.Req, Outcome: workunit.Outcome{Key: e.Key}})
 		return nil
 	}
-	t.watch(e.Master, e.Req, idx)
+	var limit uint32
+	var owner uint32
+	since := t.now
+	if o, known := t.nameIdx[e.Owner]; known && len(t.held) > 0 {
+		hs := t.held[idx]
+		for i, h := range hs {
+			if h.owner == o {
+				limit, owner, since = h.limit, o, h.since
+				if hs = slices.Delete(hs, i, i+1); len(hs) == 0 {
+					delete(t.held, idx)
+				} else {
+					t.held[idx] = hs
+				}
+				break
+			}
+		}
+	}
+	t.watchFor(e.Master, e.Req, idx, limit, owner, since)
 	return nil
 }
 
-func (t *Table) watch(m MasterID, req uint64, idx uint32) { t.watchFor(m, req, idx, 0) }
+func (t *Table) watch(m MasterID, req uint64, idx uint32) { t.watchFor(m, req, idx, 0, 0, 0) }
 
-// watchFor is watch with a time limit (ms; 0: none): see Submit.
-func (t *Table) watchFor(m MasterID, req uint64, idx uint32, limit uint32) {
+// watchFor is watch with a time limit (ms; 0: none) of owner's, counted
+// from since: see Submit.
+func (t *Table) watchFor(m MasterID, req uint64, idx uint32, limit, owner uint32, since int64) {
 	r := t.recs.at(idx)
 	if r.status.Finished() {
 		t.out.Notify = append(t.out.Notify, Notification{Master: m, Req: req, Outcome: t.outcome(r)})
@@ -507,7 +545,7 @@ func (t *Table) watchFor(m MasterID, req uint64, idx uint32, limit uint32) {
 	}
 	t.wnodes[n-1] = watchNode{master: m, req: req, rec: idx + 1, next: r.watch}
 	if limit > 0 {
-		t.wnodes[n-1].limit, t.wnodes[n-1].since = limit, t.now
+		t.wnodes[n-1].limit, t.wnodes[n-1].owner, t.wnodes[n-1].since = limit, owner, since
 		t.limited[n] = struct{}{}
 	}
 	r.watch = n
@@ -743,6 +781,10 @@ func (t *Table) masterLost(m MasterID) {
 		n := uint32(i + 1)
 		// Unlink n from its record's list.
 		r := t.recs.at(wn.rec - 1)
+		if wn.limit != 0 {
+			// Kept for the watch its owner makes again (a reconnect).
+			t.held[wn.rec-1] = append(t.held[wn.rec-1], heldLimit{owner: wn.owner, limit: wn.limit, since: wn.since})
+		}
 		if r.watch == n {
 			r.watch = wn.next
 		} else {
