@@ -155,7 +155,7 @@ type Table struct {
 	wfree     uint32             // first free node + 1
 	masterNWs map[MasterID]int32 // watches per master
 	nwatches  int
-	limited   map[uint32]struct{} // nodes + 1 of the watches with a limit
+	limited   map[uint32]struct{}    // nodes + 1 of the watches with a limit
 	held      map[uint32][]heldLimit // by record index
 
 	counts    [workunit.StatusError + 1]int
