@@ -1080,7 +1080,8 @@ func (e *encodeState) errorObject(name, message, stack string, cause any, hasCau
 }
 
 // function writes a captured function: TagFunction [source, env, file,
-// line, column]. Its env is part of it and takes no index.
+// line, column], and true after them for a strict function. Its env is
+// part of it and takes no index.
 func (e *encodeState) function(f *Function, k refKey, d int) error {
 	if k.p != nil {
 		if e.shared(k) {
@@ -1095,7 +1096,11 @@ func (e *encodeState) function(f *Function, k refKey, d int) error {
 	}
 	e.next++
 	e.w.Tag(TagFunction)
-	e.w.ArrayHeader(5)
+	if f.Strict {
+		e.w.ArrayHeader(6)
+	} else {
+		e.w.ArrayHeader(5)
+	}
 	e.str(f.Source)
 	if err := e.stringMap(f.Env, stepFreeVariable, d); err != nil {
 		return err
@@ -1103,6 +1108,9 @@ func (e *encodeState) function(f *Function, k refKey, d int) error {
 	e.str(f.File)
 	e.w.Head(cbor.MajorUint, uint64(f.Line))
 	e.w.Head(cbor.MajorUint, uint64(f.Column))
+	if f.Strict {
+		e.w.Bool(true)
+	}
 	return nil
 }
 
