@@ -30,8 +30,9 @@ type Event interface {
 // A submitter's time limit holds for what it waits on, joined or not. A
 // Watch submission with Options.Timeout that joins a workunit whose own
 // limit is longer, or that has none, watches it with that limit, counted
-// from when the workunit runs or from the join, whichever is later (a Tick
-// checks it). When it passes, Master gets a Notification with status
+// from the first Tick that finds the workunit running after the join (and
+// again from the start if it runs again, after a loss): so it passes up
+// to a Tick late, never early. When it passes, Master gets a Notification with status
 // error and a workunit.TimeLimit error (TimeoutError), its watch ends,
 // and, if no other watch of the workunit is left, the workunit is stopped
 // with that error: its lease is revoked, as Cancel does. A watch without a
@@ -63,8 +64,7 @@ type Submit struct {
 // A Watch carries no time limit, but keeps one: when a master of Owner
 // that watched Key with a time limit (see Submit) was lost, and Key still
 // waits or runs, the first Watch of Key by a master of the same Owner (a
-// reconnect) watches it with that limit again, counted from the same
-// time.
+// reconnect) watches it with that limit again, counting as before.
 type Watch struct {
 	Master MasterID
 	Req    uint64

@@ -107,20 +107,24 @@ type watchNode struct {
 	rec    uint32 // record index + 1; 0: a free node
 	next   uint32 // next node + 1 in the record's list, or in the free list
 	// limit is the time limit of the master that joined the record with
-	// a shorter one than the record's (ms; 0: none), since when it
-	// joined (unix nanoseconds), and that master's owner (a name index),
-	// by which its limit outlives a reconnect: see Submit and Watch.
-	limit uint32
-	owner uint32
-	since int64
+	// a shorter one than the record's (ms; 0: none), and that master's
+	// owner (a name index), by which its limit outlives a reconnect: see
+	// Submit and Watch. since is when the limit started counting: the
+	// first Tick that found the record running after the join (0: none
+	// yet), for the run that started at run (the record's changed then).
+	// Counting from a Tick, never from the join's stale time, the limit
+	// passes up to a Tick late, never early.
+	limit      uint32
+	owner      uint32
+	since, run int64
 }
 
-// heldLimit is the limit of a limited watch whose master was lost, kept
-// (in Table.held, by record index) for the watch its owner makes again (a
-// reconnect), until the record finishes.
+// heldLimit is a watch's limit (see watchNode). Table.held keeps, by
+// record index, those of limited watches whose master was lost, for the
+// watch their owner makes again (a reconnect), until the record finishes.
 type heldLimit struct {
 	owner, limit uint32
-	since        int64
+	since, run   int64
 }
 
 // Table is the workunit table: a deterministic state machine with no I/O.
@@ -453,7 +457,7 @@ func (t *Table) submit(e *Submit) error {
 		if limit > 0 {
 			owner = t.intern(e.Owner)
 		}
-		t.watchFor(e.Master, e.Req, idx, limit, owner, t.now)
+		t.watchFor(e.Master, e.Req, idx, heldLimit{owner: owner, limit: limit})
 	}
 	return nil
 }
@@ -505,14 +509,12 @@ func (t *Table) stepWatch(e Watch) error {
 		t.out.Notify = append(t.out.Notify, Notification{Master: e.Master, Req: e.Req, Outcome: workunit.Outcome{Key: e.Key}})
 		return nil
 	}
-	var limit uint32
-	var owner uint32
-	since := t.now
+	var lim heldLimit
 	if o, known := t.nameIdx[e.Owner]; known && len(t.held) > 0 {
 		hs := t.held[idx]
 		for i, h := range hs {
 			if h.owner == o {
-				limit, owner, since = h.limit, o, h.since
+				lim = h
 				if hs = slices.Delete(hs, i, i+1); len(hs) == 0 {
 					delete(t.held, idx)
 				} else {
@@ -522,15 +524,15 @@ func (t *Table) stepWatch(e Watch) error {
 			}
 		}
 	}
-	t.watchFor(e.Master, e.Req, idx, limit, owner, since)
+	t.watchFor(e.Master, e.Req, idx, lim)
 	return nil
 }
 
-func (t *Table) watch(m MasterID, req uint64, idx uint32) { t.watchFor(m, req, idx, 0, 0, 0) }
+func (t *Table) watch(m MasterID, req uint64, idx uint32) { t.watchFor(m, req, idx, heldLimit{}) }
 
-// watchFor is watch with a time limit (ms; 0: none) of owner's, counted
-// from since: see Submit.
-func (t *Table) watchFor(m MasterID, req uint64, idx uint32, limit, owner uint32, since int64) {
+// watchFor is watch with lim's time limit (ms; 0: none), of lim's owner,
+// counting since lim.since for the run lim.run: see Submit.
+func (t *Table) watchFor(m MasterID, req uint64, idx uint32, lim heldLimit) {
 	r := t.recs.at(idx)
 	if r.status.Finished() {
 		t.out.Notify = append(t.out.Notify, Notification{Master: m, Req: req, Outcome: t.outcome(r)})
@@ -544,8 +546,9 @@ func (t *Table) watchFor(m MasterID, req uint64, idx uint32, limit, owner uint32
 		n = uint32(len(t.wnodes))
 	}
 	t.wnodes[n-1] = watchNode{master: m, req: req, rec: idx + 1, next: r.watch}
-	if limit > 0 {
-		t.wnodes[n-1].limit, t.wnodes[n-1].owner, t.wnodes[n-1].since = limit, owner, since
+	if lim.limit > 0 {
+		wn := &t.wnodes[n-1]
+		wn.limit, wn.owner, wn.since, wn.run = lim.limit, lim.owner, lim.since, lim.run
 		t.limited[n] = struct{}{}
 	}
 	r.watch = n
@@ -640,7 +643,11 @@ func (t *Table) expireWatches() {
 		if r.status != workunit.StatusRunning {
 			continue // the limit counts from when it runs
 		}
-		at := max(r.changed, wn.since) + int64(time.Duration(wn.limit)*time.Millisecond)
+		if wn.since == 0 || wn.run != r.changed {
+			wn.since, wn.run = t.now, r.changed // it runs (again): count from now
+			continue
+		}
+		at := wn.since + int64(time.Duration(wn.limit)*time.Millisecond)
 		if at <= t.now {
 			dues = append(dues, due{at, n})
 		}
@@ -783,7 +790,7 @@ func (t *Table) masterLost(m MasterID) {
 		r := t.recs.at(wn.rec - 1)
 		if wn.limit != 0 {
 			// Kept for the watch its owner makes again (a reconnect).
-			t.held[wn.rec-1] = append(t.held[wn.rec-1], heldLimit{owner: wn.owner, limit: wn.limit, since: wn.since})
+			t.held[wn.rec-1] = append(t.held[wn.rec-1], heldLimit{owner: wn.owner, limit: wn.limit, since: wn.since, run: wn.run})
 		}
 		if r.watch == n {
 			r.watch = wn.next
