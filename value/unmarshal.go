@@ -560,8 +560,8 @@ func (d *decodeState) sparseArray(depth int) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if n >= math.MaxUint32 {
-		return nil, d.errorAt(at, "array length %d is not below 2^32-1", n)
+	if n > math.MaxUint32 {
+		return nil, d.errorAt(at, "array length %d is above 2^32-1", n)
 	}
 	a.Length = uint32(n)
 	pairs, err := d.mapHead()

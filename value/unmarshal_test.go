@@ -361,7 +361,7 @@ func TestUnmarshal_Rejects(t *testing.T) {
 		{"wrapper of null", "da72696f07 f6", "a wrapper object holds"},
 		{"wrapper of a ref", "81 da72696f07 " + refHex + "00", "a wrapper object holds"},
 		{"sparse array of 1", "da72696f08 81 00", "want an array of 2 items"},
-		{"sparse array length huge", "da72696f08 82 1affffffff a0", "array length 4294967295 is not below 2^32-1"},
+		{"sparse array length huge", "da72696f08 82 1b0000000100000000 a0", "array length 4294967296 is above 2^32-1"},
 		{"sparse array index past length", "da72696f08 82 02 a1 02 01", "index 2 of an array of length 2"},
 		{"sparse array duplicate index", "da72696f08 82 03 a2 01 01 01 02", "duplicate index 1"},
 		{"sparse array index as string", "da72696f08 82 03 a1 6131 01", `array property "1" is an index`},

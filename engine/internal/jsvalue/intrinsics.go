@@ -48,6 +48,17 @@ type Intrinsics struct {
 	StringRepeat   goja.Callable
 	StringPadStart goja.Callable
 	StringPadEnd   goja.Callable
+	ObjectKeys     goja.Callable // Object.keys, whose keys keep lone surrogates
+	ReflectGet     goja.Callable
+	OwnData        goja.Callable // (o, k) => whether o has an own data property k
+	DefineData     goja.Callable // (o, k, v): define an own enumerable, writable, configurable property
+	// unclonable names the objects that structured clone refuses and that
+	// look like plain objects from outside (generators, iterators), by the
+	// goja type behind them.
+	unclonable map[reflect.Type]string
+	// wrapperType is the goja type behind wrapper objects of primitives
+	// (a Symbol object among them).
+	wrapperType reflect.Type
 }
 
 var (
@@ -89,6 +100,8 @@ func LoadIntrinsics(rt *goja.Runtime) (in *Intrinsics, err error) {
 	v, err := rt.RunScript(InternalFile, `(function () {
 		const getter = (o, k) => Object.getOwnPropertyDescriptor(o, k).get;
 		const TA = Object.getPrototypeOf(Uint8Array.prototype);
+		const gopd = Object.getOwnPropertyDescriptor, apply = Reflect.apply, hasOwn = Object.prototype.hasOwnProperty;
+		const defineProperty = Object.defineProperty;
 		return [
 			Object.prototype, Array.prototype, DataView.prototype, WeakMap.prototype, WeakSet.prototype,
 			getter(TA, Symbol.toStringTag), getter(TA, 'buffer'), getter(TA, 'byteOffset'), getter(TA, 'length'),
@@ -99,6 +112,11 @@ func LoadIntrinsics(rt *goja.Runtime) (in *Intrinsics, err error) {
 			Map, Set, Date, RegExp, DataView,
 			String.prototype.repeat, String.prototype.padStart, String.prototype.padEnd,
 			String.prototype.valueOf, JSON.stringify,
+			Object.keys, Reflect.get,
+			(o, k) => { const d = gopd(o, k); return d !== undefined && apply(hasOwn, d, ['value']); },
+			(o, k, v) => { defineProperty(o, k, { __proto__: null, value: v, writable: true, enumerable: true, configurable: true }); },
+			(function* () {})(), [][Symbol.iterator](), new Map()[Symbol.iterator](), new Set()[Symbol.iterator](),
+			''[Symbol.iterator](), /x/g[Symbol.matchAll](''), Object(Symbol()),
 		];
 	})()`)
 	if err != nil {
@@ -134,6 +152,16 @@ func LoadIntrinsics(rt *goja.Runtime) (in *Intrinsics, err error) {
 	in.NewMap, in.NewSet, in.NewDate, in.NewRegExp, in.NewDataView = ctor(22), ctor(23), ctor(24), ctor(25), ctor(26)
 	in.StringRepeat, in.StringPadStart, in.StringPadEnd = fn(27), fn(28), fn(29)
 	in.StringValueOf, in.JSONStringify = fn(30), fn(31)
+	in.ObjectKeys, in.ReflectGet, in.OwnData, in.DefineData = fn(32), fn(33), fn(34), fn(35)
+	in.unclonable = make(map[reflect.Type]string)
+	for i, what := range [...]string{"a generator", "an Array Iterator", "a Map Iterator", "a Set Iterator", "a String Iterator", "a RegExp String Iterator"} {
+		t := implType(obj(36 + i))
+		if _, dup := in.unclonable[t]; dup || t == implType(in.ObjectProto) || t == implType(rt.NewObject()) {
+			return nil, fmt.Errorf("engine: %s is not told apart from other objects", what)
+		}
+		in.unclonable[t] = what
+	}
+	in.wrapperType = implType(obj(42))
 	for _, name := range typedNames {
 		c, ok := goja.AssertConstructor(rt.Get(name))
 		if !ok {
@@ -153,6 +181,30 @@ func LoadIntrinsics(rt *goja.Runtime) (in *Intrinsics, err error) {
 		}
 	}
 	return in, nil
+}
+
+// implField is the index of goja.Object's field that holds what kind of
+// object it is, whose dynamic type tells apart the objects that scripts
+// cannot: a generator from a plain object.
+var implField = func() int {
+	f, ok := reflect.TypeFor[goja.Object]().FieldByName("self")
+	if !ok {
+		return -1
+	}
+	return f.Index[0]
+}()
+
+// implType returns the goja type behind o, or nil when this goja keeps it
+// elsewhere (LoadIntrinsics then fails).
+func implType(o *goja.Object) reflect.Type {
+	if implField < 0 {
+		return nil
+	}
+	f := reflect.ValueOf(o).Elem().Field(implField)
+	if f.Kind() != reflect.Interface || f.IsNil() {
+		return nil
+	}
+	return f.Elem().Type()
 }
 
 // Index returns the property name of array index i.
