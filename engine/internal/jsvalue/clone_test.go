@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/dop251/goja"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -151,4 +152,33 @@ func TestCodec_PollutedPrototypes(t *testing.T) {
 		"e":             got.(map[string]any)["e"],
 	}, got)
 	assert.True(t, got.(map[string]any)["e"].(*value.Error).NoMessage)
+}
+
+// TestCodec_DenseArrays: the constant-time test for a plain dense array
+// works with this goja (it finds its fields), and says no to every array
+// that has a hole, a property that is not an element, or an element that
+// is not plain data.
+func TestCodec_DenseArrays(t *testing.T) {
+	t.Parallel()
+	rl := newTestRuntime(t)
+	in, err := LoadIntrinsics(rl.rt)
+	require.NoError(t, err)
+	require.NotNil(t, in.dense.t, "goja's array fields not found")
+	for src, want := range map[string]bool{
+		"[]":                      true,
+		"[1, 2, 3]":               true,
+		"Array.from({length: 3})": true,
+		"[1, , 3]":                false,
+		"new Array(3)":            false,
+		"(() => { const a = [1]; a.x = 1; return a })()":                                           false,
+		"(() => { const a = [1]; Object.defineProperty(a, 'x', {value: 1}); return a })()":         false,
+		"(() => { const a = [1, 2]; delete a[1]; return a })()":                                    false,
+		"(() => { const a = [1, 2]; a.length = 5; return a })()":                                   false,
+		"(() => { const a = [1]; Object.defineProperty(a, 0, {enumerable: false}); return a })()":  false,
+		"(() => { const a = [1]; Object.defineProperty(a, 0, {get() { return 2 }}); return a })()": false,
+		"(() => { const a = []; a[100000] = 1; return a })()":                                      false,
+	} {
+		_, got := in.dense.plain(runJS(t, rl, src).(*goja.Object))
+		assert.Equal(t, want, got, src)
+	}
 }

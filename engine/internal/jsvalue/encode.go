@@ -386,10 +386,13 @@ func (e *Encoder) object(o *goja.Object) error {
 
 func (e *Encoder) array(o *goja.Object) error {
 	e.register(o)
-	n := int(o.Get("length").ToInteger())
-	keys := o.Keys()
-	if len(keys) != n || n > 0 && keys[n-1] != Index(n-1) {
-		return e.sparseArray(o, n, keys)
+	n, dense := e.in.dense.plain(o)
+	if !dense {
+		n = int(o.Get("length").ToInteger())
+		keys := o.Keys()
+		if len(keys) != n || n > 0 && keys[n-1] != Index(n-1) {
+			return e.sparseArray(o, n, keys)
+		}
 	}
 	e.w.ArrayHeader(n)
 	for i := 0; i < n; i++ {

@@ -59,6 +59,69 @@ type Intrinsics struct {
 	// wrapperType is the goja type behind wrapper objects of primitives
 	// (a Symbol object among them).
 	wrapperType reflect.Type
+	// dense tells a plain dense array from goja's fields, without reading
+	// its keys.
+	dense denseArrays
+}
+
+// denseArrays reads goja's own bookkeeping of an array held as a dense
+// list (its elements, how many are there, how many are not plain
+// writable, enumerable data, and its named properties) to tell, in
+// constant time, that an array has no holes and no properties but its
+// elements and length: the case that a CBOR array holds. When goja keeps
+// an array another way, or a goja that changed hides these fields, ok is
+// false and the encoder reads the array's keys instead.
+type denseArrays struct {
+	t                                           reflect.Type // *goja.arrayObject
+	values, length, objCount, props, propValues []int
+	baseProps                                   int // the named properties of [] ("length")
+}
+
+func newDenseArrays(sample *goja.Object) denseArrays {
+	t := implType(sample)
+	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return denseArrays{}
+	}
+	d := denseArrays{t: t}
+	for _, f := range []struct {
+		name string
+		idx  *[]int
+		kind reflect.Kind
+	}{
+		{"values", &d.values, reflect.Slice}, {"length", &d.length, reflect.Uint32}, {"objCount", &d.objCount, reflect.Int},
+		{"propNames", &d.props, reflect.Slice}, {"propValueCount", &d.propValues, reflect.Int},
+	} {
+		sf, ok := t.Elem().FieldByName(f.name)
+		if !ok || sf.Type.Kind() != f.kind {
+			return denseArrays{}
+		}
+		*f.idx = sf.Index
+	}
+	d.baseProps = reflect.ValueOf(sample).Elem().Field(implField).Elem().Elem().FieldByIndex(d.props).Len()
+	if n, ok := d.plain(sample); !ok || n != 0 {
+		return denseArrays{}
+	}
+	return d
+}
+
+// plain returns the length of array o and true when o is held densely,
+// every element is there as a plain data property, and it has no named
+// property but length.
+func (d *denseArrays) plain(o *goja.Object) (int, bool) {
+	if d.t == nil {
+		return 0, false
+	}
+	f := reflect.ValueOf(o).Elem().Field(implField)
+	if f.IsNil() || f.Elem().Type() != d.t {
+		return 0, false
+	}
+	a := f.Elem().Elem()
+	n := a.FieldByIndex(d.length).Uint()
+	if uint64(a.FieldByIndex(d.values).Len()) != n || uint64(a.FieldByIndex(d.objCount).Int()) != n ||
+		a.FieldByIndex(d.propValues).Int() != 0 || a.FieldByIndex(d.props).Len() != d.baseProps {
+		return 0, false
+	}
+	return int(n), true
 }
 
 var (
@@ -162,6 +225,7 @@ func LoadIntrinsics(rt *goja.Runtime) (in *Intrinsics, err error) {
 		in.unclonable[t] = what
 	}
 	in.wrapperType = implType(obj(42))
+	in.dense = newDenseArrays(rt.NewArray())
 	for _, name := range typedNames {
 		c, ok := goja.AssertConstructor(rt.Get(name))
 		if !ok {
