@@ -386,7 +386,7 @@ func (e *Encoder) object(o *goja.Object) error {
 
 func (e *Encoder) array(o *goja.Object) error {
 	e.register(o)
-	n, dense := e.in.dense.plain(o)
+	n, dense := e.in.DenseArray(o)
 	if !dense {
 		n = int(o.Get("length").ToInteger())
 		keys := o.Keys()
@@ -419,7 +419,7 @@ func (e *Encoder) sparseArray(o *goja.Object, n int, keys []string) error {
 	e.w.MapHeader(len(names))
 	for i, k := range names {
 		step := ""
-		if idx, ok := arrayIndex(k); ok {
+		if idx, ok := ArrayIndex(k); ok {
 			e.w.Int(int64(idx))
 			step = "[" + k + "]"
 		} else {
@@ -437,9 +437,9 @@ func (e *Encoder) sparseArray(o *goja.Object, n int, keys []string) error {
 	return nil
 }
 
-// arrayIndex reports whether k is an array index, as JavaScript writes it
+// ArrayIndex reports whether k is an array index, as JavaScript writes it
 // ("0" … "4294967294"), and which.
-func arrayIndex(k string) (uint32, bool) {
+func ArrayIndex(k string) (uint32, bool) {
 	if k == "" || len(k) > 10 || k[0] == '0' && len(k) > 1 {
 		return 0, false
 	}

@@ -77,6 +77,13 @@ type denseArrays struct {
 	baseProps                                   int // the named properties of [] ("length")
 }
 
+// DenseArray returns the length of array o and true when o has every
+// element from 0 to its length as a plain data property and no other
+// property but length, telling so in constant time; false means that o
+// has holes or other properties, or that this cannot be told without
+// reading its keys.
+func (in *Intrinsics) DenseArray(o *goja.Object) (int, bool) { return in.dense.plain(o) }
+
 func newDenseArrays(sample *goja.Object) denseArrays {
 	t := implType(sample)
 	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
