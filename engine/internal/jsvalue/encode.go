@@ -7,7 +7,6 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/dop251/goja"
 
@@ -285,7 +284,7 @@ func (e *Encoder) Encode(v goja.Value) error {
 // conversion would turn into U+FFFD.
 func (e *Encoder) string(v goja.Value) {
 	s := v.String()
-	if strings.IndexRune(s, utf8.RuneError) < 0 {
+	if !strings.Contains(s, "\uFFFD") {
 		e.w.Text(s)
 		return
 	}
@@ -458,7 +457,7 @@ func ArrayIndex(k string) (uint32, bool) {
 func (e *Encoder) ownKeys(o *goja.Object, names []string) ([]string, []goja.Value, error) {
 	lossy := false
 	for _, k := range names {
-		if strings.IndexRune(k, utf8.RuneError) >= 0 {
+		if strings.Contains(k, "\uFFFD") {
 			lossy = true
 			break
 		}
