@@ -76,6 +76,10 @@ func (w *Writer) Len() int { return len(w.buf) }
 // Reset empties the Writer, keeping its buffer.
 func (w *Writer) Reset() { w.buf = w.buf[:0] }
 
+// Truncate drops what was written after the first n bytes; n must be at
+// most Len().
+func (w *Writer) Truncate(n int) { w.buf = w.buf[:n] }
+
 // Head writes a head of the given major type and argument.
 func (w *Writer) Head(major byte, n uint64) {
 	m := major << 5
@@ -141,6 +145,10 @@ func (w *Writer) Number(f float64) {
 // canonicalNaN is the bits of the NaN that Number writes.
 const canonicalNaN = 0x7ff8000000000000
 
+// HalfNaN writes the NaN of RFC 8949's preferred serialization, the
+// half-precision quiet NaN f9 7e 00: the NaN of an invalid Date.
+func (w *Writer) HalfNaN() { w.buf = append(w.buf, MajorSimple<<5|25, 0x7e, 0x00) }
+
 // Float64 writes f as a double-precision float.
 func (w *Writer) Float64(f float64) {
 	w.buf = append(w.buf, MajorSimple<<5|27)
@@ -155,9 +163,8 @@ func (w *Writer) Text(s string) {
 }
 
 // String writes s as a text string. Each byte of s that is not part of
-// valid UTF-8 is written as U+FFFD, so String never writes TagUTF16 (Marshal
-// does, for a string holding a surrogate in WTF-8 form; see the package
-// documentation).
+// valid UTF-8 is written as U+FFFD. (Package value keeps strings with lone
+// surrogates whole, in a tagged form of its own.)
 func (w *Writer) String(s string) {
 	if utf8.ValidString(s) {
 		w.Text(s)
@@ -456,6 +463,3 @@ func float16ToFloat64(h uint16) float64 {
 	}
 	return f
 }
-
-// Truncate drops what was written after the first n bytes.
-func (w *Writer) Truncate(n int) { w.buf = w.buf[:n] }

@@ -131,6 +131,10 @@ func (c *Client) onAnswerLocked(m wire.Msg) {
 	if r == nil {
 		return
 	}
+	if !answers(r.msg, m) {
+		r.finish(nil, fmt.Errorf("client: %s: the tracker answered with %s", r.op, m.Type()))
+		return
+	}
 	switch m := m.(type) {
 	case *wire.InfoReply:
 		r.finish(outcomeOf(&m.Outcome), nil)
@@ -166,6 +170,30 @@ func (c *Client) onAnswerLocked(m wire.Msg) {
 	default:
 		r.finish(nil, fmt.Errorf("client: %s: answered with %s", r.op, m.Type()))
 	}
+}
+
+// answers reports whether ans is the kind of message that answers req: a
+// tracker that answers a blob-get with an info-reply is refused, not
+// trusted.
+func answers(req, ans wire.Msg) bool {
+	switch req.(type) {
+	case *wire.Info:
+		_, ok := ans.(*wire.InfoReply)
+		return ok
+	case *wire.Cancel:
+		_, ok := ans.(*wire.Canceled)
+		return ok
+	case *wire.BlobHave:
+		_, ok := ans.(*wire.BlobNeed)
+		return ok
+	case *wire.BlobPut:
+		_, ok := ans.(*wire.BlobStored)
+		return ok
+	case *wire.BlobGet:
+		_, ok := ans.(*wire.BlobData)
+		return ok
+	}
+	return false
 }
 
 // sharedLocked returns the rpc in flight for h in table, or starts one

@@ -33,29 +33,34 @@ func (c runConsole) Print(level workunit.Level, text string) {
 }
 
 // console keeps one workunit's console output, encoded as it goes, up to
-// a size of text; the rest is counted and dropped.
+// an encoded size (each line's level and heads count, so that a loop of
+// empty lines is bounded too); the rest is counted and dropped.
 type console struct {
-	lines   workunit.ConsoleBuilder
-	size    int
-	max     int
-	dropped int
+	lines        workunit.ConsoleBuilder
+	max          int
+	dropped      int // bytes of text
+	droppedLines int
 }
 
+// lineCost bounds what a line adds to the encoded console beside its
+// text: an array head, the level ("debug" at most) and the text's head.
+const lineCost = 1 + 6 + 9
+
 func (c *console) add(level workunit.Level, text string) {
-	if c.size+len(text) > c.max {
+	if c.droppedLines > 0 || c.lines.Size()+lineCost+len(text) > c.max {
 		c.dropped += len(text)
+		c.droppedLines++
 		return
 	}
-	c.size += len(text)
 	c.lines.Add(level, text)
 }
 
 // finish returns the output, with a last line that says how much was
 // dropped, if anything was.
 func (c *console) finish() workunit.Console {
-	if c.dropped > 0 {
-		c.lines.Add(workunit.LevelWarn, "[riot: "+strconv.Itoa(c.dropped)+
-			" bytes of console output dropped past the limit of "+strconv.Itoa(c.max)+" bytes]")
+	if c.droppedLines > 0 {
+		c.lines.Add(workunit.LevelWarn, "[riot: "+strconv.Itoa(c.droppedLines)+" lines ("+strconv.Itoa(c.dropped)+
+			" bytes) of console output dropped past the limit of "+strconv.Itoa(c.max)+" bytes]")
 	}
 	return c.lines.Console()
 }

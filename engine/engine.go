@@ -50,7 +50,8 @@ type Options struct {
 	// MaxResultBytes bounds the encoded size of a result.
 	// Default: DefaultMaxResultBytes.
 	MaxResultBytes int
-	// MaxConsoleBytes bounds the console output kept per workunit; the rest
+	// MaxConsoleBytes bounds the console output kept per workunit, encoded (a
+	// line costs its text and a few bytes); the rest
 	// is dropped and counted. Default: DefaultMaxConsoleBytes.
 	MaxConsoleBytes int
 	// MemoryLimit, when set, is the heap size in bytes past which every

@@ -130,8 +130,24 @@ func TestEngine_Console_Limit(t *testing.T) {
 	res, err := e.Eval(context.Background(), `for (let i = 0; i < 50; i++) console.log('0123456789'); 1`)
 	require.NoError(t, err)
 	got := lines(t, res.Console)
-	require.Len(t, got, 11)
-	assert.Contains(t, got[10].Text, "400 bytes of console output dropped")
+	// Each line is 16 encoded bytes, and a line is kept while 26 (its
+	// text and the most its heads can take) still fit: 5 fit in 100,
+	// and the rest are counted.
+	require.Len(t, got, 6)
+	assert.Contains(t, got[5].Text, "45 lines (450 bytes) of console output dropped")
+}
+
+// TestEngine_Console_Limit_EmptyLines: lines without text count against
+// the limit too, so a loop of console.log() cannot grow a workunit's
+// console (and its Done) without bound.
+func TestEngine_Console_Limit_EmptyLines(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, Options{Slots: 1, MaxConsoleBytes: 1000})
+	res, err := e.Eval(context.Background(), `for (let i = 0; i < 100000; i++) console.log(); 1`)
+	require.NoError(t, err)
+	assert.Less(t, len(res.Console), 1200)
+	got := lines(t, res.Console)
+	assert.Contains(t, got[len(got)-1].Text, "lines (0 bytes) of console output dropped")
 }
 
 // TestEngine_Sandbox_Absent proves that a workunit sees no file system,

@@ -117,15 +117,18 @@ func evaluate(ctx context.Context, o Options, source string, stdout, stderr io.W
 	return printValue(stdout, stderr, res.Value)
 }
 
-// printConsole writes a workunit's console lines to w, each prefixed with
-// the name of the worker that ran it.
+// printConsole writes a workunit's console lines to w, each line of their
+// text prefixed with the name of the worker that ran it (as the progress
+// display prints them).
 func printConsole(w io.Writer, worker string, c workunit.Console) {
 	lines, err := c.Lines()
 	if err != nil {
 		fmt.Fprintf(w, "[%s] (console output that does not decode: %v)\n", worker, err)
 	}
 	for _, l := range lines {
-		fmt.Fprintf(w, "[%s] %s\n", worker, l.Text)
+		for _, line := range strings.Split(l.Text, "\n") {
+			fmt.Fprintf(w, "[%s] %s\n", worker, line)
+		}
 	}
 }
 

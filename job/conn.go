@@ -65,8 +65,8 @@ func (k *conn) Submit(spec *workunit.Spec, opts workunit.Options) master.Submiss
 		})
 	}
 	if opts.GPUs > 0 && k.state != nil {
-		k.state.addGPUWork(1)
-		call.OnDone(func(*workunit.Outcome, error) { k.state.addGPUWork(-1) })
+		k.state.addGPUWork(opts.GPUs, 1)
+		call.OnDone(func(*workunit.Outcome, error) { k.state.addGPUWork(opts.GPUs, -1) })
 	}
 	return submission{call}
 }

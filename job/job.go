@@ -394,13 +394,14 @@ func (e *Embedded) workers() workerStats {
 }
 
 // workerStatsOf sums the busy slots, the slots and the GPUs of the
-// workers in st.
+// workers in st, and finds the most GPUs one has.
 func workerStatsOf(st *tracker.Status) workerStats {
 	ws := workerStats{ok: true}
 	for _, w := range st.Workers {
 		ws.busy += min(w.Busy, w.Slots)
 		ws.slots += w.Slots
 		ws.gpus += w.GPUs
+		ws.maxGPUs = max(ws.maxGPUs, w.GPUs)
 	}
 	return ws
 }

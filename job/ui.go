@@ -31,8 +31,8 @@ type jobUI struct {
 	workers func() workerStats
 	// hints, when set, has the UI say once on w, each, when work cannot
 	// go on: work waits and no worker is connected (without a bar: the bar
-	// says so itself), work that needs GPUs waits and no worker has any,
-	// the script waits for work that workers took. tracker is the
+	// says so itself), work that needs GPUs waits and no connected worker
+	// has that many, the script waits for work that workers took. tracker is the
 	// address Options.Tracker names, "" for the embedded default; state
 	// is what the connections say of the script.
 	hints                     bool
@@ -44,11 +44,11 @@ type jobUI struct {
 }
 
 // workerStats is what the tracker's status says of its workers: their
-// busy slots, their slots and their GPUs; ok is false when it could not
-// be read.
+// busy slots, their slots and their GPUs, and the most GPUs one of them
+// has; ok is false when it could not be read.
 type workerStats struct {
-	busy, slots, gpus int
-	ok                bool
+	busy, slots, gpus, maxGPUs int
+	ok                         bool
 }
 
 // hintAfter is how long a hint's condition holds (work waits with no
@@ -117,7 +117,8 @@ func (u *jobUI) tick() {
 //   - workunits are outstanding and no worker is connected (on a tracker,
 //     without a bar);
 //   - workunits that need GPUs are not finished, and workers are
-//     connected but none has a GPU;
+//     connected but none has that many (the tracker accepts such work
+//     and keeps it waiting for a worker that has: nothing else says so);
 //   - the script waits in client.waitForWork, and workers ran all the
 //     workunits it submitted (so none is left for it to take).
 func (u *jobUI) checkHints(now time.Time) {
@@ -128,10 +129,10 @@ func (u *jobUI) checkHints(now time.Time) {
 	if u.workers != nil {
 		ws = u.workers()
 	}
-	var gpuWork int
+	var gpuWork, gpuNeed int
 	var taking bool
 	if u.state != nil {
-		gpuWork, taking = u.state.get()
+		gpuWork, gpuNeed, taking = u.state.get(ws.maxGPUs)
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -144,11 +145,20 @@ func (u *jobUI) checkHints(now time.Time) {
 		lines = append(lines, fmt.Sprintf("riot: %s wait and no worker is connected to the tracker; start one with: riot-worker %s "+
 			"(with the tracker's worker token in $RIOT_TOKEN, if it has tokens)", Workunits(outstanding), u.tracker))
 	}
-	if u.noGPU.due(gpuWork > 0 && ws.ok && ws.slots > 0 && ws.gpus == 0, now) {
-		if u.tracker != "" {
+	if u.noGPU.due(gpuWork > 0 && ws.ok && ws.slots > 0, now) {
+		switch {
+		case ws.maxGPUs > 0 && u.tracker != "":
+			lines = append(lines, fmt.Sprintf("riot: %d workunits need up to %d GPUs and wait, and no worker connected to the tracker has that many "+
+				"(the most one has is %d); they run when a worker with enough connects: riot-worker %s",
+				gpuWork, gpuNeed, ws.maxGPUs, u.tracker))
+		case ws.maxGPUs > 0:
+			lines = append(lines, fmt.Sprintf("riot: %d workunits need up to %d GPUs and wait, and the local worker has %d; "+
+				"run the job with --tracker HOST, and riot-worker HOST on machines with enough GPUs",
+				gpuWork, gpuNeed, ws.maxGPUs))
+		case u.tracker != "":
 			lines = append(lines, fmt.Sprintf("riot: %d workunits need GPUs and wait, and no worker connected to the tracker has any; "+
 				"start one on a machine with a GPU and its CUDA driver: riot-worker %s", gpuWork, u.tracker))
-		} else {
+		default:
 			lines = append(lines, fmt.Sprintf("riot: %d workunits need GPUs and wait, and the local worker has none "+
 				"(no CUDA driver here, or --no-gpu); run the job with --tracker HOST, and riot-worker HOST on machines with GPUs", gpuWork))
 		}
@@ -170,20 +180,25 @@ func (u *jobUI) checkHints(now time.Time) {
 
 // scriptState is what the job's connections tell the UI of the script,
 // for its hints: how many of the workunits it submitted that need GPUs
-// are not finished, and whether it waits in client.waitForWork. It is safe
-// for concurrent use.
+// are not finished, by GPU count, and whether it waits in
+// client.waitForWork. It is safe for concurrent use.
 type scriptState struct {
 	mu      sync.Mutex
-	gpuWork int
-	takers  int // calls waiting for work
+	gpuWork map[int]int // unfinished workunits by the GPUs they need
+	takers  int         // calls waiting for work
 }
 
-// addGPUWork counts d more unfinished workunits that need GPUs (d < 0:
-// fewer).
-func (s *scriptState) addGPUWork(d int) {
+// addGPUWork counts d more unfinished workunits that need gpus GPUs (d <
+// 0: fewer).
+func (s *scriptState) addGPUWork(gpus, d int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.gpuWork += d
+	if s.gpuWork == nil {
+		s.gpuWork = make(map[int]int)
+	}
+	if s.gpuWork[gpus] += d; s.gpuWork[gpus] <= 0 {
+		delete(s.gpuWork, gpus)
+	}
 }
 
 // addTaker counts d more calls of the script waiting for work (d < 0:
@@ -194,12 +209,18 @@ func (s *scriptState) addTaker(d int) {
 	s.takers += d
 }
 
-// get returns how many workunits that need GPUs are not finished, and
-// whether the script waits for work.
-func (s *scriptState) get() (gpuWork int, taking bool) {
+// get returns how many unfinished workunits need more GPUs than most (and
+// the most any of them needs), and whether the script waits for work.
+func (s *scriptState) get(most int) (gpuWork, need int, taking bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.gpuWork, s.takers > 0
+	for g, n := range s.gpuWork {
+		if g > most {
+			gpuWork += n
+			need = max(need, g)
+		}
+	}
+	return gpuWork, need, s.takers > 0
 }
 
 // Submitted implements master.ScriptEvents.

@@ -79,18 +79,18 @@ func TestUI_HintWhenNoWorkerHasGPUs(t *testing.T) {
 		{"", "riot: 2 workunits need GPUs and wait, and the local worker has none (no CUDA driver here, or --no-gpu); " +
 			"run the job with --tracker HOST, and riot-worker HOST on machines with GPUs\n"},
 	} {
-		f := &fakeWorkers{workerStats{ok: true, slots: 4, gpus: 1}}
+		f := &fakeWorkers{workerStats{ok: true, slots: 4, gpus: 1, maxGPUs: 1}}
 		st := &scriptState{}
 		var out bytes.Buffer
 		u := &jobUI{w: &out, hints: true, tracker: tt.tracker, total: 5, workers: f.get, state: st}
-		st.addGPUWork(1)
-		st.addGPUWork(1)
+		st.addGPUWork(1, 1)
+		st.addGPUWork(1, 1)
 		t0 := time.Now()
 		u.checkHints(t0)
 		u.checkHints(t0.Add(time.Minute))
 		assert.Empty(t, out.String(), "a worker has a GPU")
 
-		f.ws.gpus, f.ws.slots = 0, 0
+		f.ws.gpus, f.ws.maxGPUs, f.ws.slots = 0, 0, 0
 		u.checkHints(t0.Add(2 * time.Minute))
 		u.checkHints(t0.Add(3 * time.Minute))
 		assert.NotContains(t, out.String(), "GPU", "no worker at all")
@@ -107,11 +107,48 @@ func TestUI_HintWhenNoWorkerHasGPUs(t *testing.T) {
 		// Nothing is said when the GPU work is finished.
 		out.Reset()
 		u = &jobUI{w: &out, hints: true, tracker: tt.tracker, total: 5, workers: f.get, state: st}
-		st.addGPUWork(-1)
-		st.addGPUWork(-1)
+		st.addGPUWork(1, -1)
+		st.addGPUWork(1, -1)
 		u.checkHints(t0)
 		u.checkHints(t0.Add(time.Hour))
 		assert.Empty(t, out.String())
+	}
+}
+
+// Work that needs more GPUs than any connected worker has waits (the
+// tracker accepts it: a worker with enough may connect later) and is said
+// once, after hintAfter; not while a worker has enough, nor for the work
+// that a worker can take.
+func TestUI_HintWhenNoWorkerHasEnoughGPUs(t *testing.T) {
+	t.Parallel()
+	for _, tt := range []struct {
+		tracker, want string
+	}{
+		{"tracker.example:2355", "riot: 2 workunits need up to 4 GPUs and wait, and no worker connected to the tracker has that many " +
+			"(the most one has is 2); they run when a worker with enough connects: riot-worker tracker.example:2355\n"},
+		{"", "riot: 2 workunits need up to 4 GPUs and wait, and the local worker has 2; " +
+			"run the job with --tracker HOST, and riot-worker HOST on machines with enough GPUs\n"},
+	} {
+		f := &fakeWorkers{workerStats{ok: true, slots: 4, gpus: 6, maxGPUs: 4}}
+		st := &scriptState{}
+		var out bytes.Buffer
+		u := &jobUI{w: &out, hints: true, tracker: tt.tracker, total: 5, workers: f.get, state: st}
+		st.addGPUWork(1, 1) // a worker can take this one
+		st.addGPUWork(3, 1)
+		st.addGPUWork(4, 1)
+		t0 := time.Now()
+		u.checkHints(t0)
+		u.checkHints(t0.Add(time.Minute))
+		assert.Empty(t, out.String(), "a worker has 4 GPUs")
+
+		f.ws.gpus, f.ws.maxGPUs = 4, 2
+		u.checkHints(t0.Add(2 * time.Minute))
+		u.checkHints(t0.Add(2*time.Minute + hintAfter - time.Millisecond))
+		assert.Empty(t, out.String(), "not yet")
+		u.checkHints(t0.Add(2*time.Minute + hintAfter))
+		assert.Equal(t, tt.want, out.String())
+		u.checkHints(t0.Add(time.Hour))
+		assert.Equal(t, 1, bytes.Count(out.Bytes(), []byte("riot:")), "said once: %q", out.String())
 	}
 }
 

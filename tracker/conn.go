@@ -26,6 +26,16 @@ const closeGrace = 2 * time.Second
 // their frame rather than copied.
 const keepFrameBytes = 16 << 10
 
+// unpin returns b, which aliases a frame of size bytes, or a copy of it
+// when the frame is much larger than b: what the table keeps for good
+// must not keep a whole large frame alive.
+func unpin(b []byte, size int) []byte {
+	if size > keepFrameBytes && len(b) < size/2 {
+		return bytes.Clone(b)
+	}
+	return b
+}
+
 // maxCloseText is the most text a close frame carries (125 bytes of
 // payload, 2 of them the code).
 const maxCloseText = 123
@@ -511,6 +521,11 @@ func (c *conn) readLoop() string {
 				c.forbid(m, what)
 				continue
 			}
+			if zeroReq(m) {
+				c.send(&wire.Error{Code: wire.CodeInvalid, Message: fmt.Sprintf(
+					"tracker: %s with req 0 refused: a request's req must not be 0 (an error with req 0 is about the connection); number requests from 1", m.Type())})
+				continue
+			}
 			var a aux
 			switch m := m.(type) {
 			case *wire.BlobHave, *wire.BlobPut, *wire.BlobGet:
@@ -527,13 +542,15 @@ func (c *conn) readLoop() string {
 				// The table keeps the result for good; a result that aliases a
 				// frame much larger than itself would keep the whole frame
 				// alive, so copy it out.
-				if size > keepFrameBytes && len(m.Result) < size/2 {
-					m.Result = bytes.Clone(m.Result)
-				}
+				m.Result = unpin(m.Result, size)
 				// The console (like the rest of the message) aliases the frame,
 				// which is the reader's alone: the table keeps it only until the
 				// notifications it goes into have been sent.
 			case *wire.Failed:
+				// The table keeps the error for good too, and its value with it.
+				if m.Error != nil {
+					m.Error.Value = unpin(m.Error.Value, size)
+				}
 			case *wire.Watch, *wire.Unwatch, *wire.Info, *wire.Cancel, *wire.Credit, *wire.Return:
 			case *wire.Hello:
 				return c.violation(&wire.Error{Code: wire.CodeProtocol, Message: "tracker: a second hello"}, wire.CloseProtocolError)
@@ -609,6 +626,17 @@ func (c *conn) forbid(m wire.Msg, what string) {
 		"remote", c.remote, "type", m.Type().String())
 	c.send(&wire.Error{Req: wire.ReqOf(m), Code: wire.CodeForbidden,
 		Message: fmt.Sprintf("tracker: %s refused: a worker's token may take work, not %s", m.Type(), what)})
+}
+
+// zeroReq reports whether m is a request whose req is 0, which the
+// protocol does not allow: its answer could not be told from an error
+// about the connection.
+func zeroReq(m wire.Msg) bool {
+	switch m.(type) {
+	case *wire.Submit, *wire.Watch, *wire.Info, *wire.BlobHave, *wire.BlobPut, *wire.BlobGet, *wire.Cancel:
+		return wire.ReqOf(m) == 0
+	}
+	return false
 }
 
 // checkHello checks what the table cannot take.

@@ -126,3 +126,22 @@ func TestServer_Limit_ErrorEndsNothing(t *testing.T) {
 	}
 	assert.Empty(t, m.barrier())
 }
+
+// TestServer_Limit_Messages: a frame of more than max-messages messages
+// is a frame over its bounds, like one over max-frame-bytes: an Error with
+// req 0, then the close 1009.
+func TestServer_Limit_Messages(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t)
+	m := master(t, tr, "m")
+	frame := []byte{0x9a, 0, 1, 0, 1} // an array of 65537 items...
+	for range 1<<16 + 1 {
+		frame = append(frame, 0x82, 0x10, 0x00) // ...each [16, 0]
+	}
+	require.NoError(t, m.ws.WriteMessage(websocket.BinaryMessage, frame))
+	e := recv[*wire.Error](m)
+	assert.Equal(t, wire.CodeLimit, e.Code)
+	assert.Equal(t, uint64(0), e.Req)
+	assert.Contains(t, e.Message, "65537 messages, limit 65536")
+	assert.Equal(t, wire.CloseTooBig, m.closeCode())
+}

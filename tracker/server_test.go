@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/riot-go/riot/blob"
 	"github.com/riot-go/riot/tracker"
 	"github.com/riot-go/riot/tracker/store"
@@ -372,7 +373,33 @@ func TestServer_MissedPong_Dropped(t *testing.T) {
 	tr.WaitFor(t, func(s tracker.Stats) bool { return s.Workers == 0 && s.Waiting == 1 })
 	rec, _ := tr.Lookup(t, key)
 	assert.Equal(t, []string{"deaf"}, rec.LostFrom)
-	w.closed()
+	// The drop is a bare TCP close, without a close frame.
+	var ce *websocket.CloseError
+	require.ErrorAs(t, w.closed(), &ce)
+	assert.Equal(t, websocket.CloseAbnormalClosure, ce.Code, "no close frame: %v", ce)
+}
+
+// TestServer_NoSubprotocol: the riot subprotocol is optional: a client
+// that asks for none is served (and gets none).
+func TestServer_NoSubprotocol(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t)
+	ws, resp, err := websocket.DefaultDialer.Dial(tr.URL(), nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	defer ws.Close()
+	assert.Empty(t, ws.Subprotocol())
+	frame, err := wire.Encode(&wire.Hello{Version: wire.ProtocolVersion, Role: wire.RoleMaster})
+	require.NoError(t, err)
+	require.NoError(t, ws.WriteMessage(websocket.BinaryMessage, frame))
+	_, frame, err = ws.ReadMessage()
+	require.NoError(t, err)
+	msgs, err := wire.Decode(frame)
+	require.NoError(t, err)
+	require.Len(t, msgs, 1)
+	w, ok := msgs[0].(*wire.Welcome)
+	require.True(t, ok, "%T", msgs[0])
+	assert.Equal(t, "master", w.Name, "an empty name becomes the role")
 }
 
 // TestServer_NoHello_Dropped: a connection that answers pings but never
@@ -827,4 +854,36 @@ func TestServer_New_PortTaken(t *testing.T) {
 	assert.ErrorContains(t, err, "listen")
 	_, statErr := os.Stat(dir)
 	assert.True(t, os.IsNotExist(statErr), "no data directory made: %v", statErr)
+}
+
+// TestServer_ReqZero: a request with req 0 is refused with an Error of
+// code invalid-request that names it, and has no effect; the connection
+// stays open (docs/protocol.md: req is non-zero).
+func TestServer_ReqZero(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t)
+	c := master(t, tr, "m")
+	s, key := spec(t, "'req 0'")
+	data, h := blobOf("req 0")
+	for _, m := range []wire.Msg{
+		&wire.Submit{Spec: s, Watch: true},
+		&wire.Watch{Keys: []workunit.Key{key}},
+		&wire.Info{Key: key},
+		&wire.BlobHave{Hashes: []blob.Hash{h}},
+		&wire.BlobPut{Hash: h, Data: data},
+		&wire.BlobGet{Hash: h},
+		&wire.Cancel{Keys: []workunit.Key{key}},
+	} {
+		c.send(m)
+		e := recv[*wire.Error](c)
+		assert.Equal(t, uint64(0), e.Req, "%s", m.Type())
+		assert.Equal(t, wire.CodeInvalid, e.Code, "%s", m.Type())
+		assert.Contains(t, e.Message, m.Type().String()+" with req 0 refused", "%s", m.Type())
+	}
+	assert.Empty(t, c.barrier(), "nothing else came")
+	_, ok := tr.Lookup(t, key)
+	assert.False(t, ok, "the submit had no effect")
+	c.send(&wire.BlobHave{Req: 7, Hashes: []blob.Hash{h}})
+	assert.Equal(t, []blob.Hash{h}, recv[*wire.BlobNeed](c).Missing, "the blob-put had no effect")
+	c.submit("'req 1'") // the connection is open
 }

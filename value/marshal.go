@@ -261,7 +261,7 @@ func (e *encodeState) encodeAny(x any, d int) error {
 		}
 		e.next++
 		e.w.Tag(TagEpochTime)
-		e.w.Number(math.NaN())
+		e.w.HalfNaN()
 	case RegExp:
 		return e.regExp(v, d)
 	case *Map:

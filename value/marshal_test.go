@@ -241,7 +241,7 @@ func TestMarshal_Golden(t *testing.T) {
 		{big.NewInt(-1), "c340"},
 		{time.Unix(1363896240, 0), "c11a514b67b0"},
 		{time.Unix(1363896240, 500_000_000), "c1fb41d452d9ec200000"},
-		{InvalidDate{}, "c1fb7ff8000000000000"},
+		{InvalidDate{}, "c1f97e00"},
 		{ArrayBuffer{1, 2}, "420102"},
 		{[]byte{1, 2}, "d840420102"},
 		{[]uint16{1}, "d845420100"},

@@ -100,6 +100,9 @@ func TestUnmarshal_Dates(t *testing.T) {
 		want any
 	}{
 		{"c1fb7ff8000000000000", InvalidDate{}},           // NaN
+		{"c1f97e00", InvalidDate{}},                       // half NaN, as encoders write it
+		{"c1fb7ff8000000000001", InvalidDate{}},           // another NaN
+		{"c1fa7fc00000", InvalidDate{}},                   // single NaN
 		{"c1fb7ff0000000000000", InvalidDate{}},           // +Inf
 		{"c11b000007dba8218001", InvalidDate{}},           // 8.64e12 s + 1 s
 		{"c1f93e00", time.UnixMilli(1500).UTC()},          // half 1.5

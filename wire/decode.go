@@ -686,9 +686,10 @@ func (c *decoder) workError(name string, p **workunit.Error, required bool) {
 }
 
 func (c *decoder) errorKind(name string, p *workunit.ErrorKind) {
+	off := c.r.Offset()
 	kind := c.readUint(name, math.MaxUint8)
 	if kind == 0 && c.err == nil {
-		c.fail(name, ErrMalformed, c.r.Offset(), "error kind 0")
+		c.fail(name, ErrMalformed, off, "error kind 0")
 	}
 	*p = workunit.ErrorKind(kind)
 }

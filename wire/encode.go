@@ -317,8 +317,10 @@ func (c *encoder) console(name string, p *workunit.Console) {
 		return
 	}
 	r := cbor.NewReader(con)
-	if _, err := workunit.ReadConsole(r); err != nil || r.Remaining() != 0 {
+	if _, err := workunit.ReadConsole(r); err != nil {
 		c.invalid(name, ErrMalformed, "not a console: %v", err)
+	} else if r.Remaining() != 0 {
+		c.invalid(name, ErrMalformed, "not a console: %d bytes after its lines", r.Remaining())
 	}
 	c.w.Raw(con)
 }

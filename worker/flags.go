@@ -102,14 +102,14 @@ func ConfigureOptions(fs *pflag.FlagSet, args []string, logs io.Writer) (Options
 
 // NoGPU reports whether --no-gpu was given: the worker offers no GPU
 // devices. Without it, the caller opens the driver (OpenGPU) for
-// Options.Engine.GPU.
+// Options.GPU.
 func (f *Flags) NoGPU() bool { return f.noGPU }
 
 // Options checks the parsed flags and the command line's positional
 // arguments, args, which must be the tracker's HOST[:PORT] alone, and
 // returns the worker's Options: its Logger writes to logs, as text, at
-// --log-level; its Client reads --tls-ca's file now. Engine.GPU is left
-// for the caller (NoGPU).
+// --log-level; its Client reads --tls-ca's file now. GPU is left for the
+// caller (NoGPU).
 func (f *Flags) Options(args []string, logs io.Writer) (Options, error) {
 	switch {
 	case len(args) == 0:

@@ -184,6 +184,10 @@ func (b *ConsoleBuilder) Add(level Level, text string) {
 // Lines returns the number of lines added.
 func (b *ConsoleBuilder) Lines() int { return b.n }
 
+// Size returns the encoded size of the lines added so far (the Console
+// adds a head of at most 9 bytes).
+func (b *ConsoleBuilder) Size() int { return b.items.Len() }
+
 // Console returns the lines added so far as a Console of its own (nil when
 // none), and empties the builder.
 func (b *ConsoleBuilder) Console() Console {

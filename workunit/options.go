@@ -1,6 +1,9 @@
 package workunit
 
-import "time"
+import (
+	"math"
+	"time"
+)
 
 // Options are what a submission asks beside the workunit's content. They
 // are not covered by its Key: the same work with other options is the
@@ -15,3 +18,7 @@ type Options struct {
 	// travels in whole milliseconds.
 	Timeout time.Duration
 }
+
+// MaxTimeout is the longest time limit a workunit may have: 2^32-1 ms,
+// about 49 days (the protocol's bound).
+const MaxTimeout = math.MaxUint32 * time.Millisecond

@@ -96,8 +96,9 @@ func ParseKey(s string) (Key, error) {
 // hash of other riot data.
 const keyDomain = "riot-workunit-1"
 
-// Key returns the workunit's key: a SHA-256 over its kind, name, code and
-// payload, as they stand in its encoding (MarshalBinary). Blobs are not
+// Key returns the workunit's key: a SHA-256 over its kind, source, name,
+// module, export and payload, as they stand in its encoding
+// (MarshalBinary). Blobs are not
 // covered on their own: the payload and module hash already name them. A
 // caller that sends the spec should use Encode, which serializes it once
 // for both.

@@ -203,8 +203,11 @@ func (c *jsClient) waitForWork(call goja.FunctionCall) goja.Value {
 		_ = work.Set("source", w.Spec.Source)
 	case workunit.Fn:
 		vals, err := m.sb.DecodeArgs(w.Spec.Payload)
-		if err != nil || len(vals) == 0 {
+		if err != nil {
 			m.sb.Throw("Error", "%s: workunit %s does not decode: %v", op, w.Key.Short(), err)
+		}
+		if len(vals) == 0 {
+			m.sb.Throw("Error", "%s: workunit %s: its payload is an empty array, want [fn, args...]", op, w.Key.Short())
 		}
 		_ = work.Set("fn", vals[0])
 		_ = work.Set("args", rt.NewArray(toAny(vals[1:])...))

@@ -359,3 +359,23 @@ func TestMaster_PanicIsAnError(t *testing.T) {
 	assert.Equal(t, "engine: job script: panic: submit: a bug", err.Error())
 	assert.Empty(t, stdout.String(), "a Go panic is not a JavaScript exception")
 }
+
+// TestMaster_TimeoutOutOfRange: a time limit the protocol cannot carry is
+// a RangeError at the riot.with call that names it, not a refusal from a
+// tracker that never saw it.
+func TestMaster_TimeoutOutOfRange(t *testing.T) {
+	t.Parallel()
+	for _, tc := range []struct{ arg, want string }{
+		{`-1`, "riot.with: timeout -1 ms is out of range"},
+		{`NaN`, "riot.with: timeout NaN ms is out of range"},
+		{`2 ** 33`, "riot.with: timeout 8589934592 ms is out of range"},
+		{`'-2s'`, `riot.with: timeout "-2s" is out of range`},
+		{`'2000h'`, `riot.with: timeout "2000h" is out of range`},
+	} {
+		sr := runScript(t, map[string]string{"main.js": `riot.with({timeout: ` + tc.arg + `}).doWork(() => 1)`})
+		require.Error(t, sr.err, tc.arg)
+		assert.Contains(t, sr.err.Error(), "RangeError: "+tc.want, tc.arg)
+	}
+	sr := runScript(t, map[string]string{"main.js": `riot.waitUntilDone(riot.with({timeout: '30s'}).doWork(() => 1))`})
+	require.NoError(t, sr.err)
+}

@@ -3,6 +3,7 @@ package master
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -587,16 +588,24 @@ func (m *master) workOptions(op string, o *goja.Object, base workunit.Options) w
 }
 
 // duration reads a time limit: milliseconds as a number, or a Go duration
-// string such as "30s".
+// string such as "30s"; 0 (the worker's default) to workunit.MaxTimeout.
 func (m *master) duration(op string, v goja.Value) time.Duration {
 	if goja.IsString(v) {
 		d, err := time.ParseDuration(v.String())
 		if err != nil {
 			m.sb.Throw("TypeError", "%s: timeout %q: %v", op, v.String(), err)
 		}
+		if d < 0 || d > workunit.MaxTimeout {
+			m.sb.Throw("RangeError", "%s: timeout %q is out of range (0 to %v)", op, v.String(), workunit.MaxTimeout)
+		}
 		return d
 	}
-	return time.Duration(v.ToFloat() * float64(time.Millisecond))
+	ms := v.ToFloat()
+	if math.IsNaN(ms) || ms < 0 || ms > float64(workunit.MaxTimeout/time.Millisecond) {
+		m.sb.Throw("RangeError", "%s: timeout %s ms is out of range (0 to %d ms, or a string such as \"30s\")",
+			op, v.String(), workunit.MaxTimeout/time.Millisecond)
+	}
+	return time.Duration(ms * float64(time.Millisecond))
 }
 
 func (m *master) parseID(op string, v goja.Value) workunit.Key {

@@ -37,7 +37,10 @@ type UsageError struct {
 	Hint string
 }
 
+// Error returns the wrapped error's text.
 func (e *UsageError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the wrapped error.
 func (e *UsageError) Unwrap() error { return e.Err }
 
 // Usage returns err as a UsageError.
@@ -50,6 +53,7 @@ type ExitError struct {
 	Err  error
 }
 
+// Error returns Err's text, or the exit status when Err is nil.
 func (e *ExitError) Error() string {
 	if e.Err == nil {
 		return fmt.Sprintf("exit status %d", e.Code)
@@ -57,6 +61,7 @@ func (e *ExitError) Error() string {
 	return e.Err.Error()
 }
 
+// Unwrap returns Err.
 func (e *ExitError) Unwrap() error { return e.Err }
 
 // Fail returns an ExitError of ExitFailure that prints err.

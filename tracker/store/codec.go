@@ -2,6 +2,7 @@ package store
 
 import (
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/riot-go/riot/cbor"
@@ -97,20 +98,20 @@ func decodeRecord(id uint64, data []byte) (table.Record, error) {
 		}
 		copy(rec.Key[:], k)
 	}
-	rec.Status = workunit.Status(d.int())
+	rec.Status = workunit.Status(d.ranged("status", 0, int64(workunit.StatusError)))
 	rec.Seq = d.int()
 	if n := d.array(); n != 3 && d.err == nil {
 		d.fail("want 3 options, have %d", n)
 	}
 	rec.Options.NoCache = d.bool()
-	rec.Options.GPUs = int(d.int())
-	rec.Options.Timeout = time.Duration(d.int()) * time.Millisecond
+	rec.Options.GPUs = int(d.ranged("GPU count", 0, math.MaxUint8))
+	rec.Options.Timeout = time.Duration(d.ranged("time limit", 0, int64(workunit.MaxTimeout/time.Millisecond))) * time.Millisecond
 	rec.Owner = d.str()
 	rec.Worker = d.str()
 	if ns := d.int(); ns != 0 {
 		rec.LastChange = time.Unix(0, ns)
 	}
-	rec.Deliveries = int(d.int())
+	rec.Deliveries = int(d.ranged("deliveries", 0, math.MaxInt32))
 	if n := d.array(); n > 0 && d.err == nil {
 		if err := d.r.CheckCount(n, 1); err != nil {
 			return rec, err
@@ -127,7 +128,7 @@ func decodeRecord(id uint64, data []byte) (table.Record, error) {
 			d.fail("want null or an error of 7 items")
 		}
 		e := &workunit.Error{}
-		e.Kind = workunit.ErrorKind(d.int())
+		e.Kind = workunit.ErrorKind(d.ranged("error kind", 0, math.MaxUint8))
 		e.Name = d.str()
 		e.Message = d.str()
 		e.Stack = d.str()
@@ -191,6 +192,17 @@ func (d *decoder) int() int64 {
 	}
 	d.fail("want an integer")
 	return 0
+}
+
+// ranged reads an integer that must lie in [lo, hi]: a stored field
+// whose Go type is narrower than CBOR's integers is checked, never
+// truncated into another valid value.
+func (d *decoder) ranged(what string, lo, hi int64) int64 {
+	v := d.int()
+	if d.err == nil && (v < lo || v > hi) {
+		d.fail("%s %d out of range (%d to %d)", what, v, lo, hi)
+	}
+	return v
 }
 
 func (d *decoder) bool() bool {

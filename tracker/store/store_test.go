@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"os"
@@ -369,6 +370,8 @@ func TestBolt_Load_CorruptRecord(t *testing.T) {
 		{"short array", []byte{0x82, 0x01, 0x01}},
 		{"future record version", appendRecordVersion(7)},
 		{"trailing bytes", append(encodeRecord(nil, &sampleRecords()[2]), 0x00)},
+		{"status out of range", recordWithStatus(0x19, 0x01, 0x03)}, // 259: was read as 3 (done)
+		{"time limit out of range", recordWithTimeout(0x1b, 0x00, 0x00, 0x40, 0x00, 0x00, 0x00, 0x00, 0x00)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -400,6 +403,26 @@ func TestBolt_Load_CorruptRecord(t *testing.T) {
 		require.ErrorIs(t, err, ErrCorrupt)
 		assert.Contains(t, err.Error(), "running without a spec")
 	})
+}
+
+// recordWithStatus encodes a record whose status item is the CBOR item
+// status.
+func recordWithStatus(status ...byte) []byte {
+	b := encodeRecord(nil, &sampleRecords()[2])
+	// Array head, version, 32-byte key (a two-byte head), then the status.
+	const at = 1 + 1 + 2 + len(workunit.Key{})
+	return append(append(append([]byte{}, b[:at]...), status...), b[at+1:]...)
+}
+
+// recordWithTimeout encodes a record whose time limit item is the CBOR
+// item limit.
+func recordWithTimeout(limit ...byte) []byte {
+	rec := sampleRecords()[2]
+	rec.Options.Timeout = 0x12345678 * time.Millisecond
+	b := encodeRecord(nil, &rec)
+	old := []byte{0x1a, 0x12, 0x34, 0x56, 0x78}
+	at := bytes.Index(b, old)
+	return append(append(append([]byte{}, b[:at]...), limit...), b[at+len(old):]...)
 }
 
 // appendRecordVersion encodes a record array whose version is v.

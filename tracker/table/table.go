@@ -368,16 +368,12 @@ func (t *Table) enqueueFront(idx uint32) {
 	t.mayDispatch = true
 }
 
-// maxTimeout is the longest time limit a record holds: 2^32-1 ms, about
-// 49 days (the protocol's bound too).
-const maxTimeout = math.MaxUint32 * time.Millisecond
-
 func validOptions(o workunit.Options, what string, k workunit.Key) error {
 	if o.GPUs < 0 || o.GPUs > MaxGPUs {
 		return fmt.Errorf("%w: %s %s: %d GPUs (0 to %d)", ErrInvalid, what, k.Short(), o.GPUs, MaxGPUs)
 	}
-	if o.Timeout < 0 || o.Timeout > maxTimeout {
-		return fmt.Errorf("%w: %s %s: time limit %v (0 to %v)", ErrInvalid, what, k.Short(), o.Timeout, maxTimeout)
+	if o.Timeout < 0 || o.Timeout > workunit.MaxTimeout {
+		return fmt.Errorf("%w: %s %s: time limit %v (0 to %v)", ErrInvalid, what, k.Short(), o.Timeout, workunit.MaxTimeout)
 	}
 	return nil
 }

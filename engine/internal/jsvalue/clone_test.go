@@ -182,3 +182,13 @@ func TestCodec_DenseArrays(t *testing.T) {
 		assert.Equal(t, want, got, src)
 	}
 }
+
+// TestCodec_DecodeErrorWithoutStack: an Error document without a stack
+// gives an Error whose stack is empty, not the stack of the decoding.
+func TestCodec_DecodeErrorWithoutStack(t *testing.T) {
+	t.Parallel()
+	rl := newTestRuntime(t)
+	v, err := rl.dec.DecodeValue([]byte("\xda\x72\x69\x6f\x03\xa1\x64name\x69TypeError"))
+	require.NoError(t, err)
+	checkJS(t, rl, v, "v => v instanceof TypeError && v.stack === '' && !v.hasOwnProperty('message')")
+}

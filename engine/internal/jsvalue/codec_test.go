@@ -319,3 +319,17 @@ func FuzzDecodeJS(f *testing.F) {
 }
 
 func fmtPointer(m map[string]any) string { return fmt.Sprintf("%p", m) }
+
+// TestCodec_InvalidDate_CanonicalNaN: an invalid Date is written with the
+// one NaN docs/values.md gives (f9 7e 00), whatever the bits of the NaN
+// the runtime holds, as the Go encoder writes it.
+func TestCodec_InvalidDate_CanonicalNaN(t *testing.T) {
+	t.Parallel()
+	rl := newTestRuntime(t)
+	want, err := value.Marshal(value.InvalidDate{})
+	require.NoError(t, err)
+	assert.Equal(t, []byte{0xc1, 0xf9, 0x7e, 0x00}, want)
+	for _, src := range []string{"new Date(NaN)", "new Date('not a date')", "new Date(8.64e15 + 1)"} {
+		assert.Equal(t, want, encodeJS(t, rl, runJS(t, rl, src)), src)
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"unicode/utf16"
 	"unicode/utf8"
 
@@ -772,6 +773,12 @@ func (d *Decoder) errorObject() (goja.Value, error) {
 			}
 		default:
 			return nil, d.r.Errorf("unknown Error field %q", k)
+		}
+	}
+	if !slices.Contains(seen[:h.Arg], "stack") {
+		// Not the stack of this decoding: none.
+		if err := hidden("stack", d.rt.ToValue("")); err != nil {
+			return nil, err
 		}
 	}
 	return e, nil

@@ -546,7 +546,11 @@ func (e *Encoder) regExpSource(src goja.Value) {
 
 func (e *Encoder) date(ms float64) {
 	e.w.Tag(value.TagEpochTime)
-	if !math.IsNaN(ms) && math.Mod(ms, 1000) == 0 {
+	if math.IsNaN(ms) {
+		e.w.HalfNaN() // an invalid Date: one NaN, whatever its bits here
+		return
+	}
+	if math.Mod(ms, 1000) == 0 {
 		e.w.Int(int64(ms / 1000))
 		return
 	}
