@@ -381,7 +381,15 @@ func (rl *realm) freeze(v goja.Value, seen map[*goja.Object]bool) {
 	seen[o] = true
 	switch rl.in.Classify(o) {
 	case jsvalue.KindArray:
-		n := int(o.Get("length").ToInteger())
+		n, dense := rl.in.DenseArray(o)
+		if !dense {
+			// Holes or other properties: by its keys, not up to its
+			// length, which may be 2^32-1.
+			for _, k := range o.Keys() {
+				rl.freeze(o.Get(k), seen)
+			}
+			break
+		}
 		for i := 0; i < n; i++ {
 			rl.freeze(o.Get(jsvalue.Index(i)), seen)
 		}
