@@ -1161,6 +1161,9 @@ func (e *encodeState) sparseArray(a *Array, k refKey, d int) error {
 		if _, isIndex := arrayIndex(name); isIndex {
 			return unsendable("a value.Array's property %q is an index; put it in Elements", name)
 		}
+		if name == "length" {
+			return unsendable(`a value.Array's property "length" is its Length`)
+		}
 	}
 	e.next++
 	e.w.Tag(TagArray)

@@ -600,6 +600,9 @@ func (d *decodeState) sparseArray(depth int) (any, error) {
 		if _, isIndex := arrayIndex(k); isIndex {
 			return nil, d.errorAt(at, "array property %q is an index, written as a string", k)
 		}
+		if k == "length" {
+			return nil, d.errorAt(at, `an array's "length" is its first item, not a property`)
+		}
 		if a.Props == nil {
 			a.Props = make(map[string]any)
 		}

@@ -370,6 +370,7 @@ func TestUnmarshal_Rejects(t *testing.T) {
 		{"sparse array index as string", "da72696f08 82 03 a1 6131 01", `array property "1" is an index`},
 		{"sparse array duplicate key", "da72696f08 82 00 a2 6178 01 6178 02", `duplicate key "x"`},
 		{"sparse array key of bytes", "da72696f08 82 00 a1 40 01", "want a string"},
+		{"sparse array length property", "da72696f08 82 00 a1 666c656e677468 01", `an array's "length" is its first item`},
 		{"blob hash short", "da72696f05 41 00", "blob hash of 1 bytes, want 32"},
 		{"blob hash text", "da72696f05 6161", "want a byte string"},
 		{"deep arrays", deep, "nested deeper than 10000 levels"},

@@ -1,6 +1,7 @@
 package jsvalue
 
 import (
+	"encoding/hex"
 	"math/big"
 	"strings"
 	"testing"
@@ -191,4 +192,30 @@ func TestCodec_DecodeErrorWithoutStack(t *testing.T) {
 	v, err := rl.dec.DecodeValue([]byte("\xda\x72\x69\x6f\x03\xa1\x64name\x69TypeError"))
 	require.NoError(t, err)
 	checkJS(t, rl, v, "v => v instanceof TypeError && v.stack === '' && !v.hasOwnProperty('message')")
+}
+
+// TestCodec_DecodeRejectsBadArrays: a TagArray document that no encoder
+// writes is an error that says what is wrong.
+func TestCodec_DecodeRejectsBadArrays(t *testing.T) {
+	t.Parallel()
+	rl := newTestRuntime(t)
+	for hex, want := range map[string]string{
+		"da72696f08 81 00":                      "an array with holes is [length, map]",
+		"da72696f08 82 1b0000000100000000 a0":   "array length 4294967296 is above 2^32-1",
+		"da72696f08 82 02 a1 02 01":             "index 2 of an array of length 2",
+		"da72696f08 82 03 a2 01 01 01 02":       "an array holds index 1 twice",
+		"da72696f08 82 00 a1 666c656e677468 01": `an array's "length" is its first item`,
+		"da72696f07 80":                         "a wrapper object holds a number, boolean, string or BigInt",
+		"da72696f07 f7":                         "a wrapper object holds",
+	} {
+		_, err := rl.dec.DecodeValue(mustHexJS(t, hex))
+		assert.ErrorContains(t, err, want, hex)
+	}
+}
+
+func mustHexJS(t *testing.T, s string) []byte {
+	t.Helper()
+	b, err := hex.DecodeString(strings.ReplaceAll(s, " ", ""))
+	require.NoError(t, err)
+	return b
 }

@@ -604,6 +604,11 @@ func (d *Decoder) sparseArray() (goja.Value, error) {
 			return nil, err
 		}
 		if kh.Major != cbor.MajorUint {
+			if kh.Major == cbor.MajorText && kh.Arg == 6 {
+				if b, err := r.Bytes(6); err == nil && string(b) == "length" {
+					return nil, d.r.Errorf(`an array's "length" is its first item, not a property`)
+				}
+			}
 			if err := d.property(arr, seen); err != nil {
 				return nil, err
 			}
