@@ -265,7 +265,9 @@ func (c *Client) onAcceptedLocked(m *wire.Accepted) {
 // another message. Submitting a key that is done answers from memory
 // (Accepted carries the result); one that is waiting or running joins it;
 // one in error runs it again (see docs/protocol.md, Memoization).
-// opts.NoCache runs a done key again.
+// With opts.NoCache, a spec without a Nonce is sent with a fresh one
+// (spec itself is not changed): every such submission is a workunit of its
+// own, with a key of its own, and runs, however many equal ones ran or run.
 //
 // A spec that is invalid or over the tracker's MaxSpecBytes gives a Call
 // whose Accepted and Wait return the error.
@@ -280,6 +282,11 @@ func (c *Client) submit(spec *workunit.Spec, opts workunit.Options, watched bool
 	var data []byte
 	err := errors.New("nil spec")
 	if spec != nil {
+		if opts.NoCache && len(spec.Nonce) == 0 {
+			own := *spec
+			own.Nonce = workunit.NewNonce()
+			spec = &own
+		}
 		if err = spec.Validate(); err == nil {
 			data, k.Key = spec.Encode()
 		}

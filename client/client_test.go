@@ -145,6 +145,44 @@ func TestClient_Memoized(t *testing.T) {
 	assert.Equal(t, "y", v)
 }
 
+// Equal NoCache submissions made together are workunits of their own: each
+// runs and has its own result (they used to share one key, and so one run).
+func TestClient_NoCache_EachSubmissionRuns(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t)
+	m := dial(t, tr.Addr(), client.Options{})
+	w := dial(t, tr.Addr(), client.Options{Name: "w", Slots: 1})
+	spec := eval("Math.random()")
+	calls := make([]*client.Call, 4)
+	for i := range calls {
+		calls[i] = m.Submit(spec, workunit.Options{NoCache: true})
+	}
+	assert.Empty(t, spec.Nonce, "the caller's spec is not changed")
+	keys := make(map[workunit.Key]bool)
+	for _, k := range calls {
+		_, err := k.Accepted(ctxFor(t))
+		require.NoError(t, err)
+		keys[k.Key] = true
+	}
+	require.Len(t, keys, 4, "four keys")
+	n := 0
+	work(t, w, 4, func(s *workunit.Spec) (any, error) {
+		n++
+		assert.Equal(t, "Math.random()", s.Source)
+		assert.Len(t, s.Nonce, 16)
+		return float64(n), nil
+	})
+	results := make(map[float64]bool)
+	for _, k := range calls {
+		out, err := k.Wait(ctxFor(t))
+		require.NoError(t, err)
+		v, err := out.Value()
+		require.NoError(t, err)
+		results[v.(float64)] = true
+	}
+	assert.Len(t, results, 4, "four runs, four results")
+}
+
 func TestClient_WatchFromTwoClients(t *testing.T) {
 	t.Parallel()
 	tr := trackertest.Start(t)

@@ -113,7 +113,8 @@ func (sb *Sandbox) SetFuncs(obj *goja.Object, table []Func) error {
 // Decode decodes a value document (package value) into the runtime. The
 // functions it holds are made in the runtime; the blobs it refers to come
 // from the running workunit's Request.Blobs (Standalone.SetBlobs in a
-// standalone sandbox), each decoded once per sandbox.
+// standalone sandbox), each decoded once per workunit (in a standalone
+// sandbox, once per SetBlobs): the workunit's own copy.
 func (sb *Sandbox) Decode(data []byte) (goja.Value, error) { return sb.rl.dec.DecodeValue(data) }
 
 // DecodeArgs decodes a value document that is an array, an argument list,

@@ -32,8 +32,9 @@
 //
 // A result that is a promise is waited for. Results, arguments and captured
 // values travel as value documents (package value, docs/values.md), decoded
-// straight into the runtime. A captured value stored as a blob is decoded
-// once per runtime, frozen, and shared by the workunits that use it.
+// straight into the runtime. A captured value stored as a blob is fetched
+// and checked once per runtime, and decoded for each workunit that uses it:
+// each has its own copy, whose changes never reach another workunit.
 //
 // # Limits
 //

@@ -65,8 +65,9 @@ type Options struct {
 	// CompileCacheSize bounds the number of compiled programs kept.
 	// Default: DefaultCompileCacheSize.
 	CompileCacheSize int
-	// BlobCacheSize bounds the number of decoded blob values (large
-	// captured values) that each runtime keeps. Default: DefaultBlobCacheSize.
+	// BlobCacheSize bounds the number of blobs of values (large captured
+	// values) whose checked bytes each runtime keeps; each workunit decodes
+	// its own copy from them. Default: DefaultBlobCacheSize.
 	BlobCacheSize int
 	// Logger receives the engine's logs. Default: slog.Default().
 	Logger *slog.Logger

@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -498,28 +499,41 @@ func (c *countingSource) Blob(ctx context.Context, h blob.Hash) ([]byte, error) 
 	return c.Map.Blob(ctx, h)
 }
 
-func TestEngine_BlobValue_DecodedOnce(t *testing.T) {
+// A blob value is each workunit's own copy: what one workunit changes in
+// it, it sees, and the next workunit on the runtime does not. A regression
+// test: the copy was shared and frozen, and a write was lost (a TypeError
+// with no message in strict code). The blob is still fetched once.
+func TestEngine_BlobValue_OwnCopyPerWorkunit(t *testing.T) {
 	t.Parallel()
 	e := newEngine(t, Options{Slots: 1})
 	words := make([]any, 1000)
 	for i := range words {
 		words[i] = strings.Repeat("w", i%7+3)
 	}
-	data, err := value.Marshal(words)
+	set := &value.Set{Values: []any{"a", "b"}}
+	data, err := value.Marshal(map[string]any{"words": words, "set": set, "nested": map[string]any{"n": 1.0},
+		"bytes": []byte{1, 2, 3}})
 	require.NoError(t, err)
 	src := &countingSource{Map: blob.Map{}}
 	h := src.Put(data)
-	fn := &value.Function{Source: "(i) => { try { dictionary.push('x') } catch (e) { return [dictionary.length, dictionary[i], e.name] } }",
-		Env: map[string]any{"dictionary": value.BlobRef(h)}}
-	for i := 0; i < 5; i++ {
-		payload, err := value.Marshal([]any{fn, float64(i)})
-		require.NoError(t, err)
-		res, err := e.Run(context.Background(), Request{Spec: &workunit.Spec{Kind: workunit.Fn, Payload: payload}, Blobs: src})
-		require.NoError(t, err)
-		v, _ := res.Decode()
-		assert.Equal(t, []any{1000.0, words[i], "TypeError"}, v)
+	for _, strict := range []string{"", "'use strict'; "} {
+		fn := &value.Function{Source: `(i) => { ` + strict + `
+			const before = [big.words.length, big.words[0], big.set.size, big.nested.n, big.bytes[0]];
+			big.words.push('x'); big.words[0] = 'changed'; big.set.add(i); big.nested.n = i; big.bytes[0] = 99;
+			big.extra = true; delete big.nested;
+			return [before, big.words.length, big.words[0], big.set.has(i), big.extra, 'nested' in big, big.bytes[0], same === big];
+		}`, Env: map[string]any{"big": value.BlobRef(h), "same": value.BlobRef(h)}}
+		for i := range 3 {
+			payload, err := value.Marshal([]any{fn, float64(i + 10)})
+			require.NoError(t, err)
+			res, err := e.Run(context.Background(), Request{Spec: &workunit.Spec{Kind: workunit.Fn, Payload: payload}, Blobs: src})
+			require.NoError(t, err, "strict %q, workunit %d", strict, i)
+			v, _ := res.Decode()
+			assert.Equal(t, []any{[]any{1000.0, "www", 2.0, 1.0, 1.0}, 1001.0, "changed", true, true, false, 99.0, true}, v,
+				"strict %q, workunit %d: its writes work, and the last one's are gone", strict, i)
+		}
 	}
-	assert.Equal(t, int32(1), src.n.Load(), "the blob is fetched and decoded once per runtime")
+	assert.Equal(t, int32(1), src.n.Load(), "the blob is fetched once per runtime")
 }
 
 func TestEngine_Fn_SelfAndShared(t *testing.T) {
@@ -545,4 +559,41 @@ func lines(t *testing.T, c workunit.Console) []workunit.ConsoleLine {
 	l, err := c.Lines()
 	require.NoError(t, err)
 	return l
+}
+
+// A function that was strict where it was written runs strict: assigning
+// to an undeclared variable throws, and `this` of a plain call is
+// undefined. A sloppy one runs sloppy. A regression test: strictness was
+// lost on the way, and such code ran sloppy on the worker.
+func TestEngine_Fn_Strict(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, Options{Slots: 1})
+	// Each case assigns its own name: the sloppy one makes a global.
+	src := func(name string) string {
+		return "() => { const self = (function () { return this })(); try { " + name + " = 1; return [self === undefined, 'assigned'] } catch (e) { return [self === undefined, e.name] } }"
+	}
+	for i, tc := range []struct {
+		strict bool
+		env    map[string]any
+		want   []any
+	}{
+		{false, nil, []any{false, "assigned"}},
+		{true, nil, []any{true, "ReferenceError"}},
+		{true, map[string]any{"k": 1.0}, []any{true, "ReferenceError"}},
+	} {
+		res, err := e.CallFunc(context.Background(), &value.Function{Source: src("undeclared" + strconv.Itoa(i)), Env: tc.env, Strict: tc.strict})
+		require.NoError(t, err)
+		v, err := res.Decode()
+		require.NoError(t, err)
+		assert.Equal(t, tc.want, v, "strict %v, env %v", tc.strict, tc.env)
+	}
+	// Functions that refer to each other (made before their variables).
+	a := &value.Function{Source: "() => b()", Env: map[string]any{}, Strict: true}
+	b := &value.Function{Source: "() => { try { undeclaredCycle = a; return 'assigned' } catch (e) { return e.name } }", Env: map[string]any{"a": a}, Strict: true}
+	a.Env["b"] = b
+	res, err := e.CallFunc(context.Background(), a)
+	require.NoError(t, err)
+	v, err := res.Decode()
+	require.NoError(t, err)
+	assert.Equal(t, "ReferenceError", v)
 }

@@ -16,8 +16,9 @@ import (
 )
 
 // realm is one goja runtime with riot's globals, and what it keeps between
-// workunits of one realm: module instances, function factories and decoded
-// blob values. It is used by one goroutine at a time (its slot's).
+// workunits of one realm: module instances, function factories and the
+// bytes of blob values (checked against their hashes). It is used by one
+// goroutine at a time (its slot's).
 type realm struct {
 	key    string
 	eng    *Engine
@@ -29,8 +30,8 @@ type realm struct {
 	sink   ConsoleSink
 
 	modules  map[blob.Hash]*moduleInstance
-	blobVals map[blob.Hash]*list.Element
-	blobLRU  list.List // of *blobValue, most recent first
+	blobData map[blob.Hash]*list.Element
+	blobLRU  list.List // of *blobBytes, most recent first: blobs whose hashes were checked
 
 	fns *jsvalue.Functions // function factories, for the decoders
 	enc *jsvalue.Encoder
@@ -57,9 +58,13 @@ type moduleInstance struct {
 	requires map[string]blob.Hash
 }
 
-type blobValue struct {
+type blobBytes struct {
 	hash blob.Hash
-	v    goja.Value
+	data []byte
+	// flat copies the blob's value without decoding it, when it holds
+	// only primitives (nil otherwise); looked says that the realm looked.
+	flat   *flatValue
+	looked bool
 }
 
 // workerGlobals are riot's globals of a workunit's sandbox, besides the
@@ -91,7 +96,7 @@ func makeRealm(eng *Engine, slotID int, key string, sink ConsoleSink, globals []
 		origin:   time.Now(),
 		sink:     sink,
 		modules:  make(map[blob.Hash]*moduleInstance),
-		blobVals: make(map[blob.Hash]*list.Element),
+		blobData: make(map[blob.Hash]*list.Element),
 	}
 	if rl.sink == nil {
 		rl.sink = runConsole{rl}
@@ -343,64 +348,68 @@ func (rl *realm) fetchBlob(h blob.Hash) ([]byte, error) {
 	return data, nil
 }
 
-// BlobValue implements jsvalue.BlobResolver: a blob's value is decoded once per
-// realm, frozen, and shared by the workunits that refer to it.
+// BlobValue implements jsvalue.BlobResolver: each workunit gets a copy of a
+// blob's value of its own, decoded from the blob's bytes when it first
+// refers to the blob, so that what it changes in the value stays in it and
+// never reaches the next workunit. The references of one workunit to one
+// blob are one object, as they were on the master. The realm keeps the
+// bytes (BlobCacheSize blobs), checked against the hash once.
 func (rl *realm) BlobValue(h blob.Hash) (goja.Value, error) {
-	if el, ok := rl.blobVals[h]; ok {
+	r := rl.cur
+	if r == nil {
+		return nil, fmt.Errorf("blob %s is not available: no workunit is running", h.Short())
+	}
+	if v, ok := r.blobVals[h]; ok {
+		return v, nil
+	}
+	b, err := rl.blobBytesOf(h)
+	if err != nil {
+		return nil, err
+	}
+	var v goja.Value
+	if b.flat != nil {
+		if v, err = b.flat.copy(rl); err != nil {
+			return nil, fmt.Errorf("blob %s: %w", h.Short(), err)
+		}
+	} else {
+		// A blob is a document of its own, with its own object indexes.
+		d := jsvalue.NewDecoder(rl.rt, rl.in, rl.fns, rl)
+		if v, err = d.DecodeValue(b.data); err != nil {
+			return nil, fmt.Errorf("blob %s: %w", h.Short(), err)
+		}
+		if !b.looked {
+			b.looked = true
+			if kind := flatKindOf(b.data); kind != notFlat {
+				b.flat = rl.flatTemplate(kind, v)
+			}
+		}
+	}
+	if r.blobVals == nil {
+		r.blobVals = make(map[blob.Hash]goja.Value)
+	}
+	r.blobVals[h] = v
+	return v, nil
+}
+
+// blobBytesOf returns blob h, from the realm's recent blobs or fetched and
+// checked.
+func (rl *realm) blobBytesOf(h blob.Hash) (*blobBytes, error) {
+	if el, ok := rl.blobData[h]; ok {
 		rl.blobLRU.MoveToFront(el)
-		return el.Value.(*blobValue).v, nil
+		return el.Value.(*blobBytes), nil
 	}
 	data, err := rl.fetchBlob(h)
 	if err != nil {
 		return nil, err
 	}
-	// A blob is a document of its own, with its own object indexes.
-	d := jsvalue.NewDecoder(rl.rt, rl.in, rl.fns, rl)
-	v, err := d.DecodeValue(data)
-	if err != nil {
-		return nil, fmt.Errorf("blob %s: %w", h.Short(), err)
-	}
-	rl.freeze(v, make(map[*goja.Object]bool))
-	rl.blobVals[h] = rl.blobLRU.PushFront(&blobValue{hash: h, v: v})
+	b := &blobBytes{hash: h, data: data}
+	rl.blobData[h] = rl.blobLRU.PushFront(b)
 	for rl.blobLRU.Len() > rl.eng.opts.BlobCacheSize {
 		old := rl.blobLRU.Back()
 		rl.blobLRU.Remove(old)
-		delete(rl.blobVals, old.Value.(*blobValue).hash)
+		delete(rl.blobData, old.Value.(*blobBytes).hash)
 	}
-	return v, nil
-}
-
-// freeze makes a shared blob value read-only where JavaScript allows:
-// objects and arrays, deeply. (Maps, Sets and typed arrays cannot be
-// frozen; docs/engine.md says so.)
-func (rl *realm) freeze(v goja.Value, seen map[*goja.Object]bool) {
-	o, ok := v.(*goja.Object)
-	if !ok || seen[o] {
-		return
-	}
-	seen[o] = true
-	switch rl.in.Classify(o) {
-	case jsvalue.KindArray:
-		n, dense := rl.in.DenseArray(o)
-		if !dense {
-			// Holes or other properties: by its keys, not up to its
-			// length, which may be 2^32-1.
-			for _, k := range o.Keys() {
-				rl.freeze(o.Get(k), seen)
-			}
-			break
-		}
-		for i := 0; i < n; i++ {
-			rl.freeze(o.Get(jsvalue.Index(i)), seen)
-		}
-	case jsvalue.KindPlain:
-		for _, k := range o.Keys() {
-			rl.freeze(o.Get(k), seen)
-		}
-	default:
-		return
-	}
-	_, _ = rl.in.ObjectFreeze(goja.Undefined(), o)
+	return b, nil
 }
 
 // run is one workunit's evaluation: its context, console and timers.
@@ -410,6 +419,9 @@ type run struct {
 	workerName string // Request.WorkerName: riot.worker.name, when set
 	cancel     context.CancelCauseFunc
 	blobs      blob.Source
-	console    console
-	timers     timers
+	// blobVals are the blob values this workunit decoded: its own copies
+	// (realm.BlobValue).
+	blobVals map[blob.Hash]goja.Value
+	console  console
+	timers   timers
 }

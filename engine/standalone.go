@@ -83,8 +83,9 @@ func (s *Standalone) NextTimer() (time.Time, bool) {
 func (s *Standalone) RunTimer() error { return s.run.timers.runNext(s.run.ctx) }
 
 // SetBlobs sets where Decode and FetchModule find the blobs a document
-// refers to, from now on. Nil means none.
-func (s *Standalone) SetBlobs(src blob.Source) { s.run.blobs = src }
+// refers to, from now on. Nil means none. The documents decoded after it
+// get their own copies of blob values, as a new workunit does.
+func (s *Standalone) SetBlobs(src blob.Source) { s.run.blobs, s.run.blobVals = src, nil }
 
 // Close releases what the sandbox's bindings hold (Sandbox.OnClose). The
 // sandbox is not used again.

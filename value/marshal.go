@@ -1200,7 +1200,8 @@ func arrayIndex(name string) (uint32, bool) {
 }
 
 // function writes a captured function: TagFunction [source, env, file,
-// line, column]. Its env is part of it and takes no index.
+// line, column], and true after them for a strict function. Its env is
+// part of it and takes no index.
 func (e *encodeState) function(f *Function, k refKey, d int) error {
 	if k.p != nil {
 		if e.shared(k) {
@@ -1215,7 +1216,11 @@ func (e *encodeState) function(f *Function, k refKey, d int) error {
 	}
 	e.next++
 	e.w.Tag(TagFunction)
-	e.w.ArrayHeader(5)
+	if f.Strict {
+		e.w.ArrayHeader(6)
+	} else {
+		e.w.ArrayHeader(5)
+	}
 	e.str(f.Source)
 	if err := e.stringMap(f.Env, stepFreeVariable, d); err != nil {
 		return err
@@ -1223,6 +1228,9 @@ func (e *encodeState) function(f *Function, k refKey, d int) error {
 	e.str(f.File)
 	e.w.Head(cbor.MajorUint, uint64(f.Line))
 	e.w.Head(cbor.MajorUint, uint64(f.Column))
+	if f.Strict {
+		e.w.Bool(true)
+	}
 	return nil
 }
 

@@ -152,6 +152,10 @@ type Function struct {
 	// traces; Line and Column count from 1, and 0 means unknown.
 	File         string
 	Line, Column int
+	// Strict says that the function is strict code where it was written
+	// (a 'use strict' directive around it, or a class body): the worker
+	// makes it strict, as it was on the master.
+	Strict bool
 }
 
 // BlobRef stands for a value that is stored, encoded on its own, as a

@@ -619,10 +619,14 @@ func (d *decodeState) sparseArray(depth int) (any, error) {
 func (d *decodeState) function(depth int) (any, error) {
 	f := &Function{}
 	d.register(f)
-	if err := d.arrayHead(5); err != nil {
+	start := d.r.Offset()
+	h, err := d.r.Next()
+	if err != nil {
 		return nil, err
 	}
-	var err error
+	if h.Major != cbor.MajorArray || (h.Arg != 5 && h.Arg != 6) {
+		return nil, d.errorAt(start, "want an array of 5 items (6 for a strict function)")
+	}
 	if f.Source, err = d.str(); err != nil {
 		return nil, err
 	}
@@ -657,6 +661,17 @@ func (d *decodeState) function(depth int) (any, error) {
 			return nil, d.errorAt(at, "line or column %d out of range", n)
 		}
 		*p = int(n)
+	}
+	if h.Arg == 6 {
+		at := d.r.Offset()
+		s, err := d.r.Next()
+		if err != nil {
+			return nil, err
+		}
+		if s.Major != cbor.MajorSimple || s.Arg != cbor.SimpleTrue {
+			return nil, d.errorAt(at, "a function's sixth item is true (strict), or absent")
+		}
+		f.Strict = true
 	}
 	return f, nil
 }

@@ -14,6 +14,7 @@
 package workunit
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"fmt"
 
@@ -67,6 +68,12 @@ type Spec struct {
 	// function (a value.Function) followed by the arguments, in one
 	// document so that references shared between them are kept.
 	Payload []byte
+	// Nonce, when not empty, makes the spec a workunit of its own: it is
+	// covered by the Key and read by nothing else, so that equal work
+	// with different nonces is different workunits. Submissions with
+	// Options.NoCache get a fresh one (NewNonce) from the client, so that
+	// every such call runs. At most MaxNonceBytes.
+	Nonce []byte
 	// Blobs lists the blobs the workunit needs besides Payload's bytes:
 	// every module it may require, transitively, and every value stored
 	// as a blob. Workers fetch the missing ones before they start.
@@ -92,12 +99,23 @@ func ParseKey(s string) (Key, error) {
 	return Key(h), nil
 }
 
+// MaxNonceBytes is the longest Spec.Nonce.
+const MaxNonceBytes = 32
+
+// NewNonce returns a fresh random nonce for Spec.Nonce: 16 bytes, so that
+// no two are ever equal.
+func NewNonce() []byte {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails
+	return b
+}
+
 // keyDomain is hashed before a spec's content, so that a key is never the
 // hash of other riot data.
 const keyDomain = "riot-workunit-1"
 
 // Key returns the workunit's key: a SHA-256 over its kind, source, name,
-// module, export and payload, as they stand in its encoding
+// module, export, payload and nonce, as they stand in its encoding
 // (MarshalBinary). Blobs are not
 // covered on their own: the payload and module hash already name them. A
 // caller that sends the spec should use Encode, which serializes it once
@@ -111,13 +129,20 @@ func (s *Spec) Key() Key {
 // computed from those bytes: the spec is serialized once.
 func (s *Spec) Encode() ([]byte, Key) {
 	var w cbor.Writer
-	w.ArrayHeader(7)
+	if len(s.Nonce) > 0 {
+		w.ArrayHeader(8)
+	} else {
+		w.ArrayHeader(7)
+	}
 	w.Int(int64(s.Kind))
 	w.String(s.Source)
 	w.String(s.Name)
 	w.ByteString(s.Module[:])
 	w.String(s.Export)
 	w.ByteString(s.Payload)
+	if len(s.Nonce) > 0 {
+		w.ByteString(s.Nonce)
+	}
 	end := w.Len()
 	w.ArrayHeader(len(s.Blobs))
 	for _, b := range s.Blobs {
@@ -127,7 +152,8 @@ func (s *Spec) Encode() ([]byte, Key) {
 	return data, keyOf(data[1:end])
 }
 
-// keyOf hashes the content items of a spec's encoding (kind to payload).
+// keyOf hashes the content items of a spec's encoding (kind to payload,
+// and the nonce when there is one).
 func keyOf(content []byte) Key {
 	h := sha256.New()
 	var w cbor.Writer
@@ -140,7 +166,8 @@ func keyOf(content []byte) Key {
 }
 
 // MarshalBinary encodes the Spec as a CBOR array: [kind, source, name,
-// module, export, payload, [blob...]].
+// module, export, payload, [blob...]], or, with a nonce, [kind, source,
+// name, module, export, payload, nonce, [blob...]].
 func (s *Spec) MarshalBinary() ([]byte, error) {
 	data, _ := s.Encode()
 	return data, nil
@@ -162,6 +189,9 @@ func (s *Spec) UnmarshalBinary(data []byte) error {
 		Payload: append([]byte(nil), v.payload...),
 		Blobs:   v.blobs,
 	}
+	if len(v.nonce) > 0 {
+		s.Nonce = append([]byte(nil), v.nonce...)
+	}
 	return nil
 }
 
@@ -182,6 +212,7 @@ func KeyOf(data []byte) (Key, error) {
 type specView struct {
 	kind                          Kind
 	source, name, export, payload []byte
+	nonce                         []byte
 	module                        blob.Hash
 	blobs                         []blob.Hash
 }
@@ -196,7 +227,7 @@ func (v *specView) read(data []byte) (contentEnd int, err error) {
 	if r.Remaining() != 0 {
 		return 0, fmt.Errorf("workunit: spec: %d bytes after the end", r.Remaining())
 	}
-	if err := validate(v.kind, v.module, len(v.export) > 0, len(v.payload) > 0); err != nil {
+	if err := validate(v.kind, v.module, len(v.export) > 0, len(v.payload) > 0, len(v.nonce)); err != nil {
 		return 0, err
 	}
 	return contentEnd, nil
@@ -207,9 +238,10 @@ func (v *specView) readItems(r *cbor.Reader) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if h.Major != cbor.MajorArray || h.Arg != 7 || r.Offset() != 1 {
-		return 0, r.Errorf("want an array of 7 items")
+	if h.Major != cbor.MajorArray || (h.Arg != 7 && h.Arg != 8) || r.Offset() != 1 {
+		return 0, r.Errorf("want an array of 7 items (8 with a nonce)")
 	}
+	withNonce := h.Arg == 8
 	kind, err := r.Uint()
 	if err != nil {
 		return 0, err
@@ -236,6 +268,14 @@ func (v *specView) readItems(r *cbor.Reader) (int, error) {
 	}
 	if v.payload, err = r.ByteString(); err != nil {
 		return 0, err
+	}
+	if withNonce {
+		if v.nonce, err = r.ByteString(); err != nil {
+			return 0, err
+		}
+		if len(v.nonce) == 0 {
+			return 0, r.Errorf("an empty nonce (a spec without one has 7 items)")
+		}
 	}
 	end := r.Offset()
 	h, err = r.Next()
@@ -265,10 +305,13 @@ func (v *specView) readItems(r *cbor.Reader) (int, error) {
 
 // Validate checks that the fields a kind needs are there.
 func (s *Spec) Validate() error {
-	return validate(s.Kind, s.Module, s.Export != "", len(s.Payload) > 0)
+	return validate(s.Kind, s.Module, s.Export != "", len(s.Payload) > 0, len(s.Nonce))
 }
 
-func validate(kind Kind, module blob.Hash, export, payload bool) error {
+func validate(kind Kind, module blob.Hash, export, payload bool, nonce int) error {
+	if nonce > MaxNonceBytes {
+		return fmt.Errorf("workunit: a nonce of %d bytes; at most %d", nonce, MaxNonceBytes)
+	}
 	switch kind {
 	case Eval:
 		if !module.IsZero() || export || payload {

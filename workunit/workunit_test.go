@@ -28,6 +28,48 @@ func TestSpec_Key_IsStable(t *testing.T) {
 	assert.Equal(t, fn.Key(), withBlobs.Key())
 }
 
+// A nonce makes equal work a workunit of its own (noCache calls), and a
+// spec without one keeps the key it always had.
+func TestSpec_Nonce_MakesItsOwnKey(t *testing.T) {
+	t.Parallel()
+	fn := &Spec{Kind: Fn, Name: "job.js", Payload: []byte{0x82, 0x01, 0x02}}
+	a, b := *fn, *fn
+	a.Nonce, b.Nonce = NewNonce(), NewNonce()
+	assert.NotEqual(t, a.Nonce, b.Nonce)
+	assert.NotEqual(t, fn.Key(), a.Key())
+	assert.NotEqual(t, a.Key(), b.Key())
+	assert.Equal(t, "214d3d36ca741646cac7e3b1d00c10e217e686f239bda793965a942f95dbed9f", fn.Key().String(), "no nonce, the key of old")
+
+	data, key := a.Encode()
+	assert.Equal(t, byte(0x88), data[0], "an array of 8 items")
+	got, err := KeyOf(data)
+	require.NoError(t, err)
+	assert.Equal(t, key, got)
+	var back Spec
+	require.NoError(t, back.UnmarshalBinary(data))
+	assert.Equal(t, a, back)
+
+	long := *fn
+	long.Nonce = make([]byte, MaxNonceBytes+1)
+	assert.ErrorContains(t, long.Validate(), "nonce of 33 bytes")
+	data, _ = long.Encode()
+	_, err = KeyOf(data)
+	assert.Error(t, err)
+	// An 8-item spec with an empty nonce is not the 7-item one.
+	var w cbor.Writer
+	w.ArrayHeader(8)
+	w.Int(int64(Eval))
+	w.String("1")
+	w.String("eval")
+	w.ByteString(make([]byte, 32))
+	w.String("")
+	w.ByteString(nil)
+	w.ByteString(nil)
+	w.ArrayHeader(0)
+	_, err = KeyOf(w.Bytes())
+	assert.ErrorContains(t, err, "empty nonce")
+}
+
 func TestKeyOf_IsTheKeyOfTheBytesSent(t *testing.T) {
 	t.Parallel()
 	s := &Spec{Kind: Call, Name: "m.js", Module: blob.Hash{1}, Export: "f", Payload: []byte{0x81, 0x01}, Blobs: []blob.Hash{{1}, {2}}}

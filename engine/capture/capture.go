@@ -126,6 +126,11 @@ type Func struct {
 	// the hook when it creates it. A function that is not registered cannot
 	// be recognised at run time.
 	Registered bool
+	// Strict reports whether the function stands in strict code: under a
+	// 'use strict' directive of the script or of an enclosing function, or
+	// in a class. Run elsewhere it must be made strict, as Source alone may
+	// not say it (its own directive, if it has one, is in Source).
+	Strict bool
 }
 
 // SyntaxError reports a script that goja's parser rejects.

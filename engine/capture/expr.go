@@ -310,7 +310,7 @@ func (w *walker) arrowEnd(a *ast.ArrowFunctionLiteral) int {
 }
 
 func (w *walker) newFunc(kind Kind, start int) *funcInfo {
-	f := &funcInfo{id: len(w.funcs), parent: w.cur.owner, kind: kind, start: start}
+	f := &funcInfo{id: len(w.funcs), parent: w.cur.owner, kind: kind, start: start, strict: w.strict}
 	if w.withDepth > 0 {
 		f.unship("is defined inside a `with` statement")
 	}
@@ -427,6 +427,10 @@ func (w *walker) params(s *scope, pl *ast.ParameterList) {
 // body walks a function body: its var scope, with the hoisted registrations
 // of its function declarations after the directive prologue.
 func (w *walker) body(b *ast.BlockStatement, owner *funcInfo) {
+	defer func(strict bool) { w.strict = strict }(w.strict)
+	if hasUseStrict(b.List) {
+		w.strict = true
+	}
 	s := w.push(owner)
 	w.declareVars(s, b.List)
 	decls := w.declareLexical(s, b.List)
@@ -460,6 +464,9 @@ func (w *walker) arrow(a *ast.ArrowFunctionLiteral, nc nameCtx) {
 // own name and everything the class sees.
 func (w *walker) class(cl *ast.ClassLiteral, nc nameCtx) {
 	f := w.newFunc(KindClass, off(cl.Class))
+	// A class, its heritage and its body are strict code.
+	defer func(strict bool) { w.strict = strict }(w.strict)
+	w.strict = true
 	f.end = off(cl.RightBrace) + 1
 	f.name = nc.name
 	if cl.Name != nil {

@@ -224,6 +224,7 @@ func (w *walker) finish() []Func {
 			Globals:    f.globals,
 			Shippable:  len(f.reasons) == 0,
 			Registered: f.registered,
+			Strict:     f.strict,
 		}
 		if f.parent != nil {
 			g.Parent = f.parent.id

@@ -67,6 +67,7 @@ type funcInfo struct {
 	// start of the key and paramStart the '(' of the parameter list.
 	start, end, paramStart int
 	async, generator       bool
+	strict                 bool // it is in strict code
 
 	free      []string
 	freeSet   map[string]struct{}

@@ -18,6 +18,10 @@ type walker struct {
 	err   error
 
 	withDepth int
+	// strict says that the code being walked is strict: under a 'use
+	// strict' directive (the script's or an enclosing function's) or in a
+	// class.
+	strict bool
 	// parens holds the expressions that are the leftmost part of a `new`
 	// callee: wrapping them needs parentheses.
 	parens map[ast.Node]bool
@@ -50,6 +54,7 @@ func off(i file.Idx) int { return int(i) - 1 }
 func (w *walker) program(p *ast.Program) {
 	root := &scope{prov: provThis, provWhat: "the script's top level"}
 	w.cur = root
+	w.strict = hasUseStrict(p.Body)
 	w.declareVars(root, p.Body)
 	decls := w.declareLexical(root, p.Body)
 	start := 0
@@ -210,6 +215,26 @@ func (w *walker) declareLexical(s *scope, list []ast.Statement) []*ast.FunctionL
 		}
 	}
 	return decls
+}
+
+// hasUseStrict reports whether the directive prologue of a body holds a
+// 'use strict' directive (written without escapes, as the language
+// requires).
+func hasUseStrict(list []ast.Statement) bool {
+	for _, st := range list {
+		es, ok := st.(*ast.ExpressionStatement)
+		if !ok {
+			return false
+		}
+		lit, ok := es.Expression.(*ast.StringLiteral)
+		if !ok {
+			return false
+		}
+		if lit.Literal == "'use strict'" || lit.Literal == `"use strict"` {
+			return true
+		}
+	}
+	return false
 }
 
 // prologueEnd returns where registrations go in a body whose code starts at

@@ -78,6 +78,11 @@ type ScriptError struct {
 	// Workunit is the failed workunit's error when the exception came
 	// from one (riot.waitUntilDone, riot.forWork).
 	Workunit *workunit.Error
+	// Unhandled says that the exception is the reason of a promise
+	// rejected with no handler when a turn of the script ended (an error
+	// thrown in an async function nobody awaits, a Promise.reject nobody
+	// catches), as Node reports it.
+	Unhandled bool
 }
 
 // Error returns the error's name and message, as JavaScript prints them.
@@ -98,8 +103,10 @@ func (e *ScriptError) Unwrap() error {
 
 // RunScript runs a job script as a master: top to bottom, then until no
 // callback (riot.callWhenDone) or timer is pending, as Node does. It returns
-// nil, a *ScriptError for an uncaught exception, or the error that kept the
-// script from running.
+// nil, a *ScriptError for an uncaught exception or for a promise rejected
+// with no handler when a turn ended (the script's run, a callback, a timer,
+// each with the promise jobs it queued), or the error that kept the script
+// from running.
 func RunScript(ctx context.Context, opts ScriptOptions) error {
 	if opts.Stdout == nil {
 		opts.Stdout = os.Stdout
@@ -212,6 +219,10 @@ type master struct {
 	copies  int                       // how many workunits the value being encoded goes into
 	jobs    jobQueue                  // callbacks to run on the script's goroutine
 	waits   int                       // callbacks still expected
+	// rejected are the promises rejected with no handler, in the order
+	// they were rejected, less those that got a handler since: what is
+	// left when a turn ends is an unhandled rejection.
+	rejected []*goja.Promise
 
 	blobIDs  map[*goja.Object]blobEntry
 	pending  map[blob.Hash][]byte // blobs made, not yet known to be uploaded
@@ -234,8 +245,12 @@ func (m *master) run() error {
 	if err != nil {
 		return m.scriptError(err)
 	}
+	m.rt.SetPromiseRejectionTracker(m.trackRejection)
 	if _, err := m.rt.RunProgram(prg); err != nil {
 		return m.scriptError(err)
+	}
+	if err := m.unhandledRejection(); err != nil {
+		return err
 	}
 	// The event loop: callbacks and timers, until none is pending.
 	for {
@@ -251,6 +266,9 @@ func (m *master) run() error {
 				if err := m.st.RunTimer(); err != nil {
 					return m.scriptError(err)
 				}
+				if err := m.unhandledRejection(); err != nil {
+					return err
+				}
 				continue
 			}
 			t = time.NewTimer(d)
@@ -263,9 +281,16 @@ func (m *master) run() error {
 				if err = m.call(job); err != nil {
 					break
 				}
+				if err = m.unhandledRejection(); err != nil {
+					return err
+				}
 			}
 		case <-due:
-			err = m.st.RunTimer()
+			if err = m.st.RunTimer(); err == nil {
+				if err = m.unhandledRejection(); err != nil {
+					return err
+				}
+			}
 		case <-m.ctx.Done():
 			err = fmt.Errorf("engine: job script stopped: %w", context.Cause(m.ctx))
 		}
@@ -276,6 +301,46 @@ func (m *master) run() error {
 			return m.scriptError(err)
 		}
 	}
+}
+
+// trackRejection is the runtime's promise rejection tracker: it notes a
+// promise rejected with no handler, and forgets it when it gets one.
+func (m *master) trackRejection(p *goja.Promise, op goja.PromiseRejectionOperation) {
+	switch op {
+	case goja.PromiseRejectionReject:
+		m.rejected = append(m.rejected, p)
+	case goja.PromiseRejectionHandle:
+		for i, q := range m.rejected {
+			if q == p {
+				m.rejected = append(m.rejected[:i], m.rejected[i+1:]...)
+				break
+			}
+		}
+	}
+}
+
+// unhandledRejection is called when a turn of the script has ended (its
+// promise jobs ran): the first promise still rejected with no handler
+// ends the script, as in Node, with its reason as the exception.
+func (m *master) unhandledRejection() error {
+	if len(m.rejected) == 0 {
+		return nil
+	}
+	p := m.rejected[0]
+	m.rejected = nil
+	reason := p.Result()
+	var se *ScriptError
+	if o, ok := reason.(*goja.Object); ok && m.in.Classify(o) == jsvalue.KindError {
+		se = m.exception(reason, nil)
+	} else {
+		// Node's words for a reason that is not an Error.
+		se = &ScriptError{Name: "UnhandledPromiseRejection", Message: "This error originated either by throwing inside of an async function " +
+			"without a catch block, or by rejecting a promise which was not handled with .catch(). The promise rejected with the reason " +
+			inspect.Inspect(m.rt, m.in, reason, inspect.Options{}) + "."}
+		se.Stack = se.Name + ": " + se.Message
+	}
+	se.Unhandled = true
+	return se
 }
 
 // call runs a callback on the script's goroutine, catching what it throws.

@@ -168,7 +168,7 @@ func (m *master) captureFunc(fn *goja.Object) (*jsvalue.CapturedFunc, error) {
 	if col < 1 {
 		col = 1
 	}
-	return &jsvalue.CapturedFunc{Source: f.Source, Names: f.Free, Values: vals, File: m.scripts[k].File, Line: f.Line, Column: col}, nil
+	return &jsvalue.CapturedFunc{Source: f.Source, Names: f.Free, Values: vals, File: m.scripts[k].File, Line: f.Line, Column: col, Strict: f.Strict}, nil
 }
 
 // registration reads a registration: the script's index and the

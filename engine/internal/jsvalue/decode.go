@@ -15,10 +15,12 @@ import (
 	"github.com/riot-go/riot/value"
 )
 
-// funcPos is where a captured function's source starts in its file.
+// funcPos is where a captured function's source starts in its file, and
+// whether it is strict code there.
 type funcPos struct {
 	file         string
 	line, column int
+	strict       bool
 }
 
 // BlobResolver gives the value of a blob that a document refers to
@@ -808,9 +810,10 @@ func (d *Decoder) function() (goja.Value, error) {
 	if err != nil {
 		return nil, err
 	}
-	if h.Major != cbor.MajorArray || h.Arg != 5 {
-		return nil, d.r.Errorf("a function is [source, env, file, line, column]")
+	if h.Major != cbor.MajorArray || (h.Arg != 5 && h.Arg != 6) {
+		return nil, d.r.Errorf("a function is [source, env, file, line, column], and true after them if strict")
 	}
+	strict := h.Arg == 6
 	src, err := d.r.Text()
 	if err != nil {
 		return nil, err
@@ -851,8 +854,17 @@ func (d *Decoder) function() (goja.Value, error) {
 	if err != nil {
 		return nil, err
 	}
+	if strict {
+		s, err := d.r.Next()
+		if err != nil {
+			return nil, err
+		}
+		if s.Major != cbor.MajorSimple || s.Arg != cbor.SimpleTrue {
+			return nil, d.r.Errorf("a function's sixth item is true (strict), or absent")
+		}
+	}
 	end := *d.r
-	pos := funcPos{file: file, line: int(min(line, math.MaxInt32)), column: int(min(col, math.MaxInt32))}
+	pos := funcPos{file: file, line: int(min(line, math.MaxInt32)), column: int(min(col, math.MaxInt32)), strict: strict}
 
 	// Fast path.
 	mark := len(d.objs)

@@ -28,6 +28,9 @@ type CapturedFunc struct {
 	Values       []goja.Value
 	File         string
 	Line, Column int
+	// Strict says that the function is strict code where it was written;
+	// the worker makes it strict.
+	Strict bool
 }
 
 // EncodeOptions says how the codec encodes one value document.
@@ -742,7 +745,11 @@ func (e *Encoder) function(o *goja.Object) error {
 	}
 	e.register(o)
 	e.w.Tag(value.TagFunction)
-	e.w.ArrayHeader(5)
+	if cf.Strict {
+		e.w.ArrayHeader(6)
+	} else {
+		e.w.ArrayHeader(5)
+	}
 	e.w.String(cf.Source)
 	e.w.MapHeader(len(cf.Names))
 	for i, name := range cf.Names {
@@ -754,5 +761,8 @@ func (e *Encoder) function(o *goja.Object) error {
 	e.w.String(cf.File)
 	e.w.Int(int64(cf.Line))
 	e.w.Int(int64(cf.Column))
+	if cf.Strict {
+		e.w.Bool(true)
+	}
 	return nil
 }

@@ -57,6 +57,9 @@ func (fs *Functions) makeFunction(source string, names []string, self []bool, va
 	}
 	var b strings.Builder
 	b.WriteString("(function (" + strings.Join(params, ", ") + ") {")
+	if pos.strict {
+		b.WriteString(useStrict)
+	}
 	if len(lets) > 0 {
 		b.WriteString(" let " + strings.Join(lets, ", ") + ";")
 	}
@@ -89,7 +92,11 @@ func (fs *Functions) makeCyclicFunction(source string, names []string, pos funcP
 		fmt.Fprintf(&suffix, " %s = %s[%d];", n, envParam, i)
 	}
 	suffix.WriteString(" }]; })")
-	prefix := "(function () { let " + strings.Join(names, ", ") + "; return [("
+	prefix := "(function () {"
+	if pos.strict {
+		prefix += useStrict
+	}
+	prefix += " let " + strings.Join(names, ", ") + "; return [("
 	f, err := fs.factory(prefix, source, suffix.String(), names, pos, false)
 	if err != nil {
 		return nil, nil, err
@@ -128,6 +135,10 @@ func toAny(vals []goja.Value) []any {
 }
 
 const envParam = "__riot_env"
+
+// useStrict makes a factory strict code, and so the function it makes: a
+// function that was strict where it was written is strict on the worker.
+const useStrict = " 'use strict';"
 
 // factory returns the runtime's factory for prefix+source+suffix, compiling
 // it (once, by compile) and running it (once per runtime) on first use. The
