@@ -82,7 +82,8 @@ func TestEngine_Bindings(t *testing.T) {
 	assert.Equal(t, []any{1.0, 2.0, 3.0}, evalValue(t, e, "probeDecode()"))
 	assert.Equal(t, []any{"RangeError", "thrown by probe", true},
 		evalValue(t, e, "try { probeThrow('RangeError') } catch (e) { [e.name, e.message, e instanceof RangeError] }"))
-	assert.Equal(t, "Error", evalValue(t, e, "try { probeThrow('NoSuchError') } catch (e) { e.name }"))
+	assert.Equal(t, []any{"DataCloneError", true, false},
+		evalValue(t, e, "try { probeThrow('DataCloneError') } catch (e) { [e.name, e instanceof Error, Object.keys(e).includes('name')] }"))
 
 	// A time limit ends a binding's wait, and the workunit fails with it.
 	req = evalReq("try { probeWait() } catch (e) {}; 'went on'")

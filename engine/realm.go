@@ -175,14 +175,22 @@ func (rl *realm) close() {
 
 // throw panics with a new JavaScript error of the given constructor name,
 // which is how a Go binding throws into the calling script.
+// A name with no built-in constructor (DataCloneError) is an Error with
+// that name as its own property.
 func (rl *realm) throw(name, format string, args ...any) {
 	ctor := rl.in.ErrorCtors[name]
-	if ctor == nil {
+	builtin := ctor != nil
+	if !builtin {
 		ctor = rl.in.ErrorCtors["Error"]
 	}
 	obj, err := ctor(nil, rl.rt.ToValue(fmt.Sprintf(format, args...)))
 	if err != nil {
 		panic(err)
+	}
+	if !builtin {
+		if err := obj.DefineDataProperty("name", rl.rt.ToValue(name), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE); err != nil {
+			panic(err)
+		}
 	}
 	panic(obj)
 }
