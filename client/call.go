@@ -183,6 +183,18 @@ type Call struct {
 
 func (k *Call) message() wire.Msg { return k.msg }
 
+// FromMemory reports whether the tracker answered the submission with the
+// key's result (a memoized workunit: nothing ran for it). It is false
+// until the tracker has accepted the submission.
+func (k *Call) FromMemory() bool {
+	select {
+	case <-k.accepted:
+		return k.acc != nil && k.acc.Status == workunit.StatusDone
+	default:
+		return false
+	}
+}
+
 // fail ends the submission with err (the tracker refused it, or the client
 // ended). A watch it carried is sent again for others waiting on the key;
 // a resubmission's watch ends with err.

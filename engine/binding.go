@@ -79,7 +79,8 @@ func (sb *Sandbox) GPUs() []int { return sb.rl.gpus() }
 
 // Throw throws a new JavaScript error into the script that called the Go
 // function now running: an instance of the built-in constructor name
-// (Error, TypeError, RangeError, ...; Error for another name), with the
+// (Error, TypeError, RangeError, ...; for another name, such as
+// DataCloneError, an Error with that name as its own property), with the
 // message format and args give. It panics, as goja expects of a Go
 // function that throws, and never returns: call it only from a function
 // that JavaScript called.

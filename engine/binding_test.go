@@ -82,7 +82,8 @@ func TestEngine_Bindings(t *testing.T) {
 	assert.Equal(t, []any{1.0, 2.0, 3.0}, evalValue(t, e, "probeDecode()"))
 	assert.Equal(t, []any{"RangeError", "thrown by probe", true},
 		evalValue(t, e, "try { probeThrow('RangeError') } catch (e) { [e.name, e.message, e instanceof RangeError] }"))
-	assert.Equal(t, "Error", evalValue(t, e, "try { probeThrow('NoSuchError') } catch (e) { e.name }"))
+	assert.Equal(t, []any{"DataCloneError", true, false},
+		evalValue(t, e, "try { probeThrow('DataCloneError') } catch (e) { [e.name, e instanceof Error, Object.keys(e).includes('name')] }"))
 
 	// A time limit ends a binding's wait, and the workunit fails with it.
 	req = evalReq("try { probeWait() } catch (e) {}; 'went on'")
@@ -143,10 +144,41 @@ func TestStandalone(t *testing.T) {
 	v, err := st.Runtime().RunString("typeof riot + ' ' + typeof probeGPUs + ' ' + probeGPUs().length")
 	require.NoError(t, err)
 	assert.Equal(t, "undefined function 0", v.String())
-	cancel()
 	_, err = st.Runtime().RunString("setTimeout(() => {}, 60000)")
 	require.NoError(t, err)
+	cancel()
 	assert.ErrorIs(t, st.RunTimer(), context.Canceled)
+}
+
+// The end of a standalone sandbox's context interrupts its script, also
+// one busy in a loop that calls nothing (a job script's while (true) {}),
+// with the context's cause. A regression test: only sleep and the timers
+// once ended with it, and such a script ran on until a second Ctrl-C.
+func TestStandalone_ContextInterruptsALoop(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithCancelCause(context.Background())
+	looping := make(chan struct{})
+	st, err := NewStandalone(ctx, StandaloneOptions{Bindings: []Binding{BindingFunc(func(sb *Sandbox) error {
+		return sb.Runtime().Set("looping", func() { close(looping) })
+	})}})
+	require.NoError(t, err)
+	defer st.Close()
+	done := make(chan error, 1)
+	go func() {
+		_, err := st.Runtime().RunString("looping(); while (true) {}")
+		done <- err
+	}()
+	<-looping
+	stop := errors.New("interrupted by the user")
+	cancel(stop)
+	select {
+	case err := <-done:
+		var ie *goja.InterruptedError
+		require.ErrorAs(t, err, &ie)
+		assert.Equal(t, stop, ie.Value())
+	case <-time.After(10 * time.Second):
+		t.Fatal("the loop ran on after its context ended")
+	}
 }
 
 type consoleFunc func(workunit.Level, string)

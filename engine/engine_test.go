@@ -3,6 +3,7 @@ package engine
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
@@ -267,13 +268,55 @@ func TestEngine_Limit_StringLength(t *testing.T) {
 
 // TestEngine_Limit_Memory runs alone: the guard watches the whole process's
 // heap.
+// The guard says so once per episode, not once per look while the
+// interrupted workunit unwinds.
 func TestEngine_Limit_Memory(t *testing.T) {
-	e := newEngine(t, Options{Slots: 1, MemoryLimit: 256 << 20, Timeout: 2 * time.Minute})
-	werr, _ := evalError(t, e, evalReq(`globalThis.dirty = 1; const a = []; while (true) a.push('x'.repeat(2 ** 22) + a.length)`))
-	assert.Equal(t, workunit.MemoryLimit, werr.Kind)
-	assert.Equal(t, "OutOfMemoryError", werr.Name)
-	assert.Contains(t, werr.Message, "the worker's heap passed its limit of 256.0 MiB")
+	var logs countingHandler
+	e := newEngine(t, Options{Slots: 2, MemoryLimit: 256 << 20, Timeout: 2 * time.Minute, Logger: slog.New(&logs)})
+	// Two at once, so that one unwinds while the other is interrupted;
+	// each spins a while first, so that both run when the heap passes.
+	src := `globalThis.dirty = 1; const t0 = Date.now(); while (Date.now() - t0 < 300) {}
+		const a = []; while (true) a.push('x'.repeat(2 ** 22) + a.length)`
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i := range errs {
+		wg.Go(func() { _, errs[i] = e.Run(context.Background(), evalReq(src)) })
+	}
+	wg.Wait()
+	for _, err := range errs {
+		var werr *workunit.Error
+		require.ErrorAs(t, err, &werr)
+		assert.Equal(t, workunit.MemoryLimit, werr.Kind)
+		assert.Equal(t, "OutOfMemoryError", werr.Name)
+		assert.Contains(t, werr.Message, "the worker's heap passed its limit of 256.0 MiB")
+	}
 	assert.Equal(t, "undefined", evalValue(t, e, "typeof dirty"))
+	assert.Equal(t, 1, logs.count("heap passed the memory limit; interrupting running workunits"), "one warning for the episode")
+}
+
+// countingHandler is a slog.Handler that counts the records by message.
+type countingHandler struct {
+	mu  sync.Mutex
+	msg map[string]int
+}
+
+func (h *countingHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *countingHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *countingHandler) WithGroup(string) slog.Handler            { return h }
+func (h *countingHandler) Handle(_ context.Context, r slog.Record) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.msg == nil {
+		h.msg = map[string]int{}
+	}
+	h.msg[r.Message]++
+	return nil
+}
+
+func (h *countingHandler) count(msg string) int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.msg[msg]
 }
 
 func TestEngine_Limit_Result(t *testing.T) {

@@ -19,17 +19,28 @@ const heapMetric = "/memory/classes/heap/objects:bytes"
 // memGuard interrupts running workunits when the heap passes a limit. It
 // reads the heap only while some workunit runs. It is safe for concurrent
 // use.
+//
+// An episode is the time from the heap's passing the limit to its being
+// back under it: the guard interrupts each run once (an interrupted run
+// keeps its heap until it has unwound, which takes many of the guard's
+// ticks) and logs one warning per episode.
 type memGuard struct {
 	limit uint64
 	log   *slog.Logger
 
-	mu      sync.Mutex
-	running map[*run]struct{}
-	wake    chan struct{}
+	mu          sync.Mutex
+	running     map[*run]struct{}
+	interrupted map[*run]struct{} // runs of running canceled already
+	wake        chan struct{}
+	over        bool // in an episode: the heap was over the limit at the last look
+	// looked, when set, is called after each look that found the heap over
+	// the limit (tests).
+	looked func()
 }
 
 func newMemGuard(limit uint64, log *slog.Logger) *memGuard {
-	return &memGuard{limit: limit, log: log, running: make(map[*run]struct{}), wake: make(chan struct{}, 1)}
+	return &memGuard{limit: limit, log: log, running: make(map[*run]struct{}),
+		interrupted: make(map[*run]struct{}), wake: make(chan struct{}, 1)}
 }
 
 func (g *memGuard) add(r *run) {
@@ -45,6 +56,7 @@ func (g *memGuard) add(r *run) {
 func (g *memGuard) remove(r *run) {
 	g.mu.Lock()
 	delete(g.running, r)
+	delete(g.interrupted, r)
 	g.mu.Unlock()
 }
 
@@ -73,6 +85,7 @@ func (g *memGuard) loop(done <-chan struct{}) {
 		}
 		metrics.Read(sample)
 		if sample[0].Value.Uint64() <= g.limit {
+			g.setOver(false)
 			continue
 		}
 		// Garbage counts until it is collected: collect, then look again.
@@ -80,21 +93,45 @@ func (g *memGuard) loop(done <-chan struct{}) {
 		metrics.Read(sample)
 		heap := sample[0].Value.Uint64()
 		if heap <= g.limit {
+			g.setOver(false)
 			continue
 		}
-		err := &memoryLimitError{limit: g.limit, heap: heap}
-		g.mu.Lock()
-		n := len(g.running)
-		for r := range g.running {
-			r.cancel(err)
+		if n, first := g.interrupt(&memoryLimitError{limit: g.limit, heap: heap}); n > 0 && first {
+			g.log.Warn("heap passed the memory limit; interrupting running workunits",
+				"heap", formatBytes(heap), "limit", formatBytes(g.limit), "workunits", n)
 		}
-		g.mu.Unlock()
-		if n == 0 {
-			continue
+		if g.looked != nil {
+			g.looked()
 		}
-		g.log.Warn("heap passed the memory limit; interrupting running workunits",
-			"heap", formatBytes(heap), "limit", formatBytes(g.limit), "workunits", n)
 	}
+}
+
+// setOver notes whether the heap is over the limit: false ends an episode.
+func (g *memGuard) setOver(over bool) {
+	g.mu.Lock()
+	g.over = over
+	g.mu.Unlock()
+}
+
+// interrupt cancels with err each running run not interrupted yet, and
+// returns how many it canceled and whether this look starts an episode.
+func (g *memGuard) interrupt(err error) (n int, first bool) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for r := range g.running {
+		if _, ok := g.interrupted[r]; ok {
+			continue
+		}
+		g.interrupted[r] = struct{}{}
+		r.cancel(err)
+		n++
+	}
+	first = !g.over
+	if n > 0 {
+		// An episode starts with the first look that interrupts something.
+		g.over = true
+	}
+	return n, first
 }
 
 // memoryLimitError is the cause of a run canceled by the memory guard.

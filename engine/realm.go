@@ -74,7 +74,32 @@ var workerGlobals = []func(*realm) error{bindConsole, bindTimers, bindPerformanc
 // newRealm makes a sandbox of the engine for a workunit of realm key: its
 // console output is kept per workunit (Result.Console).
 func newRealm(eng *Engine, slotID int, key string) (*realm, error) {
-	return makeRealm(eng, slotID, key, nil, workerGlobals, eng.opts.Bindings)
+	rl, err := makeRealm(eng, slotID, key, nil, workerGlobals, eng.opts.Bindings)
+	if err != nil {
+		return nil, err
+	}
+	rl.rt.SetPromiseRejectionTracker(rl.trackRejection)
+	return rl, nil
+}
+
+// trackRejection keeps the running workunit's promises that were rejected
+// with no handler, in order, until one is attached.
+func (rl *realm) trackRejection(p *goja.Promise, op goja.PromiseRejectionOperation) {
+	r := rl.cur
+	if r == nil {
+		return
+	}
+	switch op {
+	case goja.PromiseRejectionReject:
+		r.unhandled = append(r.unhandled, p)
+	case goja.PromiseRejectionHandle:
+		for i, q := range r.unhandled {
+			if q == p {
+				r.unhandled = append(r.unhandled[:i], r.unhandled[i+1:]...)
+				break
+			}
+		}
+	}
 }
 
 // makeRealm makes a runtime with riot's globals (globals) and then
@@ -150,14 +175,22 @@ func (rl *realm) close() {
 
 // throw panics with a new JavaScript error of the given constructor name,
 // which is how a Go binding throws into the calling script.
+// A name with no built-in constructor (DataCloneError) is an Error with
+// that name as its own property.
 func (rl *realm) throw(name, format string, args ...any) {
 	ctor := rl.in.ErrorCtors[name]
-	if ctor == nil {
+	builtin := ctor != nil
+	if !builtin {
 		ctor = rl.in.ErrorCtors["Error"]
 	}
 	obj, err := ctor(nil, rl.rt.ToValue(fmt.Sprintf(format, args...)))
 	if err != nil {
 		panic(err)
+	}
+	if !builtin {
+		if err := obj.DefineDataProperty("name", rl.rt.ToValue(name), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE); err != nil {
+			panic(err)
+		}
 	}
 	panic(obj)
 }
@@ -416,4 +449,8 @@ type run struct {
 	blobVals map[blob.Hash]goja.Value
 	console  console
 	timers   timers
+	// unhandled are the promises rejected with no handler yet
+	// (realm.trackRejection): when the workunit ends, the first one
+	// fails it, as an unhandled rejection ends a Node process.
+	unhandled []*goja.Promise
 }

@@ -158,6 +158,9 @@ func (rl *realm) evaluate(r *run, spec *workunit.Spec) (data []byte, err error) 
 	if v, err = rl.settle(r, v); err != nil {
 		return nil, err
 	}
+	if len(r.unhandled) > 0 {
+		return nil, &rejection{value: r.unhandled[0].Result()}
+	}
 	var out []byte
 	if ex := rl.rt.Try(func() { out, err = rl.enc.EncodeValue(v) }); ex != nil {
 		return nil, ex

@@ -30,14 +30,18 @@ type StandaloneOptions struct {
 // queueMicrotask, the string limits, and its bindings; not riot.worker.
 //
 // Its one run lasts as long as the context given to NewStandalone: that is
-// Sandbox.Context, the context sleep and the timers end with. Its timers
-// run only when its owner runs them (NextTimer, RunTimer): the owner's
-// event loop decides when. Interrupt does nothing here: a standalone
-// sandbox has no time limit, and its owner ends it through the context. A
-// Standalone is not safe for concurrent use.
+// Sandbox.Context, the context sleep and the timers end with, and when it
+// ends, the script running is interrupted wherever it is (a loop that
+// calls nothing included) with a *goja.InterruptedError whose value is the
+// context's cause. Its timers run only when its owner runs them
+// (NextTimer, RunTimer): the owner's event loop decides when. Interrupt
+// does nothing here: a standalone sandbox has no time limit, and its owner
+// ends it through the context. A Standalone is not safe for concurrent
+// use.
 type Standalone struct {
 	*Sandbox
-	run *run
+	run  *run
+	stop func() bool // stops the context's watch
 }
 
 // discardConsole is the console of a standalone sandbox given none.
@@ -61,7 +65,9 @@ func NewStandalone(ctx context.Context, opts StandaloneOptions) (*Standalone, er
 	}
 	r := &run{ctx: ctx}
 	rl.cur = r
-	return &Standalone{Sandbox: rl.sb, run: r}, nil
+	// goja's Interrupt is safe from any goroutine.
+	stop := context.AfterFunc(ctx, func() { rl.rt.Interrupt(context.Cause(ctx)) })
+	return &Standalone{Sandbox: rl.sb, run: r, stop: stop}, nil
 }
 
 // standaloneGlobals are riot's globals of a standalone sandbox.
@@ -90,5 +96,6 @@ func (s *Standalone) SetBlobs(src blob.Source) { s.run.blobs, s.run.blobVals = s
 // Close releases what the sandbox's bindings hold (Sandbox.OnClose). The
 // sandbox is not used again.
 func (s *Standalone) Close() {
+	s.stop()
 	s.rl.close()
 }

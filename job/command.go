@@ -142,7 +142,10 @@ func evaluateRemote(ctx context.Context, o Options, spec *workunit.Spec, stdout,
 		return &ConnectError{Tracker: o.Tracker, Err: err}
 	}
 	defer c.Close()
+	// Says when the tracker is lost, and when it is back, as a job does.
+	ui := newJobUI(stderr, uiOptions{tracker: o.Tracker, connected: c.Connected})
 	out, err := c.Submit(spec, workunit.Options{Timeout: o.Timeout}).Wait(ctx)
+	ui.Close()
 	if out != nil {
 		printConsole(stderr, out.Worker, out.Console)
 	}
@@ -222,9 +225,9 @@ func interruptedText(e *InterruptedError, o *Options) string {
 }
 
 // canceledText says what --cancel-on-interrupt did with the unfinished
-// workunits: those it canceled, those that are another run's (an earlier
-// run left them waiting and this one joined them: a run cancels only its
-// own), those it could not look at, and those that finished meanwhile.
+// workunits: those it canceled, those another master still waits for
+// (this run joined them, and cancels only what nobody else waits for),
+// those it could not look at, and those that finished meanwhile.
 func canceledText(e *InterruptedError, tracker string) string {
 	if e.Canceled >= e.Unfinished && e.CancelErr == nil {
 		return "canceled them at the tracker at " + tracker
@@ -237,17 +240,17 @@ func canceledText(e *InterruptedError, tracker string) string {
 		parts = append(parts, fmt.Sprintf("canceled %d of them at the tracker at %s", e.Canceled, tracker))
 	}
 	if n := e.OtherRuns; n == 1 {
-		parts = append(parts, "1 is another run's (an earlier, interrupted run of the job, whose work this one joined): "+
-			"a run cancels only its own workunits, so it stays with the tracker and runs on")
+		parts = append(parts, "another master waits for 1 of them (another run of the job, whose work this one joined), "+
+			"so it stays with the tracker and runs on")
 	} else if n > 1 {
-		parts = append(parts, fmt.Sprintf("%d are another run's (an earlier, interrupted run of the job, whose work this one joined): "+
-			"a run cancels only its own workunits, so they stay with the tracker and run on", n))
+		parts = append(parts, fmt.Sprintf("another master waits for %d of them (another run of the job, whose work this one joined), "+
+			"so they stay with the tracker and run on", n))
 	}
 	switch {
 	case e.CancelErr != nil:
 		parts = append(parts, fmt.Sprintf("could not cancel the rest: %v", e.CancelErr))
 	case e.Unchecked > 0:
-		parts = append(parts, fmt.Sprintf("%d more could not be canceled by this run (another run's, or finished meanwhile)", e.Unchecked))
+		parts = append(parts, fmt.Sprintf("%d more could not be canceled by this run (another master waits for them, or they finished meanwhile)", e.Unchecked))
 	}
 	if n := e.Unfinished - e.Canceled - e.OtherRuns - e.Unchecked; e.CancelErr == nil && n > 0 {
 		parts = append(parts, fmt.Sprintf("%d finished meanwhile", n))

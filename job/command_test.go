@@ -107,16 +107,16 @@ func TestInterruptedText(t *testing.T) {
 			"interrupted with 7 of 10 workunits unfinished; canceled them at the tracker at alfred"},
 		{InterruptedError{Submitted: 10, Unfinished: 7, Canceled: 5}, Options{Tracker: "alfred", CancelOnInterrupt: true},
 			"interrupted with 7 of 10 workunits unfinished; canceled 5 of them at the tracker at alfred; 2 finished meanwhile"},
-		// A rerun that joined the work an earlier, interrupted run left.
+		// A run that joined the work of another run, which still waits.
 		{InterruptedError{Submitted: 1, Unfinished: 1, OtherRuns: 1}, Options{Tracker: "localhost", CancelOnInterrupt: true},
 			"interrupted with 1 of 1 workunit unfinished; canceled none of them at the tracker at localhost; " +
-				"1 is another run's (an earlier, interrupted run of the job, whose work this one joined): " +
-				"a run cancels only its own workunits, so it stays with the tracker and runs on"},
+				"another master waits for 1 of them (another run of the job, whose work this one joined), " +
+				"so it stays with the tracker and runs on"},
 		{InterruptedError{Submitted: 10, Unfinished: 7, Canceled: 2, OtherRuns: 3, Unchecked: 1}, Options{Tracker: "alfred", CancelOnInterrupt: true},
 			"interrupted with 7 of 10 workunits unfinished; canceled 2 of them at the tracker at alfred; " +
-				"3 are another run's (an earlier, interrupted run of the job, whose work this one joined): " +
-				"a run cancels only its own workunits, so they stay with the tracker and run on; " +
-				"1 more could not be canceled by this run (another run's, or finished meanwhile); 1 finished meanwhile"},
+				"another master waits for 3 of them (another run of the job, whose work this one joined), " +
+				"so they stay with the tracker and run on; " +
+				"1 more could not be canceled by this run (another master waits for them, or they finished meanwhile); 1 finished meanwhile"},
 		{InterruptedError{Submitted: 10, Unfinished: 7, Canceled: 5, Unchecked: 2, CancelErr: errors.New("client: cancel: context deadline exceeded")},
 			Options{Tracker: "alfred", CancelOnInterrupt: true},
 			"interrupted with 7 of 10 workunits unfinished; canceled 5 of them at the tracker at alfred; could not cancel the rest: client: cancel: context deadline exceeded"},

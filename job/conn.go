@@ -68,7 +68,15 @@ func (k *conn) Submit(spec *workunit.Spec, opts workunit.Options) master.Submiss
 		k.state.addGPUWork(opts.GPUs, 1)
 		call.OnDone(func(*workunit.Outcome, error) { k.state.addGPUWork(opts.GPUs, -1) })
 	}
-	return submission{call}
+	sub := submission{call: call}
+	if k.state != nil {
+		sub.memo = sync.OnceFunc(func() {
+			if call.FromMemory() {
+				k.state.addMemoized()
+			}
+		})
+	}
+	return sub
 }
 
 // maxInfoAfterCancel bounds the workunits whose state cancelAll asks the
@@ -240,22 +248,43 @@ func (k *conn) Close() error {
 	return k.c.Close()
 }
 
-type submission struct{ call *client.Call }
+// submission is a Call as master.Submission. memo, when set, counts the
+// Call once if the tracker answered it from memory: called as its outcome
+// is handed out, so that the count is in before the script, and the UI,
+// have the outcome.
+type submission struct {
+	call *client.Call
+	memo func()
+}
 
 func (s submission) Key() workunit.Key { return s.call.Key }
 
+// taken notes that the outcome of the call is being handed out.
+func (s submission) taken() {
+	if s.memo != nil {
+		s.memo()
+	}
+}
+
 func (s submission) Accepted(ctx context.Context) (*workunit.Outcome, error) {
 	out, err := s.call.Accepted(ctx)
+	if err == nil && out.Finished() {
+		s.taken()
+	}
 	return outcome(out, err)
 }
 
 func (s submission) Wait(ctx context.Context) (*workunit.Outcome, error) {
 	out, err := s.call.Wait(ctx)
+	s.taken()
 	return outcome(out, err)
 }
 
 func (s submission) OnDone(fn func(*workunit.Outcome)) {
-	s.call.OnDone(func(out *workunit.Outcome, err error) { fn(finished(s.call.Key, out, err)) })
+	s.call.OnDone(func(out *workunit.Outcome, err error) {
+		s.taken()
+		fn(finished(s.call.Key, out, err))
+	})
 }
 
 // blobSource fetches blobs from the tracker for workunits a script takes

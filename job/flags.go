@@ -135,6 +135,14 @@ func (f *Flags) Options(args []string) (CommandOptions, error) {
 	if j.Tracker != "" && f.memory.Given() {
 		return CommandOptions{}, errors.New("--memory-limit applies in process only: give it to the workers (riot-worker --memory-limit)")
 	}
+	if err := f.embeddedOnly(j.Tracker); err != nil {
+		return CommandOptions{}, err
+	}
+	if j.Tracker != "" {
+		if _, err := client.TrackerURL(j.Tracker); err != nil {
+			return CommandOptions{}, fmt.Errorf("--tracker: %s: give HOST, HOST:PORT, ws://HOST[:PORT] or wss://HOST[:PORT]", strings.TrimPrefix(err.Error(), "client: "))
+		}
+	}
 	j.Engine = engine.Options{Timeout: f.timeout, MemoryLimit: memory}
 	switch {
 	case f.source != "" && len(args) > 0:
@@ -164,6 +172,14 @@ func (f *Flags) Options(args []string) (CommandOptions, error) {
 		}
 	case f.cancelInt:
 		return CommandOptions{}, errors.New("--cancel-on-interrupt is for job scripts (SCRIPT.js), not -e")
+	default:
+		// -e runs one workunit, in process or on --tracker's workers:
+		// nothing of the embedded default's, and no progress bar.
+		for _, name := range []string{"workers", "data", "no-gpu", "progress", "quiet"} {
+			if f.fs.Changed(name) {
+				return CommandOptions{}, fmt.Errorf("--%s is for job scripts (SCRIPT.js), not -e: leave it out", name)
+			}
+		}
 	}
 	// -e in process reaches no tracker: it needs no authority.
 	if f.tlsCA != "" && (j.Script != "" || j.Tracker != "") {
@@ -172,6 +188,34 @@ func (f *Flags) Options(args []string) (CommandOptions, error) {
 		}
 	}
 	return o, nil
+}
+
+// embeddedOnly refuses the flags that configure the embedded default
+// (--workers, --data, --no-gpu) when the work goes to a tracker, which
+// would ignore them: tracker is --tracker's value, or $RIOT_TRACKER's.
+func (f *Flags) embeddedOnly(tracker string) error {
+	if tracker == "" {
+		return nil
+	}
+	var given []string
+	for _, name := range []string{"workers", "data", "no-gpu"} {
+		if f.fs.Changed(name) {
+			given = append(given, "--"+name)
+		}
+	}
+	if len(given) == 0 {
+		return nil
+	}
+	from := "--tracker " + tracker
+	if !f.fs.Changed("tracker") {
+		from = "$RIOT_TRACKER (" + tracker + ")"
+	}
+	what, verb := given[0], "configures"
+	if len(given) > 1 {
+		what, verb = strings.Join(given, " and "), "configure"
+	}
+	return fmt.Errorf("%s %s the embedded default, and %s sends the work to a tracker's workers instead: "+
+		"leave out %s, or leave out the tracker to run on the embedded default", what, verb, from, what)
 }
 
 // flagsAfterScript returns the arguments after a job script's path (its

@@ -66,10 +66,30 @@ func TestFlags_Modes(t *testing.T) {
 		{[]string{"--workers", "x", "job.js"}, `invalid argument "x" for "--workers" flag: want a whole number`},
 		{[]string{"--nope", "job.js"}, "unknown flag: --nope"},
 		{[]string{"-nope", "job.js"}, "unknown flag: --nope"},
+		{[]string{"--tracker", "h", "--workers", "4", "job.js"}, "--workers configures the embedded default, and --tracker h sends the work to a tracker's workers instead: leave out --workers"},
+		{[]string{"--tracker", "h", "--data", "d", "job.js"}, "--data configures the embedded default, and --tracker h sends"},
+		{[]string{"--tracker", "h", "--data", "d", "--workers", "0", "-e", "1"}, "--workers and --data configure the embedded default"},
+		{[]string{"--tracker", "h", "--no-gpu", "job.js"}, "--no-gpu configures the embedded default"},
+		{[]string{"--workers", "4", "-e", "1"}, "--workers is for job scripts (SCRIPT.js), not -e: leave it out"},
+		{[]string{"--data", "d", "-e", "1"}, "--data is for job scripts (SCRIPT.js), not -e"},
+		{[]string{"--quiet", "-e", "1"}, "--quiet is for job scripts (SCRIPT.js), not -e"},
+		{[]string{"--tracker", "http://h", "job.js"}, `--tracker: tracker address "http://h": scheme "http", want ws or wss: give HOST`},
 	} {
 		_, err := parseFlags(t, tt.args)
 		assert.ErrorContains(t, err, tt.err, "%q", tt.args)
 	}
+}
+
+// $RIOT_TRACKER sends the work to a tracker as --tracker does: the flags
+// of the embedded default conflict with it too, and the error says where
+// the tracker came from.
+func TestFlags_EmbeddedOnlyWithEnvTracker(t *testing.T) {
+	t.Parallel()
+	_, err := parseFlags(t, []string{"--workers", "4", "job.js"}, "RIOT_TRACKER", "alfred")
+	assert.ErrorContains(t, err, "--workers configures the embedded default, and $RIOT_TRACKER (alfred) sends the work")
+	o, err := parseFlags(t, []string{"job.js"}, "RIOT_TRACKER", "alfred")
+	require.NoError(t, err)
+	assert.Equal(t, "alfred", o.Job.Tracker)
 }
 
 func TestFlags_Units(t *testing.T) {

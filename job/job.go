@@ -167,13 +167,24 @@ func Run(ctx context.Context, opts Options) error {
 	}
 	defer main.Close()
 
-	bar := opts.Progress == ProgressOn
-	if opts.Progress == ProgressAuto {
-		if f, ok := opts.Stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
-			bar = true
+	uo := uiOptions{bar: opts.Progress == ProgressOn, hints: opts.Progress != ProgressOff,
+		tracker: opts.Tracker, workers: workers, state: state}
+	if f, ok := opts.Stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) {
+		uo.bar = uo.bar || opts.Progress == ProgressAuto
+		fd := int(f.Fd())
+		uo.cols = func() int {
+			w, _, err := term.GetSize(fd)
+			if err != nil {
+				return 0
+			}
+			return w
 		}
 	}
-	ui := newJobUI(opts.Stderr, bar, opts.Progress != ProgressOff, opts.Tracker, workers, state)
+	if opts.Tracker != "" {
+		// The embedded tracker cannot go away; a tracker of its own can.
+		uo.connected = main.(*conn).c.Connected
+	}
+	ui := newJobUI(opts.Stderr, uo)
 	defer ui.Close()
 	err = master.RunScript(ctx, master.ScriptOptions{
 		Path:    opts.Script,
@@ -252,13 +263,13 @@ type InterruptedError struct {
 	Submitted, Unfinished int
 	// Canceled is how many workunits Options.CancelOnInterrupt canceled,
 	// and CancelErr why it could not cancel them all. Canceled can be
-	// fewer than Unfinished: a run cancels only the workunits it
-	// submitted itself, and one that submits a workunit already waiting
-	// or running (left by an earlier run that was interrupted) joins it
-	// without making it its own. OtherRuns is how many of the unfinished
-	// ones still wait or run at the tracker for such another run, and
-	// run on; Unchecked how many more were not canceled and could not be
-	// looked at (CancelErr, or too many). The rest finished meanwhile.
+	// fewer than Unfinished: a run that submits a workunit already
+	// waiting or running (another run's, still going or interrupted)
+	// joins it without making it its own, and cancels it only when no
+	// other master waits for it. OtherRuns is how many of the unfinished
+	// ones another master still waits for, and run on; Unchecked how many
+	// more were not canceled and could not be looked at (CancelErr, or
+	// too many). The rest finished meanwhile.
 	Canceled             int
 	OtherRuns, Unchecked int
 	CancelErr            error

@@ -103,6 +103,29 @@ func TestRun_ConsoleAndProgress(t *testing.T) {
 	assert.Contains(t, plain, "] 0/3")
 	last := stderr[strings.LastIndex(stderr, "\n")+1:]
 	assert.NotContains(t, last, "/3", "the bar is gone when the work is done: %q", stderr)
+	assert.Regexp(t, `\nriot: 3 workunits finished in [0-9.]+m?s\n$`, plain, "a summary ends the bar")
+}
+
+// A rerun on the same tracker is answered from memory, and the bar's
+// summary says so (nothing else would show it).
+func TestRun_SummarySaysFromMemory(t *testing.T) {
+	t.Parallel()
+	emb, err := StartEmbedded(context.Background(), EmbeddedOptions{Workers: 1, Logger: slog.New(slog.DiscardHandler)})
+	require.NoError(t, err)
+	t.Cleanup(emb.Stop)
+	script := t.TempDir() + "/job.js"
+	writeFile(t, script, `console.log(riot.forWork([1, 2, 3], (n) => n * 2).join(','));`)
+	for i, want := range []string{"riot: 3 workunits finished in", "riot: 3 workunits finished in"} {
+		stdout, stderr, err := runJob(t, Options{Script: script, Tracker: emb.Addr(), Progress: ProgressOn})
+		require.NoError(t, err, stderr)
+		assert.Equal(t, "2,4,6\n", stdout)
+		assert.Contains(t, stderr, want)
+		if i == 0 {
+			assert.NotContains(t, stderr, "from memory", "the first run ran them")
+		} else {
+			assert.Contains(t, stderr, ", all from memory (the tracker had their results; nothing ran)\n")
+		}
+	}
 }
 
 func TestRun_SyntaxError(t *testing.T) {
@@ -241,41 +264,58 @@ func startWorker(t *testing.T, addr string) {
 	}
 }
 
-// A run interrupted with CancelOnInterrupt cancels its own workunits; those
-// it joined, left waiting by an earlier run, are another run's: it cannot
-// cancel them, and says so.
-func TestRun_CancelOnInterrupt_EarlierRunsWork(t *testing.T) {
+// A run interrupted with CancelOnInterrupt cancels its own workunits, and
+// those it joined (left by an earlier run) that no other master waits
+// for; those another master still waits for run on, and it says so.
+func TestRun_CancelOnInterrupt_JoinedWork(t *testing.T) {
 	t.Parallel()
 	tr := trackertest.Start(t, trackertest.Quiet()) // no workers: all waits
-	// The same script twice: the second run submits the first run's two
-	// workunits again (the same keys) and one more.
+	// The same script each time: a run with 3 submits the two workunits of
+	// a run with 2 again (the same keys) and one more.
 	script := t.TempDir() + "/job.js"
 	writeFile(t, script, `
 		const ids = Array.from({length: Number(riot.args[0])}, (_, i) => riot.doWork((x) => x, i));
 		console.log('submitted');
 		ids.forEach((id) => riot.waitUntilDone(id));
 	`)
-	run := func(n string, cancelInt bool) *InterruptedError {
+	run := func(ctx context.Context, n string, cancelInt bool, submitted func()) error {
+		out := &cancelOnLine{mark: "submitted\n", cancel: submitted}
+		return Run(ctx, Options{Script: script, Args: []string{n}, Tracker: tr.Addr(), CancelOnInterrupt: cancelInt, Progress: ProgressOff,
+			Stdout: out, Stderr: &bytes.Buffer{}})
+	}
+	interrupted := func(n string, cancelInt bool) *InterruptedError {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
-		out := &cancelOnLine{mark: "submitted\n", cancel: cancel}
-		err := Run(ctx, Options{Script: script, Args: []string{n}, Tracker: tr.Addr(), CancelOnInterrupt: cancelInt, Progress: ProgressOff,
-			Stdout: out, Stderr: &bytes.Buffer{}})
+		err := run(ctx, n, cancelInt, cancel)
 		var ie *InterruptedError
 		require.True(t, errors.As(err, &ie), "%v", err)
 		return ie
 	}
-	ie := run("2", false)
-	assert.Equal(t, 2, ie.Unfinished)
-	tr.WaitFor(t, func(s tracker.Stats) bool { return s.Waiting == 2 })
 
-	ie = run("3", true)
+	// The first run waits on while the second is interrupted.
+	first, stopFirst := context.WithCancel(context.Background())
+	defer stopFirst()
+	submitted := make(chan struct{})
+	firstDone := make(chan error, 1)
+	go func() { firstDone <- run(first, "2", false, func() { close(submitted) }) }()
+	<-submitted
+	ie := interrupted("3", true)
 	require.NoError(t, ie.CancelErr)
 	assert.Equal(t, 3, ie.Unfinished)
-	assert.Equal(t, 1, ie.Canceled, "only its own")
-	assert.Equal(t, 2, ie.OtherRuns, "the first run's")
+	assert.Equal(t, 1, ie.Canceled, "its own")
+	assert.Equal(t, 2, ie.OtherRuns, "the first run waits for them")
 	assert.Zero(t, ie.Unchecked)
-	tr.WaitFor(t, func(s tracker.Stats) bool { return s.Waiting == 2 && s.Canceled == 1 })
+	stopFirst()
+	var fie *InterruptedError
+	require.ErrorAs(t, <-firstDone, &fie)
+	tr.WaitFor(t, func(s tracker.Stats) bool { return s.Waiting == 2 && s.Canceled == 1 && s.Watches == 0 })
+
+	// Nobody waits for the first run's any more: a rerun cancels them all.
+	ie = interrupted("3", true)
+	require.NoError(t, ie.CancelErr)
+	assert.Equal(t, 3, ie.Canceled)
+	assert.Zero(t, ie.OtherRuns)
+	tr.WaitFor(t, func(s tracker.Stats) bool { return s.Waiting == 0 && s.Canceled == 4 })
 }
 
 // Ctrl-C on the embedded default ends the job while its worker runs

@@ -16,7 +16,9 @@ import (
 
 // remoteWorkers returns a function that reports the workers of a remote
 // tracker, from its status page (GET /status, with the master's token),
-// read once a second in the background while ctx lasts.
+// read once a second in the background while ctx lasts. When a read
+// fails, it reports nothing known (workerStats.ok false) until the next
+// read succeeds, rather than what the tracker said last.
 func remoteWorkers(ctx context.Context, addr, token string, tlsConf *tls.Config) func() workerStats {
 	ws, err := client.TrackerURL(addr)
 	if err != nil {
@@ -45,6 +47,12 @@ func remoteWorkers(ctx context.Context, addr, token string, tlsConf *tls.Config)
 		if token != "" {
 			req.Header.Set("Authorization", "Bearer "+token)
 		}
+		fresh := workerStats{} // not ok: what the tracker said last is not known to hold
+		defer func() {
+			mu.Lock()
+			stats = fresh
+			mu.Unlock()
+		}()
 		resp, err := hc.Do(req)
 		if err != nil {
 			return
@@ -54,9 +62,7 @@ func remoteWorkers(ctx context.Context, addr, token string, tlsConf *tls.Config)
 		if resp.StatusCode != http.StatusOK || json.NewDecoder(resp.Body).Decode(&st) != nil {
 			return
 		}
-		mu.Lock()
-		stats = workerStatsOf(&st)
-		mu.Unlock()
+		fresh = workerStatsOf(&st)
 	}
 	go func() {
 		t := time.NewTicker(time.Second)

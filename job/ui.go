@@ -3,6 +3,7 @@ package job
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -12,13 +13,15 @@ import (
 
 // jobUI shows a job script's work on stderr: each workunit's console lines,
 // prefixed with its worker's name, and, when stderr is a terminal (or with
-// --progress), a progress bar: done/total, rate, ETA and workers busy. It
+// --progress), a progress bar: done/total, rate, ETA and workers busy,
+// fitted to the terminal's width, which ends with a one-line summary. It
+// says when the connection to the tracker is lost, and when it is back. It
 // implements master.ScriptEvents; it is safe for concurrent use.
 type jobUI struct {
 	mu     sync.Mutex
 	w      io.Writer
 	bar    bool
-	width  int
+	width  int // the bar's width, at most
 	total  int
 	done   int
 	failed int
@@ -26,6 +29,14 @@ type jobUI struct {
 	drawn  bool
 	closed bool
 	last   time.Time
+	// cols returns the terminal's width in columns, 0 when unknown; nil
+	// when there is no terminal.
+	cols func() int
+	// connected reports whether the connection to the tracker is up; nil
+	// when it cannot go away (the embedded default). lost is when it was
+	// found down, zero while it is up.
+	connected func() bool
+	lost      time.Time
 	// workers reports what the tracker says of its workers; nil when
 	// nothing can be known.
 	workers func() workerStats
@@ -81,10 +92,20 @@ func (h *hint) due(holds bool, now time.Time) bool {
 	return true
 }
 
-func newJobUI(w io.Writer, bar, hints bool, tracker string, workers func() workerStats, state *scriptState) *jobUI {
-	u := &jobUI{w: w, bar: bar, width: 24, start: time.Now(), workers: workers,
-		hints: hints, tracker: tracker, state: state, stop: make(chan struct{})}
-	if u.bar || u.hints {
+// uiOptions are newJobUI's: what jobUI's fields of the same names say.
+type uiOptions struct {
+	bar, hints bool
+	tracker    string
+	workers    func() workerStats
+	state      *scriptState
+	cols       func() int
+	connected  func() bool
+}
+
+func newJobUI(w io.Writer, o uiOptions) *jobUI {
+	u := &jobUI{w: w, bar: o.bar, width: 24, start: time.Now(), workers: o.workers,
+		hints: o.hints, tracker: o.tracker, state: o.state, cols: o.cols, connected: o.connected, stop: make(chan struct{})}
+	if u.bar || u.hints || u.connected != nil {
 		u.wg.Add(1)
 		go u.tick()
 	}
@@ -100,6 +121,7 @@ func (u *jobUI) tick() {
 	for {
 		select {
 		case now := <-t.C:
+			u.checkConnection(now)
 			u.mu.Lock()
 			if u.total > 0 {
 				u.drawLocked(true)
@@ -178,14 +200,60 @@ func (u *jobUI) checkHints(now time.Time) {
 	u.drawLocked(true)
 }
 
+// checkConnection says, on a line of its own, when the connection to the
+// tracker is found lost, and when it is back; while it is lost, the bar
+// says so in place of the workers.
+func (u *jobUI) checkConnection(now time.Time) {
+	if u.connected == nil {
+		return
+	}
+	up := u.connected()
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.closed {
+		return
+	}
+	var line string
+	switch {
+	case !up && u.lost.IsZero():
+		u.lost = now
+		line = fmt.Sprintf("riot: lost the connection to the tracker at %s; reconnecting "+
+			"(the work goes on there, and the job collects its results once the tracker is back)", u.tracker)
+	case up && !u.lost.IsZero():
+		line = fmt.Sprintf("riot: reconnected to the tracker at %s after %s", u.tracker, formatETA(now.Sub(u.lost)))
+		u.lost = time.Time{}
+	default:
+		return
+	}
+	u.clearLocked()
+	fmt.Fprintln(u.w, line)
+	u.drawLocked(true)
+}
+
 // scriptState is what the job's connections tell the UI of the script,
 // for its hints: how many of the workunits it submitted that need GPUs
 // are not finished, by GPU count, and whether it waits in
 // client.waitForWork. It is safe for concurrent use.
 type scriptState struct {
-	mu      sync.Mutex
-	gpuWork map[int]int // unfinished workunits by the GPUs they need
-	takers  int         // calls waiting for work
+	mu       sync.Mutex
+	gpuWork  map[int]int // unfinished workunits by the GPUs they need
+	takers   int         // calls waiting for work
+	memoized int         // submissions the tracker answered with a result it had
+}
+
+// addMemoized counts one more submission answered from memory.
+func (s *scriptState) addMemoized() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.memoized++
+}
+
+// fromMemory returns how many submissions the tracker answered with a
+// result it had.
+func (s *scriptState) fromMemory() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.memoized
 }
 
 // addGPUWork counts d more unfinished workunits that need gpus GPUs (d <
@@ -287,15 +355,54 @@ func (u *jobUI) Writer(w io.Writer) io.Writer {
 	})
 }
 
-// Close removes the bar and stops redrawing.
+// Close removes the bar, stops redrawing and, when there was a bar and
+// work, says in one line what became of the work (summaryLocked).
 func (u *jobUI) Close() {
 	close(u.stop)
 	u.wg.Wait()
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.clearLocked()
+	if u.bar && u.total > 0 {
+		fmt.Fprintln(u.w, u.summaryLocked(time.Now()))
+	}
 	u.bar = false
 	u.closed = true
+}
+
+// summaryLocked is the line that ends the bar: how many workunits
+// finished, in how long, how many failed, and how many results the
+// tracker had already (memoized: nothing ran for them).
+func (u *jobUI) summaryLocked(now time.Time) string {
+	var b strings.Builder
+	b.WriteString("riot: ")
+	if u.done < u.total {
+		fmt.Fprintf(&b, "%d of ", u.done)
+	}
+	fmt.Fprintf(&b, "%s finished in %s", Workunits(u.total), formatElapsed(now.Sub(u.start)))
+	if u.failed > 0 {
+		fmt.Fprintf(&b, ", %d failed", u.failed)
+	}
+	if u.state != nil {
+		switch n := u.state.fromMemory(); {
+		case n > 0 && n == u.total:
+			b.WriteString(", all from memory (the tracker had their results; nothing ran)")
+		case n > 0:
+			fmt.Fprintf(&b, ", %d from memory (the tracker had their results)", n)
+		}
+	}
+	return b.String()
+}
+
+// formatElapsed is d rounded for a person: 850ms, 4.2s, 3m07s.
+func formatElapsed(d time.Duration) string {
+	switch {
+	case d < time.Second:
+		return d.Round(time.Millisecond).String()
+	case d < time.Minute:
+		return d.Round(100 * time.Millisecond).String()
+	}
+	return formatETA(d)
 }
 
 func (u *jobUI) clearLocked() {
@@ -324,39 +431,97 @@ func (u *jobUI) drawLocked(force bool) {
 	u.drawn = true
 }
 
+// barPart is a piece of the bar's line after the bar itself; drop ranks
+// which go first when the line is too wide for the terminal (highest
+// first; 0: never).
+type barPart struct {
+	text string
+	drop int
+}
+
+// minBar is the narrowest bar drawn: below it, the line goes without.
+const minBar = 5
+
+// lineLocked is the bar's line: the bar, done/total, failures, rate, ETA,
+// and the workers (or a lost tracker), fitted to the terminal's width.
+// The last column stays empty: writing it makes some terminals wrap, and
+// the next redraw would then leave the line behind.
 func (u *jobUI) lineLocked(now time.Time) string {
-	frac := 0.0
-	if u.total > 0 {
-		frac = float64(u.done) / float64(u.total)
-	}
-	fill := int(frac * float64(u.width))
-	bar := strings.Repeat("=", fill)
-	if fill < u.width {
-		bar += ">" + strings.Repeat(" ", u.width-fill-1)
-	}
-	elapsed := now.Sub(u.start).Seconds()
-	var b strings.Builder
-	fmt.Fprintf(&b, "[%s] %d/%d", bar, u.done, u.total)
+	parts := []barPart{{text: fmt.Sprintf("%d/%d", u.done, u.total)}}
 	if u.failed > 0 {
-		fmt.Fprintf(&b, " (%d failed)", u.failed)
+		parts = append(parts, barPart{fmt.Sprintf(" (%d failed)", u.failed), 1})
 	}
-	if elapsed > 0 && u.done > 0 {
+	if elapsed := now.Sub(u.start).Seconds(); elapsed > 0 && u.done > 0 {
 		rate := float64(u.done) / elapsed
-		fmt.Fprintf(&b, "  %s/s", formatRate(rate))
+		parts = append(parts, barPart{fmt.Sprintf("  %s/s", formatRate(rate)), 4})
 		if u.done < u.total {
 			eta := time.Duration(float64(u.total-u.done) / rate * float64(time.Second))
-			fmt.Fprintf(&b, "  ETA %s", formatETA(eta))
+			parts = append(parts, barPart{"  ETA " + formatETA(eta), 2})
 		}
 	}
-	if u.workers != nil {
+	switch {
+	case !u.lost.IsZero():
+		parts = append(parts, barPart{fmt.Sprintf("  tracker lost for %s; reconnecting", formatETA(now.Sub(u.lost))), 0})
+	case u.workers != nil:
 		switch ws := u.workers(); {
 		case ws.ok && ws.slots == 0:
-			b.WriteString("  no workers connected")
+			parts = append(parts, barPart{"  no workers connected", 3})
 		case ws.ok:
-			fmt.Fprintf(&b, "  %d/%d slots busy", ws.busy, ws.slots)
+			parts = append(parts, barPart{fmt.Sprintf("  %d/%d slots busy", ws.busy, ws.slots), 3})
 		}
 	}
-	return b.String()
+	limit := 0 // no limit
+	if u.cols != nil {
+		if c := u.cols(); c > 1 {
+			limit = c - 1
+		}
+	}
+	tailLen := func() int {
+		n := 0
+		for _, p := range parts {
+			n += len(p.text)
+		}
+		return n
+	}
+	// Drop parts, least needed first, until the tail leaves room for the
+	// narrowest bar; then give the bar what is left, up to its width.
+	for limit > 0 && tailLen()+minBar+3 > limit {
+		worst := -1
+		for i, p := range parts {
+			if p.drop > 0 && (worst < 0 || p.drop > parts[worst].drop) {
+				worst = i
+			}
+		}
+		if worst < 0 {
+			break
+		}
+		parts = slices.Delete(parts, worst, worst+1)
+	}
+	width := u.width
+	if limit > 0 {
+		width = min(width, limit-tailLen()-3)
+	}
+	var b strings.Builder
+	if width >= minBar {
+		frac := 0.0
+		if u.total > 0 {
+			frac = float64(u.done) / float64(u.total)
+		}
+		fill := int(frac * float64(width))
+		b.WriteString("[" + strings.Repeat("=", fill))
+		if fill < width {
+			b.WriteString(">" + strings.Repeat(" ", width-fill-1))
+		}
+		b.WriteString("] ")
+	}
+	for _, p := range parts {
+		b.WriteString(p.text)
+	}
+	line := b.String()
+	if limit > 0 && len(line) > limit {
+		line = line[:limit]
+	}
+	return line
 }
 
 func formatRate(r float64) string {

@@ -179,3 +179,79 @@ func TestUI_HintWhenWorkersTookTheScriptsWork(t *testing.T) {
 	u.checkHints(t0.Add(time.Hour))
 	assert.Empty(t, out.String(), "not waiting for work")
 }
+
+// The bar's line fits the terminal, less its last column: a line that
+// wraps leaves a stale copy behind on every redraw. What matters most (the
+// counts, a lost tracker) stays; the rate, the workers and the ETA go
+// first.
+func TestUI_BarFitsTheTerminal(t *testing.T) {
+	t.Parallel()
+	f := &fakeWorkers{workerStats{ok: true, busy: 2, slots: 2}}
+	t0 := time.Now()
+	for _, cols := range []int{200, 80, 60, 40, 30, 20, 8} {
+		u := &jobUI{width: 24, total: 10, done: 3, failed: 1, start: t0, workers: f.get, cols: func() int { return cols }}
+		line := u.lineLocked(t0.Add(6 * time.Second))
+		assert.LessOrEqual(t, len(line), cols-1, "%d columns: %q", cols, line)
+		if cols >= 20 {
+			assert.Contains(t, line, "3/10", "%d columns: %q", cols, line)
+		}
+		if cols >= 80 {
+			assert.Contains(t, line, "[=======>                ] 3/10 (1 failed)  0.50/s  ETA 14s  2/2 slots busy")
+		}
+		if cols == 40 {
+			assert.Equal(t, "[===>        ] 3/10 (1 failed)  ETA 14s", line)
+		}
+	}
+	u := &jobUI{width: 24, total: 10, done: 3, start: t0, workers: f.get, cols: func() int { return 40 }, lost: t0}
+	assert.Equal(t, "3/10  tracker lost for 6s; reconnecting", u.lineLocked(t0.Add(6*time.Second)),
+		"the lost tracker stays, before the bar")
+	u = &jobUI{width: 24, total: 10, done: 3, start: t0, workers: f.get}
+	assert.Len(t, u.lineLocked(t0.Add(6*time.Second)), len("[=======>                ] 3/10  0.50/s  ETA 14s  2/2 slots busy"),
+		"no terminal: no limit")
+}
+
+// The bar ends with a line that says what became of the work, and how
+// much of it came from memory.
+func TestUI_Summary(t *testing.T) {
+	t.Parallel()
+	t0 := time.Now()
+	st := &scriptState{}
+	u := &jobUI{total: 4, done: 4, failed: 1, start: t0, state: st}
+	assert.Equal(t, "riot: 4 workunits finished in 4.2s, 1 failed", u.summaryLocked(t0.Add(4200*time.Millisecond)))
+	st.addMemoized()
+	st.addMemoized()
+	assert.Equal(t, "riot: 4 workunits finished in 4.2s, 1 failed, 2 from memory (the tracker had their results)", u.summaryLocked(t0.Add(4200*time.Millisecond)))
+	st.addMemoized()
+	st.addMemoized()
+	u.failed = 0
+	assert.Equal(t, "riot: 4 workunits finished in 850ms, all from memory (the tracker had their results; nothing ran)", u.summaryLocked(t0.Add(850*time.Millisecond)))
+	u = &jobUI{total: 4, done: 1, start: t0}
+	assert.Equal(t, "riot: 1 of 4 workunits finished in 3m07s", u.summaryLocked(t0.Add(187*time.Second)))
+}
+
+// A lost tracker is said on a line of its own, once, and so is its
+// coming back; meanwhile the bar says so instead of the workers it can no
+// longer know.
+func TestUI_SaysWhenTheTrackerIsLostAndBack(t *testing.T) {
+	t.Parallel()
+	up := true
+	var out bytes.Buffer
+	f := &fakeWorkers{workerStats{ok: true, busy: 2, slots: 2}}
+	u := &jobUI{w: &out, tracker: "alfred:2355", total: 3, workers: f.get, connected: func() bool { return up }}
+	t0 := time.Now()
+	u.checkConnection(t0)
+	assert.Empty(t, out.String())
+	up = false
+	u.checkConnection(t0.Add(time.Second))
+	u.checkConnection(t0.Add(2 * time.Second))
+	assert.Equal(t, "riot: lost the connection to the tracker at alfred:2355; reconnecting "+
+		"(the work goes on there, and the job collects its results once the tracker is back)\n", out.String())
+	assert.Contains(t, u.lineLocked(t0.Add(3*time.Second)), "tracker lost for 2s; reconnecting")
+	assert.NotContains(t, u.lineLocked(t0.Add(3*time.Second)), "slots busy")
+	out.Reset()
+	up = true
+	u.checkConnection(t0.Add(13 * time.Second))
+	u.checkConnection(t0.Add(14 * time.Second))
+	assert.Equal(t, "riot: reconnected to the tracker at alfred:2355 after 12s\n", out.String())
+	assert.Contains(t, u.lineLocked(t0.Add(14*time.Second)), "2/2 slots busy")
+}

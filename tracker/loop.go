@@ -287,7 +287,7 @@ func (l *loop) frame(ib *inbound) {
 			l.submitted++
 		case *wire.Watch:
 			for _, k := range m.Keys {
-				_ = l.tab.Step(table.Watch{Master: mid, Req: m.Req, Key: k})
+				_ = l.tab.Step(table.Watch{Master: mid, Req: m.Req, Owner: c.realm, Key: k})
 			}
 		case *wire.Unwatch:
 			for _, k := range m.Keys {

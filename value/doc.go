@@ -38,8 +38,9 @@
 //	number               float64 (NaN, ±Inf and -0 kept; integers too)
 //	BigInt               *big.Int
 //	string               string (lone surrogates in WTF-8 form, see below)
-//	Array                []any (holes become Undefined{})
+//	Array                []any; *Array when it has holes or non-index properties
 //	plain object         map[string]any
+//	wrapper object       *Wrapper (new Number(3), new String("x"), Object(1n))
 //	Map                  *Map (ordered entries, keys of any kind)
 //	Set                  *Set (ordered values)
 //	Date                 time.Time (UTC, whole milliseconds); an invalid Date is InvalidDate{}
@@ -53,7 +54,7 @@
 //	BigInt64Array        []int64
 //	BigUint64Array       []uint64
 //	DataView             DataView
-//	Error                *Error
+//	Error                *Error (NoMessage when it has no own message)
 //	function (captured)  *Function
 //	blob reference       BlobRef (or the blob's value, with Decoder.Blobs)
 //

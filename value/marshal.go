@@ -131,6 +131,10 @@ var (
 	errorPtrType    = reflect.TypeFor[*Error]()
 	functionType    = reflect.TypeFor[Function]()
 	functionPtrType = reflect.TypeFor[*Function]()
+	wrapperType     = reflect.TypeFor[Wrapper]()
+	wrapperPtrType  = reflect.TypeFor[*Wrapper]()
+	arrayType       = reflect.TypeFor[Array]()
+	arrayPtrType    = reflect.TypeFor[*Array]()
 	blobRefType     = reflect.TypeFor[BlobRef]()
 	arrayBufferType = reflect.TypeFor[ArrayBuffer]()
 	clampedType     = reflect.TypeFor[Uint8ClampedArray]()
@@ -292,6 +296,22 @@ func (e *encodeState) encodeAny(x any, d int) error {
 		return e.function(v, refKey{unsafe.Pointer(v), 0, functionPtrType}, d)
 	case Function:
 		return e.function(&v, refKey{}, d)
+	case *Wrapper:
+		if v == nil {
+			e.w.Simple(cbor.SimpleNull)
+			return nil
+		}
+		return e.wrapper(v, refKey{unsafe.Pointer(v), 0, wrapperPtrType}, d)
+	case Wrapper:
+		return e.wrapper(&v, refKey{}, d)
+	case *Array:
+		if v == nil {
+			e.w.Simple(cbor.SimpleNull)
+			return nil
+		}
+		return e.sparseArray(v, refKey{unsafe.Pointer(v), 0, arrayPtrType}, d)
+	case Array:
+		return e.sparseArray(&v, refKey{}, d)
 	case BlobRef:
 		e.w.Tag(TagBlob)
 		e.w.ByteString(v[:])
@@ -353,7 +373,8 @@ func (e *encodeState) viaAny(t reflect.Type) bool {
 	switch t {
 	case bigIntType, bigIntPtrType, timeType, undefinedType, invalidDateType, regExpType,
 		mapType, mapPtrType, setType, setPtrType, errorValueType, errorPtrType,
-		functionType, functionPtrType, blobRefType, arrayBufferType, clampedType, dataViewType:
+		functionType, functionPtrType, blobRefType, arrayBufferType, clampedType, dataViewType,
+		wrapperType, wrapperPtrType, arrayType, arrayPtrType:
 		return true
 	}
 	if t.NumMethod() == 0 {
@@ -561,6 +582,13 @@ func (e *encodeState) object(m map[string]any, d int) error {
 // by key so that equal maps give equal bytes. It takes no index: callers
 // count the object it is part of. step says how errors name its keys.
 func (e *encodeState) stringMap(m map[string]any, step stepKind, d int) error {
+	e.w.MapHeader(len(m))
+	return e.stringMapItems(m, step, d)
+}
+
+// stringMapItems writes the keys and values of m, sorted by key, after a
+// map head its caller wrote.
+func (e *encodeState) stringMapItems(m map[string]any, step stepKind, d int) error {
 	base := len(e.keys)
 	e.keys = slices.Grow(e.keys, len(m))
 	for k := range m {
@@ -572,7 +600,6 @@ func (e *encodeState) stringMap(m map[string]any, step stepKind, d int) error {
 	if err := checkKeys(keys); err != nil {
 		return err
 	}
-	e.w.MapHeader(len(keys))
 	for i := range len(keys) {
 		// Nested calls may grow e.keys, so it is read afresh each time.
 		k := e.keys[base+i]
@@ -1037,7 +1064,7 @@ func (e *encodeState) jsError(v *Error, k refKey, d int) error {
 	if err := e.enter(d); err != nil {
 		return err
 	}
-	return e.errorObject(v.Name, v.Message, v.Stack, v.Cause, v.HasCause, d)
+	return e.errorObject(v.Name, v.Message, v.Stack, v.Cause, v.HasCause, v.NoMessage, d)
 }
 
 // goError writes a Go error that is not a *Error as an Error named "Error".
@@ -1055,18 +1082,24 @@ func (e *encodeState) goError(err error, d int) error {
 	if err := e.enter(d); err != nil {
 		return err
 	}
-	return e.errorObject("Error", err.Error(), "", nil, false, d)
+	return e.errorObject("Error", err.Error(), "", nil, false, false, d)
 }
 
-func (e *encodeState) errorObject(name, message, stack string, cause any, hasCause bool, d int) error {
+func (e *encodeState) errorObject(name, message, stack string, cause any, hasCause, noMessage bool, d int) error {
 	e.next++
 	e.w.Tag(TagError)
+	n := 3
 	if hasCause {
-		e.w.MapHeader(4)
-	} else {
-		e.w.MapHeader(3)
+		n++
 	}
+	if noMessage {
+		n--
+	}
+	e.w.MapHeader(n)
 	for _, f := range [...][2]string{{"name", name}, {"message", message}, {"stack", stack}} {
+		if noMessage && f[0] == "message" {
+			continue
+		}
 		e.w.Text(f[0])
 		e.str(f[1])
 	}
@@ -1077,6 +1110,93 @@ func (e *encodeState) errorObject(name, message, stack string, cause any, hasCau
 		}
 	}
 	return nil
+}
+
+// wrapper writes a wrapper object: TagWrapper over its primitive.
+func (e *encodeState) wrapper(v *Wrapper, k refKey, d int) error {
+	if k.p != nil {
+		if e.shared(k) {
+			return nil
+		}
+	}
+	if err := e.enter(d); err != nil {
+		return err
+	}
+	switch p := v.Value.(type) {
+	case float64, float32, int, int8, int16, int32, int64, uint, uint8, uint16, uint32, uint64, uintptr, string, bool:
+	case *big.Int:
+		if p == nil {
+			return unsendable("a value.Wrapper holds a nil *big.Int")
+		}
+	case big.Int:
+	default:
+		return unsendable("a value.Wrapper holds a %T; it holds a number, string, boolean or *big.Int", v.Value)
+	}
+	e.next++
+	e.w.Tag(TagWrapper)
+	return e.encodeAny(v.Value, d+1)
+}
+
+// sparseArray writes an Array: TagArray [length, map], the map's keys the
+// indexes present, ascending, as unsigned integers, then the other
+// properties, sorted, as strings.
+func (e *encodeState) sparseArray(a *Array, k refKey, d int) error {
+	if k.p != nil {
+		if e.shared(k) {
+			return nil
+		}
+	}
+	if err := e.enter(d); err != nil {
+		return err
+	}
+	idx := make([]uint32, 0, len(a.Elements))
+	for i := range a.Elements {
+		if i >= a.Length {
+			return unsendable("a value.Array of length %d holds an element at index %d", a.Length, i)
+		}
+		idx = append(idx, i)
+	}
+	slices.Sort(idx)
+	for name := range a.Props {
+		if _, isIndex := arrayIndex(name); isIndex {
+			return unsendable("a value.Array's property %q is an index; put it in Elements", name)
+		}
+		if name == "length" {
+			return unsendable(`a value.Array's property "length" is its Length`)
+		}
+	}
+	e.next++
+	e.w.Tag(TagArray)
+	e.w.ArrayHeader(2)
+	e.w.Head(cbor.MajorUint, uint64(a.Length))
+	e.w.MapHeader(len(idx) + len(a.Props))
+	for _, i := range idx {
+		e.w.Head(cbor.MajorUint, uint64(i))
+		if err := e.encodeAny(a.Elements[i], d+1); err != nil {
+			return e.at(err, pathStep{kind: stepIndex, i: int(i)})
+		}
+	}
+	return e.stringMapItems(a.Props, stepKey, d)
+}
+
+// arrayIndex reports whether name is an array index ("0" … "4294967294",
+// written as JavaScript writes numbers) and which.
+func arrayIndex(name string) (uint32, bool) {
+	if name == "" || len(name) > 10 || (name[0] == '0' && len(name) > 1) {
+		return 0, false
+	}
+	var n uint64
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		n = n*10 + uint64(c-'0')
+	}
+	if n >= math.MaxUint32 {
+		return 0, false
+	}
+	return uint32(n), true
 }
 
 // function writes a captured function: TagFunction [source, env, file,

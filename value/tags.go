@@ -19,6 +19,8 @@ const (
 	TagFunction     = tagRiot + 4 // captured function: [source, env map, file, line, column]
 	TagBlob         = tagRiot + 5 // value stored as a content-addressed blob: 32-byte SHA-256
 	TagUTF16        = tagRiot + 6 // string that is not valid Unicode (lone surrogates): UTF-16LE code units
+	TagWrapper      = tagRiot + 7 // wrapper object (new Number(3), new String("x"), new Boolean(false), Object(1n)): the primitive
+	TagArray        = tagRiot + 8 // array with holes or non-index properties: [length, map of index or name to value]
 	tagTypedFirst   = 64
 	tagTypedLast    = 87
 	tagSelfDescribe = 55799

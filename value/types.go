@@ -97,13 +97,34 @@ func (s *Set) Add(v any) {
 
 // Error is a JavaScript Error object: its name (Error, TypeError, RangeError,
 // or a user subclass's name), message and stack. Cause is the error's cause
-// when it has one (HasCause).
+// when it has one (HasCause). NoMessage is set for an error that has no own
+// message property (new Error()), which Message "" cannot tell apart.
 type Error struct {
-	Name     string
-	Message  string
-	Stack    string
-	Cause    any
-	HasCause bool
+	Name      string
+	Message   string
+	Stack     string
+	Cause     any
+	HasCause  bool
+	NoMessage bool
+}
+
+// Wrapper is a JavaScript wrapper object: new Number(3), new String("x"),
+// new Boolean(false), Object(1n). Value is the primitive inside it: a
+// float64, string, bool or *big.Int (Marshal also takes the other Go
+// number kinds).
+type Wrapper struct {
+	Value any
+}
+
+// Array is a JavaScript array that a []any cannot hold: one with holes
+// (new Array(3), [1, , 3]) or with properties that are not indexes
+// (a.name = "x"). Length is its length; Elements holds the elements that
+// are present, by index (each below Length), and an index that is not there
+// is a hole; Props holds the other properties.
+type Array struct {
+	Length   uint32
+	Elements map[uint32]any
+	Props    map[string]any
 }
 
 // Error returns "Name: message", as JavaScript's Error.prototype.toString.

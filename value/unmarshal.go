@@ -376,6 +376,10 @@ func (d *decodeState) tagged(tag uint64, start, depth int) (any, error) {
 		return d.resolve(h, start, depth+1)
 	case TagUTF16:
 		return d.utf16()
+	case TagWrapper:
+		return d.wrapper(depth)
+	case TagArray:
+		return d.sparseArray(depth)
 	}
 	if k, bigEndian, ok := TypedKindOfTag(tag); ok {
 		return d.typed(k, bigEndian)
@@ -510,7 +514,106 @@ func (d *decodeState) jsError(depth int) (any, error) {
 			return nil, err
 		}
 	}
+	e.NoMessage = !have[1]
 	return e, nil
+}
+
+// peek returns the head of the next item without reading it.
+func (d *decodeState) peek() (cbor.Head, error) {
+	r := d.r
+	return r.Next()
+}
+
+// wrapper decodes TagWrapper over a primitive: a number, boolean, string or
+// BigInt.
+func (d *decodeState) wrapper(depth int) (any, error) {
+	w := &Wrapper{}
+	d.register(w)
+	at := d.r.Offset()
+	h, err := d.peek()
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case h.Major == cbor.MajorUint, h.Major == cbor.MajorNeg, h.Major == cbor.MajorText,
+		h.Major == cbor.MajorSimple && (h.IsFloat || h.Arg == cbor.SimpleFalse || h.Arg == cbor.SimpleTrue),
+		h.Major == cbor.MajorTag && (h.Arg == TagPosBignum || h.Arg == TagNegBignum || h.Arg == TagUTF16):
+	default:
+		return nil, d.errorAt(at, "a wrapper object holds a number, boolean, string or BigInt")
+	}
+	if w.Value, err = d.value(depth + 1); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+// sparseArray decodes TagArray [length, map]: the map's keys are indexes
+// below length (unsigned integers) or other property names (strings).
+func (d *decodeState) sparseArray(depth int) (any, error) {
+	a := &Array{}
+	d.register(a)
+	if err := d.arrayHead(2); err != nil {
+		return nil, err
+	}
+	at := d.r.Offset()
+	n, err := d.r.Uint()
+	if err != nil {
+		return nil, err
+	}
+	if n > math.MaxUint32 {
+		return nil, d.errorAt(at, "array length %d is above 2^32-1", n)
+	}
+	a.Length = uint32(n)
+	pairs, err := d.mapHead()
+	if err != nil {
+		return nil, err
+	}
+	for range pairs {
+		at := d.r.Offset()
+		h, err := d.peek()
+		if err != nil {
+			return nil, err
+		}
+		if h.Major == cbor.MajorUint {
+			i, err := d.r.Uint()
+			if err != nil {
+				return nil, err
+			}
+			if i >= n {
+				return nil, d.errorAt(at, "index %d of an array of length %d", i, n)
+			}
+			if a.Elements == nil {
+				a.Elements = make(map[uint32]any)
+			}
+			if _, dup := a.Elements[uint32(i)]; dup {
+				return nil, d.errorAt(at, "duplicate index %d", i)
+			}
+			if a.Elements[uint32(i)], err = d.value(depth + 1); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		k, err := d.str()
+		if err != nil {
+			return nil, err
+		}
+		if _, isIndex := arrayIndex(k); isIndex {
+			return nil, d.errorAt(at, "array property %q is an index, written as a string", k)
+		}
+		if k == "length" {
+			return nil, d.errorAt(at, `an array's "length" is its first item, not a property`)
+		}
+		if a.Props == nil {
+			a.Props = make(map[string]any)
+		}
+		if _, dup := a.Props[k]; dup {
+			return nil, d.errorAt(at, "duplicate key %q", k)
+		}
+		if a.Props[k], err = d.value(depth + 1); err != nil {
+			return nil, err
+		}
+	}
+	return a, nil
 }
 
 func (d *decodeState) function(depth int) (any, error) {

@@ -360,6 +360,17 @@ func TestUnmarshal_Rejects(t *testing.T) {
 		{"Function env key", "da72696f04 85 60 a1 01 01 60 00 00", "want a string"},
 		{"Function line huge", "da72696f04 85 60 a0 60 1a80000000 00", "line or column 2147483648 out of range"},
 		{"Function line negative", "da72696f04 85 60 a0 60 20 00", "want an unsigned integer"},
+		{"wrapper of an array", "da72696f07 80", "a wrapper object holds a number, boolean, string or BigInt"},
+		{"wrapper of null", "da72696f07 f6", "a wrapper object holds"},
+		{"wrapper of a ref", "81 da72696f07 " + refHex + "00", "a wrapper object holds"},
+		{"sparse array of 1", "da72696f08 81 00", "want an array of 2 items"},
+		{"sparse array length huge", "da72696f08 82 1b0000000100000000 a0", "array length 4294967296 is above 2^32-1"},
+		{"sparse array index past length", "da72696f08 82 02 a1 02 01", "index 2 of an array of length 2"},
+		{"sparse array duplicate index", "da72696f08 82 03 a2 01 01 01 02", "duplicate index 1"},
+		{"sparse array index as string", "da72696f08 82 03 a1 6131 01", `array property "1" is an index`},
+		{"sparse array duplicate key", "da72696f08 82 00 a2 6178 01 6178 02", `duplicate key "x"`},
+		{"sparse array key of bytes", "da72696f08 82 00 a1 40 01", "want a string"},
+		{"sparse array length property", "da72696f08 82 00 a1 666c656e677468 01", `an array's "length" is its first item`},
 		{"blob hash short", "da72696f05 41 00", "blob hash of 1 bytes, want 32"},
 		{"blob hash text", "da72696f05 6161", "want a byte string"},
 		{"deep arrays", deep, "nested deeper than 10000 levels"},
@@ -664,4 +675,34 @@ func TestUnmarshal_HugeBigIntKeysAreCheap(t *testing.T) {
 	w.ByteString(append([]byte{0}, mag...)) // the first again, with a leading zero
 	_, err := Unmarshal(w.Bytes())
 	require.ErrorContains(t, err, "duplicate Set value")
+}
+
+// TestUnmarshal_ErrorMessage: an Error document without a message key is
+// an Error with no own message (NoMessage), and the message of one sent
+// by an older encoder, which always wrote it, is kept even when empty.
+func TestUnmarshal_ErrorMessage(t *testing.T) {
+	t.Parallel()
+	v, err := Unmarshal(mustHex(t, "da72696f03 a2 646e616d65 654572726f72 65737461636b 60"))
+	require.NoError(t, err)
+	assert.Equal(t, &Error{Name: "Error", NoMessage: true}, v)
+	v, err = Unmarshal(mustHex(t, "da72696f03 a3 646e616d65 654572726f72 676d657373616765 60 65737461636b 60"))
+	require.NoError(t, err)
+	assert.Equal(t, &Error{Name: "Error"}, v)
+}
+
+// TestUnmarshal_SharedWrapperAndArray: wrappers and sparse arrays take an
+// object index, so that references to them (and from inside an array to
+// itself) come back as the same pointer.
+func TestUnmarshal_SharedWrapperAndArray(t *testing.T) {
+	t.Parallel()
+	w := &Wrapper{Value: "s"}
+	a := &Array{Length: 3, Props: map[string]any{"w": w}}
+	a.Elements = map[uint32]any{0: a, 2: w}
+	_, got := roundTrip(t, []any{a, w})
+	arr := got.([]any)
+	ga := arr[0].(*Array)
+	assert.Same(t, ga, ga.Elements[0])
+	assert.Same(t, arr[1], ga.Elements[2])
+	assert.Same(t, arr[1], ga.Props["w"])
+	assert.Equal(t, &Wrapper{Value: "s"}, arr[1])
 }

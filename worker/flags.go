@@ -180,6 +180,11 @@ func trackerAddr(host string, port int) (string, error) {
 		if port != 0 {
 			return "", errors.New("--port does not go with a URL: put the port in the URL")
 		}
+		// An address that can never be dialed (http://, no host, a bad
+		// port) is bad usage, not a tracker that is down to wait for.
+		if _, err := client.TrackerURL(host); err != nil {
+			return "", fmt.Errorf("%s: give HOST, HOST:PORT, ws://HOST[:PORT] or wss://HOST[:PORT]", strings.TrimPrefix(err.Error(), "client: "))
+		}
 		return host, nil
 	}
 	if h, p, err := net.SplitHostPort(host); err == nil {

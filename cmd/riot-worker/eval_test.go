@@ -128,6 +128,8 @@ func TestEval_UsageErrors(t *testing.T) {
 		{[]string{"eval", "--nope", "job.js"}, "riot-worker eval: unknown flag: --nope\n"},
 		{[]string{"eval", "-nope", "job.js"}, "riot-worker eval: unknown flag: --nope\n"},
 		{[]string{"eval", "--timeout"}, "riot-worker eval: flag needs an argument: --timeout\n"},
+		{[]string{"eval", "--tracker", "h", "--workers", "4", "job.js"}, "riot-worker eval: --workers configures the embedded default, and --tracker h sends the work to a tracker's workers instead: " +
+			"leave out --workers, or leave out the tracker to run on the embedded default\n"},
 	} {
 		code, stdout, stderr := runCmd(t, tt.args...)
 		assert.Equal(t, 2, code, "%q", tt.args)
@@ -146,6 +148,7 @@ func TestEval_UsageErrors(t *testing.T) {
 		{[]string{"-slots=0", "h"}, "riot-worker: --slots 0: want at least 1\n"},
 		{[]string{"h", "-slots", "0"}, "riot-worker: --slots 0: want at least 1\n"},
 		{[]string{"a", "b"}, "riot-worker: one HOST, not 2: [\"a\" \"b\"]\n"},
+		{[]string{"http://h"}, "riot-worker: tracker address \"http://h\": scheme \"http\", want ws or wss: give HOST, HOST:PORT, ws://HOST[:PORT] or wss://HOST[:PORT]\n"},
 	} {
 		code, _, stderr := runCmd(t, tt.args...)
 		assert.Equal(t, 2, code, "%q", tt.args)

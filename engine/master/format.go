@@ -69,10 +69,11 @@ func jsonSafe(in *jsvalue.Intrinsics, v goja.Value, ancestors []*goja.Object) bo
 	ancestors = append(ancestors, o)
 	switch in.Classify(o) {
 	case jsvalue.KindArray:
-		if o.Prototype() != in.ArrayProto {
+		n, dense := in.DenseArray(o)
+		if o.Prototype() != in.ArrayProto || !dense {
+			// Holes and other properties: JSON has neither.
 			return false
 		}
-		n := int(o.Get("length").ToInteger())
 		for i := 0; i < n; i++ {
 			if !jsonSafe(in, o.Get(jsvalue.Index(i)), ancestors) {
 				return false

@@ -30,6 +30,11 @@ func TestFormatValue(t *testing.T) {
 		{"({a: {b: {c: {d: {e: 1}}}}})", `{"a":{"b":{"c":{"d":{"e":1}}}}}`, true},
 		{"({a: {b: {c: {d: {e: undefined}}}}})", "{\n  a: {\n    b: { c: { d: { e: undefined } } }\n  }\n}", false},
 		{"new Float64Array([1, 2.5])", "Float64Array(2) [ 1, 2.5 ]", false},
+		// What JSON would lose: holes (null), an array's other properties,
+		// wrapper objects (their primitive).
+		{"[1, , 3]", "[ 1, <1 empty item>, 3 ]", false},
+		{"(() => { const a = [1]; a.foo = 'bar'; return a })()", "[ 1, foo: 'bar' ]", false},
+		{"[new Number(3)]", "[ [Number: 3] ]", false},
 	} {
 		res, err := e.Eval(context.Background(), tt.src)
 		require.NoError(t, err)

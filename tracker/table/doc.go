@@ -72,6 +72,12 @@
 // memoized workunits did. A workunit lost MaxLost times fails with a
 // workunit.WorkersLost error that names the workers.
 //
+// A master that joins a waiting or running workunit keeps its own time
+// limit for it: its watch ends with a TimeoutError when the limit passes,
+// and the workunit stops when no other master waits for it; a master's
+// Cancel of a workunit it joined ends its wait the same way (see Submit
+// and Cancel).
+//
 // # Dispatch
 //
 // First come, first served: the oldest waiting workunit goes first, and

@@ -22,10 +22,22 @@ type Event interface {
 // the submission:
 //   - unknown key: a new Waiting record (persisted first);
 //   - Waiting or Running: joined as it is (Spec and Options of this
-//     submission are ignored);
+//     submission are ignored, but for its time limit: see below);
 //   - Done: answered at once with its result (memoization), unless
 //     Options.NoCache, which runs it again with this Spec and Options;
 //   - Error: reset to Waiting with this Spec and Options; it runs again.
+//
+// A submitter's time limit holds for what it waits on, joined or not. A
+// Watch submission with Options.Timeout that joins a workunit whose own
+// limit is longer, or that has none, watches it with that limit, counted
+// from the first Tick that finds the workunit running after the join (and
+// again from the start if it runs again, after a loss): so it passes up
+// to a Tick late, never early. When it passes, Master gets a Notification with status
+// error and a workunit.TimeLimit error (TimeoutError), its watch ends,
+// and, if no other watch of the workunit is left, the workunit is stopped
+// with that error: its lease is revoked, as Cancel does. A watch without a
+// limit (or with a later one) keeps the workunit running. A Watch event
+// carries no limit, but gets back the one of its Owner's lost master.
 type Submit struct {
 	Master MasterID
 	// Req is the master's request id, echoed in the Ack (and in the
@@ -48,10 +60,17 @@ type Submit struct {
 // Watch asks for one Notification to Master when Key is finished: at once
 // if it is already Done or Error, or Unknown if the table has never seen
 // it. Each Watch is answered exactly once, unless its master is lost first.
+//
+// A Watch carries no time limit, but keeps one: when a master of Owner
+// that watched Key with a time limit (see Submit) was lost, and Key still
+// waits or runs, the first Watch of Key by a master of the same Owner (a
+// reconnect) watches it with that limit again, counting as before.
 type Watch struct {
 	Master MasterID
 	Req    uint64
-	Key    workunit.Key
+	// Owner is the watching master's principal, as in Submit.
+	Owner string
+	Key   workunit.Key
 }
 
 // Unwatch drops Master's pending watches of Key, whatever their Req. It is
@@ -80,6 +99,14 @@ type GetInfo struct {
 // CancelReply to Master listing the keys canceled, sent once they are
 // durable. Submitting a canceled key again runs it again, as after any
 // error.
+//
+// A key of another owner that Master watches is not left as it is: Master
+// stops waiting for it (its watches of the key are dropped, unanswered),
+// and when no other watch of it is left, it is canceled as above ("canceled
+// by By, the last master waiting for it") and listed in the reply. So a
+// master that joined the work of one gone (an interrupted run of the same
+// job) can stop what nobody else waits for, and never what another master
+// still waits for.
 type Cancel struct {
 	Master MasterID
 	Req    uint64

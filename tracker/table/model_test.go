@@ -89,12 +89,27 @@ func checkInvariants(t *testing.T, tab *Table, where string) {
 			}
 		}
 	}
+	limited := 0
 	for i, wn := range tab.wnodes {
 		if wn.rec == 0 {
 			continue
 		}
 		if free[wn.rec-1] {
 			t.Fatalf("%s: watch node %d on free idx", where, i)
+		}
+		if wn.limit != 0 {
+			limited++
+			if _, ok := tab.limited[uint32(i+1)]; !ok {
+				t.Fatalf("%s: watch node %d has a limit and is not listed", where, i)
+			}
+		}
+	}
+	if limited != len(tab.limited) {
+		t.Fatalf("%s: %d watches with a limit, %d listed", where, limited, len(tab.limited))
+	}
+	for idx, hs := range tab.held {
+		if free[idx] || !isOpen(tab.recs.at(idx).status) || len(hs) == 0 {
+			t.Fatalf("%s: a limit held for idx %d, free=%v status %v", where, idx, free[idx], tab.recs.at(idx).status)
 		}
 	}
 }
@@ -165,7 +180,18 @@ func TestTable_ForgetModel(t *testing.T) {
 			var ev Event
 			switch rng.IntN(14) {
 			case 0, 1, 2:
-				ev = Submit{Master: MasterID(1 + rng.IntN(2)), Req: uint64(step), Key: key(), Spec: []byte("s"), Watch: rng.IntN(2) == 0, Options: workunit.Options{NoCache: rng.IntN(5) == 0}}
+				// Some with a time limit, and some of another owner, so that
+				// joiners' limits expire and cancels stop joiners' waits.
+				var timeout time.Duration
+				if rng.IntN(3) == 0 {
+					timeout = time.Duration(1+rng.IntN(60)) * time.Minute
+				}
+				owner := ""
+				if rng.IntN(3) == 0 {
+					owner = "b"
+				}
+				ev = Submit{Master: MasterID(1 + rng.IntN(2)), Req: uint64(step), Owner: owner, Key: key(), Spec: []byte("s"), Watch: rng.IntN(2) == 0,
+					Options: workunit.Options{NoCache: rng.IntN(5) == 0, Timeout: timeout}}
 			case 3:
 				ev = Tick{Now: now.Add(time.Duration(rng.IntN(90)) * time.Minute)}
 				now = ev.(Tick).Now
@@ -204,7 +230,7 @@ func TestTable_ForgetModel(t *testing.T) {
 			case 10:
 				ev = Cancel{Master: 1, Owner: "", Keys: []workunit.Key{key(), key()}}
 			case 11:
-				ev = Watch{Master: MasterID(1 + rng.IntN(2)), Req: uint64(step), Key: key()}
+				ev = Watch{Master: MasterID(1 + rng.IntN(2)), Req: uint64(step), Owner: []string{"", "b"}[rng.IntN(2)], Key: key()}
 			case 12:
 				ev = MasterLost{Master: MasterID(1 + rng.IntN(2))}
 			case 13:

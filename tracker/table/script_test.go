@@ -14,7 +14,7 @@ package table_test
 //
 //	config [maxlost=N] [leasetimeout=D] [leasegrace=D] [keep=D]   a fresh table
 //	submit M K [req=N] [owner=S] [gpus=N] [timeout=MS] [nocache] [watch] [spec=S]
-//	watch M K [req=N]
+//	watch M K [req=N] [owner=S]
 //	unwatch M K
 //	info M K [req=N]
 //	cancel M K... [req=N] [owner=S]                  (the error says "canceled by M")
@@ -326,7 +326,7 @@ func (e *env) exec(cmd string, a args) {
 			Watch:   a.flag["watch"],
 		})
 	case "watch":
-		e.step(table.Watch{Master: e.master(a.arg(t, 0)), Req: uint64(a.int(t, "req", 0)), Key: e.key(a.arg(t, 1))})
+		e.step(table.Watch{Master: e.master(a.arg(t, 0)), Req: uint64(a.int(t, "req", 0)), Owner: a.kv["owner"], Key: e.key(a.arg(t, 1))})
 	case "unwatch":
 		e.step(table.Unwatch{Master: e.master(a.arg(t, 0)), Key: e.key(a.arg(t, 1))})
 	case "return":

@@ -106,6 +106,25 @@ type watchNode struct {
 	req    uint64
 	rec    uint32 // record index + 1; 0: a free node
 	next   uint32 // next node + 1 in the record's list, or in the free list
+	// limit is the time limit of the master that joined the record with
+	// a shorter one than the record's (ms; 0: none), and that master's
+	// owner (a name index), by which its limit outlives a reconnect: see
+	// Submit and Watch. since is when the limit started counting: the
+	// first Tick that found the record running after the join (0: none
+	// yet), for the run that started at run (the record's changed then).
+	// Counting from a Tick, never from the join's stale time, the limit
+	// passes up to a Tick late, never early.
+	limit      uint32
+	owner      uint32
+	since, run int64
+}
+
+// heldLimit is a watch's limit (see watchNode). Table.held keeps, by
+// record index, those of limited watches whose master was lost, for the
+// watch their owner makes again (a reconnect), until the record finishes.
+type heldLimit struct {
+	owner, limit uint32
+	since, run   int64
 }
 
 // Table is the workunit table: a deterministic state machine with no I/O.
@@ -140,6 +159,8 @@ type Table struct {
 	wfree     uint32             // first free node + 1
 	masterNWs map[MasterID]int32 // watches per master
 	nwatches  int
+	limited   map[uint32]struct{}    // nodes + 1 of the watches with a limit
+	held      map[uint32][]heldLimit // by record index
 
 	counts    [workunit.StatusError + 1]int
 	discarded uint64
@@ -176,6 +197,8 @@ func New(cfg Config) *Table {
 		workers:   make(map[WorkerID]*worker),
 		liveNames: make(map[uint32]WorkerID),
 		masterNWs: make(map[MasterID]int32),
+		limited:   make(map[uint32]struct{}),
+		held:      make(map[uint32][]heldLimit),
 	}
 	t.index = newIndex(t.cfg.HashSeed)
 	t.nextToken = t.cfg.FirstToken
@@ -286,6 +309,9 @@ func (t *Table) setStatus(idx uint32, s workunit.Status) {
 	}
 	r.status = s
 	r.changed = t.now
+	if s.Finished() && len(t.held) > 0 {
+		delete(t.held, idx) // nobody is to watch this run again
+	}
 	if s.Finished() && t.cfg.KeepFinished > 0 {
 		t.fin = append(t.fin, finished{changed: r.changed, idx: idx})
 	}
@@ -389,6 +415,7 @@ func (t *Table) submit(e *Submit) error {
 		return err
 	}
 	idx, ok, slot, tag := t.index.find(&e.Key, &t.recs)
+	joined := ok && isOpen(t.recs.at(idx).status)
 	if !ok || t.recs.at(idx).status == workunit.StatusError || (t.recs.at(idx).status == workunit.StatusDone && e.Options.NoCache) {
 		// It becomes waiting: one more for its owner.
 		if err := t.checkOpen(e); err != nil {
@@ -425,9 +452,29 @@ func (t *Table) submit(e *Submit) error {
 	*m = Ack{Master: e.Master, Req: e.Req, Outcome: t.outcome(r)}
 	t.out.Send = append(t.out.Send, m)
 	if e.Watch {
-		t.watch(e.Master, e.Req, idx)
+		var owner uint32
+		limit := joinLimit(joined, r.timeout, e.Options.Timeout)
+		if limit > 0 {
+			owner = t.intern(e.Owner)
+		}
+		t.watchFor(e.Master, e.Req, idx, heldLimit{owner: owner, limit: limit})
 	}
 	return nil
+}
+
+// joinLimit is the limit, in ms, of the watch of a submission with time
+// limit timeout: when it joined a record whose own limit (ms; 0: none) is
+// longer, the submitter's limit holds for its watch; else 0, the record's
+// holds (its worker enforces it).
+func joinLimit(joined bool, recTimeout uint32, timeout time.Duration) uint32 {
+	if !joined || timeout <= 0 {
+		return 0
+	}
+	ms := uint32(max(timeout/time.Millisecond, 1))
+	if recTimeout != 0 && recTimeout <= ms {
+		return 0
+	}
+	return ms
 }
 
 // reset makes record idx waiting, to run the spec and options of e, at the
@@ -462,11 +509,30 @@ func (t *Table) stepWatch(e Watch) error {
 		t.out.Notify = append(t.out.Notify, Notification{Master: e.Master, Req: e.Req, Outcome: workunit.Outcome{Key: e.Key}})
 		return nil
 	}
-	t.watch(e.Master, e.Req, idx)
+	var lim heldLimit
+	if o, known := t.nameIdx[e.Owner]; known && len(t.held) > 0 {
+		hs := t.held[idx]
+		for i, h := range hs {
+			if h.owner == o {
+				lim = h
+				if hs = slices.Delete(hs, i, i+1); len(hs) == 0 {
+					delete(t.held, idx)
+				} else {
+					t.held[idx] = hs
+				}
+				break
+			}
+		}
+	}
+	t.watchFor(e.Master, e.Req, idx, lim)
 	return nil
 }
 
-func (t *Table) watch(m MasterID, req uint64, idx uint32) {
+func (t *Table) watch(m MasterID, req uint64, idx uint32) { t.watchFor(m, req, idx, heldLimit{}) }
+
+// watchFor is watch with lim's time limit (ms; 0: none), of lim's owner,
+// counting since lim.since for the run lim.run: see Submit.
+func (t *Table) watchFor(m MasterID, req uint64, idx uint32, lim heldLimit) {
 	r := t.recs.at(idx)
 	if r.status.Finished() {
 		t.out.Notify = append(t.out.Notify, Notification{Master: m, Req: req, Outcome: t.outcome(r)})
@@ -480,6 +546,11 @@ func (t *Table) watch(m MasterID, req uint64, idx uint32) {
 		n = uint32(len(t.wnodes))
 	}
 	t.wnodes[n-1] = watchNode{master: m, req: req, rec: idx + 1, next: r.watch}
+	if lim.limit > 0 {
+		wn := &t.wnodes[n-1]
+		wn.limit, wn.owner, wn.since, wn.run = lim.limit, lim.owner, lim.since, lim.run
+		t.limited[n] = struct{}{}
+	}
 	r.watch = n
 	t.masterNWs[m]++
 	t.nwatches++
@@ -488,6 +559,9 @@ func (t *Table) watch(m MasterID, req uint64, idx uint32) {
 // freeWatch returns node n (+1) to the free list and uncounts it.
 func (t *Table) freeWatch(n uint32) {
 	wn := &t.wnodes[n-1]
+	if wn.limit != 0 {
+		delete(t.limited, n)
+	}
 	if c := t.masterNWs[wn.master] - 1; c > 0 {
 		t.masterNWs[wn.master] = c
 	} else {
@@ -524,21 +598,87 @@ func (t *Table) unwatch(e Unwatch) {
 	if !ok {
 		return
 	}
+	t.dropWatches(idx, func(wn *watchNode) bool { return wn.master == e.Master })
+}
+
+// dropWatches unlinks and frees the watches of record idx that drop
+// reports true for, and returns how many.
+func (t *Table) dropWatches(idx uint32, drop func(*watchNode) bool) int {
 	r := t.recs.at(idx)
-	prev := uint32(0)
+	prev, dropped := uint32(0), 0
 	for n := r.watch; n != 0; {
 		next := t.wnodes[n-1].next
-		if t.wnodes[n-1].master == e.Master {
+		if drop(&t.wnodes[n-1]) {
 			if prev == 0 {
 				r.watch = next
 			} else {
 				t.wnodes[prev-1].next = next
 			}
 			t.freeWatch(n)
+			dropped++
 		} else {
 			prev = n
 		}
 		n = next
+	}
+	return dropped
+}
+
+// expireWatches ends the watches whose master's time limit has passed
+// (see Submit): each master gets a TimeoutError notification, and a
+// record that no master waits for any more is stopped with that error.
+// In the order of the deadlines, then of the nodes: the same every time.
+func (t *Table) expireWatches() {
+	if len(t.limited) == 0 {
+		return
+	}
+	type due struct {
+		at int64
+		n  uint32
+	}
+	var dues []due
+	for n := range t.limited {
+		wn := &t.wnodes[n-1]
+		r := t.recs.at(wn.rec - 1)
+		if r.status != workunit.StatusRunning {
+			continue // the limit counts from when it runs
+		}
+		if wn.since == 0 || wn.run != r.changed {
+			wn.since, wn.run = t.now, r.changed // it runs (again): count from now
+			continue
+		}
+		at := wn.since + int64(time.Duration(wn.limit)*time.Millisecond)
+		if at <= t.now {
+			dues = append(dues, due{at, n})
+		}
+	}
+	slices.SortFunc(dues, func(a, b due) int { return cmp.Or(cmp.Compare(a.at, b.at), cmp.Compare(a.n, b.n)) })
+	for _, d := range dues {
+		wn := t.wnodes[d.n-1]
+		idx := wn.rec - 1
+		r := t.recs.at(idx)
+		limit := time.Duration(wn.limit) * time.Millisecond
+		own := "no time limit"
+		if r.timeout != 0 {
+			own = "a time limit of " + (time.Duration(r.timeout) * time.Millisecond).String()
+		}
+		werr := &workunit.Error{
+			Kind: workunit.TimeLimit,
+			Name: "TimeoutError",
+			Message: fmt.Sprintf("the workunit ran past this master's time limit of %v: it joined the workunit, "+
+				"which another master submitted with %s", limit, own),
+			Key: r.key,
+		}
+		o := t.outcome(r)
+		o.Status, o.Err = workunit.StatusError, werr
+		t.out.Notify = append(t.out.Notify, Notification{Master: wn.master, Req: wn.req, Outcome: o})
+		t.dropWatches(idx, func(x *watchNode) bool { return x == &t.wnodes[d.n-1] })
+		if r.watch == 0 {
+			stopped := *werr
+			stopped.Message = fmt.Sprintf("stopped: it ran past the time limit of %v of the last master waiting for it "+
+				"(it was submitted with %s)", limit, own)
+			t.stop(idx, &stopped, nil)
+		}
 	}
 }
 
@@ -554,39 +694,32 @@ func (t *Table) getInfo(e GetInfo) error {
 	return nil
 }
 
-// cancel fails the waiting and running workunits of e.Owner that e lists.
+// cancel fails the waiting and running workunits of e.Owner that e lists,
+// and, of the others that e.Master waits for, those that no other master
+// waits for.
 func (t *Table) cancel(e *Cancel) {
 	reply := &CancelReply{Master: e.Master, Req: e.Req}
 	owner, known := t.nameIdx[e.Owner]
 	unqueue := map[uint32]bool{}
 	for _, k := range e.Keys {
 		idx, ok := t.index.get(&k, &t.recs)
-		if !known || !ok {
+		if !ok {
 			continue
 		}
 		r := t.recs.at(idx)
-		if !isOpen(r.status) || r.owner != owner {
+		if !isOpen(r.status) {
 			continue
 		}
-		if r.status == workunit.StatusWaiting {
-			unqueue[idx] = true
-		} else {
-			t.revoke(idx, r.worker)
+		msg := "canceled by " + e.By
+		if !known || r.owner != owner {
+			// Another's: e.Master stops waiting for it, and it stops
+			// when nobody else waits.
+			if t.dropWatches(idx, func(wn *watchNode) bool { return wn.master == e.Master }) == 0 || r.watch != 0 {
+				continue
+			}
+			msg += ", the last master waiting for it"
 		}
-		if r.ext == nil {
-			r.ext = &extra{}
-		}
-		r.ext.err = &workunit.Error{
-			Kind:    workunit.Canceled,
-			Name:    "AbortError",
-			Message: "canceled by " + e.By,
-			Key:     r.key,
-		}
-		r.data = nil
-		r.worker = 0
-		t.setStatus(idx, workunit.StatusError)
-		t.markDirty(idx)
-		t.notify(idx, nil, 0)
+		t.stop(idx, &workunit.Error{Kind: workunit.Canceled, Name: "AbortError", Message: msg, Key: r.key}, unqueue)
 		reply.Keys = append(reply.Keys, k)
 	}
 	if len(unqueue) > 0 {
@@ -595,6 +728,31 @@ func (t *Table) cancel(e *Cancel) {
 		}
 	}
 	t.out.Send = append(t.out.Send, reply)
+}
+
+// stop fails waiting or running record idx with werr: a running one's
+// lease is revoked, and a waiting one is added to unqueue, for the caller
+// to take out of the queue (or, with unqueue nil, taken out now).
+func (t *Table) stop(idx uint32, werr *workunit.Error, unqueue map[uint32]bool) {
+	r := t.recs.at(idx)
+	if r.status == workunit.StatusWaiting {
+		if unqueue != nil {
+			unqueue[idx] = true
+		} else {
+			t.queued -= t.queueFor(r.gpus).removeIf(func(i uint32) bool { return i == idx })
+		}
+	} else {
+		t.revoke(idx, r.worker)
+	}
+	if r.ext == nil {
+		r.ext = &extra{}
+	}
+	r.ext.err = werr
+	r.data = nil
+	r.worker = 0
+	t.setStatus(idx, workunit.StatusError)
+	t.markDirty(idx)
+	t.notify(idx, nil, 0)
 }
 
 // revoke takes back the lease of running record idx held by the worker
@@ -630,6 +788,10 @@ func (t *Table) masterLost(m MasterID) {
 		n := uint32(i + 1)
 		// Unlink n from its record's list.
 		r := t.recs.at(wn.rec - 1)
+		if wn.limit != 0 {
+			// Kept for the watch its owner makes again (a reconnect).
+			t.held[wn.rec-1] = append(t.held[wn.rec-1], heldLimit{owner: wn.owner, limit: wn.limit, since: wn.since, run: wn.run})
+		}
 		if r.watch == n {
 			r.watch = wn.next
 		} else {
@@ -954,6 +1116,7 @@ func (t *Table) tick(now time.Time) {
 	for _, x := range exp {
 		t.lose(x.idx, x.name)
 	}
+	t.expireWatches()
 	t.forgetOld()
 }
 

@@ -166,18 +166,28 @@ func (in *inspector) object(o *goja.Object, level int, deepest *int) string {
 			return "[Array]"
 		}
 		n := int(o.Get("length").ToInteger())
-		items := make([]string, 0, min(n, in.opts.MaxItems)+1)
-		for i := 0; i < n && i < in.opts.MaxItems; i++ {
-			items = append(items, in.child(o.Get(jsvalue.Index(i)), level+1, deepest))
-		}
-		if n > in.opts.MaxItems {
-			items = append(items, "... "+strconv.Itoa(n-in.opts.MaxItems)+" more item"+plural(n-in.opts.MaxItems))
+		var items []string
+		group := in.grouping(o, n)
+		if _, dense := in.js.DenseArray(o); dense {
+			items = make([]string, 0, min(n, in.opts.MaxItems)+1)
+			for i := 0; i < n && i < in.opts.MaxItems; i++ {
+				items = append(items, in.child(o.Get(jsvalue.Index(i)), level+1, deepest))
+			}
+			if n > in.opts.MaxItems {
+				items = append(items, "... "+strconv.Itoa(n-in.opts.MaxItems)+" more item"+plural(n-in.opts.MaxItems))
+			}
+		} else {
+			var extra bool
+			items, extra = in.sparseItems(o, n, level, deepest)
+			if extra {
+				group = groupNone
+			}
 		}
 		prefix := ""
 		if p := o.Prototype(); p != in.js.ArrayProto {
 			prefix = in.className(o, "Array") + "(" + strconv.Itoa(n) + ") "
 		}
-		return in.reduce(prefix+"[", "]", items, level, *deepest, in.grouping(o, n))
+		return in.reduce(prefix+"[", "]", items, level, *deepest, group)
 	case jsvalue.KindDate:
 		ms, err := in.js.DateGetTime(o)
 		if err != nil || math.IsNaN(ms.ToFloat()) {
@@ -304,6 +314,54 @@ func (in *inspector) object(o *goja.Object, level int, deepest *int) string {
 		return prefix + "{}"
 	}
 	return prefix + in.wrap("{", "}", items, level, *deepest)
+}
+
+// sparseItems shows the items of an array of length n that has holes or
+// other properties, as Node does: a run of holes as "<3 empty items>",
+// then the other properties as "key: value" (extra reports some).
+func (in *inspector) sparseItems(o *goja.Object, n, level int, deepest *int) (items []string, extra bool) {
+	pos, shown := 0, 0
+	more := false
+	var others []string
+	for _, k := range o.Keys() {
+		idx, ok := jsvalue.ArrayIndex(k)
+		if !ok {
+			others = append(others, k)
+			continue
+		}
+		if more {
+			continue
+		}
+		if int(idx) > pos {
+			if shown == in.opts.MaxItems {
+				more = true
+				continue
+			}
+			items = append(items, emptyItems(int(idx)-pos))
+			shown++
+		}
+		if shown == in.opts.MaxItems {
+			pos, more = int(idx), true
+			continue
+		}
+		items = append(items, in.child(o.Get(k), level+1, deepest))
+		shown++
+		pos = int(idx) + 1
+	}
+	switch {
+	case !more && pos < n && shown < in.opts.MaxItems:
+		items = append(items, emptyItems(n-pos))
+	case more || pos < n:
+		items = append(items, "... "+strconv.Itoa(n-pos)+" more item"+plural(n-pos))
+	}
+	for _, k := range others {
+		items = append(items, propertyKey(k)+": "+in.child(o.Get(k), level+1, deepest))
+	}
+	return items, len(others) > 0
+}
+
+func emptyItems(n int) string {
+	return "<" + strconv.Itoa(n) + " empty item" + plural(n) + ">"
 }
 
 // grouping says how an array's first items are grouped: right-aligned when

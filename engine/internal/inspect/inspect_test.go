@@ -35,6 +35,14 @@ func TestInspect(t *testing.T) {
 		{"class K {}; new K()", Options{}, "K {}"},
 		{"Array.from({length: 3}, (_, i) => i)", Options{MaxItems: 2}, "[ 0, 1, ... 1 more item ]"},
 		{"({get boom() { throw new Error('no') }})", Options{}, "[inspect: Error: no at boom (<eval>:1:22(3))]"},
+		// Holes and other properties of arrays, as Node shows them.
+		{"[1, , 3]", Options{}, "[ 1, <1 empty item>, 3 ]"},
+		{"new Array(5)", Options{}, "[ <5 empty items> ]"},
+		{"(() => { const a = [1, 2]; a.foo = 'bar'; return a })()", Options{}, "[ 1, 2, foo: 'bar' ]"},
+		{"[, 'a', , , 'b', ,]", Options{}, "[ <1 empty item>, 'a', <2 empty items>, 'b', <1 empty item> ]"},
+		{"(() => { const a = []; a[4294967294] = 'x'; return a })()", Options{}, "[ <4294967294 empty items>, 'x' ]"},
+		{"[1, , 3, , 5, , 7, , 9]", Options{}, "[\n  1,\n  <1 empty item>,\n  3,\n  <1 empty item>,\n  5,\n  <1 empty item>,\n  7,\n  <1 empty item>,\n  9\n]"},
+		{"[1, , 3, , 5]", Options{MaxItems: 2}, "[ 1, <1 empty item>, ... 3 more items ]"},
 	} {
 		v, err := rt.RunString(tt.src)
 		require.NoError(t, err, tt.src)

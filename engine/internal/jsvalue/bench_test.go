@@ -54,3 +54,17 @@ func BenchmarkCodecJS_DecodeObject10000Fields(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkCodecJS_EncodeArray100000 encodes a dense array of 100,000
+// numbers: the check for holes and non-index properties reads its keys once.
+func BenchmarkCodecJS_EncodeArray100000(b *testing.B) {
+	rl := benchRealm(b)
+	v := runJS(b, rl, "Array.from({length: 100000}, (_, i) => i)")
+	data := encodeJS(b, rl, v)
+	b.SetBytes(int64(len(data)))
+	for b.Loop() {
+		if _, err := rl.enc.EncodeValue(v); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

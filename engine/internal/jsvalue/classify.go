@@ -132,3 +132,22 @@ func Describe(v goja.Value) string {
 	}
 	return "a " + v.ExportType().String()
 }
+
+// Unclonable names an object that Classify takes for a plain object but
+// that structured clone refuses, having internal state that its properties
+// do not show: "a generator", "an Array Iterator", "a Symbol object", "an
+// arguments object". It returns false for a plain object.
+func (in *Intrinsics) Unclonable(o *goja.Object) (string, bool) {
+	if o.ClassName() == "Arguments" {
+		return "an arguments object", true
+	}
+	t := implType(o)
+	if what, ok := in.unclonable[t]; ok {
+		return what, true
+	}
+	if t == in.wrapperType && o.ExportType() != typeBigIntExport {
+		// The only wrapper Classify leaves as plain: a Symbol's.
+		return "a Symbol object", true
+	}
+	return "", false
+}

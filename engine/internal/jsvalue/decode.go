@@ -4,6 +4,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
+	"unicode/utf16"
 	"unicode/utf8"
 
 	"github.com/dop251/goja"
@@ -231,51 +233,106 @@ func (d *Decoder) object(n uint64) (goja.Value, error) {
 		seen = make(map[string]struct{}, n)
 	}
 	for i := uint64(0); i < n; i++ {
-		k, err := d.key()
-		if err != nil {
-			return nil, err
-		}
-		if seen != nil {
-			if _, dup := seen[k]; dup {
-				return nil, d.r.Errorf("an object holds the key %q twice", k)
-			}
-			seen[k] = struct{}{}
-		}
-		v, err := d.decode()
-		if err != nil {
-			return nil, err
-		}
-		if err := o.DefineDataProperty(k, v, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE); err != nil {
+		if err := d.property(o, seen); err != nil {
 			return nil, err
 		}
 	}
 	return o, nil
 }
 
+// property reads one key and its value into o. seen holds the keys read
+// so far, as WTF-8 (nil when o has one property only).
+func (d *Decoder) property(o *goja.Object, seen map[string]struct{}) error {
+	k, jsKey, err := d.key()
+	if err != nil {
+		return err
+	}
+	if seen != nil {
+		if _, dup := seen[k]; dup {
+			return d.r.Errorf("an object holds the key %q twice", k)
+		}
+		seen[k] = struct{}{}
+	}
+	v, err := d.decode()
+	if err != nil {
+		return err
+	}
+	if jsKey != nil {
+		_, err = d.in.DefineData(nil, o, jsKey, v)
+		return err
+	}
+	return o.DefineDataProperty(k, v, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE)
+}
+
 // key reads an object's property name: a text string, or a TagUTF16 one.
-func (d *Decoder) key() (string, error) {
+// A name that holds lone surrogates is also returned as a JavaScript
+// string, jsKey, since a Go string cannot hold it; the Go string is then
+// its WTF-8 form, to tell keys apart.
+func (d *Decoder) key() (k string, jsKey goja.Value, err error) {
 	h, err := d.r.Next()
 	if err != nil {
-		return "", err
+		return "", nil, err
 	}
 	switch {
 	case h.Major == cbor.MajorText:
 		b, err := d.r.Bytes(h.Arg)
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
 		if !utf8.Valid(b) {
-			return "", d.r.Errorf("text string is not valid UTF-8")
+			return "", nil, d.r.Errorf("text string is not valid UTF-8")
 		}
-		return string(b), nil
+		return string(b), nil, nil
 	case h.Major == cbor.MajorTag && h.Arg == value.TagUTF16:
-		v, err := d.utf16()
+		b, err := d.r.ByteString()
 		if err != nil {
-			return "", err
+			return "", nil, err
 		}
-		return v.String(), nil
+		units, err := value.DecodeUTF16(b)
+		if err != nil {
+			return "", nil, d.r.Errorf("%v", err)
+		}
+		if s, ok := validUTF16(units); ok {
+			return s, nil, nil
+		}
+		return wtf8(units), goja.StringFromUTF16(units), nil
 	}
-	return "", d.r.Errorf("object key of major type %d; keys are strings", h.Major)
+	return "", nil, d.r.Errorf("object key of major type %d; keys are strings", h.Major)
+}
+
+// validUTF16 returns the string of units when they hold no lone surrogate.
+func validUTF16(units []uint16) (string, bool) {
+	for i := 0; i < len(units); i++ {
+		u := units[i]
+		switch {
+		case u < 0xd800 || u > 0xdfff:
+		case u <= 0xdbff && i+1 < len(units) && units[i+1] >= 0xdc00 && units[i+1] <= 0xdfff:
+			i++
+		default:
+			return "", false
+		}
+	}
+	return string(utf16.Decode(units)), true
+}
+
+// wtf8 returns units as WTF-8: UTF-8, with each lone surrogate in the
+// three-byte form UTF-8 leaves out.
+func wtf8(units []uint16) string {
+	var b []byte
+	for i := 0; i < len(units); i++ {
+		u := rune(units[i])
+		if u >= 0xd800 && u <= 0xdbff && i+1 < len(units) && units[i+1] >= 0xdc00 && units[i+1] <= 0xdfff {
+			b = utf8.AppendRune(b, utf16.DecodeRune(u, rune(units[i+1])))
+			i++
+			continue
+		}
+		if u >= 0xd800 && u <= 0xdfff {
+			b = append(b, 0xe0|byte(u>>12), 0x80|byte(u>>6)&0x3f, 0x80|byte(u)&0x3f)
+			continue
+		}
+		b = utf8.AppendRune(b, u)
+	}
+	return string(b)
 }
 
 // str reads a string item: a text string, or a TagUTF16 one.
@@ -458,6 +515,10 @@ func (d *Decoder) tagged(tag uint64) (goja.Value, error) {
 		return m, nil
 	case tag == value.TagError:
 		return d.errorObject()
+	case tag == value.TagWrapper:
+		return d.wrapper()
+	case tag == value.TagArray:
+		return d.sparseArray()
 	case tag == value.TagView:
 		return d.view()
 	case tag == value.TagFunction:
@@ -479,6 +540,100 @@ func (d *Decoder) tagged(tag uint64) (goja.Value, error) {
 		return d.typedArray(tag)
 	}
 	return nil, d.r.Errorf("unknown tag %d", tag)
+}
+
+// wrapper decodes a wrapper object, TagWrapper over its primitive.
+func (d *Decoder) wrapper() (goja.Value, error) {
+	idx := d.reserve(nil)
+	r := *d.r
+	h, err := r.Next()
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case h.Major == cbor.MajorUint, h.Major == cbor.MajorNeg, h.Major == cbor.MajorText,
+		h.Major == cbor.MajorSimple && (h.IsFloat || h.Arg == cbor.SimpleFalse || h.Arg == cbor.SimpleTrue),
+		h.Major == cbor.MajorTag && (h.Arg == value.TagPosBignum || h.Arg == value.TagNegBignum || h.Arg == value.TagUTF16):
+	default:
+		return nil, d.r.Errorf("a wrapper object holds a number, boolean, string or BigInt")
+	}
+	v, err := d.decode()
+	if err != nil {
+		return nil, err
+	}
+	o := v.ToObject(d.rt)
+	d.objs[idx] = o
+	return o, nil
+}
+
+// sparseArray decodes an array with holes or non-index properties:
+// TagArray [length, map of index or name to value].
+func (d *Decoder) sparseArray() (goja.Value, error) {
+	arr := d.rt.NewArray()
+	d.reserve(arr)
+	h, err := d.r.Next()
+	if err != nil {
+		return nil, err
+	}
+	if h.Major != cbor.MajorArray || h.Arg != 2 {
+		return nil, d.r.Errorf("an array with holes is [length, map]")
+	}
+	n, err := d.r.Uint()
+	if err != nil {
+		return nil, err
+	}
+	if n > math.MaxUint32 {
+		return nil, d.r.Errorf("array length %d is above 2^32-1", n)
+	}
+	if err := arr.Set("length", n); err != nil {
+		return nil, err
+	}
+	h, err = d.r.Next()
+	if err != nil {
+		return nil, err
+	}
+	if h.Major != cbor.MajorMap {
+		return nil, d.r.Errorf("an array with holes is [length, map]")
+	}
+	if err := d.r.CheckCount(h.Arg, 2); err != nil {
+		return nil, err
+	}
+	seen := make(map[string]struct{}, h.Arg)
+	for i := uint64(0); i < h.Arg; i++ {
+		r := *d.r
+		kh, err := r.Next()
+		if err != nil {
+			return nil, err
+		}
+		if kh.Major != cbor.MajorUint {
+			if kh.Major == cbor.MajorText && kh.Arg == 6 {
+				if b, err := r.Bytes(6); err == nil && string(b) == "length" {
+					return nil, d.r.Errorf(`an array's "length" is its first item, not a property`)
+				}
+			}
+			if err := d.property(arr, seen); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		*d.r = r
+		if kh.Arg >= n {
+			return nil, d.r.Errorf("index %d of an array of length %d", kh.Arg, n)
+		}
+		k := Index(int(kh.Arg))
+		if _, dup := seen[k]; dup {
+			return nil, d.r.Errorf("an array holds index %d twice", kh.Arg)
+		}
+		seen[k] = struct{}{}
+		v, err := d.decode()
+		if err != nil {
+			return nil, err
+		}
+		if err := arr.DefineDataProperty(k, v, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_TRUE); err != nil {
+			return nil, err
+		}
+	}
+	return arr, nil
 }
 
 // typedArray decodes an RFC 8746 typed array: the view takes one index and
@@ -604,7 +759,7 @@ func (d *Decoder) errorObject() (goja.Value, error) {
 						return nil, err
 					}
 				}
-			} else if err := hidden("name", d.rt.ToValue(name)); err != nil {
+			} else if err := hidden("name", nv); err != nil {
 				return nil, err
 			}
 		case "message", "stack":
@@ -625,6 +780,12 @@ func (d *Decoder) errorObject() (goja.Value, error) {
 			}
 		default:
 			return nil, d.r.Errorf("unknown Error field %q", k)
+		}
+	}
+	if !slices.Contains(seen[:h.Arg], "stack") {
+		// Not the stack of this decoding: none.
+		if err := hidden("stack", d.rt.ToValue("")); err != nil {
+			return nil, err
 		}
 	}
 	return e, nil

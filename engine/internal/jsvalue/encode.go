@@ -7,7 +7,6 @@ import (
 	"reflect"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/dop251/goja"
 
@@ -288,7 +287,7 @@ func (e *Encoder) Encode(v goja.Value) error {
 // conversion would turn into U+FFFD.
 func (e *Encoder) string(v goja.Value) {
 	s := v.String()
-	if strings.IndexRune(s, utf8.RuneError) < 0 {
+	if !strings.Contains(s, "\uFFFD") {
 		e.w.Text(s)
 		return
 	}
@@ -350,13 +349,14 @@ func (e *Encoder) object(o *goja.Object) error {
 		}
 		e.w.Tag(value.TagRegExp)
 		e.w.ArrayHeader(2)
-		e.string(src)
+		e.regExpSource(src)
 		e.string(flags)
 		return nil
 	case KindError:
 		return e.error(o)
 	case KindBoxed:
-		// Boxed primitives travel as their primitive.
+		e.register(o)
+		e.w.Tag(value.TagWrapper)
 		return e.Encode(e.in.Unbox(e.rt, o))
 	case KindMap:
 		return e.mapObject(o)
@@ -380,12 +380,22 @@ func (e *Encoder) object(o *goja.Object) error {
 	case KindWeakSet:
 		return e.unsendable("a WeakSet")
 	}
+	if what, ok := e.in.Unclonable(o); ok {
+		return e.unsendable(what)
+	}
 	return e.plainObject(o)
 }
 
 func (e *Encoder) array(o *goja.Object) error {
 	e.register(o)
-	n := int(o.Get("length").ToInteger())
+	n, dense := e.in.DenseArray(o)
+	if !dense {
+		n = int(o.Get("length").ToInteger())
+		keys := o.Keys()
+		if len(keys) != n || n > 0 && keys[n-1] != Index(n-1) {
+			return e.sparseArray(o, n, keys)
+		}
+	}
 	e.w.ArrayHeader(n)
 	for i := 0; i < n; i++ {
 		v := o.Get(Index(i))
@@ -396,17 +406,145 @@ func (e *Encoder) array(o *goja.Object) error {
 	return nil
 }
 
+// sparseArray writes an array with holes or non-index properties, whose
+// own enumerable keys are keys: TagArray [length, map], the indexes present
+// as unsigned integers, then the other properties by name, in the order
+// the array holds them.
+func (e *Encoder) sparseArray(o *goja.Object, n int, keys []string) error {
+	names, jsKeys, err := e.ownKeys(o, keys)
+	if err != nil {
+		return err
+	}
+	e.w.Tag(value.TagArray)
+	e.w.ArrayHeader(2)
+	e.w.Int(int64(n))
+	e.w.MapHeader(len(names))
+	for i, k := range names {
+		step := ""
+		if idx, ok := ArrayIndex(k); ok {
+			e.w.Int(int64(idx))
+			step = "[" + k + "]"
+		} else {
+			e.key(k, jsKeys, i)
+			step = keyStep(k)
+		}
+		v, err := e.property(o, k, jsKeys, i)
+		if err != nil {
+			return err
+		}
+		if err := e.Encode(v); err != nil {
+			return withStep(err, step)
+		}
+	}
+	return nil
+}
+
+// ArrayIndex reports whether k is an array index, as JavaScript writes it
+// ("0" … "4294967294"), and which.
+func ArrayIndex(k string) (uint32, bool) {
+	if k == "" || len(k) > 10 || k[0] == '0' && len(k) > 1 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(k, 10, 32)
+	if err != nil || n == math.MaxUint32 {
+		return 0, false
+	}
+	return uint32(n), true
+}
+
+// ownKeys returns the own enumerable string keys of o, given as names (the
+// Go strings of o.Keys()). A name holding U+FFFD may stand for a key with
+// a lone surrogate, which Go strings lose; then the keys are read again as
+// JavaScript strings, returned in jsKeys (names[i] is jsKeys[i] as Go
+// prints it), and properties are read and keys written through them.
+func (e *Encoder) ownKeys(o *goja.Object, names []string) ([]string, []goja.Value, error) {
+	lossy := false
+	for _, k := range names {
+		if strings.Contains(k, "\uFFFD") {
+			lossy = true
+			break
+		}
+	}
+	if !lossy {
+		return names, nil, nil
+	}
+	arr, err := e.in.ObjectKeys(nil, o)
+	if err != nil {
+		return nil, nil, err
+	}
+	ao := arr.(*goja.Object)
+	m := int(ao.Get("length").ToInteger())
+	names, jsKeys := make([]string, m), make([]goja.Value, m)
+	for i := range m {
+		jsKeys[i] = ao.Get(Index(i))
+		names[i] = jsKeys[i].String()
+	}
+	return names, jsKeys, nil
+}
+
+// key writes property name k, the i-th of ownKeys.
+func (e *Encoder) key(k string, jsKeys []goja.Value, i int) {
+	if jsKeys != nil {
+		e.string(jsKeys[i])
+		return
+	}
+	e.w.String(k)
+}
+
+// property reads the property k of o, the i-th of ownKeys.
+func (e *Encoder) property(o *goja.Object, k string, jsKeys []goja.Value, i int) (goja.Value, error) {
+	if jsKeys != nil {
+		return e.in.ReflectGet(nil, o, jsKeys[i])
+	}
+	return o.Get(k), nil
+}
+
 func (e *Encoder) plainObject(o *goja.Object) error {
 	e.register(o)
-	keys := o.Keys()
-	e.w.MapHeader(len(keys))
-	for _, k := range keys {
-		e.w.String(k)
-		if err := e.Encode(o.Get(k)); err != nil {
+	names, jsKeys, err := e.ownKeys(o, o.Keys())
+	if err != nil {
+		return err
+	}
+	e.w.MapHeader(len(names))
+	for i, k := range names {
+		e.key(k, jsKeys, i)
+		v, err := e.property(o, k, jsKeys, i)
+		if err != nil {
+			return err
+		}
+		if err := e.Encode(v); err != nil {
 			return withStep(err, keyStep(k))
 		}
 	}
 	return nil
+}
+
+// regExpSource writes a RegExp's source as structured clone gives it,
+// escaping "/" as "\/": goja writes it as "\u002f".
+func (e *Encoder) regExpSource(src goja.Value) {
+	gs, ok := src.(goja.String)
+	if !ok || !strings.Contains(src.String(), `\u002f`) {
+		e.string(src)
+		return
+	}
+	units := make([]uint16, 0, gs.Length())
+	n := gs.Length()
+	for i := 0; i < n; i++ {
+		u := gs.CharAt(i)
+		if u != '\\' || i+1 >= n {
+			units = append(units, u)
+			continue
+		}
+		if i+5 < n && gs.CharAt(i+1) == 'u' && gs.CharAt(i+2) == '0' && gs.CharAt(i+3) == '0' && gs.CharAt(i+4) == '2' && gs.CharAt(i+5) == 'f' {
+			units = append(units, '\\', '/')
+			i += 5
+			continue
+		}
+		// Another escape: keep it, and the character it escapes.
+		units = append(units, u, gs.CharAt(i+1))
+		i++
+	}
+	value.WriteUTF16(&e.w, units)
 }
 
 func (e *Encoder) date(ms float64) {
@@ -422,43 +560,69 @@ func (e *Encoder) date(ms float64) {
 	e.w.Float64(ms / 1000)
 }
 
+// errorNames are the names an Error keeps through structured clone; it
+// makes any other an Error. (AggregateError is riot's addition.)
+var cloneErrorNames = map[string]bool{
+	"Error": true, "EvalError": true, "RangeError": true, "ReferenceError": true,
+	"SyntaxError": true, "TypeError": true, "URIError": true, "AggregateError": true,
+}
+
+// error writes an Error as structured clone takes it: its name if it is
+// one of cloneErrorNames (else "Error"), its own message (a data property,
+// as a string) if it has one, its stack if that is a string, and its own
+// cause if it has one; nothing else.
 func (e *Encoder) error(o *goja.Object) error {
 	e.register(o)
-	name, msg, stack := o.Get("name"), o.Get("message"), o.Get("stack")
-	cause, hasCause := ownProperty(o, "cause")
-	n := 3
-	if hasCause {
-		n++
+	name := "Error"
+	if nv := o.Get("name"); nv != nil && goja.IsString(nv) && cloneErrorNames[nv.String()] {
+		name = nv.String()
+	}
+	var msg goja.Value
+	if has, err := e.ownData(o, "message"); err != nil {
+		return err
+	} else if has {
+		msg = o.Get("message").ToString()
+	}
+	stack := o.Get("stack")
+	hasStack := stack != nil && goja.IsString(stack)
+	hasCause, err := e.ownData(o, "cause")
+	if err != nil {
+		return err
+	}
+	n := 1
+	for _, has := range [...]bool{msg != nil, hasStack, hasCause} {
+		if has {
+			n++
+		}
 	}
 	e.w.Tag(value.TagError)
 	e.w.MapHeader(n)
-	for _, kv := range [...]struct {
-		k string
-		v goja.Value
-	}{{"name", name}, {"message", msg}, {"stack", stack}} {
-		e.w.Text(kv.k)
-		if kv.v == nil || goja.IsUndefined(kv.v) {
-			e.w.Text("")
-			continue
-		}
-		e.w.String(kv.v.String())
+	e.w.Text("name")
+	e.w.Text(name)
+	if msg != nil {
+		e.w.Text("message")
+		e.string(msg)
+	}
+	if hasStack {
+		e.w.Text("stack")
+		e.string(stack)
 	}
 	if hasCause {
 		e.w.Text("cause")
-		if err := e.Encode(cause); err != nil {
+		if err := e.Encode(o.Get("cause")); err != nil {
 			return withStep(err, ".cause")
 		}
 	}
 	return nil
 }
 
-func ownProperty(o *goja.Object, name string) (goja.Value, bool) {
-	for _, k := range o.GetOwnPropertyNames() {
-		if k == name {
-			return o.Get(name), true
-		}
+// ownData reports whether o has an own data property k (not a getter).
+func (e *Encoder) ownData(o *goja.Object, k string) (bool, error) {
+	v, err := e.in.OwnData(nil, o, e.rt.ToValue(k))
+	if err != nil {
+		return false, err
 	}
-	return nil, false
+	return v.ToBoolean(), nil
 }
 
 // Entries returns the entries of a Map (key, value, key, value, ...) or

@@ -48,6 +48,87 @@ type Intrinsics struct {
 	StringRepeat   goja.Callable
 	StringPadStart goja.Callable
 	StringPadEnd   goja.Callable
+	ObjectKeys     goja.Callable // Object.keys, whose keys keep lone surrogates
+	ReflectGet     goja.Callable
+	OwnData        goja.Callable // (o, k) => whether o has an own data property k
+	DefineData     goja.Callable // (o, k, v): define an own enumerable, writable, configurable property
+	// unclonable names the objects that structured clone refuses and that
+	// look like plain objects from outside (generators, iterators), by the
+	// goja type behind them.
+	unclonable map[reflect.Type]string
+	// wrapperType is the goja type behind wrapper objects of primitives
+	// (a Symbol object among them).
+	wrapperType reflect.Type
+	// dense tells a plain dense array from goja's fields, without reading
+	// its keys.
+	dense denseArrays
+}
+
+// denseArrays reads goja's own bookkeeping of an array held as a dense
+// list (its elements, how many are there, how many are not plain
+// writable, enumerable data, and its named properties) to tell, in
+// constant time, that an array has no holes and no properties but its
+// elements and length: the case that a CBOR array holds. When goja keeps
+// an array another way, or a goja that changed hides these fields, ok is
+// false and the encoder reads the array's keys instead.
+type denseArrays struct {
+	t                                           reflect.Type // *goja.arrayObject
+	values, length, objCount, props, propValues []int
+	baseProps                                   int // the named properties of [] ("length")
+}
+
+// DenseArray returns the length of array o and true when o has every
+// element from 0 to its length as a plain data property and no other
+// property but length, telling so in constant time; false means that o
+// has holes or other properties, or that this cannot be told without
+// reading its keys.
+func (in *Intrinsics) DenseArray(o *goja.Object) (int, bool) { return in.dense.plain(o) }
+
+func newDenseArrays(sample *goja.Object) denseArrays {
+	t := implType(sample)
+	if t == nil || t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct {
+		return denseArrays{}
+	}
+	d := denseArrays{t: t}
+	for _, f := range []struct {
+		name string
+		idx  *[]int
+		kind reflect.Kind
+	}{
+		{"values", &d.values, reflect.Slice}, {"length", &d.length, reflect.Uint32}, {"objCount", &d.objCount, reflect.Int},
+		{"propNames", &d.props, reflect.Slice}, {"propValueCount", &d.propValues, reflect.Int},
+	} {
+		sf, ok := t.Elem().FieldByName(f.name)
+		if !ok || sf.Type.Kind() != f.kind {
+			return denseArrays{}
+		}
+		*f.idx = sf.Index
+	}
+	d.baseProps = reflect.ValueOf(sample).Elem().Field(implField).Elem().Elem().FieldByIndex(d.props).Len()
+	if n, ok := d.plain(sample); !ok || n != 0 {
+		return denseArrays{}
+	}
+	return d
+}
+
+// plain returns the length of array o and true when o is held densely,
+// every element is there as a plain data property, and it has no named
+// property but length.
+func (d *denseArrays) plain(o *goja.Object) (int, bool) {
+	if d.t == nil {
+		return 0, false
+	}
+	f := reflect.ValueOf(o).Elem().Field(implField)
+	if f.IsNil() || f.Elem().Type() != d.t {
+		return 0, false
+	}
+	a := f.Elem().Elem()
+	n := a.FieldByIndex(d.length).Uint()
+	if uint64(a.FieldByIndex(d.values).Len()) != n || uint64(a.FieldByIndex(d.objCount).Int()) != n ||
+		a.FieldByIndex(d.propValues).Int() != 0 || a.FieldByIndex(d.props).Len() != d.baseProps {
+		return 0, false
+	}
+	return int(n), true
 }
 
 var (
@@ -89,6 +170,8 @@ func LoadIntrinsics(rt *goja.Runtime) (in *Intrinsics, err error) {
 	v, err := rt.RunScript(InternalFile, `(function () {
 		const getter = (o, k) => Object.getOwnPropertyDescriptor(o, k).get;
 		const TA = Object.getPrototypeOf(Uint8Array.prototype);
+		const gopd = Object.getOwnPropertyDescriptor, apply = Reflect.apply, hasOwn = Object.prototype.hasOwnProperty;
+		const defineProperty = Object.defineProperty;
 		return [
 			Object.prototype, Array.prototype, DataView.prototype, WeakMap.prototype, WeakSet.prototype,
 			getter(TA, Symbol.toStringTag), getter(TA, 'buffer'), getter(TA, 'byteOffset'), getter(TA, 'length'),
@@ -99,6 +182,11 @@ func LoadIntrinsics(rt *goja.Runtime) (in *Intrinsics, err error) {
 			Map, Set, Date, RegExp, DataView,
 			String.prototype.repeat, String.prototype.padStart, String.prototype.padEnd,
 			String.prototype.valueOf, JSON.stringify,
+			Object.keys, Reflect.get,
+			(o, k) => { const d = gopd(o, k); return d !== undefined && apply(hasOwn, d, ['value']); },
+			(o, k, v) => { defineProperty(o, k, { __proto__: null, value: v, writable: true, enumerable: true, configurable: true }); },
+			(function* () {})(), [][Symbol.iterator](), new Map()[Symbol.iterator](), new Set()[Symbol.iterator](),
+			''[Symbol.iterator](), /x/g[Symbol.matchAll](''), Object(Symbol()),
 		];
 	})()`)
 	if err != nil {
@@ -134,6 +222,17 @@ func LoadIntrinsics(rt *goja.Runtime) (in *Intrinsics, err error) {
 	in.NewMap, in.NewSet, in.NewDate, in.NewRegExp, in.NewDataView = ctor(22), ctor(23), ctor(24), ctor(25), ctor(26)
 	in.StringRepeat, in.StringPadStart, in.StringPadEnd = fn(27), fn(28), fn(29)
 	in.StringValueOf, in.JSONStringify = fn(30), fn(31)
+	in.ObjectKeys, in.ReflectGet, in.OwnData, in.DefineData = fn(32), fn(33), fn(34), fn(35)
+	in.unclonable = make(map[reflect.Type]string)
+	for i, what := range [...]string{"a generator", "an Array Iterator", "a Map Iterator", "a Set Iterator", "a String Iterator", "a RegExp String Iterator"} {
+		t := implType(obj(36 + i))
+		if _, dup := in.unclonable[t]; dup || t == implType(in.ObjectProto) || t == implType(rt.NewObject()) {
+			return nil, fmt.Errorf("engine: %s is not told apart from other objects", what)
+		}
+		in.unclonable[t] = what
+	}
+	in.wrapperType = implType(obj(42))
+	in.dense = newDenseArrays(rt.NewArray())
 	for _, name := range typedNames {
 		c, ok := goja.AssertConstructor(rt.Get(name))
 		if !ok {
@@ -153,6 +252,30 @@ func LoadIntrinsics(rt *goja.Runtime) (in *Intrinsics, err error) {
 		}
 	}
 	return in, nil
+}
+
+// implField is the index of goja.Object's field that holds what kind of
+// object it is, whose dynamic type tells apart the objects that scripts
+// cannot: a generator from a plain object.
+var implField = func() int {
+	f, ok := reflect.TypeFor[goja.Object]().FieldByName("self")
+	if !ok {
+		return -1
+	}
+	return f.Index[0]
+}()
+
+// implType returns the goja type behind o, or nil when this goja keeps it
+// elsewhere (LoadIntrinsics then fails).
+func implType(o *goja.Object) reflect.Type {
+	if implField < 0 {
+		return nil
+	}
+	f := reflect.ValueOf(o).Elem().Field(implField)
+	if f.Kind() != reflect.Interface || f.IsNil() {
+		return nil
+	}
+	return f.Elem().Type()
 }
 
 // Index returns the property name of array index i.
