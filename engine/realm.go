@@ -46,6 +46,10 @@ type realm struct {
 	// dropped.
 	closers []func()
 
+	// sets shares flat Sets between a worker realm's workunits (nil in a
+	// job script's realm).
+	sets *sharedSets
+
 	// mu guards running, the run the runtime runs (nil: none), which
 	// interrupt and interruptRun read from other goroutines.
 	mu      sync.Mutex
@@ -65,6 +69,10 @@ type blobBytes struct {
 	// only primitives (nil otherwise); looked says that the realm looked.
 	flat   *flatValue
 	looked bool
+	// set is the realm's shared copy of a flat Set (sharedSets), and
+	// setWritten says a workunit changed it.
+	set        *goja.Object
+	setWritten bool
 }
 
 // workerGlobals are riot's globals of a workunit's sandbox, besides the
@@ -79,6 +87,9 @@ func newRealm(eng *Engine, slotID int, key string) (*realm, error) {
 		return nil, err
 	}
 	rl.rt.SetPromiseRejectionTracker(rl.trackRejection)
+	if err := rl.installSharedSets(); err != nil {
+		return nil, err
+	}
 	return rl, nil
 }
 
@@ -392,11 +403,19 @@ func (rl *realm) BlobValue(h blob.Hash) (goja.Value, error) {
 		return nil, err
 	}
 	var v goja.Value
-	if b.flat != nil {
+	switch {
+	case b.set != nil:
+		v = b.set
+		r.shared = append(r.shared, b)
+	case b.flat != nil:
 		if v, err = b.flat.copy(rl); err != nil {
 			return nil, fmt.Errorf("blob %s: %w", h.Short(), err)
 		}
-	} else {
+		if b.flat.kind == flatSet && rl.sets != nil {
+			rl.sets.share(b, v.(*goja.Object))
+			r.shared = append(r.shared, b)
+		}
+	default:
 		// A blob is a document of its own, with its own object indexes.
 		d := jsvalue.NewDecoder(rl.rt, rl.in, rl.fns, rl)
 		if v, err = d.DecodeValue(b.data); err != nil {
@@ -433,6 +452,9 @@ func (rl *realm) blobBytesOf(h blob.Hash) (*blobBytes, error) {
 		old := rl.blobLRU.Back()
 		rl.blobLRU.Remove(old)
 		delete(rl.blobData, old.Value.(*blobBytes).hash)
+		if rl.sets != nil {
+			rl.sets.forget(old.Value.(*blobBytes))
+		}
 	}
 	return b, nil
 }
@@ -453,4 +475,7 @@ type run struct {
 	// (realm.trackRejection): when the workunit ends, the first one
 	// fails it, as an unhandled rejection ends a Node process.
 	unhandled []*goja.Promise
+	// shared are the blobs whose shared Set this workunit was given
+	// (sharedSets), settled when it ends.
+	shared []*blobBytes
 }

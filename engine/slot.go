@@ -116,6 +116,9 @@ func (s *slot) run(parent context.Context, req *Request) (*Result, error) {
 	stop()
 	rl.setRunning(nil)
 	r.timers.reset()
+	if rl.sets != nil && len(r.shared) > 0 {
+		rl.sets.settle(r.shared)
+	}
 	rl.cur = nil
 
 	res := &Result{Console: r.console.finish(), Slot: s.id, Elapsed: elapsed}
