@@ -145,3 +145,52 @@ func TestServer_Limit_Messages(t *testing.T) {
 	assert.Contains(t, e.Message, "65537 messages, limit 65536")
 	assert.Equal(t, wire.CloseTooBig, m.closeCode())
 }
+
+// TestServer_Limit_WatchesPerMaster: a master connection waits for at
+// most max-watches keys; a watch past them is refused with limit-passed,
+// naming the limit; watching one key again and again takes no room, and a
+// master that watched one key 100,000 times disconnects at no cost to the
+// others (riotd froze for the cleanup once: quadratic in the watches).
+func TestServer_Limit_WatchesPerMaster(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t, trackertest.WithOptions(func(o *tracker.Options) { o.MaxWatchesPerMaster = 2 }))
+	m := master(t, tr, "m")
+	noWatch := func(s *wire.Submit) { s.Watch = false }
+	k1, _ := m.submit("1", noWatch)
+	k2, _ := m.submit("2", noWatch)
+	k3, _ := m.submit("3", noWatch)
+	const n = 100_000
+	keys := make([]workunit.Key, n)
+	for i := range keys {
+		keys[i] = k1
+	}
+	m.send(&wire.Watch{Req: 10, Keys: keys}, &wire.Watch{Req: 11, Keys: []workunit.Key{k2}})
+	st := tr.WaitFor(t, func(s tracker.Stats) bool { return s.Watches == 2 })
+	assert.Equal(t, 2, st.Watches, "one watch per key")
+
+	m.send(&wire.Watch{Req: 12, Keys: []workunit.Key{k1, k3, k2}})
+	e := recv[*wire.Error](m)
+	assert.Equal(t, wire.CodeLimit, e.Code)
+	assert.Equal(t, uint64(12), e.Req)
+	assert.Contains(t, e.Message, "this master has 2 pending watches")
+	assert.Contains(t, e.Message, "max-watches")
+	assert.Contains(t, e.Message, "2 of the watch's 3 keys not watched")
+	s4, k4 := spec(t, "4")
+	m.send(&wire.Submit{Req: 13, Spec: s4, Watch: true})
+	e = recv[*wire.Error](m)
+	assert.Equal(t, wire.CodeLimit, e.Code)
+	assert.Equal(t, uint64(13), e.Req)
+	_, ok := tr.Lookup(t, k4)
+	assert.False(t, ok, "refused: not stored")
+
+	// Another master is not held up; the first's watches end with it.
+	other := master(t, tr, "other")
+	other.send(&wire.Watch{Req: 1, Keys: []workunit.Key{k1, k2}})
+	tr.WaitFor(t, func(s tracker.Stats) bool { return s.Watches == 4 })
+	m.ws.Close()
+	tr.WaitFor(t, func(s tracker.Stats) bool { return s.Masters == 1 && s.Watches == 2 })
+	w := worker(t, tr, "w", 1)
+	w.complete(recv[*wire.Assign](w), result(1))
+	f := recv[*wire.Finished](other)
+	assert.Equal(t, k1, f.Key)
+}

@@ -286,8 +286,14 @@ func (l *loop) frame(ib *inbound) {
 			}
 			l.submitted++
 		case *wire.Watch:
-			for _, k := range m.Keys {
-				_ = l.tab.Step(table.Watch{Master: mid, Req: m.Req, Owner: c.realm, Key: k})
+			for i, k := range m.Keys {
+				if err := l.tab.Step(table.Watch{Master: mid, Req: m.Req, Owner: c.realm, Key: k}); err != nil {
+					// Over --max-watches: this key and the rest of the
+					// message are not watched (the client fails them all).
+					l.push(c, &wire.Error{Req: m.Req, Code: codeFor(err), Message: fmt.Sprintf(
+						"tracker: %v; %d of the watch's %d keys not watched", err, len(m.Keys)-i, len(m.Keys))})
+					break
+				}
 			}
 		case *wire.Unwatch:
 			for _, k := range m.Keys {

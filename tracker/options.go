@@ -42,6 +42,9 @@ const (
 	// DefaultMaxConns is riotd's --max-conns (Options.MaxConns zero means
 	// no bound).
 	DefaultMaxConns = 10000
+	// DefaultMaxWatches is riotd's --max-watches (Options.MaxWatchesPerMaster
+	// zero means no bound): 2^20 keys waited for per master connection.
+	DefaultMaxWatches = table.DefaultMaxWatchesPerMaster
 )
 
 // Options configure a Server. The zero Options are usable: every zero field
@@ -118,6 +121,12 @@ type Options struct {
 	// that would make one more is refused with wire.CodeLimit, and stored
 	// nowhere. 0: no bound.
 	MaxWaitingPerMaster int
+	// MaxWatchesPerMaster bounds the pending watches of one master
+	// connection (the keys it waits for: a connection's watches of one
+	// key are one): a watch, or a submit with watch, that would make one
+	// more is refused with wire.CodeLimit. 0: no bound (riotd's
+	// --max-watches defaults to DefaultMaxWatches).
+	MaxWatchesPerMaster int
 	// Limits are what the tracker enforces on frames and announces in
 	// Welcome; zero fields take wire's defaults.
 	Limits wire.Limits
@@ -218,6 +227,8 @@ func addFlags(fs *pflag.FlagSet, getenv func(string) string) *Flags {
 	fs.IntVar(&o.MaxConns, "max-conns", DefaultMaxConns, "refuse connections beyond `N` (0: no limit)")
 	fs.IntVar(&o.MaxWaitingPerMaster, "max-waiting", 0,
 		"refuse submissions of a master that has `N` workunits waiting or running (0: no limit)")
+	fs.IntVar(&o.MaxWatchesPerMaster, "max-watches", DefaultMaxWatches,
+		"refuse a watch of a master connection that waits for `N` workunits already (0: no limit)")
 	fs.Var(cliflag.Size(&o.QueueBytes), "queue-bytes",
 		"drop a connection when this many `bytes` wait to be written to it, e.g. 256MiB")
 	fs.Var(cliflag.Size(&o.Limits.MaxFrameBytes), "max-frame-bytes", "largest frame accepted, in `bytes`, e.g. 64MiB")
@@ -360,6 +371,8 @@ func (o *Options) check() error {
 	switch {
 	case o.MaxWaitingPerMaster < 0:
 		return fmt.Errorf("tracker: max waiting %d is negative", o.MaxWaitingPerMaster)
+	case o.MaxWatchesPerMaster < 0:
+		return fmt.Errorf("tracker: max watches %d is negative (0: no limit)", o.MaxWatchesPerMaster)
 	case (o.TLSCertFile == "") != (o.TLSKeyFile == ""):
 		return errors.New("tracker: --tls-cert and --tls-key go together: give both or neither")
 	}

@@ -39,6 +39,7 @@ func TestConfigureOptions(t *testing.T) {
 				assert.Equal(t, "/home/ann/.local/state/riot", o.DataDir)
 				assert.Equal(t, DefaultMaxConns, o.MaxConns)
 				assert.Zero(t, o.MaxWaitingPerMaster)
+				assert.Equal(t, DefaultMaxWatches, o.MaxWatchesPerMaster)
 				assert.Equal(t, wire.DefaultPingInterval, o.PingInterval)
 				assert.Equal(t, DefaultWriteTimeout, o.WriteTimeout)
 				assert.Equal(t, 3, o.MaxLost)
@@ -87,6 +88,7 @@ func TestConfigureOptions(t *testing.T) {
 		{name: "tls cert without key", args: []string{"--tls-cert", "c.pem"}, getenv: home, err: "go together"},
 		{name: "missing token file", args: []string{"--token-file", "/nonexistent/tokens"}, getenv: home, err: "no such file"},
 		{name: "negative max waiting", args: []string{"--max-waiting", "-1"}, getenv: home, err: "negative"},
+		{name: "negative max watches", args: []string{"--max-watches", "-1"}, getenv: home, err: "max watches -1 is negative"},
 		{name: "bad port", args: []string{"--port", "70000"}, getenv: home, err: "not a TCP port"},
 		{name: "bad listen port", args: []string{"--listen", "h:x"}, getenv: home, err: "not a TCP port"},
 		{

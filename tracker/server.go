@@ -237,12 +237,17 @@ func New(opts Options) (*Server, error) {
 func (s *Server) restore() (*table.Table, table.Stats, error) {
 	var seed [8]byte
 	_, _ = rand.Read(seed[:]) // crypto/rand.Read never fails
+	maxWatches := s.opts.MaxWatchesPerMaster
+	if maxWatches == 0 {
+		maxWatches = -1 // no bound
+	}
 	tab := table.New(table.Config{
-		MaxLost:         s.opts.MaxLost,
-		MaxOpenPerOwner: s.opts.MaxWaitingPerMaster,
-		LeaseTimeout:    s.opts.LeaseTimeout,
-		LeaseGrace:      s.opts.LeaseGrace,
-		KeepFinished:    s.opts.KeepResults,
+		MaxLost:             s.opts.MaxLost,
+		MaxOpenPerOwner:     s.opts.MaxWaitingPerMaster,
+		MaxWatchesPerMaster: maxWatches,
+		LeaseTimeout:        s.opts.LeaseTimeout,
+		LeaseGrace:          s.opts.LeaseGrace,
+		KeepFinished:        s.opts.KeepResults,
 		// Tokens of this run start above any an earlier run reached.
 		FirstToken: table.Token(time.Now().UnixNano()),
 		HashSeed:   binary.LittleEndian.Uint64(seed[:]),

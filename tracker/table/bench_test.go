@@ -22,7 +22,7 @@ func BenchmarkTable_Memory_MillionWaiting(b *testing.B) {
 		runtime.GC()
 		var before, after runtime.MemStats
 		runtime.ReadMemStats(&before)
-		tab := table.New(table.Config{})
+		tab := table.New(table.Config{MaxWatchesPerMaster: -1})
 		var k workunit.Key
 		for j := 0; j < n; j++ {
 			binary.LittleEndian.PutUint64(k[:], uint64(j)*0x9e3779b97f4a7c15+1)
@@ -119,4 +119,86 @@ func benchDispatch(b *testing.B, keys int, keep time.Duration) {
 		s := tab.Stats()
 		b.ReportMetric(float64(s.Done), "live-records")
 	}
+}
+
+// BenchmarkTable_MasterLost_Watches measures the cleanup of a master's
+// watches when it is lost (MasterLost), per op: "one-key" is a master
+// that watched one waiting key 200,000 times (a hostile master: the
+// watches of one key by one master are one), "distinct-keys" one that
+// watched 200,000 waiting keys once each, and "others-watching" the loss
+// of a master with one watch while another holds 200,000 (what the loss
+// of one master costs with many watches around). The setup is not timed.
+func BenchmarkTable_MasterLost_Watches(b *testing.B) {
+	const n = 200_000
+	key := func(j int) workunit.Key {
+		var k workunit.Key
+		binary.LittleEndian.PutUint64(k[:], uint64(j)*0x9e3779b97f4a7c15+1)
+		return k
+	}
+	setup := func(b *testing.B, keys int) *table.Table {
+		b.Helper()
+		tab := table.New(table.Config{MaxWatchesPerMaster: -1})
+		for j := range keys {
+			if err := tab.Step(table.Submit{Master: 2, Req: uint64(j + 1), Key: key(j), Spec: []byte("s")}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		tab.Advance(tab.Ready())
+		return tab
+	}
+	b.Run("one-key", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			tab := setup(b, 1)
+			for j := range n {
+				if err := tab.Step(table.Watch{Master: 1, Req: uint64(j + 1), Key: key(0)}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StartTimer()
+			_ = tab.Step(table.MasterLost{Master: 1})
+			b.StopTimer()
+			if w := tab.Stats().Watches; w != 0 {
+				b.Fatalf("%d watches left", w)
+			}
+		}
+	})
+	b.Run("distinct-keys", func(b *testing.B) {
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			tab := setup(b, n)
+			for j := range n {
+				if err := tab.Step(table.Watch{Master: 1, Req: uint64(j + 1), Key: key(j)}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StartTimer()
+			_ = tab.Step(table.MasterLost{Master: 1})
+			b.StopTimer()
+			if w := tab.Stats().Watches; w != 0 {
+				b.Fatalf("%d watches left", w)
+			}
+		}
+	})
+	b.Run("others-watching", func(b *testing.B) {
+		b.StopTimer()
+		tab := setup(b, n)
+		for j := range n {
+			if err := tab.Step(table.Watch{Master: 1, Req: uint64(j + 1), Key: key(j)}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		for i := 0; i < b.N; i++ {
+			m := table.MasterID(3 + i)
+			if err := tab.Step(table.Watch{Master: m, Req: 1, Key: key(i % n)}); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			_ = tab.Step(table.MasterLost{Master: m})
+			b.StopTimer()
+		}
+		if w := tab.Stats().Watches; w != n {
+			b.Fatalf("%d watches, want %d", w, n)
+		}
+	})
 }

@@ -21,8 +21,10 @@ var (
 	// that a joined worker has.
 	ErrDuplicateWorker = errors.New("table: duplicate worker")
 	// ErrLimit: a Submit that would give its owner more workunits waiting
-	// or running than Config.MaxOpenPerOwner. The shell should answer its
-	// sender with a limit error; nothing was stored.
+	// or running than Config.MaxOpenPerOwner, or a Watch (or a Submit with
+	// Watch) that would give its master more pending watches than
+	// Config.MaxWatchesPerMaster. The shell should answer its sender with a
+	// limit error; nothing was stored.
 	ErrLimit = errors.New("table: limit passed")
 	// ErrNotEmpty: Restore on a table that already holds records or
 	// workers.

@@ -59,7 +59,12 @@ type Submit struct {
 
 // Watch asks for one Notification to Master when Key is finished: at once
 // if it is already Done or Error, or Unknown if the table has never seen
-// it. Each Watch is answered exactly once, unless its master is lost first.
+// it. A master's pending watches of a key are one: a Watch (or a Submit
+// with Watch) of a key it watches already gives that watch its Req (and
+// its time limit, see Submit), so the key is answered once, with the
+// latest Req, unless the master is lost first. A Watch that would give its
+// master more than Config.MaxWatchesPerMaster pending watches is refused
+// with ErrLimit.
 //
 // A Watch carries no time limit, but keeps one: when a master of Owner
 // that watched Key with a time limit (see Submit) was lost, and Key still
@@ -73,7 +78,7 @@ type Watch struct {
 	Key   workunit.Key
 }
 
-// Unwatch drops Master's pending watches of Key, whatever their Req. It is
+// Unwatch drops Master's pending watch of Key, whatever its Req. It is
 // not answered; a watch that has fired already is not taken back. Unknown
 // keys and keys without such watches are no error.
 type Unwatch struct {

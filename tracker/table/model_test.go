@@ -1,6 +1,7 @@
 package table
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"testing"
@@ -107,10 +108,76 @@ func checkInvariants(t *testing.T, tab *Table, where string) {
 	if limited != len(tab.limited) {
 		t.Fatalf("%s: %d watches with a limit, %d listed", where, limited, len(tab.limited))
 	}
+	checkWatchLists(t, tab, where)
 	for idx, hs := range tab.held {
 		if free[idx] || !isOpen(tab.recs.at(idx).status) || len(hs) == 0 {
 			t.Fatalf("%s: a limit held for idx %d, free=%v status %v", where, idx, free[idx], tab.recs.at(idx).status)
 		}
+	}
+}
+
+// checkWatchLists checks the watch nodes' lists: each record's list and
+// each master's list hold exactly the live nodes that name them, linked
+// both ways; a master has at most one node per record, the one wbyKey
+// names; the counts add up, and the free list holds the other nodes.
+func checkWatchLists(t *testing.T, tab *Table, where string) {
+	t.Helper()
+	seen := map[uint32]bool{}
+	live := 0
+	for idx := uint32(0); idx < tab.recs.n; idx++ {
+		prev := uint32(0)
+		masters := map[MasterID]bool{}
+		for n := tab.recs.at(idx).watch; n != 0; n = tab.wnodes[n-1].next {
+			wn := tab.wnodes[n-1]
+			if seen[n] || wn.rec != idx+1 || wn.prev != prev {
+				t.Fatalf("%s: record %d's list: node %d seen=%v rec %d prev %d (want %d)", where, idx, n, seen[n], wn.rec, wn.prev, prev)
+			}
+			if masters[wn.master] {
+				t.Fatalf("%s: record %d: master %d watches it twice", where, idx, wn.master)
+			}
+			masters[wn.master] = true
+			if got := tab.wbyKey[watchKey{wn.master, idx}]; got != n {
+				t.Fatalf("%s: wbyKey of master %d, record %d: %d, want %d", where, wn.master, idx, got, n)
+			}
+			seen[n] = true
+			prev = n
+			live++
+		}
+	}
+	if live != tab.nwatches || live != len(tab.wbyKey) {
+		t.Fatalf("%s: %d live watch nodes, nwatches %d, wbyKey %d", where, live, tab.nwatches, len(tab.wbyKey))
+	}
+	inMasters := 0
+	for m, ml := range tab.mwatches {
+		prev, k := uint32(0), 0
+		for n := ml.head; n != 0; n = tab.wnodes[n-1].mnext {
+			wn := tab.wnodes[n-1]
+			if !seen[n] || wn.master != m || wn.mprev != prev {
+				t.Fatalf("%s: master %d's list: node %d live=%v master %d mprev %d (want %d)", where, m, n, seen[n], wn.master, wn.mprev, prev)
+			}
+			prev = n
+			k++
+		}
+		if k != ml.n || k == 0 {
+			t.Fatalf("%s: master %d: %d nodes listed, counted %d", where, m, k, ml.n)
+		}
+		if lim := tab.cfg.MaxWatchesPerMaster; lim > 0 && k > lim {
+			t.Fatalf("%s: master %d has %d watches, over the bound %d", where, m, k, lim)
+		}
+		inMasters += k
+	}
+	if inMasters != live {
+		t.Fatalf("%s: %d nodes in masters' lists, %d in records'", where, inMasters, live)
+	}
+	free := 0
+	for n := tab.wfree; n != 0; n = tab.wnodes[n-1].next {
+		if seen[n] || tab.wnodes[n-1].rec != 0 {
+			t.Fatalf("%s: free node %d is live", where, n)
+		}
+		free++
+	}
+	if free+live != len(tab.wnodes) {
+		t.Fatalf("%s: %d free and %d live watch nodes of %d", where, free, live, len(tab.wnodes))
 	}
 }
 
@@ -121,11 +188,13 @@ func checkInvariants(t *testing.T, tab *Table, where string) {
 // bolt), and the store restores (every 25 steps).
 func TestTable_ForgetModel(t *testing.T) {
 	t.Parallel()
-	var totForgot, totDisc uint64
-	defer func() { t.Logf("forgotten %d, discarded %d", totForgot, totDisc) }()
+	var totForgot, totDisc, totLimit uint64
+	defer func() { t.Logf("forgotten %d, discarded %d, refused for a bound %d", totForgot, totDisc, totLimit) }()
 	for seed := uint64(1); seed <= 50; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 7))
-		tab := New(Config{KeepFinished: time.Hour, LeaseTimeout: 20 * time.Minute, MaxLost: 3, FirstToken: 1, HashSeed: seed})
+		// A bound on watches that the masters reach now and then.
+		tab := New(Config{KeepFinished: time.Hour, LeaseTimeout: 20 * time.Minute, MaxLost: 3, FirstToken: 1, HashSeed: seed,
+			MaxWatchesPerMaster: 3 + int(seed%4)})
 		base := time.Unix(1_000_000, 0)
 		now := base
 		if rng.IntN(2) == 0 {
@@ -237,7 +306,15 @@ func TestTable_ForgetModel(t *testing.T) {
 				ev = GetInfo{Master: 1, Key: key()}
 			}
 			if ev != nil {
-				_ = tab.Step(ev) // stale and duplicate events are refused
+				before, had := tab.Stats(), tab.HasReady()
+				// Stale and duplicate events are refused; a refusal for a
+				// bound changes nothing.
+				if err := tab.Step(ev); errors.Is(err, ErrLimit) {
+					totLimit++
+					if after := tab.Stats(); after != before || tab.HasReady() != had {
+						t.Fatalf("seed %d step %d: %v changed the table: %+v, then %+v", seed, step, err, before, after)
+					}
+				}
 			}
 			checkInvariants(t, tab, fmt.Sprintf("seed %d step %d", seed, step))
 			// The shell: hold a Ready, or apply it; some writes fail.

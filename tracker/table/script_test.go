@@ -12,7 +12,7 @@ package table_test
 // Commands (names stand for IDs and keys; k1 is a key, m1 a master, w1 a
 // worker):
 //
-//	config [maxlost=N] [leasetimeout=D] [leasegrace=D] [keep=D]   a fresh table
+//	config [maxlost=N] [leasetimeout=D] [leasegrace=D] [keep=D] [maxwatches=N]   a fresh table
 //	submit M K [req=N] [owner=S] [gpus=N] [timeout=MS] [nocache] [watch] [spec=S]
 //	watch M K [req=N] [owner=S]
 //	unwatch M K
@@ -279,11 +279,12 @@ func (a args) arg(t *testing.T, i int) string {
 
 func (e *env) config(a args) table.Config {
 	return table.Config{
-		MaxLost:      a.int(e.t, "maxlost", 0),
-		LeaseTimeout: a.dur(e.t, "leasetimeout"),
-		LeaseGrace:   a.dur(e.t, "leasegrace"),
-		FirstToken:   table.Token(a.int(e.t, "firsttoken", 0)),
-		KeepFinished: a.dur(e.t, "keep"),
+		MaxLost:             a.int(e.t, "maxlost", 0),
+		LeaseTimeout:        a.dur(e.t, "leasetimeout"),
+		LeaseGrace:          a.dur(e.t, "leasegrace"),
+		FirstToken:          table.Token(a.int(e.t, "firsttoken", 0)),
+		KeepFinished:        a.dur(e.t, "keep"),
+		MaxWatchesPerMaster: a.int(e.t, "maxwatches", 0),
 	}
 }
 

@@ -99,13 +99,20 @@ type finished struct {
 	idx     uint32
 }
 
-// watchNode is one watch, in a list per record. Nodes live in one slice
-// with a free list: watching allocates nothing once the slice has grown.
+// watchNode is one watch, in two lists: its record's (newest first) and
+// its master's. Nodes live in one slice with a free list: watching
+// allocates nothing once the slice has grown. A master has at most one
+// node per record (Table.wbyKey finds it): watching a key again updates
+// that node, so dropping a master's watches costs one step per record it
+// watches, however often it watched each.
 type watchNode struct {
 	master MasterID
 	req    uint64
 	rec    uint32 // record index + 1; 0: a free node
 	next   uint32 // next node + 1 in the record's list, or in the free list
+	prev   uint32 // previous node + 1 in the record's list (0: the first)
+	// mnext and mprev link the master's nodes (node + 1; 0: none).
+	mnext, mprev uint32
 	// limit is the time limit of the master that joined the record with
 	// a shorter one than the record's (ms; 0: none), and that master's
 	// owner (a name index), by which its limit outlives a reconnect: see
@@ -117,6 +124,18 @@ type watchNode struct {
 	limit      uint32
 	owner      uint32
 	since, run int64
+}
+
+// watchKey names the one watch a master may have of a record.
+type watchKey struct {
+	master MasterID
+	rec    uint32 // record index
+}
+
+// masterWatches is the list of a master's watch nodes.
+type masterWatches struct {
+	head uint32 // first node + 1
+	n    int
 }
 
 // heldLimit is a watch's limit (see watchNode). Table.held keeps, by
@@ -155,12 +174,13 @@ type Table struct {
 	nextID      uint64
 	leases      int
 
-	wnodes    []watchNode
-	wfree     uint32             // first free node + 1
-	masterNWs map[MasterID]int32 // watches per master
-	nwatches  int
-	limited   map[uint32]struct{}    // nodes + 1 of the watches with a limit
-	held      map[uint32][]heldLimit // by record index
+	wnodes   []watchNode
+	wfree    uint32                     // first free node + 1
+	mwatches map[MasterID]masterWatches // each master's nodes
+	wbyKey   map[watchKey]uint32        // node + 1 of each (master, record)
+	nwatches int
+	limited  map[uint32]struct{}    // nodes + 1 of the watches with a limit
+	held     map[uint32][]heldLimit // by record index
 
 	counts    [workunit.StatusError + 1]int
 	discarded uint64
@@ -196,7 +216,8 @@ func New(cfg Config) *Table {
 		nameIdx:   map[string]uint32{"": 0},
 		workers:   make(map[WorkerID]*worker),
 		liveNames: make(map[uint32]WorkerID),
-		masterNWs: make(map[MasterID]int32),
+		mwatches:  make(map[MasterID]masterWatches),
+		wbyKey:    make(map[watchKey]uint32),
 		limited:   make(map[uint32]struct{}),
 		held:      make(map[uint32][]heldLimit),
 	}
@@ -416,9 +437,15 @@ func (t *Table) submit(e *Submit) error {
 	}
 	idx, ok, slot, tag := t.index.find(&e.Key, &t.recs)
 	joined := ok && isOpen(t.recs.at(idx).status)
-	if !ok || t.recs.at(idx).status == workunit.StatusError || (t.recs.at(idx).status == workunit.StatusDone && e.Options.NoCache) {
+	becomesOpen := !ok || t.recs.at(idx).status == workunit.StatusError || (t.recs.at(idx).status == workunit.StatusDone && e.Options.NoCache)
+	if becomesOpen {
 		// It becomes waiting: one more for its owner.
 		if err := t.checkOpen(e); err != nil {
+			return err
+		}
+	}
+	if e.Watch && (becomesOpen || joined) {
+		if err := t.checkWatchOpen(e.Master, idx, ok, e.Key); err != nil {
 			return err
 		}
 	}
@@ -509,6 +536,9 @@ func (t *Table) stepWatch(e Watch) error {
 		t.out.Notify = append(t.out.Notify, Notification{Master: e.Master, Req: e.Req, Outcome: workunit.Outcome{Key: e.Key}})
 		return nil
 	}
+	if err := t.checkWatch(e.Master, idx, e.Key); err != nil {
+		return err
+	}
 	var lim heldLimit
 	if o, known := t.nameIdx[e.Owner]; known && len(t.held) > 0 {
 		hs := t.held[idx]
@@ -528,48 +558,120 @@ func (t *Table) stepWatch(e Watch) error {
 	return nil
 }
 
-func (t *Table) watch(m MasterID, req uint64, idx uint32) { t.watchFor(m, req, idx, heldLimit{}) }
+// checkWatch refuses a watch of record idx by m that would give m more
+// pending watches than Config.MaxWatchesPerMaster. A watch of a finished
+// record (answered at once) or of one m watches already (the same watch,
+// with a new req) is never refused.
+func (t *Table) checkWatch(m MasterID, idx uint32, key workunit.Key) error {
+	if t.recs.at(idx).status.Finished() {
+		return nil
+	}
+	return t.checkWatchOpen(m, idx, true, key)
+}
 
-// watchFor is watch with lim's time limit (ms; 0: none), of lim's owner,
-// counting since lim.since for the run lim.run: see Submit.
+// checkWatchOpen is checkWatch for a record that is (or is about to be)
+// waiting or running: record idx when known, else a new one.
+func (t *Table) checkWatchOpen(m MasterID, idx uint32, known bool, key workunit.Key) error {
+	limit := t.cfg.MaxWatchesPerMaster
+	if limit <= 0 {
+		return nil
+	}
+	if _, dup := t.wbyKey[watchKey{m, idx}]; known && dup {
+		return nil
+	}
+	if n := t.mwatches[m].n; n >= limit {
+		return fmt.Errorf("%w: watch %s: this master has %d pending watches, the most it may have (max-watches): "+
+			"wait for some of its workunits to finish, or unwatch some", ErrLimit, key.Short(), n)
+	}
+	return nil
+}
+
+// watchFor makes m watch record idx with req, and with lim's time limit
+// (ms; 0: none), of lim's owner, counting since lim.since for the run
+// lim.run: see Submit. A finished record is answered at once. When m
+// watches idx already, its watch takes req and lim: a master's watches of
+// a key are one, answered once, with the latest req (the caller checked
+// the bound: checkWatch).
 func (t *Table) watchFor(m MasterID, req uint64, idx uint32, lim heldLimit) {
 	r := t.recs.at(idx)
 	if r.status.Finished() {
 		t.out.Notify = append(t.out.Notify, Notification{Master: m, Req: req, Outcome: t.outcome(r)})
 		return
 	}
-	n := t.wfree
-	if n != 0 {
-		t.wfree = t.wnodes[n-1].next
-	} else {
-		t.wnodes = append(t.wnodes, watchNode{})
-		n = uint32(len(t.wnodes))
+	wk := watchKey{m, idx}
+	n, dup := t.wbyKey[wk]
+	if !dup {
+		n = t.wfree
+		if n != 0 {
+			t.wfree = t.wnodes[n-1].next
+		} else {
+			t.wnodes = append(t.wnodes, watchNode{})
+			n = uint32(len(t.wnodes))
+		}
+		ml := t.mwatches[m]
+		t.wnodes[n-1] = watchNode{master: m, rec: idx + 1, next: r.watch, mnext: ml.head}
+		if r.watch != 0 {
+			t.wnodes[r.watch-1].prev = n
+		}
+		r.watch = n
+		if ml.head != 0 {
+			t.wnodes[ml.head-1].mprev = n
+		}
+		ml.head = n
+		ml.n++
+		t.mwatches[m] = ml
+		t.wbyKey[wk] = n
+		t.nwatches++
 	}
-	t.wnodes[n-1] = watchNode{master: m, req: req, rec: idx + 1, next: r.watch}
+	wn := &t.wnodes[n-1]
+	wn.req = req
+	if wn.limit != 0 && lim.limit == 0 {
+		delete(t.limited, n)
+	}
+	wn.limit, wn.owner, wn.since, wn.run = lim.limit, lim.owner, lim.since, lim.run
 	if lim.limit > 0 {
-		wn := &t.wnodes[n-1]
-		wn.limit, wn.owner, wn.since, wn.run = lim.limit, lim.owner, lim.since, lim.run
 		t.limited[n] = struct{}{}
 	}
-	r.watch = n
-	t.masterNWs[m]++
-	t.nwatches++
 }
 
-// freeWatch returns node n (+1) to the free list and uncounts it.
+// freeWatch unlinks node n (+1) from its record's and its master's lists,
+// returns it to the free list and uncounts it.
 func (t *Table) freeWatch(n uint32) {
 	wn := &t.wnodes[n-1]
 	if wn.limit != 0 {
 		delete(t.limited, n)
 	}
-	if c := t.masterNWs[wn.master] - 1; c > 0 {
-		t.masterNWs[wn.master] = c
+	t.unlinkRec(wn)
+	ml := t.mwatches[wn.master]
+	if wn.mprev != 0 {
+		t.wnodes[wn.mprev-1].mnext = wn.mnext
 	} else {
-		delete(t.masterNWs, wn.master)
+		ml.head = wn.mnext
 	}
+	if wn.mnext != 0 {
+		t.wnodes[wn.mnext-1].mprev = wn.mprev
+	}
+	if ml.n--; ml.n > 0 {
+		t.mwatches[wn.master] = ml
+	} else {
+		delete(t.mwatches, wn.master)
+	}
+	delete(t.wbyKey, watchKey{wn.master, wn.rec - 1})
 	*wn = watchNode{next: t.wfree}
 	t.wfree = n
 	t.nwatches--
+}
+
+// unlinkRec takes wn out of its record's list.
+func (t *Table) unlinkRec(wn *watchNode) {
+	if wn.prev != 0 {
+		t.wnodes[wn.prev-1].next = wn.next
+	} else {
+		t.recs.at(wn.rec - 1).watch = wn.next
+	}
+	if wn.next != 0 {
+		t.wnodes[wn.next-1].prev = wn.prev
+	}
 }
 
 // notify answers every watch of record idx, which has just finished, in
@@ -582,46 +684,32 @@ func (t *Table) notify(idx uint32, console workunit.Console, elapsed time.Durati
 	o := t.outcome(r)
 	o.Console, o.Elapsed = console, elapsed
 	first := len(t.out.Notify)
-	for n := r.watch; n != 0; {
-		wn := t.wnodes[n-1]
+	for r.watch != 0 {
+		n := r.watch
+		wn := &t.wnodes[n-1]
 		t.out.Notify = append(t.out.Notify, Notification{Master: wn.master, Req: wn.req, Outcome: o})
 		t.freeWatch(n)
-		n = wn.next
 	}
-	r.watch = 0
 	slices.Reverse(t.out.Notify[first:]) // the list is newest first
 }
 
-// unwatch unlinks and frees every watch of e.Master on e.Key.
+// unwatch drops e.Master's pending watch of e.Key.
 func (t *Table) unwatch(e Unwatch) {
 	idx, ok := t.index.get(&e.Key, &t.recs)
 	if !ok {
 		return
 	}
-	t.dropWatches(idx, func(wn *watchNode) bool { return wn.master == e.Master })
+	t.dropWatch(e.Master, idx)
 }
 
-// dropWatches unlinks and frees the watches of record idx that drop
-// reports true for, and returns how many.
-func (t *Table) dropWatches(idx uint32, drop func(*watchNode) bool) int {
-	r := t.recs.at(idx)
-	prev, dropped := uint32(0), 0
-	for n := r.watch; n != 0; {
-		next := t.wnodes[n-1].next
-		if drop(&t.wnodes[n-1]) {
-			if prev == 0 {
-				r.watch = next
-			} else {
-				t.wnodes[prev-1].next = next
-			}
-			t.freeWatch(n)
-			dropped++
-		} else {
-			prev = n
-		}
-		n = next
+// dropWatch drops m's watch of record idx, unanswered, and reports
+// whether it had one.
+func (t *Table) dropWatch(m MasterID, idx uint32) bool {
+	n, ok := t.wbyKey[watchKey{m, idx}]
+	if ok {
+		t.freeWatch(n)
 	}
-	return dropped
+	return ok
 }
 
 // expireWatches ends the watches whose master's time limit has passed
@@ -672,7 +760,7 @@ func (t *Table) expireWatches() {
 		o := t.outcome(r)
 		o.Status, o.Err = workunit.StatusError, werr
 		t.out.Notify = append(t.out.Notify, Notification{Master: wn.master, Req: wn.req, Outcome: o})
-		t.dropWatches(idx, func(x *watchNode) bool { return x == &t.wnodes[d.n-1] })
+		t.freeWatch(d.n)
 		if r.watch == 0 {
 			stopped := *werr
 			stopped.Message = fmt.Sprintf("stopped: it ran past the time limit of %v of the last master waiting for it "+
@@ -714,7 +802,7 @@ func (t *Table) cancel(e *Cancel) {
 		if !known || r.owner != owner {
 			// Another's: e.Master stops waiting for it, and it stops
 			// when nobody else waits.
-			if t.dropWatches(idx, func(wn *watchNode) bool { return wn.master == e.Master }) == 0 || r.watch != 0 {
+			if !t.dropWatch(e.Master, idx) || r.watch != 0 {
 				continue
 			}
 			msg += ", the last master waiting for it"
@@ -774,36 +862,29 @@ func (t *Table) revoke(idx uint32, name uint32) {
 	}
 }
 
-// masterLost drops the master's watches: one pass over the watch nodes,
-// only for a master that has some.
+// masterLost drops the master's watches: one step per watch, along the
+// master's list.
 func (t *Table) masterLost(m MasterID) {
-	if t.masterNWs[m] == 0 {
+	ml, ok := t.mwatches[m]
+	if !ok {
 		return
 	}
-	for i := range t.wnodes {
-		wn := &t.wnodes[i]
-		if wn.rec == 0 || wn.master != m {
-			continue
-		}
-		n := uint32(i + 1)
-		// Unlink n from its record's list.
-		r := t.recs.at(wn.rec - 1)
+	for n := ml.head; n != 0; {
+		wn := &t.wnodes[n-1]
 		if wn.limit != 0 {
 			// Kept for the watch its owner makes again (a reconnect).
 			t.held[wn.rec-1] = append(t.held[wn.rec-1], heldLimit{owner: wn.owner, limit: wn.limit, since: wn.since, run: wn.run})
+			delete(t.limited, n)
 		}
-		if r.watch == n {
-			r.watch = wn.next
-		} else {
-			for p := r.watch; p != 0; p = t.wnodes[p-1].next {
-				if t.wnodes[p-1].next == n {
-					t.wnodes[p-1].next = wn.next
-					break
-				}
-			}
-		}
-		t.freeWatch(n)
+		t.unlinkRec(wn)
+		delete(t.wbyKey, watchKey{m, wn.rec - 1})
+		next := wn.mnext
+		*wn = watchNode{next: t.wfree}
+		t.wfree = n
+		t.nwatches--
+		n = next
 	}
+	delete(t.mwatches, m)
 }
 
 func (t *Table) workerJoin(e *WorkerJoin) error {

@@ -90,8 +90,9 @@ func (r *Record) Outcome() workunit.Outcome {
 
 // Default values for Config fields left zero.
 const (
-	DefaultMaxLost    = 3
-	DefaultLeaseGrace = 10 * time.Second
+	DefaultMaxLost             = 3
+	DefaultLeaseGrace          = 10 * time.Second
+	DefaultMaxWatchesPerMaster = 1 << 20
 )
 
 // Config tunes a Table. The zero Config is usable: every zero field takes
@@ -126,6 +127,13 @@ type Config struct {
 	// joins a waiting or running workunit, or is answered from memory,
 	// is never refused. Zero: no bound.
 	MaxOpenPerOwner int
+	// MaxWatchesPerMaster bounds the pending watches of one master (a
+	// connection): a Watch, or a Submit with Watch, that would give it one
+	// more is refused with ErrLimit and changes nothing. A master has at
+	// most one watch of a key, however often it watches it, so the bound
+	// counts keys; watches of finished keys, answered at once, never count.
+	// DefaultMaxWatchesPerMaster if zero; negative: no bound.
+	MaxWatchesPerMaster int
 	// KeepFinished is how long a finished workunit (done or error) is kept
 	// after it finished. The first Tick past that forgets it: its result,
 	// error and record go, Ready.Persist lists it as a forgotten record (a
@@ -147,6 +155,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.LeaseTimeout < 0 {
 		c.LeaseTimeout = 0
+	}
+	if c.MaxWatchesPerMaster == 0 {
+		c.MaxWatchesPerMaster = DefaultMaxWatchesPerMaster
 	}
 	if c.KeepFinished < 0 {
 		c.KeepFinished = 0
