@@ -374,8 +374,8 @@ func (l *loop) persisted(err error) {
 		l.storeErrors++
 		l.backoff = min(max(2*l.backoff, minRetry), maxRetry)
 		l.retryAt = time.Now().Add(l.backoff)
-		l.s.log.Error("store write failed: refusing the submissions that waited for it",
-			"records", len(rd.Persist), "retry_in", l.backoff, "err", err)
+		l.s.log.Error("store write failed: refusing the submissions that waited for it, holding back the results",
+			"records", len(rd.Persist), "held_results", len(rd.Notify), "retry_in", l.backoff, "err", err)
 	} else {
 		l.backoff = 0
 		l.commits++
@@ -390,7 +390,8 @@ func (l *loop) persisted(err error) {
 }
 
 // deliver sends a Ready's messages and notifications, in order; with perr
-// set, each Ack is a refusal with wire.CodeStore instead.
+// set, each Ack is a refusal with wire.CodeStore instead, and the
+// notifications wait (Table.PersistFailed gives them back).
 func (l *loop) deliver(rd *table.Ready, perr error) {
 	for _, m := range rd.Send {
 		switch m := m.(type) {
@@ -436,7 +437,12 @@ func (l *loop) deliver(rd *table.Ready, perr error) {
 			}
 		}
 	}
+	// A Finished reports a result only once it is on disk: after a failed
+	// write the table holds the notifications back, for the next Ready.
 	for i := range rd.Notify {
+		if perr != nil {
+			break
+		}
 		n := &rd.Notify[i]
 		if c := l.conns[uint64(n.Master)]; c != nil {
 			l.push(c, &wire.Finished{Req: n.Req, Outcome: n.Outcome})

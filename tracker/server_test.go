@@ -887,3 +887,40 @@ func TestServer_ReqZero(t *testing.T) {
 	assert.Equal(t, []blob.Hash{h}, recv[*wire.BlobNeed](c).Missing, "the blob-put had no effect")
 	c.submit("'req 1'") // the connection is open
 }
+
+// TestServer_Finished_OnlyWhenDurable: when the write of a result fails,
+// the master is not told the result (it would run again after a restart);
+// it is told once a later write of it succeeds.
+func TestServer_Finished_OnlyWhenDurable(t *testing.T) {
+	t.Parallel()
+	tr, f := startWithFake(t)
+	m := master(t, tr, "m")
+	s, key := spec(t, "result")
+	m.send(&wire.Submit{Req: 1, Spec: s, Watch: true})
+	f.nextApply(t)
+	f.answer <- nil
+	recv[*wire.Accepted](m)
+	w := worker(t, tr, "w", 1)
+	a := recv[*wire.Assign](w)
+	w.send(&wire.Done{Key: a.Key, Token: a.Token, Result: result(7)})
+	batch := f.nextApply(t)
+	require.Len(t, batch, 1)
+	assert.Equal(t, workunit.StatusDone, batch[0].Status)
+	f.answer <- errors.New("fake: disk full")
+	// The write again (after the backoff): the result goes out with it.
+	// What the failure sent came before.
+	batch = f.nextApply(t)
+	require.Len(t, batch, 1)
+	assert.Equal(t, key, batch[0].Key)
+	assert.Empty(t, m.barrier(), "a Finished before the result is on disk")
+	f.answer <- nil
+	fin := recv[*wire.Finished](m)
+	assert.Equal(t, uint64(1), fin.Req)
+	assert.Equal(t, workunit.StatusDone, fin.Status)
+	assert.Equal(t, result(7), fin.Result)
+	recs, err := f.Memory.Load(context.Background())
+	require.NoError(t, err)
+	require.Len(t, recs, 1)
+	assert.Equal(t, workunit.StatusDone, recs[0].Status)
+	assert.EqualValues(t, 1, tr.Stats(t).StoreErrors)
+}

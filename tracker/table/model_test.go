@@ -188,8 +188,10 @@ func checkWatchLists(t *testing.T, tab *Table, where string) {
 // bolt), and the store restores (every 25 steps).
 func TestTable_ForgetModel(t *testing.T) {
 	t.Parallel()
-	var totForgot, totDisc, totLimit uint64
-	defer func() { t.Logf("forgotten %d, discarded %d, refused for a bound %d", totForgot, totDisc, totLimit) }()
+	var totForgot, totDisc, totLimit, totNotified uint64
+	defer func() {
+		t.Logf("forgotten %d, discarded %d, refused for a bound %d, finished checked against the store %d", totForgot, totDisc, totLimit, totNotified)
+	}()
 	for seed := uint64(1); seed <= 50; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		// A bound on watches that the masters reach now and then.
@@ -232,6 +234,24 @@ func TestTable_ForgetModel(t *testing.T) {
 							t.Fatalf("seed %d: the ack of %x (%v) is not durable", seed, a.Key[0], a.Status)
 						}
 					}
+				}
+				// Every Finished of a record's outcome reports what the
+				// store has.
+				for _, n := range rd.Notify {
+					if n.rec == 0 {
+						continue
+					}
+					var stored *Record
+					for _, r := range store {
+						if r.Key == n.Key {
+							stored = &r
+						}
+					}
+					if stored == nil || stored.Status != n.Status || string(stored.Result) != string(n.Result) || (n.Err != nil) != (stored.Err != nil) ||
+						(n.Err != nil && n.Err.Message != stored.Err.Message) {
+						t.Fatalf("seed %d: a Finished of %x says %v %q, the store has %+v", seed, n.Key[0], n.Status, n.Result, stored)
+					}
+					totNotified++
 				}
 			}
 			for _, m := range rd.Send {

@@ -10,12 +10,15 @@ import "github.com/riot-go/riot/workunit"
 //  3. Notify: deliver every Notification, in order.
 //
 // Then call Table.Advance(rd). If step 1 fails, call Table.PersistFailed(rd)
-// instead (after doing steps 2 and 3 with each Ack replaced by a refusal).
+// instead, after step 2 with each Ack and CancelReply replaced by a
+// refusal, and without step 3: the table holds the notifications back and
+// gives them again in a later Ready, behind the write of what they report.
 //
-// Every Ack depends only on records in its own Ready's Persist or on
-// records already durable (in an earlier Ready that was Advanced): that is
-// the persist-before-ack rule, made structural. Messages other than Acks
-// do not depend on durability.
+// Every Ack and every Notification depends only on records in its own
+// Ready's Persist or on records already durable (in an earlier Ready that
+// was Advanced): that is the persist-before-ack rule, made structural, and
+// a Finished never reports what the store does not have. Other messages do
+// not depend on durability.
 //
 // Ready's slices and the values they hold belong to the table; they are
 // valid until Advance or PersistFailed, after which the table reuses them.
@@ -134,6 +137,9 @@ type Notification struct {
 	Master MasterID
 	Req    uint64
 	workunit.Outcome
+	// rec is the record index + 1 whose finished outcome it reports (0:
+	// none, e.g. an unknown key), for PersistFailed.
+	rec uint32
 }
 
 // Requeue is a workunit taken back from a worker and queued again.

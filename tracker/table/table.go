@@ -202,7 +202,8 @@ type Table struct {
 	// buffers to reuse.
 	pending     []uint32
 	out         Ready
-	outstanding uint64 // generation of the outstanding Ready; 0: none
+	outstanding uint64                // generation of the outstanding Ready; 0: none
+	lostDuring  map[MasterID]struct{} // masters lost while it is outstanding
 	gen         uint64
 	spare       Ready
 }
@@ -595,7 +596,7 @@ func (t *Table) checkWatchOpen(m MasterID, idx uint32, known bool, key workunit.
 func (t *Table) watchFor(m MasterID, req uint64, idx uint32, lim heldLimit) {
 	r := t.recs.at(idx)
 	if r.status.Finished() {
-		t.out.Notify = append(t.out.Notify, Notification{Master: m, Req: req, Outcome: t.outcome(r)})
+		t.out.Notify = append(t.out.Notify, Notification{Master: m, Req: req, Outcome: t.outcome(r), rec: idx + 1})
 		return
 	}
 	wk := watchKey{m, idx}
@@ -687,7 +688,7 @@ func (t *Table) notify(idx uint32, console workunit.Console, elapsed time.Durati
 	for r.watch != 0 {
 		n := r.watch
 		wn := &t.wnodes[n-1]
-		t.out.Notify = append(t.out.Notify, Notification{Master: wn.master, Req: wn.req, Outcome: o})
+		t.out.Notify = append(t.out.Notify, Notification{Master: wn.master, Req: wn.req, Outcome: o, rec: idx + 1})
 		t.freeWatch(n)
 	}
 	slices.Reverse(t.out.Notify[first:]) // the list is newest first
@@ -865,6 +866,15 @@ func (t *Table) revoke(idx uint32, name uint32) {
 // masterLost drops the master's watches: one step per watch, along the
 // master's list.
 func (t *Table) masterLost(m MasterID) {
+	t.dropNotifications(m)
+	if t.outstanding != 0 {
+		// Its notifications in the outstanding Ready are not to be held
+		// back for it, should the write fail (see PersistFailed).
+		if t.lostDuring == nil {
+			t.lostDuring = make(map[MasterID]struct{})
+		}
+		t.lostDuring[m] = struct{}{}
+	}
 	ml, ok := t.mwatches[m]
 	if !ok {
 		return
@@ -1446,12 +1456,20 @@ func (t *Table) HasReady() bool {
 }
 
 // Ready returns what the shell must do now (see Ready) and hands it over:
-// the next Ready holds only what comes after. The shell must call Advance
+// the next Ready holds only what comes after. Each notification in it of a
+// record's finished outcome says what the record is now, which the Ready
+// writes, or wrote before: one whose workunit was made waiting again since
+// it finished (a resubmission, before its result was written) is a watch
+// again instead, answered when it finishes. The shell must call Advance
 // (or PersistFailed) with it before it calls Ready again; until then Ready
 // returns an empty Ready. An empty Ready needs no Advance.
 func (t *Table) Ready() Ready {
 	if t.outstanding != 0 || !t.HasReady() {
 		return Ready{}
+	}
+	t.reconcile()
+	if !t.HasReady() {
+		return Ready{} // only notifications, all watches again
 	}
 	rd := t.out
 	rd.Persist = append(t.spare.Persist[:0], t.tombs...)
@@ -1490,11 +1508,14 @@ func (t *Table) Advance(rd Ready) {
 }
 
 // PersistFailed tells the table that rd.Persist could not be written. Call
-// it instead of Advance, after sending rd's messages with each Ack
-// replaced by a refusal (an Ack must never go out for a record that is not
-// durable) and delivering its notifications. The table writes the records
-// again in the next Ready, and every Ack it makes from now on waits for a
-// Ready that writes them.
+// it instead of Advance, after sending rd's messages with each Ack and
+// CancelReply replaced by a refusal (they must never go out for a record
+// that is not durable), and without delivering its notifications: a
+// Finished must never report a result that is not durable either. The
+// table writes the records again in the next Ready, and every Ack it makes
+// from now on waits for a Ready that writes them. rd's notifications come
+// again at the front of the next Ready's Notify, behind that write, as the
+// records stand then (see Ready).
 func (t *Table) PersistFailed(rd Ready) {
 	if rd.gen == 0 || rd.gen != t.outstanding {
 		return
@@ -1505,7 +1526,96 @@ func (t *Table) PersistFailed(rd Ready) {
 	}
 	// Its tombstones go first again, before any made since.
 	t.tombs = append(slices.Clone(rd.Persist[:rd.tombs]), t.tombs...)
+	t.holdBack(rd.Notify)
 	t.recycle(rd)
+}
+
+// holdBack puts the notifications of a Ready whose write failed back in
+// front of those made since (see PersistFailed), but for those of masters
+// lost since.
+func (t *Table) holdBack(ns []Notification) {
+	if len(ns) == 0 {
+		return
+	}
+	held := make([]Notification, 0, len(ns)+len(t.out.Notify))
+	for _, n := range ns {
+		if _, gone := t.lostDuring[n.Master]; !gone {
+			held = append(held, n)
+		}
+	}
+	t.out.Notify = append(held, t.out.Notify...)
+}
+
+// reconcile makes each notification of a record's finished outcome in
+// t.out.Notify say what the record is now, before Ready takes them with
+// the record's write: one whose workunit was made waiting again since (a
+// resubmission) becomes a watch again, answered when it finishes; one
+// whose workunit finished again since reports that run; one whose
+// workunit was forgotten since reports the key unknown. So a Finished
+// never reports a result that the store will not have.
+func (t *Table) reconcile() {
+	ns := t.out.Notify
+	kept := ns[:0]
+	for _, n := range ns {
+		if n.rec == 0 {
+			kept = append(kept, n) // not a record's outcome (unknown key, a master's time limit)
+			continue
+		}
+		idx := n.rec - 1
+		r := t.recs.at(idx)
+		if r.key != n.Key {
+			i, ok := t.index.get(&n.Key, &t.recs)
+			if !ok {
+				kept = append(kept, Notification{Master: n.Master, Req: n.Req, Outcome: workunit.Outcome{Key: n.Key}})
+				continue
+			}
+			idx, r = i, t.recs.at(i)
+		} else if sameRun(r, &n.Outcome) {
+			kept = append(kept, n)
+			continue
+		}
+		if r.status.Finished() {
+			kept = append(kept, Notification{Master: n.Master, Req: n.Req, Outcome: t.outcome(r), rec: idx + 1})
+			continue
+		}
+		// Waiting or running again: watched again, unless the master
+		// watches it already (with a later req). Bound or not: it was
+		// watching it.
+		if _, dup := t.wbyKey[watchKey{n.Master, idx}]; !dup {
+			t.watchFor(n.Master, n.Req, idx, heldLimit{})
+		}
+	}
+	clear(ns[len(kept):])
+	t.out.Notify = kept
+}
+
+// dropNotifications drops the notifications to master m not yet taken by
+// Ready: m is lost, and nothing made for it is to become a watch again.
+func (t *Table) dropNotifications(m MasterID) {
+	ns := t.out.Notify
+	kept := ns[:0]
+	for _, n := range ns {
+		if n.Master != m {
+			kept = append(kept, n)
+		}
+	}
+	clear(ns[len(kept):])
+	t.out.Notify = kept
+}
+
+// sameRun reports whether o, a finished outcome that the table reported of
+// r, is still r's: the same status, time and result or error.
+func sameRun(r *record, o *workunit.Outcome) bool {
+	if r.status != o.Status || r.changed != unixNano(o.LastChange) {
+		return false
+	}
+	switch r.status {
+	case workunit.StatusDone:
+		return len(r.data) == len(o.Result) && (len(r.data) == 0 || &r.data[0] == &o.Result[0])
+	case workunit.StatusError:
+		return r.ext != nil && r.ext.err == o.Err
+	}
+	return false
 }
 
 func (t *Table) recycle(rd Ready) {
@@ -1529,6 +1639,7 @@ func (t *Table) recycle(rd Ready) {
 		infos:     rd.infos[:0],
 	}
 	t.outstanding = 0
+	clear(t.lostDuring)
 }
 
 // Restore loads records, as a store gives them back after a restart, into
