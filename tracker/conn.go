@@ -271,15 +271,21 @@ func (c *conn) take(buf []wire.Msg) ([]wire.Msg, qstate, int, string) {
 	return msgs, c.state, c.closeCode, c.closeText
 }
 
-// writeFailed drops the connection after a failed write.
+// writeFailed drops the connection after a failed write. It counts a drop
+// only when the connection was not dead already: a write fails too when
+// push has just dropped the connection (counted there) or when the reader
+// has ended (the peer is gone).
 func (c *conn) writeFailed(err error) {
 	c.mu.Lock()
-	if c.dropReason == "" && c.state != qDead {
+	first := c.state != qDead
+	if first && c.dropReason == "" {
 		c.dropReason = "write failed: " + err.Error()
 	}
 	c.state = qDead
 	c.mu.Unlock()
-	c.s.counters.dropped.Add(1)
+	if first {
+		c.s.counters.dropped.Add(1)
+	}
 	c.ws.Close()
 }
 

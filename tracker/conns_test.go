@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net/http"
 	"testing"
 	"time"
 
@@ -70,4 +71,59 @@ func TestServer_HandshakeSlack(t *testing.T) {
 	require.True(t, ok, "%T", msgs[0])
 	assert.Equal(t, wire.CodeFull, r.Code)
 	assert.Equal(t, n, live())
+}
+
+// TestServer_DroppedCountedOnce: a connection dropped for a full queue
+// while its writer is stuck in a write counts once in
+// riot_connections_dropped_total (the failed write that the drop causes
+// counted it a second time).
+func TestServer_DroppedCountedOnce(t *testing.T) {
+	t.Parallel()
+	srv, err := New(Options{Listen: "127.0.0.1:0", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Limits: wire.Limits{MaxFrameBytes: 64 << 10}, QueueBytes: 128 << 10})
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- srv.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+	})
+	<-srv.Ready()
+	d := websocket.Dialer{Subprotocols: []string{wire.Subprotocol}}
+	ws, resp, err := d.Dial(srv.URL(), nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	defer ws.Close()
+	hello, err := wire.Encode(&wire.Hello{Version: wire.ProtocolVersion, Role: wire.RoleMaster, Name: "deaf"})
+	require.NoError(t, err)
+	require.NoError(t, ws.WriteMessage(websocket.BinaryMessage, hello))
+	// Info requests in frames of 500, never reading the answers: the
+	// tracker's writer fills the socket and blocks in a write, then its
+	// queue fills across rounds, and the connection is dropped.
+	infos := make([]wire.Msg, 500)
+	req := uint64(0)
+	for srv.counters.dropped.Load() == 0 {
+		for i := range infos {
+			req++
+			infos[i] = &wire.Info{Req: req}
+		}
+		frame, err := wire.Encode(infos...)
+		require.NoError(t, err)
+		if ws.WriteMessage(websocket.BinaryMessage, frame) != nil {
+			break
+		}
+	}
+	live := func() int {
+		srv.liveMu.Lock()
+		defer srv.liveMu.Unlock()
+		return len(srv.live)
+	}
+	eventually(t, "the dropped connection's reader and writer ended", func() bool { return live() == 0 })
+	res, err := http.Get("http://" + srv.Addr().String() + "/metrics")
+	require.NoError(t, err)
+	body, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	require.NoError(t, err)
+	assert.Regexp(t, `(?m)^riot_connections_dropped_total 1$`, string(body))
 }
