@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"net"
 	"net/http"
@@ -407,7 +408,8 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		return
 	case trackFull:
 		s.counters.refusedFull.Add(1)
-		s.log.Warn("refused", "remote", r.RemoteAddr, "code", wire.CodeFull.String(), "why", "too many connections in their handshake")
+		s.connLog.logAt(time.Now(), slog.LevelWarn, "refused", "remote", r.RemoteAddr, "code", wire.CodeFull.String(),
+			"why", "too many connections in their handshake")
 		refuseEarly(ws, wire.CodeFull, fmt.Sprintf("tracker: full (%d connections)", s.opts.MaxConns))
 		return
 	}
@@ -733,6 +735,10 @@ func (c *conn) readFrame(dec *wire.Decoder, timeout time.Duration) ([]wire.Msg, 
 	}
 }
 
+// reasonSilent starts the reason of a connection that ended because its
+// peer sent nothing, not even a pong, for its read timeout.
+const reasonSilent = "missed its ping deadline"
+
 // readErrReason says why a read failed, for the log.
 func (c *conn) readErrReason(err error, timeout time.Duration) string {
 	c.mu.Lock()
@@ -753,7 +759,7 @@ func (c *conn) readErrReason(err error, timeout time.Duration) string {
 	case c.closeSent.Load():
 		return "closed by the tracker"
 	case errors.As(err, &ne) && ne.Timeout():
-		return fmt.Sprintf("missed its ping deadline: nothing read for %v", timeout)
+		return fmt.Sprintf("%s: nothing read for %v", reasonSilent, timeout)
 	case errors.Is(err, websocket.ErrReadLimit):
 		return fmt.Sprintf("a frame over max-frame-bytes (%d)", c.s.opts.Limits.MaxFrameBytes)
 	}
@@ -769,7 +775,7 @@ func (c *conn) violation(e *wire.Error, code int) string {
 		c.send(e)
 	}
 	c.closeAfter(code, text)
-	c.s.log.Info("protocol error", "conn", c.label(), "remote", c.remote, "err", text)
+	c.s.connLog.logAt(time.Now(), slog.LevelInfo, "protocol error", "conn", c.label(), "remote", c.remote, "err", text)
 	c.discard()
 	return "protocol error: " + text
 }
@@ -779,7 +785,7 @@ func (c *conn) violation(e *wire.Error, code int) string {
 func (c *conn) refuse(r *wire.Refused) string {
 	c.send(r)
 	c.closeAfter(wire.CloseRefused+int(r.Code), r.Message)
-	c.s.log.Info("refused", "remote", c.remote, "code", r.Code.String(), "why", r.Message)
+	c.s.connLog.logAt(time.Now(), slog.LevelInfo, "refused", "remote", c.remote, "code", r.Code.String(), "why", r.Message)
 	c.discard()
 	return "refused: " + r.Message
 }

@@ -3,7 +3,9 @@ package tracker
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/riot-go/riot/tracker/table"
@@ -100,6 +102,7 @@ func (l *loop) run() {
 		case now := <-ticker.C:
 			_ = l.tab.Step(table.Tick{Now: now})
 			l.rate.sample(now, l.completed+l.failed)
+			l.s.connLog.flush(now)
 		case f := <-l.s.calls:
 			f(l)
 		case <-l.s.quit:
@@ -140,7 +143,7 @@ func (l *loop) drain() {
 	}
 	for _, c := range l.conns {
 		c.closeAfter(wire.CloseGoingAway, "tracker shutting down")
-		l.s.log.Info("disconnected", "conn", c.name, "role", string(c.role), "remote", c.remote,
+		l.s.log.Debug("disconnected", "conn", c.name, "role", string(c.role), "remote", c.remote,
 			"reason", "tracker shutting down", "connected", time.Since(c.since).Round(time.Millisecond))
 	}
 	l.flush()
@@ -182,7 +185,7 @@ func (l *loop) hello(c *conn, h *wire.Hello) {
 	refuse := func(code wire.Code, msg string) {
 		c.push(&wire.Refused{Code: code, Message: msg, Version: wire.ProtocolVersion})
 		c.closeAfter(wire.CloseRefused+int(code), msg)
-		l.s.log.Info("refused", "remote", c.remote, "code", code.String(), "why", msg)
+		l.s.connLog.logAt(time.Now(), slog.LevelInfo, "refused", "remote", c.remote, "code", code.String(), "why", msg)
 	}
 	if n := l.s.opts.MaxConns; n > 0 && len(l.conns) >= n {
 		l.s.counters.refusedFull.Add(1)
@@ -213,7 +216,7 @@ func (l *loop) hello(c *conn, h *wire.Hello) {
 		PingInterval: l.s.opts.PingInterval,
 		Limits:       l.s.opts.Limits,
 	})
-	l.s.log.Info("connected", "conn", name, "role", string(c.role), "remote", c.remote, "agent", c.agent,
+	l.s.connLog.logAt(time.Now(), slog.LevelInfo, "connected", "conn", name, "role", string(c.role), "remote", c.remote, "agent", c.agent,
 		"slots", c.slots, "prefetch", c.prefetch, "gpus", c.gpus)
 }
 
@@ -257,7 +260,15 @@ func (l *loop) gone(c *conn, reason string) {
 		l.s.log.Warn("worker lost: its workunits go back to the queue", append(attrs, "leases", held)...)
 		return
 	}
-	l.s.log.Info("disconnected", attrs...)
+	// One info line per connection at most, "connected": a flood of
+	// hellos costs one line each (bounded, see connLog), not two. A peer
+	// that went silent is worth a warning (a network or a stuck process),
+	// bounded too.
+	if strings.HasPrefix(reason, reasonSilent) {
+		l.s.connLog.logAt(time.Now(), slog.LevelWarn, "disconnected", attrs...)
+		return
+	}
+	l.s.log.Debug("disconnected", attrs...)
 }
 
 // frame steps the table with a frame's messages.

@@ -89,6 +89,9 @@ type Server struct {
 	connWG  sync.WaitGroup     // the connections' goroutines
 
 	counters ioCounters
+	// connLog bounds the lines about connections (connected, refused,
+	// protocol error): a flood of hellos logs a summary, not a line each.
+	connLog *logLimiter
 }
 
 // ioCounters count traffic, for metrics. Updated atomically by readers and
@@ -124,6 +127,7 @@ func New(opts Options) (*Server, error) {
 		live:     make(map[*conn]struct{}),
 	}
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
+	s.connLog = newLogLimiter(s.log, logInterval, logBurst)
 	s.throttle = newThrottle(time.Now)
 	_, _ = rand.Read(s.nonce[:])
 	creds := o.Tokens
