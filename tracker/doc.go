@@ -55,8 +55,11 @@
 //   - Limits: frames (read by the reader itself, so that a frame too large
 //     is refused with a reason), specs, results and blobs (wire.Limits),
 //     workunits waiting per master (Options.MaxWaitingPerMaster, counted
-//     by the table), connections (Options.MaxConns, with a slack for
-//     handshakes).
+//     by the table), keys watched per master connection
+//     (Options.MaxWatchesPerMaster, counted by the table), connections
+//     (Options.MaxConns, with a slack for handshakes). Lines about
+//     connections are bounded too (logLimiter): a flood of hellos logs a
+//     summary, not a line each.
 //   - Welcome.Resumed is always false: the tracker keeps no state of a
 //     connection once it is gone. A master that reconnects watches its keys
 //     again (finished ones are answered at once); a worker's leases go back

@@ -385,7 +385,7 @@ func (l *loop) persisted(err error) {
 		l.storeErrors++
 		l.backoff = min(max(2*l.backoff, minRetry), maxRetry)
 		l.retryAt = time.Now().Add(l.backoff)
-		l.s.log.Error("store write failed: refusing the submissions that waited for it, holding back the results",
+		l.s.log.Error("store write failed: refusing the submissions that waited for it",
 			"records", len(rd.Persist), "held_results", len(rd.Notify), "retry_in", l.backoff, "err", err)
 	} else {
 		l.backoff = 0

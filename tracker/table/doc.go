@@ -26,7 +26,8 @@
 //		if t.HasReady() {
 //			rd := t.Ready()
 //			if err := store.Apply(ctx, rd.Persist); err != nil {
-//				// send rd.Send with every *Ack replaced by a refusal
+//				// send rd.Send with every *Ack replaced by a refusal;
+//				// not rd.Notify: the table gives it back
 //				t.PersistFailed(rd)
 //				continue
 //			}
@@ -51,9 +52,12 @@
 //  4. For each Ready, in order: persist rd.Persist atomically and durably;
 //     only then send rd.Send, in order; then deliver rd.Notify; then call
 //     Advance(rd). Finish one Ready before taking the next.
-//  5. Persist first: never send an Ack before its Ready's Persist is
-//     durable. If the write fails, send a refusal instead of each Ack, do
-//     the rest, and call PersistFailed(rd) instead of Advance.
+//  5. Persist first: never send an Ack, nor deliver a Notification,
+//     before its Ready's Persist is durable. If the write fails, send a
+//     refusal instead of each Ack (and CancelReply), send the rest of
+//     rd.Send, deliver none of rd.Notify (the table gives the
+//     notifications again in a later Ready), and call PersistFailed(rd)
+//     instead of Advance.
 //  6. Do not keep or modify what a Ready holds after Advance: the table
 //     reuses its buffers. Do not modify byte slices given to Step.
 //  7. After a restart, Restore the stored records before the first Step,
