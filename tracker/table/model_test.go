@@ -136,7 +136,7 @@ func checkWatchLists(t *testing.T, tab *Table, where string) {
 				t.Fatalf("%s: record %d: master %d watches it twice", where, idx, wn.master)
 			}
 			masters[wn.master] = true
-			if got := tab.wbyKey[watchKey{wn.master, idx}]; got != n {
+			if got := tab.wbyKey[watchKey(tab.mwatches[wn.master].slot, idx)]; got != n {
 				t.Fatalf("%s: wbyKey of master %d, record %d: %d, want %d", where, wn.master, idx, got, n)
 			}
 			seen[n] = true

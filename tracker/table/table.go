@@ -126,16 +126,23 @@ type watchNode struct {
 	since, run int64
 }
 
-// watchKey names the one watch a master may have of a record.
-type watchKey struct {
-	master MasterID
-	rec    uint32 // record index
-}
-
-// masterWatches is the list of a master's watch nodes.
+// masterWatches is the list of a master's watch nodes, and the slot that
+// names the master in Table.wbyKey while it has some.
 type masterWatches struct {
 	head uint32 // first node + 1
 	n    int
+	slot uint32
+}
+
+// watchKey names the one watch of a record (its index) by the master of
+// slot.
+func watchKey(slot, rec uint32) uint64 { return uint64(slot)<<32 | uint64(rec) }
+
+// keyOf returns the wbyKey key of m's watch of record idx, and whether m
+// has watches (if not, it has none of idx either).
+func (t *Table) keyOf(m MasterID, idx uint32) (uint64, bool) {
+	ml, ok := t.mwatches[m]
+	return watchKey(ml.slot, idx), ok
 }
 
 // heldLimit is a watch's limit (see watchNode). Table.held keeps, by
@@ -177,7 +184,8 @@ type Table struct {
 	wnodes   []watchNode
 	wfree    uint32                     // first free node + 1
 	mwatches map[MasterID]masterWatches // each master's nodes
-	wbyKey   map[watchKey]uint32        // node + 1 of each (master, record)
+	wbyKey   map[uint64]uint32          // node + 1 of each (master slot, record): see watchKey
+	mslots   []uint32                   // free master slots
 	nwatches int
 	limited  map[uint32]struct{}    // nodes + 1 of the watches with a limit
 	held     map[uint32][]heldLimit // by record index
@@ -218,7 +226,7 @@ func New(cfg Config) *Table {
 		workers:   make(map[WorkerID]*worker),
 		liveNames: make(map[uint32]WorkerID),
 		mwatches:  make(map[MasterID]masterWatches),
-		wbyKey:    make(map[watchKey]uint32),
+		wbyKey:    make(map[uint64]uint32),
 		limited:   make(map[uint32]struct{}),
 		held:      make(map[uint32][]heldLimit),
 	}
@@ -577,8 +585,10 @@ func (t *Table) checkWatchOpen(m MasterID, idx uint32, known bool, key workunit.
 	if limit <= 0 {
 		return nil
 	}
-	if _, dup := t.wbyKey[watchKey{m, idx}]; known && dup {
-		return nil
+	if k, ok := t.keyOf(m, idx); known && ok {
+		if _, dup := t.wbyKey[k]; dup {
+			return nil
+		}
 	}
 	if n := t.mwatches[m].n; n >= limit {
 		return fmt.Errorf("%w: watch %s: this master has %d pending watches, the most it may have (max-watches): "+
@@ -599,8 +609,14 @@ func (t *Table) watchFor(m MasterID, req uint64, idx uint32, lim heldLimit) {
 		t.out.Notify = append(t.out.Notify, Notification{Master: m, Req: req, Outcome: t.outcome(r), rec: idx + 1})
 		return
 	}
-	wk := watchKey{m, idx}
-	n, dup := t.wbyKey[wk]
+	ml, has := t.mwatches[m]
+	var n uint32
+	dup := false
+	if has {
+		n, dup = t.wbyKey[watchKey(ml.slot, idx)]
+	} else {
+		ml.slot = t.newSlot()
+	}
 	if !dup {
 		n = t.wfree
 		if n != 0 {
@@ -609,7 +625,6 @@ func (t *Table) watchFor(m MasterID, req uint64, idx uint32, lim heldLimit) {
 			t.wnodes = append(t.wnodes, watchNode{})
 			n = uint32(len(t.wnodes))
 		}
-		ml := t.mwatches[m]
 		t.wnodes[n-1] = watchNode{master: m, rec: idx + 1, next: r.watch, mnext: ml.head}
 		if r.watch != 0 {
 			t.wnodes[r.watch-1].prev = n
@@ -621,7 +636,7 @@ func (t *Table) watchFor(m MasterID, req uint64, idx uint32, lim heldLimit) {
 		ml.head = n
 		ml.n++
 		t.mwatches[m] = ml
-		t.wbyKey[wk] = n
+		t.wbyKey[watchKey(ml.slot, idx)] = n
 		t.nwatches++
 	}
 	wn := &t.wnodes[n-1]
@@ -652,12 +667,13 @@ func (t *Table) freeWatch(n uint32) {
 	if wn.mnext != 0 {
 		t.wnodes[wn.mnext-1].mprev = wn.mprev
 	}
+	delete(t.wbyKey, watchKey(ml.slot, wn.rec-1))
 	if ml.n--; ml.n > 0 {
 		t.mwatches[wn.master] = ml
 	} else {
 		delete(t.mwatches, wn.master)
+		t.mslots = append(t.mslots, ml.slot)
 	}
-	delete(t.wbyKey, watchKey{wn.master, wn.rec - 1})
 	*wn = watchNode{next: t.wfree}
 	t.wfree = n
 	t.nwatches--
@@ -706,7 +722,11 @@ func (t *Table) unwatch(e Unwatch) {
 // dropWatch drops m's watch of record idx, unanswered, and reports
 // whether it had one.
 func (t *Table) dropWatch(m MasterID, idx uint32) bool {
-	n, ok := t.wbyKey[watchKey{m, idx}]
+	k, has := t.keyOf(m, idx)
+	if !has {
+		return false
+	}
+	n, ok := t.wbyKey[k]
 	if ok {
 		t.freeWatch(n)
 	}
@@ -887,7 +907,7 @@ func (t *Table) masterLost(m MasterID) {
 			delete(t.limited, n)
 		}
 		t.unlinkRec(wn)
-		delete(t.wbyKey, watchKey{m, wn.rec - 1})
+		delete(t.wbyKey, watchKey(ml.slot, wn.rec-1))
 		next := wn.mnext
 		*wn = watchNode{next: t.wfree}
 		t.wfree = n
@@ -895,6 +915,17 @@ func (t *Table) masterLost(m MasterID) {
 		n = next
 	}
 	delete(t.mwatches, m)
+	t.mslots = append(t.mslots, ml.slot)
+}
+
+// newSlot returns a master slot that no master with watches has.
+func (t *Table) newSlot() uint32 {
+	if n := len(t.mslots); n > 0 {
+		s := t.mslots[n-1]
+		t.mslots = t.mslots[:n-1]
+		return s
+	}
+	return uint32(len(t.mwatches))
 }
 
 func (t *Table) workerJoin(e *WorkerJoin) error {
@@ -1581,7 +1612,8 @@ func (t *Table) reconcile() {
 		// Waiting or running again: watched again, unless the master
 		// watches it already (with a later req). Bound or not: it was
 		// watching it.
-		if _, dup := t.wbyKey[watchKey{n.Master, idx}]; !dup {
+		k, has := t.keyOf(n.Master, idx)
+		if _, dup := t.wbyKey[k]; !has || !dup {
 			t.watchFor(n.Master, n.Req, idx, heldLimit{})
 		}
 	}
