@@ -1610,8 +1610,9 @@ func (t *Table) reconcile() {
 			continue
 		}
 		// Waiting or running again: watched again, unless the master
-		// watches it already (with a later req). Bound or not: it was
-		// watching it.
+		// watches it already (with a later req). Past
+		// Config.MaxWatchesPerMaster too: it was watching it, and there is
+		// nothing true to tell it instead.
 		k, has := t.keyOf(n.Master, idx)
 		if _, dup := t.wbyKey[k]; !has || !dup {
 			t.watchFor(n.Master, n.Req, idx, heldLimit{})

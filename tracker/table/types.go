@@ -132,7 +132,9 @@ type Config struct {
 	// more is refused with ErrLimit and changes nothing. A master has at
 	// most one watch of a key, however often it watches it, so the bound
 	// counts keys; watches of finished keys, answered at once, never count.
-	// DefaultMaxWatchesPerMaster if zero; negative: no bound.
+	// A watch given back because the result it was answered with was not
+	// written (see Table.Ready) may pass it. DefaultMaxWatchesPerMaster if
+	// zero; negative: no bound.
 	MaxWatchesPerMaster int
 	// KeepFinished is how long a finished workunit (done or error) is kept
 	// after it finished. The first Tick past that forgets it: its result,
