@@ -403,6 +403,11 @@ func (rl *realm) BlobValue(h blob.Hash) (goja.Value, error) {
 		return nil, err
 	}
 	var v goja.Value
+	if b.set != nil && rl.sets.changed(b) {
+		// Changed since (through a reference a workunit kept in a global,
+		// say): it is no longer the blob's value.
+		rl.sets.forget(b)
+	}
 	switch {
 	case b.set != nil:
 		v = b.set
