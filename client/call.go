@@ -531,7 +531,10 @@ func (c *Client) Sync(ctx context.Context) error {
 // *workunit.Error of kind
 // workunit.Canceled ("canceled by NAME"): those waiting for it get that
 // error, and a worker running it is told to stop. Keys that are done, in
-// error, unknown, or another master's are left as they are. Submitting a
+// error or unknown are left as they are. Of another master's keys, this
+// client stops waiting for those it watches (its waits end with an
+// AbortError), and the tracker cancels each that no other master still
+// waits for (listed in the answer); the others are left. Submitting a
 // canceled key again runs it again. The tracker answers once the
 // cancellations are durable; Cancel waits for that, or for ctx.
 func (c *Client) Cancel(ctx context.Context, keys ...workunit.Key) ([]workunit.Key, error) {

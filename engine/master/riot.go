@@ -728,7 +728,8 @@ func (m *master) rebuildError(werr *workunit.Error) goja.Value {
 // cancel implements riot.cancel(id, ...) and riot.cancel([id, ...]): it
 // cancels this master's workunits that are waiting or running and returns
 // the ids it canceled. Their waiters get a WorkunitError of kind
-// 'canceled'.
+// 'canceled'. Of another master's that it joined, this master stops
+// waiting; the tracker cancels those nobody else waits for.
 func (m *master) cancel(call goja.FunctionCall) goja.Value {
 	const op = "riot.cancel"
 	var keys []workunit.Key

@@ -712,9 +712,24 @@ func (t *Table) cancel(e *Cancel) {
 		}
 		msg := "canceled by " + e.By
 		if !known || r.owner != owner {
-			// Another's: e.Master stops waiting for it, and it stops
-			// when nobody else waits.
-			if t.dropWatches(idx, func(wn *watchNode) bool { return wn.master == e.Master }) == 0 || r.watch != 0 {
+			// Another's: e.Master stops waiting for it (each of its
+			// watches is answered with the cancel), and it stops when
+			// nobody else waits.
+			var o workunit.Outcome
+			dropped := t.dropWatches(idx, func(wn *watchNode) bool {
+				if wn.master != e.Master {
+					return false
+				}
+				if o.Err == nil {
+					o = t.outcome(r)
+					o.Status = workunit.StatusError
+					o.Err = &workunit.Error{Kind: workunit.Canceled, Name: "AbortError", Key: r.key,
+						Message: msg + ": this master stopped waiting for it (another master's workunit, which it had joined)"}
+				}
+				t.out.Notify = append(t.out.Notify, Notification{Master: wn.master, Req: wn.req, Outcome: o})
+				return true
+			})
+			if dropped == 0 || r.watch != 0 {
 				continue
 			}
 			msg += ", the last master waiting for it"
