@@ -127,6 +127,8 @@ type conn struct {
 	// pieces (blob-write), by hash; and the buffer of the last frame read,
 	// for the next one, while the connection uploads (see reuse).
 	uploads map[blob.Hash]store.BlobWriter
+	// uploadSize is the size each upload's first piece gave.
+	uploadSize map[blob.Hash]uint64
 	rbuf    []byte
 	last    []byte // the frame read last
 }
@@ -658,7 +660,7 @@ func (c *conn) forbid(m wire.Msg, what string) {
 // about the connection.
 func zeroReq(m wire.Msg) bool {
 	switch m.(type) {
-	case *wire.Submit, *wire.Watch, *wire.Info, *wire.BlobHave, *wire.BlobPut, *wire.BlobGet, *wire.Cancel:
+	case *wire.Submit, *wire.Watch, *wire.Info, *wire.BlobHave, *wire.BlobPut, *wire.BlobGet, *wire.BlobWrite, *wire.BlobRead, *wire.Cancel:
 		return wire.ReqOf(m) == 0
 	}
 	return false
@@ -857,6 +859,7 @@ func (c *conn) blobWrite(m *wire.BlobWrite) {
 		if w := c.uploads[m.Hash]; w != nil {
 			w.Abort()
 			delete(c.uploads, m.Hash)
+			delete(c.uploadSize, m.Hash)
 		}
 		c.send(&wire.Error{Req: m.Req, Code: code, Message: fmt.Sprintf("tracker: blob-write: blob %s: ", m.Hash.Short()) + fmt.Sprintf(format, args...)})
 	}
@@ -872,6 +875,7 @@ func (c *conn) blobWrite(m *wire.BlobWrite) {
 	if m.Offset == 0 && w != nil {
 		w.Abort() // the client starts again
 		delete(c.uploads, m.Hash)
+		delete(c.uploadSize, m.Hash)
 		w = nil
 	}
 	if w == nil {
@@ -890,8 +894,17 @@ func (c *conn) blobWrite(m *wire.BlobWrite) {
 		}
 		if c.uploads == nil {
 			c.uploads = make(map[blob.Hash]store.BlobWriter)
+			c.uploadSize = make(map[blob.Hash]uint64)
 		}
 		c.uploads[m.Hash] = w
+		c.uploadSize[m.Hash] = m.Size
+	}
+	if size := c.uploadSize[m.Hash]; m.Size != size {
+		delete(c.uploads, m.Hash)
+		delete(c.uploadSize, m.Hash)
+		w.Abort()
+		refuse(wire.CodeInvalid, "a piece that gives a size of %d, after a first piece that gave %d (every piece gives the blob's size)", m.Size, size)
+		return
 	}
 	if got := uint64(w.Written()); m.Offset != got {
 		refuse(wire.CodeInvalid, "a piece at offset %d, after %d bytes (pieces go in order, without gaps)", m.Offset, got)
@@ -899,6 +912,7 @@ func (c *conn) blobWrite(m *wire.BlobWrite) {
 	}
 	if _, err := w.Write(m.Data); err != nil {
 		delete(c.uploads, m.Hash)
+		delete(c.uploadSize, m.Hash)
 		w.Abort()
 		c.storeFailed(m.Req, "blob-write", err)
 		return
@@ -906,6 +920,7 @@ func (c *conn) blobWrite(m *wire.BlobWrite) {
 	written := uint64(w.Written())
 	if written == m.Size {
 		delete(c.uploads, m.Hash)
+		delete(c.uploadSize, m.Hash)
 		if err := w.Commit(c.s.baseCtx); err != nil {
 			if errors.Is(err, store.ErrBlobMismatch) {
 				c.send(&wire.Error{Req: m.Req, Code: wire.CodeInvalid, Message: "tracker: blob-write: " + err.Error()})
@@ -992,6 +1007,7 @@ func (c *conn) abortUploads() {
 	for h, w := range c.uploads {
 		w.Abort()
 		delete(c.uploads, h)
+		delete(c.uploadSize, h)
 	}
 }
 
