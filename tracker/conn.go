@@ -194,6 +194,13 @@ func outcomeBytes(o *workunit.Outcome) int {
 	return n
 }
 
+// open reports whether the connection still takes messages to send.
+func (c *conn) open() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state == qOpen
+}
+
 // push queues m without waking the writer (see wakeup). It reports whether
 // m was queued: not when the connection is closing, and not when the
 // queue is full, which drops the connection.
@@ -794,6 +801,11 @@ func (c *conn) discard() {
 // blob answers a blob message, from the reader: blobs go to the store
 // directly, not through the table.
 func (c *conn) blob(m wire.Msg) {
+	if !c.open() {
+		// Dropped (its queue filled, say) while its frame is handled: the
+		// answers could not go out, so the store is not read for them.
+		return
+	}
 	ctx := c.s.baseCtx
 	st := c.s.st
 	switch m := m.(type) {
