@@ -273,6 +273,9 @@ func (w *worker) run(ctx context.Context) error {
 	if eo.MaxResultBytes <= 0 || eo.MaxResultBytes >= lim {
 		eo.MaxResultBytes = lim
 		eo.ResultLimitName = "over the tracker's limit on a value (riotd --max-blob-bytes)"
+		if c.Limits().MaxResultBytes > c.Limits().MaxBlobBytes {
+			eo.ResultLimitName = "over the tracker's limit on a result (riotd --max-frame-bytes)"
+		}
 	}
 	w.eng, err = engine.New(eo)
 	if err != nil {
