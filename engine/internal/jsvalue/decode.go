@@ -606,9 +606,14 @@ func (d *Decoder) sparseArray() (goja.Value, error) {
 			return nil, err
 		}
 		if kh.Major != cbor.MajorUint {
-			if kh.Major == cbor.MajorText && kh.Arg == 6 {
-				if b, err := r.Bytes(6); err == nil && string(b) == "length" {
-					return nil, d.r.Errorf(`an array's "length" is its first item, not a property`)
+			if kh.Major == cbor.MajorText && kh.Arg <= 10 {
+				if b, err := r.Bytes(kh.Arg); err == nil {
+					if string(b) == "length" {
+						return nil, d.r.Errorf(`an array's "length" is its first item, not a property`)
+					}
+					if _, isIndex := value.ArrayIndex(string(b)); isIndex {
+						return nil, d.r.Errorf("array property %q is an index, written as a string", b)
+					}
 				}
 			}
 			if err := d.property(arr, seen); err != nil {
