@@ -129,8 +129,8 @@ type conn struct {
 	uploads map[blob.Hash]store.BlobWriter
 	// uploadSize is the size each upload's first piece gave.
 	uploadSize map[blob.Hash]uint64
-	rbuf    []byte
-	last    []byte // the frame read last
+	rbuf       []byte
+	last       []byte // the frame read last
 }
 
 func newConn(s *Server, ws *websocket.Conn, remote string) *conn {

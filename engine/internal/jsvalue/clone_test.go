@@ -208,8 +208,8 @@ func TestCodec_DecodeRejectsBadArrays(t *testing.T) {
 		// An index written as a string, which would make the array longer
 		// than its length (Go's decoder refuses it too).
 		"da72696f08 82 01 a1 623130 01": `array property "10" is an index, written as a string`,
-		"da72696f07 80":                         "a wrapper object holds a number, boolean, string or BigInt",
-		"da72696f07 f7":                         "a wrapper object holds",
+		"da72696f07 80":                 "a wrapper object holds a number, boolean, string or BigInt",
+		"da72696f07 f7":                 "a wrapper object holds",
 	} {
 		_, err := rl.dec.DecodeValue(mustHexJS(t, hex))
 		assert.ErrorContains(t, err, want, hex)
