@@ -127,6 +127,7 @@ func (s *slot) run(parent context.Context, req *Request) (*Result, error) {
 		return res, nil
 	}
 	werr, discard := rl.failure(ctx, err)
+	werr = cutError(werr, s.eng.opts.MaxErrorBytes)
 	if discard {
 		s.drop(rl)
 		if werr.Kind == workunit.MemoryLimit {
