@@ -75,7 +75,7 @@ func TestDecodeOwnedValue_SharedBuffer(t *testing.T) {
 func TestDecodeOwnedValue_BigEndianCopies(t *testing.T) {
 	rl := newTestRuntime(t)
 	w := cbor.NewWriter(nil)
-	w.Tag(82) // RFC 8746: float64, big-endian
+	w.Tag(82)                                          // RFC 8746: float64, big-endian
 	w.ByteString([]byte{0x3f, 0xf8, 0, 0, 0, 0, 0, 0}) // 1.5, big-endian
 	doc := w.Bytes()
 	before := append([]byte(nil), doc...)
