@@ -7,7 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
-	"runtime"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -436,10 +436,12 @@ func (m *master) submit(op string, c Conn, specs []*workunit.Spec, opts workunit
 		}
 		clear(need)
 		if dropped >= collectBytes {
-			// The heap was the value and its encoding: without a collection
-			// now, it would grow to twice that (GOGC) before the memory is
-			// used again, for a result the size of the value, say.
-			runtime.GC()
+			// The heap was the value and its encoding. Without a collection
+			// now it would grow to twice that (GOGC) before the memory is
+			// used again, for a result the size of the value, say; and
+			// the memory collected goes back to the system, as small
+			// allocations in it would keep a large one from using it.
+			debug.FreeOSMemory()
 		}
 	}
 	subs := make([]Submission, len(specs))

@@ -85,3 +85,19 @@ func TestDecodeOwnedValue_BigEndianCopies(t *testing.T) {
 	assert.Equal(t, before, doc)
 	checkJS(t, rl, v, `(a) => a[0] === 1.5 || 'got ' + a[0]`)
 }
+
+// TakeBytes gives the document away: the next one is written in a new
+// buffer, and the taken bytes stay as they were.
+func TestEncoder_TakeBytes(t *testing.T) {
+	rl := newTestRuntime(t)
+	var first, second []byte
+	var err error
+	require.Nil(t, rl.rt.Try(func() { _, err = rl.enc.EncodeValue(rl.rt.ToValue("the first document")) }))
+	require.NoError(t, err)
+	first = rl.enc.TakeBytes()
+	kept := append([]byte(nil), first...)
+	require.Nil(t, rl.rt.Try(func() { second, err = rl.enc.EncodeValue(rl.rt.ToValue("another")) }))
+	require.NoError(t, err)
+	assert.Equal(t, kept, first, "the taken bytes are not written over")
+	assert.False(t, within(second, first[:cap(first)]), "the next document is in a new buffer")
+}
