@@ -412,6 +412,30 @@ func (k *Call) OnDone(fn func(*workunit.Outcome, error)) {
 	k.cbs = append(k.cbs, fn)
 }
 
+// OnFinished calls fn once the workunit is finished, as OnDone does, but
+// with the outcome as the tracker gave it: a result that the worker sent as
+// a blob stays a blob reference (Outcome.Result is BlobRefDocument's
+// document), not fetched. It is for callers that want to know that the
+// workunit ended (its status, console, worker), not its value: fetching a
+// large result for each of them would cost a copy of it each.
+func (k *Call) OnFinished(fn func(*workunit.Outcome, error)) {
+	if k.w == nil {
+		go func() {
+			out, err := k.wait(context.Background())
+			k.c.cb.push(func() { fn(out, err) })
+		}()
+		return
+	}
+	k.c.mu.Lock()
+	defer k.c.mu.Unlock()
+	if k.finished {
+		out, err := k.out, k.err
+		k.c.cb.push(func() { fn(out, err) })
+		return
+	}
+	k.cbs = append(k.cbs, fn)
+}
+
 // resolving returns fn, called with its outcome's result in place when
 // the worker sent it as a blob (see resolve); the fetch runs on the
 // callback goroutine.

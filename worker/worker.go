@@ -441,7 +441,7 @@ func (w *worker) prefetch(ctx context.Context, spec *workunit.Spec) {
 			continue
 		}
 		go func() {
-			if _, err := w.cache.Blob(ctx, h); err != nil && ctx.Err() == nil {
+			if err := w.cache.Prefetch(ctx, h); err != nil && ctx.Err() == nil {
 				w.ident.Load().log.Debug("worker: prefetch failed", "blob", h.Short(), "err", err)
 			}
 		}()

@@ -143,7 +143,7 @@ func RunScript(ctx context.Context, opts ScriptOptions) error {
 		mods:     make(map[string]*goja.Object),
 		jobs:     jobQueue{ready: make(chan struct{}, 1)},
 		blobIDs:  make(map[*goja.Object]blobEntry),
-		pending:  make(map[blob.Hash][]byte),
+		pending:  make(map[blob.Hash]*pendingBlob),
 		uploaded: make(map[Conn]map[blob.Hash]bool),
 		modules:  modules.NewCache(filepath.Dir(name)),
 		taken:    make(map[workunit.Key]*Work),
@@ -225,7 +225,7 @@ type master struct {
 	rejected []*goja.Promise
 
 	blobIDs  map[*goja.Object]blobEntry
-	pending  map[blob.Hash][]byte // blobs made, not yet known to be uploaded
+	pending  map[blob.Hash]*pendingBlob // blobs made, by hash
 	uploaded map[Conn]map[blob.Hash]bool
 	modules  *modules.Cache
 }

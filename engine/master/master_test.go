@@ -379,3 +379,33 @@ func TestMaster_TimeoutOutOfRange(t *testing.T) {
 	sr := runScript(t, map[string]string{"main.js": `riot.waitUntilDone(riot.with({timeout: '30s'}).doWork(() => 1))`})
 	require.NoError(t, sr.err)
 }
+
+// A large value's blob is not kept once a tracker holds it: another
+// tracker gets it encoded again from the value, and a value changed since
+// (at the same size, so taken for the same value) is a clear error rather
+// than stale bytes.
+func TestMaster_LargeBlobEncodedAgainForAnotherTracker(t *testing.T) {
+	t.Parallel()
+	sr := runScript(t, map[string]string{"main.js": `
+		const big = new Float64Array(1 << 18); // 2 MiB, over KeepBlobBytes
+		big[7] = 7;
+		console.log(riot.waitUntilDone(riot.doWork(() => big[7])));
+		riot.connect('second');
+		console.log(riot.waitUntilDone(riot.doWork(() => big[7] + 1)));
+		big[7] = 70;
+		riot.connect('third');
+		try {
+			riot.doWork(() => big[7] + 2);
+		} catch (e) {
+			console.log(e.message);
+		}
+	`})
+	require.NoError(t, sr.err)
+	lines := strings.Split(strings.TrimSpace(sr.stdout.String()), "\n")
+	require.Len(t, lines, 3, sr.stdout.String())
+	assert.Equal(t, "7", lines[0])
+	assert.Equal(t, "8", lines[1], "the second tracker got the value, encoded again")
+	assert.Contains(t, lines[2], "changed since it was first sent")
+	assert.Contains(t, lines[2], "Float64Array")
+	assert.Equal(t, 1, sr.ft.uploads, "one blob: the second tracker (the same fake store) already holds it")
+}
