@@ -3,6 +3,7 @@ package master
 import (
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"os"
 	"path/filepath"
@@ -199,7 +200,12 @@ func (m *master) blobFor(o *goja.Object) (blob.Hash, bool, error) {
 	}
 	ent, seen := m.blobIDs[o]
 	if seen && ent.size == size && !ent.hash.IsZero() {
-		return ent.hash, true, nil
+		if ent.epoch == m.epoch || m.unchanged(o, ent) {
+			ent.epoch = m.epoch
+			m.blobIDs[o] = ent
+			return ent.hash, true, nil
+		}
+		seen = false // changed in place: a new blob
 	}
 	var data []byte
 	if !seen || ent.size != size {
@@ -229,9 +235,66 @@ func (m *master) blobFor(o *goja.Object) (blob.Hash, bool, error) {
 			units.FormatBytes(int64(len(data))), units.FormatSize(uint64(lim)))}
 	}
 	ent.hash = blob.Sum(data)
+	ent.epoch, ent.print = m.epoch, m.bufferPrint(o)
 	m.pending[ent.hash] = &pendingBlob{data: data, obj: o}
 	m.blobIDs[o] = ent
 	return ent.hash, true, nil
+}
+
+// VerifyBlobBytes is the largest encoding of a container (an array, an
+// object, a Map or a Set) that a master encodes again, each time it is
+// sent in a later submission, to see whether the script changed it in
+// place. A larger container sent again at the same size (element count)
+// is taken as unchanged (docs/values.md). Buffers (typed arrays,
+// ArrayBuffers, DataViews) are checked at any size, by a fast hash of
+// their bytes.
+const VerifyBlobBytes = 256 << 10
+
+// unchanged reports whether o, which became blob ent.hash in an earlier
+// submission, still holds what it held then.
+func (m *master) unchanged(o *goja.Object, ent blobEntry) bool {
+	if b, ok := m.bufferBytes(o); ok {
+		return maphash.Bytes(m.printSeed, b) == ent.print
+	}
+	if ent.bytes > VerifyBlobBytes {
+		return true
+	}
+	data, err := m.encodeBlob(o)
+	return err == nil && blob.Sum(data) == ent.hash
+}
+
+// bufferPrint returns a fast hash of o's bytes when o is a buffer (0
+// otherwise).
+func (m *master) bufferPrint(o *goja.Object) uint64 {
+	if b, ok := m.bufferBytes(o); ok {
+		return maphash.Bytes(m.printSeed, b)
+	}
+	return 0
+}
+
+// bufferBytes returns the bytes of the ArrayBuffer under o, when o is a
+// typed array, a DataView or an ArrayBuffer.
+func (m *master) bufferBytes(o *goja.Object) ([]byte, bool) {
+	var buf goja.Value
+	switch m.in.Classify(o) {
+	case jsvalue.KindArrayBuffer:
+		buf = o
+	case jsvalue.KindTyped:
+		buf, _ = m.in.TypedBuffer(o)
+	case jsvalue.KindDataView:
+		buf, _ = m.in.ViewBuffer(o)
+	default:
+		return nil, false
+	}
+	bo, ok := buf.(*goja.Object)
+	if !ok {
+		return nil, false
+	}
+	ab, ok := bo.Export().(goja.ArrayBuffer)
+	if !ok {
+		return nil, false
+	}
+	return ab.Bytes(), true
 }
 
 // encodeBlob encodes o as a document of its own, a blob's bytes: the
@@ -343,6 +406,9 @@ func (m *master) sizeOf(o *goja.Object) (int64, bool) {
 // encoder returns an encoder for workunit payloads: functions by capture,
 // large values as blobs.
 func (m *master) encoder() *jsvalue.Encoder {
+	// Script code may have run since the last submission: the values it
+	// sent may have changed (blobFor checks them again).
+	m.epoch++
 	return jsvalue.NewEncoder(m.rt, m.in, jsvalue.EncodeOptions{Root: "args", Dest: "to a worker", Capture: m.captureFunc, Blob: m.blobFor})
 }
 
