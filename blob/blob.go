@@ -75,6 +75,17 @@ type Checked interface {
 	BlobsChecked()
 }
 
+// Taker is a Source that can give a blob's bytes away (a worker's cache,
+// for a blob too large for it to keep). Take returns blob h as Blob does,
+// and whether the bytes are the caller's alone: the source keeps no
+// reference to them and gave them to no one else, so the caller may change
+// them (build values over them rather than copy them). When own is false
+// they are shared, as Blob's, and must not be changed.
+type Taker interface {
+	Source
+	Take(ctx context.Context, h Hash) (data []byte, own bool, err error)
+}
+
 // Map is a Source held in memory. It is safe for concurrent reads once
 // filled; callers that write while others read must lock around it.
 type Map map[Hash][]byte

@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 
@@ -120,7 +121,9 @@ func (c *Client) PutBlob(ctx context.Context, data []byte) (blob.Hash, error) {
 // Concurrent fetches of one hash share one transfer, which stops when the
 // last of them stops waiting. A blob the tracker does not hold gives an
 // error wrapping blob.ErrNotFound. FetchBlob does not cache: a worker keeps its own cache
-// (package worker).
+// (package worker). The bytes returned are the caller's own, to keep or
+// change: when fetches share a transfer, the first caller to return gets
+// its buffer and each other one a copy.
 func (c *Client) FetchBlob(ctx context.Context, h blob.Hash) ([]byte, error) {
 	c.mu.Lock()
 	if c.err != nil {
@@ -146,5 +149,13 @@ func (c *Client) FetchBlob(ctx context.Context, h blob.Hash) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	return v.([]byte), nil
+	data := v.([]byte)
+	c.mu.Lock()
+	given := r.given
+	r.given = true
+	c.mu.Unlock()
+	if given {
+		data = bytes.Clone(data)
+	}
+	return data, nil
 }

@@ -412,6 +412,30 @@ func (k *Call) OnDone(fn func(*workunit.Outcome, error)) {
 	k.cbs = append(k.cbs, fn)
 }
 
+// OnFinished calls fn once the workunit is finished, as OnDone does, but
+// with the outcome as the tracker gave it: a result that the worker sent as
+// a blob stays a blob reference (Outcome.Result is BlobRefDocument's
+// document), not fetched. It is for callers that want to know that the
+// workunit ended (its status, console, worker), not its value: fetching a
+// large result for each of them would cost a copy of it each.
+func (k *Call) OnFinished(fn func(*workunit.Outcome, error)) {
+	if k.w == nil {
+		go func() {
+			out, err := k.wait(context.Background())
+			k.c.cb.push(func() { fn(out, err) })
+		}()
+		return
+	}
+	k.c.mu.Lock()
+	defer k.c.mu.Unlock()
+	if k.finished {
+		out, err := k.out, k.err
+		k.c.cb.push(func() { fn(out, err) })
+		return
+	}
+	k.cbs = append(k.cbs, fn)
+}
+
 // resolving returns fn, called with its outcome's result in place when
 // the worker sent it as a blob (see resolve); the fetch runs on the
 // callback goroutine.
@@ -531,7 +555,10 @@ func (c *Client) Sync(ctx context.Context) error {
 // *workunit.Error of kind
 // workunit.Canceled ("canceled by NAME"): those waiting for it get that
 // error, and a worker running it is told to stop. Keys that are done, in
-// error, unknown, or another master's are left as they are. Submitting a
+// error or unknown are left as they are. Of another master's keys, this
+// client stops waiting for those it watches (its waits end with an
+// AbortError), and the tracker cancels each that no other master still
+// waits for (listed in the answer); the others are left. Submitting a
 // canceled key again runs it again. The tracker answers once the
 // cancellations are durable; Cancel waits for that, or for ctx.
 func (c *Client) Cancel(ctx context.Context, keys ...workunit.Key) ([]workunit.Key, error) {

@@ -406,7 +406,9 @@ func (c *Client) writer(cn *conn) {
 		c.mu.Unlock()
 
 		var err error
-		for _, m := range batch {
+		var instead wire.Msg // the Failed sent in place of an unsendable report
+		for i := 0; i < len(batch); i++ {
+			m := batch[i]
 			aerr := enc.Add(m)
 			if errors.Is(aerr, wire.ErrFrameFull) {
 				if err = send(); err != nil {
@@ -415,7 +417,10 @@ func (c *Client) writer(cn *conn) {
 				aerr = enc.Add(m)
 			}
 			if aerr != nil {
-				c.unsendable(m, aerr)
+				if alt := c.unsendable(m, aerr); alt != nil && m != instead {
+					batch[i], instead = alt, alt
+					i-- // send it now
+				}
 				continue
 			}
 			if _, ok := m.(*wire.BlobWrite); ok {
@@ -471,12 +476,17 @@ func (c *Client) keepRecentLocked(batch []wire.Msg) {
 }
 
 // unsendable handles a message the encoder refused (a field over the
-// tracker's limits): the request it carried fails.
-func (c *Client) unsendable(m wire.Msg, err error) {
+// tracker's limits): the request it carried fails; a report (Done, Failed)
+// that cannot be sent returns the Failed to send instead, which says why
+// (see failedInstead).
+func (c *Client) unsendable(m wire.Msg, err error) wire.Msg {
 	c.log.Error("client: cannot send a message", "type", m.Type(), "err", err)
+	if alt := failedInstead(m, err); alt != nil {
+		return alt
+	}
 	req := wire.ReqOf(m)
 	if req == 0 {
-		return
+		return nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -484,6 +494,7 @@ func (c *Client) unsendable(m wire.Msg, err error) {
 		delete(c.pending, req)
 		r.fail(c, fmt.Errorf("client: %w", err))
 	}
+	return nil
 }
 
 // reader reads and handles the tracker's frames until cn ends. It keeps

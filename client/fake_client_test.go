@@ -555,3 +555,82 @@ func TestFake_CloseWhileReconnecting(t *testing.T) {
 	assert.ErrorIs(t, <-errc, ErrClosed)
 	assert.ErrorIs(t, c.Err(), ErrClosed)
 }
+
+// Two fetches of one blob at once share one transfer, and each gets bytes
+// of its own: a master decodes a fetched result in place (typed arrays over
+// the bytes), which must not show in another caller's copy.
+func TestFake_FetchBlob_SharedTransferOwnBytes(t *testing.T) {
+	t.Parallel()
+	ft := newFakeTracker(t)
+	c := dialFake(t, ft, Options{})
+	ctx := testCtx(t)
+	data := []byte("a blob that two callers fetch at once")
+	h := blob.Sum(data)
+	require.NoError(t, c.EnsureBlobs(ctx, map[blob.Hash][]byte{h: data}))
+	gate := make(chan struct{})
+	ft.mu.Lock()
+	ft.readGate = gate
+	ft.mu.Unlock()
+	got := make(chan []byte, 2)
+	for range 2 {
+		go func() {
+			b, err := c.FetchBlob(ctx, h)
+			assert.NoError(t, err)
+			got <- b
+		}()
+	}
+	require.Eventually(t, func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		r := c.gets[h]
+		return r != nil && r.refs == 2
+	}, 10*time.Second, time.Millisecond, "both callers wait on one transfer")
+	close(gate)
+	a, b := <-got, <-got
+	assert.Equal(t, data, a)
+	assert.Equal(t, data, b)
+	a[0] ^= 0xff
+	assert.Equal(t, data[0], b[0], "each caller has its own bytes")
+	ft.mu.Lock()
+	assert.Equal(t, 1, ft.reads, "one transfer")
+	ft.mu.Unlock()
+}
+
+// OnFinished hears that a workunit ended without fetching a result that the
+// worker sent as a blob; OnDone fetches it.
+func TestFake_OnFinished_DoesNotFetchABlobResult(t *testing.T) {
+	t.Parallel()
+	ft := newFakeTracker(t)
+	m := dialFake(t, ft, Options{Name: "master"})
+	w := dialFake(t, ft, Options{Name: "w", Slots: 1})
+	ctx := testCtx(t)
+	result := []byte{0x19, 0x01, 0x00} // the value document of 256
+	h, err := w.PutBlob(ctx, result)
+	require.NoError(t, err)
+
+	k := m.Submit(evalSpec("256"), workunit.Options{})
+	finished := make(chan *workunit.Outcome, 1)
+	k.OnFinished(func(o *workunit.Outcome, err error) {
+		assert.NoError(t, err)
+		finished <- o
+	})
+	a, err := w.WaitForWork(ctx)
+	require.NoError(t, err)
+	require.NoError(t, w.Report(Report{Lease: a.Lease(), Result: BlobRefDocument(h)}))
+	o := <-finished
+	assert.Equal(t, workunit.StatusDone, o.Status)
+	assert.Equal(t, BlobRefDocument(h), o.Result, "the result stays a blob reference")
+	ft.mu.Lock()
+	assert.Equal(t, 0, ft.reads, "nothing fetched")
+	ft.mu.Unlock()
+
+	done := make(chan *workunit.Outcome, 1)
+	k.OnDone(func(o *workunit.Outcome, err error) {
+		assert.NoError(t, err)
+		done <- o
+	})
+	assert.Equal(t, result, (<-done).Result, "OnDone fetches it")
+	ft.mu.Lock()
+	assert.Equal(t, 1, ft.reads)
+	ft.mu.Unlock()
+}

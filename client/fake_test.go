@@ -43,6 +43,7 @@ type fakeTracker struct {
 	writes   int                                     // blob-write messages taken
 	dropAt   int                                     // the blob-write (counted in writes) whose connection drops instead of its answer
 	reads    int                                     // blob-read messages taken
+	readGate chan struct{}                           // when set, blob-parts wait until it is closed
 }
 
 // fakePart names an upload in pieces: they live on one connection.
@@ -332,7 +333,15 @@ func (ft *fakeTracker) handleLocked(fc *fakeConn, m wire.Msg) {
 			return
 		}
 		end := min(m.Offset+m.Length, uint64(len(data)))
-		fc.send(&wire.BlobPart{Req: m.Req, Hash: m.Hash, Size: uint64(len(data)), Offset: m.Offset, Data: append([]byte{}, data[m.Offset:end]...)})
+		part := &wire.BlobPart{Req: m.Req, Hash: m.Hash, Size: uint64(len(data)), Offset: m.Offset, Data: append([]byte{}, data[m.Offset:end]...)}
+		if gate := ft.readGate; gate != nil {
+			go func() {
+				<-gate
+				fc.send(part)
+			}()
+			return
+		}
+		fc.send(part)
 	case *wire.Credit:
 		fc.credit += m.N
 		ft.dispatchLocked()

@@ -45,6 +45,9 @@ type rpc struct {
 	// shared, when set, removes the rpc from the Client's table of
 	// shared uploads or fetches as it ends; called with c.mu held.
 	shared func()
+	// given says that a shared fetch's buffer was handed to one of its
+	// callers (FetchBlob): the others get copies.
+	given bool
 }
 
 func (r *rpc) message() wire.Msg { return r.msg }

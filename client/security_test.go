@@ -160,3 +160,56 @@ func waitAny(t *testing.T, calls ...*client.Call) <-chan struct{} {
 	}
 	return ch
 }
+
+// TestClient_UnsendableReport: a report that cannot be sent (a frame over
+// the tracker's limit: a huge error, or a console that does not fit with
+// its result) fails its workunit with an error that says why, sent in its
+// place. A regression test: it was only logged, and the workunit stayed
+// running for ever.
+func TestClient_UnsendableReport(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t, trackertest.WithOptions(func(o *tracker.Options) {
+		o.Limits.MaxFrameBytes = 64 << 10
+	}))
+	m := dial(t, tr.Addr(), client.Options{})
+	w := dial(t, tr.Addr(), client.Options{Slots: 1})
+	var big workunit.ConsoleBuilder
+	big.Add(workunit.LevelLog, strings.Repeat("c", 100<<10))
+	for _, tc := range []struct {
+		name   string
+		report func(a *client.Assignment) error
+		want   string
+	}{
+		{"failed", func(a *client.Assignment) error {
+			return w.Failed(a.Lease(), &workunit.Error{Kind: workunit.Thrown, Name: "Error", Message: strings.Repeat("x", 1<<20)}, nil, 0)
+		}, "the worker could not send the workunit's error with its console output: wire: cannot encode failed: a frame of"},
+		{"done", func(a *client.Assignment) error {
+			return w.Done(a.Lease(), []byte{0xf6}, big.Console(), 0)
+		}, "the worker could not send the workunit's result with its console output: wire: cannot encode done: a frame of"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			k := m.Submit(eval("'"+tc.name+"'"), workunit.Options{})
+			a, err := w.WaitForWork(ctxFor(t))
+			require.NoError(t, err)
+			require.NoError(t, tc.report(a))
+			_, err = k.Wait(ctxFor(t))
+			var werr *workunit.Error
+			require.ErrorAs(t, err, &werr)
+			assert.Equal(t, workunit.ResultLimit, werr.Kind)
+			assert.Contains(t, werr.Message, tc.want)
+			assert.Contains(t, werr.Message, "(riotd --max-frame-bytes)")
+			assert.Less(t, len(werr.Message), 2<<10)
+		})
+	}
+	// A thrown value over the tracker's limit is dropped, and the message
+	// says so.
+	k := m.Submit(eval("'value'"), workunit.Options{})
+	a, err := w.WaitForWork(ctxFor(t))
+	require.NoError(t, err)
+	require.NoError(t, w.Failed(a.Lease(), &workunit.Error{Kind: workunit.Thrown, Message: "Uncaught x", Value: make([]byte, 60<<10)}, nil, 0))
+	_, err = k.Wait(ctxFor(t))
+	var werr *workunit.Error
+	require.ErrorAs(t, err, &werr)
+	assert.Nil(t, werr.Value)
+	assert.Regexp(t, `^Uncaught x \(the thrown value is not sent: its encoding of 61440 bytes is over the tracker's limit of \d+\)$`, werr.Message)
+}

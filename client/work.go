@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/riot-go/riot/value"
 	"github.com/riot-go/riot/wire"
@@ -136,9 +137,11 @@ type Report struct {
 // It does not block. A result over the tracker's MaxResultBytes is refused
 // with an error wrapping wire.ErrLimit (and nothing is sent): report a
 // workunit.ResultLimit error instead. A thrown value over that limit is
-// dropped from the error (its name and message stay). Reports of leases
-// from an earlier connection may be sent: the tracker discards those it no
-// longer holds.
+// dropped from the error, and its message says so. A report that still
+// cannot be sent (with its console, larger than a frame) fails the
+// workunit with a workunit.ResultLimit error that says why, sent in its
+// place. Reports of leases from an earlier connection may be sent: the
+// tracker discards those it no longer holds.
 func (c *Client) Report(r Report) error {
 	if (r.Error == nil) == (r.Result == nil) {
 		return fmt.Errorf("client: report of workunit %s: want a result or an error", r.Lease.Key.Short())
@@ -155,6 +158,8 @@ func (c *Client) Report(r Report) error {
 		if len(werr.Value) > lim {
 			cp := *werr
 			cp.Value = nil
+			cp.Message += fmt.Sprintf(" (the thrown value is not sent: its encoding of %d bytes is over the tracker's limit of %d)",
+				len(werr.Value), lim)
 			werr = &cp
 		}
 		m = &wire.Failed{Key: r.Lease.Key, Token: r.Lease.Token, Error: werr, Console: r.Console, Elapsed: r.Elapsed}
@@ -260,4 +265,50 @@ func (c *Client) CompleteWorkunit(a *Assignment, result any, werr error) error {
 		return fmt.Errorf("client: result of workunit %s: %w", a.Key.Short(), err)
 	}
 	return c.Done(a.Lease(), data, nil, 0)
+}
+
+// maxInsteadText bounds the texts of a report's error that failedInstead
+// keeps.
+const maxInsteadText = 1 << 10
+
+// failedInstead returns the Failed to send in place of a report (Done or
+// Failed) that cannot be sent, because err (a frame over the tracker's
+// limits, with its console and its result or error): it fails the
+// workunit with a workunit.ResultLimit error that says why, and keeps the
+// start of the error it replaces. It returns nil for other messages.
+func failedInstead(m wire.Msg, err error) *wire.Failed {
+	var (
+		key     workunit.Key
+		token   uint64
+		elapsed time.Duration
+		what    string
+		was     *workunit.Error
+	)
+	switch m := m.(type) {
+	case *wire.Done:
+		key, token, elapsed, what = m.Key, m.Token, m.Elapsed, "result"
+	case *wire.Failed:
+		key, token, elapsed, what, was = m.Key, m.Token, m.Elapsed, "error", m.Error
+	default:
+		return nil
+	}
+	msg := fmt.Sprintf("the worker could not send the workunit's %s with its console output: %v (riotd --max-frame-bytes)", what, err)
+	if was != nil {
+		msg += "; its error was " + cutString(was.Error(), maxInsteadText)
+	}
+	return &wire.Failed{Key: key, Token: token, Elapsed: elapsed,
+		Error: &workunit.Error{Kind: workunit.ResultLimit, Name: "RangeError", Message: msg}}
+}
+
+// cutString cuts s to at most n bytes, at a character's boundary, and
+// says how much it cut.
+func cutString(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(s[i]) {
+		i--
+	}
+	return s[:i] + fmt.Sprintf("... [%d more bytes cut]", len(s)-i)
 }

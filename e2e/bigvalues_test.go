@@ -1,9 +1,12 @@
 package e2e_test
 
 import (
+	"context"
+	"net/http"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -47,6 +50,24 @@ func TestE2E_LargeValues(t *testing.T) {
 		bins.StartWorker(t, tr.Addr(), e2e.WorkerOptions{Name: "w", Slots: 1})
 		tr.WaitFor(t, workers(1))
 		res := bins.RunEval(t, "--tracker", tr.Addr(), script)
+		require.Equal(t, 0, res.Code, res)
+		assert.Equal(t, bigValuesOutput, res.Stdout)
+	})
+	t.Run("tokens", func(t *testing.T) {
+		// A worker's token may upload the blob of a large result. A
+		// regression test: blob-have needed a master's rights, and every
+		// result over max-result-bytes failed when riotd had tokens.
+		const master, worker = "big-master-token-0123456789abcdef", "big-worker-token-0123456789abcdef"
+		file := filepath.Join(t.TempDir(), "tokens")
+		require.NoError(t, os.WriteFile(file, []byte("master "+master+"\nworker "+worker+"\n"), 0o600))
+		hc := &http.Client{Timeout: 5 * time.Second, Transport: bearer{master}}
+		tr := bins.StartTracker(t, e2e.TrackerOptions{Args: []string{"--token-file", file, "--max-frame-bytes", "1MiB"}, HTTPClient: hc})
+		bins.StartWorker(t, tr.Addr(), e2e.WorkerOptions{Name: "w", Slots: 1, Env: []string{"RIOT_TOKEN=" + worker}})
+		tr.WaitFor(t, workers(1))
+		ctx, cancel := context.WithTimeout(t.Context(), e2e.DefaultWait)
+		defer cancel()
+		res, err := bins.Eval(ctx, []string{"RIOT_TOKEN=" + master}, "--tracker", tr.Addr(), script)
+		require.NoError(t, err)
 		require.Equal(t, 0, res.Code, res)
 		assert.Equal(t, bigValuesOutput, res.Stdout)
 	})

@@ -59,7 +59,11 @@ func (c *console) add(level workunit.Level, text string) {
 // dropped, if anything was.
 func (c *console) finish() workunit.Console {
 	if c.droppedLines > 0 {
-		c.lines.Add(workunit.LevelWarn, "[riot: "+strconv.Itoa(c.droppedLines)+" lines ("+strconv.Itoa(c.dropped)+
+		lines := " lines ("
+		if c.droppedLines == 1 {
+			lines = " line ("
+		}
+		c.lines.Add(workunit.LevelWarn, "[riot: "+strconv.Itoa(c.droppedLines)+lines+strconv.Itoa(c.dropped)+
 			" bytes) of console output dropped past the limit of "+strconv.Itoa(c.max)+" bytes]")
 	}
 	return c.lines.Console()

@@ -117,6 +117,14 @@ func (sb *Sandbox) SetFuncs(obj *goja.Object, table []Func) error {
 // sandbox, once per SetBlobs): the workunit's own copy.
 func (sb *Sandbox) Decode(data []byte) (goja.Value, error) { return sb.rl.dec.DecodeValue(data) }
 
+// DecodeOwned decodes a value document as Decode does, from bytes that the
+// caller gives away (a result fetched for it alone): its ArrayBuffers and
+// typed arrays are made over data's bytes, not copies. The caller must not
+// use data again.
+func (sb *Sandbox) DecodeOwned(data []byte) (goja.Value, error) {
+	return sb.rl.dec.DecodeOwnedValue(data)
+}
+
 // DecodeArgs decodes a value document that is an array, an argument list,
 // and returns its items, as Decode does.
 func (sb *Sandbox) DecodeArgs(data []byte) ([]goja.Value, error) { return sb.rl.dec.DecodeArgs(data) }

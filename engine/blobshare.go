@@ -100,18 +100,24 @@ func (ss *sharedSets) forget(b *blobBytes) {
 	}
 }
 
+// changed reports whether b's shared Set is no longer as it was made:
+// written through add, delete or clear, or given own properties, another
+// prototype or frozen. It runs when a workunit ends, for the Sets it
+// used, and before a Set is given to a workunit, for the changes made
+// through a reference that outlived its workunit.
+func (ss *sharedSets) changed(b *blobBytes) bool {
+	if !b.setWritten {
+		t, err := ss.touched(goja.Undefined(), b.set)
+		b.setWritten = err != nil || t.ToBoolean()
+	}
+	return b.setWritten
+}
+
 // settle runs when a workunit ends: the shared Sets it used and changed
 // are dropped, so the next workunit gets a fresh copy.
 func (ss *sharedSets) settle(used []*blobBytes) {
 	for _, b := range used {
-		if b.set == nil {
-			continue
-		}
-		if !b.setWritten {
-			t, err := ss.touched(goja.Undefined(), b.set)
-			b.setWritten = err != nil || t.ToBoolean()
-		}
-		if b.setWritten {
+		if b.set != nil && ss.changed(b) {
 			ss.forget(b)
 		}
 	}

@@ -126,3 +126,25 @@ func TestEngine_SetAdd_Interrupted(t *testing.T) {
 	v, _ := res.Decode()
 	assert.Contains(t, v, "3")
 }
+
+// TestEngine_SharedSet_ChangedThroughAGlobal: a shared Set a workunit
+// kept in a global and a later workunit changed through it is not given
+// to the next workunit that captures it. A regression test: the change
+// was seen, because only the Sets a workunit captured were checked.
+func TestEngine_SharedSet_ChangedThroughAGlobal(t *testing.T) {
+	t.Parallel()
+	data, err := value.Marshal(&value.Set{Values: []any{"a", "b"}})
+	require.NoError(t, err)
+	for _, change := range []string{`kept.add('z')`, `kept.delete('a')`, `kept.clear()`, `kept.extra = 1`, `Object.freeze(kept)`} {
+		e := newEngine(t, Options{Slots: 1})
+		src := &countingSource{Map: blob.Map{}}
+		h := src.Put(data)
+		env := map[string]any{"s": value.BlobRef(h)}
+		read := &value.Function{Source: `() => [[...s], Object.isFrozen(s), 'extra' in s]`, Env: env}
+		keep := &value.Function{Source: `() => { globalThis.kept = s; return 0 }`, Env: env}
+		runBlobFn(t, e, src, read, nil) // decodes the blob
+		runBlobFn(t, e, src, keep, nil) // the shared copy, kept in a global
+		runBlobFn(t, e, src, &value.Function{Source: `() => { ` + change + `; return 0 }`, Env: map[string]any{}}, nil)
+		assert.Equal(t, []any{[]any{"a", "b"}, false, false}, runBlobFn(t, e, src, read, nil), change)
+	}
+}

@@ -19,6 +19,8 @@ const (
 	DefaultMaxCallStackSize = 10000
 	DefaultMaxResultBytes   = 64 << 20
 	DefaultMaxConsoleBytes  = 1 << 20
+	DefaultMaxErrorBytes    = 64 << 10
+	DefaultMaxThrownBytes   = 1 << 20
 	DefaultRealmsPerSlot    = 4
 	DefaultCompileCacheSize = 4096
 	DefaultBlobCacheSize    = 64
@@ -58,6 +60,16 @@ type Options struct {
 	// line costs its text and a few bytes); the rest
 	// is dropped and counted. Default: DefaultMaxConsoleBytes.
 	MaxConsoleBytes int
+	// MaxErrorBytes bounds each text of a failed workunit's error (its
+	// name, message and stack): a longer one is cut, with a note of how
+	// much was cut (a stack keeps its start and its innermost frames).
+	// Default: DefaultMaxErrorBytes.
+	MaxErrorBytes int
+	// MaxThrownBytes bounds the encoding of a thrown value that is not an
+	// Error (throw {code: 7}), sent with the error so that the master can
+	// throw it again; a larger one is not sent, and the error's message
+	// says so. Default: DefaultMaxThrownBytes.
+	MaxThrownBytes int
 	// MemoryLimit, when set, is the heap size in bytes past which every
 	// running workunit is interrupted and fails with a memory-limit error.
 	// The engine checks it every few milliseconds while workunits run.
@@ -103,6 +115,12 @@ func (o *Options) setDefaults() {
 	}
 	if o.MaxConsoleBytes <= 0 {
 		o.MaxConsoleBytes = DefaultMaxConsoleBytes
+	}
+	if o.MaxErrorBytes <= 0 {
+		o.MaxErrorBytes = DefaultMaxErrorBytes
+	}
+	if o.MaxThrownBytes <= 0 {
+		o.MaxThrownBytes = DefaultMaxThrownBytes
 	}
 	if o.RealmsPerSlot <= 0 {
 		o.RealmsPerSlot = DefaultRealmsPerSlot

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -397,6 +398,38 @@ func TestEngine_Thrown(t *testing.T) {
 	werr, res := evalError(t, e, evalReq("console.log('before'); throw new Error('after')"))
 	assert.Equal(t, "Error: after", werr.Error())
 	assert.Equal(t, []workunit.ConsoleLine{{Level: workunit.LevelLog, Text: "before"}}, lines(t, res.Console))
+}
+
+// TestEngine_ThrownLarge: an error's texts are cut at MaxErrorBytes, each
+// with a note of how much was cut (a stack keeps its innermost frames),
+// and a thrown value whose encoding passes MaxThrownBytes is not sent,
+// which the message says. A regression test: they were sent whole, and a
+// report larger than a frame was never sent (its workunit stayed running).
+func TestEngine_ThrownLarge(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, Options{Slots: 1, MaxErrorBytes: 1000, MaxThrownBytes: 4096})
+	werr, _ := evalError(t, e, evalReq("function deep() { throw new Error('x'.repeat(1e6)) }\ndeep()"))
+	assert.Equal(t, workunit.Thrown, werr.Kind)
+	assert.Equal(t, "Error", werr.Name)
+	assert.Equal(t, strings.Repeat("x", 960)+"... [999040 more bytes cut]", werr.Message)
+	assert.LessOrEqual(t, len(werr.Stack), 1000)
+	assert.Regexp(t, `^Error: x+\n    \.\.\. \[\d+ bytes cut\] \.\.\.\n`, werr.Stack)
+	assert.Contains(t, werr.Stack, "at deep (eval:1:", "the innermost frames stay")
+
+	werr, _ = evalError(t, e, evalReq("const e = new Error('m'); e.name = 'N'.repeat(5000); e.big = 'x'.repeat(1e6); throw e"))
+	assert.Equal(t, strings.Repeat("N", 960)+"... [4040 more bytes cut]", werr.Name)
+	assert.Equal(t, "m", werr.Message, "an Error's own properties are not sent")
+	assert.LessOrEqual(t, len(werr.Stack), 1000)
+
+	werr, _ = evalError(t, e, evalReq("throw {big: 'x'.repeat(1e6)}"))
+	assert.Nil(t, werr.Value)
+	note := " (the thrown value is not sent: its encoding is larger than 4.0 KiB)"
+	assert.LessOrEqual(t, len(werr.Message), 1000)
+	assert.Regexp(t, `^Uncaught \{\s+big: 'x+\.\.\. \[\d+ more bytes cut\]`+regexp.QuoteMeta(note)+`$`, werr.Message)
+	assert.Contains(t, werr.Stack, note)
+
+	werr, _ = evalError(t, e, evalReq("throw {small: 'x'.repeat(100)}"))
+	assert.NotNil(t, werr.Value, "a thrown value within the bound is sent")
 }
 
 func TestEngine_Unsendable(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 
 	"github.com/dop251/goja"
 
@@ -105,7 +106,8 @@ func causeError(ctx context.Context, cause error, frames []goja.StackFrame) *wor
 
 // thrown converts a thrown (or rejected) JavaScript value. An Error object
 // gives its name, message and stack; another value gives its readable form
-// as the message, and itself, encoded, as Value.
+// as the message, and itself, encoded, as Value: at most
+// Options.MaxThrownBytes of it, else the message says that it was not sent.
 func (rl *realm) thrown(v goja.Value, frames []goja.StackFrame) *workunit.Error {
 	werr := &workunit.Error{Kind: workunit.Thrown}
 	o, isObj := v.(*goja.Object)
@@ -121,17 +123,81 @@ func (rl *realm) thrown(v goja.Value, frames []goja.StackFrame) *workunit.Error 
 		return werr
 	}
 	werr.Message = "Uncaught " + inspect.Inspect(rl.rt, rl.in, v, inspect.Options{})
-	werr.Stack = inspect.StackString("", werr.Message, frames, 0)
-	if data, err := rl.encodeThrown(v); err == nil {
+	data, err := rl.encodeThrown(v)
+	switch {
+	case err == nil:
 		werr.Value = data
+	case errors.Is(err, jsvalue.ErrTooLarge):
+		// The note stays when the message is cut.
+		note := fmt.Sprintf(" (the thrown value is not sent: its encoding is larger than %s)",
+			formatBytes(uint64(rl.eng.opts.MaxThrownBytes)))
+		werr.Message = cutText(werr.Message, rl.eng.opts.MaxErrorBytes-len(note)) + note
 	}
+	werr.Stack = inspect.StackString("", werr.Message, frames, 0)
 	return werr
 }
 
 func (rl *realm) encodeThrown(v goja.Value) (data []byte, err error) {
-	enc := jsvalue.NewEncoder(rl.rt, rl.in, jsvalue.EncodeOptions{Root: "error", Dest: "back to the master", Limit: 1 << 20})
+	enc := jsvalue.NewEncoder(rl.rt, rl.in, jsvalue.EncodeOptions{Root: "error", Dest: "back to the master", Limit: rl.eng.opts.MaxThrownBytes})
 	if ex := rl.rt.Try(func() { data, err = enc.EncodeValue(v) }); ex != nil {
 		return nil, ex
 	}
 	return append([]byte(nil), data...), err
+}
+
+// cutError returns werr with its name, message and stack cut to at most
+// max bytes each (a copy when anything is cut), each with a note of
+// how much was cut: the message and the name keep their start, the stack
+// its start and its end (the innermost frames are last).
+func cutError(werr *workunit.Error, max int) *workunit.Error {
+	if len(werr.Name) <= max && len(werr.Message) <= max && len(werr.Stack) <= max {
+		return werr
+	}
+	cp := *werr
+	cp.Name = cutText(cp.Name, max)
+	cp.Message = cutText(cp.Message, max)
+	if len(cp.Stack) > max {
+		head := validPrefix(cp.Stack, (max-cutNote)/2)
+		tail := validSuffix(cp.Stack, (max-cutNote)/2)
+		cp.Stack = head + fmt.Sprintf("\n    ... [%d bytes cut] ...\n", len(cp.Stack)-len(head)-len(tail)) + tail
+	}
+	return &cp
+}
+
+// cutNote is the most bytes cutText's note takes.
+const cutNote = 40
+
+// cutText cuts s to at most max bytes, at a character's boundary, with a
+// note of how many bytes it cut.
+func cutText(s string, max int) string {
+	if len(s) <= max {
+		return s
+	}
+	head := validPrefix(s, max-cutNote)
+	return head + fmt.Sprintf("... [%d more bytes cut]", len(s)-len(head))
+}
+
+// validPrefix returns the longest prefix of s of at most n bytes that does
+// not end inside a UTF-8 sequence.
+func validPrefix(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// validSuffix returns the longest suffix of s of at most n bytes that does
+// not start inside a UTF-8 sequence.
+func validSuffix(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	i := len(s) - n
+	for i < len(s) && !utf8.RuneStart(s[i]) {
+		i++
+	}
+	return s[i:]
 }

@@ -73,6 +73,9 @@ type blobBytes struct {
 	// setWritten says a workunit changed it.
 	set        *goja.Object
 	setWritten bool
+	// own says the bytes are the realm's alone, given away by the source
+	// (blob.Taker) and not kept: one workunit's value is made over them.
+	own bool
 }
 
 // workerGlobals are riot's globals of a workunit's sandbox, besides the
@@ -370,6 +373,34 @@ func (rl *realm) fetchModule(h blob.Hash) (*workunit.Module, error) {
 	return &m, nil
 }
 
+// OwnBlobBytes is the size from which a realm decodes a blob value in
+// place, over its bytes, when its source gives them away (blob.Taker: a
+// worker's cache, for a blob larger than it keeps), rather than keep the
+// bytes and decode a copy.
+const OwnBlobBytes = 1 << 20
+
+// takeBlob returns blob h as fetchBlob does, and whether the bytes are the
+// realm's own (a blob.Taker source gave them away).
+func (rl *realm) takeBlob(h blob.Hash) ([]byte, bool, error) {
+	var t blob.Taker
+	ok := rl.cur != nil
+	if ok {
+		t, ok = rl.cur.blobs.(blob.Taker)
+	}
+	if !ok {
+		data, err := rl.fetchBlob(h)
+		return data, false, err
+	}
+	data, own, err := t.Take(rl.cur.ctx, h)
+	if err != nil {
+		return nil, false, err
+	}
+	if _, checked := rl.cur.blobs.(blob.Checked); !checked && blob.Sum(data) != h {
+		return nil, false, fmt.Errorf("blob %s: the bytes given do not match the hash", h.Short())
+	}
+	return data, own, nil
+}
+
 func (rl *realm) fetchBlob(h blob.Hash) ([]byte, error) {
 	if rl.cur == nil || rl.cur.blobs == nil {
 		return nil, fmt.Errorf("blob %s is not available: the request gave no blob source", h.Short())
@@ -403,6 +434,11 @@ func (rl *realm) BlobValue(h blob.Hash) (goja.Value, error) {
 		return nil, err
 	}
 	var v goja.Value
+	if b.set != nil && rl.sets.changed(b) {
+		// Changed since (through a reference a workunit kept in a global,
+		// say): it is no longer the blob's value.
+		rl.sets.forget(b)
+	}
 	switch {
 	case b.set != nil:
 		v = b.set
@@ -414,6 +450,15 @@ func (rl *realm) BlobValue(h blob.Hash) (goja.Value, error) {
 		if b.flat.kind == flatSet && rl.sets != nil {
 			rl.sets.share(b, v.(*goja.Object))
 			r.shared = append(r.shared, b)
+		}
+	case b.own:
+		// Bytes nobody else has: the workunit's value is made over them
+		// (a typed array's buffer is the fetched bytes), in memory once.
+		d := jsvalue.NewDecoder(rl.rt, rl.in, rl.fns, rl)
+		data := b.data
+		b.data = nil
+		if v, err = d.DecodeOwnedValue(data); err != nil {
+			return nil, fmt.Errorf("blob %s: %w", h.Short(), err)
 		}
 	default:
 		// A blob is a document of its own, with its own object indexes.
@@ -442,11 +487,18 @@ func (rl *realm) blobBytesOf(h blob.Hash) (*blobBytes, error) {
 		rl.blobLRU.MoveToFront(el)
 		return el.Value.(*blobBytes), nil
 	}
-	data, err := rl.fetchBlob(h)
+	data, own, err := rl.takeBlob(h)
 	if err != nil {
 		return nil, err
 	}
 	b := &blobBytes{hash: h, data: data}
+	if own && len(data) > OwnBlobBytes && flatKindOf(data) == notFlat {
+		// Too large for the worker to keep (its cache gave it away): the
+		// realm does not keep it either, and decodes it in place. The
+		// next workunit that needs it fetches it again.
+		b.own = true
+		return b, nil
+	}
 	rl.blobData[h] = rl.blobLRU.PushFront(b)
 	for rl.blobLRU.Len() > rl.eng.opts.BlobCacheSize {
 		old := rl.blobLRU.Back()

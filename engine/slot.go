@@ -127,6 +127,7 @@ func (s *slot) run(parent context.Context, req *Request) (*Result, error) {
 		return res, nil
 	}
 	werr, discard := rl.failure(ctx, err)
+	werr = cutError(werr, s.eng.opts.MaxErrorBytes)
 	if discard {
 		s.drop(rl)
 		if werr.Kind == workunit.MemoryLimit {
@@ -171,8 +172,18 @@ func (rl *realm) evaluate(r *run, spec *workunit.Spec) (data []byte, err error) 
 	if err != nil {
 		return nil, err
 	}
+	if len(out) > takeResultBytes {
+		// The encoder's buffer becomes the result: no copy of a large
+		// value, and the realm does not keep its buffer.
+		return rl.enc.TakeBytes(), nil
+	}
 	return append([]byte(nil), out...), nil
 }
+
+// takeResultBytes is the encoded size from which a result is the
+// encoder's buffer itself rather than a copy of it (the encoder keeps
+// its buffer for the next, small, result).
+const takeResultBytes = 1 << 20
 
 // settle waits for a promise result to settle, running the workunit's
 // timers meanwhile, and returns its value; other values are returned as

@@ -114,7 +114,7 @@ func evaluate(ctx context.Context, o Options, source string, stdout, stderr io.W
 		printFailure(stderr, err)
 		return err
 	}
-	return printValue(stdout, stderr, res.Value)
+	return printValue(ctx, stdout, stderr, res.Value)
 }
 
 // printConsole writes a workunit's console lines to w, each line of their
@@ -158,7 +158,7 @@ func evaluateRemote(ctx context.Context, o Options, spec *workunit.Spec, stdout,
 		printFailure(stderr, err)
 		return err
 	}
-	return printValue(stdout, stderr, out.Result)
+	return printValue(ctx, stdout, stderr, out.Result)
 }
 
 // connectFailure says that the tracker at addr could not be reached, with
@@ -171,9 +171,14 @@ func connectFailure(w io.Writer, addr string, err error) {
 	fmt.Fprintln(w)
 }
 
-// printValue prints a result as master.FormatValue formats it.
-func printValue(stdout, stderr io.Writer, result []byte) error {
-	text, _, err := master.FormatValue(result)
+// printValue prints a result as master.FormatValue formats it; an
+// interrupt (ctx) stops it.
+func printValue(ctx context.Context, stdout, stderr io.Writer, result []byte) error {
+	text, _, err := master.FormatValue(ctx, result)
+	if err != nil && ctx.Err() != nil {
+		fmt.Fprintf(stderr, "%s: interrupted while printing the result\n", commandName)
+		return &InterruptedError{cause: ctx.Err(), script: err}
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", commandName, err)
 		return err

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/riot-go/riot/engine"
 	"github.com/riot-go/riot/tracker/trackertest"
 )
 
@@ -55,6 +56,25 @@ func TestRunCommand_EvalInterrupted(t *testing.T) {
 	var ie *InterruptedError
 	require.ErrorAs(t, err, &ie)
 	assert.Equal(t, "riot-worker eval: interrupted\n", errs)
+}
+
+// An interrupt while the result prints stops the printing: an
+// *InterruptedError, and says so.
+func TestPrintValue_Interrupted(t *testing.T) {
+	t.Parallel()
+	eng, err := engine.New(engine.Options{Slots: 1})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = eng.Close() })
+	res, err := eng.Eval(t.Context(), "let a = [1]; for (let i = 0; i < 40; i++) a = [a, a]; a")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel()
+	var out, errs bytes.Buffer
+	err = printValue(ctx, &out, &errs, res.Value)
+	var ie *InterruptedError
+	require.ErrorAs(t, err, &ie)
+	assert.Empty(t, out.String())
+	assert.Equal(t, "riot-worker eval: interrupted while printing the result\n", errs.String())
 }
 
 func TestRunCommand_NoTracker(t *testing.T) {

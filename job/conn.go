@@ -52,7 +52,7 @@ func (k *conn) Submit(spec *workunit.Spec, opts workunit.Options) master.Submiss
 		k.mu.Lock()
 		k.submitted = append(k.submitted, key)
 		k.mu.Unlock()
-		call.OnDone(func(out *workunit.Outcome, err error) {
+		call.OnFinished(func(out *workunit.Outcome, err error) {
 			if _, err := outcome(out, err); err != nil {
 				return // the outcome is not known (the client ended)
 			}
@@ -66,7 +66,7 @@ func (k *conn) Submit(spec *workunit.Spec, opts workunit.Options) master.Submiss
 	}
 	if opts.GPUs > 0 && k.state != nil {
 		k.state.addGPUWork(opts.GPUs, 1)
-		call.OnDone(func(*workunit.Outcome, error) { k.state.addGPUWork(opts.GPUs, -1) })
+		call.OnFinished(func(*workunit.Outcome, error) { k.state.addGPUWork(opts.GPUs, -1) })
 	}
 	sub := submission{call: call}
 	if k.state != nil {
@@ -189,6 +189,11 @@ func (k *conn) Cancel(ctx context.Context, keys []workunit.Key) ([]workunit.Key,
 // the riot object checks (with the value's path) before it uploads one.
 func (k *conn) MaxBlobBytes() int { return k.c.Limits().MaxBlobBytes }
 
+// MaxResultBytes is the tracker's limit on a result sent inline: a
+// result larger than this came as a blob, fetched for the one who waited
+// (client.Call.Wait), whose bytes the riot object decodes in place.
+func (k *conn) MaxResultBytes() int { return k.c.Limits().MaxResultBytes }
+
 func (k *conn) EnsureBlobs(ctx context.Context, blobs map[blob.Hash][]byte) error {
 	return k.c.EnsureBlobs(ctx, blobs)
 }
@@ -282,6 +287,13 @@ func (s submission) Wait(ctx context.Context) (*workunit.Outcome, error) {
 
 func (s submission) OnDone(fn func(*workunit.Outcome)) {
 	s.call.OnDone(func(out *workunit.Outcome, err error) {
+		s.taken()
+		fn(finished(s.call.Key, out, err))
+	})
+}
+
+func (s submission) OnFinished(fn func(*workunit.Outcome)) {
+	s.call.OnFinished(func(out *workunit.Outcome, err error) {
 		s.taken()
 		fn(finished(s.call.Key, out, err))
 	})

@@ -195,15 +195,10 @@ func TestRun_Interrupted(t *testing.T) {
 	assert.Equal(t, 2, ie.Unfinished)
 	assert.ErrorIs(t, err, context.Canceled)
 	assert.EqualError(t, err, "job: interrupted with 2 of 3 workunits unfinished")
-
-	// A script that ends on its own is not interrupted, whatever its
-	// context does afterwards.
-	writeFile(t, script, `console.log('submitted');`)
-	ctx, cancel = context.WithCancel(context.Background())
-	defer cancel()
-	out = &cancelOnLine{mark: "submitted\n", cancel: cancel}
-	err = Run(ctx, Options{Script: script, Workers: 0, Progress: ProgressOff, Stdout: out, Stderr: &bytes.Buffer{}})
-	require.NoError(t, err)
+	// (A cancel while the script's last statement runs may or may not
+	// interrupt it, as a Ctrl-C then may: the context interrupts the
+	// runtime wherever it is, from another goroutine. So no case here
+	// cancels during a script that is about to end.)
 }
 
 // TestRun_FirstWins: scripts/first-wins.js cancels the losers of a race.

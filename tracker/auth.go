@@ -132,9 +132,10 @@ func LoadTokenFile(path string) (creds []Credential, warn string, err error) {
 type rights uint8
 
 const (
-	// mayWork: credit, done, failed, return, blob-get.
+	// mayWork: credit, done, failed, return, and the blob messages (a
+	// worker uploads a result too large for a done as a blob).
 	mayWork rights = 1 << iota
-	// maySubmit: submit, watch, unwatch, info, blob-have, blob-put.
+	// maySubmit: submit, watch, unwatch, info, cancel.
 	maySubmit
 	allRights = mayWork | maySubmit
 )
@@ -164,8 +165,6 @@ func needs(m wire.Msg) (rights, string) {
 		return maySubmit, "ask for a workunit's info"
 	case *wire.Cancel:
 		return maySubmit, "cancel workunits"
-	case *wire.BlobHave, *wire.BlobPut:
-		return maySubmit, "upload blobs"
 	}
 	return mayWork, "take work"
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gorilla/websocket"
+	"github.com/riot-go/riot/blob"
 	"github.com/riot-go/riot/tracker"
 	"github.com/riot-go/riot/tracker/trackertest"
 	"github.com/riot-go/riot/wire"
@@ -86,8 +87,9 @@ func TestServer_Auth_Throttled(t *testing.T) {
 }
 
 // TestServer_Auth_WorkerToken: a worker's token takes work and reports
-// results, and may not submit, watch, ask for infos or upload blobs; each
-// such request is refused with forbidden, and the connection stays.
+// results, and may upload blobs (a result too large for a done goes as
+// one); it may not submit, watch or ask for infos: each such request is
+// refused with forbidden, and the connection stays.
 func TestServer_Auth_WorkerToken(t *testing.T) {
 	t.Parallel()
 	tr := withTokens(t)
@@ -98,13 +100,17 @@ func TestServer_Auth_WorkerToken(t *testing.T) {
 	s, _ := spec(t, "evil()")
 	data, hash := blobOf("x")
 	w.send(&wire.Submit{Req: 1, Spec: s}, &wire.Watch{Req: 2, Keys: []workunit.Key{key}}, &wire.Info{Req: 3, Key: key},
-		&wire.BlobHave{Req: 4}, &wire.BlobPut{Req: 5, Hash: hash, Data: data}, &wire.Unwatch{Keys: []workunit.Key{key}})
-	for want := uint64(1); want <= 6; want++ {
+		&wire.Cancel{Req: 4, Keys: []workunit.Key{key}}, &wire.Unwatch{Keys: []workunit.Key{key}})
+	for want := uint64(1); want <= 5; want++ {
 		e := recv[*wire.Error](w)
 		assert.Equal(t, wire.CodeForbidden, e.Code)
-		assert.Equal(t, want%6, e.Req, "unwatch has no request id")
-		assert.Contains(t, e.Message, "a worker's token may take work")
+		assert.Equal(t, want%5, e.Req, "unwatch has no request id")
+		assert.Contains(t, e.Message, "a worker's token may ")
 	}
+	w.send(&wire.BlobHave{Req: 8, Hashes: []blob.Hash{hash}})
+	assert.Equal(t, []blob.Hash{hash}, recv[*wire.BlobNeed](w).Missing)
+	w.send(&wire.BlobPut{Req: 9, Hash: hash, Data: data})
+	assert.Equal(t, uint64(9), recv[*wire.BlobStored](w).Req)
 	_, known := tr.Lookup(t, mustKey(t, "evil()"))
 	assert.False(t, known, "a refused submit is not stored")
 
@@ -114,7 +120,7 @@ func TestServer_Auth_WorkerToken(t *testing.T) {
 	w.complete(a, result(7))
 	assert.Equal(t, result(7), recv[*wire.Finished](m).Result)
 	body, _ := get(t, "http://"+tr.Addr()+"/metrics")
-	assert.Contains(t, body, "riot_requests_forbidden_total 6")
+	assert.Contains(t, body, "riot_requests_forbidden_total 5")
 
 	// The info of the zero key, a worker's round trip when it stops
 	// (client.Sync), is allowed: it names no workunit.
@@ -123,7 +129,7 @@ func TestServer_Auth_WorkerToken(t *testing.T) {
 	assert.Equal(t, uint64(7), ir.Req)
 	assert.Equal(t, workunit.StatusUnknown, ir.Status)
 	body, _ = get(t, "http://"+tr.Addr()+"/metrics")
-	assert.Contains(t, body, "riot_requests_forbidden_total 6")
+	assert.Contains(t, body, "riot_requests_forbidden_total 5")
 }
 
 // TestServer_Auth_MasterTokenTakesWork: a master's token allows the

@@ -111,7 +111,8 @@ func TestRights(t *testing.T) {
 	}{
 		{&wire.Submit{}, false}, {&wire.Watch{}, false}, {&wire.Unwatch{}, false}, {&wire.Info{Key: workunit.Key{1}}, false},
 		{&wire.Info{}, true}, // the zero key: a round trip
-		{&wire.BlobHave{}, false}, {&wire.BlobPut{}, false},
+		{&wire.Cancel{}, false},
+		{&wire.BlobHave{}, true}, {&wire.BlobPut{}, true}, {&wire.BlobWrite{}, true}, {&wire.BlobRead{}, true},
 		{&wire.Credit{}, true}, {&wire.Done{}, true}, {&wire.Failed{}, true}, {&wire.Return{}, true}, {&wire.BlobGet{}, true},
 	} {
 		need, what := needs(tc.m)

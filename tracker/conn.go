@@ -128,8 +128,10 @@ type conn struct {
 	// pieces (blob-write), by hash; and the buffer of the last frame read,
 	// for the next one, while the connection uploads (see reuse).
 	uploads map[blob.Hash]store.BlobWriter
-	rbuf    []byte
-	last    []byte // the frame read last
+	// uploadSize is the size each upload's first piece gave.
+	uploadSize map[blob.Hash]uint64
+	rbuf       []byte
+	last       []byte // the frame read last
 }
 
 func newConn(s *Server, ws *websocket.Conn, remote string) *conn {
@@ -191,6 +193,13 @@ func outcomeBytes(o *workunit.Outcome) int {
 		n += len(o.Err.Message) + len(o.Err.Stack) + len(o.Err.Value)
 	}
 	return n
+}
+
+// open reports whether the connection still takes messages to send.
+func (c *conn) open() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.state == qOpen
 }
 
 // push queues m without waking the writer (see wakeup). It reports whether
@@ -666,7 +675,7 @@ func (c *conn) forbid(m wire.Msg, what string) {
 // about the connection.
 func zeroReq(m wire.Msg) bool {
 	switch m.(type) {
-	case *wire.Submit, *wire.Watch, *wire.Info, *wire.BlobHave, *wire.BlobPut, *wire.BlobGet, *wire.Cancel:
+	case *wire.Submit, *wire.Watch, *wire.Info, *wire.BlobHave, *wire.BlobPut, *wire.BlobGet, *wire.BlobWrite, *wire.BlobRead, *wire.Cancel:
 		return wire.ReqOf(m) == 0
 	}
 	return false
@@ -804,6 +813,11 @@ func (c *conn) discard() {
 // blob answers a blob message, from the reader: blobs go to the store
 // directly, not through the table.
 func (c *conn) blob(m wire.Msg) {
+	if !c.open() {
+		// Dropped (its queue filled, say) while its frame is handled: the
+		// answers could not go out, so the store is not read for them.
+		return
+	}
 	ctx := c.s.baseCtx
 	st := c.s.st
 	switch m := m.(type) {
@@ -869,6 +883,7 @@ func (c *conn) blobWrite(m *wire.BlobWrite) {
 		if w := c.uploads[m.Hash]; w != nil {
 			w.Abort()
 			delete(c.uploads, m.Hash)
+			delete(c.uploadSize, m.Hash)
 		}
 		c.send(&wire.Error{Req: m.Req, Code: code, Message: fmt.Sprintf("tracker: blob-write: blob %s: ", m.Hash.Short()) + fmt.Sprintf(format, args...)})
 	}
@@ -884,6 +899,7 @@ func (c *conn) blobWrite(m *wire.BlobWrite) {
 	if m.Offset == 0 && w != nil {
 		w.Abort() // the client starts again
 		delete(c.uploads, m.Hash)
+		delete(c.uploadSize, m.Hash)
 		w = nil
 	}
 	if w == nil {
@@ -902,8 +918,17 @@ func (c *conn) blobWrite(m *wire.BlobWrite) {
 		}
 		if c.uploads == nil {
 			c.uploads = make(map[blob.Hash]store.BlobWriter)
+			c.uploadSize = make(map[blob.Hash]uint64)
 		}
 		c.uploads[m.Hash] = w
+		c.uploadSize[m.Hash] = m.Size
+	}
+	if size := c.uploadSize[m.Hash]; m.Size != size {
+		delete(c.uploads, m.Hash)
+		delete(c.uploadSize, m.Hash)
+		w.Abort()
+		refuse(wire.CodeInvalid, "a piece that gives a size of %d, after a first piece that gave %d (every piece gives the blob's size)", m.Size, size)
+		return
 	}
 	if got := uint64(w.Written()); m.Offset != got {
 		refuse(wire.CodeInvalid, "a piece at offset %d, after %d bytes (pieces go in order, without gaps)", m.Offset, got)
@@ -911,6 +936,7 @@ func (c *conn) blobWrite(m *wire.BlobWrite) {
 	}
 	if _, err := w.Write(m.Data); err != nil {
 		delete(c.uploads, m.Hash)
+		delete(c.uploadSize, m.Hash)
 		w.Abort()
 		c.storeFailed(m.Req, "blob-write", err)
 		return
@@ -918,6 +944,7 @@ func (c *conn) blobWrite(m *wire.BlobWrite) {
 	written := uint64(w.Written())
 	if written == m.Size {
 		delete(c.uploads, m.Hash)
+		delete(c.uploadSize, m.Hash)
 		if err := w.Commit(c.s.baseCtx); err != nil {
 			if errors.Is(err, store.ErrBlobMismatch) {
 				c.send(&wire.Error{Req: m.Req, Code: wire.CodeInvalid, Message: "tracker: blob-write: " + err.Error()})
@@ -1004,6 +1031,7 @@ func (c *conn) abortUploads() {
 	for h, w := range c.uploads {
 		w.Abort()
 		delete(c.uploads, h)
+		delete(c.uploadSize, h)
 	}
 }
 

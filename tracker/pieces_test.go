@@ -94,6 +94,18 @@ func TestServer_BlobPieces(t *testing.T) {
 			assert.Equal(t, wire.CodeLimit, e.Code)
 			assert.Contains(t, e.Message, "1001 bytes, over this tracker's max-blob-bytes (1000)")
 
+			// A later piece that gives another size is refused as invalid
+			// input, not taken for a store failure.
+			m.send(&wire.BlobWrite{Req: 19, Hash: oh, Size: 300, Data: other[:100]},
+				&wire.BlobWrite{Req: 20, Hash: oh, Size: 150, Offset: 100, Data: other[100:150]})
+			recv[*wire.BlobWritten](m)
+			e = recv[*wire.Error](m)
+			assert.Equal(t, uint64(20), e.Req)
+			assert.Equal(t, wire.CodeInvalid, e.Code)
+			assert.Contains(t, e.Message, "gives a size of 150, after a first piece that gave 300")
+			m.send(&wire.BlobWrite{Req: 21, Hash: oh, Size: 300, Offset: 100, Data: other[100:200]})
+			assert.Contains(t, recv[*wire.Error](m).Message, "no upload of it is in progress", "the upload was dropped")
+
 			// blob-get still serves a blob that fits in a message.
 			w.send(&wire.BlobGet{Req: 18, Hash: h})
 			require.Equal(t, data, recv[*wire.BlobData](w).Data)

@@ -872,6 +872,8 @@ func TestServer_ReqZero(t *testing.T) {
 		&wire.BlobHave{Hashes: []blob.Hash{h}},
 		&wire.BlobPut{Hash: h, Data: data},
 		&wire.BlobGet{Hash: h},
+		&wire.BlobWrite{Hash: h, Size: uint64(len(data)), Data: data},
+		&wire.BlobRead{Hash: h, Length: 10},
 		&wire.Cancel{Keys: []workunit.Key{key}},
 	} {
 		c.send(m)

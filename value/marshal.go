@@ -1179,6 +1179,11 @@ func (e *encodeState) sparseArray(a *Array, k refKey, d int) error {
 	return e.stringMapItems(a.Props, stepKey, d)
 }
 
+// ArrayIndex reports whether name is an array index ("0" … "4294967294",
+// written as JavaScript writes numbers) and which: a TagArray's property
+// with such a name is refused (indexes are integers there).
+func ArrayIndex(name string) (uint32, bool) { return arrayIndex(name) }
+
 // arrayIndex reports whether name is an array index ("0" … "4294967294",
 // written as JavaScript writes numbers) and which.
 func arrayIndex(name string) (uint32, bool) {

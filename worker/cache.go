@@ -32,6 +32,12 @@ type load struct {
 	done chan struct{}
 	data []byte
 	err  error
+	// receivers counts the callers given its data: the one that started
+	// it (unless a Prefetch) and those that waited for it. When the cache
+	// does not keep the data (kept) and one caller receives it, the bytes
+	// are that caller's own (Take). Both are guarded by Cache.mu.
+	receivers int
+	kept      bool
 }
 
 type entry struct {
@@ -52,35 +58,74 @@ func NewCache(maxBytes int64, fetch func(ctx context.Context, h blob.Hash) ([]by
 // concurrent callers missing the same blob, one fetches it and the others
 // wait for that fetch (or for their own context).
 func (c *Cache) Blob(ctx context.Context, h blob.Hash) ([]byte, error) {
+	data, _, err := c.Take(ctx, h)
+	return data, err
+}
+
+// Take implements blob.Taker: as Blob, and the bytes are the caller's own
+// when the cache did not keep them (a blob larger than the cache) and no
+// other caller waited for the same fetch.
+func (c *Cache) Take(ctx context.Context, h blob.Hash) ([]byte, bool, error) {
+	return c.get(ctx, h, true)
+}
+
+// Prefetch fetches blob h unless the cache holds it or is fetching it, so
+// that it is there when asked for; a blob too large to keep goes to the
+// one caller that waits for this fetch (Take), if only one does.
+func (c *Cache) Prefetch(ctx context.Context, h blob.Hash) error {
+	_, _, err := c.get(ctx, h, false)
+	return err
+}
+
+// get returns blob h, from the cache or fetched; want says the caller
+// receives the bytes (a Prefetch does not), own that they are its alone.
+func (c *Cache) get(ctx context.Context, h blob.Hash, want bool) ([]byte, bool, error) {
 	for {
 		c.mu.Lock()
 		if el, ok := c.items[h]; ok {
 			c.hits++
 			c.order.MoveToFront(el)
 			c.mu.Unlock()
-			return el.Value.(*entry).data, nil
+			return el.Value.(*entry).data, false, nil
 		}
 		l, waiting := c.loading[h]
 		if !waiting {
 			c.miss++
 			l = &load{done: make(chan struct{})}
+			if want {
+				l.receivers++
+			}
 			c.loading[h] = l
 			c.mu.Unlock()
 			c.load(ctx, h, l)
-			return l.data, l.err
+			c.mu.Lock()
+			own := want && l.err == nil && !l.kept && l.receivers == 1
+			c.mu.Unlock()
+			return l.data, own, l.err
 		}
+		if !want {
+			c.mu.Unlock()
+			return nil, false, nil // a prefetch of a blob being fetched
+		}
+		l.receivers++
 		c.mu.Unlock()
 		select {
 		case <-l.done:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			c.mu.Lock()
+			l.receivers--
+			c.mu.Unlock()
+			return nil, false, ctx.Err()
 		}
 		// The fetch we waited for failed because its own caller gave up:
 		// try again, with this caller's context.
 		if l.err != nil && (errors.Is(l.err, context.Canceled) || errors.Is(l.err, context.DeadlineExceeded)) && ctx.Err() == nil {
 			continue
 		}
-		return l.data, l.err
+		c.mu.Lock()
+		own := l.err == nil && !l.kept && l.receivers == 1
+		c.mu.Unlock()
+		return l.data, own, l.err
 	}
 }
 
@@ -90,10 +135,9 @@ func (c *Cache) load(ctx context.Context, h blob.Hash, l *load) {
 	// engine with what it is given: no third pass over a large blob here.
 	data, err := c.fetch(ctx, h)
 	l.data, l.err = data, err
-	if err == nil {
-		c.put(h, data)
-	}
+	kept := err == nil && c.put(h, data)
 	c.mu.Lock()
+	l.kept = kept
 	delete(c.loading, h)
 	c.mu.Unlock()
 	close(l.done)
@@ -103,7 +147,10 @@ func (c *Cache) load(ctx context.Context, h blob.Hash, l *load) {
 // (client.FetchBlob does), so the engine need not hash it again.
 func (c *Cache) BlobsChecked() {}
 
-var _ blob.Checked = (*Cache)(nil)
+var (
+	_ blob.Checked = (*Cache)(nil)
+	_ blob.Taker   = (*Cache)(nil)
+)
 
 // Has reports whether the cache holds h.
 func (c *Cache) Has(h blob.Hash) bool {
@@ -121,16 +168,18 @@ func (c *Cache) Stats() (bytes int64, blobs int, hits, misses uint64) {
 	return c.size, len(c.items), c.hits, c.miss
 }
 
-func (c *Cache) put(h blob.Hash, data []byte) {
+// put keeps data as blob h, unless it is larger than the cache, and
+// reports whether the cache holds it.
+func (c *Cache) put(h blob.Hash, data []byte) bool {
 	n := int64(len(data))
 	if n > c.max {
-		return
+		return false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if el, ok := c.items[h]; ok {
 		c.order.MoveToFront(el)
-		return
+		return true
 	}
 	c.items[h] = c.order.PushFront(&entry{hash: h, data: data})
 	c.size += n
@@ -141,4 +190,5 @@ func (c *Cache) put(h blob.Hash, data []byte) {
 		delete(c.items, e.hash)
 		c.size -= int64(len(e.data))
 	}
+	return true
 }

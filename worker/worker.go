@@ -43,6 +43,10 @@ const (
 	DefaultBlobCacheBytes = 512 << 20
 )
 
+// reportSlack is the room a done message needs in a frame besides its
+// result and console (key, token, times, credit).
+const reportSlack = 4 << 10
+
 // syncTimeout bounds the round trip a stopping worker makes to receive the
 // assignments on their way.
 const syncTimeout = 5 * time.Second
@@ -273,7 +277,22 @@ func (w *worker) run(ctx context.Context) error {
 	if eo.MaxResultBytes <= 0 || eo.MaxResultBytes >= lim {
 		eo.MaxResultBytes = lim
 		eo.ResultLimitName = "over the tracker's limit on a value (riotd --max-blob-bytes)"
+		if c.Limits().MaxResultBytes > c.Limits().MaxBlobBytes {
+			eo.ResultLimitName = "over the tracker's limit on a result (riotd --max-frame-bytes)"
+		}
 	}
+	// A workunit's report (its result or error, and its console) must fit
+	// in a frame: errors and the console are bounded by the tracker's
+	// limits too (a larger result goes as a blob, see evaluate).
+	fit := func(n *int, def, most int) {
+		if *n <= 0 {
+			*n = def
+		}
+		*n = max(1, min(*n, most))
+	}
+	fit(&eo.MaxErrorBytes, engine.DefaultMaxErrorBytes, c.Limits().MaxResultBytes/16)
+	fit(&eo.MaxThrownBytes, engine.DefaultMaxThrownBytes, c.Limits().MaxResultBytes/4)
+	fit(&eo.MaxConsoleBytes, engine.DefaultMaxConsoleBytes, c.Limits().MaxFrameBytes/4)
 	w.eng, err = engine.New(eo)
 	if err != nil {
 		return fmt.Errorf("worker: %w", err)
@@ -422,7 +441,7 @@ func (w *worker) prefetch(ctx context.Context, spec *workunit.Spec) {
 			continue
 		}
 		go func() {
-			if _, err := w.cache.Blob(ctx, h); err != nil && ctx.Err() == nil {
+			if err := w.cache.Prefetch(ctx, h); err != nil && ctx.Err() == nil {
 				w.ident.Load().log.Debug("worker: prefetch failed", "blob", h.Short(), "err", err)
 			}
 		}()
@@ -504,7 +523,9 @@ func (w *worker) evaluate(stop, evalCtx context.Context, j *job) bool {
 		r.Error = wire.WorkError(err)
 	} else {
 		r.Result = res.Value
-		if len(r.Result) > w.c.Limits().MaxResultBytes {
+		// Inline when it fits in a done message with its console.
+		lim := w.c.Limits()
+		if len(r.Result) > lim.MaxResultBytes || len(r.Result)+len(r.Console)+reportSlack > lim.MaxFrameBytes {
 			w.resultBlob(evalCtx, &r)
 		}
 	}

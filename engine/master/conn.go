@@ -56,6 +56,10 @@ type Submission interface {
 	Wait(ctx context.Context) (*workunit.Outcome, error)
 	// OnDone calls fn once, on another goroutine, when it is finished.
 	OnDone(fn func(*workunit.Outcome))
+	// OnFinished calls fn once, on another goroutine, when it is finished,
+	// with its status and console but not necessarily its value: a result
+	// the worker sent as a blob is not fetched for it.
+	OnFinished(fn func(*workunit.Outcome))
 }
 
 // Work is a workunit taken with Conn.WaitForWork.

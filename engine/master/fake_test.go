@@ -109,7 +109,8 @@ func (s *fakeSubmission) Accepted(ctx context.Context) (*workunit.Outcome, error
 func (s *fakeSubmission) Wait(ctx context.Context) (*workunit.Outcome, error) {
 	return s.c.Wait(ctx, s.key)
 }
-func (s *fakeSubmission) OnDone(fn func(*workunit.Outcome)) { s.c.OnFinished(s.key, fn) }
+func (s *fakeSubmission) OnDone(fn func(*workunit.Outcome))     { s.c.OnFinished(s.key, fn) }
+func (s *fakeSubmission) OnFinished(fn func(*workunit.Outcome)) { s.c.OnFinished(s.key, fn) }
 
 func (c *fakeConn) Name() string { return c.name }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"io"
 	"log/slog"
 	"os"
@@ -138,18 +139,19 @@ func RunScript(ctx context.Context, opts ScriptOptions) error {
 		return &ScriptError{Name: "SyntaxError", Message: msg, Stack: "SyntaxError: " + msg}
 	}
 	m := &master{
-		opts:     opts,
-		scripts:  []*capture.Script{script},
-		mods:     make(map[string]*goja.Object),
-		jobs:     jobQueue{ready: make(chan struct{}, 1)},
-		blobIDs:  make(map[*goja.Object]blobEntry),
-		pending:  make(map[blob.Hash][]byte),
-		uploaded: make(map[Conn]map[blob.Hash]bool),
-		modules:  modules.NewCache(filepath.Dir(name)),
-		taken:    make(map[workunit.Key]*Work),
-		subs:     make(map[workunit.Key]subEntry),
-		copies:   1,
-		ctx:      ctx,
+		opts:      opts,
+		scripts:   []*capture.Script{script},
+		mods:      make(map[string]*goja.Object),
+		jobs:      jobQueue{ready: make(chan struct{}, 1)},
+		blobIDs:   make(map[*goja.Object]blobEntry),
+		printSeed: maphash.MakeSeed(),
+		pending:   make(map[blob.Hash]*pendingBlob),
+		uploaded:  make(map[Conn]map[blob.Hash]bool),
+		modules:   modules.NewCache(filepath.Dir(name)),
+		taken:     make(map[workunit.Key]*Work),
+		subs:      make(map[workunit.Key]subEntry),
+		copies:    1,
+		ctx:       ctx,
 	}
 	st, err := engine.NewStandalone(ctx, engine.StandaloneOptions{
 		Console:  scriptConsole{stdout: opts.Stdout, stderr: opts.Stderr},
@@ -224,10 +226,14 @@ type master struct {
 	// left when a turn ends is an unhandled rejection.
 	rejected []*goja.Promise
 
-	blobIDs  map[*goja.Object]blobEntry
-	pending  map[blob.Hash][]byte // blobs made, not yet known to be uploaded
-	uploaded map[Conn]map[blob.Hash]bool
-	modules  *modules.Cache
+	blobIDs map[*goja.Object]blobEntry
+	// epoch counts submissions: a value sent again in a later one is
+	// checked for changes (blobFor); printSeed seeds buffers' hashes.
+	epoch     uint64
+	printSeed maphash.Seed
+	pending   map[blob.Hash]*pendingBlob // blobs made, by hash
+	uploaded  map[Conn]map[blob.Hash]bool
+	modules   *modules.Cache
 }
 
 // blobEntry is what a master knows of an object it sent: its size measure
@@ -238,6 +244,10 @@ type blobEntry struct {
 	bytes int
 	sends int
 	hash  blob.Hash
+	// epoch is the submission that last sent it (master.epoch); print, a
+	// buffer's hash of its bytes then (master.unchanged).
+	epoch uint64
+	print uint64
 }
 
 func (m *master) run() error {

@@ -379,3 +379,54 @@ func TestMaster_TimeoutOutOfRange(t *testing.T) {
 	sr := runScript(t, map[string]string{"main.js": `riot.waitUntilDone(riot.with({timeout: '30s'}).doWork(() => 1))`})
 	require.NoError(t, sr.err)
 }
+
+// A large value's blob is not kept once a tracker holds it: another
+// tracker gets it encoded again from the value, and a value changed since
+// (at the same size, so taken for the same value) is a clear error rather
+// than stale bytes.
+func TestMaster_LargeBlobEncodedAgainForAnotherTracker(t *testing.T) {
+	t.Parallel()
+	sr := runScript(t, map[string]string{"main.js": `
+		const big = new Float64Array(1 << 18); // 2 MiB, over KeepBlobBytes
+		big[7] = 7;
+		console.log(riot.waitUntilDone(riot.doWork(() => big[7])));
+		riot.connect('second');
+		console.log(riot.waitUntilDone(riot.doWork(() => big[7] + 1)));
+		big[7] = 70;
+		riot.connect('third');
+		console.log(riot.waitUntilDone(riot.doWork(() => big[7] + 2)));
+	`})
+	require.NoError(t, sr.err)
+	lines := strings.Split(strings.TrimSpace(sr.stdout.String()), "\n")
+	require.Len(t, lines, 3, sr.stdout.String())
+	assert.Equal(t, "7", lines[0])
+	assert.Equal(t, "8", lines[1], "the second tracker got the value, encoded again")
+	assert.Equal(t, "72", lines[2], "the changed value is a new blob")
+	assert.Equal(t, 2, sr.ft.uploads, "two blobs: the second tracker (the same fake store) already held the first")
+}
+
+// TestMaster_ValueChangedInPlaceIsSentAgain: a large value the script
+// changes in place (at the same size) between two submissions travels as
+// it is at the second one, as in one process. A regression test: the
+// master took the same object at the same size for the same value and
+// sent its old blob, and the workunit saw the old contents.
+func TestMaster_ValueChangedInPlaceIsSentAgain(t *testing.T) {
+	t.Parallel()
+	sr := runScript(t, map[string]string{"main.js": `
+		const typed = new Float64Array(100000);
+		const buf = new ArrayBuffer(200000);
+		const view = new DataView(new ArrayBuffer(200000));
+		const arr = Array.from({length: 20000}, (_, i) => i);           // about 100 KiB encoded
+		const obj = Object.fromEntries(Array.from({length: 10000}, (_, i) => ['k' + i, i]));
+		const set = new Set(Array.from({length: 10000}, (_, i) => 'w' + i));
+		const read = () => [typed[5], new Uint8Array(buf)[5], view.getUint8(5), arr[5], obj.k5, set.has('new')];
+		const out = [riot.waitUntilDone(riot.doWork(read))];
+		out.push(riot.waitUntilDone(riot.doWork(read))); // unchanged: the same blobs
+		typed[5] = 1; new Uint8Array(buf)[5] = 2; view.setUint8(5, 3); arr[5] = 4; obj.k5 = 5;
+		set.delete('w0'); set.add('new');
+		out.push(riot.waitUntilDone(riot.doWork(read)));
+		console.log(JSON.stringify(out));
+	`})
+	require.NoError(t, sr.err)
+	assert.Equal(t, `[[0,0,0,5,5,false],[0,0,0,5,5,false],[1,2,3,4,5,true]]`+"\n", sr.stdout.String())
+}

@@ -3,10 +3,12 @@ package master
 import (
 	"errors"
 	"fmt"
+	"hash/maphash"
 	"math"
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"sync"
@@ -198,17 +200,17 @@ func (m *master) blobFor(o *goja.Object) (blob.Hash, bool, error) {
 	}
 	ent, seen := m.blobIDs[o]
 	if seen && ent.size == size && !ent.hash.IsZero() {
-		return ent.hash, true, nil
-	}
-	encode := func() ([]byte, error) {
-		enc := jsvalue.NewEncoder(m.rt, m.in, jsvalue.EncodeOptions{Root: "value", Dest: "to a worker", Capture: m.captureFunc})
-		data, err := enc.EncodeValue(o)
-		return append([]byte(nil), data...), err
+		if ent.epoch == m.epoch || m.unchanged(o, ent) {
+			ent.epoch = m.epoch
+			m.blobIDs[o] = ent
+			return ent.hash, true, nil
+		}
+		seen = false // changed in place: a new blob
 	}
 	var data []byte
 	if !seen || ent.size != size {
 		var err error
-		if data, err = encode(); err != nil {
+		if data, err = m.encodeBlob(o); err != nil {
 			return blob.Hash{}, false, err
 		}
 		ent = blobEntry{size: size, bytes: len(data)}
@@ -223,7 +225,7 @@ func (m *master) blobFor(o *goja.Object) (blob.Hash, bool, error) {
 	}
 	if data == nil {
 		var err error
-		if data, err = encode(); err != nil {
+		if data, err = m.encodeBlob(o); err != nil {
 			return blob.Hash{}, false, err
 		}
 	}
@@ -233,9 +235,123 @@ func (m *master) blobFor(o *goja.Object) (blob.Hash, bool, error) {
 			units.FormatBytes(int64(len(data))), units.FormatSize(uint64(lim)))}
 	}
 	ent.hash = blob.Sum(data)
-	m.pending[ent.hash] = data
+	ent.epoch, ent.print = m.epoch, m.bufferPrint(o)
+	m.pending[ent.hash] = &pendingBlob{data: data, obj: o}
 	m.blobIDs[o] = ent
 	return ent.hash, true, nil
+}
+
+// VerifyBlobBytes is the largest encoding of a container (an array, an
+// object, a Map or a Set) that a master encodes again, each time it is
+// sent in a later submission, to see whether the script changed it in
+// place. A larger container sent again at the same size (element count)
+// is taken as unchanged (docs/values.md). Buffers (typed arrays,
+// ArrayBuffers, DataViews) are checked at any size, by a fast hash of
+// their bytes.
+const VerifyBlobBytes = 256 << 10
+
+// unchanged reports whether o, which became blob ent.hash in an earlier
+// submission, still holds what it held then.
+func (m *master) unchanged(o *goja.Object, ent blobEntry) bool {
+	if b, ok := m.bufferBytes(o); ok {
+		return maphash.Bytes(m.printSeed, b) == ent.print
+	}
+	if ent.bytes > VerifyBlobBytes {
+		return true
+	}
+	data, err := m.encodeBlob(o)
+	return err == nil && blob.Sum(data) == ent.hash
+}
+
+// bufferPrint returns a fast hash of o's bytes when o is a buffer (0
+// otherwise).
+func (m *master) bufferPrint(o *goja.Object) uint64 {
+	if b, ok := m.bufferBytes(o); ok {
+		return maphash.Bytes(m.printSeed, b)
+	}
+	return 0
+}
+
+// bufferBytes returns the bytes of the ArrayBuffer under o, when o is a
+// typed array, a DataView or an ArrayBuffer.
+func (m *master) bufferBytes(o *goja.Object) ([]byte, bool) {
+	var buf goja.Value
+	switch m.in.Classify(o) {
+	case jsvalue.KindArrayBuffer:
+		buf = o
+	case jsvalue.KindTyped:
+		buf, _ = m.in.TypedBuffer(o)
+	case jsvalue.KindDataView:
+		buf, _ = m.in.ViewBuffer(o)
+	default:
+		return nil, false
+	}
+	bo, ok := buf.(*goja.Object)
+	if !ok {
+		return nil, false
+	}
+	ab, ok := bo.Export().(goja.ArrayBuffer)
+	if !ok {
+		return nil, false
+	}
+	return ab.Bytes(), true
+}
+
+// encodeBlob encodes o as a document of its own, a blob's bytes: the
+// encoder's buffer, which is the caller's (the encoder is not used again).
+func (m *master) encodeBlob(o *goja.Object) ([]byte, error) {
+	enc := jsvalue.NewEncoder(m.rt, m.in, jsvalue.EncodeOptions{Root: "value", Dest: "to a worker", Capture: m.captureFunc})
+	return enc.EncodeValue(o)
+}
+
+// KeepBlobBytes is the largest blob of a value whose bytes a master keeps
+// once a tracker holds it. A larger one is encoded again from its value
+// when another tracker (riot.connect) needs it, so that a large value is
+// in the master's memory once, as the script's own, and not twice.
+const KeepBlobBytes = 1 << 20
+
+// describeValue names o's kind for an error: its class for a typed array,
+// as jsvalue.Describe does otherwise.
+func (m *master) describeValue(o *goja.Object) string {
+	if name, ok := m.in.TypedName(o); ok {
+		return "a " + name
+	}
+	return jsvalue.Describe(o)
+}
+
+// collectBytes is the size of encodings dropped at once (KeepBlobBytes)
+// from which a master collects garbage at once, to use their memory again.
+const collectBytes = 64 << 20
+
+// pendingBlob is a blob a master made: its bytes, nil once uploaded when
+// larger than KeepBlobBytes, and the value they encode (nil for a module's
+// blob, whose bytes are always kept).
+type pendingBlob struct {
+	data []byte
+	obj  *goja.Object
+}
+
+// blobBytes returns the bytes of blob h, encoding its value again when
+// they were dropped. A value changed since it was sent (the same size, so
+// the master took it for the same value: blobFor) no longer encodes to h,
+// and is an error: the workunits that refer to h need h's bytes.
+func (m *master) blobBytes(op string, h blob.Hash) []byte {
+	p, ok := m.pending[h]
+	if !ok {
+		m.sb.Throw("Error", "%s: blob %s is missing on the master", op, h.Short())
+	}
+	if p.data != nil {
+		return p.data
+	}
+	data, err := m.encodeBlob(p.obj)
+	if err != nil {
+		m.sb.Throw("Error", "%s: blob %s: encoding its value again for this tracker: %v", op, h.Short(), err)
+	}
+	if sum := blob.Sum(data); sum != h {
+		m.sb.Throw("Error", "%s: blob %s: its value (%s) changed since it was first sent, and it is too large (%s) for the master to have kept its bytes; send the changed value as a new object (a copy), or send it to this tracker before changing it",
+			op, h.Short(), m.describeValue(p.obj), units.FormatBytes(int64(len(data))))
+	}
+	return data
 }
 
 // valueLimit returns the most bytes the tracker takes for one value sent
@@ -290,6 +406,9 @@ func (m *master) sizeOf(o *goja.Object) (int64, bool) {
 // encoder returns an encoder for workunit payloads: functions by capture,
 // large values as blobs.
 func (m *master) encoder() *jsvalue.Encoder {
+	// Script code may have run since the last submission: the values it
+	// sent may have changed (blobFor checks them again).
+	m.epoch++
 	return jsvalue.NewEncoder(m.rt, m.in, jsvalue.EncodeOptions{Root: "args", Dest: "to a worker", Capture: m.captureFunc, Blob: m.blobFor})
 }
 
@@ -365,11 +484,7 @@ func (m *master) submit(op string, c Conn, specs []*workunit.Spec, opts workunit
 	for _, s := range specs {
 		for _, h := range s.Blobs {
 			if !up[h] {
-				data, ok := m.pending[h]
-				if !ok {
-					m.sb.Throw("Error", "%s: blob %s is missing on the master", op, h.Short())
-				}
-				need[h] = data
+				need[h] = m.blobBytes(op, h)
 			}
 		}
 	}
@@ -377,8 +492,22 @@ func (m *master) submit(op string, c Conn, specs []*workunit.Spec, opts workunit
 		if err := c.EnsureBlobs(m.ctx, need); err != nil {
 			m.sb.Throw("Error", "%s: uploading %d blobs: %v", op, len(need), err)
 		}
-		for h := range need {
+		dropped := 0
+		for h, data := range need {
 			up[h] = true
+			if p := m.pending[h]; p.obj != nil && len(data) > KeepBlobBytes {
+				p.data = nil // the value is the script's: encoded again if needed
+				dropped += len(data)
+			}
+		}
+		clear(need)
+		if dropped >= collectBytes {
+			// The heap was the value and its encoding. Without a collection
+			// now it would grow to twice that (GOGC) before the memory is
+			// used again, for a result the size of the value, say; and
+			// the memory collected goes back to the system, as small
+			// allocations in it would keep a large one from using it.
+			debug.FreeOSMemory()
 		}
 	}
 	subs := make([]Submission, len(specs))
@@ -392,7 +521,9 @@ func (m *master) submit(op string, c Conn, specs []*workunit.Spec, opts workunit
 		e := subEntry{sub: sub, conn: c, reported: new(sync.Once)}
 		m.subs[sub.Key()] = e
 		if m.opts.Events != nil {
-			sub.OnDone(func(o *workunit.Outcome) { m.reportOnce(e, o) })
+			// Events need the status and console, not the value: a large
+			// result is not fetched for them.
+			sub.OnFinished(func(o *workunit.Outcome) { m.reportOnce(e, o) })
 		}
 	}
 	for _, sub := range subs {
@@ -550,7 +681,9 @@ func (m *master) doWorkCall(call goja.FunctionCall, opts workunit.Options) goja.
 		m.sb.Throw("Error", "%s: %v", op, err)
 	}
 	for h, data := range mod.Blobs {
-		m.pending[h] = data
+		if _, ok := m.pending[h]; !ok {
+			m.pending[h] = &pendingBlob{data: data}
+		}
 	}
 	var args []goja.Value
 	if len(call.Arguments) > 2 {
@@ -655,11 +788,23 @@ func (m *master) result(op string, c Conn, key workunit.Key) goja.Value {
 	if o.Status == workunit.StatusError {
 		panic(m.workunitError(key, o))
 	}
-	v, err := m.sb.Decode(o.Result)
+	v, err := m.decodeResult(c, o)
 	if err != nil {
 		m.sb.Throw("Error", "%s: workunit %s: its result does not decode: %v", op, key.Short(), err)
 	}
 	return v
+}
+
+// decodeResult decodes a done workunit's result that came through c. One
+// larger than c's limit on an inline result (a Conn with a MaxResultBytes
+// method) came as a blob, fetched for this wait alone (client.Call.Wait):
+// its typed arrays are made over the fetched bytes, not over copies, so
+// that a large result is in the master's memory once.
+func (m *master) decodeResult(c Conn, o *workunit.Outcome) (goja.Value, error) {
+	if l, ok := c.(interface{ MaxResultBytes() int }); ok && l.MaxResultBytes() > 0 && len(o.Result) > l.MaxResultBytes() {
+		return m.sb.DecodeOwned(o.Result)
+	}
+	return m.sb.Decode(o.Result)
 }
 
 // workunitError makes the WorkunitError thrown for a failed workunit: its
@@ -728,7 +873,8 @@ func (m *master) rebuildError(werr *workunit.Error) goja.Value {
 // cancel implements riot.cancel(id, ...) and riot.cancel([id, ...]): it
 // cancels this master's workunits that are waiting or running and returns
 // the ids it canceled. Their waiters get a WorkunitError of kind
-// 'canceled'.
+// 'canceled'. Of another master's that it joined, this master stops
+// waiting; the tracker cancels those nobody else waits for.
 func (m *master) cancel(call goja.FunctionCall) goja.Value {
 	const op = "riot.cancel"
 	var keys []workunit.Key
@@ -776,7 +922,7 @@ func (m *master) callWhenDone(call goja.FunctionCall) goja.Value {
 				m.callback(fn, true, o.Worker, m.rt.ToValue(msg))
 				return
 			}
-			v, err := m.sb.Decode(o.Result)
+			v, err := m.decodeResult(c, o)
 			if err != nil {
 				m.sb.Throw("Error", "%s: workunit %s: its result does not decode: %v", op, key.Short(), err)
 			}

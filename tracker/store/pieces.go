@@ -215,10 +215,11 @@ func (w *memWriter) Write(p []byte) (int, error) {
 	if int64(len(w.buf)+len(p)) > w.size {
 		return 0, fmt.Errorf("store: blob %s: %d bytes past its size of %d", w.h.Short(), int64(len(w.buf)+len(p))-w.size, w.size)
 	}
-	if len(w.buf)+len(p) > cap(w.buf) {
-		// The pieces came: room for the whole, in one step rather than
-		// append's many.
-		buf := make([]byte, len(w.buf), w.size)
+	if need := len(w.buf) + len(p); need > cap(w.buf) {
+		// Room grows with what came (twice as much, up to the size
+		// claimed): a claim alone, whose pieces may never come, costs
+		// nothing.
+		buf := make([]byte, len(w.buf), min(max(2*cap(w.buf), need), int(w.size)))
 		copy(buf, w.buf)
 		w.buf = buf
 	}
@@ -259,8 +260,8 @@ func (m *Memory) CreateBlob(ctx context.Context, h blob.Hash, size int64) (BlobW
 	if size < 0 {
 		return nil, fmt.Errorf("store: create blob %s: size %d", h.Short(), size)
 	}
-	// Room for the size claimed, up to a bound: the pieces may never come.
-	return &memWriter{m: m, h: h, size: size, buf: make([]byte, 0, min(size, 16<<20))}, nil
+	// No room yet: the pieces may never come (Write grows it).
+	return &memWriter{m: m, h: h, size: size}, nil
 }
 
 // ReadBlob implements Store.

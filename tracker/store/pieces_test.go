@@ -122,3 +122,20 @@ func TestBolt_BlobPieces_SurviveRestart_PartsDropped(t *testing.T) {
 	_, err = os.Stat(parts[0])
 	assert.ErrorIs(t, err, os.ErrNotExist, "an unfinished part is removed at open")
 }
+
+// TestMemory_CreateBlob_ClaimCostsNothing: an upload's claimed size
+// reserves no memory until its pieces come, and the room grows with them.
+// A regression test: each claim reserved up to 16 MiB at once, and the
+// whole claimed size after 16 MiB had come.
+func TestMemory_CreateBlob_ClaimCostsNothing(t *testing.T) {
+	t.Parallel()
+	m := NewMemory()
+	w, err := m.CreateBlob(context.Background(), blob.Hash{1}, 1<<30)
+	require.NoError(t, err)
+	mw := w.(*memWriter)
+	assert.Zero(t, cap(mw.buf), "a claim alone reserves nothing")
+	_, err = w.Write(make([]byte, 1000))
+	require.NoError(t, err)
+	assert.Less(t, cap(mw.buf), 1<<20, "the room follows what came")
+	w.Abort()
+}

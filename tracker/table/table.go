@@ -719,18 +719,22 @@ func (t *Table) unwatch(e Unwatch) {
 	t.dropWatch(e.Master, idx)
 }
 
-// dropWatch drops m's watch of record idx, unanswered, and reports
-// whether it had one.
-func (t *Table) dropWatch(m MasterID, idx uint32) bool {
-	k, has := t.keyOf(m, idx)
-	if !has {
-		return false
-	}
-	n, ok := t.wbyKey[k]
-	if ok {
+// dropWatch drops m's watch of record idx, unanswered.
+func (t *Table) dropWatch(m MasterID, idx uint32) {
+	if n, ok := t.watchOf(m, idx); ok {
 		t.freeWatch(n)
 	}
-	return ok
+}
+
+// watchOf returns the node (+1) of m's watch of record idx, and whether
+// m has one.
+func (t *Table) watchOf(m MasterID, idx uint32) (uint32, bool) {
+	k, has := t.keyOf(m, idx)
+	if !has {
+		return 0, false
+	}
+	n, ok := t.wbyKey[k]
+	return n, ok
 }
 
 // expireWatches ends the watches whose master's time limit has passed
@@ -821,9 +825,22 @@ func (t *Table) cancel(e *Cancel) {
 		}
 		msg := "canceled by " + e.By
 		if !known || r.owner != owner {
-			// Another's: e.Master stops waiting for it, and it stops
-			// when nobody else waits.
-			if !t.dropWatch(e.Master, idx) || r.watch != 0 {
+			// Another's: e.Master stops waiting for it (its watch is
+			// answered with the cancel), and it stops when nobody else
+			// waits.
+			n, ok := t.watchOf(e.Master, idx)
+			if !ok {
+				continue
+			}
+			o := t.outcome(r)
+			o.Status = workunit.StatusError
+			o.Err = &workunit.Error{Kind: workunit.Canceled, Name: "AbortError", Key: r.key,
+				Message: msg + ": this master stopped waiting for it (another master's workunit, which it had joined)"}
+			// Not the record's outcome (rec 0): this master's own end of
+			// its wait, true whatever the store has.
+			t.out.Notify = append(t.out.Notify, Notification{Master: e.Master, Req: t.wnodes[n-1].req, Outcome: o})
+			t.freeWatch(n)
+			if r.watch != 0 {
 				continue
 			}
 			msg += ", the last master waiting for it"

@@ -1,10 +1,12 @@
 package inspect
 
 import (
+	"context"
 	"math"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/dop251/goja"
 	"github.com/dop251/goja/ftoa"
@@ -21,7 +23,28 @@ type Options struct {
 	// BreakLength is the width past which an object is broken over lines;
 	// 0 means 80.
 	BreakLength int
+	// MaxStringLength is how many characters of a string are shown, as
+	// Node's maxStringLength: the rest is counted ("... 5 more
+	// characters"); 0 means 10000, negative no limit.
+	MaxStringLength int
+	// MaxBytes bounds the whole text: once about that much is written,
+	// objects not yet begun show as [Object] (or [Array], [Map], ...) and
+	// those being written end with "... more items", and a text still
+	// longer than half as much again is cut there, with a note of how
+	// much; 0 means DefaultMaxBytes,
+	// negative no limit. With Depth and MaxItems it bounds the work too,
+	// whatever the value's shape (a graph of shared references that
+	// would print as 2^40 leaves).
+	MaxBytes int
 }
+
+// DefaultMaxBytes is the bound on Inspect's text when Options.MaxBytes is
+// zero.
+const DefaultMaxBytes = 1 << 20
+
+// checkEvery is how many values Inspect formats between two looks at its
+// context.
+const checkEvery = 1024
 
 // Inspect formats a value of rt (whose built-ins are js) as Node's
 // util.inspect does (in its main points: quoting, nesting depth, Maps and
@@ -30,6 +53,13 @@ type Options struct {
 // prints for results that are not JSON. A getter that throws gives
 // "[inspect: ...]".
 func Inspect(rt *goja.Runtime, js *jsvalue.Intrinsics, v goja.Value, opts Options) string {
+	out, _ := InspectContext(context.Background(), rt, js, v, opts)
+	return out
+}
+
+// InspectContext is Inspect that stops when ctx ends: it then returns what
+// it wrote so far, cut short, and ctx's error.
+func InspectContext(ctx context.Context, rt *goja.Runtime, js *jsvalue.Intrinsics, v goja.Value, opts Options) (string, error) {
 	if opts.Depth == 0 {
 		opts.Depth = 2
 	}
@@ -39,15 +69,36 @@ func Inspect(rt *goja.Runtime, js *jsvalue.Intrinsics, v goja.Value, opts Option
 	if opts.BreakLength == 0 {
 		opts.BreakLength = 80
 	}
-	in := &inspector{rt: rt, js: js, opts: opts, refs: make(map[*goja.Object]int)}
+	if opts.MaxStringLength == 0 {
+		opts.MaxStringLength = 10000
+	}
+	if opts.MaxBytes == 0 {
+		opts.MaxBytes = DefaultMaxBytes
+	}
+	in := &inspector{ctx: ctx, rt: rt, js: js, opts: opts, refs: make(map[*goja.Object]int)}
 	var out string
 	if ex := rt.Try(func() { out = in.value(v, 0, true) }); ex != nil {
-		return "[inspect: " + ex.Error() + "]"
+		return "[inspect: " + ex.Error() + "]", nil
 	}
-	return out
+	if opts.MaxBytes > 0 && len(out) > opts.MaxBytes+opts.MaxBytes/2 {
+		head := out[:opts.MaxBytes]
+		for len(head) > 0 && !utf8.RuneStart(out[len(head)]) {
+			head = head[:len(head)-1]
+		}
+		out = head + "... [output cut: " + strconv.Itoa(len(out)-len(head)) + " more bytes]"
+	}
+	if in.canceled {
+		return out, ctx.Err()
+	}
+	return out, nil
 }
 
 type inspector struct {
+	ctx      context.Context
+	steps    int  // values formatted, for looks at ctx
+	used     int  // bytes of text written so far, about
+	canceled bool // ctx ended: write no more
+
 	// nest is how many levels of objects the value just formatted holds
 	// (0 for a primitive): Node puts an object on one line only when it
 	// holds at most three levels and fits in breakLength.
@@ -102,6 +153,20 @@ func Quote(s string) string {
 	return b.String()
 }
 
+// maxKeyLength is the longest key shown whole when strings are cut
+// (Options.MaxStringLength): longer keys are cut at MaxStringLength.
+const maxKeyLength = 10000
+
+// key writes a property's key, counting it as written.
+func (in *inspector) key(k string) string {
+	s := propertyKey(k)
+	if len(k) > maxKeyLength && in.opts.MaxStringLength >= 0 {
+		s = in.quote(k)
+	}
+	in.used += len(s)
+	return s
+}
+
 func propertyKey(k string) string {
 	if jsvalue.IsIdentifier(k) {
 		return k
@@ -109,15 +174,52 @@ func propertyKey(k string) string {
 	return Quote(k)
 }
 
+// over reports whether the inspector must write no more: its text passed
+// MaxBytes, or its context ended.
+func (in *inspector) over() bool {
+	return in.canceled || in.opts.MaxBytes >= 0 && in.used > in.opts.MaxBytes
+}
+
+// quote is Quote for a string shown inside a value, cut at
+// MaxStringLength characters.
+func (in *inspector) quote(s string) string {
+	n := in.opts.MaxStringLength
+	if n < 0 || len(s) <= n {
+		return Quote(s)
+	}
+	chars := 0
+	for i := range s {
+		if chars == n {
+			rest := utf8.RuneCountInString(s[i:])
+			return Quote(s[:i]) + "... " + strconv.Itoa(rest) + " more character" + plural(rest)
+		}
+		chars++
+	}
+	return Quote(s)
+}
+
 func (in *inspector) value(v goja.Value, level int, top bool) string {
+	s := in.value1(v, level, top)
+	if _, isObj := v.(*goja.Object); isObj {
+		in.used += 4*level + 4 // its brackets, each on a line of its own; its children and keys are counted as written
+	} else {
+		in.used += len(s)
+	}
+	return s
+}
+
+func (in *inspector) value1(v goja.Value, level int, top bool) string {
 	in.nest = 0
+	if in.steps++; in.steps%checkEvery == 0 && in.ctx.Err() != nil {
+		in.canceled = true
+	}
 	switch {
 	case v == nil || goja.IsUndefined(v):
 		return "undefined"
 	case goja.IsNull(v):
 		return "null"
 	case goja.IsString(v):
-		return Quote(v.String())
+		return in.quote(v.String())
 	case goja.IsNumber(v):
 		return FormatNumber(v.ToFloat())
 	case goja.IsBigInt(v):
@@ -152,8 +254,15 @@ func (in *inspector) value(v goja.Value, level int, top bool) string {
 	return s
 }
 
+// tooDeep reports whether an object at level shows as [Name]: past Depth,
+// or once the text is long enough (over).
 func (in *inspector) tooDeep(level int) bool {
-	return in.opts.Depth >= 0 && level > in.opts.Depth
+	return in.opts.Depth >= 0 && level > in.opts.Depth || in.over()
+}
+
+// more is the item that ends a list of which n items are not shown.
+func more(n int) string {
+	return "... " + strconv.Itoa(n) + " more item" + plural(n)
 }
 
 func (in *inspector) object(o *goja.Object, level int, deepest *int) string {
@@ -170,11 +279,12 @@ func (in *inspector) object(o *goja.Object, level int, deepest *int) string {
 		group := in.grouping(o, n)
 		if _, dense := in.js.DenseArray(o); dense {
 			items = make([]string, 0, min(n, in.opts.MaxItems)+1)
-			for i := 0; i < n && i < in.opts.MaxItems; i++ {
+			i := 0
+			for ; i < n && i < in.opts.MaxItems && !in.over(); i++ {
 				items = append(items, in.child(o.Get(jsvalue.Index(i)), level+1, deepest))
 			}
-			if n > in.opts.MaxItems {
-				items = append(items, "... "+strconv.Itoa(n-in.opts.MaxItems)+" more item"+plural(n-in.opts.MaxItems))
+			if i < n {
+				items = append(items, more(n-i))
 			}
 		} else {
 			var extra bool
@@ -232,15 +342,16 @@ func (in *inspector) object(o *goja.Object, level int, deepest *int) string {
 			return "[" + name + "]"
 		}
 		items := make([]string, 0, min(count, in.opts.MaxItems)+1)
-		for i := 0; i < len(kv) && i/2 < in.opts.MaxItems; i += 2 {
+		i := 0
+		for ; i < len(kv) && i/2 < in.opts.MaxItems && !in.over(); i += 2 {
 			if isMap {
 				items = append(items, in.child(kv[i], level+1, deepest)+" => "+in.child(kv[i+1], level+1, deepest))
 			} else {
 				items = append(items, in.child(kv[i], level+1, deepest))
 			}
 		}
-		if count > in.opts.MaxItems {
-			items = append(items, "... "+strconv.Itoa(count-in.opts.MaxItems)+" more item"+plural(count-in.opts.MaxItems))
+		if i/2 < count {
+			items = append(items, more(count-i/2))
 		}
 		return head + in.wrap("{", "}", items, level, *deepest)
 	case jsvalue.KindArrayBuffer:
@@ -270,11 +381,12 @@ func (in *inspector) object(o *goja.Object, level int, deepest *int) string {
 			return "[" + name + "]"
 		}
 		items := make([]string, 0, min(n, in.opts.MaxItems)+1)
-		for i := 0; i < n && i < in.opts.MaxItems; i++ {
+		i := 0
+		for ; i < n && i < in.opts.MaxItems && !in.over(); i++ {
 			items = append(items, in.child(o.Get(jsvalue.Index(i)), level+1, deepest))
 		}
-		if n > in.opts.MaxItems {
-			items = append(items, "... "+strconv.Itoa(n-in.opts.MaxItems)+" more item"+plural(n-in.opts.MaxItems))
+		if i < n {
+			items = append(items, more(n-i))
 		}
 		return in.reduce(name+"("+strconv.Itoa(n)+") [", "]", items, level, *deepest, in.grouping(o, n))
 	case jsvalue.KindPromise:
@@ -307,8 +419,12 @@ func (in *inspector) object(o *goja.Object, level int, deepest *int) string {
 	}
 	keys := o.Keys()
 	items := make([]string, 0, len(keys))
-	for _, k := range keys {
-		items = append(items, propertyKey(k)+": "+in.child(o.Get(k), level+1, deepest))
+	for i, k := range keys {
+		if in.over() {
+			items = append(items, more(len(keys)-i))
+			break
+		}
+		items = append(items, in.key(k)+": "+in.child(o.Get(k), level+1, deepest))
 	}
 	if len(items) == 0 && prefix != "" {
 		return prefix + "{}"
@@ -321,7 +437,7 @@ func (in *inspector) object(o *goja.Object, level int, deepest *int) string {
 // then the other properties as "key: value" (extra reports some).
 func (in *inspector) sparseItems(o *goja.Object, n, level int, deepest *int) (items []string, extra bool) {
 	pos, shown := 0, 0
-	more := false
+	cut := false
 	var others []string
 	for _, k := range o.Keys() {
 		idx, ok := jsvalue.ArrayIndex(k)
@@ -329,19 +445,19 @@ func (in *inspector) sparseItems(o *goja.Object, n, level int, deepest *int) (it
 			others = append(others, k)
 			continue
 		}
-		if more {
+		if cut {
 			continue
 		}
 		if int(idx) > pos {
-			if shown == in.opts.MaxItems {
-				more = true
+			if shown == in.opts.MaxItems || in.over() {
+				cut = true
 				continue
 			}
 			items = append(items, emptyItems(int(idx)-pos))
 			shown++
 		}
-		if shown == in.opts.MaxItems {
-			pos, more = int(idx), true
+		if shown == in.opts.MaxItems || in.over() {
+			pos, cut = int(idx), true
 			continue
 		}
 		items = append(items, in.child(o.Get(k), level+1, deepest))
@@ -349,13 +465,17 @@ func (in *inspector) sparseItems(o *goja.Object, n, level int, deepest *int) (it
 		pos = int(idx) + 1
 	}
 	switch {
-	case !more && pos < n && shown < in.opts.MaxItems:
+	case !cut && pos < n && shown < in.opts.MaxItems:
 		items = append(items, emptyItems(n-pos))
-	case more || pos < n:
-		items = append(items, "... "+strconv.Itoa(n-pos)+" more item"+plural(n-pos))
+	case cut || pos < n:
+		items = append(items, more(n-pos))
 	}
-	for _, k := range others {
-		items = append(items, propertyKey(k)+": "+in.child(o.Get(k), level+1, deepest))
+	for i, k := range others {
+		if in.over() {
+			items = append(items, more(len(others)-i))
+			break
+		}
+		items = append(items, in.key(k)+": "+in.child(o.Get(k), level+1, deepest))
 	}
 	return items, len(others) > 0
 }
@@ -418,6 +538,7 @@ func (in *inspector) function(o *goja.Object) string {
 // deepest nesting among its children.
 func (in *inspector) child(v goja.Value, level int, deepest *int) string {
 	s := in.value(v, level, false)
+	in.used += 2*level + 2 // its separator and indentation, if broken over lines
 	*deepest = max(*deepest, in.nest)
 	return s
 }

@@ -1,6 +1,8 @@
 package inspect
 
 import (
+	"context"
+	"strings"
 	"testing"
 
 	"github.com/dop251/goja"
@@ -71,4 +73,53 @@ func TestStacks(t *testing.T) {
 		NormalizeStack("Error: x\n\tat f (job.js:3:7(12))\n\tat "+jsvalue.InternalFile+":1:1(0)\n\tat job.js:5:1(4)\n"))
 	assert.Equal(t, "RangeError: deep", StackString("RangeError", "deep", nil, 10))
 	assert.Equal(t, "Uncaught 1", StackString("", "Uncaught 1", nil, 0))
+}
+
+// dagSource builds 40 levels of [a, a]: a few hundred bytes that a walk of
+// every path would write as 2^40 leaves.
+const dagSource = "(() => { let a = [1]; for (let i = 0; i < 40; i++) a = [a, a]; return a })()"
+
+// TestInspect_Bounded: the text is bounded whatever the value's shape (a
+// graph of shared references, a long string, many keys), and so is the
+// work. A regression test: the graph of shared references never finished
+// at Depth -1.
+func TestInspect_Bounded(t *testing.T) {
+	t.Parallel()
+	rt, js := newRuntime(t)
+	run := func(src string) goja.Value {
+		v, err := rt.RunString(src)
+		require.NoError(t, err, src)
+		return v
+	}
+	dag := run(dagSource)
+	out := Inspect(rt, js, dag, Options{Depth: -1, MaxBytes: 16384})
+	assert.LessOrEqual(t, len(out), 16384*3/2+64)
+	assert.Contains(t, out, "\n  ... 1 more item\n]", "past MaxBytes, each array ends with what it left out")
+	// At the default depth it is short.
+	assert.Equal(t, "[\n  [ [ [Array], [Array] ], [ [Array], [Array] ] ],\n  [ [ [Array], [Array] ], [ [Array], [Array] ] ]\n]",
+		Inspect(rt, js, dag, Options{}))
+
+	// Strings inside a value are cut at MaxStringLength characters, as
+	// Node's are.
+	assert.Equal(t, "{ big: 'xx'... 99998 more characters }", Inspect(rt, js, run("({big: 'x'.repeat(100000)})"), Options{MaxStringLength: 2}))
+	out = Inspect(rt, js, run("['é'.repeat(20000)]"), Options{})
+	assert.Equal(t, "[\n  '"+strings.Repeat("é", 10000)+"'... 10000 more characters\n]", out)
+
+	// Many keys: the object ends with what it left out.
+	out = Inspect(rt, js, run("Object.fromEntries(Array.from({length: 100000}, (_, i) => ['k' + i, i]))"), Options{MaxBytes: 1000})
+	assert.Less(t, len(out), 1500)
+	assert.Regexp(t, `\.\.\. \d+ more items\n\}$`, out)
+}
+
+// TestInspectContext_Canceled: an ended context stops the walk, and says
+// so.
+func TestInspectContext_Canceled(t *testing.T) {
+	t.Parallel()
+	rt, js := newRuntime(t)
+	dag, err := rt.RunString(dagSource)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err = InspectContext(ctx, rt, js, dag, Options{Depth: -1, MaxBytes: -1})
+	require.ErrorIs(t, err, context.Canceled)
 }

@@ -44,6 +44,9 @@ type Decoder struct {
 	// decoded on the fast path.
 	pending []int
 	depth   int
+	// owned says the document's bytes are the decoder's
+	// (DecodeOwnedValue): buffers are made over them.
+	owned bool
 }
 
 // NewDecoder returns a decoder into rt, whose built-ins are in. fns makes
@@ -69,6 +72,31 @@ func (d *Decoder) DecodeValue(data []byte) (goja.Value, error) {
 		return nil, d.r.Errorf("%d bytes after the end of the value", d.r.Remaining())
 	}
 	return v, nil
+}
+
+// DecodeOwnedValue decodes one whole document, as DecodeValue does, from
+// bytes that the caller gives to the decoder: the ArrayBuffers it makes
+// (those of typed arrays and DataViews too) are made over data's bytes
+// rather than over copies, so that a large typed array is in memory once.
+// The caller must not use data again, nor give it to anything else: the
+// values' writes go to it. A buffer that must be changed first (one of a
+// big-endian typed array) or that could be decoded twice (inside a
+// function's free variables, which a cyclic function decodes again) is
+// still copied.
+func (d *Decoder) DecodeOwnedValue(data []byte) (goja.Value, error) {
+	d.owned = true
+	defer func() { d.owned = false }()
+	return d.DecodeValue(data)
+}
+
+// buffer returns the bytes for a new ArrayBuffer holding b, a byte string
+// of the document: b itself when the document is the decoder's and b is
+// decoded once, else a copy.
+func (d *Decoder) buffer(b []byte, mustChange bool) []byte {
+	if d.owned && !mustChange && len(d.pending) == 0 {
+		return b[:len(b):len(b)]
+	}
+	return append([]byte(nil), b...)
 }
 
 // DecodeArgs decodes a document that must be an array and returns its
@@ -124,7 +152,7 @@ func (d *Decoder) decode() (goja.Value, error) {
 		if err != nil {
 			return nil, err
 		}
-		buf := d.rt.ToValue(d.rt.NewArrayBuffer(append([]byte(nil), b...)))
+		buf := d.rt.ToValue(d.rt.NewArrayBuffer(d.buffer(b, false)))
 		d.reserve(buf)
 		return buf, nil
 	case cbor.MajorText:
@@ -606,9 +634,14 @@ func (d *Decoder) sparseArray() (goja.Value, error) {
 			return nil, err
 		}
 		if kh.Major != cbor.MajorUint {
-			if kh.Major == cbor.MajorText && kh.Arg == 6 {
-				if b, err := r.Bytes(6); err == nil && string(b) == "length" {
-					return nil, d.r.Errorf(`an array's "length" is its first item, not a property`)
+			if kh.Major == cbor.MajorText && kh.Arg <= 10 {
+				if b, err := r.Bytes(kh.Arg); err == nil {
+					if string(b) == "length" {
+						return nil, d.r.Errorf(`an array's "length" is its first item, not a property`)
+					}
+					if _, isIndex := value.ArrayIndex(string(b)); isIndex {
+						return nil, d.r.Errorf("array property %q is an index, written as a string", b)
+					}
 				}
 			}
 			if err := d.property(arr, seen); err != nil {
@@ -653,7 +686,7 @@ func (d *Decoder) typedArray(tag uint64) (goja.Value, error) {
 	if len(b)%size != 0 {
 		return nil, d.r.Errorf("%s of %d bytes is not a whole number of %d-byte elements", kind, len(b), size)
 	}
-	data := append([]byte(nil), b...)
+	data := d.buffer(b, bigEndian)
 	if bigEndian {
 		swapBytes(data, size)
 	}

@@ -237,6 +237,15 @@ func (e *Encoder) register(o *goja.Object) {
 // used again.
 func (e *Encoder) Bytes() []byte { return e.w.Bytes() }
 
+// TakeBytes returns the document encoded so far and gives it away: the
+// encoder forgets its buffer and starts the next document in a new one. A
+// large document is thus not copied, and not kept with the encoder.
+func (e *Encoder) TakeBytes() []byte {
+	b := e.w.Bytes()
+	e.w = cbor.Writer{}
+	return b
+}
+
 // Blobs returns the blobs the document refers to, in order: the encoder's
 // until it is used again.
 func (e *Encoder) Blobs() []blob.Hash { return e.blobs }
