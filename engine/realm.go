@@ -103,17 +103,7 @@ func (rl *realm) trackRejection(p *goja.Promise, op goja.PromiseRejectionOperati
 	if r == nil {
 		return
 	}
-	switch op {
-	case goja.PromiseRejectionReject:
-		r.unhandled = append(r.unhandled, p)
-	case goja.PromiseRejectionHandle:
-		for i, q := range r.unhandled {
-			if q == p {
-				r.unhandled = append(r.unhandled[:i], r.unhandled[i+1:]...)
-				break
-			}
-		}
-	}
+	r.unhandled.Track(p, op)
 }
 
 // makeRealm makes a runtime with riot's globals (globals) and then
@@ -526,7 +516,7 @@ type run struct {
 	// unhandled are the promises rejected with no handler yet
 	// (realm.trackRejection): when the workunit ends, the first one
 	// fails it, as an unhandled rejection ends a Node process.
-	unhandled []*goja.Promise
+	unhandled Rejections
 	// shared are the blobs whose shared Set this workunit was given
 	// (sharedSets), settled when it ends.
 	shared []*blobBytes

@@ -224,7 +224,7 @@ type master struct {
 	// rejected are the promises rejected with no handler, in the order
 	// they were rejected, less those that got a handler since: what is
 	// left when a turn ends is an unhandled rejection.
-	rejected []*goja.Promise
+	rejected engine.Rejections
 
 	blobIDs map[*goja.Object]blobEntry
 	// epoch counts submissions: a value sent again in a later one is
@@ -316,17 +316,7 @@ func (m *master) run() error {
 // trackRejection is the runtime's promise rejection tracker: it notes a
 // promise rejected with no handler, and forgets it when it gets one.
 func (m *master) trackRejection(p *goja.Promise, op goja.PromiseRejectionOperation) {
-	switch op {
-	case goja.PromiseRejectionReject:
-		m.rejected = append(m.rejected, p)
-	case goja.PromiseRejectionHandle:
-		for i, q := range m.rejected {
-			if q == p {
-				m.rejected = append(m.rejected[:i], m.rejected[i+1:]...)
-				break
-			}
-		}
-	}
+	m.rejected.Track(p, op)
 }
 
 // unhandledRejection is called when a turn of the script has ended (its
