@@ -342,6 +342,19 @@ func (t *throttle) evictLocked(now time.Time) {
 	}
 }
 
+// quotaOf returns what --max-waiting (Options.MaxWaitingPerMaster) counts
+// a master's workunits by: its credential's name, shared by every session
+// and connection of the credential, so that opening sessions with new ids
+// gets no more room; without credentials, the name the master asked for
+// in its Hello (before the tracker made it unique), which is all that
+// tells masters apart there. The prefixes keep the two kinds apart.
+func quotaOf(principal, helloName string) string {
+	if principal != "" {
+		return "credential\x00" + principal
+	}
+	return "name\x00" + helloName
+}
+
 // realmOf returns the realm of a master's workunits: a digest of its
 // credential's name and its session, so that masters of different
 // credentials never share one, a worker that sees realms learns no

@@ -104,6 +104,7 @@ type conn struct {
 	// reads accepted after the ack.
 	accepted bool
 	realm    string // the table Owner and Assign realm of its submissions
+	quota    string // the table Quota of its submissions: see quotaOf
 
 	ack chan struct{}
 	inb inbound

@@ -56,7 +56,7 @@
 //   - Limits: frames (read by the reader itself, so that a frame too large
 //     is refused with a reason), specs, results and blobs (wire.Limits),
 //     workunits waiting per master (Options.MaxWaitingPerMaster, counted
-//     by the table), keys watched per master connection
+//     by the table per credential: see quotaOf), keys watched per master connection
 //     (Options.MaxWatchesPerMaster, counted by the table), connections
 //     (Options.MaxConns, with a slack for handshakes). Lines about
 //     connections are bounded too (logLimiter): a flood of hellos logs a
