@@ -1,10 +1,12 @@
 package tracker_test
 
 import (
+	"context"
 	"crypto/tls"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -225,6 +227,42 @@ func TestServer_Auth_StatusPage(t *testing.T) {
 	assert.Equal(t, "ok\n", body)
 	code, _ = do("/metrics", "")
 	assert.Equal(t, http.StatusOK, code, "metrics hold counts only")
+}
+
+// TestServer_Auth_StatusPageThrottled: wrong tokens for the status page
+// are throttled as hellos are (429 past 5 failures); a master's token from
+// the same address is served at once, while strangers' requests wait.
+func TestServer_Auth_StatusPageThrottled(t *testing.T) {
+	t.Parallel()
+	tr := withTokens(t)
+	do := func(ctx context.Context, tok string) int {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+tr.Addr()+"/status", nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for range 5 {
+		assert.Equal(t, http.StatusUnauthorized, do(t.Context(), "wrong-0123456789abcdef0123456789"))
+	}
+	assert.Equal(t, http.StatusTooManyRequests, do(t.Context(), "wrong-0123456789abcdef0123456789"))
+	assert.Equal(t, http.StatusUnauthorized, do(t.Context(), workerTok), "a worker's token is no guess")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var wg sync.WaitGroup
+	for range 12 {
+		wg.Add(1)
+		go func() { defer wg.Done(); do(ctx, "wrong-0123456789abcdef0123456789") }()
+	}
+	start := time.Now()
+	assert.Equal(t, http.StatusOK, do(t.Context(), aliceTok))
+	assert.Less(t, time.Since(start), 2*time.Second, "a master's token is not delayed (the strangers' requests wait up to 5 s)")
+	cancel()
+	wg.Wait()
 }
 
 func TestServer_TLS(t *testing.T) {
