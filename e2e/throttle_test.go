@@ -39,11 +39,16 @@ func strangers(t *testing.T, addr string, n int) func() map[wire.Code]int {
 					continue
 				}
 				var r *wire.Refused
-				if errors.As(err, &r) {
-					mu.Lock()
-					codes[r.Code]++
-					mu.Unlock()
+				if !errors.As(err, &r) { // riotd restarting: do not spin
+					select {
+					case <-ctx.Done():
+					case <-time.After(10 * time.Millisecond):
+					}
+					continue
 				}
+				mu.Lock()
+				codes[r.Code]++
+				mu.Unlock()
 			}
 		}()
 	}
