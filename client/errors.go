@@ -80,7 +80,9 @@ func refusedErr(addr string, r *wire.Refused) error {
 }
 
 // retryable reports whether a refusal may go away by itself, so that a
-// reconnecting client keeps trying: the tracker is full or shutting down.
+// reconnecting client keeps trying: the tracker is full or shutting down,
+// or it throttles the client's address (strangers behind the same address
+// failed too often).
 func retryable(err error) bool {
 	var ve *VersionError
 	if errors.As(err, &ve) {
@@ -91,7 +93,7 @@ func retryable(err error) bool {
 		return true // a network error
 	}
 	switch re.Refused.Code {
-	case wire.CodeFull, wire.CodeShutdown, wire.CodeInternal, wire.CodeStore:
+	case wire.CodeFull, wire.CodeShutdown, wire.CodeInternal, wire.CodeStore, wire.CodeThrottled:
 		return true
 	}
 	return false

@@ -231,7 +231,7 @@ func (a *authenticator) check(tok string) (credSum, bool) {
 // Throttling of failed authentications, by remote address.
 const (
 	// freeFailures is how many failures an address may have before its
-	// attempts are slowed down.
+	// failed attempts are slowed down.
 	freeFailures = 5
 	// firstDelay is the delay after freeFailures; each further failure
 	// doubles it, up to maxAuthDelay.
@@ -240,18 +240,20 @@ const (
 	// forgetAfter: an address that has not failed for this long starts
 	// afresh.
 	forgetAfter = 10 * time.Minute
-	// maxDelayed bounds the attempts of one address that wait at once;
-	// more are refused at once.
-	maxDelayed = 8
 	// maxTracked bounds the addresses remembered.
 	maxTracked = 1 << 14
 )
 
-// throttle slows down addresses that fail to authenticate: after
-// freeFailures failures, each attempt from the address waits (firstDelay,
-// doubling per failure, at most maxAuthDelay) before its token is checked,
-// and at most maxDelayed attempts of one address wait at once. A success
-// forgets the address's failures. Safe for concurrent use.
+// throttle slows down the failed attempts of addresses that keep failing
+// to authenticate. It sees only attempts whose token is wrong: the token
+// is checked first, and a right one is answered at once whatever its
+// address did, so that strangers behind the same proxy or NAT cannot lock
+// out a client with valid credentials. After freeFailures failures, the
+// answer to each further failure of the address waits (firstDelay,
+// doubling per failure, at most maxAuthDelay) and is a throttled refusal
+// (wire.CodeThrottled). A success does not forget the failures (a worker
+// token's holder cannot guess master tokens between successes); a quiet
+// forgetAfter does. Safe for concurrent use.
 type throttle struct {
 	now func() time.Time
 
@@ -262,7 +264,6 @@ type throttle struct {
 type strikes struct {
 	failures int
 	last     time.Time // of the last failure
-	waiting  int
 }
 
 func newThrottle(now func() time.Time) *throttle {
@@ -278,7 +279,7 @@ func hostOf(remote string) string {
 	return remote
 }
 
-// delayFor returns the wait of the next attempt after n failures.
+// delayFor returns the wait of the next failed attempt after n failures.
 func delayFor(n int) time.Duration {
 	if n < freeFailures {
 		return 0
@@ -293,34 +294,14 @@ func delayFor(n int) time.Duration {
 	return d
 }
 
-// enter is called before an attempt from addr is checked. It returns how
-// long the attempt must wait first, and done, to call when the check is
-// over; ok is false when too many attempts of addr wait already (refuse
-// the attempt at once, and do not call done).
-func (t *throttle) enter(addr string) (wait time.Duration, done func(), ok bool) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s := t.addrs[addr]
-	if s != nil && t.now().Sub(s.last) > forgetAfter && s.waiting == 0 {
-		delete(t.addrs, addr)
-		s = nil
-	}
-	if s == nil || s.failures < freeFailures {
-		return 0, func() {}, true
-	}
-	if s.waiting >= maxDelayed {
-		return 0, nil, false
-	}
-	s.waiting++
-	return delayFor(s.failures), func() {
-		t.mu.Lock()
-		s.waiting--
-		t.mu.Unlock()
-	}, true
-}
-
-// failed counts a failure of addr.
-func (t *throttle) failed(addr string) {
+// failed counts a failure of addr, and returns how long its answer must
+// wait: 0 while addr has had fewer than freeFailures failures (answer
+// bad-credentials), more after (answer throttled, after the wait). Every
+// failed attempt waits its turn, none is answered sooner, so that an
+// address cannot learn faster that its guesses are wrong by opening more
+// connections; the tracker's connection bound (Options.MaxConns) bounds
+// those that wait.
+func (t *throttle) failed(addr string) time.Duration {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	now := t.now()
@@ -334,37 +315,44 @@ func (t *throttle) failed(addr string) {
 	} else if now.Sub(s.last) > forgetAfter {
 		s.failures = 0
 	}
+	wait := delayFor(s.failures)
 	s.failures++
 	s.last = now
-}
-
-// succeeded forgets addr's failures.
-func (t *throttle) succeeded(addr string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if s := t.addrs[addr]; s != nil && s.waiting == 0 {
-		delete(t.addrs, addr)
-	} else if s != nil {
-		s.failures = 0
-	}
+	return wait
 }
 
 // evictLocked makes room: it drops the addresses not heard of for
-// forgetAfter, or else half of those not waiting.
+// forgetAfter, then those not yet throttled, then any, until at most
+// half of maxTracked are left.
 func (t *throttle) evictLocked(now time.Time) {
 	for a, s := range t.addrs {
-		if now.Sub(s.last) > forgetAfter && s.waiting == 0 {
+		if now.Sub(s.last) > forgetAfter {
 			delete(t.addrs, a)
 		}
 	}
-	for a, s := range t.addrs {
-		if len(t.addrs) < maxTracked/2 {
-			return
-		}
-		if s.waiting == 0 {
-			delete(t.addrs, a)
+	for _, keepThrottled := range []bool{true, false} {
+		for a, s := range t.addrs {
+			if len(t.addrs) < maxTracked/2 {
+				return
+			}
+			if !keepThrottled || s.failures < freeFailures {
+				delete(t.addrs, a)
+			}
 		}
 	}
+}
+
+// quotaOf returns what --max-waiting (Options.MaxWaitingPerMaster) counts
+// a master's workunits by: its credential's name, shared by every session
+// and connection of the credential, so that opening sessions with new ids
+// gets no more room; without credentials, the name the master asked for
+// in its Hello (before the tracker made it unique), which is all that
+// tells masters apart there. The prefixes keep the two kinds apart.
+func quotaOf(principal, helloName string) string {
+	if principal != "" {
+		return "credential\x00" + principal
+	}
+	return "name\x00" + helloName
 }
 
 // realmOf returns the realm of a master's workunits: a digest of its

@@ -1,11 +1,14 @@
 package tracker_test
 
 import (
+	"context"
 	"crypto/tls"
 	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/gorilla/websocket"
 	"github.com/riot-go/riot/blob"
@@ -74,16 +77,48 @@ func TestServer_Auth_Refused(t *testing.T) {
 }
 
 // TestServer_Auth_Throttled: an address that keeps failing is slowed
-// down, and still answered; the tracker serves others meanwhile.
+// down, and answered throttled; a valid token from the same address is
+// welcomed at once meanwhile, and its success does not forget the
+// address's failures. A regression test: the throttle was checked before
+// the token, so that strangers behind a proxy or NAT delayed, then locked
+// out (bad-credentials, final), the clients with valid credentials, and a
+// success forgot the failures, so that a worker token's holder could
+// guess master tokens at full speed between its own successes.
 func TestServer_Auth_Throttled(t *testing.T) {
 	t.Parallel()
 	tr := withTokens(t)
-	for range 8 { // 5 free, then waits of 0.1, 0.2 and 0.4 s
-		r, _ := refusedHello(t, tr, wire.Hello{Role: wire.RoleMaster, Token: "wrong-0123456789abcdef0123456789"})
+	wrong := wire.Hello{Role: wire.RoleMaster, Token: "wrong-0123456789abcdef0123456789"}
+	for range 5 { // free
+		r, _ := refusedHello(t, tr, wrong)
 		assert.Equal(t, wire.CodeAuth, r.Code)
 	}
+	for range 3 { // waits of 0.1, 0.2 and 0.4 s
+		r, code := refusedHello(t, tr, wrong)
+		assert.Equal(t, wire.CodeThrottled, r.Code)
+		assert.Contains(t, r.Message, "too many failed hellos from this address")
+		assert.Equal(t, wire.CloseRefused+int(wire.CodeThrottled), code)
+	}
+	// Strangers keep failing, at once, from the same address: the next
+	// wrong hellos wait up to 5 s; a valid one does not wait for them.
+	var strangers []*wsClient
+	for range 12 {
+		c := dialRaw(t, tr, dialOpts{})
+		h := wrong
+		h.Version = wire.ProtocolVersion
+		c.send(&h)
+		strangers = append(strangers, c)
+	}
+	start := time.Now()
 	m := dial(t, tr, wire.Hello{Role: wire.RoleMaster, Token: aliceTok})
+	w := dial(t, tr, wire.Hello{Role: wire.RoleWorker, Token: workerTok})
+	assert.Less(t, time.Since(start), 2*time.Second, "valid tokens are not delayed (the strangers' answers wait up to 5 s)")
 	m.submit("1 + 1")
+	_ = w
+	for _, c := range strangers {
+		assert.Equal(t, wire.CodeThrottled, recv[*wire.Refused](c).Code)
+	}
+	r, _ := refusedHello(t, tr, wrong)
+	assert.Equal(t, wire.CodeThrottled, r.Code, "the successes did not forget the failures")
 }
 
 // TestServer_Auth_WorkerToken: a worker's token takes work and reports
@@ -192,6 +227,42 @@ func TestServer_Auth_StatusPage(t *testing.T) {
 	assert.Equal(t, "ok\n", body)
 	code, _ = do("/metrics", "")
 	assert.Equal(t, http.StatusOK, code, "metrics hold counts only")
+}
+
+// TestServer_Auth_StatusPageThrottled: wrong tokens for the status page
+// are throttled as hellos are (429 past 5 failures); a master's token from
+// the same address is served at once, while strangers' requests wait.
+func TestServer_Auth_StatusPageThrottled(t *testing.T) {
+	t.Parallel()
+	tr := withTokens(t)
+	do := func(ctx context.Context, tok string) int {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+tr.Addr()+"/status", nil)
+		require.NoError(t, err)
+		req.Header.Set("Authorization", "Bearer "+tok)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return 0
+		}
+		resp.Body.Close()
+		return resp.StatusCode
+	}
+	for range 5 {
+		assert.Equal(t, http.StatusUnauthorized, do(t.Context(), "wrong-0123456789abcdef0123456789"))
+	}
+	assert.Equal(t, http.StatusTooManyRequests, do(t.Context(), "wrong-0123456789abcdef0123456789"))
+	assert.Equal(t, http.StatusUnauthorized, do(t.Context(), workerTok), "a worker's token is no guess")
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	var wg sync.WaitGroup
+	for range 12 {
+		wg.Add(1)
+		go func() { defer wg.Done(); do(ctx, "wrong-0123456789abcdef0123456789") }()
+	}
+	start := time.Now()
+	assert.Equal(t, http.StatusOK, do(t.Context(), aliceTok))
+	assert.Less(t, time.Since(start), 2*time.Second, "a master's token is not delayed (the strangers' requests wait up to 5 s)")
+	cancel()
+	wg.Wait()
 }
 
 func TestServer_TLS(t *testing.T) {

@@ -145,61 +145,26 @@ func TestThrottle(t *testing.T) {
 	th := newThrottle(clk.Now)
 	const addr = "192.0.2.7"
 	for range freeFailures {
-		wait, done, ok := th.enter(addr)
-		require.True(t, ok)
-		assert.Zero(t, wait, "the first failures are free")
-		done()
-		th.failed(addr)
+		assert.Zero(t, th.failed(addr), "the first failures are free")
 	}
 	var waits []time.Duration
 	for range 4 {
-		wait, done, ok := th.enter(addr)
-		require.True(t, ok)
-		waits = append(waits, wait)
-		done()
-		th.failed(addr)
+		waits = append(waits, th.failed(addr))
 	}
 	assert.Equal(t, []time.Duration{firstDelay, 2 * firstDelay, 4 * firstDelay, 8 * firstDelay}, waits)
 	for range 20 {
 		th.failed(addr)
 	}
-	wait, done, ok := th.enter(addr)
-	require.True(t, ok)
-	assert.Equal(t, maxAuthDelay, wait, "capped")
-	done()
+	assert.Equal(t, maxAuthDelay, th.failed(addr), "capped")
 
 	// Other addresses are not slowed down.
-	wait, done, ok = th.enter("192.0.2.8")
-	require.True(t, ok)
-	assert.Zero(t, wait)
-	done()
+	assert.Zero(t, th.failed("192.0.2.8"))
 
-	// At most maxDelayed attempts of one address wait at once.
-	var dones []func()
-	for range maxDelayed {
-		_, done, ok := th.enter(addr)
-		require.True(t, ok)
-		dones = append(dones, done)
-	}
-	_, _, ok = th.enter(addr)
-	assert.False(t, ok, "the next is refused at once")
-	for _, d := range dones {
-		d()
-	}
-
-	// Failures are forgotten after a quiet while, and after a success.
+	// Failures are forgotten after a quiet while, and only then.
+	clk.add(forgetAfter - time.Second)
+	assert.Equal(t, maxAuthDelay, th.failed(addr))
 	clk.add(forgetAfter + time.Second)
-	wait, done, ok = th.enter(addr)
-	require.True(t, ok)
-	assert.Zero(t, wait)
-	done()
-	for range freeFailures + 2 {
-		th.failed(addr)
-	}
-	th.succeeded(addr)
-	wait, done, _ = th.enter(addr)
-	assert.Zero(t, wait)
-	done()
+	assert.Zero(t, th.failed(addr))
 }
 
 func TestThrottle_Bounded(t *testing.T) {

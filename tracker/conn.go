@@ -104,6 +104,7 @@ type conn struct {
 	// reads accepted after the ack.
 	accepted bool
 	realm    string // the table Owner and Assign realm of its submissions
+	quota    string // the table Quota of its submissions: see quotaOf
 
 	ack chan struct{}
 	inb inbound
@@ -614,25 +615,29 @@ func (c *conn) readLoop() string {
 
 // authenticate checks the Hello's token, when the tracker has
 // credentials, and sets the connection's principal and rights. It returns
-// the Refused to answer with when the Hello may not connect. An address
-// that failed before waits first (see throttle).
+// the Refused to answer with when the Hello may not connect. The token is
+// checked first: a valid one connects at once, whatever its address did
+// before; a wrong one from an address that failed too often is answered
+// late, and throttled (see throttle).
 func (c *conn) authenticate(h *wire.Hello) *wire.Refused {
 	s := c.s
 	if s.auth == nil {
 		c.rights = allRights
 		return nil
 	}
-	refused := func(msg string) *wire.Refused {
+	refused := func(code wire.Code, msg string) *wire.Refused {
 		s.counters.authFailures.Add(1)
-		return &wire.Refused{Code: wire.CodeAuth, Message: msg, Version: wire.ProtocolVersion}
+		return &wire.Refused{Code: code, Message: msg, Version: wire.ProtocolVersion}
 	}
-	addr := hostOf(c.remote)
-	wait, done, ok := s.throttle.enter(addr)
-	if !ok {
-		return refused("tracker: too many failed attempts from this address: wait and try again")
+	cred, ok := s.auth.check(h.Token)
+	if ok {
+		if cred.role == wire.RoleWorker && h.Role != wire.RoleWorker {
+			return refused(wire.CodeAuth, fmt.Sprintf("tracker: a worker's token cannot connect as %q: workers take work, masters submit it", string(h.Role)))
+		}
+		c.principal, c.rights = cred.name, rightsOf(cred.role)
+		return nil
 	}
-	defer done()
-	if wait > 0 {
+	if wait := s.throttle.failed(hostOf(c.remote)); wait > 0 {
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
@@ -640,23 +645,13 @@ func (c *conn) authenticate(h *wire.Hello) *wire.Refused {
 			t.Stop()
 			return &wire.Refused{Code: wire.CodeShutdown, Message: "tracker: shutting down", Version: wire.ProtocolVersion}
 		}
+		return refused(wire.CodeThrottled, "tracker: too many failed hellos from this address, and this one's token is not accepted either: "+
+			"check the token (--token or $RIOT_TOKEN), wait and try again")
 	}
 	if h.Token == "" {
-		s.throttle.failed(addr)
-		return refused("tracker: this tracker needs a token: give the token of a master or a worker (--token or $RIOT_TOKEN)")
+		return refused(wire.CodeAuth, "tracker: this tracker needs a token: give the token of a master or a worker (--token or $RIOT_TOKEN)")
 	}
-	cred, ok := s.auth.check(h.Token)
-	if !ok {
-		s.throttle.failed(addr)
-		return refused("tracker: unknown token: give a token from riotd's --token-file (--token or $RIOT_TOKEN)")
-	}
-	if cred.role == wire.RoleWorker && h.Role != wire.RoleWorker {
-		s.throttle.failed(addr)
-		return refused(fmt.Sprintf("tracker: a worker's token cannot connect as %q: workers take work, masters submit it", string(h.Role)))
-	}
-	s.throttle.succeeded(addr)
-	c.principal, c.rights = cred.name, rightsOf(cred.role)
-	return nil
+	return refused(wire.CodeAuth, "tracker: unknown token: give a token from riotd's --token-file (--token or $RIOT_TOKEN)")
 }
 
 // forbid answers a message that the connection's credentials do not allow:

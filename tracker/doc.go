@@ -47,15 +47,16 @@
 //     as the record's Owner: work of different masters never shares a
 //     JavaScript realm on a worker, and workers learn no session.
 //   - Credentials (Options.TokenFile, Options.Tokens): a Hello must carry
-//     a known token, compared in constant time; addresses that keep
-//     failing are slowed down (see throttle). A worker's token allows the
+//     a known token, compared in constant time, and checked first: a
+//     valid one connects at once; the wrong ones of addresses that keep
+//     failing are answered late, with wire.CodeThrottled (see throttle). A worker's token allows the
 //     worker's half of the protocol only; other requests get
 //     wire.CodeForbidden. Without credentials, riotd listens on loopback
 //     unless Options.UnsafeNoAuth. See docs/security.md.
 //   - Limits: frames (read by the reader itself, so that a frame too large
 //     is refused with a reason), specs, results and blobs (wire.Limits),
 //     workunits waiting per master (Options.MaxWaitingPerMaster, counted
-//     by the table), keys watched per master connection
+//     by the table per credential: see quotaOf), keys watched per master connection
 //     (Options.MaxWatchesPerMaster, counted by the table), connections
 //     (Options.MaxConns, with a slack for handshakes). Lines about
 //     connections are bounded too (logLimiter): a flood of hellos logs a

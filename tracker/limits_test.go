@@ -112,6 +112,55 @@ func TestServer_Limit_WaitingPerMaster(t *testing.T) {
 	m.submit("4") // room again
 }
 
+// TestServer_Limit_WaitingPerCredential: max-waiting counts per
+// credential, across its sessions and connections, and per master name
+// without credentials. A regression test: it counted per session, so that
+// a master that opened sessions with new ids had the quota again each
+// time (25 waiting with --max-waiting 5 from five sessions).
+func TestServer_Limit_WaitingPerCredential(t *testing.T) {
+	t.Parallel()
+	refused := func(t *testing.T, c *wsClient, src string) {
+		t.Helper()
+		s, _ := spec(t, src)
+		c.send(&wire.Submit{Req: 99, Spec: s})
+		e := recv[*wire.Error](c)
+		assert.Equal(t, wire.CodeLimit, e.Code)
+		assert.Contains(t, e.Message, "2 workunits of this master are waiting or running")
+		assert.Equal(t, uint64(99), e.Req)
+	}
+	limit := trackertest.WithOptions(func(o *tracker.Options) { o.MaxWaitingPerMaster = 2 })
+	t.Run("tokens", func(t *testing.T) {
+		t.Parallel()
+		tr := withTokens(t, limit)
+		hello := func(tok, session string) *wsClient {
+			return dial(t, tr, wire.Hello{Role: wire.RoleMaster, Name: "m", Session: session, Token: tok})
+		}
+		a1 := hello(aliceTok, "s1")
+		a1.submit("1")
+		a2 := hello(aliceTok, "s2")
+		a2.submit("2")
+		for i, session := range []string{"s3", "s4", ""} {
+			refused(t, hello(aliceTok, session), "3"+strings.Repeat(" ", i))
+		}
+		refused(t, a1, "4")
+		b := hello(bobTok, "s1") // another credential, the same session id
+		b.submit("5")
+		b.submit("6")
+		refused(t, b, "7")
+	})
+	t.Run("no tokens", func(t *testing.T) {
+		t.Parallel()
+		tr := trackertest.Start(t, limit)
+		hello := func(name, session string) *wsClient {
+			return dial(t, tr, wire.Hello{Role: wire.RoleMaster, Name: name, Session: session})
+		}
+		hello("m", "s1").submit("1")
+		hello("m", "s2").submit("2")
+		refused(t, hello("m", "s3"), "3") // named m-2 by the tracker: still m's quota
+		hello("other", "s1").submit("3")
+	})
+}
+
 // TestServer_Limit_ErrorEndsNothing: a refused request leaves the
 // connection working: the tracker answers the next ones.
 func TestServer_Limit_ErrorEndsNothing(t *testing.T) {

@@ -203,6 +203,7 @@ func (l *loop) hello(c *conn, h *wire.Hello) {
 	}
 	c.setName(name)
 	c.realm = realmOf(c.principal, c.session, l.s.nonce[:], c.id)
+	c.quota = quotaOf(c.principal, h.Name)
 	c.accepted = true
 	l.conns[c.id] = c
 	l.names[name] = c
@@ -286,6 +287,7 @@ func (l *loop) frame(ib *inbound) {
 				Master:  mid,
 				Req:     m.Req,
 				Owner:   c.realm,
+				Quota:   c.quota,
 				Key:     a.key,
 				Spec:    m.Spec,
 				Options: m.Options,

@@ -116,10 +116,12 @@ type Options struct {
 	// wire.CodeFull. Connections still in their handshake count too,
 	// beyond MaxConns up to a small slack. 0: no bound.
 	MaxConns int
-	// MaxWaitingPerMaster bounds the workunits of one master (one realm:
-	// a credential and session) that are waiting or running: a Submit
-	// that would make one more is refused with wire.CodeLimit, and stored
-	// nowhere. 0: no bound.
+	// MaxWaitingPerMaster bounds the workunits of one master that are
+	// waiting or running: a Submit that would make one more is refused
+	// with wire.CodeLimit, and stored nowhere. A master is a credential
+	// (its name in the token file), whatever its sessions and
+	// connections; without credentials, the name a Hello asks for. 0: no
+	// bound.
 	MaxWaitingPerMaster int
 	// MaxWatchesPerMaster bounds the pending watches of one master
 	// connection (the keys it waits for: a connection's watches of one
@@ -226,7 +228,7 @@ func addFlags(fs *pflag.FlagSet, getenv func(string) string) *Flags {
 		"keep a finished workunit's result for this `duration` after it finished, e.g. 30d or 12h, then forget it (0: keep every result)")
 	fs.IntVar(&o.MaxConns, "max-conns", DefaultMaxConns, "refuse connections beyond `N` (0: no limit)")
 	fs.IntVar(&o.MaxWaitingPerMaster, "max-waiting", 0,
-		"refuse submissions of a master that has `N` workunits waiting or running (0: no limit)")
+		"refuse submissions of a master (a credential; without tokens, a master name) that has `N` workunits waiting or running (0: no limit)")
 	fs.IntVar(&o.MaxWatchesPerMaster, "max-watches", DefaultMaxWatches,
 		"refuse a watch of a master connection that waits for `N` workunits already (0: no limit)")
 	fs.Var(cliflag.Size(&o.QueueBytes), "queue-bytes",

@@ -147,40 +147,36 @@ func (s *Server) routes() http.Handler {
 
 // needMaster wraps a handler of the status pages, which name every
 // connection and its address: when the tracker has credentials, a request
-// must carry a master's token as "Authorization: Bearer TOKEN". Failures
-// are throttled as hellos are.
+// must carry a master's token as "Authorization: Bearer TOKEN". Wrong
+// tokens are throttled as hellos are (see throttle); a master's is served
+// at once.
 func (s *Server) needMaster(h http.HandlerFunc) http.HandlerFunc {
 	if s.auth == nil {
 		return h
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
-		addr := hostOf(r.RemoteAddr)
-		wait, done, ok := s.throttle.enter(addr)
-		if !ok {
-			http.Error(w, "too many failed attempts from this address", http.StatusTooManyRequests)
+		tok, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		cred, valid := s.auth.check(strings.TrimSpace(tok))
+		if found && valid && cred.role == wire.RoleMaster {
+			h(w, r)
 			return
 		}
-		defer done()
-		if wait > 0 {
-			t := time.NewTimer(wait)
-			select {
-			case <-t.C:
-			case <-r.Context().Done():
-				t.Stop()
+		s.counters.authFailures.Add(1)
+		if !found || !valid { // a worker's token is no guess: not throttled
+			if wait := s.throttle.failed(hostOf(r.RemoteAddr)); wait > 0 {
+				t := time.NewTimer(wait)
+				select {
+				case <-t.C:
+				case <-r.Context().Done():
+					t.Stop()
+					return
+				}
+				http.Error(w, "riotd: too many failed attempts from this address: wait and try again", http.StatusTooManyRequests)
 				return
 			}
 		}
-		tok, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		cred, valid := s.auth.check(strings.TrimSpace(tok))
-		if !found || !valid || cred.role != wire.RoleMaster {
-			s.throttle.failed(addr)
-			s.counters.authFailures.Add(1)
-			w.Header().Set("WWW-Authenticate", `Bearer realm="riotd"`)
-			http.Error(w, "riotd: the status page needs a master's token: Authorization: Bearer TOKEN", http.StatusUnauthorized)
-			return
-		}
-		s.throttle.succeeded(addr)
-		h(w, r)
+		w.Header().Set("WWW-Authenticate", `Bearer realm="riotd"`)
+		http.Error(w, "riotd: the status page needs a master's token: Authorization: Bearer TOKEN", http.StatusUnauthorized)
 	}
 }
 

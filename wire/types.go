@@ -232,6 +232,12 @@ const (
 	// request (a worker token that submits, watches or asks for infos).
 	// The request had no effect; the connection stays open.
 	CodeForbidden Code = 11
+	// CodeThrottled: in a Refused, the Hello's token is not accepted and
+	// its address has failed too often of late; the answer was delayed.
+	// A client retries it with backoff. A valid token is never throttled.
+	// Clients that do not know the code treat it as final, as they treat
+	// bad-credentials.
+	CodeThrottled Code = 12
 )
 
 // String returns the code's name, such as "version-mismatch".
@@ -259,6 +265,8 @@ func (c Code) String() string {
 		return "internal-error"
 	case CodeForbidden:
 		return "forbidden"
+	case CodeThrottled:
+		return "throttled"
 	}
 	return fmt.Sprintf("Code(%d)", uint16(c))
 }

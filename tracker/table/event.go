@@ -45,8 +45,14 @@ type Submit struct {
 	Req uint64
 	// Owner is the submitter's principal, stored with a new record and
 	// with one that this submission makes waiting again (after an error,
-	// or with NoCache). Config.MaxOpenPerOwner counts by it.
+	// or with NoCache).
 	Owner string
+	// Quota names what Config.MaxOpenPerOwner counts by: the workunits
+	// waiting or running of every Owner whose latest Submit gave this
+	// Quota (the tracker gives the credential, which holds across the
+	// owners of its sessions). "": Owner itself. An Owner's restored
+	// workunits count for its Quota from its first Submit on.
+	Quota string
 	Key   workunit.Key
 	// Spec is the encoded workunit; the table never decodes it. Must not be
 	// empty.

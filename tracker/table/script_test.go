@@ -12,8 +12,8 @@ package table_test
 // Commands (names stand for IDs and keys; k1 is a key, m1 a master, w1 a
 // worker):
 //
-//	config [maxlost=N] [leasetimeout=D] [leasegrace=D] [keep=D] [maxwatches=N]   a fresh table
-//	submit M K [req=N] [owner=S] [gpus=N] [timeout=MS] [nocache] [watch] [spec=S]
+//	config [maxlost=N] [leasetimeout=D] [leasegrace=D] [keep=D] [maxwatches=N] [maxopen=N]   a fresh table
+//	submit M K [req=N] [owner=S] [quota=S] [gpus=N] [timeout=MS] [nocache] [watch] [spec=S]
 //	watch M K [req=N] [owner=S]
 //	unwatch M K
 //	info M K [req=N]
@@ -285,6 +285,7 @@ func (e *env) config(a args) table.Config {
 		FirstToken:          table.Token(a.int(e.t, "firsttoken", 0)),
 		KeepFinished:        a.dur(e.t, "keep"),
 		MaxWatchesPerMaster: a.int(e.t, "maxwatches", 0),
+		MaxOpenPerOwner:     a.int(e.t, "maxopen", 0),
 	}
 }
 
@@ -322,7 +323,7 @@ func (e *env) exec(cmd string, a args) {
 			spec = "spec-" + a.arg(t, 1)
 		}
 		e.step(table.Submit{
-			Master: m, Req: uint64(a.int(t, "req", 0)), Owner: a.kv["owner"], Key: k, Spec: []byte(spec),
+			Master: m, Req: uint64(a.int(t, "req", 0)), Owner: a.kv["owner"], Quota: a.kv["quota"], Key: k, Spec: []byte(spec),
 			Options: workunit.Options{NoCache: a.flag["nocache"], GPUs: a.int(t, "gpus", 0), Timeout: time.Duration(a.int(t, "timeout", 0)) * time.Millisecond},
 			Watch:   a.flag["watch"],
 		})

@@ -203,8 +203,13 @@ type Table struct {
 	forgotten uint64
 	firstTick int64
 	// open counts the workunits waiting or running by owner (an index
-	// into names), for Config.MaxOpenPerOwner.
-	open []int32
+	// into names); quotaOpen sums them by quota (Submit.Quota, a name
+	// index), for Config.MaxOpenPerOwner; quotas maps an owner to its
+	// quota, where that is not the owner itself. So quotaOpen[q] is the
+	// sum of open[o] over the owners o whose quota is q.
+	open      []int32
+	quotaOpen []int32
+	quotas    map[uint32]uint32
 
 	// Output under construction, the outstanding Ready's generation, and
 	// buffers to reuse.
@@ -353,32 +358,98 @@ func isOpen(s workunit.Status) bool {
 	return s == workunit.StatusWaiting || s == workunit.StatusRunning
 }
 
-// addOpen adds d to the open workunits of owner.
+// addOpen adds d to the open workunits of owner, and of its quota.
 func (t *Table) addOpen(owner uint32, d int32) {
-	for int(owner) >= len(t.open) {
-		t.open = append(t.open, 0)
-	}
+	t.open = growTo(t.open, owner)
 	t.open[owner] += d
+	q := t.quotaOf(owner)
+	t.quotaOpen = growTo(t.quotaOpen, q)
+	t.quotaOpen[q] += d
 }
 
-// openOf returns how many workunits owner has waiting or running.
-func (t *Table) openOf(owner uint32) int {
-	if int(owner) < len(t.open) {
-		return int(t.open[owner])
+// growTo returns s grown with zeros to hold index i.
+func growTo(s []int32, i uint32) []int32 {
+	for int(i) >= len(s) {
+		s = append(s, 0)
+	}
+	return s
+}
+
+// at returns s[i], 0 past its end.
+func at(s []int32, i uint32) int {
+	if int(i) < len(s) {
+		return int(s[i])
 	}
 	return 0
 }
 
-// checkOpen refuses a submission that would give its owner more open
+// quotaOf returns the quota that owner's open workunits count for: the
+// Quota of its latest Submit, or the owner itself.
+func (t *Table) quotaOf(owner uint32) uint32 {
+	if q, ok := t.quotas[owner]; ok {
+		return q
+	}
+	return owner
+}
+
+// ownerOf interns e's Owner and returns it, after making its quota e's
+// (Quota, or the Owner itself when Quota is ""): its open workunits,
+// restored ones too, move to that quota.
+func (t *Table) ownerOf(e *Submit) uint32 {
+	owner := t.intern(e.Owner)
+	q := owner
+	if e.Quota != "" {
+		q = t.intern(e.Quota)
+	}
+	if was := t.quotaOf(owner); was != q {
+		if n := int32(at(t.open, owner)); n != 0 {
+			t.quotaOpen = growTo(growTo(t.quotaOpen, was), q)
+			t.quotaOpen[was] -= n
+			t.quotaOpen[q] += n
+		}
+		if q == owner {
+			delete(t.quotas, owner)
+		} else {
+			if t.quotas == nil {
+				t.quotas = make(map[uint32]uint32)
+			}
+			t.quotas[owner] = q
+		}
+	}
+	return owner
+}
+
+// openFor returns how many workunits are waiting or running for e's quota
+// (Quota, or Owner when Quota is ""), counting those of e's Owner as its
+// quota's even before ownerOf moved them there. It interns nothing: a
+// refused submission leaves no name behind.
+func (t *Table) openFor(e *Submit) int {
+	quota := e.Quota
+	if quota == "" {
+		quota = e.Owner
+	}
+	n := 0
+	q, qKnown := t.nameIdx[quota]
+	if qKnown {
+		n = at(t.quotaOpen, q)
+	}
+	if owner, known := t.nameIdx[e.Owner]; known && (!qKnown || t.quotaOf(owner) != q) {
+		n += at(t.open, owner)
+	}
+	return n
+}
+
+// checkOpen refuses a submission that would give its quota (its
+// submitter's credential; its owner when it names none) more open
 // workunits than Config.MaxOpenPerOwner.
 func (t *Table) checkOpen(e *Submit) error {
 	limit := t.cfg.MaxOpenPerOwner
 	if limit <= 0 {
 		return nil
 	}
-	if i, ok := t.nameIdx[e.Owner]; ok && t.openOf(i) >= limit {
+	if n := t.openFor(e); n >= limit {
 		return fmt.Errorf("%w: submit %s: %d workunits of this master are waiting or running, the most it may have (wait for some to finish)",
-			ErrLimit, e.Key.Short(), t.openOf(i))
+			ErrLimit, e.Key.Short(), n)
 	}
 	return nil
 }
@@ -464,7 +535,7 @@ func (t *Table) submit(e *Submit) error {
 		r.key = e.Key
 		r.id = t.nextID
 		t.nextID++
-		r.owner = t.intern(e.Owner)
+		r.owner = t.ownerOf(e)
 		t.counts[workunit.StatusWaiting]++
 		r.status = workunit.StatusWaiting
 		t.addOpen(r.owner, 1)
@@ -518,7 +589,7 @@ func joinLimit(joined bool, recTimeout uint32, timeout time.Duration) uint32 {
 // and runs in its realm.
 func (t *Table) reset(idx uint32, e *Submit) {
 	r := t.recs.at(idx)
-	if owner := t.intern(e.Owner); owner != r.owner {
+	if owner := t.ownerOf(e); owner != r.owner {
 		if isOpen(r.status) {
 			t.addOpen(r.owner, -1)
 			t.addOpen(owner, 1)

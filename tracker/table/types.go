@@ -121,8 +121,9 @@ type Config struct {
 	// any seed spreads honest keys; give a random seed (crypto/rand) where
 	// masters are not trusted, so that none can choose keys that collide.
 	HashSeed uint64
-	// MaxOpenPerOwner bounds the workunits of one owner (Submit.Owner: the
-	// shell gives one per master) that are waiting or running: a Submit
+	// MaxOpenPerOwner bounds the workunits of one quota (Submit.Quota, or
+	// Submit.Owner when that is ""; the tracker gives a credential's
+	// name) that are waiting or running: a Submit
 	// that would make one more is refused with ErrLimit. A Submit that
 	// joins a waiting or running workunit, or is answered from memory,
 	// is never refused. Zero: no bound.
