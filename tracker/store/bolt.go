@@ -188,6 +188,9 @@ func precheck(ctx context.Context, path string, readOnly bool) (uint64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("store: %w", err)
 	}
+	if fi.IsDir() {
+		return 0, fmt.Errorf("%w: %s is a directory, not a store file", ErrCorrupt, path)
+	}
 	if !fi.Mode().IsRegular() {
 		return 0, fmt.Errorf("%w: %s is not a regular file (%s)", ErrCorrupt, path, fi.Mode().Type())
 	}
