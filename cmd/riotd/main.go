@@ -42,8 +42,8 @@ func main() {
 const ExitStoreDamaged = 65
 
 // storeAdvice follows the error of a damaged store.
-const storeAdvice = `the store is damaged: riotd will not serve it. Restore %[1]s from a backup
-(and remove %[2]s, which notes the last transaction of the file it replaces),
+const storeAdvice = `the store is damaged: riotd will not serve it. Restore %[2]s from a backup
+(and remove %[3]s, which notes the last transaction of the file it replaces),
 or move both aside to start with an empty store (every workunit is lost);
 then start riotd again. See "A damaged store" in docs/operations.md.`
 
@@ -73,7 +73,7 @@ func newCommand() *cobra.Command {
 		srv, err := tracker.New(opts)
 		if errors.Is(err, store.ErrCorrupt) {
 			dir := opts.DataDir
-			return &cli.ExitError{Code: ExitStoreDamaged, Err: fmt.Errorf("%w\n"+storeAdvice, err,
+			return &cli.ExitError{Code: ExitStoreDamaged, Err: fmt.Errorf("%[1]w\n"+storeAdvice, err,
 				filepath.Join(dir, store.FileName), filepath.Join(dir, store.TxidFileName))}
 		}
 		if err != nil {
