@@ -74,6 +74,10 @@ func refused(t *testing.T, ctx context.Context, dir string) string {
 		[]string{"--listen", "127.0.0.1", "--port", "0", "--log-format", "json", "--data", dir}, nil, bins.Root)
 	require.NoError(t, p.Start())
 	t.Cleanup(func() { p.Close() })
+	// WaitLog fails when riotd exits first.
+	if _, err := p.WaitLog(ctx, e2e.LogMsg("riotd listening")); err == nil {
+		t.Fatalf("riotd served the damaged store; its log:\n%s", p.Log())
+	}
 	code, err := p.Wait(ctx)
 	require.NoError(t, err)
 	log := p.Log()
