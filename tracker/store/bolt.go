@@ -468,6 +468,9 @@ func (s *Bolt) GetBlob(ctx context.Context, h blob.Hash) ([]byte, error) {
 	err := s.use("get blob", func(db *bolt.DB) error {
 		return db.View(func(tx *bolt.Tx) error {
 			if v := tx.Bucket(bucketBlobs).Get(h[:]); v != nil {
+				if err := s.checkBlob(h, v); err != nil {
+					return err
+				}
 				out = bytes.Clone(v)
 			}
 			return nil
@@ -487,6 +490,16 @@ func (s *Bolt) GetBlob(ctx context.Context, h blob.Hash) ([]byte, error) {
 		return data, nil
 	}
 	return out, nil
+}
+
+// checkBlob checks that v, a blob read from the bbolt file, has hash h:
+// bbolt has no checksums of its own, and a byte changed on disk would
+// otherwise reach a worker as a module or a value.
+func (s *Bolt) checkBlob(h blob.Hash, v []byte) error {
+	if blob.Sum(v) != h {
+		return fmt.Errorf("%w: %s: blob %s: its %d bytes do not match its hash (changed on disk)", ErrCorrupt, s.path, h.Short(), len(v))
+	}
+	return nil
 }
 
 // HasBlob implements Store.

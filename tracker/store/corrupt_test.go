@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"math/rand/v2"
@@ -11,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/riot-go/riot/blob"
 	"github.com/riot-go/riot/tracker/table"
 	"github.com/riot-go/riot/workunit"
 )
@@ -231,4 +233,32 @@ func TestDecodeRecord_Checksum(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, normalize([]table.Record{r}), normalize([]table.Record{got}))
 	}
+}
+
+// TestBolt_GetBlob_Changed: a blob whose bytes changed in the file is
+// reported as ErrCorrupt when it is read, never served.
+func TestBolt_GetBlob_Changed(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := OpenBolt(ctx, dir, BoltOptions{})
+	require.NoError(t, err)
+	data := []byte("module.exports = function () { return 'the blob of this test, findable in the file' }")
+	h := blob.Sum(data)
+	require.NoError(t, s.PutBlob(ctx, h, data))
+	require.NoError(t, s.Close())
+	rewrite(t, dir, func(b []byte) []byte {
+		i := bytes.Index(b, []byte("findable"))
+		require.Positive(t, i)
+		b[i] = 'F'
+		return b
+	})
+	s, err = OpenBolt(ctx, dir, BoltOptions{})
+	require.NoError(t, err, "the pages are whole; only the blob's bytes changed")
+	defer s.Close()
+	_, err = s.GetBlob(ctx, h)
+	require.ErrorIs(t, err, ErrCorrupt)
+	_, _, err = s.ReadBlob(ctx, h, 0, make([]byte, 10))
+	require.ErrorIs(t, err, ErrCorrupt)
+	assert.Contains(t, err.Error(), h.Short())
 }
