@@ -13,15 +13,19 @@ package main
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/riot-go/riot/internal/cli"
 	"github.com/riot-go/riot/tracker"
+	"github.com/riot-go/riot/tracker/store"
 )
 
 func main() {
@@ -31,8 +35,21 @@ func main() {
 	os.Exit(code)
 }
 
+// ExitStoreDamaged is riotd's exit status when its store (--data) is
+// damaged, or older than what it committed: 65, EX_DATAERR of sysexits.h.
+// A restart fails the same way; an operator restores the file from a
+// backup or moves it aside (see docs/operations.md).
+const ExitStoreDamaged = 65
+
+// storeAdvice follows the error of a damaged store.
+const storeAdvice = `the store is damaged: riotd will not serve it. Restore %[2]s from a backup
+(and remove %[3]s, which notes the last transaction of the file it replaces),
+or move both aside to start with an empty store (every workunit is lost);
+then start riotd again. See "A damaged store" in docs/operations.md.`
+
 // run runs riotd and returns the exit status: 0 after a clean shutdown
-// (or --help, --version), 1 when it failed, 2 for bad usage.
+// (or --help, --version), 1 when it failed, 2 for bad usage,
+// ExitStoreDamaged when its store is damaged.
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	return cli.Execute(ctx, newCommand(), args, stdout, stderr)
 }
@@ -54,6 +71,11 @@ func newCommand() *cobra.Command {
 			return cli.Usage(err)
 		}
 		srv, err := tracker.New(opts)
+		if errors.Is(err, store.ErrCorrupt) {
+			dir := opts.DataDir
+			return &cli.ExitError{Code: ExitStoreDamaged, Err: fmt.Errorf("%[1]w\n"+storeAdvice, err,
+				filepath.Join(dir, store.FileName), filepath.Join(dir, store.TxidFileName))}
+		}
 		if err != nil {
 			return cli.Fail(err)
 		}

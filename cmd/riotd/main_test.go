@@ -26,6 +26,14 @@ func tokens(t *testing.T, lines ...string) string {
 	return path
 }
 
+// damaged returns a data directory whose store is an empty file.
+func damaged(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "tracker.db"), nil, 0o600))
+	return dir
+}
+
 func TestRun(t *testing.T) {
 	t.Parallel()
 	canceled, cancel := context.WithCancel(context.Background())
@@ -54,6 +62,8 @@ func TestRun(t *testing.T) {
 			code: 1, out: "tls"},
 		// Starts, serves, and stops cleanly when the context ends.
 		{name: "start and stop", args: []string{"--memory", "--listen", "127.0.0.1:0", "--log-level", "warn"}, ctx: canceled, code: 0},
+		{name: "damaged store", args: []string{"--data", damaged(t), "--listen", "127.0.0.1:0", "--log-level", "warn"},
+			code: ExitStoreDamaged, out: "tracker.db is empty (0 bytes)"},
 		{name: "start and stop with data", args: []string{"--data", t.TempDir(), "--listen", "127.0.0.1:0", "--log-level", "warn"},
 			ctx: canceled, code: 0},
 	}

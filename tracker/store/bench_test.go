@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -79,4 +81,57 @@ func BenchmarkBolt_Apply_Lifecycle(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(b.N*size)/b.Elapsed().Seconds(), "workunits/s")
+}
+
+// BenchmarkBolt_OpenCheck opens a store of about 256 MB (finished records
+// with 2 KB results): checkFile alone (the check riotd makes before bbolt
+// opens the file), and OpenBolt whole (the check, bbolt's open with its
+// walk of the tree, the format check). It reports MB/s of the check.
+func BenchmarkBolt_OpenCheck(b *testing.B) {
+	ctx := context.Background()
+	dir := b.TempDir()
+	s, err := OpenBolt(ctx, dir, BoltOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	result := make([]byte, 2048)
+	const batches, per = 128, 1000
+	for i := range batches {
+		batch := make([]table.Record, per)
+		for j := range batch {
+			r := benchRecord(uint64(i*per + j + 1))
+			r.Status, r.Spec, r.Result = workunit.StatusDone, nil, result
+			batch[j] = r
+		}
+		if err := s.Apply(ctx, batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := s.Close(); err != nil {
+		b.Fatal(err)
+	}
+	fi, err := os.Stat(filepath.Join(dir, FileName))
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Run("checkFile", func(b *testing.B) {
+		b.SetBytes(fi.Size())
+		for b.Loop() {
+			if _, _, err := checkFile(filepath.Join(dir, FileName)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("OpenBolt", func(b *testing.B) {
+		b.SetBytes(fi.Size())
+		for b.Loop() {
+			s, err := OpenBolt(ctx, dir, BoltOptions{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -69,6 +70,7 @@ type Bolt struct {
 	path     string
 	files    fileBlobs // the blobs that came in pieces
 	readOnly bool
+	txid     *txidFile    // nil when read-only
 	mu       sync.RWMutex // guards db against Close
 	db       *bolt.DB
 }
@@ -94,6 +96,12 @@ func OpenBolt(ctx context.Context, dir string, opts BoltOptions) (*Bolt, error) 
 	if dl, ok := ctx.Deadline(); ok {
 		wait = max(time.Until(dl), time.Millisecond)
 	}
+	lockCtx, cancel := context.WithTimeout(ctx, wait)
+	txid, err := precheck(lockCtx, path, opts.ReadOnly)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
 	db, err := openBolt(path, &bolt.Options{
 		Timeout:        wait,
 		ReadOnly:       opts.ReadOnly,
@@ -114,22 +122,106 @@ func OpenBolt(ctx context.Context, dir string, opts BoltOptions) (*Bolt, error) 
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
 	s := &Bolt{path: path, files: fileBlobs{dir: filepath.Join(dir, BlobDir)}, readOnly: opts.ReadOnly, db: db}
-	if err := s.init(opts.ReadOnly); err != nil {
+	if err := s.start(txid); err != nil {
 		db.Close()
+		if s.txid != nil {
+			s.txid.close()
+		}
 		return nil, err
 	}
-	if !opts.ReadOnly {
-		if err := s.files.clean(); err != nil {
-			db.Close()
-			return nil, err
-		}
-	}
 	return s, nil
+}
+
+// start checks the opened file's format (and on a new file writes it),
+// checks that bbolt reads the transaction precheck saw, and, unless
+// read-only, opens the side file and removes blob files left half
+// written.
+func (s *Bolt) start(txid uint64) error {
+	if !s.readOnly {
+		t, err := openTxid(filepath.Join(filepath.Dir(s.path), TxidFileName))
+		if err != nil {
+			return err
+		}
+		s.txid = t
+	}
+	if err := s.init(s.readOnly); err != nil {
+		return err
+	}
+	var now uint64
+	if err := guard(s.path, func() error {
+		return s.db.View(func(tx *bolt.Tx) error { now = uint64(tx.ID()); return nil })
+	}); err != nil {
+		return err
+	}
+	if txid != 0 && now < txid {
+		// Another process wrote between precheck and bolt.Open: never
+		// seen in practice, and not to be trusted.
+		return fmt.Errorf("%w: %s: at transaction %d, it was at %d a moment ago", ErrRolledBack, s.path, now, txid)
+	}
+	if s.readOnly {
+		return nil
+	}
+	if err := s.txid.committed(now); err != nil {
+		return err
+	}
+	return s.files.clean()
+}
+
+// precheck checks the file at path before bbolt opens it, under the file
+// lock (see lockFile), and returns its transaction (0 for a new file): it
+// must be a regular file, not empty, pass checkFile, and not be older
+// than the transaction the side file notes. A store that is missing while
+// its side file says it had commits was lost: ErrRolledBack too.
+func precheck(ctx context.Context, path string, readOnly bool) (uint64, error) {
+	side := filepath.Join(filepath.Dir(path), TxidFileName)
+	want, haveSide, err := readTxid(side)
+	if err != nil {
+		return 0, err
+	}
+	fi, err := os.Stat(path)
+	if errors.Is(err, os.ErrNotExist) && !readOnly {
+		if haveSide && want > 0 {
+			return 0, fmt.Errorf("%w: %s is missing, and %s says it had %d transactions", ErrRolledBack, path, side, want)
+		}
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("store: %w", err)
+	}
+	if fi.IsDir() {
+		return 0, fmt.Errorf("%w: %s is a directory, not a store file", ErrCorrupt, path)
+	}
+	if !fi.Mode().IsRegular() {
+		return 0, fmt.Errorf("%w: %s is not a regular file (%s)", ErrCorrupt, path, fi.Mode().Type())
+	}
+	if fi.Size() == 0 {
+		return 0, fmt.Errorf("%w: %s is empty (0 bytes): bbolt would start a new store in it", ErrCorrupt, path)
+	}
+	lock, err := lockFile(ctx, path, readOnly)
+	if err != nil {
+		return 0, err
+	}
+	defer lock.Close()
+	meta, metas, err := checkFile(path)
+	if err != nil {
+		return 0, err
+	}
+	if haveSide && meta.txid < want {
+		why := ""
+		for i, m := range metas {
+			if m.err != nil {
+				why = fmt.Sprintf(" (its meta page %d is damaged: %v)", i, m.err)
+			}
+		}
+		return 0, fmt.Errorf("%w: %s is at transaction %d%s, and %s says %d was committed", ErrRolledBack, path, meta.txid, why, side, want)
+	}
+	return meta.txid, nil
 }
 
 // openBolt calls bolt.Open, turning a panic on a damaged file into an
 // error.
 func openBolt(path string, o *bolt.Options) (db *bolt.DB, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("%w: bbolt: %v", berrors.ErrInvalid, p)
@@ -179,7 +271,7 @@ func (s *Bolt) init(readOnly bool) error {
 		})
 	}
 	return guard(s.path, func() error {
-		return s.db.Update(func(tx *bolt.Tx) error {
+		return s.update(s.db, func(tx *bolt.Tx) error {
 			fresh, err := check(tx)
 			if err != nil || !fresh {
 				return err
@@ -208,12 +300,31 @@ func (s *Bolt) init(readOnly bool) error {
 // into an ErrCorrupt error. bbolt's View and Update roll their transaction
 // back on a panic, so the DB stays usable.
 func guard(path string, f func() error) (err error) {
+	// A fault in bbolt's memory map (a page past the end of a file cut
+	// short after it was opened) panics instead of killing the process.
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
 		if p := recover(); p != nil {
 			err = fmt.Errorf("%w: %s: bbolt: %v", ErrCorrupt, path, p)
 		}
 	}()
 	return f()
+}
+
+// update runs f in a write transaction of db and, once it is committed,
+// notes its number in the side file. A failed note is not the commit's
+// failure (the records are on disk): the side file falls behind, and the
+// next open checks against an older transaction.
+func (s *Bolt) update(db *bolt.DB, f func(tx *bolt.Tx) error) error {
+	var id uint64
+	err := db.Update(func(tx *bolt.Tx) error {
+		id = uint64(tx.ID())
+		return f(tx)
+	})
+	if err == nil && s.txid != nil {
+		_ = s.txid.committed(id)
+	}
+	return err
 }
 
 // Path returns the file's path.
@@ -280,7 +391,7 @@ func (s *Bolt) Apply(ctx context.Context, batch []table.Record) error {
 		return nil
 	}
 	err := s.use("apply", func(db *bolt.DB) error {
-		return db.Update(func(tx *bolt.Tx) error {
+		return s.update(db, func(tx *bolt.Tx) error {
 			rb := tx.Bucket(bucketRecords)
 			// Mostly appends and updates of recent records: pack pages.
 			rb.FillPercent = 0.9
@@ -335,7 +446,7 @@ func (s *Bolt) PutBlob(ctx context.Context, h blob.Hash, data []byte) error {
 		}); err != nil || have {
 			return err
 		}
-		return db.Update(func(tx *bolt.Tx) error {
+		return s.update(db, func(tx *bolt.Tx) error {
 			return tx.Bucket(bucketBlobs).Put(h[:], data)
 		})
 	})
@@ -357,6 +468,9 @@ func (s *Bolt) GetBlob(ctx context.Context, h blob.Hash) ([]byte, error) {
 	err := s.use("get blob", func(db *bolt.DB) error {
 		return db.View(func(tx *bolt.Tx) error {
 			if v := tx.Bucket(bucketBlobs).Get(h[:]); v != nil {
+				if err := s.checkBlob(h, v); err != nil {
+					return err
+				}
 				out = bytes.Clone(v)
 			}
 			return nil
@@ -376,6 +490,16 @@ func (s *Bolt) GetBlob(ctx context.Context, h blob.Hash) ([]byte, error) {
 		return data, nil
 	}
 	return out, nil
+}
+
+// checkBlob checks that v, a blob read from the bbolt file, has hash h:
+// bbolt has no checksums of its own, and a byte changed on disk would
+// otherwise reach a worker as a module or a value.
+func (s *Bolt) checkBlob(h blob.Hash, v []byte) error {
+	if blob.Sum(v) != h {
+		return fmt.Errorf("%w: %s: blob %s: its %d bytes do not match its hash (changed on disk)", ErrCorrupt, s.path, h.Short(), len(v))
+	}
+	return nil
 }
 
 // HasBlob implements Store.
@@ -406,6 +530,9 @@ func (s *Bolt) Close() error {
 	}
 	err := s.db.Close()
 	s.db = nil
+	if s.txid != nil {
+		err = errors.Join(err, s.txid.close())
+	}
 	if err != nil {
 		return fmt.Errorf("store: close %s: %w", s.path, err)
 	}

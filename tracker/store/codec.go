@@ -1,7 +1,9 @@
 package store
 
 import (
+	"encoding/binary"
 	"fmt"
+	"hash/crc32"
 	"math"
 	"time"
 
@@ -11,8 +13,23 @@ import (
 )
 
 // recordVersion is the first item of every encoded record. Bump it when
-// the layout changes, and keep decoding the old ones.
-const recordVersion = 1
+// the layout changes, and keep decoding the old ones. Version 2 is version
+// 1 followed by a checksum; riot reads both, and writes 2.
+const (
+	recordVersion  = 2
+	recordVersion1 = 1
+)
+
+// crcTable is CRC-32C's (Castagnoli), which CPUs compute in hardware.
+var crcTable = crc32.MakeTable(crc32.Castagnoli)
+
+// recordSum is the checksum of a version 2 record: CRC-32C of its ID (8
+// bytes, big-endian, as it is keyed) and its array's bytes.
+func recordSum(id uint64, array []byte) uint32 {
+	var k [8]byte
+	binary.BigEndian.PutUint64(k[:], id)
+	return crc32.Update(crc32.Checksum(k[:], crcTable), crcTable, array)
+}
 
 // A record is stored under its ID (8 bytes, big-endian) as one CBOR array:
 //
@@ -20,7 +37,11 @@ const recordVersion = 1
 //	 owner, worker, lastChange (unix ns, 0 for none), deliveries,
 //	 [lostFrom...], spec (bytes or null), result (bytes or null),
 //	 error (null or [kind, name, message, stack, value (bytes or null),
-//	 worker, key])]
+//	 worker, key])]  checksum
+//
+// The checksum (version 2) is 4 bytes after the array, big-endian: see
+// recordSum. A byte changed on disk anywhere in a record, or in its key,
+// fails it. Version 1 records have no checksum.
 //
 // Text is written as byte strings, so that any Go string (JavaScript's
 // lone surrogates included) round-trips exactly.
@@ -65,7 +86,8 @@ func encodeRecord(buf []byte, r *table.Record) []byte {
 		str(w, e.Worker)
 		w.ByteString(e.Key[:])
 	}
-	return w.Bytes()
+	b := w.Bytes()
+	return binary.BigEndian.AppendUint32(b, recordSum(r.ID, b))
 }
 
 func str(w *cbor.Writer, s string) {
@@ -85,11 +107,22 @@ func bytesOrNull(w *cbor.Writer, b []byte) {
 // bbolt's memory): Spec, Result and the error's Value alias it.
 func decodeRecord(id uint64, data []byte) (table.Record, error) {
 	rec := table.Record{ID: id}
+	// The array head (13 items) and the version are a byte each.
+	if len(data) > 2 && data[1] == recordVersion {
+		if len(data) < 6 {
+			return rec, fmt.Errorf("%d bytes, too short for a record", len(data))
+		}
+		array, sum := data[:len(data)-4], binary.BigEndian.Uint32(data[len(data)-4:])
+		if got := recordSum(id, array); got != sum {
+			return rec, fmt.Errorf("checksum %08x, its bytes sum to %08x: the record was changed on disk", sum, got)
+		}
+		data = array
+	}
 	d := decoder{r: cbor.NewReader(data)}
 	if n := d.array(); n != recordItems && d.err == nil {
 		d.fail("want an array of %d items, have %d", recordItems, n)
 	}
-	if v := d.int(); v != recordVersion && d.err == nil {
+	if v := d.int(); v != recordVersion && v != recordVersion1 && d.err == nil {
 		return rec, fmt.Errorf("%w: record version %d", ErrVersion, v)
 	}
 	if k := d.bytes(); d.err == nil {

@@ -43,7 +43,10 @@
 // and "blobs" (hash → bytes, for blobs stored whole). Blobs that came in
 // pieces (CreateBlob) are files of the directory BlobDir beside it, named
 // by their hash in hex. Records are versioned CBOR arrays (see
-// codec.go); a file or record of a newer version fails with ErrVersion, a
-// damaged or foreign file with ErrCorrupt, at open (bbolt checks its meta
-// pages) or at Load (every record is decoded).
+// codec.go) with a checksum each; a file or record of a newer version
+// fails with ErrVersion, a damaged or foreign file with ErrCorrupt: at
+// open (checkFile reads the meta pages and every page of the trees before
+// bbolt trusts them), at Load (every record is decoded and its checksum
+// checked), or when a blob is read (its bytes must have its hash). A file
+// older than the last commit (TxidFileName) fails with ErrRolledBack.
 package store

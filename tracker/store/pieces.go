@@ -316,6 +316,9 @@ func (s *Bolt) ReadBlob(ctx context.Context, h blob.Hash, off int64, p []byte) (
 		return db.View(func(tx *bolt.Tx) error {
 			if v := tx.Bucket(bucketBlobs).Get(h[:]); v != nil {
 				found = true
+				if err := s.checkBlob(h, v); err != nil {
+					return err
+				}
 				var err error
 				size, n, err = readSlice(h, v, off, p)
 				return err

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/riot-go/riot/blob"
 	"github.com/riot-go/riot/tracker/table"
@@ -61,6 +62,11 @@ var (
 	// ErrCorrupt: the file is not a riot store, or its contents do not
 	// decode. The message names the file and, for a record, its key.
 	ErrCorrupt = errors.New("store: corrupt")
+	// ErrRolledBack: the file is older than the last transaction the
+	// store committed (see TxidFileName): bbolt fell back to an older
+	// meta page, or the file was replaced by an older copy, or lost. It
+	// wraps ErrCorrupt.
+	ErrRolledBack = fmt.Errorf("%w: rolled back", ErrCorrupt)
 	// ErrVersion: the file was written by a newer riot, in a format this
 	// one does not know.
 	ErrVersion = errors.New("store: unknown format version")
