@@ -1,0 +1,127 @@
+package engine
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"syscall"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/riot-go/riot/workunit"
+)
+
+// hugeAllocs are workunits that each ask one built-in for far more memory
+// than a worker with a 256 MiB limit has, in one call; what names the
+// allocation in the RangeError's message.
+var hugeAllocs = []struct{ name, src, what string }{
+	{"ArrayBuffer", `new ArrayBuffer(8 * 2 ** 30)`, "ArrayBuffer of 8.0 GiB"},
+	{"ArrayBuffer1T", `new ArrayBuffer(2 ** 40)`, "ArrayBuffer of 1.0 TiB"},
+	{"Float64Array", `new Float64Array(2 ** 30)`, "Float64Array of 8.0 GiB"},
+	{"Uint8ArrayLike", `new Uint8Array({length: 2 ** 33})`, "Uint8Array of 8.0 GiB"},
+	{"TypedArrayFrom", `Float64Array.from({length: 2 ** 30})`, "Float64Array of 8.0 GiB"},
+	{"Subclass", `class Big extends Int32Array {}; new Big(2 ** 31)`, "Int32Array of 8.0 GiB"},
+	{"repeat", `'ab'.repeat(2 ** 28)`, "String.prototype.repeat: a string of 1.0 GiB"},
+	{"padStart", `'a'.padStart(2 ** 28)`, "String.prototype.padStart: a string of 512.0 MiB"},
+	{"padEnd", `'a'.padEnd(2 ** 28, 'xy')`, "String.prototype.padEnd: a string of 512.0 MiB"},
+	{"fill", `new Array(2 ** 32 - 1).fill(0)`, "Array.prototype.fill: an array of 64.0 GiB"},
+	{"join", `new Array(2 ** 28).join('abcd')`, "Array.prototype.join: a string of 2.0 GiB"},
+	{"toString", `new Array(2 ** 30).toString()`, "Array.prototype.join: a string of 2.0 GiB"},
+	{"split", `'x'.repeat(2 ** 24).split('')`, "String.prototype.split: an array of 512.0 MiB"},
+}
+
+// TestAllocLimits: each huge allocation throws a RangeError naming its
+// size and the limit, and the worker goes on.
+func TestAllocLimits(t *testing.T) {
+	e := newEngine(t, Options{Slots: 1, MemoryLimit: 256 << 20})
+	for _, c := range hugeAllocs {
+		t.Run(c.name, func(t *testing.T) {
+			werr, _ := evalError(t, e, evalReq(c.src))
+			assert.Equal(t, workunit.Thrown, werr.Kind)
+			assert.Equal(t, "RangeError", werr.Name)
+			assert.Contains(t, werr.Message, c.what)
+			assert.Contains(t, werr.Message, "256.0 MiB")
+			assert.Equal(t, float64(3), evalValue(t, e, "1 + 2"))
+		})
+	}
+}
+
+// TestAllocLimits_NoLimit: without a MemoryLimit, one allocation may take
+// at most half the machine's memory.
+func TestAllocLimits_NoLimit(t *testing.T) {
+	e := newEngine(t, Options{Slots: 1})
+	werr, _ := evalError(t, e, evalReq(`new ArrayBuffer(2 ** 50)`))
+	assert.Equal(t, "RangeError", werr.Name)
+	assert.Contains(t, werr.Message, "ArrayBuffer of 1.0 PiB is more than one allocation of this worker may take")
+	assert.Equal(t, float64(3), evalValue(t, e, "1 + 2"))
+}
+
+// TestAllocLimits_Ordinary: what ordinary scripts do with the wrapped
+// built-ins still works, and sizes under the limit are allowed.
+func TestAllocLimits_Ordinary(t *testing.T) {
+	e := newEngine(t, Options{Slots: 1, MemoryLimit: 256 << 20})
+	for src, want := range map[string]any{
+		`new ArrayBuffer(16).byteLength`:                                   float64(16),
+		`new ArrayBuffer(8 << 20).byteLength`:                              float64(8 << 20),
+		`new Float64Array([1, 2, 3]).length`:                               float64(3),
+		`new Uint8Array(new ArrayBuffer(8), 2, 4).length`:                  float64(4),
+		`new Uint8Array(4) instanceof Uint8Array`:                          true,
+		`new ArrayBuffer(4) instanceof ArrayBuffer`:                        true,
+		`new Uint8Array(4).constructor === Uint8Array`:                     true,
+		`new Float64Array(2).map(x => x + 1).constructor === Float64Array`: true,
+		`new Uint8Array(4).buffer instanceof ArrayBuffer`:                  true,
+		`Uint8Array.name + Uint8Array.length`:                              "Uint8Array3",
+		`(() => { try { Uint8Array(2) } catch (e) { return e.name } })()`:  "TypeError",
+		`Uint8Array.BYTES_PER_ELEMENT`:                                     float64(1),
+		`Float32Array.from([1, 2]).length`:                                 float64(2),
+		`Object.getPrototypeOf(new Int8Array(1)) === Int8Array.prototype`:  true,
+		`class B extends Uint8Array { x() { return 7 } }; new B(2).x()`:    float64(7),
+		`'ab'.repeat(3)`:                                             "ababab",
+		`'x'.repeat(1 << 20).length`:                                 float64(1 << 20),
+		`'a,b,c'.split(',').length`:                                  float64(3),
+		`'a,b,c'.split(',', 2).join('|')`:                            "a|b",
+		`'a1b2'.split(/\d/).length`:                                  float64(3),
+		`[1, 2, 3].join()`:                                           "1,2,3",
+		`new Array(3).fill(7).join('')`:                              "777",
+		`Array.prototype.fill.call({length: 2}, 1)[1]`:               float64(1),
+		`[1, 2, 3, 4].fill(0, 1, -1).join('')`:                       "1004",
+		`String.prototype.split.name + String.prototype.repeat.name`: "splitrepeat",
+		`'x'.repeat(1 << 20).split('').length`:                       float64(1 << 20),
+		`typeof ArrayBuffer.isView`:                                  "function",
+	} {
+		assert.Equal(t, want, evalValue(t, e, src), src)
+	}
+}
+
+// TestAllocLimits_Process runs the huge allocations in a child process
+// whose address space is bounded, so that one the engine does not check
+// is a Go "fatal error: out of memory" that fails this test instead of
+// ending the test binary.
+func TestAllocLimits_Process(t *testing.T) {
+	if os.Getenv("RIOT_ALLOC_CHILD") == "1" {
+		allocChild(t)
+		return
+	}
+	cmd := exec.Command(os.Args[0], "-test.run=^TestAllocLimits_Process$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), "RIOT_ALLOC_CHILD=1")
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "the child process failed:\n%s", out)
+	assert.Contains(t, string(out), "allocChild: every workunit threw")
+}
+
+// allocChild bounds the process's address space to 4 GiB, so that an
+// allocation of 8 GiB cannot succeed, and runs hugeAllocs.
+func allocChild(t *testing.T) {
+	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: 4 << 30, Max: 4 << 30}))
+	e := newEngine(t, Options{Slots: 1, MemoryLimit: 256 << 20})
+	for _, c := range hugeAllocs {
+		_, err := e.Run(context.Background(), evalReq(c.src))
+		var werr *workunit.Error
+		require.ErrorAs(t, err, &werr, c.name)
+		require.Equal(t, "RangeError", werr.Name, c.name)
+	}
+	fmt.Println("allocChild: every workunit threw")
+}
