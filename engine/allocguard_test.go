@@ -101,27 +101,50 @@ func TestAllocLimits_Ordinary(t *testing.T) {
 // is a Go "fatal error: out of memory" that fails this test instead of
 // ending the test binary.
 func TestAllocLimits_Process(t *testing.T) {
-	if os.Getenv("RIOT_ALLOC_CHILD") == "1" {
-		allocChild(t)
-		return
-	}
-	cmd := exec.Command(os.Args[0], "-test.run=^TestAllocLimits_Process$", "-test.count=1", "-test.v")
-	cmd.Env = append(os.Environ(), "RIOT_ALLOC_CHILD=1")
-	out, err := cmd.CombinedOutput()
-	require.NoError(t, err, "the child process failed:\n%s", out)
-	assert.Contains(t, string(out), "allocChild: every workunit threw")
+	runChild(t, "TestAllocLimits_Process", func(t *testing.T) {
+		e := newEngine(t, Options{Slots: 1, MemoryLimit: 256 << 20})
+		for _, c := range hugeAllocs {
+			_, err := e.Run(context.Background(), evalReq(c.src))
+			var werr *workunit.Error
+			require.ErrorAs(t, err, &werr, c.name)
+			require.Equal(t, "RangeError", werr.Name, c.name)
+		}
+	})
 }
 
-// allocChild bounds the process's address space to 4 GiB, so that an
-// allocation of 8 GiB cannot succeed, and runs hugeAllocs.
-func allocChild(t *testing.T) {
-	require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: 4 << 30, Max: 4 << 30}))
-	e := newEngine(t, Options{Slots: 1, MemoryLimit: 256 << 20})
-	for _, c := range hugeAllocs {
-		_, err := e.Run(context.Background(), evalReq(c.src))
-		var werr *workunit.Error
-		require.ErrorAs(t, err, &werr, c.name)
-		require.Equal(t, "RangeError", werr.Name, c.name)
+// TestAllocLimits_Doubling: s += s, which no built-in's check sees, is
+// stopped by the memory guard soon after the heap passes the limit, in a
+// child process whose address space is 2 GiB. A regression test: the
+// guard collected garbage before it interrupted, and while runtime.GC
+// waited for one doubling's copy the script started the next; under a
+// 1 GiB limit the heap reached 7 GiB.
+func TestAllocLimits_Doubling(t *testing.T) {
+	runChild(t, "TestAllocLimits_Doubling", func(t *testing.T) {
+		e := newEngine(t, Options{Slots: 1, MemoryLimit: 256 << 20})
+		werr, _ := evalError(t, e, evalReq(`let s = 'x'; for (;;) s += s`))
+		require.Equal(t, workunit.MemoryLimit, werr.Kind)
+		fmt.Println(werr.Message)
+		assert.Equal(t, float64(3), evalValue(t, e, "1 + 2"))
+	})
+}
+
+// runChild runs the test named test again in a child process with
+// RIOT_ALLOC_CHILD set, whose address space is bounded to 2 GiB; there it
+// runs child. It fails when the child does.
+func runChild(t *testing.T, test string, child func(t *testing.T)) {
+	t.Helper()
+	if os.Getenv("RIOT_ALLOC_CHILD") == test {
+		require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: 2 << 30, Max: 2 << 30}))
+		child(t)
+		if !t.Failed() {
+			fmt.Println("child: done")
+		}
+		return
 	}
-	fmt.Println("allocChild: every workunit threw")
+	cmd := exec.Command(os.Args[0], "-test.run=^"+test+"$", "-test.count=1", "-test.v")
+	cmd.Env = append(os.Environ(), "RIOT_ALLOC_CHILD="+test)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "the child process failed:\n%s", out)
+	assert.Contains(t, string(out), "child: done")
+	t.Logf("child:\n%s", out)
 }
