@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -101,7 +102,7 @@ func TestAllocLimits_Ordinary(t *testing.T) {
 // is a Go "fatal error: out of memory" that fails this test instead of
 // ending the test binary.
 func TestAllocLimits_Process(t *testing.T) {
-	runChild(t, "TestAllocLimits_Process", func(t *testing.T) {
+	runChild(t, "TestAllocLimits_Process", 4<<30, func(t *testing.T) {
 		e := newEngine(t, Options{Slots: 1, MemoryLimit: 256 << 20})
 		for _, c := range hugeAllocs {
 			_, err := e.Run(context.Background(), evalReq(c.src))
@@ -112,30 +113,46 @@ func TestAllocLimits_Process(t *testing.T) {
 	})
 }
 
+// doublingLimit is the memory limit of TestAllocLimits_Doubling.
+const doublingLimit = 512 << 20
+
 // TestAllocLimits_Doubling: s += s, which no built-in's check sees, is
-// stopped by the memory guard soon after the heap passes the limit, in a
-// child process whose address space is 2 GiB. A regression test: the
+// stopped by the memory guard at the doubling that passes the limit, in a
+// child process whose address space is bounded. A regression test: the
 // guard collected garbage before it interrupted, and while runtime.GC
 // waited for one doubling's copy the script started the next; under a
-// 1 GiB limit the heap reached 7 GiB.
+// 512 MiB limit the guard saw 1.8 GiB (or the child died of the 4 GiB
+// bound), and under a 1 GiB limit the heap reached 7 GiB.
 func TestAllocLimits_Doubling(t *testing.T) {
-	runChild(t, "TestAllocLimits_Doubling", func(t *testing.T) {
-		e := newEngine(t, Options{Slots: 1, MemoryLimit: 256 << 20})
+	// The guard's goroutine may wait for a CPU while the script starts one
+	// more doubling: 8 GiB leaves room for it, not for a runaway.
+	runChild(t, "TestAllocLimits_Doubling", 8<<30, func(t *testing.T) {
+		e := newEngine(t, Options{Slots: 1, MemoryLimit: doublingLimit})
 		werr, _ := evalError(t, e, evalReq(`let s = 'x'; for (;;) s += s`))
 		require.Equal(t, workunit.MemoryLimit, werr.Kind)
 		fmt.Println(werr.Message)
+		// Interrupted within one doubling: under twice the limit.
+		assert.Contains(t, werr.Message, "MiB in use)")
 		assert.Equal(t, float64(3), evalValue(t, e, "1 + 2"))
 	})
 }
 
 // runChild runs the test named test again in a child process with
-// RIOT_ALLOC_CHILD set, whose address space is bounded to 2 GiB; there it
+// RIOT_ALLOC_CHILD set, whose address space is bounded to addressSpace bytes (the Go runtime
+// reserves much more than its heap); there it
 // runs child. It fails when the child does.
-func runChild(t *testing.T, test string, child func(t *testing.T)) {
+func runChild(t *testing.T, test string, addressSpace uint64, child func(t *testing.T)) {
 	t.Helper()
 	if os.Getenv("RIOT_ALLOC_CHILD") == test {
-		require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: 2 << 30, Max: 2 << 30}))
+		require.NoError(t, syscall.Setrlimit(syscall.RLIMIT_AS, &syscall.Rlimit{Cur: addressSpace, Max: addressSpace}))
 		child(t)
+		if b, err := os.ReadFile("/proc/self/status"); err == nil {
+			for _, l := range strings.Split(string(b), "\n") {
+				if strings.HasPrefix(l, "VmPeak") || strings.HasPrefix(l, "VmHWM") {
+					fmt.Println(l)
+				}
+			}
+		}
 		if !t.Failed() {
 			fmt.Println("child: done")
 		}

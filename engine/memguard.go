@@ -101,12 +101,13 @@ func (g *memGuard) loop(done <-chan struct{}) {
 			continue
 		}
 		// Garbage counts until it is collected: collect, then look again.
-		// But not when what was allocated since the last look, taken as
-		// live, passes the limit with the heap found live at the last
-		// collection: that is one large allocation (s += s doubling a
-		// string of hundreds of MiB), and the script's next one would
-		// start while runtime.GC waited for this one's copy to end.
-		if live+grew <= g.limit {
+		// But not after a leap: when what was allocated since the last
+		// look, taken as live, passes the limit with the heap found live
+		// at the last collection, or is a quarter of the limit in one
+		// tick. That is one large allocation (s += s doubling a string of
+		// hundreds of MiB), and the script's next one would start while
+		// runtime.GC waited for this one's copy to end.
+		if live+grew <= g.limit && grew < g.limit/4 {
 			runtime.GC()
 			metrics.Read(sample)
 			heap = sample[0].Value.Uint64()
