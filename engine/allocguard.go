@@ -147,12 +147,17 @@ const allocLimitsScript = `(function () {
 		// constructs the original, with the original's prototype (so that
 		// instanceof holds for every buffer or array, however made), its
 		// own properties and its [[Prototype]] (%TypedArray%'s from and of).
-		const wrapCtor = (name, sizeOf) => {
+		const wrapCtor = (name, sizeOf, build) => {
 			const C = G[name];
 			const W = function () {
 				if (new.target === undefined) throw new TypeError("Constructor " + name + " requires 'new'");
+				const nt = new.target === W ? C : new.target;
 				check(sizeOf(arguments), name);
-				return Reflect.construct(C, arguments, new.target === W ? C : new.target);
+				if (build) {
+					const made = build(C, arguments, nt);
+					if (made !== undefined) return made;
+				}
+				return Reflect.construct(C, arguments, nt);
 			};
 			const own = Object.getOwnPropertyDescriptors(C);
 			for (const k of Reflect.ownKeys(own)) Object.defineProperty(W, k, own[k]);
@@ -166,11 +171,25 @@ const allocLimitsScript = `(function () {
 		for (const name of typed) {
 			if (typeof G[name] !== 'function') continue;
 			const size = G[name].BYTES_PER_ELEMENT;
+			// An array-like (no iterator) is copied here, by the length
+			// read once for the check: a getter of length cannot give the
+			// original constructor a larger one.
+			const arrayLike = (a) => a !== null && typeof a === 'object' && !(a instanceof G.ArrayBuffer) &&
+				!G.ArrayBuffer.isView(a) && typeof a[Symbol.iterator] !== 'function';
 			wrapCtor(name, (args) => {
 				const a = args[0];
 				if (a === null || typeof a !== 'object') return len(a) * size;
 				if (a instanceof G.ArrayBuffer || G.ArrayBuffer.isView(a)) return 0;
-				return len(a.length) * size;
+				if (typeof a[Symbol.iterator] === 'function') return Array.isArray(a) ? a.length * size : 0;
+				return 0; // build checks it
+			}, (C, args, nt) => {
+				const a = args[0];
+				if (!arrayLike(a)) return undefined;
+				const n = len(a.length);
+				check(n * size, name);
+				const t = Reflect.construct(C, [n], nt);
+				for (let i = 0; i < n; i++) t[i] = a[i];
+				return t;
 			});
 		}
 
@@ -209,21 +228,30 @@ const allocLimitsScript = `(function () {
 			if (k < 0) k = Math.max(n + k, 0); else k = Math.min(k, n);
 			return k;
 		};
+		// An object that is not an array is filled here, by the length read
+		// once for the check (a getter of length could give the original a
+		// larger one); a loop of JavaScript can be interrupted.
 		def(A, 'fill', function fill(value, start, end) {
-			if (Array.isArray(this)) {
-				const n = this.length;
-				const from = rel(start, n, 0), to = rel(end, n, n);
-				if (to > from) check((to - from) * valueBytes, 'Array.prototype.fill: an array');
-			}
-			return origFill.call(this, value, start, end);
+			if (this === null || this === undefined) return origFill.call(this, value, start, end);
+			const O = Object(this);
+			const n = Array.isArray(O) ? O.length : len(O.length);
+			const from = rel(start, n, 0), to = rel(end, n, n);
+			if (to > from) check((to - from) * valueBytes, 'Array.prototype.fill: an array');
+			if (Array.isArray(O)) return origFill.call(O, value, start, end);
+			for (let k = from; k < to; k++) O[k] = value;
+			return O;
 		});
+		// An object that is not an array is joined through an object whose
+		// own length is the one read for the check, and whose elements are
+		// the object's (its prototype).
 		def(A, 'join', function join(sep) {
-			if (this !== null && this !== undefined) {
-				const n = len(this.length);
-				const w = sep === undefined ? 1 : String(sep).length;
-				if (n > 1) check((n - 1) * w * 2, 'Array.prototype.join: a string');
-			}
-			return origJoin.call(this, sep);
+			if (this === null || this === undefined) return origJoin.call(this, sep);
+			const O = Object(this);
+			const n = Array.isArray(O) ? O.length : len(O.length);
+			const w = sep === undefined ? 1 : String(sep).length;
+			if (n > 1) check((n - 1) * w * 2, 'Array.prototype.join: a string');
+			if (Array.isArray(O)) return origJoin.call(O, sep);
+			return origJoin.call(Object.create(O, { length: { value: n } }), sep);
 		});
 	};
 })()`

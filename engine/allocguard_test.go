@@ -32,6 +32,11 @@ var hugeAllocs = []struct{ name, src, what string }{
 	{"join", `new Array(2 ** 28).join('abcd')`, "Array.prototype.join: a string of 2.0 GiB"},
 	{"toString", `new Array(2 ** 30).toString()`, "Array.prototype.join: a string of 2.0 GiB"},
 	{"split", `'x'.repeat(2 ** 24).split('')`, "String.prototype.split: an array of 512.0 MiB"},
+	// Lengths read by a getter (TestAllocLimits_Ordinary: one that grows
+	// after the check's read).
+	{"lengthGetterTypedBig", `(() => { let c = 0; return new Float64Array({get length() { return c++ ? 2 ** 37 : 2 ** 30 }}) })()`, "Float64Array of 8.0 GiB"},
+	{"lengthGetterJoin", `(() => { let c = 0; return Array.prototype.join.call({get length() { return c++ ? 2 ** 32 - 1 : 2 ** 28 }}, 'abcd') })()`, "Array.prototype.join: a string of 2.0 GiB"},
+	{"fillObject", `Array.prototype.fill.call({length: 2 ** 40}, 0)`, "Array.prototype.fill: an array of 16.0 TiB"},
 }
 
 // TestAllocLimits: each huge allocation throws a RangeError naming its
@@ -91,7 +96,12 @@ func TestAllocLimits_Ordinary(t *testing.T) {
 		`[1, 2, 3, 4].fill(0, 1, -1).join('')`:                       "1004",
 		`String.prototype.split.name + String.prototype.repeat.name`: "splitrepeat",
 		`'x'.repeat(1 << 20).split('').length`:                       float64(1 << 20),
-		`typeof ArrayBuffer.isView`:                                  "function",
+		`(() => { let c = 0; return new Float64Array({get length() { return c++ ? 2 ** 37 : 2 }, 0: 1, 1: 2}).join() })()`:                "1,2",
+		`(() => { let c = 0; return Array.prototype.join.call({get length() { return c++ ? 2 ** 32 - 1 : 3 }, 0: 'a', 2: 'c'}, '-') })()`: "a--c",
+		`(() => { const o = {length: 3}; Array.prototype.fill.call(o, 5, 1); return o[0] === undefined && o[1] === 5 && o[2] === 5 })()`:  true,
+		`new Uint8Array(new Set([1, 2])).length`: float64(2),
+		`new Uint8Array('3').length`:             float64(3),
+		`typeof ArrayBuffer.isView`:              "function",
 	} {
 		assert.Equal(t, want, evalValue(t, e, src), src)
 	}
