@@ -149,15 +149,18 @@ const allocLimitsScript = `(function () {
 		// own properties and its [[Prototype]] (%TypedArray%'s from and of).
 		const wrapCtor = (name, sizeOf, build) => {
 			const C = G[name];
-			const W = function () {
+			// (a, b, c): the most any of them takes; undefined for one not
+			// given means the same to each.
+			const W = function (a, b, c) {
 				if (new.target === undefined) throw new TypeError("Constructor " + name + " requires 'new'");
 				const nt = new.target === W ? C : new.target;
-				check(sizeOf(arguments), name);
-				if (build) {
-					const made = build(C, arguments, nt);
+				const n = sizeOf(a);
+				if (n >= min) check(n, name);
+				if (build !== undefined && a !== null && typeof a === 'object') {
+					const made = build(C, a, nt);
 					if (made !== undefined) return made;
 				}
-				return Reflect.construct(C, arguments, nt);
+				return nt === C ? new C(a, b, c) : Reflect.construct(C, [a, b, c], nt);
 			};
 			const own = Object.getOwnPropertyDescriptors(C);
 			for (const k of Reflect.ownKeys(own)) Object.defineProperty(W, k, own[k]);
@@ -165,7 +168,7 @@ const allocLimitsScript = `(function () {
 			def(C.prototype, 'constructor', W);
 			def(G, name, W);
 		};
-		wrapCtor('ArrayBuffer', (args) => len(args[0]));
+		wrapCtor('ArrayBuffer', len);
 		const typed = ['Int8Array', 'Uint8Array', 'Uint8ClampedArray', 'Int16Array', 'Uint16Array', 'Int32Array',
 			'Uint32Array', 'Float32Array', 'Float64Array', 'BigInt64Array', 'BigUint64Array'];
 		for (const name of typed) {
@@ -176,14 +179,12 @@ const allocLimitsScript = `(function () {
 			// original constructor a larger one.
 			const arrayLike = (a) => a !== null && typeof a === 'object' && !(a instanceof G.ArrayBuffer) &&
 				!G.ArrayBuffer.isView(a) && typeof a[Symbol.iterator] !== 'function';
-			wrapCtor(name, (args) => {
-				const a = args[0];
+			wrapCtor(name, (a) => {
 				if (a === null || typeof a !== 'object') return len(a) * size;
 				if (a instanceof G.ArrayBuffer || G.ArrayBuffer.isView(a)) return 0;
 				if (typeof a[Symbol.iterator] === 'function') return Array.isArray(a) ? a.length * size : 0;
 				return 0; // build checks it
-			}, (C, args, nt) => {
-				const a = args[0];
+			}, (C, a, nt) => {
 				if (!arrayLike(a)) return undefined;
 				const n = len(a.length);
 				check(n * size, name);
@@ -236,7 +237,7 @@ const allocLimitsScript = `(function () {
 			const O = Object(this);
 			const n = Array.isArray(O) ? O.length : len(O.length);
 			const from = rel(start, n, 0), to = rel(end, n, n);
-			if (to > from) check((to - from) * valueBytes, 'Array.prototype.fill: an array');
+			if ((to - from) * valueBytes >= min) check((to - from) * valueBytes, 'Array.prototype.fill: an array');
 			if (Array.isArray(O)) return origFill.call(O, value, start, end);
 			for (let k = from; k < to; k++) O[k] = value;
 			return O;
@@ -249,7 +250,7 @@ const allocLimitsScript = `(function () {
 			const O = Object(this);
 			const n = Array.isArray(O) ? O.length : len(O.length);
 			const w = sep === undefined ? 1 : String(sep).length;
-			if (n > 1) check((n - 1) * w * 2, 'Array.prototype.join: a string');
+			if ((n - 1) * w * 2 >= min) check((n - 1) * w * 2, 'Array.prototype.join: a string');
 			if (Array.isArray(O)) return origJoin.call(O, sep);
 			return origJoin.call(Object.create(O, { length: { value: n } }), sep);
 		});
