@@ -120,9 +120,80 @@ func bindAllocLimits(rl *realm) error {
 	countSplit := func(call goja.FunctionCall) goja.Value {
 		return rl.rt.ToValue(countPieces(call.Argument(0).String(), call.Argument(1).String()))
 	}
+	wrap := func(call goja.FunctionCall) goja.Value {
+		slow, ok1 := goja.AssertFunction(call.Argument(0))
+		construct, ok2 := goja.AssertFunction(call.Argument(1))
+		adopt, ok3 := goja.AssertFunction(call.Argument(2))
+		if !ok1 || !ok2 || !ok3 {
+			panic(rl.rt.NewTypeError("wrapCtors: want three functions"))
+		}
+		for _, name := range allocCtors {
+			C, ok := rl.rt.GlobalObject().Get(name).(*goja.Object)
+			if !ok {
+				continue
+			}
+			W := rl.wrapCtor(name, C, slow, construct)
+			if _, err := adopt(goja.Undefined(), W, C, rl.rt.ToValue(name)); err != nil {
+				panic(err)
+			}
+		}
+		return goja.Undefined()
+	}
 	_, err = install(goja.Undefined(), rl.rt.ToValue(check), rl.rt.ToValue(countSplit), rl.rt.ToValue(allocCheckMin),
-		rl.rt.ToValue(valueBytes), rl.rt.ToValue(pieceBytes))
+		rl.rt.ToValue(valueBytes), rl.rt.ToValue(pieceBytes), rl.rt.ToValue(wrap))
 	return err
+}
+
+// allocCtors are the constructors whose size wrapCtor checks.
+var allocCtors = []string{"ArrayBuffer", "Int8Array", "Uint8Array", "Uint8ClampedArray", "Int16Array", "Uint16Array",
+	"Int32Array", "Uint32Array", "Float32Array", "Float64Array", "BigInt64Array", "BigUint64Array"}
+
+// wrapCtor returns a constructor, in Go (a call of it costs much less
+// than one of a JavaScript function), that checks the size that
+// constructor C is asked for and then constructs C. A length or size is
+// checked here; an object argument goes to slow(C, newTarget, a, b, c),
+// and a subclass's construction to construct(C, newTarget, a, b, c).
+func (rl *realm) wrapCtor(name string, C *goja.Object, slow, construct goja.Callable) *goja.Object {
+	size := 1.0
+	if name != "ArrayBuffer" {
+		size = C.Get("BYTES_PER_ELEMENT").ToFloat()
+	}
+	var W *goja.Object
+	W = rl.rt.ToValue(func(call goja.ConstructorCall) *goja.Object {
+		// goja gives no NewTarget for new W(...) itself, nor for a call
+		// of W without new, which therefore constructs too.
+		nt := call.NewTarget
+		if nt == nil || nt == W {
+			nt = C
+		}
+		a, b, c := call.Argument(0), call.Argument(1), call.Argument(2)
+		var v goja.Value
+		var err error
+		if _, ok := a.(*goja.Object); ok {
+			v, err = slow(goja.Undefined(), C, nt, a, b, c)
+		} else {
+			n := 0.0
+			if !goja.IsUndefined(a) && !goja.IsNull(a) {
+				if f := math.Trunc(a.ToFloat()); f > 0 {
+					n = f
+				}
+			}
+			rl.checkAlloc(n*size, name)
+			if nt == C {
+				o, err := rl.rt.New(C, call.Arguments...)
+				if err != nil {
+					panic(err)
+				}
+				return o
+			}
+			v, err = construct(goja.Undefined(), C, nt, a, b, c)
+		}
+		if err != nil {
+			panic(err)
+		}
+		return v.ToObject(rl.rt)
+	}).(*goja.Object)
+	return W
 }
 
 // countPieces returns how many strings s.split(sep) makes, sep not empty.
@@ -134,7 +205,7 @@ func countPieces(s, sep string) int {
 }
 
 const allocLimitsScript = `(function () {
-	return function install(check, countSplit, min, valueBytes, pieceBytes) {
+	return function install(check, countSplit, min, valueBytes, pieceBytes, wrapCtors) {
 		const def = (obj, name, value) => Object.defineProperty(obj, name, { writable: true, configurable: true, value });
 		const len = (v) => { const n = Math.trunc(Number(v)); return n > 0 ? n : 0; };
 		const str = (v, name) => {
@@ -143,56 +214,42 @@ const allocLimitsScript = `(function () {
 		};
 		const G = globalThis;
 
-		// Constructors: a function that checks the size and then
-		// constructs the original, with the original's prototype (so that
-		// instanceof holds for every buffer or array, however made), its
-		// own properties and its [[Prototype]] (%TypedArray%'s from and of).
-		const wrapCtor = (name, sizeOf, build) => {
-			const C = G[name];
-			// (a, b, c): the most any of them takes; undefined for one not
-			// given means the same to each.
-			const W = function (a, b, c) {
-				if (new.target === undefined) throw new TypeError("Constructor " + name + " requires 'new'");
-				const nt = new.target === W ? C : new.target;
-				const n = sizeOf(a);
-				if (n >= min) check(n, name);
-				if (build !== undefined && a !== null && typeof a === 'object') {
-					const made = build(C, a, nt);
-					if (made !== undefined) return made;
+		// Constructors (wrapCtors, in Go): slow builds from an object
+		// argument, construct for a subclass; adopt gives the wrapper W the
+		// original's prototype (so that instanceof holds for every buffer
+		// or array, however made), own properties and [[Prototype]]
+		// (%TypedArray%'s from and of).
+		const AB = G.ArrayBuffer;
+		const slow = (C, nt, a, b, c) => {
+			if (C === AB) {
+				const n = len(a);
+				if (n >= min) check(n, C.name);
+			} else if (!(a instanceof AB) && !AB.isView(a)) {
+				const size = C.BYTES_PER_ELEMENT;
+				if (typeof a[Symbol.iterator] === 'function') {
+					if (Array.isArray(a) && a.length * size >= min) check(a.length * size, C.name);
+				} else {
+					// An array-like is copied here, by the length read once
+					// for the check: a getter of length cannot give the
+					// original constructor a larger one.
+					const n = len(a.length);
+					if (n * size >= min) check(n * size, C.name);
+					const t = Reflect.construct(C, [n], nt);
+					for (let i = 0; i < n; i++) t[i] = a[i];
+					return t;
 				}
-				return nt === C ? new C(a, b, c) : Reflect.construct(C, [a, b, c], nt);
-			};
+			}
+			return Reflect.construct(C, [a, b, c], nt);
+		};
+		const construct = (C, nt, a, b, c) => Reflect.construct(C, [a, b, c], nt);
+		const adopt = (W, C, name) => {
 			const own = Object.getOwnPropertyDescriptors(C);
 			for (const k of Reflect.ownKeys(own)) Object.defineProperty(W, k, own[k]);
 			Object.setPrototypeOf(W, Object.getPrototypeOf(C));
 			def(C.prototype, 'constructor', W);
 			def(G, name, W);
 		};
-		wrapCtor('ArrayBuffer', len);
-		const typed = ['Int8Array', 'Uint8Array', 'Uint8ClampedArray', 'Int16Array', 'Uint16Array', 'Int32Array',
-			'Uint32Array', 'Float32Array', 'Float64Array', 'BigInt64Array', 'BigUint64Array'];
-		for (const name of typed) {
-			if (typeof G[name] !== 'function') continue;
-			const size = G[name].BYTES_PER_ELEMENT;
-			// An array-like (no iterator) is copied here, by the length
-			// read once for the check: a getter of length cannot give the
-			// original constructor a larger one.
-			const arrayLike = (a) => a !== null && typeof a === 'object' && !(a instanceof G.ArrayBuffer) &&
-				!G.ArrayBuffer.isView(a) && typeof a[Symbol.iterator] !== 'function';
-			wrapCtor(name, (a) => {
-				if (a === null || typeof a !== 'object') return len(a) * size;
-				if (a instanceof G.ArrayBuffer || G.ArrayBuffer.isView(a)) return 0;
-				if (typeof a[Symbol.iterator] === 'function') return Array.isArray(a) ? a.length * size : 0;
-				return 0; // build checks it
-			}, (C, a, nt) => {
-				if (!arrayLike(a)) return undefined;
-				const n = len(a.length);
-				check(n * size, name);
-				const t = Reflect.construct(C, [n], nt);
-				for (let i = 0; i < n; i++) t[i] = a[i];
-				return t;
-			});
-		}
+		wrapCtors(slow, construct, adopt);
 
 		const S = String.prototype;
 		const origRepeat = S.repeat, origPadStart = S.padStart, origPadEnd = S.padEnd, origSplit = S.split;
