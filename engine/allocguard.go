@@ -102,8 +102,12 @@ func formatSize(n float64) string {
 // Array.prototype.fill and join. A string's characters count as two bytes
 // (goja keeps a string with any non-ASCII character as UTF-16).
 //
-// Not checked: string concatenation (s + t, s += s) has no hook in goja;
-// the memory guard (memGuard) bounds it.
+// The constructors are replaced by Go functions (wrapCtor), the methods by
+// JavaScript ones; both are installed before any user code runs.
+//
+// Not checked: split by a RegExp, and string concatenation (s + t,
+// s += s), which has no hook in goja; the memory guard (memGuard) bounds
+// them.
 func bindAllocLimits(rl *realm) error {
 	v, err := rl.rt.RunScript(jsvalue.InternalFile, allocLimitsScript)
 	if err != nil {
