@@ -194,13 +194,16 @@ func (r *Result) Decode() (any, error) {
 // Engine evaluates workunits in goja sandboxes, one per slot. It is safe for
 // concurrent use: Run blocks until a slot is free.
 type Engine struct {
-	opts   Options
-	cache  *compileCache
-	free   chan *slot
-	guard  *memGuard
-	mu     sync.Mutex
-	closed bool
-	done   chan struct{}
+	opts  Options
+	cache *compileCache
+	free  chan *slot
+	guard *memGuard
+	// allocCap bounds one allocation a workunit asks of a built-in
+	// (bindAllocLimits): the memory limit, or a share of the machine's.
+	allocCap uint64
+	mu       sync.Mutex
+	closed   bool
+	done     chan struct{}
 }
 
 // New returns an Engine with the given options.
@@ -212,6 +215,7 @@ func New(opts Options) (*Engine, error) {
 		free:  make(chan *slot, opts.Slots),
 		done:  make(chan struct{}),
 	}
+	e.allocCap = allocCap(&e.opts)
 	for i := 0; i < opts.Slots; i++ {
 		e.free <- &slot{id: i, eng: e}
 	}

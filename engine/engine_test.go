@@ -277,7 +277,7 @@ func TestEngine_Limit_Memory(t *testing.T) {
 	// Two at once, so that one unwinds while the other is interrupted;
 	// each spins a while first, so that both run when the heap passes.
 	src := `globalThis.dirty = 1; const t0 = Date.now(); while (Date.now() - t0 < 300) {}
-		const a = []; while (true) a.push('x'.repeat(2 ** 22) + a.length)`
+		const s = 'x'.repeat(2 ** 22); const a = []; while (true) a.push(s + a.length)`
 	var wg sync.WaitGroup
 	errs := make([]error, 2)
 	for i := range errs {

@@ -16,6 +16,10 @@ const memGuardInterval = 5 * time.Millisecond
 // heapMetric is the bytes held by heap objects, live or not yet collected.
 const heapMetric = "/memory/classes/heap/objects:bytes"
 
+// liveMetric is the bytes of heap objects found live by the last
+// collection.
+const liveMetric = "/gc/heap/live:bytes"
+
 // memGuard interrupts running workunits when the heap passes a limit. It
 // reads the heap only while some workunit runs. It is safe for concurrent
 // use.
@@ -67,11 +71,13 @@ func (g *memGuard) idle() bool {
 }
 
 func (g *memGuard) loop(done <-chan struct{}) {
-	sample := []metrics.Sample{{Name: heapMetric}}
+	sample := []metrics.Sample{{Name: heapMetric}, {Name: liveMetric}}
 	tick := time.NewTicker(memGuardInterval)
 	defer tick.Stop()
+	var prev uint64 // the heap at the last look; 0: no look since idle
 	for {
 		if g.idle() {
+			prev = 0
 			select {
 			case <-g.wake:
 			case <-done:
@@ -84,17 +90,32 @@ func (g *memGuard) loop(done <-chan struct{}) {
 			return
 		}
 		metrics.Read(sample)
-		if sample[0].Value.Uint64() <= g.limit {
+		heap, live := sample[0].Value.Uint64(), sample[1].Value.Uint64()
+		grew := uint64(0)
+		if prev > 0 && heap > prev {
+			grew = heap - prev
+		}
+		prev = heap
+		if heap <= g.limit {
 			g.setOver(false)
 			continue
 		}
 		// Garbage counts until it is collected: collect, then look again.
-		runtime.GC()
-		metrics.Read(sample)
-		heap := sample[0].Value.Uint64()
-		if heap <= g.limit {
-			g.setOver(false)
-			continue
+		// But not after a leap: when what was allocated since the last
+		// look, taken as live, passes the limit with the heap found live
+		// at the last collection, or is a quarter of the limit in one
+		// tick. That is one large allocation (s += s doubling a string of
+		// hundreds of MiB), and the script's next one would start while
+		// runtime.GC waited for this one's copy to end.
+		if live+grew <= g.limit && grew < g.limit/4 {
+			runtime.GC()
+			metrics.Read(sample)
+			heap = sample[0].Value.Uint64()
+			prev = heap
+			if heap <= g.limit {
+				g.setOver(false)
+				continue
+			}
 		}
 		if n, first := g.interrupt(&memoryLimitError{limit: g.limit, heap: heap}); n > 0 && first {
 			g.log.Warn("heap passed the memory limit; interrupting running workunits",

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"time"
 
 	"github.com/dop251/goja"
@@ -49,7 +50,8 @@ func (s *slot) realm(key string) (*realm, error) {
 func (s *slot) drop(rl *realm) {
 	for i, r := range s.realms {
 		if r == rl {
-			s.realms = append(s.realms[:i], s.realms[i+1:]...)
+			// slices.Delete clears the freed end, which would keep rl's heap.
+			s.realms = slices.Delete(s.realms, i, i+1)
 			rl.close()
 			return
 		}

@@ -54,7 +54,7 @@ func (discardConsole) Print(workunit.Level, string) {}
 func NewStandalone(ctx context.Context, opts StandaloneOptions) (*Standalone, error) {
 	eo := Options{Slots: 1, MaxCallStackSize: opts.MaxCallStackSize, Logger: opts.Logger}
 	eo.setDefaults()
-	eng := &Engine{opts: eo, cache: newCompileCache(eo.CompileCacheSize)}
+	eng := &Engine{opts: eo, cache: newCompileCache(eo.CompileCacheSize), allocCap: allocCap(&eo)}
 	sink := opts.Console
 	if sink == nil {
 		sink = discardConsole{}
@@ -71,7 +71,7 @@ func NewStandalone(ctx context.Context, opts StandaloneOptions) (*Standalone, er
 }
 
 // standaloneGlobals are riot's globals of a standalone sandbox.
-var standaloneGlobals = []func(*realm) error{bindConsole, bindTimers, bindPerformance, bindStringLimits}
+var standaloneGlobals = []func(*realm) error{bindConsole, bindTimers, bindPerformance, bindStringLimits, bindAllocLimits}
 
 // NextTimer returns when the earliest timer (setTimeout, setInterval) is
 // due, and false when none is pending.
