@@ -316,6 +316,12 @@ func (s *Server) Run(ctx context.Context) error {
 		s.log.Info("riotd: context ended", "why", context.Cause(ctx))
 	case <-s.quit:
 	case err = <-serveErr:
+		if errors.Is(err, http.ErrServerClosed) {
+			// Shutdown closed it: quit is closed too, and the select
+			// took this case of the two.
+			err = nil
+			break
+		}
 		s.log.Error("riotd: serving failed", "err", err)
 		err = fmt.Errorf("tracker: serve: %w", err)
 	}
