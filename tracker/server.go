@@ -88,6 +88,10 @@ type Server struct {
 	closing bool               // no more connections
 	connWG  sync.WaitGroup     // the connections' goroutines
 
+	// handshakes holds a token for each connection whose hello has not
+	// been accepted yet (Options.MaxHandshakes of them at most).
+	handshakes chan struct{}
+
 	counters ioCounters
 	// connLog bounds the lines about connections (connected, refused,
 	// protocol error): a flood of hellos logs a summary, not a line each.
@@ -126,6 +130,7 @@ func New(opts Options) (*Server, error) {
 		stopped:  make(chan struct{}),
 		live:     make(map[*conn]struct{}),
 	}
+	s.handshakes = make(chan struct{}, o.MaxHandshakes)
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
 	s.connLog = newLogLimiter(s.log, logInterval, logBurst)
 	s.throttle = newThrottle(time.Now)
