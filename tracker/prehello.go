@@ -37,6 +37,10 @@ const (
 	// 32,769th byte, before any more of it is read.
 	helloFrameBytes = 32 << 10
 
+	// writeBufferBytes is the size of the write buffers that the
+	// websockets share (Server.writeBufs).
+	writeBufferBytes = 16 << 10
+
 	// DefaultMaxHandshakes is Options.MaxHandshakes when zero, and
 	// riotd's --max-handshakes.
 	DefaultMaxHandshakes = 256
