@@ -5,11 +5,13 @@ import (
 	"crypto/rand"
 	"io"
 	"log/slog"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/gorilla/websocket"
 	"github.com/riot-go/riot/wire"
+	"github.com/spf13/pflag"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -98,11 +100,22 @@ func TestServer_MaxHandshakes(t *testing.T) {
 	eventually(t, "b's place given back", func() bool { return held() == 0 })
 }
 
-// TestOptions_MaxHandshakes: the default, and a negative one.
+// TestOptions_MaxHandshakes: the default, the flag, and the values
+// refused.
 func TestOptions_MaxHandshakes(t *testing.T) {
 	assert.Equal(t, DefaultMaxHandshakes, Options{}.withDefaults().MaxHandshakes)
 	o := Options{MaxHandshakes: -1}
 	assert.ErrorContains(t, o.check(), "max handshakes -1 is negative")
+	getenv := func(string) string { return "" }
+	for args, want := range map[string]int{"": DefaultMaxHandshakes, "--max-handshakes=7": 7} {
+		fs := pflag.NewFlagSet("riotd", pflag.ContinueOnError)
+		o, err := configureOptions(fs, strings.Fields(args+" --memory"), getenv)
+		require.NoError(t, err, args)
+		assert.Equal(t, want, o.MaxHandshakes, args)
+	}
+	fs := pflag.NewFlagSet("riotd", pflag.ContinueOnError)
+	_, err := configureOptions(fs, []string{"--memory", "--max-handshakes=0"}, getenv)
+	assert.ErrorContains(t, err, "--max-handshakes 0: want more than 0")
 }
 
 // TestMaxHelloBytes: the first-frame limit has room for the largest
