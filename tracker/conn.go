@@ -523,6 +523,7 @@ func (c *conn) readLoop() string {
 	})
 	dec := wire.Decoder{Limits: s.opts.Limits}
 
+	c.extend(timeout)
 	msgs, _, reason, ok := c.readFrame(&dec, timeout, s.firstFrameBytes())
 	if !ok {
 		return reason
@@ -714,7 +715,11 @@ func checkHello(h *wire.Hello) error {
 // tracker hold a large frame.
 func (c *conn) readFrame(dec *wire.Decoder, timeout time.Duration, most int) ([]wire.Msg, int, string, bool) {
 	for {
-		c.extend(timeout)
+		if c.accepted {
+			// Before the hello, the one deadline readLoop set stands:
+			// empty frames do not extend it either.
+			c.extend(timeout)
+		}
 		mt, r, err := c.ws.NextReader()
 		if err != nil {
 			return nil, 0, c.readErrReason(err, timeout), false

@@ -4,11 +4,13 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gorilla/websocket"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/riot-go/riot/tracker"
 	"github.com/riot-go/riot/tracker/trackertest"
 	"github.com/riot-go/riot/wire"
 )
@@ -64,4 +66,35 @@ func TestServer_PreHello_LargestHello(t *testing.T) {
 	require.LessOrEqual(t, len(frame), 32<<10)
 	w := dial(t, tr, h)
 	assert.NotEmpty(t, w.name)
+}
+
+// TestServer_PreHello_EmptyFramesDoNotExtend: a connection that sends
+// empty frames (which mean nothing) and no hello is closed when its
+// handshake's read timeout passes, as one that sends nothing: empty frames
+// do not hold a place before the hello for good.
+func TestServer_PreHello_EmptyFramesDoNotExtend(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t, trackertest.WithOptions(func(o *tracker.Options) { o.PingInterval = 100 * time.Millisecond }))
+	c := dialRaw(t, tr, dialOpts{})
+	stop := make(chan struct{})
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		tick := time.NewTicker(10 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			if c.ws.WriteMessage(websocket.BinaryMessage, []byte{0x80}) != nil {
+				return
+			}
+			select {
+			case <-stop:
+				return
+			case <-tick.C:
+			}
+		}
+	}()
+	err := c.closed()
+	close(stop)
+	<-sent
+	require.Error(t, err)
 }
