@@ -108,6 +108,9 @@ type conn struct {
 
 	ack chan struct{}
 	inb inbound
+	// inHandshake: the connection holds a place in Server.handshakes
+	// (until its hello is accepted). Owned by the reader.
+	inHandshake bool
 
 	closeSent atomic.Bool // the writer sent a close frame
 	wake      chan struct{}
@@ -412,14 +415,19 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		return // the upgrader has answered, and logged
 	}
 	c := newConn(s, ws, r.RemoteAddr)
+	if !s.enterHandshake(c) {
+		return
+	}
 	switch s.track(c) {
 	case trackClosing:
+		c.leaveHandshake()
 		refuseEarly(ws, wire.CodeShutdown, "tracker: shutting down")
 		return
 	case trackFull:
 		s.counters.refusedFull.Add(1)
 		s.connLog.logAt(time.Now(), slog.LevelWarn, "refused", "remote", r.RemoteAddr, "code", wire.CodeFull.String(),
 			"why", "too many connections in their handshake")
+		c.leaveHandshake()
 		refuseEarly(ws, wire.CodeFull, fmt.Sprintf("tracker: full (%d connections)", s.opts.MaxConns))
 		return
 	}
@@ -442,6 +450,7 @@ func refuseEarly(ws *websocket.Conn, code wire.Code, msg string) {
 func (c *conn) serve() {
 	go c.writeLoop()
 	reason := c.readLoop()
+	c.leaveHandshake()
 	c.abortUploads()
 	c.stop()
 	if c.accepted {
@@ -515,7 +524,8 @@ func (c *conn) readLoop() string {
 	})
 	dec := wire.Decoder{Limits: s.opts.Limits}
 
-	msgs, _, reason, ok := c.readFrame(&dec, timeout)
+	c.extend(timeout)
+	msgs, _, reason, ok := c.readFrame(&dec, timeout, s.firstFrameBytes())
 	if !ok {
 		return reason
 	}
@@ -547,9 +557,10 @@ func (c *conn) readLoop() string {
 		c.discard()
 		return "refused"
 	}
+	c.leaveHandshake()
 
 	for {
-		msgs, size, reason, ok := c.readFrame(&dec, timeout)
+		msgs, size, reason, ok := c.readFrame(&dec, timeout, s.opts.Limits.MaxFrameBytes)
 		if !ok {
 			return reason
 		}
@@ -693,10 +704,17 @@ func checkHello(h *wire.Hello) error {
 // returns them with the frame's size. Each frame is read into a buffer of
 // its own, which the messages' byte slices alias (the table keeps specs
 // and results without copying them). When the connection ends or the
-// frame is bad, it returns why and false.
-func (c *conn) readFrame(dec *wire.Decoder, timeout time.Duration) ([]wire.Msg, int, string, bool) {
+// frame is bad, it returns why and false. A frame of more than most bytes
+// is bad: the reader stops at its most+1st byte. Before the hello, most is
+// firstFrameBytes, so that a peer without credentials cannot make the
+// tracker hold a large frame.
+func (c *conn) readFrame(dec *wire.Decoder, timeout time.Duration, most int) ([]wire.Msg, int, string, bool) {
 	for {
-		c.extend(timeout)
+		if c.accepted {
+			// Before the hello, the one deadline readLoop set stands:
+			// empty frames do not extend it either.
+			c.extend(timeout)
+		}
 		mt, r, err := c.ws.NextReader()
 		if err != nil {
 			return nil, 0, c.readErrReason(err, timeout), false
@@ -707,15 +725,18 @@ func (c *conn) readFrame(dec *wire.Decoder, timeout time.Duration) ([]wire.Msg, 
 		// The limit is enforced here rather than by the websocket's read
 		// limit, so that the peer learns why (an Error, and the close
 		// frame's text) instead of a bare 1009.
-		most := c.s.opts.Limits.MaxFrameBytes
 		frame, err := readAll(c.rbuf[:0], io.LimitReader(r, int64(most)+1))
 		c.rbuf, c.last = nil, frame // the frame's messages may alias it: see reuse
 		if err != nil {
 			return nil, 0, c.readErrReason(err, timeout), false
 		}
 		if len(frame) > most {
-			return nil, 0, c.violation(&wire.Error{Code: wire.CodeLimit,
-				Message: fmt.Sprintf("tracker: a frame of more than %d bytes: over max-frame-bytes", most)}, wire.CloseTooBig), false
+			msg := fmt.Sprintf("tracker: a frame of more than %d bytes: over max-frame-bytes", most)
+			if !c.accepted {
+				msg = fmt.Sprintf("tracker: a first frame of more than %d bytes: the first frame holds the hello alone, "+
+					"which is smaller (a token of at most %d bytes, short names)", most, maxTokenBytes)
+			}
+			return nil, 0, c.violation(&wire.Error{Code: wire.CodeLimit, Message: msg}, wire.CloseTooBig), false
 		}
 		c.s.counters.framesIn.Add(1)
 		c.s.counters.bytesIn.Add(uint64(len(frame)))

@@ -116,6 +116,13 @@ type Options struct {
 	// wire.CodeFull. Connections still in their handshake count too,
 	// beyond MaxConns up to a small slack. 0: no bound.
 	MaxConns int
+	// MaxHandshakes bounds the connections whose hello has not been
+	// accepted yet (DefaultMaxHandshakes if zero): more are refused at
+	// once with wire.CodeFull, and clients try again. Each of them holds
+	// at most a hello's frame (32 KiB) and its connection's buffers until
+	// it says hello or its read timeout passes, so this bounds what peers
+	// without credentials can make the tracker hold.
+	MaxHandshakes int
 	// MaxWaitingPerMaster bounds the workunits of one master that are
 	// waiting or running: a Submit that would make one more is refused
 	// with wire.CodeLimit, and stored nowhere. A master is a credential
@@ -227,6 +234,8 @@ func addFlags(fs *pflag.FlagSet, getenv func(string) string) *Flags {
 	fs.Var(cliflag.Duration(&o.KeepResults), "keep-results",
 		"keep a finished workunit's result for this `duration` after it finished, e.g. 30d or 12h, then forget it (0: keep every result)")
 	fs.IntVar(&o.MaxConns, "max-conns", DefaultMaxConns, "refuse connections beyond `N` (0: no limit)")
+	fs.IntVar(&o.MaxHandshakes, "max-handshakes", DefaultMaxHandshakes,
+		"refuse connections beyond `N` that have not said hello yet, at once (they try again)")
 	fs.IntVar(&o.MaxWaitingPerMaster, "max-waiting", 0,
 		"refuse submissions of a master (a credential; without tokens, a master name) that has `N` workunits waiting or running (0: no limit)")
 	fs.IntVar(&o.MaxWatchesPerMaster, "max-watches", DefaultMaxWatches,
@@ -280,6 +289,7 @@ func (f *Flags) Options(args []string) (Options, error) {
 		"ping-interval": o.PingInterval == 0, "write-timeout": o.WriteTimeout == 0,
 		"shutdown-timeout": o.ShutdownTimeout == 0, "queue-bytes": o.QueueBytes == 0,
 		"max-frame-bytes": o.Limits.MaxFrameBytes == 0, "max-blob-bytes": o.Limits.MaxBlobBytes == 0,
+		"max-handshakes": o.MaxHandshakes == 0,
 	} {
 		if set(name) && zero {
 			return Options{}, fmt.Errorf("tracker: --%s 0: want more than 0 (leave the flag out for its default)", name)
@@ -358,6 +368,8 @@ func (o *Options) check() error {
 		return fmt.Errorf("tracker: queue bytes %d is negative", o.QueueBytes)
 	case o.MaxConns < 0:
 		return fmt.Errorf("tracker: max conns %d is negative", o.MaxConns)
+	case o.MaxHandshakes < 0:
+		return fmt.Errorf("tracker: max handshakes %d is negative", o.MaxHandshakes)
 	case o.Limits.MaxFrameBytes > 0 && o.Limits.MaxFrameBytes < MinFrameBytes:
 		return fmt.Errorf("tracker: max frame bytes %d: at least %d, or no hello fits", o.Limits.MaxFrameBytes, MinFrameBytes)
 	case o.PingInterval > 0 && o.PingInterval < time.Millisecond:
@@ -430,6 +442,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.ShutdownTimeout == 0 {
 		o.ShutdownTimeout = DefaultShutdownTimeout
+	}
+	if o.MaxHandshakes == 0 {
+		o.MaxHandshakes = DefaultMaxHandshakes
 	}
 	o.Limits = o.Limits.WithDefaults()
 	// One message carrying the largest field must fit in a frame.

@@ -52,6 +52,8 @@ type Server struct {
 	st      store.Store // the store: the loop's persister writes each Ready's records
 	durable bool        // records are written (false: memory mode)
 	pieces  sync.Pool   // of *[]byte: buffers of blob-part data, back once written
+	// writeBufs holds the websockets' write buffers between frames.
+	writeBufs sync.Pool
 
 	ln       net.Listener
 	tls      bool           // ln serves TLS
@@ -87,6 +89,10 @@ type Server struct {
 	live    map[*conn]struct{} // every websocket, for a forced stop
 	closing bool               // no more connections
 	connWG  sync.WaitGroup     // the connections' goroutines
+
+	// handshakes holds a token for each connection whose hello has not
+	// been accepted yet (Options.MaxHandshakes of them at most).
+	handshakes chan struct{}
 
 	counters ioCounters
 	// connLog bounds the lines about connections (connected, refused,
@@ -126,6 +132,7 @@ func New(opts Options) (*Server, error) {
 		stopped:  make(chan struct{}),
 		live:     make(map[*conn]struct{}),
 	}
+	s.handshakes = make(chan struct{}, o.MaxHandshakes)
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
 	s.connLog = newLogLimiter(s.log, logInterval, logBurst)
 	s.throttle = newThrottle(time.Now)
@@ -189,8 +196,17 @@ func New(opts Options) (*Server, error) {
 	}
 	s.lp = newLoop(s, tab)
 	s.upgrader = websocket.Upgrader{
-		ReadBufferSize:  64 << 10,
-		WriteBufferSize: 64 << 10,
+		// What an idle connection holds (see docs/security.md): its
+		// reads go through the 4 KiB buffer of the HTTP connection it
+		// was (ReadBufferSize 0 reuses it; a frame's payload bigger than
+		// it is read past it, into the frame), and it holds a write
+		// buffer only while it writes a frame (WriteBufferPool; a
+		// frame bigger than the buffer is written past it, from the
+		// frame). With 64 KiB of each per connection, 1000 connections
+		// that never said hello held 163 MiB.
+		ReadBufferSize:  0,
+		WriteBufferSize: writeBufferBytes,
+		WriteBufferPool: &s.writeBufs,
 		Subprotocols:    []string{wire.Subprotocol},
 		// CheckOrigin nil: requests without an Origin header (every
 		// non-browser client) and same-origin ones are allowed.

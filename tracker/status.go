@@ -294,7 +294,7 @@ func newCollector(s *Server) *collector {
 		authFailures: desc("auth_failures_total",
 			"Hellos and status requests refused for their credentials (missing, unknown, or a worker's token for a master)."),
 		forbidden:   desc("requests_forbidden_total", "Requests refused because the connection's token does not allow them."),
-		refusedFull: desc("connections_refused_full_total", "Connections refused because the tracker was full (--max-conns)."),
+		refusedFull: desc("connections_refused_full_total", "Connections refused because the tracker was full (--max-conns, --max-handshakes)."),
 	}
 }
 
