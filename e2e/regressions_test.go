@@ -51,6 +51,11 @@ func TestE2E_ReassignmentLogged(t *testing.T) {
 	if _, err := k.Wait(ctx); err != nil {
 		t.Fatal(err)
 	}
+	// The result can reach the master before riotd's log line reaches the
+	// harness through its pipe: wait for the line, then count.
+	if _, err := tr.WaitLog(ctx, e2e.LogMsg("workunit reassigned")); err != nil {
+		t.Fatalf("%v; riotd's log:\n%s", err, tr.Log())
+	}
 	assert.Equal(t, 1, tr.CountLogAfter(0, e2e.LogMsg("workunit reassigned")), "riotd's log:\n%s", tr.Log())
 }
 
