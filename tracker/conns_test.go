@@ -1,9 +1,7 @@
 package tracker
 
 import (
-	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"testing"
 	"time"
@@ -32,24 +30,7 @@ func eventually(t *testing.T, what string, cond func() bool) {
 // at once, without waiting for their hello.
 func TestServer_HandshakeSlack(t *testing.T) {
 	t.Parallel()
-	srv, err := New(Options{Listen: "127.0.0.1:0", MaxConns: 1, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	<-srv.Ready()
-	dial := func() *websocket.Conn {
-		d := websocket.Dialer{Subprotocols: []string{wire.Subprotocol}}
-		ws, resp, err := d.Dial(srv.URL(), nil)
-		require.NoError(t, err)
-		resp.Body.Close()
-		t.Cleanup(func() { ws.Close() })
-		return ws
-	}
+	srv := startServer(t, Options{MaxConns: 1})
 	live := func() int {
 		srv.liveMu.Lock()
 		defer srv.liveMu.Unlock()
@@ -57,18 +38,13 @@ func TestServer_HandshakeSlack(t *testing.T) {
 	}
 	n := 1 + handshakeSlack(1)
 	for i := range n {
-		dial()
+		rawDial(t, srv)
 		eventually(t, "tracked", func() bool { return live() == i+1 })
 	}
-	ws := dial() // says nothing
-	_ = ws.SetReadDeadline(time.Now().Add(30 * time.Second))
-	_, frame, err := ws.ReadMessage()
-	require.NoError(t, err)
-	msgs, err := wire.Decode(frame)
-	require.NoError(t, err)
-	require.Len(t, msgs, 1)
-	r, ok := msgs[0].(*wire.Refused)
-	require.True(t, ok, "%T", msgs[0])
+	ws := rawDial(t, srv) // says nothing
+	m := readMsg(t, ws)
+	r, ok := m.(*wire.Refused)
+	require.True(t, ok, "%T", m)
 	assert.Equal(t, wire.CodeFull, r.Code)
 	assert.Equal(t, n, live())
 }
@@ -79,22 +55,8 @@ func TestServer_HandshakeSlack(t *testing.T) {
 // counted it a second time).
 func TestServer_DroppedCountedOnce(t *testing.T) {
 	t.Parallel()
-	srv, err := New(Options{Listen: "127.0.0.1:0", Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Limits: wire.Limits{MaxFrameBytes: 64 << 10}, QueueBytes: 128 << 10})
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	<-srv.Ready()
-	d := websocket.Dialer{Subprotocols: []string{wire.Subprotocol}}
-	ws, resp, err := d.Dial(srv.URL(), nil)
-	require.NoError(t, err)
-	resp.Body.Close()
-	defer ws.Close()
+	srv := startServer(t, Options{Limits: wire.Limits{MaxFrameBytes: 64 << 10}, QueueBytes: 128 << 10})
+	ws := rawDial(t, srv)
 	hello, err := wire.Encode(&wire.Hello{Version: wire.ProtocolVersion, Role: wire.RoleMaster, Name: "deaf"})
 	require.NoError(t, err)
 	require.NoError(t, ws.WriteMessage(websocket.BinaryMessage, hello))

@@ -100,23 +100,10 @@ func TestLogLimiter(t *testing.T) {
 func TestServer_HelloFloodLogs(t *testing.T) {
 	t.Parallel()
 	h := &logLines{}
-	srv, err := New(Options{Listen: "127.0.0.1:0", Logger: slog.New(h)})
-	require.NoError(t, err)
-	srv.connLog.interval = 200 * time.Millisecond // before Run: nothing reads it yet
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- srv.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		<-done
-	})
-	<-srv.Ready()
+	srv := startServer(t, Options{Logger: slog.New(h)}, func(s *Server) { s.connLog.interval = 200 * time.Millisecond })
 	hello := func(version uint32) wire.Msg {
-		d := websocket.Dialer{Subprotocols: []string{wire.Subprotocol}}
-		ws, resp, err := d.Dial(srv.URL(), nil)
-		require.NoError(t, err)
-		resp.Body.Close()
-		defer ws.Close()
+		ws := rawDial(t, srv)
+		defer ws.Close() // gone at once, not at the test's end
 		frame, err := wire.Encode(&wire.Hello{Version: version, Role: wire.RoleMaster, Name: "flood"})
 		require.NoError(t, err)
 		require.NoError(t, ws.WriteMessage(websocket.BinaryMessage, frame))
@@ -136,7 +123,7 @@ func TestServer_HelloFloodLogs(t *testing.T) {
 	}
 	took := time.Since(start)
 	eventually(t, "every connection gone", func() bool {
-		st, err := srv.Stats(ctx)
+		st, err := srv.Stats(context.Background())
 		return err == nil && st.Connections == 0
 	})
 	// Each interval of 200 ms logs at most logBurst of each one by one.

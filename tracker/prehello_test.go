@@ -17,7 +17,7 @@ import (
 )
 
 // startServer runs a Server with opts on 127.0.0.1 until the test ends.
-func startServer(t testing.TB, opts Options) *Server {
+func startServer(t testing.TB, opts Options, before ...func(*Server)) *Server {
 	t.Helper()
 	opts.Listen = "127.0.0.1:0"
 	if opts.Logger == nil {
@@ -25,6 +25,9 @@ func startServer(t testing.TB, opts Options) *Server {
 	}
 	srv, err := New(opts)
 	require.NoError(t, err)
+	for _, f := range before {
+		f(srv) // before Run: nothing reads the Server yet
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- srv.Run(ctx) }()
