@@ -33,23 +33,42 @@ type memGuard struct {
 	log   *slog.Logger
 
 	mu          sync.Mutex
-	running     map[*run]struct{}
+	running     map[*run]uint64   // each run with the number it was added as
+	added       uint64            // runs added so far
 	interrupted map[*run]struct{} // runs of running canceled already
 	wake        chan struct{}
 	over        bool // in an episode: the heap was over the limit at the last look
 	// looked, when set, is called after each look that found the heap over
 	// the limit (tests).
 	looked func()
+	// readHeap returns the heap's bytes and the bytes the last collection
+	// found live; collect runs a collection. Tests replace both.
+	readHeap func() (heap, live uint64)
+	collect  func()
 }
 
 func newMemGuard(limit uint64, log *slog.Logger) *memGuard {
-	return &memGuard{limit: limit, log: log, running: make(map[*run]struct{}),
-		interrupted: make(map[*run]struct{}), wake: make(chan struct{}, 1)}
+	sample := []metrics.Sample{{Name: heapMetric}, {Name: liveMetric}}
+	return &memGuard{limit: limit, log: log, running: make(map[*run]uint64),
+		interrupted: make(map[*run]struct{}), wake: make(chan struct{}, 1),
+		readHeap: func() (uint64, uint64) {
+			metrics.Read(sample)
+			return sample[0].Value.Uint64(), sample[1].Value.Uint64()
+		},
+		collect: runtime.GC}
+}
+
+// waiting reports whether some running run is not interrupted yet.
+func (g *memGuard) waiting() bool {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return len(g.running) > len(g.interrupted)
 }
 
 func (g *memGuard) add(r *run) {
 	g.mu.Lock()
-	g.running[r] = struct{}{}
+	g.added++
+	g.running[r] = g.added
 	g.mu.Unlock()
 	select {
 	case g.wake <- struct{}{}:
@@ -64,6 +83,14 @@ func (g *memGuard) remove(r *run) {
 	g.mu.Unlock()
 }
 
+// mark returns the number of runs added so far: a look interrupts only
+// runs that were running when it read the heap.
+func (g *memGuard) mark() uint64 {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.added
+}
+
 func (g *memGuard) idle() bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -71,7 +98,6 @@ func (g *memGuard) idle() bool {
 }
 
 func (g *memGuard) loop(done <-chan struct{}) {
-	sample := []metrics.Sample{{Name: heapMetric}, {Name: liveMetric}}
 	tick := time.NewTicker(memGuardInterval)
 	defer tick.Stop()
 	var prev uint64 // the heap at the last look; 0: no look since idle
@@ -89,8 +115,8 @@ func (g *memGuard) loop(done <-chan struct{}) {
 		case <-done:
 			return
 		}
-		metrics.Read(sample)
-		heap, live := sample[0].Value.Uint64(), sample[1].Value.Uint64()
+		mark := g.mark()
+		heap, live := g.readHeap()
 		grew := uint64(0)
 		if prev > 0 && heap > prev {
 			grew = heap - prev
@@ -106,18 +132,22 @@ func (g *memGuard) loop(done <-chan struct{}) {
 		// at the last collection, or is a quarter of the limit in one
 		// tick. That is one large allocation (s += s doubling a string of
 		// hundreds of MiB), and the script's next one would start while
-		// runtime.GC waited for this one's copy to end.
-		if live+grew <= g.limit && grew < g.limit/4 {
-			runtime.GC()
-			metrics.Read(sample)
-			heap = sample[0].Value.Uint64()
+		// the collection waited for this one's copy to end. A live figure
+		// over the limit is stale: it is from the collection of an earlier
+		// look, whose runs may have ended since, so it is no reason to
+		// skip the collection. Nor is there one to run when every running
+		// workunit is interrupted already: nothing is left to save.
+		leap := grew >= g.limit/4 || (grew > 0 && live <= g.limit && live+grew > g.limit)
+		if !leap && g.waiting() {
+			g.collect()
+			heap, _ = g.readHeap()
 			prev = heap
 			if heap <= g.limit {
 				g.setOver(false)
 				continue
 			}
 		}
-		if n, first := g.interrupt(&memoryLimitError{limit: g.limit, heap: heap}); n > 0 && first {
+		if n, first := g.interrupt(&memoryLimitError{limit: g.limit, heap: heap}, mark); n > 0 && first {
 			g.log.Warn("heap passed the memory limit; interrupting running workunits",
 				"heap", formatBytes(heap), "limit", formatBytes(g.limit), "workunits", n)
 		}
@@ -134,13 +164,15 @@ func (g *memGuard) setOver(over bool) {
 	g.mu.Unlock()
 }
 
-// interrupt cancels with err each running run not interrupted yet, and
-// returns how many it canceled and whether this look starts an episode.
-func (g *memGuard) interrupt(err error) (n int, first bool) {
+// interrupt cancels with err each running run not interrupted yet that
+// was added by mark, and returns how many it canceled and whether this look
+// starts an episode. A run added after mark started after the look read the
+// heap, maybe after the garbage it saw was freed.
+func (g *memGuard) interrupt(err error, mark uint64) (n int, first bool) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	for r := range g.running {
-		if _, ok := g.interrupted[r]; ok {
+	for r, seq := range g.running {
+		if _, ok := g.interrupted[r]; ok || seq > mark {
 			continue
 		}
 		g.interrupted[r] = struct{}{}
