@@ -251,6 +251,7 @@ func (w *worker) run(ctx context.Context) error {
 	copts.Logger = w.opts.Logger
 	copts.GPUs = helloGPUs(w.opts.GPU, w.opts.Logger)
 	copts.OnRevoke = w.revoke
+	copts.MemoryLimit = w.opts.Engine.MemoryLimit
 	w.gpus = newGPUPool(len(copts.GPUs))
 	c, err := w.dial(ctx, copts)
 	if err != nil {
@@ -337,6 +338,7 @@ func (w *worker) run(ctx context.Context) error {
 	if w.opts.Ready != nil {
 		w.opts.Ready(name)
 	}
+	go w.reportStats(stop)
 
 	var runErr error
 	select {
