@@ -94,6 +94,10 @@ type Server struct {
 	// been accepted yet (Options.MaxHandshakes of them at most).
 	handshakes chan struct{}
 
+	// The dashboard: its logins, and a place for each open event stream.
+	sessions   *sessions
+	eventSlots chan struct{}
+
 	counters ioCounters
 	// connLog bounds the lines about connections (connected, refused,
 	// protocol error): a flood of hellos logs a summary, not a line each.
@@ -136,6 +140,8 @@ func New(opts Options) (*Server, error) {
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
 	s.connLog = newLogLimiter(s.log, logInterval, logBurst)
 	s.throttle = newThrottle(time.Now)
+	s.sessions = newSessions()
+	s.eventSlots = make(chan struct{}, maxEventStreams)
 	_, _ = rand.Read(s.nonce[:])
 	creds := o.Tokens
 	var tokenWarn string

@@ -141,23 +141,43 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /status", s.needMaster(s.serveStatus))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", s.serveHealth)
-	mux.HandleFunc("GET /{$}", s.needMaster(s.serveIndex))
+	mux.HandleFunc("GET /{$}", s.serveRoot)
+	// The dashboard's login, and the HTTP API under it (docs/http.md).
+	mux.HandleFunc("GET /login", func(w http.ResponseWriter, r *http.Request) { s.loginPage(w, r, http.StatusOK, "") })
+	mux.HandleFunc("POST /login", s.serveLogin)
+	mux.HandleFunc("POST /logout", s.serveLogout)
+	mux.HandleFunc("GET /api/v1/overview", s.api(s.apiOverview))
+	mux.HandleFunc("GET /api/v1/workers", s.api(s.apiWorkers))
+	mux.HandleFunc("GET /api/v1/jobs", s.api(s.apiJobs))
+	mux.HandleFunc("GET /api/v1/jobs/{id}", s.api(s.apiJob))
+	mux.HandleFunc("POST /api/v1/jobs/{id}/cancel", s.apiChange(s.apiJobCancel))
+	mux.HandleFunc("GET /api/v1/workunits", s.api(s.apiWorkunits))
+	mux.HandleFunc("GET /api/v1/workunits/{key}", s.api(s.apiWorkunit))
+	mux.HandleFunc("POST /api/v1/workunits/{key}/cancel", s.apiChange(s.apiWorkunitCancel))
+	mux.HandleFunc("GET /api/v1/failures", s.api(s.apiFailures))
+	mux.HandleFunc("GET /api/v1/stream", s.api(s.apiStream))
+	mux.HandleFunc("GET /api/v1/events", s.api(s.apiEvents))
+	s.dashboardRoutes(mux)
 	return mux
 }
 
 // needMaster wraps a handler of the status pages, which name every
 // connection and its address: when the tracker has credentials, a request
-// must carry a master's token as "Authorization: Bearer TOKEN". Wrong
-// tokens are throttled as hellos are (see throttle); a master's is served
-// at once.
+// must carry a master's or a viewer's token as "Authorization: Bearer
+// TOKEN", or the dashboard's session cookie. Wrong tokens are throttled as
+// hellos are (see throttle); a right one is served at once.
 func (s *Server) needMaster(h http.HandlerFunc) http.HandlerFunc {
 	if s.auth == nil {
 		return h
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		tok, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !found && s.loggedIn(r) {
+			h(w, r)
+			return
+		}
 		cred, valid := s.auth.check(strings.TrimSpace(tok))
-		if found && valid && cred.role == wire.RoleMaster {
+		if found && valid && (cred.role == wire.RoleMaster || cred.role == RoleViewer) {
 			h(w, r)
 			return
 		}
@@ -176,7 +196,7 @@ func (s *Server) needMaster(h http.HandlerFunc) http.HandlerFunc {
 			}
 		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="riotd"`)
-		http.Error(w, "riotd: the status page needs a master's token: Authorization: Bearer TOKEN", http.StatusUnauthorized)
+		http.Error(w, "riotd: the status page needs a master's or a viewer's token: Authorization: Bearer TOKEN", http.StatusUnauthorized)
 	}
 }
 
@@ -206,6 +226,35 @@ func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request) {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	_ = enc.Encode(st)
+}
+
+// serveRoot answers GET /: the dashboard for browsers (a request that
+// accepts text/html), the status as text for curl.
+func (s *Server) serveRoot(w http.ResponseWriter, r *http.Request) {
+	if !acceptsHTML(r) {
+		s.needMaster(s.serveIndex)(w, r)
+		return
+	}
+	if s.auth == nil && !isLoopbackHost(r.Host) {
+		http.Error(w, "riotd: without --token-file, riotd answers requests for localhost only: give riotd a --token-file to serve others", http.StatusForbidden)
+		return
+	}
+	if !s.loggedIn(r) {
+		http.Redirect(w, r, "/login", http.StatusSeeOther)
+		return
+	}
+	s.dashboardIndex(w, r)
+}
+
+// acceptsHTML reports whether r asks for an HTML page, as browsers do.
+func acceptsHTML(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		mt, _, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if strings.EqualFold(strings.TrimSpace(mt), "text/html") {
+			return true
+		}
+	}
+	return false
 }
 
 // serveIndex shows the status as text, for people with curl.
