@@ -1,8 +1,10 @@
 package master
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -200,11 +202,16 @@ func (c *fakeConn) Cancel(ctx context.Context, keys []workunit.Key) ([]workunit.
 	return canceled, nil
 }
 
-func (c *fakeConn) EnsureBlobs(ctx context.Context, blobs map[blob.Hash][]byte) error {
+func (c *fakeConn) EnsureBlobParts(ctx context.Context, blobs map[blob.Hash]blob.Parts) error {
 	c.ft.mu.Lock()
 	defer c.ft.mu.Unlock()
-	for h, b := range blobs {
+	for h, p := range blobs {
 		if _, ok := c.ft.blobs[h]; !ok {
+			// A copy, as a tracker's: the parts may be the script's buffer.
+			b := bytes.Clone(p.Bytes())
+			if blob.Sum(b) != h {
+				return fmt.Errorf("fake tracker: blob %s: its bytes hash to %s", h.Short(), blob.Sum(b).Short())
+			}
 			c.ft.blobs[h] = b
 			c.ft.uploads++
 		}
