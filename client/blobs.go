@@ -140,6 +140,14 @@ func (c *Client) PutBlob(ctx context.Context, data []byte) (blob.Hash, error) {
 	return h, c.EnsureBlobs(ctx, map[blob.Hash][]byte{h: data})
 }
 
+// PutBlobParts is PutBlob for a blob given as parts (EnsureBlobParts):
+// its hash is that of their concatenation, computed from the parts as they
+// are, and they are read, not copied, until the upload ends.
+func (c *Client) PutBlobParts(ctx context.Context, parts blob.Parts) (blob.Hash, error) {
+	h := parts.Sum()
+	return h, c.EnsureBlobParts(ctx, map[blob.Hash]blob.Parts{h: parts})
+}
+
 // FetchBlob returns the blob h from the tracker (BlobRead → BlobPart, in
 // pieces of the tracker's Limits.PieceBytes, a few in flight at a time,
 // into one buffer of the blob's size), checking that the data hashes to h.

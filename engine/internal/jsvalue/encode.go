@@ -214,7 +214,9 @@ func (e *Encoder) EncodeValue(v goja.Value) ([]byte, error) {
 // copy: they change when the script writes to the buffer) and, for a
 // view that does not cover its whole buffer, a few trailing bytes; any
 // other value is the document in one part, the encoder's until it is used
-// again.
+// again (TakeBytes gives it away). When there are several parts, parts[1]
+// is the buffer's bytes. Errors are EncodeValue's: a document over the
+// encoder's limit wraps ErrTooLarge.
 func (e *Encoder) EncodeParts(v goja.Value) (blob.Parts, error) {
 	o, ok := v.(*goja.Object)
 	if !ok {
@@ -229,7 +231,7 @@ func (e *Encoder) EncodeParts(v goja.Value) (blob.Parts, error) {
 		data := o.Export().(goja.ArrayBuffer).Bytes()
 		var w cbor.Writer
 		w.Head(cbor.MajorBytes, uint64(len(data)))
-		return blob.Parts{w.Bytes(), data}, nil
+		return e.limitParts(blob.Parts{w.Bytes(), data})
 	case KindTyped:
 		name, _ := e.in.TypedName(o)
 		if kind, ok = value.TypedKindByName(name); !ok {
@@ -273,7 +275,7 @@ func (e *Encoder) EncodeParts(v goja.Value) (blob.Parts, error) {
 	if kind != value.KindDataView && off == 0 && n*kind.Size() == len(data) {
 		head.Tag(uint64(kind))
 		head.Head(cbor.MajorBytes, uint64(len(data)))
-		return blob.Parts{head.Bytes(), data}, nil
+		return e.limitParts(blob.Parts{head.Bytes(), data})
 	}
 	head.Tag(value.TagView)
 	head.ArrayHeader(4)
@@ -281,7 +283,16 @@ func (e *Encoder) EncodeParts(v goja.Value) (blob.Parts, error) {
 	head.Head(cbor.MajorBytes, uint64(len(data)))
 	tail.Int(int64(off))
 	tail.Int(int64(n))
-	return blob.Parts{head.Bytes(), data, tail.Bytes()}, nil
+	return e.limitParts(blob.Parts{head.Bytes(), data, tail.Bytes()})
+}
+
+// limitParts returns p, or ErrTooLarge when it is over the encoder's
+// limit, as checkLimit judges a document written whole.
+func (e *Encoder) limitParts(p blob.Parts) (blob.Parts, error) {
+	if e.opts.Limit > 0 && p.Len() > e.opts.Limit {
+		return nil, ErrTooLarge
+	}
+	return p, nil
 }
 
 func (e *Encoder) unsendable(what string) error {
