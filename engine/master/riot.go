@@ -318,7 +318,8 @@ func (m *master) encodeBlob(o *goja.Object) (blob.Parts, error) {
 // KeepBlobBytes is the largest blob of a value whose bytes a master keeps
 // once a tracker holds it. A larger one is encoded again from its value
 // when another tracker (riot.connect) needs it, so that a large value is
-// in the master's memory once, as the script's own, and not twice.
+// in the master's memory once, as the script's own, and not twice. A
+// buffer's blob is kept at any size: its bytes are the buffer's own.
 const KeepBlobBytes = 1 << 20
 
 // describeValue names o's kind for an error: its class for a typed array,
