@@ -1,8 +1,14 @@
 package master
 
 import (
+	"bytes"
+	"context"
 	"encoding/binary"
 	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -88,4 +94,34 @@ func TestMaster_BufferChangedWhileEncodingIsAnError(t *testing.T) {
 	assert.NotContains(t, out, "sent\n")
 	assert.Contains(t, out, "\n99\n")
 	assert.Equal(t, 1, sr.ft.uploads, "only the second call's blob")
+}
+
+// TestMaster_TypedArraySentWithoutACopy: sending a 64 MiB typed array
+// allocates a few header bytes and bookkeeping, not a second 64 MiB (the
+// encoding the master made before it sent from the buffer). Not parallel:
+// it counts the process's allocations.
+func TestMaster_TypedArraySentWithoutACopy(t *testing.T) {
+	const size = 64 << 20
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.js"), []byte(`
+		const big = new Float64Array(`+strconv.Itoa(size/8)+`);
+		big[1] = 1;
+		riot.doWork((a) => a[1], big);
+		console.log('sent');
+	`), 0o644))
+	ft := newFakeTracker(t, true)
+	ft.hashOnly = true
+	conn, err := ft.connect(context.Background(), "localhost", 0, "me")
+	require.NoError(t, err)
+	var stdout bytes.Buffer
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	err = RunScript(context.Background(), ScriptOptions{Path: filepath.Join(dir, "main.js"), Conn: conn, Connect: ft.connect, Stdout: &stdout})
+	runtime.ReadMemStats(&after)
+	require.NoError(t, err)
+	require.Equal(t, "sent\n", stdout.String())
+	require.Equal(t, 1, ft.uploads)
+	extra := int64(after.TotalAlloc-before.TotalAlloc) - size
+	t.Logf("allocated %d KiB besides the array", extra>>10)
+	assert.Less(t, extra, int64(16<<20), "allocated %d MiB besides the array", extra>>20)
 }
