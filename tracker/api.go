@@ -247,10 +247,7 @@ func (l *loop) workers() []WorkerInfo {
 		if !ok {
 			continue
 		}
-		running := min(wi.Leases, c.slots)
-		if c.statsSeen {
-			running = min(c.running, wi.Leases)
-		}
+		running := c.runningOf(wi.Leases)
 		w := WorkerInfo{Name: c.name, Remote: c.remote, Agent: c.agent, Since: ts(c.since),
 			Slots: c.slots, Prefetch: c.prefetch, Running: running, Prefetched: wi.Leases - running,
 			Credit: wi.Credit, GPUs: wi.GPUs, MemoryLimit: c.memLimit, Done: c.nDone, Failed: c.nFailed}
@@ -261,6 +258,15 @@ func (l *loop) workers() []WorkerInfo {
 	}
 	slices.SortFunc(out, func(a, b WorkerInfo) int { return cmp.Compare(a.Name, b.Name) })
 	return out
+}
+
+// runningOf returns how many of a worker's leases it runs: as its last
+// stats said, or, before any, as many as fill its slots.
+func (c *conn) runningOf(leases int) int {
+	if c.statsSeen {
+		return min(c.running, leases)
+	}
+	return min(leases, c.slots)
 }
 
 // jobInfos lists the jobs, running ones first, newest first.

@@ -73,6 +73,9 @@ type Status struct {
 	FinishedPerSecond float64        `json:"finished_per_second"`
 	Workers           []WorkerStatus `json:"workers"`
 	Masters           []ConnStatus   `json:"masters"`
+	// Jobs are the jobs in progress and those that ended in the last hour
+	// (docs/http.md, GET /api/v1/jobs).
+	Jobs []JobInfo `json:"jobs"`
 }
 
 // ConnStatus describes a connection on the status page.
@@ -94,6 +97,10 @@ type WorkerStatus struct {
 	// for.
 	Busy   int `json:"busy"`
 	Credit int `json:"credit"`
+	// Running is how many of those it runs (at most its slots), and
+	// Prefetched how many wait in its queue.
+	Running    int `json:"running"`
+	Prefetched int `json:"prefetched"`
 }
 
 // Status returns the tracker's state at a glance.
@@ -122,12 +129,14 @@ func (l *loop) status() Status {
 	for _, c := range l.conns {
 		cs := ConnStatus{Name: c.name, Role: string(c.role), Remote: c.remote, Agent: c.agent, Since: c.since.UTC()}
 		if wi, ok := l.tab.Worker(table.WorkerID(c.id)); ok {
+			running := c.runningOf(wi.Leases)
 			st.Workers = append(st.Workers, WorkerStatus{ConnStatus: cs, Slots: c.slots, Prefetch: c.prefetch,
-				GPUs: wi.GPUs, Busy: wi.Leases, Credit: wi.Credit})
+				GPUs: wi.GPUs, Busy: wi.Leases, Credit: wi.Credit, Running: running, Prefetched: wi.Leases - running})
 		} else {
 			st.Masters = append(st.Masters, cs)
 		}
 	}
+	st.Jobs = l.jobInfos()
 	slices.SortFunc(st.Workers, func(a, b WorkerStatus) int { return cmp.Compare(a.Name, b.Name) })
 	slices.SortFunc(st.Masters, func(a, b ConnStatus) int { return cmp.Compare(a.Name, b.Name) })
 	return st
@@ -284,14 +293,19 @@ func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request) {
 	}
 	fmt.Fprintf(w, "workers: %d\n", len(st.Workers))
 	for _, wk := range st.Workers {
-		fmt.Fprintf(w, "  %-24s busy %d of %d slots (prefetch up to %d), %d GPUs, %s\n",
-			wk.Name, wk.Busy, wk.Slots, wk.Prefetch, wk.GPUs, wk.Remote)
+		fmt.Fprintf(w, "  %-24s running %d of %d slots, %d prefetched (up to %d), %d GPUs, %s\n",
+			wk.Name, wk.Running, wk.Slots, wk.Prefetched, wk.Prefetch, wk.GPUs, wk.Remote)
 	}
 	fmt.Fprintf(w, "masters: %d\n", len(st.Masters))
 	for _, m := range st.Masters {
 		fmt.Fprintf(w, "  %-24s %s\n", m.Name, m.Remote)
 	}
-	fmt.Fprintf(w, "\nGET /status for JSON, /metrics for Prometheus.\n")
+	fmt.Fprintf(w, "jobs: %d\n", len(st.Jobs))
+	for _, j := range st.Jobs {
+		fmt.Fprintf(w, "  %-24s %-7s %d submitted: %d waiting, %d running, %d done, %d failed, %d from memory\n",
+			j.Name, j.State, j.Submitted, j.Waiting, j.Running, j.Done, j.Failed, j.FromMemory)
+	}
+	fmt.Fprintf(w, "\nOpen this address in a browser for the dashboard; GET /status for JSON, /api/v1/ for the API (docs/http.md), /metrics for Prometheus.\n")
 }
 
 // newMetrics returns the registry of the tracker's Prometheus metrics.
