@@ -329,6 +329,7 @@ type collector struct {
 	forgotten                                            *prometheus.Desc
 	records, frames, messages, bytes, dropped            *prometheus.Desc
 	authFailures, forbidden, refusedFull                 *prometheus.Desc
+	jobs, jobWorkunits                                   *prometheus.Desc
 }
 
 func newCollector(s *Server) *collector {
@@ -358,6 +359,9 @@ func newCollector(s *Server) *collector {
 			"Hellos and status requests refused for their credentials (missing, unknown, or a worker's token for a master)."),
 		forbidden:   desc("requests_forbidden_total", "Requests refused because the connection's token does not allow them."),
 		refusedFull: desc("connections_refused_full_total", "Connections refused because the tracker was full (--max-conns, --max-handshakes)."),
+		jobs:        desc("jobs", "Jobs the tracker knows, by state: running (their master is connected) or ended (in the last hour).", "state"),
+		jobWorkunits: desc("job_workunits", "The workunits of each running job, by status (from_memory: answered at once from earlier results).",
+			"job", "name", "status"),
 	}
 }
 
@@ -365,7 +369,8 @@ func newCollector(s *Server) *collector {
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.workunits, c.workers, c.masters, c.conns, c.leases,
 		c.watches, c.submitted, c.finished, c.discarded, c.storeErrors, c.commits, c.records,
-		c.frames, c.messages, c.bytes, c.dropped, c.authFailures, c.forbidden, c.refusedFull, c.forgotten} {
+		c.frames, c.messages, c.bytes, c.dropped, c.authFailures, c.forbidden, c.refusedFull, c.forgotten,
+		c.jobs, c.jobWorkunits} {
 		ch <- d
 	}
 }
@@ -413,4 +418,22 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.authFailures, ioc.authFailures.Load())
 	counter(c.forbidden, ioc.forbidden.Load())
 	counter(c.refusedFull, ioc.refusedFull.Load())
+	var jobs []JobInfo
+	if c.s.do(ctx, func(l *loop) { jobs = l.jobInfos() }) != nil {
+		return
+	}
+	running := 0
+	for _, j := range jobs {
+		if j.State != "running" {
+			continue
+		}
+		running++
+		gauge(c.jobWorkunits, float64(j.Waiting), j.ID, j.Name, "waiting")
+		gauge(c.jobWorkunits, float64(j.Running), j.ID, j.Name, "running")
+		gauge(c.jobWorkunits, float64(j.Done), j.ID, j.Name, "done")
+		gauge(c.jobWorkunits, float64(j.Failed), j.ID, j.Name, "error")
+		gauge(c.jobWorkunits, float64(j.FromMemory), j.ID, j.Name, "from_memory")
+	}
+	gauge(c.jobs, float64(running), "running")
+	gauge(c.jobs, float64(len(jobs)-running), "ended")
 }
