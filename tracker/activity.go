@@ -4,6 +4,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/riot-go/riot/tracker/store"
 	"github.com/riot-go/riot/tracker/table"
 	"github.com/riot-go/riot/workunit"
 )
@@ -24,6 +25,10 @@ type activity struct {
 	// changes counts what the pages show changing, so that the event
 	// stream sends an update only when there is one.
 	changes uint64
+	// dirty holds the realms of the jobs to write to the store, forget
+	// those to delete from it (see loop.saveJobs).
+	dirty  map[string]bool
+	forget []string
 }
 
 // Bounds of the activity.
@@ -82,7 +87,8 @@ type throughSample struct {
 }
 
 func newActivity() *activity {
-	return &activity{jobs: map[string]*job{}, jobIDs: map[string]*job{}, failures: map[string]*failureGroup{}}
+	return &activity{jobs: map[string]*job{}, jobIDs: map[string]*job{}, failures: map[string]*failureGroup{},
+		dirty: map[string]bool{}}
 }
 
 // jobID returns the id of the job of realm: "j" and 12 hex digits of it.
@@ -115,6 +121,7 @@ func (a *activity) connJob(c *conn, now time.Time) *job {
 		j.name = c.name
 	}
 	a.changes++
+	a.dirty[j.realm] = true
 	return j
 }
 
@@ -128,6 +135,7 @@ func (a *activity) connGone(c *conn, now time.Time) {
 		j.conns--
 		if j.conns == 0 {
 			j.ended = now
+			a.dirty[j.realm] = true
 		}
 		a.changes++
 	}
@@ -161,6 +169,43 @@ func (a *activity) evictEnded(now time.Time) {
 func (a *activity) dropJob(j *job) {
 	delete(a.jobs, j.realm)
 	delete(a.jobIDs, j.id)
+	delete(a.dirty, j.realm)
+	a.forget = append(a.forget, j.realm)
+}
+
+// restoreJobs brings back the jobs of an earlier run, as ended: one that
+// was running when that run stopped ended then, at the latest (now).
+func (a *activity) restoreJobs(jobs []store.Job, now time.Time) {
+	for _, sj := range jobs {
+		j := &job{id: sj.ID, realm: sj.Realm, name: sj.Name, master: sj.Master, credential: sj.Credential,
+			started: sj.Started, ended: sj.Ended, submitted: sj.Submitted, fromMemory: sj.FromMemory}
+		if j.id == "" {
+			j.id = jobID(j.realm)
+		}
+		if j.ended.IsZero() {
+			j.ended = now
+			a.dirty[j.realm] = true
+		}
+		a.jobs[j.realm] = j
+		a.jobIDs[j.id] = j
+	}
+	a.evictEnded(now)
+}
+
+// takeDirty returns the jobs to write and the realms to delete, and
+// clears both lists.
+func (a *activity) takeDirty() ([]store.Job, []string) {
+	var out []store.Job
+	for realm := range a.dirty {
+		if j := a.jobs[realm]; j != nil {
+			out = append(out, store.Job{Realm: j.realm, ID: j.id, Name: j.name, Master: j.master, Credential: j.credential,
+				Started: j.started, Ended: j.ended, Submitted: j.submitted, FromMemory: j.fromMemory})
+		}
+	}
+	clear(a.dirty)
+	forget := a.forget
+	a.forget = nil
+	return out, forget
 }
 
 // finished notes a run that a worker reported and the table took.

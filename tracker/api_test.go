@@ -286,3 +286,35 @@ func TestAPI_Credentials(t *testing.T) {
 	require.Equal(t, http.StatusOK, apiDo(t, browser, "POST", cancelURL, map[string]string{"Origin": base}, &canceled))
 	assert.Equal(t, 1, canceled.Canceled)
 }
+
+// Jobs survive a restart of a durable tracker: listed as ended, with
+// their names and counts, and their workunits still theirs; a master that
+// comes back with its session continues its job.
+func TestAPI_JobsSurviveRestart(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t, trackertest.Durable())
+	const session = "0123456789abcdef0123456789abcdef"
+	m := dial(t, tr, wire.Hello{Role: wire.RoleMaster, Name: "laptop", Job: "words.js", Session: session})
+	m.submit("'one'")
+	m.submit("'two'")
+	var jobs struct{ Jobs []tracker.JobInfo }
+	require.Equal(t, http.StatusOK, apiDo(t, nil, "GET", "http://"+tr.Addr()+"/api/v1/jobs", nil, &jobs))
+	require.Len(t, jobs.Jobs, 1)
+	id := jobs.Jobs[0].ID
+
+	tr.Restart(t)
+	require.Equal(t, http.StatusOK, apiDo(t, nil, "GET", "http://"+tr.Addr()+"/api/v1/jobs", nil, &jobs))
+	require.Len(t, jobs.Jobs, 1)
+	j := jobs.Jobs[0]
+	assert.Equal(t, id, j.ID)
+	assert.Equal(t, "words.js", j.Name)
+	assert.Equal(t, "laptop", j.Master)
+	assert.Equal(t, "ended", j.State)
+	assert.NotEmpty(t, j.Ended)
+	assert.Equal(t, uint64(2), j.Submitted)
+	assert.Equal(t, 2, j.Waiting, "its workunits are still its own")
+
+	dial(t, tr, wire.Hello{Role: wire.RoleMaster, Name: "laptop", Job: "words.js", Session: session})
+	require.Equal(t, http.StatusOK, apiDo(t, nil, "GET", "http://"+tr.Addr()+"/api/v1/jobs/"+id, nil, &j))
+	assert.Equal(t, "running", j.State, "the same session: the same job, going on")
+}

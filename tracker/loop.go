@@ -45,6 +45,10 @@ type loop struct {
 	// by request (table.Cancel's Req from apiMaster).
 	cancels    map[uint64]chan cancelResult
 	nextCancel uint64
+	// jobsDone reports the write of the jobs (saveJobs), one at a time:
+	// savingJobs while one is under way.
+	jobsDone   chan jobsWrite
+	savingJobs bool
 
 	// Persistence: at most one Ready is outstanding, with the persister.
 	persistReq  chan []table.Record
@@ -74,6 +78,7 @@ func newLoop(s *Server, tab *table.Table) *loop {
 		persistDone: make(chan error, 1),
 		act:         newActivity(),
 		cancels:     make(map[uint64]chan cancelResult),
+		jobsDone:    make(chan jobsWrite, 1),
 	}
 }
 
@@ -106,7 +111,10 @@ func (l *loop) run() {
 			}
 		case err := <-l.persistDone:
 			l.persisted(err)
+		case w := <-l.jobsDone:
+			l.jobsSaved(w)
 		case now := <-ticker.C:
+			l.saveJobs()
 			_ = l.tab.Step(table.Tick{Now: now})
 			l.rate.sample(now, l.completed+l.failed)
 			l.act.sample(now, l.completed, l.failed, l.tab.CountsOf)
@@ -149,6 +157,11 @@ func (l *loop) drain() {
 		}
 		l.pump()
 	}
+	now := time.Now()
+	for _, c := range l.conns {
+		l.act.connGone(c, now) // its job ends with the tracker
+	}
+	l.drainJobs()
 	for _, c := range l.conns {
 		c.closeAfter(wire.CloseGoingAway, "tracker shutting down")
 		l.s.log.Debug("disconnected", "conn", c.name, "role", string(c.role), "remote", c.remote,

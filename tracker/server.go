@@ -201,6 +201,13 @@ func New(opts Options) (*Server, error) {
 		s.name = net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
 	}
 	s.lp = newLoop(s, tab)
+	if js, ok := s.st.(store.JobStore); ok {
+		if jobs, err := js.LoadJobs(s.baseCtx); err != nil {
+			s.log.Warn("riotd: the jobs of the last run could not be read; the status pages start without them", "err", err)
+		} else {
+			s.lp.act.restoreJobs(jobs, time.Now())
+		}
+	}
 	s.upgrader = websocket.Upgrader{
 		// What an idle connection holds (see docs/security.md): its
 		// reads go through the 4 KiB buffer of the HTTP connection it
