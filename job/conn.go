@@ -194,8 +194,8 @@ func (k *conn) MaxBlobBytes() int { return k.c.Limits().MaxBlobBytes }
 // (client.Call.Wait), whose bytes the riot object decodes in place.
 func (k *conn) MaxResultBytes() int { return k.c.Limits().MaxResultBytes }
 
-func (k *conn) EnsureBlobs(ctx context.Context, blobs map[blob.Hash][]byte) error {
-	return k.c.EnsureBlobs(ctx, blobs)
+func (k *conn) EnsureBlobParts(ctx context.Context, blobs map[blob.Hash]blob.Parts) error {
+	return k.c.EnsureBlobParts(ctx, blobs)
 }
 
 // worker returns the connection that takes work, making it on first use.

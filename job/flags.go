@@ -74,6 +74,7 @@ type Flags struct {
 	quiet     bool
 	cancelInt bool
 	noGPU     bool
+	job       string
 }
 
 // AddFlags defines riot-worker eval's flags on fs and returns them, for
@@ -97,6 +98,7 @@ func addFlags(fs *pflag.FlagSet, getenv func(string) string) *Flags {
 	fs.BoolVar(&f.progress, "progress", false, "job scripts: show the progress bar even when stderr is not a terminal")
 	fs.BoolVar(&f.quiet, "quiet", false, "job scripts: never show the progress bar")
 	fs.BoolVar(&f.noGPU, "no-gpu", false, "job scripts on the embedded default: give the local worker no GPUs")
+	fs.StringVar(&f.job, "job", "", "the job's `name` on the tracker's status pages and dashboard (default: the script's file name, or -e)")
 	return f
 }
 
@@ -122,6 +124,7 @@ func (f *Flags) Options(args []string) (CommandOptions, error) {
 	o := CommandOptions{Source: f.source, GPU: !f.noGPU}
 	j := &o.Job
 	j.Tracker, j.Token, j.Data, j.Timeout, j.CancelOnInterrupt = f.tracker, f.token, f.data, f.timeout, f.cancelInt
+	j.Name = f.job
 	if j.Token == "" {
 		j.Token = f.getenv("RIOT_TOKEN")
 	}

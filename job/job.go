@@ -25,6 +25,7 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -57,6 +58,9 @@ type Options struct {
 	// Script is the job script's path; Args are its arguments (riot.args).
 	Script string
 	Args   []string
+	// Name is the job's name on the tracker's status pages and dashboard
+	// (client.Options.Job). Default: the script's file name.
+	Name string
 	// Tracker is the tracker to use ("host", "host:port", a ws:// or
 	// wss:// URL). Empty: the embedded default.
 	Tracker string
@@ -138,12 +142,16 @@ func Run(ctx context.Context, opts Options) error {
 	var connsMu sync.Mutex
 	var conns []*conn // every connection of the script, to cancel on interrupt
 	state := &scriptState{}
+	jobName := opts.Name
+	if jobName == "" {
+		jobName = filepath.Base(opts.Script)
+	}
 	dial := func(ctx context.Context, host string, port int, name string) (master.Conn, error) {
 		target := host
 		if port > 0 {
 			target = net.JoinHostPort(host, strconv.Itoa(port))
 		}
-		copts := client.Options{Name: name, Role: wire.RoleMaster, Token: opts.Token, TLSConfig: opts.TLSConfig, Logger: opts.Logger}
+		copts := client.Options{Name: name, Role: wire.RoleMaster, Token: opts.Token, TLSConfig: opts.TLSConfig, Logger: opts.Logger, Job: jobName}
 		c, err := client.Dial(ctx, target, copts)
 		if err != nil {
 			return nil, err

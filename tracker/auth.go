@@ -26,12 +26,19 @@ const MinTokenBytes = 16
 // maxTokenBytes bounds a token (and what a Hello may present as one).
 const maxTokenBytes = 4096
 
+// RoleViewer is the role of a credential that may read the dashboard and
+// the HTTP API (docs/http.md) and do nothing else: it cannot connect to
+// the websocket endpoint, and cannot cancel.
+const RoleViewer wire.Role = "viewer"
+
 // Credential is one token that riotd accepts and what it allows.
 type Credential struct {
 	// Role is wire.RoleMaster, which allows everything (submit, watch,
-	// info, blobs, and taking work too), or wire.RoleWorker, which allows
-	// taking work, reporting results, handing work back and fetching
-	// blobs, but not submitting or reading results.
+	// info, blobs, and taking work too; reading and canceling on the
+	// dashboard), wire.RoleWorker, which allows taking work, reporting
+	// results, handing work back and fetching blobs, but not submitting
+	// or reading results, or RoleViewer, which allows reading the
+	// dashboard and the HTTP API only.
 	Role wire.Role
 	// Token is the secret: at least MinTokenBytes bytes, printable ASCII
 	// without spaces.
@@ -46,7 +53,7 @@ type Credential struct {
 //
 //	ROLE TOKEN [NAME]
 //
-// where ROLE is master or worker, TOKEN the secret, and NAME an optional
+// where ROLE is master, worker or viewer, TOKEN the secret, and NAME an optional
 // name for logs. Blank lines and lines starting with # are ignored. It
 // refuses a file with no credentials, a token shorter than MinTokenBytes,
 // and a token given twice.
@@ -64,11 +71,11 @@ func ParseTokens(r io.Reader) ([]Credential, error) {
 		}
 		f := strings.Fields(text)
 		if len(f) < 2 || len(f) > 3 {
-			return nil, fmt.Errorf("tracker: tokens: line %d: want ROLE TOKEN [NAME], with ROLE master or worker", line)
+			return nil, fmt.Errorf("tracker: tokens: line %d: want ROLE TOKEN [NAME], with ROLE master, worker or viewer", line)
 		}
 		c := Credential{Role: wire.Role(f[0]), Token: f[1]}
-		if c.Role != wire.RoleMaster && c.Role != wire.RoleWorker {
-			return nil, fmt.Errorf("tracker: tokens: line %d: role %q: want master or worker", line, f[0])
+		if !knownRole(c.Role) {
+			return nil, fmt.Errorf("tracker: tokens: line %d: role %q: want master, worker or viewer", line, f[0])
 		}
 		if err := checkToken(c.Token); err != nil {
 			return nil, fmt.Errorf("tracker: tokens: line %d: %w", line, err)
@@ -141,10 +148,18 @@ const (
 )
 
 func rightsOf(role wire.Role) rights {
-	if role == wire.RoleWorker {
+	switch role {
+	case wire.RoleWorker:
 		return mayWork
+	case RoleViewer:
+		return 0
 	}
 	return allRights
+}
+
+// knownRole reports whether a credential may have role.
+func knownRole(role wire.Role) bool {
+	return role == wire.RoleMaster || role == wire.RoleWorker || role == RoleViewer
 }
 
 // needs returns the rights a message from a client needs, and the words
@@ -188,8 +203,8 @@ func newAuthenticator(creds []Credential) (*authenticator, error) {
 	a := &authenticator{}
 	seen := make(map[[sha256.Size]byte]bool)
 	for i, c := range creds {
-		if c.Role != wire.RoleMaster && c.Role != wire.RoleWorker {
-			return nil, fmt.Errorf("tracker: credential %d: role %q: want master or worker", i, c.Role)
+		if !knownRole(c.Role) {
+			return nil, fmt.Errorf("tracker: credential %d: role %q: want master, worker or viewer", i, c.Role)
 		}
 		if err := checkToken(c.Token); err != nil {
 			return nil, fmt.Errorf("tracker: credential %d (%s): %w", i, c.Name, err)

@@ -216,7 +216,7 @@ func TestServer_Auth_StatusPage(t *testing.T) {
 	for _, path := range []string{"/", "/status"} {
 		code, body := do(path, "")
 		assert.Equal(t, http.StatusUnauthorized, code, path)
-		assert.Contains(t, body, "master's token")
+		assert.Contains(t, body, "a viewer's token")
 		code, _ = do(path, workerTok)
 		assert.Equal(t, http.StatusUnauthorized, code, "a worker's token does not show %s", path)
 		code, _ = do(path, aliceTok)

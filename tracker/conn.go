@@ -95,6 +95,8 @@ type conn struct {
 	role                  wire.Role
 	session, agent        string
 	slots, prefetch, gpus int
+	job                   string // the Hello's job name
+	memLimit              uint64 // the Hello's memory-limit
 	// principal names the credential the Hello's token matched ("" when
 	// the tracker checks none); rights say what it allows.
 	principal string
@@ -127,6 +129,14 @@ type conn struct {
 
 	// Owned by the loop.
 	touched bool // has messages pushed in this round, to wake
+	// For the status pages: whether it counts among its job's
+	// connections (activity), the results and errors it reported, and
+	// its last stats.
+	inJob          bool
+	nDone, nFailed uint64
+	heap           uint64
+	running        int
+	statsSeen      bool
 
 	// Owned by the reader: the blobs this connection is uploading in
 	// pieces (blob-write), by hash; and the buffer of the last frame read,
@@ -545,6 +555,7 @@ func (c *conn) readLoop() string {
 		return c.refuse(&wire.Refused{Code: wire.CodeInvalid, Message: err.Error(), Version: wire.ProtocolVersion})
 	}
 	c.role, c.session, c.agent = hello.Role, hello.Session, hello.Agent
+	c.job, c.memLimit = clip(hello.Job, 200), hello.MemoryLimit
 	c.slots, c.prefetch, c.gpus = hello.Slots, hello.Prefetch, len(hello.GPUs)
 	ib := &c.inb
 	ib.kind, ib.hello = inHello, hello
@@ -601,7 +612,7 @@ func (c *conn) readLoop() string {
 				if m.Error != nil {
 					m.Error.Value = unpin(m.Error.Value, size)
 				}
-			case *wire.Watch, *wire.Unwatch, *wire.Info, *wire.Cancel, *wire.Credit, *wire.Return:
+			case *wire.Watch, *wire.Unwatch, *wire.Info, *wire.Cancel, *wire.Credit, *wire.Return, *wire.Stats:
 			case *wire.Hello:
 				return c.violation(&wire.Error{Code: wire.CodeProtocol, Message: "tracker: a second hello"}, wire.CloseProtocolError)
 			default:
@@ -642,6 +653,9 @@ func (c *conn) authenticate(h *wire.Hello) *wire.Refused {
 	}
 	cred, ok := s.auth.check(h.Token)
 	if ok {
+		if cred.role == RoleViewer {
+			return refused(wire.CodeAuth, "tracker: a viewer's token is for the dashboard and the HTTP API (docs/http.md), not for masters or workers: use a master's or a worker's token")
+		}
 		if cred.role == wire.RoleWorker && h.Role != wire.RoleWorker {
 			return refused(wire.CodeAuth, fmt.Sprintf("tracker: a worker's token cannot connect as %q: workers take work, masters submit it", string(h.Role)))
 		}

@@ -94,6 +94,10 @@ type Server struct {
 	// been accepted yet (Options.MaxHandshakes of them at most).
 	handshakes chan struct{}
 
+	// The dashboard: its logins, and a place for each open event stream.
+	sessions   *sessions
+	eventSlots chan struct{}
+
 	counters ioCounters
 	// connLog bounds the lines about connections (connected, refused,
 	// protocol error): a flood of hellos logs a summary, not a line each.
@@ -136,6 +140,8 @@ func New(opts Options) (*Server, error) {
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
 	s.connLog = newLogLimiter(s.log, logInterval, logBurst)
 	s.throttle = newThrottle(time.Now)
+	s.sessions = newSessions()
+	s.eventSlots = make(chan struct{}, maxEventStreams)
 	_, _ = rand.Read(s.nonce[:])
 	creds := o.Tokens
 	var tokenWarn string
@@ -195,6 +201,13 @@ func New(opts Options) (*Server, error) {
 		s.name = net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
 	}
 	s.lp = newLoop(s, tab)
+	if js, ok := s.st.(store.JobStore); ok {
+		if jobs, err := js.LoadJobs(s.baseCtx); err != nil {
+			s.log.Warn("riotd: the jobs of the last run could not be read; the status pages start without them", "err", err)
+		} else {
+			s.lp.act.restoreJobs(jobs, time.Now())
+		}
+	}
 	s.upgrader = websocket.Upgrader{
 		// What an idle connection holds (see docs/security.md): its
 		// reads go through the 4 KiB buffer of the HTTP connection it

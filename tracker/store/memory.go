@@ -22,6 +22,7 @@ type Memory struct {
 	mu     sync.Mutex
 	recs   map[workunit.Key]table.Record
 	blobs  map[blob.Hash][]byte
+	jobs   map[string]Job
 	closed bool
 }
 

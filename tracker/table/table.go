@@ -29,6 +29,8 @@ type record struct {
 	id         uint64 // Record.ID
 	seq        int64  // queue order
 	changed    int64  // last status change, unix nanoseconds (0: zero time)
+	queued     int64  // when it last became waiting, unix nanoseconds (0: unknown)
+	assigned   int64  // when its last lease was given, unix nanoseconds (0: none)
 	owner      uint32 // name index
 	worker     uint32 // name index of the holder or finisher (0: none)
 	timeout    uint32 // ms
@@ -210,6 +212,9 @@ type Table struct {
 	open      []int32
 	quotaOpen []int32
 	quotas    map[uint32]uint32
+	// byOwner counts the records of each owner (an index into names) by
+	// status, for status pages (OwnerCounts).
+	byOwner [][workunit.StatusError + 1]int32
 
 	// Output under construction, the outstanding Ready's generation, and
 	// buffers to reuse.
@@ -335,6 +340,8 @@ func (t *Table) setStatus(idx uint32, s workunit.Status) {
 	r := t.recs.at(idx)
 	t.counts[r.status]--
 	t.counts[s]++
+	t.countOwner(r.owner, r.status, -1)
+	t.countOwner(r.owner, s, 1)
 	if was, is := isOpen(r.status), isOpen(s); was != is {
 		if is {
 			t.addOpen(r.owner, 1)
@@ -538,6 +545,7 @@ func (t *Table) submit(e *Submit) error {
 		r.owner = t.ownerOf(e)
 		t.counts[workunit.StatusWaiting]++
 		r.status = workunit.StatusWaiting
+		t.countOwner(r.owner, r.status, 1)
 		t.addOpen(r.owner, 1)
 		t.index.insert(slot, tag, idx)
 		t.reset(idx, e)
@@ -594,8 +602,11 @@ func (t *Table) reset(idx uint32, e *Submit) {
 			t.addOpen(r.owner, -1)
 			t.addOpen(owner, 1)
 		}
+		t.countOwner(r.owner, r.status, -1)
+		t.countOwner(owner, r.status, 1)
 		r.owner = owner
 	}
+	r.queued = t.now
 	r.data = e.Spec
 	r.gpus = uint8(e.Options.GPUs)
 	r.timeout = uint32(e.Options.Timeout / time.Millisecond)
@@ -1382,6 +1393,7 @@ func (t *Table) forget(idx uint32) {
 	t.tombs = append(t.tombs, Record{Key: r.key, ID: r.id})
 	t.index.remove(&r.key, &t.recs)
 	t.counts[r.status]--
+	t.countOwner(r.owner, r.status, -1)
 	*r = record{}
 	t.free = append(t.free, idx)
 	t.forgotten++
@@ -1461,6 +1473,7 @@ func (t *Table) assign(w *worker) bool {
 	w.gpusUsed += int(r.gpus)
 	r.worker = w.name
 	r.deliveries++
+	r.assigned = t.now
 	t.setStatus(idx, workunit.StatusRunning)
 	// Running is not written: a restart brings running workunits back as
 	// waiting anyway, so the write would buy nothing but disk traffic (a
@@ -1507,6 +1520,8 @@ func (t *Table) snapshot(idx uint32) Record {
 		Status:     r.status,
 		Worker:     t.names[r.worker],
 		LastChange: fromUnixNano(r.changed),
+		Submitted:  fromUnixNano(r.queued),
+		Assigned:   fromUnixNano(r.assigned),
 		Deliveries: int(r.deliveries),
 	}
 	switch r.status {
@@ -1827,6 +1842,8 @@ func (t *Table) Restore(recs []Record) error {
 			r.ext.err = rec.Err
 		}
 		t.counts[r.status]++
+		t.countOwner(r.owner, r.status, 1)
+		r.queued, r.assigned = unixNano(rec.Submitted), unixNano(rec.Assigned)
 		if isOpen(r.status) {
 			t.addOpen(r.owner, 1)
 		}

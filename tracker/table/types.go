@@ -80,6 +80,11 @@ type Record struct {
 	LostFrom []string
 	// Deliveries counts the leases given for it, all attempts together.
 	Deliveries int
+	// Submitted is when it last became waiting (its submission, or the
+	// one that ran it again), and Assigned when its last lease was given,
+	// as the last Tick before them gave them; zero when unknown (a record
+	// stored by an older riotd) or, for Assigned, before any lease.
+	Submitted, Assigned time.Time
 }
 
 // Outcome returns what the record says of its workunit: its status,
