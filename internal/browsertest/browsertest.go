@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 	"testing"
 
@@ -87,11 +88,23 @@ func Start(ctx context.Context, path string, width, height int) (*Browser, error
 	return b, nil
 }
 
-// Errors returns what the pages threw or logged as errors so far.
-func (b *Browser) Errors() []string {
+// Errors returns what the pages threw or logged as errors so far (the
+// browser logs a failed request as one: 404, or a refusal the test
+// provoked), leaving out those that contain one of except.
+func (b *Browser) Errors(except ...string) []string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return append([]string(nil), b.errs...)
+	var errs []string
+next:
+	for _, e := range b.errs {
+		for _, x := range except {
+			if strings.Contains(e, x) {
+				continue next
+			}
+		}
+		errs = append(errs, e)
+	}
+	return errs
 }
 
 // Close ends the browser.

@@ -36,7 +36,9 @@ type fakeAPI struct {
 	queries  []string
 }
 
-func now(d time.Duration) string { return time.Now().Add(d).UTC().Format("2006-01-02T15:04:05.000Z07:00") }
+func now(d time.Duration) string {
+	return time.Now().Add(d).UTC().Format("2006-01-02T15:04:05.000Z07:00")
+}
 
 const key1 = "5f2c0a1b9e3d00112233445566778899aabbccddeeff00112233445566778899"
 
@@ -63,7 +65,7 @@ func (f *fakeAPI) overviewDoc(waiting, done int) map[string]any {
 		"durable": true, "workunits": map[string]int{"waiting": waiting, "running": 4, "done": done, "error": 3},
 		"finished_per_second": 812.5, "throughput": tp,
 		"workers": map[string]int{"count": 2, "slots": 4, "running": 4, "prefetched": 2},
-		"jobs": []any{f.job()},
+		"jobs":    []any{f.job()},
 	}
 }
 
@@ -126,9 +128,9 @@ func (f *fakeAPI) routes(d *dashboard.Dashboard) http.Handler {
 		writeJSON(w, map[string]any{
 			"key": key1, "status": "error", "job": "j3f9a0c2b7d1e", "worker": "gpu-box" + evil,
 			"kind": "fn", "name": "job.js", "source": "(x) => {\n  // " + evil + "\n  return x.y();\n}",
-			"args":    []any{map[string]any{"preview": "{ y: '" + evil + "' }"}},
-			"error":   map[string]any{"kind": "thrown", "name": "TypeError", "message": "x.y is not a function" + evil, "stack": "TypeError: x.y is not a function\n    at job.js:3:12", "worker": "gpu-box" + evil},
-			"console": []any{map[string]string{"level": "log", "text": "hello " + evil}},
+			"args":      []any{map[string]any{"preview": "{ y: '" + evil + "' }"}},
+			"error":     map[string]any{"kind": "thrown", "name": "TypeError", "message": "x.y is not a function" + evil, "stack": "TypeError: x.y is not a function\n    at job.js:3:12", "worker": "gpu-box" + evil},
+			"console":   []any{map[string]string{"level": "log", "text": "hello " + evil}},
 			"submitted": now(-3 * time.Second), "assigned": now(-2 * time.Second), "started": now(-2 * time.Second), "finished": now(-time.Second),
 			"queue_seconds": 0.012, "run_seconds": 0.3, "attempts": 1, "lost_from": []string{},
 			"options": map[string]any{"no_cache": false, "gpus": 0, "timeout_seconds": 0},

@@ -62,7 +62,7 @@ func TestIndex_LinksVersionedAssets(t *testing.T) {
 	want := map[string]string{
 		"/ui/js/app.js": "text/javascript; charset=utf-8", "/ui/js/stream.js": "text/javascript; charset=utf-8",
 		"/ui/vendor/uplot/uPlot.iife.min.js": "text/javascript; charset=utf-8",
-		"/ui/app.css": "text/css; charset=utf-8", "/ui/vendor/uplot/uPlot.min.css": "text/css; charset=utf-8",
+		"/ui/app.css":                        "text/css; charset=utf-8", "/ui/vendor/uplot/uPlot.min.css": "text/css; charset=utf-8",
 	}
 	seen := map[string]bool{}
 	for _, l := range links {

@@ -18,8 +18,8 @@
           ['state', (j) => riot.badge(j.state)],
           ['started', (j) => when(j.started)],
           ['progress', jobBar, 'wide'],
-          ['submitted', (j) => fmt.num(j.submitted), 'n'],
-          ['failed', (j) => fmt.num(j.failed), 'n'],
+          ['submitted', (j) => fmt.num(j.submitted || 0), 'n'],
+          ['failed', (j) => fmt.num(j.failed || 0), 'n'],
           ['rate', (j) => fmt.rate(j.finished_per_second), 'n'],
           ['ETA', eta, 'n'],
         ], r.jobs, 'No job yet. Run one: riot-worker eval --tracker HOST:2355 job.js'));
@@ -56,16 +56,17 @@
         const j = await api('/api/v1/jobs/' + encodeURIComponent(id));
         if (!ctx.alive()) return;
         fill(head, h('h1', null, 'Job ', h('span', {id: 'job-name'}, j.name || j.id), ' ', riot.badge(j.state)),
-          h('p', {class: 'about'}, 'id ', h('code', null, j.id), ' · master ', j.master || '–', ' · started ', when(j.started)));
+          h('p', {class: 'about'}, 'id ', h('code', null, j.id), ' · master ', j.master || '–', ' · started ', when(j.started),
+            j.ended ? [' · ended ', when(j.ended)] : ''));
         fill(bar, jobBar(j));
         fill(stats,
-          stat('submitted', fmt.num(j.submitted)),
-          stat('from memory', fmt.num(j.from_memory)),
-          stat('waiting', fmt.num(j.waiting), 'job-waiting', 's-waiting'),
-          stat('running', fmt.num(j.running), 'job-running', 's-running'),
-          stat('done', fmt.num(j.done), 'job-done', 's-done'),
-          stat('failed', fmt.num(j.failed), 'job-failed', 's-error'),
-          stat('canceled', fmt.num(j.canceled), 'job-canceled', 's-canceled'),
+          stat('submitted', fmt.num(j.submitted || 0)),
+          stat('from memory', fmt.num(j.from_memory || 0)),
+          stat('waiting', fmt.num(j.waiting || 0), 'job-waiting', 's-waiting'),
+          stat('running', fmt.num(j.running || 0), 'job-running', 's-running'),
+          stat('done', fmt.num(j.done || 0), 'job-done', 's-done'),
+          stat('failed', fmt.num(j.failed || 0), 'job-failed', 's-error'),
+          stat('canceled', fmt.num(j.canceled || 0), 'job-canceled', 's-canceled'),
           stat('rate', fmt.rate(j.finished_per_second)),
           stat('ETA', eta(j)));
         cancel.querySelector('button').disabled = !(j.waiting || j.running);
