@@ -34,7 +34,7 @@
       ['count', (g) => fmt.num(g.count), 'n'],
       ['latest', (g) => h('span', {title: g.latest || null}, fmt.ago(g.latest))],
       ['job', (g) => link.job(g.job)],
-      ['workunits', (g) => h('span', {class: 'keys'}, (g.keys || []).map((k) => [link.workunit(k), ' ']))],
+      ['workunits', (g) => h('span', {class: 'keys'}, [...new Set(g.keys || [])].map((k) => [link.workunit(k), ' ']))],
     ], groups, 'No failures.');
 
   riot.page('job', (view, ctx) => {
@@ -49,7 +49,7 @@
     cancel.id = 'job-cancel';
     fill(view, h('p', {class: 'crumbs'}, h('a', {href: '#/jobs'}, 'Jobs'), ' / '), head, bar, stats, cancel,
       h('h2', null, 'Failures'), failures, h('h2', null, 'Workunits'), units);
-    const list = riot.workunitList(units, {job: id});
+    const list = riot.workunitList(units, {job: id}, {hide: ['job']});
 
     return {
       async refresh() {

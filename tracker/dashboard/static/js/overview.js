@@ -37,7 +37,12 @@
       }
       chart = new uPlot({
         width, height: 220,
-        scales: {x: {time: true}, y: {range: (u, min, max) => [0, Math.max(1, max * 1.1)]}},
+        // The last minutes: at least two, at most the ten riotd keeps.
+        scales: {
+          x: {time: true, range: (u, min, max) => [Math.min(min, max - 120), max]},
+          y: {range: (u, min, max) => [0, Math.max(1, max * 1.1)]},
+        },
+        legend: {live: false},
         series: [
           {},
           {label: 'done/s', stroke: '#2e7d32', fill: 'rgba(46,125,50,0.12)', width: 2, value: (u, v) => (v == null ? '–' : v.toFixed(1))},

@@ -9,11 +9,14 @@
   const LANE = 14, GAP = 3, HEAD = 18, LABEL = 140, AXIS = 22;
 
   // lanes packs one worker's tasks (sorted by start) into lanes greedily:
-  // each goes into the first lane free when it starts, else a new one.
-  function lanes(tasks) {
+  // each goes into the first lane free when it starts, else a new one. A
+  // lane is free slack ms before its last task ends: a task's start is
+  // its end less its run time, as the worker measured it, so the next one
+  // on the same slot can seem to start a moment early.
+  function lanes(tasks, slack) {
     const ends = [];
     for (const t of tasks) {
-      let i = ends.findIndex((e) => e <= t.s);
+      let i = ends.findIndex((e) => e <= t.s + slack);
       if (i < 0) i = ends.push(0) - 1;
       ends[i] = t.e;
       t.lane = i;
@@ -66,11 +69,13 @@
         byWorker.get(task.worker).push(task);
       }
       const workers = [...byWorker.keys()].sort();
+      const width = Math.max(400, (canvas.parentElement.clientWidth || 800) - 12);
+      const plot = width - LABEL - 8;
+      const slack = (2 * (now - from)) / plot; // two pixels
       const groups = workers.map((w) => {
         const ts = byWorker.get(w).sort((a, b) => a.s - b.s);
-        return {worker: w, tasks: ts, n: lanes(ts)};
+        return {worker: w, tasks: ts, n: lanes(ts, slack)};
       });
-      const width = Math.max(400, (canvas.parentElement.clientWidth || 800) - 12);
       const height = AXIS + groups.reduce((a, g) => a + HEAD + g.n * (LANE + GAP), 0) + 4;
       const dpr = window.devicePixelRatio || 1;
       canvas.width = width * dpr;
@@ -81,7 +86,6 @@
       c.setTransform(dpr, 0, 0, dpr, 0, 0);
       c.clearRect(0, 0, width, height);
       c.font = '12px system-ui, sans-serif';
-      const plot = width - LABEL - 8;
       const X = (t) => LABEL + ((Math.max(t, from) - from) / (now - from)) * plot;
 
       // The time axis: a tick every tenth of the window.

@@ -8,11 +8,13 @@
   const PAGE = 50;
 
   // workunitList shows /api/v1/workunits with the filters of params()
-  // (an object, or a function that returns one) in el, a page at a time.
+  // (an object, or a function that returns one) in el, a page at a time;
+  // opts.hide names columns to leave out (a job's page has no job column).
   // riotd pages by cursor: the list keeps the cursors of the pages before
   // this one for Previous. A partial page (riotd stopped scanning early)
   // says so, and Next goes on from where it stopped.
-  riot.workunitList = (el, params) => {
+  riot.workunitList = (el, params, opts) => {
+    const hide = new Set((opts && opts.hide) || []);
     const rows = h('div', {class: 'rows'});
     const prev = h('button', {type: 'button', id: 'page-prev', onclick: () => go(back.pop() || '', false)}, '← Previous');
     const next = h('button', {type: 'button', id: 'page-next', onclick: () => go(nextCursor, true)}, 'Next →');
@@ -33,7 +35,7 @@
       const r = await api('/api/v1/workunits' + query(p));
       const list = r.workunits || [];
       nextCursor = r.next || '';
-      fill(rows, table([
+      const cols = [
         ['key', (w) => link.workunit(w.key, w.short)],
         ['status', (w) => badge(w.status)],
         ['job', (w) => link.job(w.job)],
@@ -41,7 +43,8 @@
         ['changed', (w) => when(w.changed)],
         ['attempts', (w) => fmt.num(w.attempts), 'n'],
         ['error', (w) => (w.error ? h('span', {class: 'err'}, h('b', null, w.error.name || 'Error'), ': ', w.error.message || '') : ''), 'wide'],
-      ], list, r.partial ? 'None in this stretch of the table: go on with Next.' : 'No workunits match.'));
+      ].filter((c) => !hide.has(c[0]));
+      fill(rows, table(cols, list, r.partial ? 'None in this stretch of the table: go on with Next.' : 'No workunits match.'));
       prev.disabled = back.length === 0 && cursor === '';
       next.disabled = !nextCursor;
       note.textContent = (r.partial ? 'riotd stopped scanning early: there may be more after this page. ' : '') +
