@@ -260,14 +260,11 @@ func (l *loop) workers() []WorkerInfo {
 	return out
 }
 
-// runningOf returns how many of a worker's leases it runs: as its last
-// stats said, or, before any, as many as fill its slots.
-func (c *conn) runningOf(leases int) int {
-	if c.statsSeen {
-		return min(c.running, leases)
-	}
-	return min(leases, c.slots)
-}
+// runningOf returns how many of a worker's leases it runs: as many as
+// fill its slots (a worker starts what it holds as soon as a slot is
+// free; its stats, every few seconds, would be late), the rest wait in
+// its queue.
+func (c *conn) runningOf(leases int) int { return min(leases, c.slots) }
 
 // jobInfos lists the jobs, running ones first, newest first.
 func (l *loop) jobInfos() []JobInfo {

@@ -179,8 +179,9 @@ func TestAPI_JobsWorkunitsAndCancel(t *testing.T) {
 	// changes only from riotd's own origin.
 	assert.Equal(t, http.StatusForbidden, apiDo(t, nil, "GET", base+"/api/v1/overview", map[string]string{"Host": "riot.evil.example"}, &struct{}{}))
 	cancelURL := base + "/api/v1/jobs/" + job.ID + "/cancel"
-	assert.Equal(t, http.StatusForbidden, apiDo(t, nil, "POST", cancelURL, nil, &struct{}{}), "no origin")
+	assert.Equal(t, http.StatusForbidden, apiDo(t, nil, "POST", cancelURL, map[string]string{"Sec-Fetch-Site": "cross-site"}, &struct{}{}))
 	assert.Equal(t, http.StatusForbidden, apiDo(t, nil, "POST", cancelURL, map[string]string{"Origin": "http://evil.example"}, &struct{}{}))
+	assert.Equal(t, http.StatusForbidden, apiDo(t, nil, "POST", cancelURL, map[string]string{"Origin": "null"}, &struct{}{}))
 	var canceled struct{ Canceled int }
 	require.Equal(t, http.StatusOK, apiDo(t, nil, "POST", cancelURL, map[string]string{"Origin": base}, &canceled))
 	assert.Equal(t, 1, canceled.Canceled)
@@ -193,6 +194,7 @@ func TestAPI_JobsWorkunitsAndCancel(t *testing.T) {
 	assert.Contains(t, fin.Err.Message, "the dashboard")
 	require.Equal(t, http.StatusOK, apiDo(t, nil, "POST", cancelURL, map[string]string{"Sec-Fetch-Site": "same-origin"}, &canceled))
 	assert.Zero(t, canceled.Canceled, "nothing left to cancel")
+	require.Equal(t, http.StatusOK, apiDo(t, nil, "POST", cancelURL, nil, &canceled), "a script's request: no browser's headers")
 }
 
 // The event stream sends the overview at once, then again when it

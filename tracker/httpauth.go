@@ -184,15 +184,22 @@ func (s *Server) refuseToken(w http.ResponseWriter, r *http.Request, api bool) {
 	apiError(w, http.StatusUnauthorized, "riotd: the token is not accepted: give a master's or a viewer's token")
 }
 
-// sameOrigin reports whether r, a request that changes state, comes from
-// riotd's own pages: its Origin names riotd's host, or it has none and
-// the browser says Sec-Fetch-Site: same-origin.
+// sameOrigin reports whether r, a request that changes state, may come
+// from a page of another site: not when its Origin names another host, or
+// the browser says Sec-Fetch-Site other than same-origin (or none). A
+// request with neither header is not a browser's (browsers send Origin
+// with every POST, and Sec-Fetch-Site with every request): a script's,
+// such as riot-worker cancel, which holds its credentials itself.
 func sameOrigin(r *http.Request) bool {
 	if o := r.Header.Get("Origin"); o != "" {
 		u, err := url.Parse(o)
 		return err == nil && u.Host != "" && strings.EqualFold(u.Host, r.Host)
 	}
-	return r.Header.Get("Sec-Fetch-Site") == "same-origin"
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "same-origin", "none":
+		return true
+	}
+	return false
 }
 
 // api wraps an API handler that reads.

@@ -369,7 +369,7 @@ func (l *loop) frame(ib *inbound) {
 				l.finishedRun(c, m.Key, owner, spec, workunit.StatusError, m.Console, m.Elapsed)
 			}
 		case *wire.Stats:
-			c.heap, c.running, c.statsSeen = m.Heap, min(m.Running, c.slots), true
+			c.heap, c.statsSeen = m.Heap, true
 		case *wire.Return:
 			l.leases = l.leases[:0]
 			for _, ls := range m.Leases {
