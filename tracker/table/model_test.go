@@ -46,7 +46,7 @@ func checkInvariants(t *testing.T, tab *Table, where string) {
 		}
 		counts[r.status]++
 		n++
-		got, ok := tab.index.get(&r.key, &tab.recs)
+		got, ok := tab.index.get(&r.key, r.scope, &tab.recs)
 		if !ok || got != idx {
 			t.Fatalf("%s: idx %d key %x not in index (%v %d)", where, idx, r.key[0], ok, got)
 		}

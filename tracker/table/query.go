@@ -184,7 +184,7 @@ func (t *Table) summary(r *record) Summary {
 // ok is false for a key the table does not have or has finished (the
 // table keeps no spec for finished work).
 func (t *Table) SpecOf(key workunit.Key) (spec []byte, owner string, ok bool) {
-	idx, found := t.index.get(&key, &t.recs)
+	idx, found := t.index.get(&key, 0, &t.recs)
 	if !found {
 		return nil, "", false
 	}
