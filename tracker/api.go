@@ -391,9 +391,9 @@ func (l *loop) apiCanceled(m *table.CancelReply, perr error) {
 	ch <- cancelResult{n: len(m.Keys), err: perr}
 }
 
-// cancelKeys cancels keys of owner for the dashboard, in the loop, and
-// returns the channel its answer comes on.
-func (l *loop) cancelKeys(owner, by string, keys []workunit.Key) chan cancelResult {
+// cancelKeys cancels keys of owner, in memo scope scope, for the
+// dashboard, in the loop, and returns the channel its answer comes on.
+func (l *loop) cancelKeys(owner, scope, by string, keys []workunit.Key) chan cancelResult {
 	ch := make(chan cancelResult, 1)
 	if len(keys) == 0 {
 		ch <- cancelResult{}
@@ -401,7 +401,7 @@ func (l *loop) cancelKeys(owner, by string, keys []workunit.Key) chan cancelResu
 	}
 	l.nextCancel++
 	l.cancels[l.nextCancel] = ch
-	_ = l.tab.Step(table.Cancel{Master: apiMaster, Req: l.nextCancel, Owner: owner, By: by, Keys: keys})
+	_ = l.tab.Step(table.Cancel{Master: apiMaster, Req: l.nextCancel, Owner: owner, By: by, Scope: scope, Keys: keys})
 	return ch
 }
 
@@ -457,7 +457,7 @@ func (s *Server) apiJobCancel(w http.ResponseWriter, r *http.Request, who string
 			return
 		}
 		keys := l.tab.OpenKeysOf(j.realm, 0)
-		ch = l.cancelKeys(j.realm, who, keys)
+		ch = l.cancelKeys(j.realm, scopeOf(j.credential, l.s.opts.SharedCache), who, keys)
 	}) {
 		return
 	}
@@ -713,7 +713,7 @@ func (s *Server) apiWorkunitCancel(w http.ResponseWriter, r *http.Request, who s
 			keyErr = errNoKey
 			return
 		}
-		ch = l.cancelKeys(rec.Owner, who, []workunit.Key{key})
+		ch = l.cancelKeys(rec.Owner, rec.Scope, who, []workunit.Key{key})
 	}) {
 		return
 	}
@@ -754,7 +754,7 @@ func (s *Server) apiStream(w http.ResponseWriter, r *http.Request) {
 				Start: ts(run.end.Add(-run.elapsed)), End: ts(run.end)})
 		}
 		for _, rec := range l.tab.List(table.Query{Statuses: []workunit.Status{workunit.StatusRunning}, Limit: table.MaxListLimit, MaxScan: 20_000}).Records {
-			if full, ok := l.tab.Lookup(rec.Key); ok {
+			if full, ok := l.tab.LookupIn(rec.Scope, rec.Key); ok {
 				tasks = append(tasks, Task{Key: rec.Key.String(), Worker: rec.Worker, Status: "running", Start: ts(full.Assigned)})
 			}
 		}

@@ -153,8 +153,8 @@ type MasterLost struct {
 // WorkerJoin says a worker connected. Name must be unique among the joined
 // workers (it is the name that Info, errors and LostFrom show).
 //
-// The worker holds at most Slots+Prefetch leases (its window) and takes
-// work only while it has credit: Credit here, plus every WorkerCredit
+// The worker holds at most Slots+Prefetch leases (its window, cut to
+// Config.MaxWorkerWindow) and takes work only while it has credit: Credit here, plus every WorkerCredit
 // since. Each assignment uses one credit. Credit beyond the window is not
 // kept.
 type WorkerJoin struct {

@@ -178,6 +178,7 @@ type Table struct {
 
 	names   []string // interned names; names[0] == ""
 	nameIdx map[string]uint32
+	scopes  []uint32 // the memo scopes of records but "", as name indices (see findAny)
 
 	workers     map[WorkerID]*worker
 	liveNames   map[uint32]WorkerID
@@ -259,6 +260,31 @@ func (t *Table) find(scope string, k *workunit.Key) (uint32, bool) {
 		return 0, false
 	}
 	return t.index.get(k, sc, &t.recs)
+}
+
+// findAny returns the record of key k in any memo scope: the scope ""
+// first, then the others in the order the table first saw them. For
+// inspection, which names records by key alone; it costs one probe per
+// scope (a tracker has one per master credential).
+func (t *Table) findAny(k *workunit.Key) (uint32, bool) {
+	if idx, ok := t.index.get(k, 0, &t.recs); ok {
+		return idx, true
+	}
+	for _, sc := range t.scopes {
+		if idx, ok := t.index.get(k, sc, &t.recs); ok {
+			return idx, true
+		}
+	}
+	return 0, false
+}
+
+// internScope interns a memo scope, and lists it for findAny.
+func (t *Table) internScope(s string) uint32 {
+	sc := t.intern(s)
+	if sc != 0 && !slices.Contains(t.scopes, sc) {
+		t.scopes = append(t.scopes, sc)
+	}
+	return sc
 }
 
 func (t *Table) intern(s string) uint32 {
@@ -537,7 +563,7 @@ func (t *Table) submit(e *Submit) error {
 	if err := validOptions(e.Options, "submit", e.Key); err != nil {
 		return err
 	}
-	scope := t.intern(e.Scope)
+	scope := t.internScope(e.Scope)
 	idx, ok, slot, tag := t.index.find(&e.Key, scope, &t.recs)
 	joined := ok && isOpen(t.recs.at(idx).status)
 	becomesOpen := !ok || t.recs.at(idx).status == workunit.StatusError || (t.recs.at(idx).status == workunit.StatusDone && e.Options.NoCache)
@@ -1062,11 +1088,10 @@ func (t *Table) workerJoin(e *WorkerJoin) error {
 	if _, ok := t.liveNames[name]; ok {
 		return fmt.Errorf("%w: a worker named %q is connected", ErrDuplicateWorker, e.Name)
 	}
-	if most := t.cfg.MaxWorkerWindow; most > 0 && e.Slots+e.Prefetch > most {
-		return fmt.Errorf("%w: worker %q: slots %d and prefetch %d make a window of %d workunits, more than a worker may hold (%d)",
-			ErrLimit, e.Name, e.Slots, e.Prefetch, e.Slots+e.Prefetch, most)
-	}
 	w := &worker{id: e.Worker, name: name, slots: e.Slots, window: e.Slots + e.Prefetch, gpus: e.GPUs}
+	if most := t.cfg.MaxWorkerWindow; most > 0 && w.window > most {
+		w.window, w.slots = most, min(w.slots, most)
+	}
 	w.credit = min(e.Credit, w.window)
 	t.workers[e.Worker] = w
 	t.liveNames[name] = e.Worker
@@ -1590,12 +1615,19 @@ func (t *Table) snapshot(idx uint32) Record {
 	return rec
 }
 
-// Lookup returns the record of key in the memo scope "" as it stands, and
-// whether the table has it. For inspection (admin pages, tests); masters
-// ask with GetInfo.
-func (t *Table) Lookup(key workunit.Key) (Record, bool) { return t.LookupIn("", key) }
+// Lookup returns the record of key as it stands, and whether the table
+// has it, in any memo scope: the scope "" first (see findAny). For
+// inspection (admin pages, tests); masters ask with GetInfo, in their
+// scope.
+func (t *Table) Lookup(key workunit.Key) (Record, bool) {
+	idx, ok := t.findAny(&key)
+	if !ok {
+		return Record{}, false
+	}
+	return t.snapshot(idx), true
+}
 
-// LookupIn is Lookup in the memo scope scope (see Submit.Scope).
+// LookupIn is Lookup in the memo scope scope (see Submit.Scope) alone.
 func (t *Table) LookupIn(scope string, key workunit.Key) (Record, bool) {
 	idx, ok := t.find(scope, &key)
 	if !ok {
@@ -1851,7 +1883,7 @@ func (t *Table) Restore(recs []Record) error {
 	var waiting []uint32
 	for i := range recs {
 		rec := &recs[i]
-		scope := t.intern(rec.Scope)
+		scope := t.internScope(rec.Scope)
 		_, dup, slot, tag := t.index.find(&rec.Key, scope, &t.recs)
 		if dup {
 			t.clearRestore()

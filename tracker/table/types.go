@@ -153,9 +153,10 @@ type Config struct {
 	// zero; negative: no bound.
 	MaxWatchesPerMaster int
 	// MaxWorkerWindow bounds a worker's window (WorkerJoin's Slots plus
-	// Prefetch, the most leases it holds): a WorkerJoin with a larger one
-	// is refused with ErrLimit. DefaultMaxWorkerWindow if zero; negative:
-	// no bound.
+	// Prefetch, the most leases it holds): a worker that asks for a larger
+	// one gets this one (its Slots too are cut to it, if larger), and
+	// holds no more, whatever credit it grants. DefaultMaxWorkerWindow if
+	// zero; negative: no bound.
 	MaxWorkerWindow int
 	// KeepFinished is how long a finished workunit (done or error) is kept
 	// after it finished. The first Tick past that forgets it: its result,
