@@ -448,17 +448,27 @@ func (s *Server) apiJob(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, ji)
 }
 
-func (s *Server) apiJobCancel(w http.ResponseWriter, r *http.Request, who string) {
+func (s *Server) apiJobCancel(w http.ResponseWriter, r *http.Request, by canceler) {
 	id := r.PathValue("id")
 	var ch chan cancelResult
+	var other string
 	if !s.inLoop(w, r, func(l *loop) {
 		j := l.act.jobIDs[id]
 		if j == nil {
 			return
 		}
+		scope := scopeOf(j.credential, l.s.opts.SharedCache)
+		if !by.may(scope) {
+			other = j.credential
+			return
+		}
 		keys := l.tab.OpenKeysOf(j.realm, 0)
-		ch = l.cancelKeys(j.realm, scopeOf(j.credential, l.s.opts.SharedCache), who, keys)
+		ch = l.cancelKeys(j.realm, scope, by.who, keys)
 	}) {
+		return
+	}
+	if other != "" {
+		apiError(w, http.StatusForbidden, "riotd: job %q is another credential's (%s): a master's token cancels its own credential's work only (riotd --shared-cache lets masters share theirs)", id, other)
 		return
 	}
 	if ch == nil {
@@ -564,6 +574,7 @@ func (s *Server) apiWorkunits(w http.ResponseWriter, r *http.Request) {
 // errAmbiguous and errNoKey are lookupKey's failures.
 var (
 	errNoKey     = errors.New("no such workunit")
+	errOthers    = errors.New("another credential's workunit")
 	errAmbiguous = errors.New("the prefix names more than one recent workunit")
 )
 
@@ -698,7 +709,7 @@ func (s *Server) apiWorkunit(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, det)
 }
 
-func (s *Server) apiWorkunitCancel(w http.ResponseWriter, r *http.Request, who string) {
+func (s *Server) apiWorkunitCancel(w http.ResponseWriter, r *http.Request, by canceler) {
 	name := r.PathValue("key")
 	var ch chan cancelResult
 	var keyErr error
@@ -708,18 +719,30 @@ func (s *Server) apiWorkunitCancel(w http.ResponseWriter, r *http.Request, who s
 		if keyErr != nil {
 			return
 		}
-		rec, ok := l.tab.Lookup(key)
+		// The canceler's own workunit of the key first: another scope
+		// may have one too.
+		rec, ok := l.tab.LookupIn(by.own, key)
+		if !ok {
+			rec, ok = l.tab.Lookup(key)
+		}
 		if !ok {
 			keyErr = errNoKey
 			return
 		}
-		ch = l.cancelKeys(rec.Owner, rec.Scope, who, []workunit.Key{key})
+		if !by.may(rec.Scope) {
+			keyErr = errOthers
+			return
+		}
+		ch = l.cancelKeys(rec.Owner, rec.Scope, by.who, []workunit.Key{key})
 	}) {
 		return
 	}
 	switch {
 	case errors.Is(keyErr, errNoKey):
 		apiError(w, http.StatusNotFound, "riotd: no workunit %s", name)
+		return
+	case errors.Is(keyErr, errOthers):
+		apiError(w, http.StatusForbidden, "riotd: workunit %s is another credential's: a master's token cancels its own credential's work only (riotd --shared-cache lets masters share theirs)", name)
 		return
 	case keyErr != nil:
 		apiError(w, http.StatusBadRequest, "riotd: %v", keyErr)
