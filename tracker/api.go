@@ -388,9 +388,9 @@ func (l *loop) apiCanceled(m *table.CancelReply, perr error) {
 	ch <- cancelResult{n: len(m.Keys), err: perr}
 }
 
-// cancelKeys cancels keys of owner for the dashboard, in the loop, and
-// returns the channel its answer comes on.
-func (l *loop) cancelKeys(owner, by string, keys []workunit.Key) chan cancelResult {
+// cancelKeys cancels keys of owner, in memo scope scope, for the
+// dashboard, in the loop, and returns the channel its answer comes on.
+func (l *loop) cancelKeys(owner, scope, by string, keys []workunit.Key) chan cancelResult {
 	ch := make(chan cancelResult, 1)
 	if len(keys) == 0 {
 		ch <- cancelResult{}
@@ -398,7 +398,7 @@ func (l *loop) cancelKeys(owner, by string, keys []workunit.Key) chan cancelResu
 	}
 	l.nextCancel++
 	l.cancels[l.nextCancel] = ch
-	_ = l.tab.Step(table.Cancel{Master: apiMaster, Req: l.nextCancel, Owner: owner, By: by, Keys: keys})
+	_ = l.tab.Step(table.Cancel{Master: apiMaster, Req: l.nextCancel, Owner: owner, By: by, Scope: scope, Keys: keys})
 	return ch
 }
 
@@ -445,17 +445,27 @@ func (s *Server) apiJob(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, ji)
 }
 
-func (s *Server) apiJobCancel(w http.ResponseWriter, r *http.Request, who string) {
+func (s *Server) apiJobCancel(w http.ResponseWriter, r *http.Request, by canceler) {
 	id := r.PathValue("id")
 	var ch chan cancelResult
+	var other string
 	if !s.inLoop(w, r, func(l *loop) {
 		j := l.act.jobIDs[id]
 		if j == nil {
 			return
 		}
+		scope := scopeOf(j.credential, l.s.opts.SharedCache)
+		if !by.may(scope) {
+			other = j.credential
+			return
+		}
 		keys := l.tab.OpenKeysOf(j.realm, 0)
-		ch = l.cancelKeys(j.realm, who, keys)
+		ch = l.cancelKeys(j.realm, scope, by.who, keys)
 	}) {
+		return
+	}
+	if other != "" {
+		apiError(w, http.StatusForbidden, "riotd: job %q is another credential's (%s): a master's token cancels its own credential's work only (riotd --shared-cache lets masters share theirs)", id, other)
 		return
 	}
 	if ch == nil {
@@ -561,6 +571,7 @@ func (s *Server) apiWorkunits(w http.ResponseWriter, r *http.Request) {
 // errAmbiguous and errNoKey are lookupKey's failures.
 var (
 	errNoKey     = errors.New("no such workunit")
+	errOthers    = errors.New("another credential's workunit")
 	errAmbiguous = errors.New("the prefix names more than one recent workunit")
 )
 
@@ -695,7 +706,7 @@ func (s *Server) apiWorkunit(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, det)
 }
 
-func (s *Server) apiWorkunitCancel(w http.ResponseWriter, r *http.Request, who string) {
+func (s *Server) apiWorkunitCancel(w http.ResponseWriter, r *http.Request, by canceler) {
 	name := r.PathValue("key")
 	var ch chan cancelResult
 	var keyErr error
@@ -705,18 +716,30 @@ func (s *Server) apiWorkunitCancel(w http.ResponseWriter, r *http.Request, who s
 		if keyErr != nil {
 			return
 		}
-		rec, ok := l.tab.Lookup(key)
+		// The canceler's own workunit of the key first: another scope
+		// may have one too.
+		rec, ok := l.tab.LookupIn(by.own, key)
+		if !ok {
+			rec, ok = l.tab.Lookup(key)
+		}
 		if !ok {
 			keyErr = errNoKey
 			return
 		}
-		ch = l.cancelKeys(rec.Owner, who, []workunit.Key{key})
+		if !by.may(rec.Scope) {
+			keyErr = errOthers
+			return
+		}
+		ch = l.cancelKeys(rec.Owner, rec.Scope, by.who, []workunit.Key{key})
 	}) {
 		return
 	}
 	switch {
 	case errors.Is(keyErr, errNoKey):
 		apiError(w, http.StatusNotFound, "riotd: no workunit %s", name)
+		return
+	case errors.Is(keyErr, errOthers):
+		apiError(w, http.StatusForbidden, "riotd: workunit %s is another credential's: a master's token cancels its own credential's work only (riotd --shared-cache lets masters share theirs)", name)
 		return
 	case keyErr != nil:
 		apiError(w, http.StatusBadRequest, "riotd: %v", keyErr)
@@ -751,7 +774,7 @@ func (s *Server) apiStream(w http.ResponseWriter, r *http.Request) {
 				Start: ts(run.end.Add(-run.elapsed)), End: ts(run.end)})
 		}
 		for _, rec := range l.tab.List(table.Query{Statuses: []workunit.Status{workunit.StatusRunning}, Limit: table.MaxListLimit, MaxScan: 20_000}).Records {
-			if full, ok := l.tab.Lookup(rec.Key); ok {
+			if full, ok := l.tab.LookupIn(rec.Scope, rec.Key); ok {
 				tasks = append(tasks, Task{Key: rec.Key.String(), Worker: rec.Worker, Status: "running", Start: ts(full.Assigned)})
 			}
 		}

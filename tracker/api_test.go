@@ -320,3 +320,35 @@ func TestAPI_JobsSurviveRestart(t *testing.T) {
 	require.Equal(t, http.StatusOK, apiDo(t, nil, "GET", "http://"+tr.Addr()+"/api/v1/jobs/"+id, nil, &j))
 	assert.Equal(t, "running", j.State, "the same session: the same job, going on")
 }
+
+// TestAPI_CancelOwnCredentialOnly: on the dashboard, a master's token
+// cancels its own credential's jobs and workunits, not another's (403),
+// as on the websocket; with --shared-cache masters trust each other, and
+// may.
+func TestAPI_CancelOwnCredentialOnly(t *testing.T) {
+	t.Parallel()
+	for _, shared := range []bool{false, true} {
+		tr := withTokens(t, trackertest.WithOptions(func(o *tracker.Options) { o.SharedCache = shared }))
+		base := "http://" + tr.Addr()
+		bearer := func(tok string) map[string]string { return map[string]string{"Authorization": "Bearer " + tok} }
+		m := dial(t, tr, wire.Hello{Role: wire.RoleMaster, Name: "alice", Job: "a.js", Token: aliceTok})
+		key, _ := m.submit("'x'")
+		var jobs struct{ Jobs []tracker.JobInfo }
+		require.Equal(t, http.StatusOK, apiDo(t, nil, "GET", base+"/api/v1/jobs", bearer(bobTok), &jobs))
+		require.Len(t, jobs.Jobs, 1)
+		jobURL := base + "/api/v1/jobs/" + jobs.Jobs[0].ID + "/cancel"
+		unitURL := base + "/api/v1/workunits/" + key.String() + "/cancel"
+		var canceled struct{ Canceled int }
+		if !shared {
+			assert.Equal(t, http.StatusForbidden, apiDo(t, nil, "POST", jobURL, bearer(bobTok), &canceled), "bob's token, alice's job")
+			assert.Equal(t, http.StatusForbidden, apiDo(t, nil, "POST", unitURL, bearer(bobTok), &canceled), "bob's token, alice's workunit")
+			rec, ok := tr.LookupIn(t, "alice", key)
+			require.True(t, ok)
+			assert.Equal(t, workunit.StatusWaiting, rec.Status, "not canceled")
+			require.Equal(t, http.StatusOK, apiDo(t, nil, "POST", unitURL, bearer(aliceTok), &canceled))
+		} else {
+			require.Equal(t, http.StatusOK, apiDo(t, nil, "POST", jobURL, bearer(bobTok), &canceled), "--shared-cache")
+		}
+		assert.Equal(t, 1, canceled.Canceled)
+	}
+}

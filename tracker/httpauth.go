@@ -217,10 +217,24 @@ func (s *Server) api(h http.HandlerFunc) http.HandlerFunc {
 	}
 }
 
+// canceler is who cancels from the dashboard: who names it in the
+// workunits' errors; it may cancel the work of the memo scope own, or of
+// every scope when all (no credentials, or --shared-cache: masters trust
+// each other).
+type canceler struct {
+	who, own string
+	all      bool
+}
+
+// may reports whether c may cancel work of memo scope scope.
+func (c canceler) may(scope string) bool { return c.all || scope == c.own }
+
 // apiChange wraps an API handler that changes state (a cancel): it needs
 // a master's token, and a request let in by the cookie (or by nothing)
-// must come from riotd's own origin.
-func (s *Server) apiChange(h func(http.ResponseWriter, *http.Request, string)) http.HandlerFunc {
+// must come from riotd's own origin. A master's token cancels the work of
+// its own credential only, unless masters share their work
+// (--shared-cache), as on the websocket.
+func (s *Server) apiChange(h func(http.ResponseWriter, *http.Request, canceler)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		c, ok := s.whoIs(w, r)
 		if !ok {
@@ -234,7 +248,8 @@ func (s *Server) apiChange(h func(http.ResponseWriter, *http.Request, string)) h
 			apiError(w, http.StatusForbidden, "riotd: a request that changes state must come from the dashboard's own page (Origin %q is not %q)", r.Header.Get("Origin"), r.Host)
 			return
 		}
-		h(w, r, "the dashboard ("+c.name+")")
+		h(w, r, canceler{who: "the dashboard (" + c.name + ")", own: scopeOf(c.name, s.opts.SharedCache),
+			all: s.auth == nil || s.opts.SharedCache})
 	}
 }
 

@@ -74,7 +74,10 @@ const (
 
 // Summary is a record as a list shows it.
 type Summary struct {
-	Key        workunit.Key
+	Key workunit.Key
+	// Scope is the record's memo scope (Record.Scope): with Key, what
+	// names it (LookupIn).
+	Scope      string
 	ID         uint64
 	Status     workunit.Status
 	Owner      string
@@ -172,7 +175,7 @@ func (t *Table) List(q Query) ListPage {
 }
 
 func (t *Table) summary(r *record) Summary {
-	s := Summary{Key: r.key, ID: r.id, Status: r.status, Owner: t.names[r.owner], Worker: t.names[r.worker],
+	s := Summary{Key: r.key, Scope: t.names[r.scope], ID: r.id, Status: r.status, Owner: t.names[r.owner], Worker: t.names[r.worker],
 		LastChange: fromUnixNano(r.changed), Deliveries: int(r.deliveries)}
 	if r.status == workunit.StatusError && r.ext != nil && r.ext.err != nil {
 		s.ErrName, s.ErrMessage = r.ext.err.Name, r.ext.err.Message
@@ -182,11 +185,21 @@ func (t *Table) summary(r *record) Summary {
 
 // SpecOf returns the spec of a waiting or running workunit and its owner;
 // ok is false for a key the table does not have or has finished (the
-// table keeps no spec for finished work).
+// table keeps no spec for finished work). It looks in every memo scope
+// (see findAny), and prefers an open workunit to a finished one of the
+// same key.
 func (t *Table) SpecOf(key workunit.Key) (spec []byte, owner string, ok bool) {
-	idx, found := t.index.get(&key, &t.recs)
+	idx, found := t.findAny(&key)
 	if !found {
 		return nil, "", false
+	}
+	if r := t.recs.at(idx); !isOpen(r.status) {
+		for _, sc := range t.scopes {
+			if i, ok := t.index.get(&key, sc, &t.recs); ok && isOpen(t.recs.at(i).status) {
+				idx = i
+				break
+			}
+		}
 	}
 	r := t.recs.at(idx)
 	if !isOpen(r.status) {
