@@ -334,7 +334,7 @@ func TestAPI_CancelOwnCredentialOnly(t *testing.T) {
 		m := dial(t, tr, wire.Hello{Role: wire.RoleMaster, Name: "alice", Job: "a.js", Token: aliceTok})
 		key, _ := m.submit("'x'")
 		var jobs struct{ Jobs []tracker.JobInfo }
-		require.Equal(t, http.StatusOK, apiDo(t, nil, "GET", base+"/api/v1/jobs", bearer(bobTok), &jobs))
+		require.Equal(t, http.StatusOK, apiDo(t, nil, "GET", base+"/api/v1/jobs", bearer(aliceTok), &jobs))
 		require.Len(t, jobs.Jobs, 1)
 		jobURL := base + "/api/v1/jobs/" + jobs.Jobs[0].ID + "/cancel"
 		unitURL := base + "/api/v1/workunits/" + key.String() + "/cancel"
@@ -351,4 +351,62 @@ func TestAPI_CancelOwnCredentialOnly(t *testing.T) {
 		}
 		assert.Equal(t, 1, canceled.Canceled)
 	}
+}
+
+// A master's token reads its own credential's work only, as on the
+// websocket: another credential's jobs, workunits and failures are not
+// listed, and a workunit of theirs is not found; a viewer's token reads
+// everyone's.
+func TestAPI_MasterReadsOwnCredentialOnly(t *testing.T) {
+	t.Parallel()
+	const viewerTok = "viewer-0123456789abcdef0123456789"
+	tr := trackertest.Start(t, trackertest.Tokens(
+		tracker.Credential{Role: wire.RoleMaster, Token: aliceTok, Name: "alice"},
+		tracker.Credential{Role: wire.RoleMaster, Token: bobTok, Name: "bob"},
+		tracker.Credential{Role: tracker.RoleViewer, Token: viewerTok, Name: "ops"},
+		tracker.Credential{Role: wire.RoleWorker, Token: workerTok, Name: "workers"},
+	))
+	base := "http://" + tr.Addr()
+	alice := dial(t, tr, wire.Hello{Role: wire.RoleMaster, Name: "a", Job: "alice.js", Token: aliceTok})
+	kA, _ := alice.submit("null.x")
+	w := dial(t, tr, wire.Hello{Role: wire.RoleWorker, Name: "w", Slots: 1, Token: workerTok})
+	w.send(&wire.Credit{N: 1})
+	a := recv[*wire.Assign](w)
+	w.send(&wire.Failed{Key: a.Key, Token: a.Token, Error: &workunit.Error{Kind: workunit.Thrown, Name: "TypeError", Message: "secret"}})
+	recv[*wire.Finished](alice)
+	dial(t, tr, wire.Hello{Role: wire.RoleMaster, Name: "b", Job: "bob.js", Token: bobTok})
+	bearer := func(tok string) map[string]string { return map[string]string{"Authorization": "Bearer " + tok} }
+
+	names := func(tok string) []string {
+		var jobs struct{ Jobs []tracker.JobInfo }
+		require.Equal(t, http.StatusOK, apiDo(t, nil, "GET", base+"/api/v1/jobs", bearer(tok), &jobs))
+		var out []string
+		for _, j := range jobs.Jobs {
+			out = append(out, j.Name)
+		}
+		return out
+	}
+	assert.Equal(t, []string{"alice.js"}, names(aliceTok))
+	assert.Equal(t, []string{"bob.js"}, names(bobTok))
+	assert.ElementsMatch(t, []string{"alice.js", "bob.js"}, names(viewerTok))
+
+	var list struct{ Workunits []tracker.WorkunitSummary }
+	require.Equal(t, http.StatusOK, apiDo(t, nil, "GET", base+"/api/v1/workunits", bearer(bobTok), &list))
+	assert.Empty(t, list.Workunits)
+	require.Equal(t, http.StatusOK, apiDo(t, nil, "GET", base+"/api/v1/workunits", bearer(aliceTok), &list))
+	assert.Len(t, list.Workunits, 1)
+	var det tracker.WorkunitDetail
+	assert.Equal(t, http.StatusNotFound, apiDo(t, nil, "GET", base+"/api/v1/workunits/"+kA.String(), bearer(bobTok), &det))
+	assert.Equal(t, http.StatusNotFound, apiDo(t, nil, "GET", base+"/api/v1/workunits/"+kA.Short(), bearer(bobTok), &det))
+	require.Equal(t, http.StatusOK, apiDo(t, nil, "GET", base+"/api/v1/workunits/"+kA.Short(), bearer(viewerTok), &det))
+	assert.Equal(t, "secret", det.Error.Message)
+
+	var fails struct{ Failures []tracker.FailureGroup }
+	require.Equal(t, http.StatusOK, apiDo(t, nil, "GET", base+"/api/v1/failures", bearer(bobTok), &fails))
+	assert.Empty(t, fails.Failures)
+	require.Equal(t, http.StatusOK, apiDo(t, nil, "GET", base+"/api/v1/failures", bearer(aliceTok), &fails))
+	assert.Len(t, fails.Failures, 1)
+	var stream struct{ Tasks []tracker.Task }
+	require.Equal(t, http.StatusOK, apiDo(t, nil, "GET", base+"/api/v1/stream", bearer(bobTok), &stream))
+	assert.Empty(t, stream.Tasks)
 }

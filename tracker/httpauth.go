@@ -202,8 +202,20 @@ func sameOrigin(r *http.Request) bool {
 	return false
 }
 
+// reader is who reads the API: a master's token reads the work of its
+// own memo scope (own) only, as on the websocket; a viewer's, and
+// everyone without credentials or with --shared-cache, all of it (all).
+// Workers and counts are everyone's.
+type reader struct {
+	own string
+	all bool
+}
+
+// may reports whether rd may see work of memo scope scope.
+func (rd reader) may(scope string) bool { return rd.all || scope == rd.own }
+
 // api wraps an API handler that reads.
-func (s *Server) api(h http.HandlerFunc) http.HandlerFunc {
+func (s *Server) api(h func(http.ResponseWriter, *http.Request, reader)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		c, ok := s.whoIs(w, r)
 		if !ok {
@@ -213,7 +225,8 @@ func (s *Server) api(h http.HandlerFunc) http.HandlerFunc {
 			apiError(w, http.StatusForbidden, "riotd: a worker's token cannot read the dashboard: use a master's or a viewer's")
 			return
 		}
-		h(w, r)
+		h(w, r, reader{own: scopeOf(c.name, s.opts.SharedCache),
+			all: s.auth == nil || s.opts.SharedCache || c.access == accessRead})
 	}
 }
 

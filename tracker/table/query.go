@@ -51,6 +51,9 @@ type Query struct {
 	Owner string
 	// Worker selects the records that this worker holds or finished.
 	Worker string
+	// InScope, when set, selects the records of memo scope Scope only.
+	InScope bool
+	Scope   string
 	// ErrorText selects records in error whose error's name or message
 	// contains it.
 	ErrorText string
@@ -112,7 +115,14 @@ func (t *Table) List(q Query) ListPage {
 	if scan <= 0 || scan > MaxListScan {
 		scan = MaxListScan
 	}
-	var owner, worker uint32
+	var owner, worker, scope uint32
+	if q.InScope {
+		i, ok := t.nameIdx[q.Scope]
+		if !ok {
+			return ListPage{}
+		}
+		scope = i
+	}
 	if q.Owner != "" {
 		i, ok := t.nameIdx[q.Owner]
 		if !ok {
@@ -152,6 +162,9 @@ func (t *Table) List(q Query) ListPage {
 			continue
 		}
 		if q.Worker != "" && r.worker != worker {
+			continue
+		}
+		if q.InScope && r.scope != scope {
 			continue
 		}
 		if q.ErrorText != "" {
