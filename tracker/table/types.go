@@ -87,8 +87,9 @@ type Record struct {
 	Deliveries int
 	// Submitted is when it last became waiting (its submission, or the
 	// one that ran it again), and Assigned when its last lease was given,
-	// as the last Tick before them gave them; zero when unknown (a record
-	// stored by an older riotd) or, for Assigned, before any lease.
+	// as the last Tick before them gave them; zero when unknown or, for
+	// Assigned, before any lease. They are for status pages: the store
+	// does not keep them, so that a restart brings them back zero.
 	Submitted, Assigned time.Time
 }
 
