@@ -66,6 +66,12 @@ type Options struct {
 	Tracker string
 	// Token is the tracker's credentials, if it needs them.
 	Token string
+	// WorkerToken is the credentials with which the script takes work
+	// itself (waitForWork and its like), on a connection of its own: a
+	// worker's token, where the tracker checks tokens (a master's token
+	// takes no work there). Empty: that connection is a master's, with
+	// Token, which a tracker without tokens lets take work.
+	WorkerToken string
 	// TLSConfig is used for a tracker reached over TLS (wss://, or any
 	// address when set); nil means the system's defaults.
 	TLSConfig *tls.Config
@@ -157,9 +163,13 @@ func Run(ctx context.Context, opts Options) error {
 			return nil, err
 		}
 		copts.Name, copts.Slots = c.Name(), 1
-		k := &conn{c: c, timeout: opts.Timeout, track: cancelOnInterrupt, dial: func(ctx context.Context) (*client.Client, error) {
-			return client.Dial(ctx, target, copts)
-		}}
+		if opts.WorkerToken != "" {
+			copts.Role, copts.Token = wire.RoleWorker, opts.WorkerToken
+		}
+		k := &conn{c: c, timeout: opts.Timeout, track: cancelOnInterrupt, workerToken: opts.WorkerToken != "",
+			dial: func(ctx context.Context) (*client.Client, error) {
+				return client.Dial(ctx, target, copts)
+			}}
 		if target == addr {
 			// The UI's hints are about the job's tracker.
 			k.state = state

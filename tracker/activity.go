@@ -76,8 +76,15 @@ type failureGroup struct {
 	name, message string
 	count         int
 	latest        time.Time
-	keys          []workunit.Key // newest first, at most failureKeys
+	keys          []failKey // newest first, at most failureKeys
 	byOwner       map[string]int
+}
+
+// failKey is a failed workunit of a group, and its owner (the realm of
+// its job).
+type failKey struct {
+	key   workunit.Key
+	owner string
 }
 
 // throughSample counts the results and errors of one throughEvery.
@@ -263,7 +270,7 @@ func (a *activity) failed(rec *table.Record) {
 	g.count++
 	g.latest = rec.LastChange
 	g.byOwner[rec.Owner]++
-	g.keys = append([]workunit.Key{rec.Key}, g.keys...)
+	g.keys = append([]failKey{{key: rec.Key, owner: rec.Owner}}, g.keys...)
 	if len(g.keys) > failureKeys {
 		g.keys = g.keys[:failureKeys]
 	}

@@ -208,8 +208,8 @@ type Task struct {
 	End    string `json:"end,omitempty"`
 }
 
-// overview builds the overview; the loop calls it.
-func (l *loop) overview() Overview {
+// overview builds the overview as rd may see it; the loop calls it.
+func (l *loop) overview(rd reader) Overview {
 	ts0 := l.tab.Stats()
 	var o Overview
 	o.Tracker = l.s.name
@@ -230,7 +230,7 @@ func (l *loop) overview() Overview {
 		o.Workers.Prefetched += wk.Prefetched
 	}
 	o.Jobs = []JobInfo{}
-	for _, j := range l.jobInfos() {
+	for _, j := range l.jobInfos(rd) {
 		if j.State == "running" {
 			o.Jobs = append(o.Jobs, j)
 		}
@@ -260,20 +260,33 @@ func (l *loop) workers() []WorkerInfo {
 	return out
 }
 
-// runningOf returns how many of a worker's leases it runs: as its last
-// stats said, or, before any, as many as fill its slots.
-func (c *conn) runningOf(leases int) int {
-	if c.statsSeen {
-		return min(c.running, leases)
+// runningOf returns how many of a worker's leases it runs: as many as
+// fill its slots (a worker starts what it holds as soon as a slot is
+// free; its stats, every few seconds, would be late), the rest wait in
+// its queue.
+func (c *conn) runningOf(leases int) int { return min(leases, c.slots) }
+
+// jobScope returns the memo scope of job j's workunits.
+func (l *loop) jobScope(j *job) string { return scopeOf(j.credential, l.s.opts.SharedCache) }
+
+// mayRealm reports whether rd may see the work of the job of realm: not
+// when the job is not known (its scope is not).
+func (l *loop) mayRealm(rd reader, realm string) bool {
+	if rd.all {
+		return true
 	}
-	return min(leases, c.slots)
+	j := l.act.jobs[realm]
+	return j != nil && rd.may(l.jobScope(j))
 }
 
-// jobInfos lists the jobs, running ones first, newest first.
-func (l *loop) jobInfos() []JobInfo {
+// jobInfos lists the jobs that rd may see, running ones first, newest
+// first.
+func (l *loop) jobInfos(rd reader) []JobInfo {
 	out := make([]JobInfo, 0, len(l.act.jobs))
 	for _, j := range l.act.jobs {
-		out = append(out, l.jobInfo(j))
+		if rd.may(l.jobScope(j)) {
+			out = append(out, l.jobInfo(j))
+		}
 	}
 	slices.SortFunc(out, func(a, b JobInfo) int {
 		if a.State != b.State {
@@ -305,34 +318,34 @@ func (l *loop) jobInfo(j *job) JobInfo {
 	return ji
 }
 
-// failureGroups lists the failure groups, newest first; of one job's
-// realm only when realm is not "".
-func (l *loop) failureGroups(realm string) []FailureGroup {
+// failureGroups lists the failure groups that rd may see, newest first;
+// of one job's realm only when realm is not "". A group is counted, and
+// its workunits listed, for the jobs rd may see.
+func (l *loop) failureGroups(realm string, rd reader) []FailureGroup {
 	out := []FailureGroup{}
 	gs := make([]*failureGroup, 0, len(l.act.failures))
+	counts := make(map[*failureGroup]int)
 	for _, g := range l.act.failures {
-		if realm == "" || g.byOwner[realm] > 0 {
+		n := 0
+		for owner, c := range g.byOwner {
+			if (realm == "" || owner == realm) && l.mayRealm(rd, owner) {
+				n += c
+			}
+		}
+		if n > 0 {
 			gs = append(gs, g)
+			counts[g] = n
 		}
 	}
 	slices.SortFunc(gs, func(a, b *failureGroup) int { return b.latest.Compare(a.latest) })
 	for _, g := range gs {
-		fg := FailureGroup{Name: g.name, Message: g.message, Count: g.count, Latest: ts(g.latest)}
-		if realm != "" {
-			fg.Count = g.byOwner[realm]
-		}
+		fg := FailureGroup{Name: g.name, Message: g.message, Count: counts[g], Latest: ts(g.latest)}
 		for _, k := range g.keys {
-			fg.Keys = append(fg.Keys, k.String())
-		}
-		if len(g.keys) > 0 {
-			if _, owner, _ := l.tab.SpecOf(g.keys[0]); owner != "" {
-				if j := l.act.jobs[owner]; j != nil {
-					fg.Job = j.id
+			if (realm == "" || k.owner == realm) && l.mayRealm(rd, k.owner) {
+				if fg.Keys == nil {
+					fg.Job = l.jobOf(k.owner) // the newest's
 				}
-			} else if rec, ok := l.tab.Lookup(g.keys[0]); ok {
-				if j := l.act.jobs[rec.Owner]; j != nil {
-					fg.Job = j.id
-				}
+				fg.Keys = append(fg.Keys, k.key.String())
 			}
 		}
 		out = append(out, fg)
@@ -391,9 +404,9 @@ func (l *loop) apiCanceled(m *table.CancelReply, perr error) {
 	ch <- cancelResult{n: len(m.Keys), err: perr}
 }
 
-// cancelKeys cancels keys of owner for the dashboard, in the loop, and
-// returns the channel its answer comes on.
-func (l *loop) cancelKeys(owner, by string, keys []workunit.Key) chan cancelResult {
+// cancelKeys cancels keys of owner, in memo scope scope, for the
+// dashboard, in the loop, and returns the channel its answer comes on.
+func (l *loop) cancelKeys(owner, scope, by string, keys []workunit.Key) chan cancelResult {
 	ch := make(chan cancelResult, 1)
 	if len(keys) == 0 {
 		ch <- cancelResult{}
@@ -401,43 +414,43 @@ func (l *loop) cancelKeys(owner, by string, keys []workunit.Key) chan cancelResu
 	}
 	l.nextCancel++
 	l.cancels[l.nextCancel] = ch
-	_ = l.tab.Step(table.Cancel{Master: apiMaster, Req: l.nextCancel, Owner: owner, By: by, Keys: keys})
+	_ = l.tab.Step(table.Cancel{Master: apiMaster, Req: l.nextCancel, Owner: owner, By: by, Scope: scope, Keys: keys})
 	return ch
 }
 
-func (s *Server) apiOverview(w http.ResponseWriter, r *http.Request) {
+func (s *Server) apiOverview(w http.ResponseWriter, r *http.Request, rd reader) {
 	var o Overview
-	if s.inLoop(w, r, func(l *loop) { o = l.overview() }) {
+	if s.inLoop(w, r, func(l *loop) { o = l.overview(rd) }) {
 		writeJSON(w, http.StatusOK, o)
 	}
 }
 
-func (s *Server) apiWorkers(w http.ResponseWriter, r *http.Request) {
+func (s *Server) apiWorkers(w http.ResponseWriter, r *http.Request, _ reader) {
 	var ws []WorkerInfo
 	if s.inLoop(w, r, func(l *loop) { ws = l.workers() }) {
 		writeJSON(w, http.StatusOK, map[string]any{"workers": ws})
 	}
 }
 
-func (s *Server) apiJobs(w http.ResponseWriter, r *http.Request) {
+func (s *Server) apiJobs(w http.ResponseWriter, r *http.Request, rd reader) {
 	var js []JobInfo
-	if s.inLoop(w, r, func(l *loop) { js = l.jobInfos() }) {
+	if s.inLoop(w, r, func(l *loop) { js = l.jobInfos(rd) }) {
 		writeJSON(w, http.StatusOK, map[string]any{"jobs": js})
 	}
 }
 
-func (s *Server) apiJob(w http.ResponseWriter, r *http.Request) {
+func (s *Server) apiJob(w http.ResponseWriter, r *http.Request, rd reader) {
 	id := r.PathValue("id")
 	var ji JobInfo
 	found := false
 	if !s.inLoop(w, r, func(l *loop) {
 		j := l.act.jobIDs[id]
-		if j == nil {
+		if j == nil || !rd.may(l.jobScope(j)) {
 			return
 		}
 		found = true
 		ji = l.jobInfo(j)
-		ji.Failures = l.failureGroups(j.realm)
+		ji.Failures = l.failureGroups(j.realm, rd)
 	}) {
 		return
 	}
@@ -448,17 +461,27 @@ func (s *Server) apiJob(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, ji)
 }
 
-func (s *Server) apiJobCancel(w http.ResponseWriter, r *http.Request, who string) {
+func (s *Server) apiJobCancel(w http.ResponseWriter, r *http.Request, by canceler) {
 	id := r.PathValue("id")
 	var ch chan cancelResult
+	var other string
 	if !s.inLoop(w, r, func(l *loop) {
 		j := l.act.jobIDs[id]
 		if j == nil {
 			return
 		}
+		scope := scopeOf(j.credential, l.s.opts.SharedCache)
+		if !by.may(scope) {
+			other = j.credential
+			return
+		}
 		keys := l.tab.OpenKeysOf(j.realm, 0)
-		ch = l.cancelKeys(j.realm, who, keys)
+		ch = l.cancelKeys(j.realm, scope, by.who, keys)
 	}) {
+		return
+	}
+	if other != "" {
+		apiError(w, http.StatusForbidden, "riotd: job %q is another credential's (%s): a master's token cancels its own credential's work only (riotd --shared-cache lets masters share theirs)", id, other)
 		return
 	}
 	if ch == nil {
@@ -505,14 +528,14 @@ func parseStatuses(v string) ([]workunit.Status, error) {
 	return out, nil
 }
 
-func (s *Server) apiWorkunits(w http.ResponseWriter, r *http.Request) {
+func (s *Server) apiWorkunits(w http.ResponseWriter, r *http.Request, rd reader) {
 	q := r.URL.Query()
 	statuses, err := parseStatuses(q.Get("status"))
 	if err != nil {
 		apiError(w, http.StatusBadRequest, "riotd: %v", err)
 		return
 	}
-	query := table.Query{Statuses: statuses, Worker: q.Get("worker"), ErrorText: q.Get("error")}
+	query := table.Query{Statuses: statuses, Worker: q.Get("worker"), ErrorText: q.Get("error"), InScope: !rd.all, Scope: rd.own}
 	if v := q.Get("limit"); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 {
@@ -536,7 +559,7 @@ func (s *Server) apiWorkunits(w http.ResponseWriter, r *http.Request) {
 	if !s.inLoop(w, r, func(l *loop) {
 		if jobID != "" {
 			j := l.act.jobIDs[jobID]
-			if j == nil {
+			if j == nil || !rd.may(l.jobScope(j)) {
 				unknownJob = true
 				return
 			}
@@ -564,12 +587,14 @@ func (s *Server) apiWorkunits(w http.ResponseWriter, r *http.Request) {
 // errAmbiguous and errNoKey are lookupKey's failures.
 var (
 	errNoKey     = errors.New("no such workunit")
+	errOthers    = errors.New("another credential's workunit")
 	errAmbiguous = errors.New("the prefix names more than one recent workunit")
 )
 
 // lookupKey finds the key that s names: 64 hex digits, or a prefix of at
-// least 12 of one of the recent runs or failures. The loop calls it.
-func (l *loop) lookupKey(s string) (workunit.Key, error) {
+// least 12 of one of the recent runs or failures that rd may see. The
+// loop calls it.
+func (l *loop) lookupKey(s string, rd reader) (workunit.Key, error) {
 	if len(s) == 64 {
 		k, err := workunit.ParseKey(s)
 		if err != nil {
@@ -587,15 +612,17 @@ func (l *loop) lookupKey(s string) (workunit.Key, error) {
 			found = append(found, k)
 		}
 	}
-	for _, r := range l.act.recentRuns(0, nil) {
+	for _, r := range l.act.recentRuns(0, func(r *recentRun) bool { return l.mayRealm(rd, r.owner) }) {
 		add(r.key)
 	}
 	for _, g := range l.act.failures {
 		for _, k := range g.keys {
-			add(k)
+			if l.mayRealm(rd, k.owner) {
+				add(k.key)
+			}
 		}
 	}
-	for _, rec := range l.tab.List(table.Query{Limit: table.MaxListLimit}).Records {
+	for _, rec := range l.tab.List(table.Query{Limit: table.MaxListLimit, InScope: !rd.all, Scope: rd.own}).Records {
 		add(rec.Key)
 	}
 	switch len(found) {
@@ -607,7 +634,7 @@ func (l *loop) lookupKey(s string) (workunit.Key, error) {
 	return workunit.Key{}, errAmbiguous
 }
 
-func (s *Server) apiWorkunit(w http.ResponseWriter, r *http.Request) {
+func (s *Server) apiWorkunit(w http.ResponseWriter, r *http.Request, rd reader) {
 	name := r.PathValue("key")
 	var (
 		key     workunit.Key
@@ -620,17 +647,22 @@ func (s *Server) apiWorkunit(w http.ResponseWriter, r *http.Request) {
 		det     WorkunitDetail
 	)
 	if !s.inLoop(w, r, func(l *loop) {
-		key, keyErr = l.lookupKey(name)
+		key, keyErr = l.lookupKey(name, rd)
 		if keyErr != nil {
 			return
 		}
-		rec, found = l.tab.Lookup(key)
+		// The reader's own workunit of the key first: another scope may
+		// have one too.
+		rec, found = l.tab.LookupIn(rd.own, key)
+		if !found && rd.all {
+			rec, found = l.tab.Lookup(key)
+		}
 		if !found {
 			return
 		}
 		det.Job = l.jobOf(rec.Owner)
 		spec = rec.Spec
-		if runs := l.act.recentRuns(1, func(r *recentRun) bool { return r.key == key }); len(runs) > 0 {
+		if runs := l.act.recentRuns(1, func(r *recentRun) bool { return r.key == key && l.mayRealm(rd, r.owner) }); len(runs) > 0 {
 			cp := *runs[0]
 			run = &cp
 			if spec == nil {
@@ -698,28 +730,40 @@ func (s *Server) apiWorkunit(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, det)
 }
 
-func (s *Server) apiWorkunitCancel(w http.ResponseWriter, r *http.Request, who string) {
+func (s *Server) apiWorkunitCancel(w http.ResponseWriter, r *http.Request, by canceler) {
 	name := r.PathValue("key")
 	var ch chan cancelResult
 	var keyErr error
 	if !s.inLoop(w, r, func(l *loop) {
 		var key workunit.Key
-		key, keyErr = l.lookupKey(name)
+		key, keyErr = l.lookupKey(name, reader{own: by.own, all: by.all})
 		if keyErr != nil {
 			return
 		}
-		rec, ok := l.tab.Lookup(key)
+		// The canceler's own workunit of the key first: another scope
+		// may have one too.
+		rec, ok := l.tab.LookupIn(by.own, key)
+		if !ok {
+			rec, ok = l.tab.Lookup(key)
+		}
 		if !ok {
 			keyErr = errNoKey
 			return
 		}
-		ch = l.cancelKeys(rec.Owner, who, []workunit.Key{key})
+		if !by.may(rec.Scope) {
+			keyErr = errOthers
+			return
+		}
+		ch = l.cancelKeys(rec.Owner, rec.Scope, by.who, []workunit.Key{key})
 	}) {
 		return
 	}
 	switch {
 	case errors.Is(keyErr, errNoKey):
 		apiError(w, http.StatusNotFound, "riotd: no workunit %s", name)
+		return
+	case errors.Is(keyErr, errOthers):
+		apiError(w, http.StatusForbidden, "riotd: workunit %s is another credential's: a master's token cancels its own credential's work only (riotd --shared-cache lets masters share theirs)", name)
 		return
 	case keyErr != nil:
 		apiError(w, http.StatusBadRequest, "riotd: %v", keyErr)
@@ -728,14 +772,14 @@ func (s *Server) apiWorkunitCancel(w http.ResponseWriter, r *http.Request, who s
 	s.answerCancel(w, r, ch)
 }
 
-func (s *Server) apiFailures(w http.ResponseWriter, r *http.Request) {
+func (s *Server) apiFailures(w http.ResponseWriter, r *http.Request, rd reader) {
 	var gs []FailureGroup
-	if s.inLoop(w, r, func(l *loop) { gs = l.failureGroups("") }) {
+	if s.inLoop(w, r, func(l *loop) { gs = l.failureGroups("", rd) }) {
 		writeJSON(w, http.StatusOK, map[string]any{"failures": gs})
 	}
 }
 
-func (s *Server) apiStream(w http.ResponseWriter, r *http.Request) {
+func (s *Server) apiStream(w http.ResponseWriter, r *http.Request, rd reader) {
 	var since time.Time
 	if v := r.URL.Query().Get("since"); v != "" {
 		t, err := time.Parse(time.RFC3339Nano, v)
@@ -749,12 +793,16 @@ func (s *Server) apiStream(w http.ResponseWriter, r *http.Request) {
 	var now time.Time
 	if !s.inLoop(w, r, func(l *loop) {
 		now = time.Now()
-		for _, run := range l.act.recentRuns(0, func(r *recentRun) bool { return since.IsZero() || !r.end.Before(since) }) {
+		for _, run := range l.act.recentRuns(0, func(r *recentRun) bool {
+			return (since.IsZero() || !r.end.Before(since)) && l.mayRealm(rd, r.owner)
+		}) {
 			tasks = append(tasks, Task{Key: run.key.String(), Worker: run.worker, Status: run.status.String(),
 				Start: ts(run.end.Add(-run.elapsed)), End: ts(run.end)})
 		}
-		for _, rec := range l.tab.List(table.Query{Statuses: []workunit.Status{workunit.StatusRunning}, Limit: table.MaxListLimit, MaxScan: 20_000}).Records {
-			if full, ok := l.tab.Lookup(rec.Key); ok {
+		running := table.Query{Statuses: []workunit.Status{workunit.StatusRunning}, Limit: table.MaxListLimit, MaxScan: 20_000,
+			InScope: !rd.all, Scope: rd.own}
+		for _, rec := range l.tab.List(running).Records {
+			if full, ok := l.tab.LookupIn(rec.Scope, rec.Key); ok {
 				tasks = append(tasks, Task{Key: rec.Key.String(), Worker: rec.Worker, Status: "running", Start: ts(full.Assigned)})
 			}
 		}

@@ -179,8 +179,9 @@ func TestAPI_JobsWorkunitsAndCancel(t *testing.T) {
 	// changes only from riotd's own origin.
 	assert.Equal(t, http.StatusForbidden, apiDo(t, nil, "GET", base+"/api/v1/overview", map[string]string{"Host": "riot.evil.example"}, &struct{}{}))
 	cancelURL := base + "/api/v1/jobs/" + job.ID + "/cancel"
-	assert.Equal(t, http.StatusForbidden, apiDo(t, nil, "POST", cancelURL, nil, &struct{}{}), "no origin")
+	assert.Equal(t, http.StatusForbidden, apiDo(t, nil, "POST", cancelURL, map[string]string{"Sec-Fetch-Site": "cross-site"}, &struct{}{}))
 	assert.Equal(t, http.StatusForbidden, apiDo(t, nil, "POST", cancelURL, map[string]string{"Origin": "http://evil.example"}, &struct{}{}))
+	assert.Equal(t, http.StatusForbidden, apiDo(t, nil, "POST", cancelURL, map[string]string{"Origin": "null"}, &struct{}{}))
 	var canceled struct{ Canceled int }
 	require.Equal(t, http.StatusOK, apiDo(t, nil, "POST", cancelURL, map[string]string{"Origin": base}, &canceled))
 	assert.Equal(t, 1, canceled.Canceled)
@@ -193,6 +194,7 @@ func TestAPI_JobsWorkunitsAndCancel(t *testing.T) {
 	assert.Contains(t, fin.Err.Message, "the dashboard")
 	require.Equal(t, http.StatusOK, apiDo(t, nil, "POST", cancelURL, map[string]string{"Sec-Fetch-Site": "same-origin"}, &canceled))
 	assert.Zero(t, canceled.Canceled, "nothing left to cancel")
+	require.Equal(t, http.StatusOK, apiDo(t, nil, "POST", cancelURL, nil, &canceled), "a script's request: no browser's headers")
 }
 
 // The event stream sends the overview at once, then again when it
@@ -317,4 +319,94 @@ func TestAPI_JobsSurviveRestart(t *testing.T) {
 	dial(t, tr, wire.Hello{Role: wire.RoleMaster, Name: "laptop", Job: "words.js", Session: session})
 	require.Equal(t, http.StatusOK, apiDo(t, nil, "GET", "http://"+tr.Addr()+"/api/v1/jobs/"+id, nil, &j))
 	assert.Equal(t, "running", j.State, "the same session: the same job, going on")
+}
+
+// TestAPI_CancelOwnCredentialOnly: on the dashboard, a master's token
+// cancels its own credential's jobs and workunits, not another's (403),
+// as on the websocket; with --shared-cache masters trust each other, and
+// may.
+func TestAPI_CancelOwnCredentialOnly(t *testing.T) {
+	t.Parallel()
+	for _, shared := range []bool{false, true} {
+		tr := withTokens(t, trackertest.WithOptions(func(o *tracker.Options) { o.SharedCache = shared }))
+		base := "http://" + tr.Addr()
+		bearer := func(tok string) map[string]string { return map[string]string{"Authorization": "Bearer " + tok} }
+		m := dial(t, tr, wire.Hello{Role: wire.RoleMaster, Name: "alice", Job: "a.js", Token: aliceTok})
+		key, _ := m.submit("'x'")
+		var jobs struct{ Jobs []tracker.JobInfo }
+		require.Equal(t, http.StatusOK, apiDo(t, nil, "GET", base+"/api/v1/jobs", bearer(aliceTok), &jobs))
+		require.Len(t, jobs.Jobs, 1)
+		jobURL := base + "/api/v1/jobs/" + jobs.Jobs[0].ID + "/cancel"
+		unitURL := base + "/api/v1/workunits/" + key.String() + "/cancel"
+		var canceled struct{ Canceled int }
+		if !shared {
+			assert.Equal(t, http.StatusForbidden, apiDo(t, nil, "POST", jobURL, bearer(bobTok), &canceled), "bob's token, alice's job")
+			assert.Equal(t, http.StatusForbidden, apiDo(t, nil, "POST", unitURL, bearer(bobTok), &canceled), "bob's token, alice's workunit")
+			rec, ok := tr.LookupIn(t, "alice", key)
+			require.True(t, ok)
+			assert.Equal(t, workunit.StatusWaiting, rec.Status, "not canceled")
+			require.Equal(t, http.StatusOK, apiDo(t, nil, "POST", unitURL, bearer(aliceTok), &canceled))
+		} else {
+			require.Equal(t, http.StatusOK, apiDo(t, nil, "POST", jobURL, bearer(bobTok), &canceled), "--shared-cache")
+		}
+		assert.Equal(t, 1, canceled.Canceled)
+	}
+}
+
+// A master's token reads its own credential's work only, as on the
+// websocket: another credential's jobs, workunits and failures are not
+// listed, and a workunit of theirs is not found; a viewer's token reads
+// everyone's.
+func TestAPI_MasterReadsOwnCredentialOnly(t *testing.T) {
+	t.Parallel()
+	const viewerTok = "viewer-0123456789abcdef0123456789"
+	tr := trackertest.Start(t, trackertest.Tokens(
+		tracker.Credential{Role: wire.RoleMaster, Token: aliceTok, Name: "alice"},
+		tracker.Credential{Role: wire.RoleMaster, Token: bobTok, Name: "bob"},
+		tracker.Credential{Role: tracker.RoleViewer, Token: viewerTok, Name: "ops"},
+		tracker.Credential{Role: wire.RoleWorker, Token: workerTok, Name: "workers"},
+	))
+	base := "http://" + tr.Addr()
+	alice := dial(t, tr, wire.Hello{Role: wire.RoleMaster, Name: "a", Job: "alice.js", Token: aliceTok})
+	kA, _ := alice.submit("null.x")
+	w := dial(t, tr, wire.Hello{Role: wire.RoleWorker, Name: "w", Slots: 1, Token: workerTok})
+	w.send(&wire.Credit{N: 1})
+	a := recv[*wire.Assign](w)
+	w.send(&wire.Failed{Key: a.Key, Token: a.Token, Error: &workunit.Error{Kind: workunit.Thrown, Name: "TypeError", Message: "secret"}})
+	recv[*wire.Finished](alice)
+	dial(t, tr, wire.Hello{Role: wire.RoleMaster, Name: "b", Job: "bob.js", Token: bobTok})
+	bearer := func(tok string) map[string]string { return map[string]string{"Authorization": "Bearer " + tok} }
+
+	names := func(tok string) []string {
+		var jobs struct{ Jobs []tracker.JobInfo }
+		require.Equal(t, http.StatusOK, apiDo(t, nil, "GET", base+"/api/v1/jobs", bearer(tok), &jobs))
+		var out []string
+		for _, j := range jobs.Jobs {
+			out = append(out, j.Name)
+		}
+		return out
+	}
+	assert.Equal(t, []string{"alice.js"}, names(aliceTok))
+	assert.Equal(t, []string{"bob.js"}, names(bobTok))
+	assert.ElementsMatch(t, []string{"alice.js", "bob.js"}, names(viewerTok))
+
+	var list struct{ Workunits []tracker.WorkunitSummary }
+	require.Equal(t, http.StatusOK, apiDo(t, nil, "GET", base+"/api/v1/workunits", bearer(bobTok), &list))
+	assert.Empty(t, list.Workunits)
+	require.Equal(t, http.StatusOK, apiDo(t, nil, "GET", base+"/api/v1/workunits", bearer(aliceTok), &list))
+	assert.Len(t, list.Workunits, 1)
+	var det tracker.WorkunitDetail
+	assert.Equal(t, http.StatusNotFound, apiDo(t, nil, "GET", base+"/api/v1/workunits/"+kA.String(), bearer(bobTok), &det))
+	assert.Equal(t, http.StatusNotFound, apiDo(t, nil, "GET", base+"/api/v1/workunits/"+kA.Short(), bearer(bobTok), &det))
+	require.Equal(t, http.StatusOK, apiDo(t, nil, "GET", base+"/api/v1/workunits/"+kA.Short(), bearer(viewerTok), &det))
+	assert.Equal(t, "secret", det.Error.Message)
+
+	var fails struct{ Failures []tracker.FailureGroup }
+	require.Equal(t, http.StatusOK, apiDo(t, nil, "GET", base+"/api/v1/failures", bearer(bobTok), &fails))
+	assert.Empty(t, fails.Failures)
+	require.Equal(t, http.StatusOK, apiDo(t, nil, "GET", base+"/api/v1/failures", bearer(aliceTok), &fails))
+	assert.Len(t, fails.Failures, 1)
+	var stream struct{ Tasks []tracker.Task }
+	require.Equal(t, http.StatusOK, apiDo(t, nil, "GET", base+"/api/v1/stream", bearer(bobTok), &stream))
+	assert.Empty(t, stream.Tasks)
 }

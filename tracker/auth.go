@@ -33,18 +33,23 @@ const RoleViewer wire.Role = "viewer"
 
 // Credential is one token that riotd accepts and what it allows.
 type Credential struct {
-	// Role is wire.RoleMaster, which allows everything (submit, watch,
-	// info, blobs, and taking work too; reading and canceling on the
-	// dashboard), wire.RoleWorker, which allows taking work, reporting
-	// results, handing work back and fetching blobs, but not submitting
-	// or reading results, or RoleViewer, which allows reading the
-	// dashboard and the HTTP API only.
+	// Role is wire.RoleMaster, which allows submitting work and what goes
+	// with it (watch, info, cancel, blobs; reading and canceling on the
+	// dashboard) but not taking work, wire.RoleWorker, which allows
+	// taking work, reporting results, handing work back and fetching
+	// blobs, but not submitting or reading results, or RoleViewer, which
+	// allows reading the dashboard and the HTTP API only. A program that
+	// both submits and runs work connects twice, with a token of each
+	// role (see docs/security.md).
 	Role wire.Role
 	// Token is the secret: at least MinTokenBytes bytes, printable ASCII
 	// without spaces.
 	Token string
-	// Name names the credential in logs, and keeps the JavaScript realms
-	// of masters with different credentials apart (see docs/security.md).
+	// Name names the credential in logs, keeps the JavaScript realms of
+	// masters with different credentials apart, and is the memo scope of
+	// a master's workunits: masters share memoized results only with
+	// masters of the same name (unless Options.SharedCache), so renaming a
+	// credential starts its cache afresh (see docs/security.md).
 	// ParseTokens gives "ROLE:LINE" when the line names none.
 	Name string
 }
@@ -139,22 +144,27 @@ func LoadTokenFile(path string) (creds []Credential, warn string, err error) {
 type rights uint8
 
 const (
-	// mayWork: credit, done, failed, return, and the blob messages (a
-	// worker uploads a result too large for a done as a blob).
+	// mayWork: credit, done, failed, return.
 	mayWork rights = 1 << iota
 	// maySubmit: submit, watch, unwatch, info, cancel.
 	maySubmit
-	allRights = mayWork | maySubmit
+	// mayBlob: the blob messages (a master uploads what its workunits
+	// capture and reads large results; a worker reads those and uploads
+	// a result too large for a done).
+	mayBlob
+	allRights = mayWork | maySubmit | mayBlob
 )
 
+// rightsOf returns what a token of role allows. Without credentials, a
+// connection may do everything (allRights).
 func rightsOf(role wire.Role) rights {
 	switch role {
 	case wire.RoleWorker:
-		return mayWork
+		return mayWork | mayBlob
 	case RoleViewer:
 		return 0
 	}
-	return allRights
+	return maySubmit | mayBlob
 }
 
 // knownRole reports whether a credential may have role.
@@ -162,8 +172,8 @@ func knownRole(role wire.Role) bool {
 	return role == wire.RoleMaster || role == wire.RoleWorker || role == RoleViewer
 }
 
-// needs returns the rights a message from a client needs, and the words
-// that name what it does, for the refusal.
+// needs returns the rights a message from a client needs (any of them
+// will do), and the words that name what it does, for the refusal.
 func needs(m wire.Msg) (rights, string) {
 	switch m := m.(type) {
 	case *wire.Submit:
@@ -175,11 +185,13 @@ func needs(m wire.Msg) (rights, string) {
 			// The zero key names no workunit: its info (unknown) tells
 			// nothing, and a worker uses it as a round trip (client.Sync)
 			// when it stops.
-			return mayWork, "take work"
+			return allRights, "ask for info"
 		}
 		return maySubmit, "ask for a workunit's info"
 	case *wire.Cancel:
 		return maySubmit, "cancel workunits"
+	case *wire.BlobHave, *wire.BlobPut, *wire.BlobGet, *wire.BlobWrite, *wire.BlobRead:
+		return mayBlob, "store or read blobs"
 	}
 	return mayWork, "take work"
 }
@@ -368,6 +380,19 @@ func quotaOf(principal, helloName string) string {
 		return "credential\x00" + principal
 	}
 	return "name\x00" + helloName
+}
+
+// scopeOf returns the table's memo scope (table.Submit.Scope) of the
+// workunits of a master of credential principal: the credential's name,
+// so that masters share memoized results (and runs they join) only with
+// masters of the same credential; "" when they share them all (shared,
+// --shared-cache), which is also the one scope of a tracker without
+// credentials. Records stored before scopes were are in scope "".
+func scopeOf(principal string, shared bool) string {
+	if shared {
+		return ""
+	}
+	return principal
 }
 
 // realmOf returns the realm of a master's workunits: a digest of its

@@ -98,9 +98,11 @@ type conn struct {
 	job                   string // the Hello's job name
 	memLimit              uint64 // the Hello's memory-limit
 	// principal names the credential the Hello's token matched ("" when
-	// the tracker checks none); rights say what it allows.
+	// the tracker checks none); rights say what it allows; scope is the
+	// table's memo scope of its workunits (see scopeOf).
 	principal string
 	rights    rights
+	scope     string
 
 	// Set by the loop when it takes the hello, before it acks; the reader
 	// reads accepted after the ack.
@@ -659,7 +661,12 @@ func (c *conn) authenticate(h *wire.Hello) *wire.Refused {
 		if cred.role == wire.RoleWorker && h.Role != wire.RoleWorker {
 			return refused(wire.CodeAuth, fmt.Sprintf("tracker: a worker's token cannot connect as %q: workers take work, masters submit it", string(h.Role)))
 		}
+		if cred.role == wire.RoleMaster && (h.Role == wire.RoleWorker || h.Slots+h.Prefetch > 0) {
+			return refused(wire.CodeAuth, fmt.Sprintf("tracker: a master's token cannot take work (a hello as %q with %d slots and %d prefetch): "+
+				"workers need a worker's token (a line \"worker TOKEN\" in riotd's --token-file)", string(h.Role), h.Slots, h.Prefetch))
+		}
 		c.principal, c.rights = cred.name, rightsOf(cred.role)
+		c.scope = scopeOf(cred.name, s.opts.SharedCache)
 		return nil
 	}
 	if wait := s.throttle.failed(hostOf(c.remote)); wait > 0 {
@@ -686,8 +693,12 @@ func (c *conn) forbid(m wire.Msg, what string) {
 	c.s.counters.forbidden.Add(1)
 	c.s.log.Warn("request refused: the credentials do not allow it", "conn", c.label(), "principal", c.principal,
 		"remote", c.remote, "type", m.Type().String())
-	c.send(&wire.Error{Req: wire.ReqOf(m), Code: wire.CodeForbidden,
-		Message: fmt.Sprintf("tracker: %s refused: a worker's token may take work, not %s", m.Type(), what)})
+	msg := fmt.Sprintf("tracker: %s refused: a worker's token may take work, not %s", m.Type(), what)
+	if c.rights&maySubmit != 0 {
+		msg = fmt.Sprintf("tracker: %s refused: a master's token may submit work, not %s: "+
+			"taking work needs a worker's token (a line \"worker TOKEN\" in riotd's --token-file)", m.Type(), what)
+	}
+	c.send(&wire.Error{Req: wire.ReqOf(m), Code: wire.CodeForbidden, Message: msg})
 }
 
 // zeroReq reports whether m is a request whose req is 0, which the

@@ -19,7 +19,7 @@ const (
 	maxEventStreams = 256
 )
 
-func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
+func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request, rd reader) {
 	flusher, ok := w.(http.Flusher)
 	if !ok {
 		apiError(w, http.StatusInternalServerError, "riotd: this connection cannot stream events")
@@ -53,7 +53,7 @@ func (s *Server) apiEvents(w http.ResponseWriter, r *http.Request) {
 		err := s.do(lctx, func(l *loop) {
 			if c := l.changeCount(); first || c != last {
 				first, last, changed = false, c, true
-				o = l.overview()
+				o = l.overview(rd)
 			}
 		})
 		cancel()

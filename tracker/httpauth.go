@@ -184,19 +184,38 @@ func (s *Server) refuseToken(w http.ResponseWriter, r *http.Request, api bool) {
 	apiError(w, http.StatusUnauthorized, "riotd: the token is not accepted: give a master's or a viewer's token")
 }
 
-// sameOrigin reports whether r, a request that changes state, comes from
-// riotd's own pages: its Origin names riotd's host, or it has none and
-// the browser says Sec-Fetch-Site: same-origin.
+// sameOrigin reports whether r, a request that changes state, may come
+// from a page of another site: not when its Origin names another host, or
+// the browser says Sec-Fetch-Site other than same-origin (or none). A
+// request with neither header is not a browser's (browsers send Origin
+// with every POST, and Sec-Fetch-Site with every request): a script's,
+// such as riot-worker cancel, which holds its credentials itself.
 func sameOrigin(r *http.Request) bool {
 	if o := r.Header.Get("Origin"); o != "" {
 		u, err := url.Parse(o)
 		return err == nil && u.Host != "" && strings.EqualFold(u.Host, r.Host)
 	}
-	return r.Header.Get("Sec-Fetch-Site") == "same-origin"
+	switch r.Header.Get("Sec-Fetch-Site") {
+	case "", "same-origin", "none":
+		return true
+	}
+	return false
 }
 
+// reader is who reads the API: a master's token reads the work of its
+// own memo scope (own) only, as on the websocket; a viewer's, and
+// everyone without credentials or with --shared-cache, all of it (all).
+// Workers and counts are everyone's.
+type reader struct {
+	own string
+	all bool
+}
+
+// may reports whether rd may see work of memo scope scope.
+func (rd reader) may(scope string) bool { return rd.all || scope == rd.own }
+
 // api wraps an API handler that reads.
-func (s *Server) api(h http.HandlerFunc) http.HandlerFunc {
+func (s *Server) api(h func(http.ResponseWriter, *http.Request, reader)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		c, ok := s.whoIs(w, r)
 		if !ok {
@@ -206,14 +225,29 @@ func (s *Server) api(h http.HandlerFunc) http.HandlerFunc {
 			apiError(w, http.StatusForbidden, "riotd: a worker's token cannot read the dashboard: use a master's or a viewer's")
 			return
 		}
-		h(w, r)
+		h(w, r, reader{own: scopeOf(c.name, s.opts.SharedCache),
+			all: s.auth == nil || s.opts.SharedCache || c.access == accessRead})
 	}
 }
 
+// canceler is who cancels from the dashboard: who names it in the
+// workunits' errors; it may cancel the work of the memo scope own, or of
+// every scope when all (no credentials, or --shared-cache: masters trust
+// each other).
+type canceler struct {
+	who, own string
+	all      bool
+}
+
+// may reports whether c may cancel work of memo scope scope.
+func (c canceler) may(scope string) bool { return c.all || scope == c.own }
+
 // apiChange wraps an API handler that changes state (a cancel): it needs
 // a master's token, and a request let in by the cookie (or by nothing)
-// must come from riotd's own origin.
-func (s *Server) apiChange(h func(http.ResponseWriter, *http.Request, string)) http.HandlerFunc {
+// must come from riotd's own origin. A master's token cancels the work of
+// its own credential only, unless masters share their work
+// (--shared-cache), as on the websocket.
+func (s *Server) apiChange(h func(http.ResponseWriter, *http.Request, canceler)) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		c, ok := s.whoIs(w, r)
 		if !ok {
@@ -227,7 +261,8 @@ func (s *Server) apiChange(h func(http.ResponseWriter, *http.Request, string)) h
 			apiError(w, http.StatusForbidden, "riotd: a request that changes state must come from the dashboard's own page (Origin %q is not %q)", r.Header.Get("Origin"), r.Host)
 			return
 		}
-		h(w, r, "the dashboard ("+c.name+")")
+		h(w, r, canceler{who: "the dashboard (" + c.name + ")", own: scopeOf(c.name, s.opts.SharedCache),
+			all: s.auth == nil || s.opts.SharedCache})
 	}
 }
 

@@ -217,8 +217,23 @@ func (l *loop) hello(c *conn, h *wire.Hello) {
 	if c.slots+c.prefetch > 0 {
 		err := l.tab.Step(table.WorkerJoin{Worker: table.WorkerID(c.id), Name: name,
 			Slots: c.slots, Prefetch: c.prefetch, GPUs: c.gpus, Credit: 0})
+		if most := l.s.opts.MaxWorkerWindow; err == nil && most > 0 && c.slots+c.prefetch > most {
+			// A worker that sizes its prefetch itself asks for up to 64
+			// per slot: being cut is routine then, worth a warning only
+			// when its slots alone pass the bound.
+			level := slog.LevelDebug
+			if c.slots > most {
+				level = slog.LevelWarn
+			}
+			l.s.connLog.logAt(time.Now(), level, "worker window cut to --max-worker-window", "conn", name, "remote", c.remote,
+				"slots", c.slots, "prefetch", c.prefetch, "holds", most)
+		}
 		if err != nil {
-			refuse(wire.CodeInvalid, err.Error())
+			code := wire.CodeInvalid
+			if errors.Is(err, table.ErrLimit) {
+				code = wire.CodeLimit
+			}
+			refuse(code, err.Error())
 			return
 		}
 	}
@@ -313,6 +328,7 @@ func (l *loop) frame(ib *inbound) {
 				Req:     m.Req,
 				Owner:   c.realm,
 				Quota:   c.quota,
+				Scope:   c.scope,
 				Key:     a.key,
 				Spec:    m.Spec,
 				Options: m.Options,
@@ -329,7 +345,7 @@ func (l *loop) frame(ib *inbound) {
 			l.act.jobs[c.realm].submitted++
 		case *wire.Watch:
 			for i, k := range m.Keys {
-				if err := l.tab.Step(table.Watch{Master: mid, Req: m.Req, Owner: c.realm, Key: k}); err != nil {
+				if err := l.tab.Step(table.Watch{Master: mid, Req: m.Req, Owner: c.realm, Scope: c.scope, Key: k}); err != nil {
 					// Over --max-watches: this key and the rest of the
 					// message are not watched (the client fails them all).
 					l.push(c, &wire.Error{Req: m.Req, Code: codeFor(err), Message: fmt.Sprintf(
@@ -339,12 +355,12 @@ func (l *loop) frame(ib *inbound) {
 			}
 		case *wire.Unwatch:
 			for _, k := range m.Keys {
-				_ = l.tab.Step(table.Unwatch{Master: mid, Key: k})
+				_ = l.tab.Step(table.Unwatch{Master: mid, Scope: c.scope, Key: k})
 			}
 		case *wire.Info:
-			_ = l.tab.Step(table.GetInfo{Master: mid, Req: m.Req, Key: m.Key})
+			_ = l.tab.Step(table.GetInfo{Master: mid, Req: m.Req, Scope: c.scope, Key: m.Key})
 		case *wire.Cancel:
-			_ = l.tab.Step(table.Cancel{Master: mid, Req: m.Req, Owner: c.realm, By: c.name, Keys: m.Keys})
+			_ = l.tab.Step(table.Cancel{Master: mid, Req: m.Req, Owner: c.realm, By: c.name, Scope: c.scope, Keys: m.Keys})
 		case *wire.Credit:
 			if c.slots+c.prefetch == 0 {
 				l.push(c, &wire.Error{Code: wire.CodeInvalid,
@@ -369,7 +385,7 @@ func (l *loop) frame(ib *inbound) {
 				l.finishedRun(c, m.Key, owner, spec, workunit.StatusError, m.Console, m.Elapsed)
 			}
 		case *wire.Stats:
-			c.heap, c.running, c.statsSeen = m.Heap, min(m.Running, c.slots), true
+			c.heap, c.statsSeen = m.Heap, true
 		case *wire.Return:
 			l.leases = l.leases[:0]
 			for _, ls := range m.Leases {

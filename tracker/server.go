@@ -282,6 +282,7 @@ func (s *Server) restore() (*table.Table, table.Stats, error) {
 		MaxWatchesPerMaster: maxWatches,
 		LeaseTimeout:        s.opts.LeaseTimeout,
 		LeaseGrace:          s.opts.LeaseGrace,
+		MaxWorkerWindow:     s.opts.MaxWorkerWindow,
 		KeepFinished:        s.opts.KeepResults,
 		// Tokens of this run start above any an earlier run reached.
 		FirstToken: table.Token(time.Now().UnixNano()),
@@ -540,10 +541,21 @@ func (s *Server) WaitStats(ctx context.Context, cond func(Stats) bool) (Stats, e
 // Lookup returns the table's record of key as it stands, and whether the
 // table has it: for inspection (tests, admin tools). Masters ask with
 // Info. The record's byte slices are shared with the table: read them,
-// never modify them.
+// never modify them. It looks in every memo scope, the scope "" (that of
+// every master without credentials or with SharedCache) first; LookupIn
+// looks in one.
 func (s *Server) Lookup(ctx context.Context, key workunit.Key) (table.Record, bool, error) {
 	var rec table.Record
 	var ok bool
 	err := s.do(ctx, func(l *loop) { rec, ok = l.tab.Lookup(key) })
+	return rec, ok, err
+}
+
+// LookupIn is Lookup in the memo scope of a credential's masters: its
+// name (see Credential.Name and Options.SharedCache).
+func (s *Server) LookupIn(ctx context.Context, scope string, key workunit.Key) (table.Record, bool, error) {
+	var rec table.Record
+	var ok bool
+	err := s.do(ctx, func(l *loop) { rec, ok = l.tab.LookupIn(scope, key) })
 	return rec, ok, err
 }

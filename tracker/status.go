@@ -136,7 +136,7 @@ func (l *loop) status() Status {
 			st.Masters = append(st.Masters, cs)
 		}
 	}
-	st.Jobs = l.jobInfos()
+	st.Jobs = l.jobInfos(reader{all: true})
 	slices.SortFunc(st.Workers, func(a, b WorkerStatus) int { return cmp.Compare(a.Name, b.Name) })
 	slices.SortFunc(st.Masters, func(a, b ConnStatus) int { return cmp.Compare(a.Name, b.Name) })
 	return st
@@ -419,7 +419,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.forbidden, ioc.forbidden.Load())
 	counter(c.refusedFull, ioc.refusedFull.Load())
 	var jobs []JobInfo
-	if c.s.do(ctx, func(l *loop) { jobs = l.jobInfos() }) != nil {
+	if c.s.do(ctx, func(l *loop) { jobs = l.jobInfos(reader{all: true}) }) != nil {
 		return
 	}
 	running := 0

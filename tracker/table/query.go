@@ -51,6 +51,9 @@ type Query struct {
 	Owner string
 	// Worker selects the records that this worker holds or finished.
 	Worker string
+	// InScope, when set, selects the records of memo scope Scope only.
+	InScope bool
+	Scope   string
 	// ErrorText selects records in error whose error's name or message
 	// contains it.
 	ErrorText string
@@ -74,7 +77,10 @@ const (
 
 // Summary is a record as a list shows it.
 type Summary struct {
-	Key        workunit.Key
+	Key workunit.Key
+	// Scope is the record's memo scope (Record.Scope): with Key, what
+	// names it (LookupIn).
+	Scope      string
 	ID         uint64
 	Status     workunit.Status
 	Owner      string
@@ -109,7 +115,14 @@ func (t *Table) List(q Query) ListPage {
 	if scan <= 0 || scan > MaxListScan {
 		scan = MaxListScan
 	}
-	var owner, worker uint32
+	var owner, worker, scope uint32
+	if q.InScope {
+		i, ok := t.nameIdx[q.Scope]
+		if !ok {
+			return ListPage{}
+		}
+		scope = i
+	}
 	if q.Owner != "" {
 		i, ok := t.nameIdx[q.Owner]
 		if !ok {
@@ -151,6 +164,9 @@ func (t *Table) List(q Query) ListPage {
 		if q.Worker != "" && r.worker != worker {
 			continue
 		}
+		if q.InScope && r.scope != scope {
+			continue
+		}
 		if q.ErrorText != "" {
 			if r.status != workunit.StatusError || r.ext == nil || r.ext.err == nil ||
 				!(strings.Contains(strings.ToLower(r.ext.err.Message), wantErr) || strings.Contains(strings.ToLower(r.ext.err.Name), wantErr)) {
@@ -172,7 +188,7 @@ func (t *Table) List(q Query) ListPage {
 }
 
 func (t *Table) summary(r *record) Summary {
-	s := Summary{Key: r.key, ID: r.id, Status: r.status, Owner: t.names[r.owner], Worker: t.names[r.worker],
+	s := Summary{Key: r.key, Scope: t.names[r.scope], ID: r.id, Status: r.status, Owner: t.names[r.owner], Worker: t.names[r.worker],
 		LastChange: fromUnixNano(r.changed), Deliveries: int(r.deliveries)}
 	if r.status == workunit.StatusError && r.ext != nil && r.ext.err != nil {
 		s.ErrName, s.ErrMessage = r.ext.err.Name, r.ext.err.Message
@@ -182,11 +198,21 @@ func (t *Table) summary(r *record) Summary {
 
 // SpecOf returns the spec of a waiting or running workunit and its owner;
 // ok is false for a key the table does not have or has finished (the
-// table keeps no spec for finished work).
+// table keeps no spec for finished work). It looks in every memo scope
+// (see findAny), and prefers an open workunit to a finished one of the
+// same key.
 func (t *Table) SpecOf(key workunit.Key) (spec []byte, owner string, ok bool) {
-	idx, found := t.index.get(&key, &t.recs)
+	idx, found := t.findAny(&key)
 	if !found {
 		return nil, "", false
+	}
+	if r := t.recs.at(idx); !isOpen(r.status) {
+		for _, sc := range t.scopes {
+			if i, ok := t.index.get(&key, sc, &t.recs); ok && isOpen(t.recs.at(i).status) {
+				idx = i
+				break
+			}
+		}
 	}
 	r := t.recs.at(idx)
 	if !isOpen(r.status) {
