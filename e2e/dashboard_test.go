@@ -170,6 +170,7 @@ func TestE2E_Dashboard(t *testing.T) {
 	assert.Equal(t, "TypeError", p.text("#wu-error-name"))
 	assert.Equal(t, w.Name(), p.text("#wu-error-worker"))
 	assert.Equal(t, w.Name(), p.text("#wu-worker"))
+	p.do(chromedp.WaitNotVisible(chromedp.CSS("#wu-cancel"))) // it has finished: nothing to cancel
 
 	// The job's page; the viewer's Cancel is refused.
 	p.route("#/jobs")

@@ -29,11 +29,12 @@ const evil = `<img src=x onerror="window.pwned=1">`
 // docs/http.md says, with evil in every string a user controls, and pushes
 // overview events when the test asks.
 type fakeAPI struct {
-	mu       sync.Mutex
-	overview map[string]any
-	canceled []string
-	events   chan struct{}
-	queries  []string
+	mu            sync.Mutex
+	overview      map[string]any
+	canceled      []string
+	events        chan struct{}
+	queries       []string
+	workersServed int // GET /api/v1/workers so far: the worker's "done", to tell a reload
 }
 
 func now(d time.Duration) string {
@@ -89,10 +90,14 @@ func (f *fakeAPI) routes(d *dashboard.Dashboard) http.Handler {
 		writeJSON(w, f.overview)
 	})
 	m.HandleFunc("GET /api/v1/workers", func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		f.workersServed++
+		served := f.workersServed
+		f.mu.Unlock()
 		writeJSON(w, map[string]any{"workers": []any{map[string]any{
 			"name": "gpu-box" + evil, "remote": "10.0.0.7:51234", "agent": "riot-worker/0.1.0 go1.26",
 			"since": now(-10 * time.Minute), "slots": 2, "prefetch": 1, "running": 2, "prefetched": 1, "credit": 0,
-			"gpus": 1, "memory_limit": 4294967296, "memory_in_use": 812345344, "done": 4000, "failed": 1,
+			"gpus": 1, "memory_limit": 4294967296, "memory_in_use": 812345344, "done": served, "failed": 1,
 		}}})
 	})
 	m.HandleFunc("GET /api/v1/jobs", func(w http.ResponseWriter, r *http.Request) {
@@ -252,6 +257,10 @@ func TestBrowser_Pages(t *testing.T) {
 	route(t, b, "#/workers")
 	waitText(t, b, "#workers", "gpu-box"+evil)
 	assert.Contains(t, text(t, b, "#workers"), "774.7 MiB of 4.0 GiB (19%)")
+	done := `document.querySelector('#workers tbody td:nth-child(9)').textContent`
+	run(t, b, chromedp.Poll[chromedp.Void](done+` === '1'`))
+	api.setOverview(70, 9600) // an event: the page loads its data again
+	run(t, b, chromedp.Poll[chromedp.Void](done+` === '2'`, chromedp.WithPollingTimeout(20*time.Second)))
 	shot(t, b, "workers")
 
 	// Jobs and a job.
@@ -294,6 +303,7 @@ func TestBrowser_Pages(t *testing.T) {
 	assert.Contains(t, text(t, b, "#wu-source"), evil)
 	assert.Contains(t, text(t, b, "#wu-console"), "hello "+evil)
 	assert.Contains(t, text(t, b, "#wu-arg-0"), evil)
+	run(t, b, chromedp.WaitNotVisible(chromedp.CSS("#wu-cancel")))
 	shot(t, b, "workunit")
 
 	// Failures and the task stream.
