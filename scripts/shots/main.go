@@ -110,7 +110,7 @@ func run(ctx context.Context, out string, width, height int) error {
 		{"jobs", []chromedp.Action[chromedp.Void]{route("#/jobs"), chromedp.WaitVisible(chromedp.CSS("#jobs table"))}},
 		{"job", []chromedp.Action[chromedp.Void]{chromedp.Click(chromedp.CSS("#jobs tbody tr:first-child a[href^='#/jobs/']")),
 			chromedp.WaitVisible(chromedp.CSS("#job-workunits table"))}},
-		{"workunits", []chromedp.Action[chromedp.Void]{route("#/workunits"), chromedp.WaitVisible(chromedp.CSS("#workunits table"))}},
+		{"workunits", []chromedp.Action[chromedp.Void]{route("#/workunits?status=running,done"), chromedp.WaitVisible(chromedp.CSS("#workunits table"))}},
 		{"failures", []chromedp.Action[chromedp.Void]{route("#/failures"), chromedp.WaitVisible(chromedp.CSS("#failures table"))}},
 		{"workunit", []chromedp.Action[chromedp.Void]{chromedp.Click(chromedp.CSS("#failures a.key")), chromedp.WaitVisible(chromedp.CSS("#wu-stack"))}},
 		{"stream", []chromedp.Action[chromedp.Void]{route("#/stream"), untilText("#stream-note", "workunits on")}},

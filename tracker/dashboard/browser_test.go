@@ -155,7 +155,8 @@ func (f *fakeAPI) routes(d *dashboard.Dashboard) http.Handler {
 				"start": now(-time.Duration(50-i) * time.Second), "end": now(-time.Duration(48-i) * time.Second)}
 			tasks = append(tasks, task)
 		}
-		tasks = append(tasks, map[string]any{"key": key1, "worker": "w0", "status": "running", "start": now(-3 * time.Second)})
+		tasks = append(tasks, map[string]any{"key": key1, "worker": "w0", "status": "running", "start": now(-3 * time.Second)},
+			map[string]any{"key": fmt.Sprintf("%064x", 99), "worker": "w1", "status": "done", "start": now(-30 * time.Second), "end": now(-25 * time.Second)})
 		writeJSON(w, map[string]any{"now": now(0), "tasks": tasks})
 	})
 	m.HandleFunc("GET /api/v1/events", func(w http.ResponseWriter, r *http.Request) {
@@ -310,7 +311,9 @@ func TestBrowser_Pages(t *testing.T) {
 	route(t, b, "#/failures")
 	waitText(t, b, "#failures", "x is not a function"+evil)
 	route(t, b, "#/stream")
-	waitText(t, b, "#stream-note", "41 workunits on 2 workers")
+	// Each worker's tasks follow one another (the running one too), but
+	// one of w1's overlaps them: a lane for w0, two for w1.
+	waitText(t, b, "#stream-note", "42 workunits on 2 workers, in 3 lanes.")
 	shot(t, b, "stream")
 
 	pwned, err := chromedp.Run(b.Ctx, chromedp.Evaluate[bool](`window.pwned === 1 || document.querySelector('img[src=x]') !== null`))

@@ -130,9 +130,14 @@
   // A timestamp cell: the time of day, the full time as its tooltip.
   const when = (t) => h('time', {datetime: t || null, title: t || null}, fmt.time(t));
 
+  // jobNames are the names of the jobs the page has seen (in the
+  // overview's jobs and the jobs pages), for links that have only an id.
+  const jobNames = new Map();
+  const knowJobs = (jobs) => (jobs || []).forEach((j) => j.id && j.name && jobNames.set(j.id, j.name));
+
   // Links to the pages of one thing.
   const link = {
-    job: (id, name) => (id ? h('a', {href: '#/jobs/' + encodeURIComponent(id)}, name || id) : '–'),
+    job: (id, name) => (id ? h('a', {href: '#/jobs/' + encodeURIComponent(id), title: id}, name || jobNames.get(id) || id) : '–'),
     workunit: (key, short) => (key ? h('a', {href: '#/workunits/' + encodeURIComponent(key), class: 'key'}, short || key.slice(0, 12)) : '–'),
     worker: (name) => (name ? h('a', {href: '#/workunits' + query({worker: name})}, name) : '–'),
   };
@@ -325,19 +330,26 @@
     }
   });
 
+  // The browser reconnects an event stream by itself, unless riotd
+  // answered with an error (a 401 after the session ended, a 503 when too
+  // many streams are open): then the page finds out why, and tries again
+  // later, less often each time.
+  let retry = 5000;
   function live() {
     const dot = document.getElementById('live');
     const es = new EventSource('/api/v1/events');
     es.addEventListener('open', () => {
       dot.className = 'live on';
       dot.textContent = 'live';
+      retry = 5000;
     });
     es.addEventListener('error', () => {
       dot.className = 'live off';
       dot.textContent = es.readyState === EventSource.CLOSED ? 'offline' : 'reconnecting';
-      // The browser reconnects by itself unless the answer was an error
-      // (a 401 after a session ended): then find out why, once.
-      if (es.readyState === EventSource.CLOSED) api('/api/v1/overview').catch(() => {});
+      if (es.readyState !== EventSource.CLOSED) return;
+      api('/api/v1/overview').catch(() => {});
+      setTimeout(live, retry);
+      retry = Math.min(2 * retry, 60000);
     });
     es.addEventListener('overview', (ev) => {
       let doc;
@@ -347,19 +359,14 @@
         return;
       }
       riot.lastOverview = doc;
-      riot.emit('overview', doc);
+      knowJobs(doc.jobs);
       if (!current) return;
       if (current.ctl.overview) current.ctl.overview(doc);
       if (current.ctl.refresh && !current.ctl.overview) scheduleReload();
     });
   }
 
-  // A small event bus for the parts of the page outside the current view.
-  const listeners = {};
-  riot.on = (name, fn) => (listeners[name] = listeners[name] || []).push(fn);
-  riot.emit = (name, arg) => (listeners[name] || []).forEach((fn) => fn(arg));
-
-  Object.assign(riot, {h, fill, append, api, query, fmt, when, link, badge, table, stat, jobBar, confirm, cancelButton, page, ApiError, reload});
+  Object.assign(riot, {h, fill, append, api, query, fmt, when, link, knowJobs, badge, table, stat, jobBar, confirm, cancelButton, page, ApiError, reload});
 
   window.addEventListener('hashchange', route);
   document.addEventListener('DOMContentLoaded', () => {

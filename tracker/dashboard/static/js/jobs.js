@@ -12,6 +12,7 @@
     return {
       async refresh() {
         const r = await api('/api/v1/jobs');
+        riot.knowJobs(r.jobs);
         fill(list, table([
           ['job', (j) => link.job(j.id, j.name)],
           ['master', (j) => j.master || '–'],
@@ -55,6 +56,7 @@
       async refresh() {
         const j = await api('/api/v1/jobs/' + encodeURIComponent(id));
         if (!ctx.alive()) return;
+        riot.knowJobs([j]);
         fill(head, h('h1', null, 'Job ', h('span', {id: 'job-name'}, j.name || j.id), ' ', riot.badge(j.state)),
           h('p', {class: 'about'}, 'id ', h('code', null, j.id), ' · master ', j.master || '–', ' · started ', when(j.started),
             j.ended ? [' · ended ', when(j.ended)] : ''));

@@ -55,6 +55,7 @@
     window.addEventListener('resize', onResize);
 
     function draw(ov) {
+      riot.knowJobs(ov.jobs);
       const w = ov.workunits || {};
       about.textContent = (ov.tracker || 'riotd') + ' · up ' + fmt.dur(ov.uptime_seconds) + ' · ' +
         (ov.durable ? 'durable' : 'memory only') + ' · protocol ' + ov.protocol_version;

@@ -118,7 +118,8 @@
         y += g.n * (LANE + GAP);
       }
       const n = boxes.length;
-      note.textContent = n ? fmt.num(n) + ' workunits on ' + fmt.num(workers.length) + ' workers.' : 'No workunit ran in this window.';
+      const lanesUsed = groups.reduce((a, g) => a + g.n, 0);
+      note.textContent = n ? fmt.num(n) + ' workunits on ' + fmt.num(workers.length) + ' workers, in ' + fmt.num(lanesUsed) + ' lanes.' : 'No workunit ran in this window.';
     }
 
     return {
