@@ -63,6 +63,7 @@ type Server struct {
 	http     *http.Server
 	upgrader websocket.Upgrader
 	metrics  *prometheus.Registry
+	hist     histograms // of workunits' waits and runs, in metrics
 
 	// The table's loop: everything that goes to it goes through these.
 	lp    *loop
