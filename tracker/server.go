@@ -314,6 +314,10 @@ func (s *Server) URL() string {
 // Name returns the tracker's name, as Welcome gives it.
 func (s *Server) Name() string { return s.name }
 
+// Logger returns the logger the Server writes to (Options.Logger, or the
+// one its LogLevel and LogFormat made).
+func (s *Server) Logger() *slog.Logger { return s.log }
+
 // Ready returns a channel that is closed once Run serves: the table's loop
 // runs and connections are accepted. (Connections made between New and
 // Run wait in the listen queue.)
