@@ -371,19 +371,31 @@ func (l *loop) summary(s *table.Summary) WorkunitSummary {
 }
 
 // finishedRun notes a worker's report that the table took, for the
-// status pages: the worker c ran key (of owner, with spec) to status.
-func (l *loop) finishedRun(c *conn, key workunit.Key, owner string, spec []byte, status workunit.Status, console workunit.Console, elapsed time.Duration) {
-	run := recentRun{key: key, owner: owner, worker: c.name, status: status, end: time.Now(), elapsed: elapsed,
-		specSize: len(spec)}
+// status pages and the metrics: the worker c ran key (its lease li) to
+// status.
+func (l *loop) finishedRun(c *conn, key workunit.Key, li table.LeaseInfo, status workunit.Status, console workunit.Console, elapsed time.Duration) {
+	now := time.Now()
+	run := recentRun{key: key, owner: li.Owner, worker: c.name, status: status, end: now, elapsed: elapsed,
+		specSize: len(li.Spec)}
+	if len(li.Spec) <= maxRecentSpec {
+		run.spec = li.Spec
+	}
 	if n := len(console); n > 0 && n <= maxRecentConsole {
 		// The console aliases the frame it came in, which the reader
 		// reuses: keep a copy.
 		run.console = append(workunit.Console(nil), console...)
 	}
-	if len(spec) <= maxRecentSpec {
-		run.spec = spec
-	}
 	l.act.finished(run)
+	outcome := "done"
+	if status == workunit.StatusError {
+		outcome = "error"
+	}
+	l.s.hist.run.WithLabelValues(outcome).Observe(elapsed.Seconds())
+	if !li.Submitted.IsZero() {
+		// The wait is from the submission to the run's start on the
+		// worker; Submitted has the table's tick's resolution.
+		l.s.hist.wait.Observe(max(now.Add(-elapsed).Sub(li.Submitted), 0).Seconds())
+	}
 }
 
 type cancelResult struct {

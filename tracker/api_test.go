@@ -82,6 +82,13 @@ func TestAPI_JobsWorkunitsAndCancel(t *testing.T) {
 	recv[*wire.Finished](m)
 	recv[*wire.Finished](m)
 
+	metrics, _ := get(t, base+"/metrics")
+	assert.Contains(t, metrics, `riot_workunit_run_seconds_count{outcome="done"} 1`)
+	assert.Contains(t, metrics, `riot_workunit_run_seconds_count{outcome="error"} 1`)
+	assert.Contains(t, metrics, `riot_workunit_run_seconds_bucket{outcome="error",le="0.01"} 1`, "a run of 2 ms")
+	assert.Contains(t, metrics, "riot_workunit_wait_seconds_count 2")
+	assert.Contains(t, metrics, `riot_job_workunits{job="`)
+
 	var ov tracker.Overview
 	require.Equal(t, http.StatusOK, apiDo(t, nil, "GET", base+"/api/v1/overview", nil, &ov))
 	assert.Equal(t, tracker.StatusCounts{Waiting: 1, Done: 1, Error: 1}, ov.Workunits)

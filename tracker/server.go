@@ -64,6 +64,7 @@ type Server struct {
 	http     *http.Server
 	upgrader websocket.Upgrader
 	metrics  *prometheus.Registry
+	hist     histograms // of workunits' waits and runs, in metrics
 
 	// The table's loop: everything that goes to it goes through these.
 	lp    *loop
@@ -314,6 +315,10 @@ func (s *Server) URL() string {
 
 // Name returns the tracker's name, as Welcome gives it.
 func (s *Server) Name() string { return s.name }
+
+// Logger returns the logger the Server writes to (Options.Logger, or the
+// one its LogLevel and LogFormat made).
+func (s *Server) Logger() *slog.Logger { return s.log }
 
 // Ready returns a channel that is closed once Run serves: the table's loop
 // runs and connections are accepted. (Connections made between New and

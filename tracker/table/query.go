@@ -221,6 +221,35 @@ func (t *Table) SpecOf(key workunit.Key) (spec []byte, owner string, ok bool) {
 	return r.data, t.names[r.owner], true
 }
 
+// LeaseInfo is what the table knows of a lease's workunit, for status
+// pages and metrics (Leased).
+type LeaseInfo struct {
+	Spec                []byte
+	Owner               string
+	Submitted, Assigned time.Time
+}
+
+// Leased returns what the table knows of worker w's lease tok, while w
+// holds it (before its Complete or Fail), and whether w holds it. It
+// looks through w's leases in the order given: the oldest, the one a
+// worker answers first, costs one look.
+func (t *Table) Leased(w WorkerID, tok Token) (LeaseInfo, bool) {
+	wk, ok := t.workers[w]
+	if !ok {
+		return LeaseInfo{}, false
+	}
+	for i := range wk.leases {
+		if l := &wk.leases[i]; l.token == tok {
+			if l.expired {
+				return LeaseInfo{}, false
+			}
+			r := t.recs.at(l.idx)
+			return LeaseInfo{Spec: r.data, Owner: t.names[r.owner], Submitted: fromUnixNano(r.queued), Assigned: fromUnixNano(r.assigned)}, true
+		}
+	}
+	return LeaseInfo{}, false
+}
+
 // OpenKeysOf returns the keys of owner's waiting and running workunits,
 // at most max of them (all when max <= 0). It scans the whole table: for
 // rare requests (a job's cancellation), not for pages.
