@@ -271,6 +271,9 @@ func TestBrowser_Pages(t *testing.T) {
 	waitText(t, b, "#job-name", "words.js"+evil)
 	waitText(t, b, "#job-failures", "x is not a function"+evil)
 	waitText(t, b, "#job-workunits", key1[:12])
+	title, err := chromedp.Run(b.Ctx, chromedp.Title())
+	require.NoError(t, err)
+	assert.Equal(t, "Jobs j3f9a0c2b7d1 · riot-1:2355", title)
 	shot(t, b, "job")
 
 	// Cancel: the dialog asks; "Keep it" does nothing, "Cancel it" POSTs.

@@ -248,6 +248,8 @@
     if (current && current.ctl.unmount) current.ctl.unmount();
     const main = document.getElementById('main');
     for (const a of document.querySelectorAll('#nav a')) a.classList.toggle('active', a.dataset.route === r.nav);
+    const navLink = document.querySelector('#nav a[data-route="' + r.nav + '"]');
+    document.title = (navLink ? navLink.textContent + (r.id ? ' ' + r.id.slice(0, 12) : '') + ' · ' : '') + document.body.dataset.title;
     const view = h('div', {class: 'page page-' + r.name});
     fill(main, view);
     const my = ++gen;

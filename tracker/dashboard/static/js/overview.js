@@ -85,7 +85,10 @@
     return {
       refresh: async () => draw(await api('/api/v1/overview')),
       overview: draw,
-      unmount: () => window.removeEventListener('resize', onResize),
+      unmount() {
+        window.removeEventListener('resize', onResize);
+        if (chart) chart.destroy();
+      },
     };
   });
 })();
