@@ -298,6 +298,8 @@ func TestBrowser_Pages(t *testing.T) {
 	qs := strings.Join(api.queries, "\n")
 	api.mu.Unlock()
 	assert.Contains(t, qs, "status=error&worker=gpu-box&cursor=812&limit=50")
+	run(t, b, chromedp.Poll[chromedp.Void](`document.querySelector('#choices-job option[value="j3f9a0c2b7d1e"]') !== null &&
+		document.querySelectorAll('#choices-worker option').length === 1`))
 	shot(t, b, "workunits")
 
 	// A workunit.

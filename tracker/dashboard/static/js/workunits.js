@@ -59,11 +59,19 @@
     const boxes = STATUSES.map((s) => h('label', {class: 'check'},
       h('input', {type: 'checkbox', name: 'status', value: s, checked: chosen.has(s)}), ' ', badge(s)));
     const input = (name, label, hint) => h('label', null, label + ' ',
-      h('input', {type: 'search', name, value: q.get(name) || '', placeholder: hint, id: 'filter-' + name}));
+      h('input', {type: 'search', name, value: q.get(name) || '', placeholder: hint, id: 'filter-' + name, list: 'choices-' + name}));
+    // The jobs and workers to choose from, as the inputs' suggestions.
+    const jobChoices = h('datalist', {id: 'choices-job'});
+    const workerChoices = h('datalist', {id: 'choices-worker'});
     const form = h('form', {class: 'filters', id: 'filters'},
       h('span', {class: 'statuses'}, boxes),
       input('job', 'job', 'job id'), input('worker', 'worker', 'name'), input('error', 'error', 'text in the error'),
-      h('button', {type: 'submit'}, 'Filter'), ' ', h('a', {href: '#/workunits'}, 'clear'));
+      h('button', {type: 'submit'}, 'Filter'), ' ', h('a', {href: '#/workunits'}, 'clear'), jobChoices, workerChoices);
+    api('/api/v1/jobs').then((r) => {
+      riot.knowJobs(r.jobs);
+      fill(jobChoices, (r.jobs || []).map((j) => h('option', {value: j.id, label: j.name + ' (' + j.state + ')'})));
+    }).catch(() => {});
+    api('/api/v1/workers').then((r) => fill(workerChoices, (r.workers || []).map((w) => h('option', {value: w.name})))).catch(() => {});
     const out = h('div', {id: 'workunits'});
     fill(view, h('h1', null, 'Workunits'), form, out);
 
