@@ -27,6 +27,7 @@ import (
 	"html/template"
 	"io/fs"
 	"log/slog"
+	"net"
 	"net/http"
 	"path"
 	"strings"
@@ -229,12 +230,15 @@ func (d *Dashboard) ServeAsset(w http.ResponseWriter, r *http.Request) {
 }
 
 // loopbackHost says whether a Host header names this machine's loopback
-// interface.
+// interface: localhost (or a name under .localhost) or a loopback address.
 func loopbackHost(host string) bool {
-	h := host
-	if i := strings.LastIndexByte(h, ':'); i >= 0 && !strings.HasSuffix(h, "]") {
-		h = h[:i]
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
 	}
-	h = strings.TrimSuffix(strings.TrimPrefix(h, "["), "]")
-	return h == "localhost" || h == "::1" || strings.HasPrefix(h, "127.")
+	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
+	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
 }

@@ -123,13 +123,23 @@ func TestLogin_Page(t *testing.T) {
 	assert.NotContains(t, body, "value=", "the field is never filled in")
 	assert.NotContains(t, body, "clear text", "loopback: no warning")
 
-	req := httptest.NewRequest(http.MethodGet, "/login", nil)
-	req.Host = "riot.example:2355"
+	for _, host := range []string{"localhost", "127.0.0.1:2355", "[::1]:2355", "a.localhost:80"} {
+		req := httptest.NewRequest(http.MethodGet, "/login", nil)
+		req.Host = host
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		assert.NotContains(t, rec.Body.String(), "clear text", host)
+	}
+	var req *http.Request
+	for _, host := range []string{"riot.example:2355", "127.attacker.example", "10.0.0.7:2355"} {
+		req = httptest.NewRequest(http.MethodGet, "/login", nil)
+		req.Host = host
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, req)
+		assert.Contains(t, rec.Body.String(), "clear text", host)
+	}
 	rec := httptest.NewRecorder()
-	h.ServeHTTP(rec, req)
-	assert.Contains(t, rec.Body.String(), "clear text")
 
-	rec = httptest.NewRecorder()
 	mux(dashboard.New(dashboard.Options{Secure: true})).ServeHTTP(rec, req)
 	assert.NotContains(t, rec.Body.String(), "clear text", "TLS: no warning")
 	assert.NotContains(t, rec.Body.String(), `id="login-message"`, "no message, no paragraph")
