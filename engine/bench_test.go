@@ -74,3 +74,18 @@ func BenchmarkEngine_FreshSource(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEngine_JSONStringify stringifies an array of 10⁴ small objects
+// in each workunit: the cost of the stop-aware JSON.stringify
+// (bindNativeStops) on a large value.
+func BenchmarkEngine_JSONStringify(b *testing.B) {
+	e := newEngine(b, Options{Slots: 1})
+	ctx := context.Background()
+	src := "globalThis.a ??= Array.from({length: 1e4}, (_, i) => ({i, s: 'x' + i})); JSON.stringify(a).length"
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.Eval(ctx, src); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

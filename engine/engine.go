@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/riot-go/riot/blob"
@@ -24,6 +25,9 @@ const (
 	DefaultRealmsPerSlot    = 4
 	DefaultCompileCacheSize = 4096
 	DefaultBlobCacheSize    = 64
+	// DefaultAbandonAfter is how long a stopped workunit has to return
+	// before its runtime is abandoned (Options.AbandonAfter).
+	DefaultAbandonAfter = time.Second
 	// MaxStringLength is the longest string a workunit can build with
 	// String.prototype.repeat, padStart and padEnd: V8's limit, so that
 	// 'x'.repeat(2**29) fails at once with "RangeError: Invalid string
@@ -85,6 +89,16 @@ type Options struct {
 	// values) whose checked bytes each runtime keeps; each workunit decodes
 	// its own copy from them. Default: DefaultBlobCacheSize.
 	BlobCacheSize int
+	// AbandonAfter is how long a workunit that was stopped (its time
+	// limit, the memory guard, its caller's context, a revoke) has to
+	// return. An interrupt takes effect at the workunit's next JavaScript
+	// step, but a long built-in call (JSON.stringify of a deeply nested
+	// value, a regular expression that backtracks) does not look at it:
+	// past AbandonAfter, Run returns the workunit's failure, and the slot
+	// gives up the runtime and the goroutine that runs it, which goes on
+	// until the call returns (or the process exits), and continues on a
+	// fresh runtime. Stuck counts them. Default: DefaultAbandonAfter.
+	AbandonAfter time.Duration
 	// Logger receives the engine's logs. Default: slog.Default().
 	Logger *slog.Logger
 	// Bindings are installed, in order, into every sandbox (goja runtime)
@@ -130,6 +144,9 @@ func (o *Options) setDefaults() {
 	}
 	if o.BlobCacheSize <= 0 {
 		o.BlobCacheSize = DefaultBlobCacheSize
+	}
+	if o.AbandonAfter <= 0 {
+		o.AbandonAfter = DefaultAbandonAfter
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -201,9 +218,13 @@ type Engine struct {
 	// allocCap bounds one allocation a workunit asks of a built-in
 	// (bindAllocLimits): the memory limit, or a share of the machine's.
 	allocCap uint64
-	mu       sync.Mutex
-	closed   bool
-	done     chan struct{}
+	// stuck counts the abandoned runs whose call has not returned yet,
+	// abandoned all the runs abandoned (Options.AbandonAfter).
+	stuck     atomic.Int64
+	abandoned atomic.Int64
+	mu        sync.Mutex
+	closed    bool
+	done      chan struct{}
 }
 
 // New returns an Engine with the given options.
@@ -228,6 +249,16 @@ func New(opts Options) (*Engine, error) {
 
 // Slots returns the number of slots.
 func (e *Engine) Slots() int { return e.opts.Slots }
+
+// Stuck returns the number of workunits abandoned because they did not
+// return after their stop (Options.AbandonAfter) whose call still runs,
+// each on a goroutine of its own, holding its runtime. A caller bounds
+// them: a worker stops and exits once it has too many.
+func (e *Engine) Stuck() int { return int(e.stuck.Load()) }
+
+// Abandoned returns the number of workunits abandoned so far, returned
+// since or not.
+func (e *Engine) Abandoned() int { return int(e.abandoned.Load()) }
 
 // Close stops the engine: later calls to Run return ErrClosed, and every
 // runtime is released, those of workunits running now when they finish.

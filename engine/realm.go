@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dop251/goja"
@@ -80,7 +81,7 @@ type blobBytes struct {
 
 // workerGlobals are riot's globals of a workunit's sandbox, besides the
 // built-ins; Options.Bindings come after them.
-var workerGlobals = []func(*realm) error{bindConsole, bindTimers, bindPerformance, bindRiot, bindStringLimits, bindAllocLimits}
+var workerGlobals = []func(*realm) error{bindConsole, bindTimers, bindPerformance, bindRiot, bindStringLimits, bindAllocLimits, bindNativeStops}
 
 // newRealm makes a sandbox of the engine for a workunit of realm key: its
 // console output is kept per workunit (Result.Console).
@@ -520,4 +521,16 @@ type run struct {
 	// shared are the blobs whose shared Set this workunit was given
 	// (sharedSets), settled when it ends.
 	shared []*blobBytes
+
+	// rl, spec and exec are what the slot's executor evaluates; data and
+	// err what it gave. state is runEvaluating until the executor returns
+	// or the run is abandoned (slot.run); armed says the abandon wait was
+	// started.
+	rl    *realm
+	spec  *workunit.Spec
+	exec  *executor
+	data  []byte
+	err   error
+	state atomic.Int32
+	armed atomic.Bool
 }

@@ -19,10 +19,87 @@ import (
 // recently used first, and drops a realm whose workunit ran away (time,
 // stack or memory limit, or a bug), so that the next workunit there starts
 // from a clean runtime.
+//
+// A slot evaluates on a goroutine of its own, its executor, and waits for
+// it: a workunit that was stopped (time limit, memory guard, caller) but
+// does not return within Options.AbandonAfter, because a built-in call
+// does not look at interrupts, is abandoned with its runtime and its
+// executor (see abandon), and the slot goes on with fresh ones.
 type slot struct {
 	id     int
 	eng    *Engine
 	realms []*realm
+	exec   *executor // nil until the first run, and after an abandonment
+}
+
+// executor is the goroutine that runs a slot's workunits, one at a time:
+// the slot sends it a run on work and waits on done (it returned) or
+// abandon (it did not return in time after its stop).
+type executor struct {
+	work    chan *run
+	done    chan struct{}
+	abandon chan struct{}
+}
+
+// States of a run on its executor (run.state): the executor and the
+// abandon timer race to move it out of runEvaluating, and the winner says
+// what happens next.
+const (
+	runEvaluating int32 = iota
+	runReturned
+	runAbandoned
+)
+
+// executor returns the slot's executor, started if it has none.
+func (s *slot) executor() *executor {
+	if s.exec == nil {
+		x := &executor{work: make(chan *run), done: make(chan struct{}, 1), abandon: make(chan struct{}, 1)}
+		go x.loop(s.eng)
+		s.exec = x
+	}
+	return s.exec
+}
+
+// loop evaluates the runs the slot sends until work is closed, or until a
+// run it evaluated was abandoned meanwhile: the slot went on without this
+// goroutine, which then releases the abandoned realm and ends.
+func (x *executor) loop(e *Engine) {
+	for r := range x.work {
+		r.data, r.err = r.rl.evaluate(r, r.spec)
+		if r.state.CompareAndSwap(runEvaluating, runReturned) {
+			x.done <- struct{}{}
+			continue
+		}
+		r.rl.close()
+		n := e.stuck.Add(-1)
+		e.opts.Logger.Info("engine: an abandoned workunit's call returned at last; its runtime is released",
+			"slot", r.rl.slotID, "stuck", n)
+		return
+	}
+}
+
+// stopExecutor ends the slot's executor, which waits for work.
+func (s *slot) stopExecutor() {
+	if s.exec != nil {
+		close(s.exec.work)
+		s.exec = nil
+	}
+}
+
+// armAbandon starts, once per run, the wait of Options.AbandonAfter after
+// which a stopped run that has not returned is abandoned.
+func (r *run) armAbandon(e *Engine) {
+	if !r.armed.CompareAndSwap(false, true) {
+		return
+	}
+	x := r.exec
+	time.AfterFunc(e.opts.AbandonAfter, func() {
+		if r.state.CompareAndSwap(runEvaluating, runAbandoned) {
+			e.stuck.Add(1)
+			e.abandoned.Add(1)
+			x.abandon <- struct{}{}
+		}
+	})
 }
 
 func (s *slot) realm(key string) (*realm, error) {
@@ -58,12 +135,28 @@ func (s *slot) drop(rl *realm) {
 	}
 }
 
-// closeRealms drops every realm of the slot.
+// closeRealms drops every realm of the slot, and ends its executor.
 func (s *slot) closeRealms() {
 	for _, rl := range s.realms {
 		rl.close()
 	}
 	s.realms = nil
+	s.stopExecutor()
+}
+
+// abandon gives up realm rl, whose workunit does not return, with the
+// executor that runs it: rl leaves the slot unclosed (its executor closes
+// it if the call ever returns), and the slot's next run starts a new
+// executor. Nothing the stuck goroutine holds is needed by the slot: a
+// run holds no lock while it evaluates.
+func (s *slot) abandon(rl *realm) {
+	for i, r := range s.realms {
+		if r == rl {
+			s.realms = slices.Delete(s.realms, i, i+1)
+			break
+		}
+	}
+	s.exec = nil
 }
 
 // timeLimitError is the cause of a run that passed its time limit.
@@ -80,12 +173,15 @@ func (s *slot) run(parent context.Context, req *Request) (*Result, error) {
 	}
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
-	r := &run{ctx: ctx, blobs: req.Blobs, gpus: req.GPUs, workerName: req.WorkerName}
+	x := s.executor()
+	r := &run{ctx: ctx, blobs: req.Blobs, gpus: req.GPUs, workerName: req.WorkerName, rl: rl, spec: req.Spec, exec: x}
 	// stop is the one way a workunit is stopped from outside: it cancels
-	// the context (which ends sleeps and waits) and interrupts the script.
+	// the context (which ends sleeps and waits), interrupts the script, and
+	// starts the wait after which a run that has not returned is abandoned.
 	r.cancel = func(cause error) {
 		cancel(cause)
 		rl.interruptRun(r, cause)
+		r.armAbandon(s.eng)
 	}
 	timeout := req.Timeout
 	if timeout <= 0 {
@@ -110,7 +206,13 @@ func (s *slot) run(parent context.Context, req *Request) (*Result, error) {
 		req.Started(r.cancel)
 	}
 	start := time.Now()
-	data, err := rl.evaluate(r, req.Spec)
+	x.work <- r
+	select {
+	case <-x.done:
+	case <-x.abandon:
+		return s.abandoned(ctx, rl, r, stop, time.Since(start))
+	}
+	data, err := r.data, r.err
 	elapsed := time.Since(start)
 	if s.eng.guard != nil {
 		s.eng.guard.remove(r)
@@ -138,6 +240,28 @@ func (s *slot) run(parent context.Context, req *Request) (*Result, error) {
 		}
 	}
 	return res, werr
+}
+
+// abandoned ends run r, which was stopped but did not return within
+// Options.AbandonAfter: the slot gives up its realm and executor, and the
+// workunit fails as its stop says (a time limit, the memory guard, its
+// caller). The console output of r is not read (the stuck goroutine may
+// still write it); a line says it was lost.
+func (s *slot) abandoned(ctx context.Context, rl *realm, r *run, stop func() bool, elapsed time.Duration) (*Result, error) {
+	if s.eng.guard != nil {
+		s.eng.guard.remove(r)
+	}
+	stop()
+	s.abandon(rl)
+	werr := causeError(ctx, context.Cause(ctx), nil)
+	werr.Message += fmt.Sprintf("; it did not stop within %s of its interruption (a long built-in call, such as "+
+		"JSON.stringify of a deeply nested value or a regular expression that backtracks), so its runtime was abandoned", s.eng.opts.AbandonAfter)
+	werr = cutError(werr, s.eng.opts.MaxErrorBytes)
+	s.eng.opts.Logger.Warn("engine: a stopped workunit did not return; its runtime is abandoned",
+		"slot", s.id, "cause", context.Cause(ctx), "abandon_after", s.eng.opts.AbandonAfter, "stuck", s.eng.stuck.Load())
+	c := console{max: s.eng.opts.MaxConsoleBytes}
+	c.add(workunit.LevelWarn, "[riot: the console output of this workunit is lost: its runtime was abandoned]")
+	return &Result{Console: c.finish(), Slot: s.id, Elapsed: elapsed}, werr
 }
 
 // evaluate runs the workunit's code, waits for its promise if it returned
