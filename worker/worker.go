@@ -112,6 +112,15 @@ type Options struct {
 	// Started, when set, is called on a slot's goroutine as each workunit
 	// starts, for logs, metrics and tests. It must not block.
 	Started func(a *client.Assignment)
+	// MaxStuck bounds the workunits stuck in a call that does not return
+	// (engine.Engine.Stuck: stopped past Engine.AbandonAfter, reported
+	// failed, their runtime abandoned while their goroutine goes on).
+	// When that many are stuck, the worker stops as on a signal (it takes
+	// no more work, lets its other slots finish within Grace, hands back
+	// the rest) and Run returns an error wrapping ErrStuck, so that a
+	// supervisor starts it again, without the stuck goroutines. Default:
+	// Slots.
+	MaxStuck int
 
 	// adaptive is set when Prefetch was left zero: the worker sizes its
 	// prefetch, up to Prefetch.
@@ -141,6 +150,9 @@ func (o *Options) setDefaults() error {
 	if o.BlobCacheBytes <= 0 {
 		o.BlobCacheBytes = DefaultBlobCacheBytes
 	}
+	if o.MaxStuck <= 0 {
+		o.MaxStuck = o.Slots
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -164,9 +176,13 @@ func Run(ctx context.Context, opts Options) error {
 	if err := opts.setDefaults(); err != nil {
 		return err
 	}
-	w := &worker{opts: opts, running: make(map[uint64]func(error))}
+	w := &worker{opts: opts, running: make(map[uint64]func(error)), stuck: make(chan struct{})}
 	return w.run(ctx)
 }
+
+// ErrStuck is what Run's error wraps when the worker stopped because
+// Options.MaxStuck workunits were stuck in calls that do not return.
+var ErrStuck = errors.New("too many workunits stuck in calls that do not return")
 
 type worker struct {
 	opts    Options
@@ -181,6 +197,9 @@ type worker struct {
 
 	ident    atomic.Pointer[identity] // the name as of the last welcome seen (self)
 	renameMu sync.Mutex               // serializes renames, so that the latest name wins
+
+	stuck     chan struct{} // closed once MaxStuck workunits are stuck
+	stuckOnce sync.Once
 }
 
 // identity is the name the tracker gave the worker, and the logger that
@@ -343,11 +362,17 @@ func (w *worker) run(ctx context.Context) error {
 	case <-ctx.Done():
 	case <-c.Ended():
 		runErr = fmt.Errorf("worker: %w", c.Err())
+	case <-w.stuck:
+		runErr = fmt.Errorf("worker: %d %w (each past its limit, its runtime abandoned): "+
+			"stopping, so that the worker starts again without them", w.eng.Stuck(), ErrStuck)
+		w.self().log.Error("worker: too many stuck workunits; stopping", "stuck", w.eng.Stuck(), "max_stuck", w.opts.MaxStuck)
 	}
 	stopNow()
 	log := w.self().log
 	log.Info("worker: stopping", "grace", w.opts.Grace)
-	grace := time.AfterFunc(w.opts.Grace, cancelEval)
+	// Running workunits are interrupted early enough that one stuck in a
+	// call is abandoned (AbandonAfter) before the grace ends.
+	grace := time.AfterFunc(interruptAt(w.opts.Grace, eo.AbandonAfter), cancelEval)
 	defer grace.Stop()
 	wg.Wait()
 	// Receive the assignments already on their way, to return them too.
@@ -374,6 +399,17 @@ func (w *worker) run(ctx context.Context) error {
 		_ = c.Return(ls...)
 	}
 	return runErr
+}
+
+// interruptAt returns when, in a stop with grace, running workunits are
+// interrupted: abandon (the engine's AbandonAfter) before the grace ends,
+// so that a workunit stuck in a call is abandoned by then, but not before
+// half the grace.
+func interruptAt(grace, abandon time.Duration) time.Duration {
+	if abandon <= 0 {
+		abandon = engine.DefaultAbandonAfter
+	}
+	return max(grace-abandon, grace/2)
 }
 
 // dial connects, retrying with backoff while the tracker cannot be
@@ -530,6 +566,9 @@ func (w *worker) evaluate(stop, evalCtx context.Context, j *job) bool {
 		}
 	}
 	w.report(r)
+	if err != nil && w.eng.Stuck() >= w.opts.MaxStuck {
+		w.stuckOnce.Do(func() { close(w.stuck) })
+	}
 	return true
 }
 
