@@ -241,8 +241,10 @@ func (w *worker) self() *identity {
 	return next
 }
 
-// errRevoked is the cause of a run the tracker revoked.
-var errRevoked = errors.New("its master canceled it")
+// errRevoked is the cause of a run the tracker revoked: its master
+// canceled it, or its lease passed its deadline (the tracker gave it up,
+// and queued it again).
+var errRevoked = errors.New("the tracker revoked it (its master canceled it, or its lease expired)")
 
 // revoke stops the run of a revoked assignment, if it runs. One that has
 // not started sees Assignment.Revoked when its slot takes it.

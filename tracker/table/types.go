@@ -103,8 +103,9 @@ type Config struct {
 	// the workers. DefaultMaxLost if zero.
 	MaxLost int
 	// LeaseTimeout is the lease of a workunit without a Timeout: a worker
-	// that holds one longer loses it (it goes back to the queue). Zero: such
-	// leases never expire; only WorkerLost takes them back.
+	// that holds one longer loses it (it goes back to the queue, and the
+	// worker gets a Revoke, to stop it). Zero: such leases never expire;
+	// only WorkerLost takes them back.
 	LeaseTimeout time.Duration
 	// LeaseGrace is added to a workunit's own Timeout to get its lease: the
 	// worker enforces the Timeout and answers with a TimeLimit error, so the
