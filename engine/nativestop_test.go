@@ -134,7 +134,9 @@ func TestEngine_Abandon(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			if tt.kind == workunit.TimeLimit {
-				req.Timeout = 50 * time.Millisecond
+				// Far longer than it takes to reach block(), whose wait
+				// the limit then interrupts.
+				req.Timeout = 2 * time.Second
 			} else {
 				go func() {
 					<-entered
@@ -167,18 +169,32 @@ func TestEngine_Abandon(t *testing.T) {
 }
 
 // A workunit that returns after its stop, within AbandonAfter, is not
-// abandoned, and the abandon wait of one workunit never reaches the next.
+// abandoned: it fails with its time limit alone.
 func TestEngine_Abandon_NotWhenItReturns(t *testing.T) {
 	t.Parallel()
-	e := newEngine(t, Options{Slots: 1, AbandonAfter: 20 * time.Millisecond})
-	for range 5 {
+	e := newEngine(t, Options{Slots: 1, AbandonAfter: stopBound})
+	for range 3 {
 		req := evalReq(`while (true) {}`)
 		req.Timeout = 10 * time.Millisecond
 		werr, _ := evalError(t, e, req)
 		assert.Equal(t, workunit.TimeLimit, werr.Kind)
 		assert.Equal(t, "workunit ran past its time limit of 10ms", werr.Message)
-		// Sleeps past the earlier run's abandon wait.
-		assert.Equal(t, true, evalValue(t, e, `sleep(0.05); true`))
 	}
+	assert.Equal(t, 0, e.Abandoned())
+}
+
+// A stop that comes after its workunit ended (a revoke on its way) starts
+// an abandon wait that never reaches the slot's next workunit.
+func TestEngine_Abandon_LateStop(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, Options{Slots: 1, AbandonAfter: time.Millisecond})
+	var stop func(error)
+	req := evalReq(`1`)
+	req.Started = func(s func(error)) { stop = s }
+	_, err := e.Run(context.Background(), req)
+	require.NoError(t, err)
+	stop(errors.New("late"))
+	// Runs past the late stop's abandon wait.
+	assert.Equal(t, true, evalValue(t, e, `sleep(0.05); true`))
 	assert.Equal(t, 0, e.Abandoned())
 }

@@ -33,12 +33,12 @@ type slot struct {
 }
 
 // executor is the goroutine that runs a slot's workunits, one at a time:
-// the slot sends it a run on work and waits on done (it returned) or
-// abandon (it did not return in time after its stop).
+// the slot sends it a run on work and waits on end, for true (the run
+// returned) or false (it did not return in time after its stop: it is
+// abandoned). Only the winner of run.state sends.
 type executor struct {
-	work    chan *run
-	done    chan struct{}
-	abandon chan struct{}
+	work chan *run
+	end  chan bool
 }
 
 // States of a run on its executor (run.state): the executor and the
@@ -53,7 +53,7 @@ const (
 // executor returns the slot's executor, started if it has none.
 func (s *slot) executor() *executor {
 	if s.exec == nil {
-		x := &executor{work: make(chan *run), done: make(chan struct{}, 1), abandon: make(chan struct{}, 1)}
+		x := &executor{work: make(chan *run), end: make(chan bool, 1)}
 		go x.loop(s.eng)
 		s.exec = x
 	}
@@ -67,7 +67,7 @@ func (x *executor) loop(e *Engine) {
 	for r := range x.work {
 		r.data, r.err = r.rl.evaluate(r, r.spec)
 		if r.state.CompareAndSwap(runEvaluating, runReturned) {
-			x.done <- struct{}{}
+			x.end <- true
 			continue
 		}
 		r.rl.close()
@@ -97,7 +97,7 @@ func (r *run) armAbandon(e *Engine) {
 		if r.state.CompareAndSwap(runEvaluating, runAbandoned) {
 			e.stuck.Add(1)
 			e.abandoned.Add(1)
-			x.abandon <- struct{}{}
+			x.end <- false
 		}
 	})
 }
@@ -207,9 +207,7 @@ func (s *slot) run(parent context.Context, req *Request) (*Result, error) {
 	}
 	start := time.Now()
 	x.work <- r
-	select {
-	case <-x.done:
-	case <-x.abandon:
+	if returned := <-x.end; !returned {
 		return s.abandoned(ctx, rl, r, stop, time.Since(start))
 	}
 	data, err := r.data, r.err
