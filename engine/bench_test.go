@@ -28,6 +28,25 @@ func BenchmarkEngine_CachedFunction(b *testing.B) {
 	}
 }
 
+// BenchmarkEngine_CachedFunctionInline is BenchmarkEngine_CachedFunction
+// with Request.Abandoned set, as a worker runs: the caller's goroutine
+// evaluates, with no hand-off to the slot's executor.
+func BenchmarkEngine_CachedFunctionInline(b *testing.B) {
+	e := newEngine(b, Options{Slots: 1})
+	payload, err := value.Marshal([]any{&value.Function{Source: "(x) => x + 1"}, 41.0})
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := Request{Spec: &workunit.Spec{Kind: workunit.Fn, Payload: payload}, Abandoned: func(*Result, error) {}}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.Run(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkEngine_CachedFunctionWithCapture is the same with a captured
 // variable, so that each workunit makes its closure.
 func BenchmarkEngine_CachedFunctionWithCapture(b *testing.B) {

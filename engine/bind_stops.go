@@ -45,7 +45,7 @@ func bindNativeStops(rl *realm) error {
 	}
 	step, _ := goja.AssertFunction(v)
 	replacer := rl.rt.ToValue(func(call goja.FunctionCall) goja.Value {
-		if r := rl.cur; r != nil && r.armed.Load() {
+		if r := rl.cur; r != nil && r.stopped.Load() {
 			// The stop interrupted the runtime: the function's first step
 			// raises it.
 			if _, err := step(goja.Undefined()); err != nil {

@@ -38,6 +38,11 @@ const (
 // ErrClosed is returned by Run after Close.
 var ErrClosed = errors.New("engine: closed")
 
+// ErrAbandoned is what Run returns, once the stuck call returned, for a
+// workunit that was abandoned after its caller was given its failure
+// (Request.Abandoned).
+var ErrAbandoned = errors.New("engine: the workunit was abandoned; its failure went to Request.Abandoned")
+
 // Options configures an Engine. The zero value is usable: every field has
 // a default.
 type Options struct {
@@ -181,6 +186,15 @@ type Request struct {
 	// run has ended it does nothing. A worker uses it for workunits its
 	// tracker revokes.
 	Started func(stop func(cause error))
+	// Abandoned, when set, makes Run evaluate on the caller's goroutine,
+	// without the hand-off to the slot's executor that lets Run return
+	// when the workunit does not (see Options.AbandonAfter). If the
+	// workunit is abandoned, Abandoned is called, on another goroutine,
+	// with what Run would have returned, and the slot goes on without the
+	// caller's goroutine: that one stays in Run until the stuck call
+	// returns, and Run then returns ErrAbandoned. A worker sets it, and
+	// starts another goroutine in the stuck one's place.
+	Abandoned func(res *Result, err error)
 }
 
 // Result is what evaluating a workunit gave.
@@ -320,8 +334,12 @@ func (e *Engine) Run(ctx context.Context, req Request) (*Result, error) {
 	case <-e.done:
 		return nil, ErrClosed
 	}
-	defer e.release(s)
-	return s.run(ctx, &req)
+	res, err := s.run(ctx, &req)
+	if err == ErrAbandoned {
+		return nil, err // the slot went back when the run was abandoned
+	}
+	e.release(s)
+	return res, err
 }
 
 // Eval evaluates source as an eval workunit named "eval" and returns its

@@ -112,17 +112,23 @@ func blockingBinding(entered chan<- struct{}, release <-chan struct{}) Binding {
 }
 
 // A stopped workunit that does not return is abandoned after
-// AbandonAfter: Run returns its failure (the time limit, or the caller's
-// cancel), the slot runs the next workunits on a fresh runtime while the
-// stuck call goes on, and once that call returns its runtime is released.
+// AbandonAfter: its caller gets its failure (the time limit, or the
+// caller's cancel), the slot runs the next workunits on a fresh runtime
+// while the stuck call goes on, and once that call returns its runtime is
+// released. Run returns the failure itself (the executor evaluates), or,
+// with Request.Abandoned (the caller's goroutine evaluates), gives it to
+// Abandoned and returns ErrAbandoned once the call returned.
 func TestEngine_Abandon(t *testing.T) {
 	t.Parallel()
 	for _, tt := range []struct {
-		name string
-		kind workunit.ErrorKind
+		name   string
+		kind   workunit.ErrorKind
+		inline bool
 	}{
-		{"time limit", workunit.TimeLimit},
-		{"caller's cancel", workunit.Canceled},
+		{"time limit", workunit.TimeLimit, false},
+		{"caller's cancel", workunit.Canceled, false},
+		{"time limit, Abandoned", workunit.TimeLimit, true},
+		{"caller's cancel, Abandoned", workunit.Canceled, true},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
@@ -143,7 +149,31 @@ func TestEngine_Abandon(t *testing.T) {
 					cancel()
 				}()
 			}
-			res, err := runBounded(t, ctx, e, req)
+			var returned chan error
+			var res *Result
+			var err error
+			if tt.inline {
+				type out struct {
+					res *Result
+					err error
+				}
+				got := make(chan out, 1)
+				req.Abandoned = func(res *Result, err error) { got <- out{res, err} }
+				returned = make(chan error, 1)
+				go func() {
+					res, err := e.Run(ctx, req)
+					assert.Nil(t, res)
+					returned <- err
+				}()
+				select {
+				case o := <-got:
+					res, err = o.res, o.err
+				case <-time.After(stopBound):
+					t.Fatalf("Abandoned was not called within %s", stopBound)
+				}
+			} else {
+				res, err = runBounded(t, ctx, e, req)
+			}
 			werr := workunitError(t, err)
 			assert.Equal(t, tt.kind, werr.Kind)
 			assert.Contains(t, werr.Message, "so its runtime was abandoned")
@@ -160,6 +190,14 @@ func TestEngine_Abandon(t *testing.T) {
 				assert.Equal(t, "undefined", evalValue(t, e, "typeof dirty"))
 			}
 			close(release)
+			if returned != nil {
+				select {
+				case err := <-returned:
+					assert.ErrorIs(t, err, ErrAbandoned)
+				case <-time.After(stopBound):
+					t.Fatalf("Run did not return within %s of the call's return", stopBound)
+				}
+			}
 			require.Eventually(t, func() bool { return e.Stuck() == 0 }, stopBound, time.Millisecond,
 				"the abandoned runtime is released once its call returns")
 			assert.Equal(t, 1, e.Abandoned())

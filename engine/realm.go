@@ -522,15 +522,23 @@ type run struct {
 	// (sharedSets), settled when it ends.
 	shared []*blobBytes
 
-	// rl, spec and exec are what the slot's executor evaluates; data and
-	// err what it gave. state is runEvaluating until the executor returns
-	// or the run is abandoned (slot.run); armed says the abandon wait was
-	// started.
-	rl    *realm
-	spec  *workunit.Spec
-	exec  *executor
-	data  []byte
-	err   error
-	state atomic.Int32
-	armed atomic.Bool
+	// rl and spec are what is evaluated (run.evaluate), data and err what
+	// it gave, start when it started. state says where the run is
+	// (runSetup...); stopped says it was stopped, and the abandon wait
+	// started (armAbandon), after which takeover ends the run for its
+	// caller: through exec, the executor that evaluates it, or, when the
+	// caller's goroutine evaluates it (exec nil), with onAbandon
+	// (Request.Abandoned). unwatch stops the watch of the caller's
+	// context.
+	rl        *realm
+	spec      *workunit.Spec
+	data      []byte
+	err       error
+	start     time.Time
+	state     atomic.Int32
+	stopped   atomic.Bool
+	slot      *slot
+	exec      *executor
+	onAbandon func(*Result, error)
+	unwatch   func() bool
 }

@@ -41,14 +41,32 @@ type executor struct {
 	end  chan bool
 }
 
-// States of a run on its executor (run.state): the executor and the
-// abandon timer race to move it out of runEvaluating, and the winner says
-// what happens next.
+// States of a run (run.state). The run is in runSetup until its code
+// starts; then the goroutine that evaluates it and the abandon timer race
+// to move it out of runEvaluating, and the winner says what happens next.
 const (
-	runEvaluating int32 = iota
+	runSetup int32 = iota
+	runEvaluating
 	runReturned
 	runAbandoned
 )
+
+// evaluate evaluates r's code on the calling goroutine and reports whether
+// r returned before it was abandoned. An abandoned run is no longer its
+// slot's: its realm is released here, and nothing else of the slot is
+// touched.
+func (r *run) evaluate(e *Engine) (returned bool) {
+	r.state.Store(runEvaluating)
+	r.data, r.err = r.rl.evaluate(r, r.spec)
+	if r.state.CompareAndSwap(runEvaluating, runReturned) {
+		return true
+	}
+	r.rl.close()
+	n := e.stuck.Add(-1)
+	e.opts.Logger.Info("engine: an abandoned workunit's call returned at last; its runtime is released",
+		"slot", r.rl.slotID, "stuck", n)
+	return false
+}
 
 // executor returns the slot's executor, started if it has none.
 func (s *slot) executor() *executor {
@@ -65,16 +83,10 @@ func (s *slot) executor() *executor {
 // goroutine, which then releases the abandoned realm and ends.
 func (x *executor) loop(e *Engine) {
 	for r := range x.work {
-		r.data, r.err = r.rl.evaluate(r, r.spec)
-		if r.state.CompareAndSwap(runEvaluating, runReturned) {
-			x.end <- true
-			continue
+		if !r.evaluate(e) {
+			return
 		}
-		r.rl.close()
-		n := e.stuck.Add(-1)
-		e.opts.Logger.Info("engine: an abandoned workunit's call returned at last; its runtime is released",
-			"slot", r.rl.slotID, "stuck", n)
-		return
+		x.end <- true
 	}
 }
 
@@ -86,20 +98,43 @@ func (s *slot) stopExecutor() {
 	}
 }
 
-// armAbandon starts, once per run, the wait of Options.AbandonAfter after
-// which a stopped run that has not returned is abandoned.
-func (r *run) armAbandon(e *Engine) {
-	if !r.armed.CompareAndSwap(false, true) {
+// noUnwatch is run.unwatch for a run whose caller's context never ends.
+func noUnwatch() bool { return false }
+
+// takeover ends abandoned run r for its caller: the slot's goroutine does,
+// waiting on the executor; or, when the caller's goroutine evaluates (it
+// is stuck in r), this goroutine does, and gives the slot back.
+func (r *run) takeover() {
+	if r.exec != nil {
+		r.exec.end <- false
 		return
 	}
-	x := r.exec
-	time.AfterFunc(e.opts.AbandonAfter, func() {
+	res, err := r.slot.abandoned(r)
+	r.slot.eng.release(r.slot)
+	r.onAbandon(res, err)
+}
+
+// armAbandon starts, once per run, the wait of Options.AbandonAfter after
+// which a stopped run that has not returned is abandoned: run.takeover
+// ends it for its caller. A run still in setup then (its stop came before
+// its code started) gets another wait.
+func (r *run) armAbandon(e *Engine) {
+	if !r.stopped.CompareAndSwap(false, true) {
+		return
+	}
+	var fire func()
+	fire = func() {
 		if r.state.CompareAndSwap(runEvaluating, runAbandoned) {
 			e.stuck.Add(1)
 			e.abandoned.Add(1)
-			x.end <- false
+			r.takeover()
+			return
 		}
-	})
+		if r.state.Load() == runSetup {
+			time.AfterFunc(e.opts.AbandonAfter, fire)
+		}
+	}
+	time.AfterFunc(e.opts.AbandonAfter, fire)
 }
 
 func (s *slot) realm(key string) (*realm, error) {
@@ -145,10 +180,10 @@ func (s *slot) closeRealms() {
 }
 
 // abandon gives up realm rl, whose workunit does not return, with the
-// executor that runs it: rl leaves the slot unclosed (its executor closes
-// it if the call ever returns), and the slot's next run starts a new
-// executor. Nothing the stuck goroutine holds is needed by the slot: a
-// run holds no lock while it evaluates.
+// executor that runs it, if any: rl leaves the slot unclosed (the stuck
+// goroutine closes it if the call ever returns), and the slot's next run
+// starts a new executor. Nothing the stuck goroutine holds is needed by
+// the slot: a run holds no lock while it evaluates.
 func (s *slot) abandon(rl *realm) {
 	for i, r := range s.realms {
 		if r == rl {
@@ -173,8 +208,13 @@ func (s *slot) run(parent context.Context, req *Request) (*Result, error) {
 	}
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
-	x := s.executor()
-	r := &run{ctx: ctx, blobs: req.Blobs, gpus: req.GPUs, workerName: req.WorkerName, rl: rl, spec: req.Spec, exec: x}
+	r := &run{ctx: ctx, blobs: req.Blobs, gpus: req.GPUs, workerName: req.WorkerName, rl: rl, spec: req.Spec,
+		slot: s, onAbandon: req.Abandoned}
+	if req.Abandoned == nil {
+		// Run must return even if the workunit does not: the executor
+		// evaluates, and Run waits for it.
+		r.exec = s.executor()
+	}
 	// stop is the one way a workunit is stopped from outside: it cancels
 	// the context (which ends sleeps and waits), interrupts the script, and
 	// starts the wait after which a run that has not returned is abandoned.
@@ -195,9 +235,9 @@ func (s *slot) run(parent context.Context, req *Request) (*Result, error) {
 
 	rl.cur = r
 	rl.setRunning(r)
-	stop := func() bool { return false }
+	r.unwatch = noUnwatch
 	if parent.Done() != nil {
-		stop = context.AfterFunc(parent, func() { r.cancel(context.Cause(parent)) })
+		r.unwatch = context.AfterFunc(parent, func() { r.cancel(context.Cause(parent)) })
 	}
 	if s.eng.guard != nil {
 		s.eng.guard.add(r)
@@ -205,17 +245,21 @@ func (s *slot) run(parent context.Context, req *Request) (*Result, error) {
 	if req.Started != nil {
 		req.Started(r.cancel)
 	}
-	start := time.Now()
-	x.work <- r
-	if returned := <-x.end; !returned {
-		return s.abandoned(ctx, rl, r, stop, time.Since(start))
+	r.start = time.Now()
+	if x := r.exec; x != nil {
+		x.work <- r
+		if returned := <-x.end; !returned {
+			return s.abandoned(r)
+		}
+	} else if !r.evaluate(s.eng) {
+		return nil, ErrAbandoned
 	}
 	data, err := r.data, r.err
-	elapsed := time.Since(start)
+	elapsed := time.Since(r.start)
 	if s.eng.guard != nil {
 		s.eng.guard.remove(r)
 	}
-	stop()
+	r.unwatch()
 	rl.setRunning(nil)
 	r.timers.reset()
 	if rl.sets != nil && len(r.shared) > 0 {
@@ -245,7 +289,9 @@ func (s *slot) run(parent context.Context, req *Request) (*Result, error) {
 // workunit fails as its stop says (a time limit, the memory guard, its
 // caller). The console output of r is not read (the stuck goroutine may
 // still write it); a line says it was lost.
-func (s *slot) abandoned(ctx context.Context, rl *realm, r *run, stop func() bool, elapsed time.Duration) (*Result, error) {
+func (s *slot) abandoned(r *run) (*Result, error) {
+	ctx, rl, stop := r.ctx, r.rl, r.unwatch
+	elapsed := time.Since(r.start)
 	if s.eng.guard != nil {
 		s.eng.guard.remove(r)
 	}

@@ -337,12 +337,9 @@ func (w *worker) run(ctx context.Context) error {
 		w.dispatch(stop, jobs, &returned)
 	}()
 	var slots sync.WaitGroup
+	env := &slotEnv{stop: stop, evalCtx: evalCtx, jobs: jobs, returned: &returned, slots: &slots}
 	for range w.opts.Slots {
-		slots.Add(1)
-		go func() {
-			defer slots.Done()
-			w.slot(stop, evalCtx, jobs, &returned)
-		}()
+		w.startSlot(env)
 	}
 	c.Credit(w.credits.window)
 	prefetch := any(w.opts.Prefetch)
@@ -486,28 +483,71 @@ func (w *worker) prefetch(ctx context.Context, spec *workunit.Spec) {
 	}
 }
 
-// slot runs jobs one at a time until stop ends.
-func (w *worker) slot(stop, evalCtx context.Context, jobs <-chan *job, returned *leases) {
+// slotEnv is what the slots' goroutines share: the stop, the context of
+// evaluations (it ends Grace after the stop), the queue of jobs, the
+// leases to hand back, and the count of slot goroutines, which the stop
+// waits for.
+type slotEnv struct {
+	stop, evalCtx context.Context
+	jobs          <-chan *job
+	returned      *leases
+	slots         *sync.WaitGroup
+}
+
+// startSlot starts a slot's goroutine. One that is stuck in an abandoned
+// workunit (engine.Request.Abandoned) starts another in its place and no
+// longer counts in env.slots: the stop does not wait for it.
+func (w *worker) startSlot(env *slotEnv) {
+	env.slots.Add(1)
+	var once sync.Once
+	done := func() { once.Do(env.slots.Done) }
+	go func() {
+		defer done()
+		w.slot(env, func() {
+			w.startSlot(env)
+			done()
+		})
+	}()
+}
+
+// slot runs jobs one at a time until the stop, or until its goroutine is
+// stuck in an abandoned workunit, after replace started another.
+func (w *worker) slot(env *slotEnv, replace func()) {
 	for {
 		select {
-		case <-stop.Done():
+		case <-env.stop.Done():
 			return
-		case j := <-jobs:
-			if stop.Err() != nil {
-				returned.add(j.a.Lease())
+		case j := <-env.jobs:
+			if env.stop.Err() != nil {
+				env.returned.add(j.a.Lease())
 				return
 			}
-			if !w.evaluate(stop, evalCtx, j) {
-				returned.add(j.a.Lease())
+			switch w.evaluate(env, j, replace) {
+			case handBack:
+				env.returned.add(j.a.Lease())
+			case abandoned:
+				return
 			}
 		}
 	}
 }
 
-// evaluate runs one job and reports its result. It returns false when the
-// job was interrupted by the end of the grace period and must be returned
-// unfinished.
-func (w *worker) evaluate(stop, evalCtx context.Context, j *job) bool {
+// What became of a job a slot ran (evaluate).
+type outcome int
+
+const (
+	reported  outcome = iota // its result or error went to the tracker
+	handBack                 // interrupted by the end of the grace: hand it back
+	abandoned                // stuck: handled by Abandoned, on another goroutine
+)
+
+// evaluate runs one job and reports its result. A workunit that is
+// abandoned (it did not return after its stop) is reported, or handed
+// back, as soon as it is, by the engine's call of Abandoned, which then
+// has replace start another goroutine in this one's place; evaluate
+// returns abandoned when the stuck call returns at last.
+func (w *worker) evaluate(env *slotEnv, j *job, replace func()) outcome {
+	stop, evalCtx := env.stop, env.evalCtx
 	a := j.a
 	if a.Revoked() {
 		r := client.Report{Lease: a.Lease(),
@@ -516,7 +556,7 @@ func (w *worker) evaluate(stop, evalCtx context.Context, j *job) bool {
 			r.Credit = w.credits.done(0)
 		}
 		w.report(r)
-		return true
+		return reported
 	}
 	gpus, release := w.gpus.take(a.GPUs)
 	defer release()
@@ -540,7 +580,29 @@ func (w *worker) evaluate(stop, evalCtx context.Context, j *job) bool {
 				stop(errRevoked)
 			}
 		},
+		// This goroutine evaluates (no hand-off to the engine's); if the
+		// workunit is stuck, the engine ends it here, and another
+		// goroutine takes this one's place.
+		Abandoned: func(res *engine.Result, err error) {
+			if !w.finish(stop, evalCtx, a, res, err) {
+				env.returned.add(a.Lease())
+			}
+			replace()
+		},
 	})
+	if errors.Is(err, engine.ErrAbandoned) {
+		return abandoned
+	}
+	if !w.finish(stop, evalCtx, a, res, err) {
+		return handBack
+	}
+	return reported
+}
+
+// finish reports the end of assignment a's run. It returns false when the
+// run was interrupted by the end of the grace period and must be handed
+// back unfinished.
+func (w *worker) finish(stop, evalCtx context.Context, a *client.Assignment, res *engine.Result, err error) bool {
 	w.mu.Lock()
 	delete(w.running, a.Token)
 	w.mu.Unlock()
