@@ -21,10 +21,11 @@ import (
 // from a clean runtime.
 //
 // A slot evaluates on a goroutine of its own, its executor, and waits for
-// it: a workunit that was stopped (time limit, memory guard, caller) but
-// does not return within Options.AbandonAfter, because a built-in call
-// does not look at interrupts, is abandoned with its runtime and its
-// executor (see abandon), and the slot goes on with fresh ones.
+// it; or, for a request with Abandoned, on the caller's goroutine. A
+// workunit that was stopped (time limit, memory guard, caller) but does
+// not return within Options.AbandonAfter, because a built-in call does
+// not look at interrupts, is abandoned with its runtime and the goroutine
+// that runs it (see abandon), and the slot goes on with fresh ones.
 type slot struct {
 	id     int
 	eng    *Engine
@@ -179,19 +180,21 @@ func (s *slot) closeRealms() {
 	s.stopExecutor()
 }
 
-// abandon gives up realm rl, whose workunit does not return, with the
-// executor that runs it, if any: rl leaves the slot unclosed (the stuck
+// abandon gives up realm rl, whose workunit does not return, with x, the
+// executor that runs it, if any (nil: the caller's goroutine runs it): rl leaves the slot unclosed (the stuck
 // goroutine closes it if the call ever returns), and the slot's next run
 // starts a new executor. Nothing the stuck goroutine holds is needed by
 // the slot: a run holds no lock while it evaluates.
-func (s *slot) abandon(rl *realm) {
+func (s *slot) abandon(rl *realm, x *executor) {
 	for i, r := range s.realms {
 		if r == rl {
 			s.realms = slices.Delete(s.realms, i, i+1)
 			break
 		}
 	}
-	s.exec = nil
+	if x != nil && s.exec == x {
+		s.exec = nil
+	}
 }
 
 // timeLimitError is the cause of a run that passed its time limit.
@@ -296,7 +299,7 @@ func (s *slot) abandoned(r *run) (*Result, error) {
 		s.eng.guard.remove(r)
 	}
 	stop()
-	s.abandon(rl)
+	s.abandon(rl, r.exec)
 	werr := causeError(ctx, context.Cause(ctx), nil)
 	werr.Message += fmt.Sprintf("; it did not stop within %s of its interruption (a long built-in call, such as "+
 		"JSON.stringify of a deeply nested value or a regular expression that backtracks), so its runtime was abandoned", s.eng.opts.AbandonAfter)
