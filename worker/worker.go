@@ -77,8 +77,10 @@ type Options struct {
 	Prefetch int
 	// Grace is how long a stopping worker lets its running workunits
 	// finish before it interrupts them and hands them back to the tracker.
-	// Default: DefaultGrace. Negative means no grace: running workunits
-	// are interrupted at once.
+	// They are interrupted Engine.AbandonAfter before it ends (not before
+	// half of it), so that one stuck in a built-in call is abandoned, and
+	// handed back, within it. Default: DefaultGrace. Negative means no
+	// grace: running workunits are interrupted at once.
 	Grace time.Duration
 	// Engine configures evaluation: the default time limit (Timeout), the
 	// memory guard (MemoryLimit), stack depth, console and result bounds.
@@ -321,7 +323,8 @@ func (w *worker) run(ctx context.Context) error {
 	defer w.eng.Close()
 	w.cache = NewCache(w.opts.BlobCacheBytes, c.FetchBlob)
 
-	// evalCtx bounds evaluations: it ends Grace after the stop.
+	// evalCtx bounds evaluations: it ends near the end of the grace
+	// (interruptAt).
 	evalCtx, cancelEval := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelEval()
 	stop, stopNow := context.WithCancel(ctx)
@@ -362,8 +365,8 @@ func (w *worker) run(ctx context.Context) error {
 	case <-c.Ended():
 		runErr = fmt.Errorf("worker: %w", c.Err())
 	case <-w.stuck:
-		runErr = fmt.Errorf("worker: %d %w (each past its limit, its runtime abandoned): "+
-			"stopping, so that the worker starts again without them", w.eng.Stuck(), ErrStuck)
+		runErr = fmt.Errorf("worker: %w: %d of them (each past its limit, its runtime abandoned); "+
+			"stopping, so that the worker starts again without them", ErrStuck, w.eng.Stuck())
 		w.self().log.Error("worker: too many stuck workunits; stopping", "stuck", w.eng.Stuck(), "max_stuck", w.opts.MaxStuck)
 	}
 	stopNow()
@@ -484,7 +487,7 @@ func (w *worker) prefetch(ctx context.Context, spec *workunit.Spec) {
 }
 
 // slotEnv is what the slots' goroutines share: the stop, the context of
-// evaluations (it ends Grace after the stop), the queue of jobs, the
+// evaluations (it ends near the end of the grace: interruptAt), the queue of jobs, the
 // leases to hand back, and the count of slot goroutines, which the stop
 // waits for.
 type slotEnv struct {
