@@ -52,7 +52,7 @@ const exitBound = 30 * time.Second
 func TestE2E_StuckNativeCall(t *testing.T) {
 	t.Parallel()
 	tr := bins.StartTracker(t, e2e.TrackerOptions{})
-	w := bins.StartWorker(t, tr.Addr(), e2e.WorkerOptions{Name: "w", Slots: 2, Args: []string{"--grace", "2s"}})
+	w := bins.StartWorker(t, tr.Addr(), e2e.WorkerOptions{Name: "w", Slots: 2, Args: []string{"--grace", "2s", "--log-level", "debug"}})
 	tr.WaitFor(t, workers(1))
 
 	res := bins.RunEval(t, "--quiet", "--tracker", tr.Addr(), jobScript(t, "stuck.js", stuckScript))
@@ -69,13 +69,15 @@ func TestE2E_StuckNativeCall(t *testing.T) {
 
 	// Another stuck call, with no time limit, runs as the worker gets
 	// SIGTERM.
+	mark := w.Mark()
 	bg, cancelBG := context.WithCancel(t.Context())
 	defer cancelBG()
 	go func() {
 		_, _ = bins.Eval(bg, nil, "--tracker", tr.Addr(), "-e", stuckSource)
 	}()
 	tr.WaitFor(t, func(s tracker.Status) bool { return s.Workunits.Running == 1 })
-	mark := w.Mark()
+	_, err = w.WaitLogAfter(e2eCtx(t), mark, workerMsg("worker: workunit started"))
+	require.NoError(t, err, "the worker runs the stuck workunit")
 	start := time.Now()
 	require.NoError(t, w.Signal(syscall.SIGTERM))
 	ctx, cancel := context.WithTimeout(t.Context(), exitBound)

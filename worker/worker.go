@@ -566,6 +566,9 @@ func (w *worker) evaluate(env *slotEnv, j *job, replace func()) outcome {
 	if w.opts.Started != nil {
 		w.opts.Started(a)
 	}
+	if log := w.ident.Load().log; log.Enabled(stop, slog.LevelDebug) {
+		log.Debug("worker: workunit started", "key", a.Key.Short(), "token", a.Token)
+	}
 	res, err := w.eng.Run(evalCtx, engine.Request{
 		Spec:    j.spec,
 		Realm:   a.Realm,
