@@ -1,13 +1,16 @@
 package worker_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/riot-go/riot/client"
 	"github.com/riot-go/riot/engine"
+	"github.com/riot-go/riot/tracker"
 	"github.com/riot-go/riot/tracker/trackertest"
 	"github.com/riot-go/riot/worker"
 	"github.com/riot-go/riot/workunit"
@@ -54,4 +57,36 @@ func TestWorker_MaxStuck(t *testing.T) {
 		t.Fatal("the worker did not stop")
 	}
 	assert.ErrorIs(t, w.err, worker.ErrStuck)
+}
+
+// TestWorker_LeaseExpiryStopsStuckWorkunit: a workunit without a time
+// limit, stuck in a built-in call past its lease, is revoked by the
+// tracker: the worker stops it and abandons it, so that its slot runs
+// other work. It fails once it has lost MaxLost deliveries. A regression
+// test: the tracker took the lease back without telling the worker, which
+// kept the slot stuck, and gave the workunit back to the same worker.
+func TestWorker_LeaseExpiryStopsStuckWorkunit(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t, trackertest.WithOptions(func(o *tracker.Options) {
+		o.LeaseTimeout, o.MaxLost = 300*time.Millisecond, 2
+	}))
+	start(t, tr.Addr(), worker.Options{Name: "w", Slots: 2, Prefetch: -1, MaxStuck: 10,
+		Engine: engine.Options{AbandonAfter: 50 * time.Millisecond}})
+	m := master(t, tr.Addr())
+	ctx := ctxFor(t)
+	// Backtracks for many minutes.
+	_, err := m.Submit(eval(`/^(a+)+\1b$/.test('a'.repeat(33))`), workunit.Options{}).Wait(ctx)
+	var werr *workunit.Error
+	require.ErrorAs(t, err, &werr)
+	assert.Equal(t, workunit.WorkersLost, werr.Kind, werr.Message)
+
+	// Both slots are free again, long before the stuck calls return.
+	free, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	a := m.Submit(eval("'a'"), workunit.Options{})
+	b := m.Submit(eval("'b'"), workunit.Options{})
+	for _, c := range []*client.Call{a, b} {
+		_, err := c.Wait(free)
+		require.NoError(t, err)
+	}
 }
