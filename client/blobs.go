@@ -23,14 +23,39 @@ const maxHaveHashes = 8192
 // Each hash must be blob.Sum of its data, and each blob within the
 // tracker's MaxBlobBytes (a *BlobLimitError otherwise). A blob larger
 // than the tracker's Limits.PieceBytes goes in pieces (BlobWrite), a few
-// at a time, without copies of its data.
+// at a time, without copies of its data. EnsureBlobs is EnsureBlobParts
+// with each blob in one part.
 func (c *Client) EnsureBlobs(ctx context.Context, blobs map[blob.Hash][]byte) error {
+	parts := make(map[blob.Hash]blob.Parts, len(blobs))
+	for h, data := range blobs {
+		parts[h] = blob.Parts{data}
+	}
+	return c.EnsureBlobParts(ctx, parts)
+}
+
+// EnsureBlobParts is EnsureBlobs for blobs given as parts (blob.Parts):
+// each blob is the concatenation of its parts, and its hash that of the
+// concatenation, as if it were one slice. A blob that goes in pieces is
+// sent from its parts as they are, a piece that lies within one part
+// without a copy (one that spans two parts is copied into a piece of its
+// own), so that a large value given as a few header bytes and a buffer
+// by reference is never copied whole.
+//
+// The parts are read while the upload goes on, which is after
+// EnsureBlobParts returns when ctx ends first (the upload goes on for
+// other callers): the caller must not change them until then. The tracker
+// hashes each blob as it arrives and refuses one whose bytes do not match
+// its hash, so a blob changed during its upload is an error and is not
+// stored, never stored under a hash its bytes do not have.
+func (c *Client) EnsureBlobParts(ctx context.Context, blobs map[blob.Hash]blob.Parts) error {
 	// A blob that goes in pieces is checked by the tracker as it arrives
 	// (an error if it does not match): one pass less over a large value.
 	small := c.Limits().PieceBytes()
 	for h, data := range blobs {
-		if len(data) <= small && blob.Sum(data) != h {
-			return fmt.Errorf("client: blob %s: its data hashes to %s", h.Short(), blob.Sum(data).Short())
+		if data.Len() <= small {
+			if sum := data.Sum(); sum != h {
+				return fmt.Errorf("client: blob %s: its data hashes to %s", h.Short(), sum.Short())
+			}
 		}
 	}
 	c.mu.Lock()
@@ -47,9 +72,9 @@ func (c *Client) EnsureBlobs(ctx context.Context, blobs map[blob.Hash][]byte) er
 		if _, ok := c.stored[h]; ok {
 			continue
 		}
-		if len(data) > lim {
+		if size := data.Len(); size > lim {
 			c.mu.Unlock()
-			return &BlobLimitError{Hash: h, Size: len(data), Limit: lim}
+			return &BlobLimitError{Hash: h, Size: size, Limit: lim}
 		}
 		if p := c.puts[h]; p != nil {
 			p.refs++
@@ -86,7 +111,7 @@ func (c *Client) EnsureBlobs(ctx context.Context, blobs map[blob.Hash][]byte) er
 				wait = append(wait, p)
 				continue
 			}
-			if len(data) > piece {
+			if data.Len() > piece {
 				// Like a blob-put, it goes on for others when this caller
 				// stops waiting; it ends with the client.
 				p := c.newSharedLocked(c.puts, h, "blob-write "+h.Short())
@@ -94,7 +119,7 @@ func (c *Client) EnsureBlobs(ctx context.Context, blobs map[blob.Hash][]byte) er
 				wait = append(wait, p)
 				continue
 			}
-			p := c.sharedLocked(c.puts, h, "blob-put "+h.Short(), &wire.BlobPut{Hash: h, Data: data})
+			p := c.sharedLocked(c.puts, h, "blob-put "+h.Short(), &wire.BlobPut{Hash: h, Data: data.Bytes()})
 			p.keep = true // it goes on for others when this caller stops waiting
 			wait = append(wait, p)
 		}
@@ -113,6 +138,14 @@ func (c *Client) EnsureBlobs(ctx context.Context, blobs map[blob.Hash][]byte) er
 func (c *Client) PutBlob(ctx context.Context, data []byte) (blob.Hash, error) {
 	h := blob.Sum(data)
 	return h, c.EnsureBlobs(ctx, map[blob.Hash][]byte{h: data})
+}
+
+// PutBlobParts is PutBlob for a blob given as parts (EnsureBlobParts):
+// its hash is that of their concatenation, computed from the parts as they
+// are, and they are read, not copied, until the upload ends.
+func (c *Client) PutBlobParts(ctx context.Context, parts blob.Parts) (blob.Hash, error) {
+	h := parts.Sum()
+	return h, c.EnsureBlobParts(ctx, map[blob.Hash]blob.Parts{h: parts})
 }
 
 // FetchBlob returns the blob h from the tracker (BlobRead → BlobPart, in

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"runtime"
 	"sync"
 	"time"
@@ -55,6 +56,15 @@ type Options struct {
 	// Agent names the software in Hello. Default: Agent and the Go
 	// version.
 	Agent string
+	// Job names what this master runs, for the tracker's status pages and
+	// dashboard, which count work by job (docs/http.md): one Client's
+	// session is one job. riot-worker eval gives the job script's file
+	// name. Default: the program's name (os.Args[0] without its
+	// directory) for a master, "" for a worker.
+	Job string
+	// MemoryLimit is the heap limit a worker enforces, in bytes, as its
+	// Hello says it (0: none); status pages show it.
+	MemoryLimit uint64
 	// Logger receives the client's logs (connections lost and made).
 	// Default: slog.Default().
 	Logger *slog.Logger
@@ -92,6 +102,9 @@ func (o *Options) setDefaults() error {
 			h = "riot"
 		}
 		o.Name = h
+	}
+	if o.Job == "" && (o.Role == "" || o.Role == wire.RoleMaster) && len(os.Args) > 0 {
+		o.Job = filepath.Base(os.Args[0])
 	}
 	if o.Role == "" {
 		o.Role = wire.RoleMaster

@@ -129,15 +129,17 @@ func (c *Client) connect(ctx context.Context) (*conn, error) {
 
 func (c *Client) handshake(ctx context.Context, ws *websocket.Conn) (*conn, error) {
 	hello := &wire.Hello{
-		Version:  wire.ProtocolVersion,
-		Role:     c.opts.Role,
-		Name:     c.opts.Name,
-		Session:  c.opts.Session,
-		Slots:    c.opts.Slots,
-		Prefetch: c.opts.Prefetch,
-		GPUs:     c.opts.GPUs,
-		Token:    c.opts.Token,
-		Agent:    c.opts.Agent,
+		Version:     wire.ProtocolVersion,
+		Role:        c.opts.Role,
+		Name:        c.opts.Name,
+		Session:     c.opts.Session,
+		Slots:       c.opts.Slots,
+		Prefetch:    c.opts.Prefetch,
+		GPUs:        c.opts.GPUs,
+		Token:       c.opts.Token,
+		Agent:       c.opts.Agent,
+		Job:         c.opts.Job,
+		MemoryLimit: c.opts.MemoryLimit,
 	}
 	frame, err := wire.Encode(hello)
 	if err != nil {

@@ -634,3 +634,82 @@ func TestFake_OnFinished_DoesNotFetchABlobResult(t *testing.T) {
 	assert.Equal(t, 1, ft.reads)
 	ft.mu.Unlock()
 }
+
+// blobParts cuts data into a header of h bytes, a body, and a trailer of
+// t bytes, as a master gives a typed array (its buffer by reference).
+func blobParts(data []byte, h, t int) blob.Parts {
+	return blob.Parts{data[:h:h], data[h : len(data)-t : len(data)-t], data[len(data)-t:]}
+}
+
+// TestFake_BlobParts: a blob given as parts has the hash of their
+// concatenation and reaches the tracker as the same bytes as when given
+// in one slice, in pieces or whole.
+func TestFake_BlobParts(t *testing.T) {
+	t.Parallel()
+	ft := newFakeTracker(t)
+	ft.limits = wire.Limits{MaxFrameBytes: 64 << 10, MaxBlobBytes: 1 << 20}
+	c := dialFake(t, ft, Options{})
+	ctx := testCtx(t)
+	piece := c.Limits().PieceBytes()
+	for _, size := range []int{20, piece, piece + 1, 10*piece + 123} {
+		data := make([]byte, size)
+		for i := range data {
+			data[i] = byte(i*7 + size)
+		}
+		h := blob.Sum(data)
+		parts := blobParts(data, 9, 3)
+		require.Equal(t, h, parts.Sum(), "size %d: the parts hash as the whole", size)
+		ft.mu.Lock()
+		writes := ft.writes
+		ft.mu.Unlock()
+		require.NoError(t, c.EnsureBlobParts(ctx, map[blob.Hash]blob.Parts{h: parts}), "size %d", size)
+		ft.mu.Lock()
+		assert.Equal(t, data, ft.blobs[h], "size %d: the tracker holds the same bytes", size)
+		if size > piece {
+			assert.Equal(t, (size+piece-1)/piece, ft.writes-writes, "size %d: one blob-write per piece", size)
+		}
+		ft.mu.Unlock()
+		got, err := c.FetchBlob(ctx, h)
+		require.NoError(t, err)
+		assert.Equal(t, data, got)
+	}
+
+	// A small blob's parts are checked against its hash before it goes.
+	small := []byte("header, body and trailer")
+	err := c.EnsureBlobParts(ctx, map[blob.Hash]blob.Parts{blob.Sum([]byte("other")): blobParts(small, 6, 7)})
+	assert.ErrorContains(t, err, "hashes to")
+}
+
+// TestFake_BlobParts_ChangedDuringUpload: a blob whose bytes change while
+// its pieces go (the caller broke EnsureBlobParts' rule) is refused by the
+// tracker, which hashes what arrived: an error, and nothing stored under
+// the hash.
+func TestFake_BlobParts_ChangedDuringUpload(t *testing.T) {
+	t.Parallel()
+	ft := newFakeTracker(t)
+	ft.limits = wire.Limits{MaxFrameBytes: 64 << 10}
+	c := dialFake(t, ft, Options{})
+	ctx := testCtx(t)
+	piece := c.Limits().PieceBytes()
+	data := make([]byte, 12*piece)
+	for i := range data {
+		data[i] = byte(i * 3)
+	}
+	h := blob.Sum(data)
+	parts := blobParts(data, 9, 3)
+	body := parts[1]
+	ft.onWrite = func(m *wire.BlobWrite) {
+		if m.Offset == 0 {
+			// The last pieces wait for the first one's answer: they go
+			// changed.
+			body[len(body)-1]++
+		}
+	}
+	err := c.EnsureBlobParts(ctx, map[blob.Hash]blob.Parts{h: parts})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "bad hash")
+	ft.mu.Lock()
+	_, stored := ft.blobs[h]
+	ft.mu.Unlock()
+	assert.False(t, stored, "nothing stored under a hash its bytes do not have")
+}

@@ -44,6 +44,9 @@ type fakeTracker struct {
 	dropAt   int                                     // the blob-write (counted in writes) whose connection drops instead of its answer
 	reads    int                                     // blob-read messages taken
 	readGate chan struct{}                           // when set, blob-parts wait until it is closed
+	// onWrite, when set, sees each blob-write before the tracker takes
+	// it (under mu).
+	onWrite func(m *wire.BlobWrite)
 }
 
 // fakePart names an upload in pieces: they live on one connection.
@@ -298,6 +301,9 @@ func (ft *fakeTracker) handleLocked(fc *fakeConn, m wire.Msg) {
 		fc.send(&wire.BlobData{Req: m.Req, Hash: m.Hash, Data: data, Missing: !ok})
 	case *wire.BlobWrite:
 		ft.writes++
+		if ft.onWrite != nil {
+			ft.onWrite(m)
+		}
 		if ft.parts == nil {
 			ft.parts = map[fakePart][]byte{}
 		}

@@ -59,7 +59,7 @@ func (c *Client) newSharedLocked(table map[blob.Hash]*rpc, h blob.Hash, op strin
 
 // putPieces uploads data as the blob h in pieces (BlobWrite), at most
 // pieceWindow in flight, and ends r with the outcome.
-func (c *Client) putPieces(ctx context.Context, h blob.Hash, data []byte, piece int, r *rpc) {
+func (c *Client) putPieces(ctx context.Context, h blob.Hash, data blob.Parts, piece int, r *rpc) {
 	var err error
 	for range pieceAttempts {
 		if err = c.writePieces(ctx, h, data, piece); !errors.Is(err, errPieceLost) {
@@ -74,12 +74,12 @@ func (c *Client) putPieces(ctx context.Context, h blob.Hash, data []byte, piece 
 	r.finish(nil, err)
 }
 
-func (c *Client) writePieces(ctx context.Context, h blob.Hash, data []byte, piece int) error {
+func (c *Client) writePieces(ctx context.Context, h blob.Hash, data blob.Parts, piece int) error {
 	var inflight []*rpc
-	off := 0
-	for off < len(data) || len(inflight) > 0 {
-		for len(inflight) < pieceWindow && off < len(data) {
-			end := min(off+piece, len(data))
+	off, size := 0, data.Len()
+	for off < size || len(inflight) > 0 {
+		for len(inflight) < pieceWindow && off < size {
+			end := min(off+piece, size)
 			c.mu.Lock()
 			if c.err != nil {
 				err := c.err
@@ -87,7 +87,7 @@ func (c *Client) writePieces(ctx context.Context, h blob.Hash, data []byte, piec
 				return err
 			}
 			p := c.startLocked(fmt.Sprintf("blob-write %s at %d", h.Short(), off),
-				&wire.BlobWrite{Hash: h, Size: uint64(len(data)), Offset: uint64(off), Data: data[off:end:end]})
+				&wire.BlobWrite{Hash: h, Size: uint64(size), Offset: uint64(off), Data: data.Slice(off, end)})
 			c.mu.Unlock()
 			inflight = append(inflight, p)
 			off = end

@@ -70,6 +70,19 @@ func (c *Client) Credit(n int) {
 	c.sendLocked(&wire.Credit{N: n})
 }
 
+// SendStats tells the tracker how this worker is doing: its heap in use
+// and how many workunits it runs now (wire.Stats), for status pages. It
+// does not block; a stats message not sent when the connection drops is
+// not sent again.
+func (c *Client) SendStats(heap uint64, running int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return
+	}
+	c.sendLocked(&wire.Stats{Heap: heap, Running: running})
+}
+
 // signalAssign wakes a goroutine waiting in NextAssignment.
 func (c *Client) signalAssign() {
 	select {

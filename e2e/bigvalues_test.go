@@ -101,3 +101,32 @@ func TestE2E_ValueOverLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestE2E_BufferSentFromItsBytes: a large typed array goes to riotd from
+// its own buffer, and a getter of a later argument that writes to it
+// during the same call makes the call throw, naming the value, rather
+// than send bytes its hash does not name (docs/values.md, "Large
+// buffers"); changed between calls, it is sent as it is.
+func TestE2E_BufferSentFromItsBytes(t *testing.T) {
+	t.Parallel()
+	script := writeScript(t, "buffer.js", `
+const big = new Float64Array(1 << 18)
+const sneaky = { get x() { big[0] = 99; return 1 } }
+try {
+  riot.doWork((a, s) => a[0] + s.x, big, sneaky)
+  console.log('sent')
+} catch (e) {
+  console.log(e.message)
+}
+console.log('then', riot.waitUntilDone(riot.doWork((a) => a[0] + a.length, big)))
+`)
+	tr := bins.StartTracker(t, e2e.TrackerOptions{Args: []string{"--max-frame-bytes", "1MiB"}})
+	bins.StartWorker(t, tr.Addr(), e2e.WorkerOptions{Name: "w", Slots: 1})
+	tr.WaitFor(t, workers(1))
+	res := bins.RunEval(t, "--tracker", tr.Addr(), script)
+	require.Equal(t, 0, res.Code, res)
+	assert.Contains(t, res.Stdout, "riot.doWork: blob ")
+	assert.Contains(t, res.Stdout, ": its value (a Float64Array of 2097152 bytes (2.0 MiB)) changed after it was encoded for this workunit and before it was uploaded")
+	assert.NotContains(t, res.Stdout, "sent\n")
+	assert.Contains(t, res.Stdout, "then 262243\n")
+}

@@ -62,3 +62,31 @@ func (b Bins) RunEval(t testing.TB, args ...string) EvalResult {
 	}
 	return res
 }
+
+// RunWorker runs `riot-worker ARGS...` (a command other than eval, such
+// as status or cancel) until it exits, as RunEval does, with env added to
+// its environment.
+func (b Bins) RunWorker(t testing.TB, env []string, args ...string) EvalResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), DefaultWait)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, b.RiotWorker, args...)
+	cmd.Dir = b.Root
+	cmd.Env = childEnv(env)
+	cmd.SysProcAttr = sysProcAttr()
+	cmd.WaitDelay = time.Second
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	res := EvalResult{Stdout: stdout.String(), Stderr: stderr.String()}
+	var ee *exec.ExitError
+	switch {
+	case ctx.Err() != nil:
+		t.Fatalf("e2e: riot-worker %s: %v\n%s", strings.Join(args, " "), ctx.Err(), res)
+	case errors.As(err, &ee):
+		res.Code = ee.ExitCode()
+	case err != nil:
+		t.Fatalf("e2e: riot-worker %s: %v", strings.Join(args, " "), err)
+	}
+	return res
+}

@@ -195,6 +195,18 @@ type Request struct {
 	// returns, and Run then returns ErrAbandoned. A worker sets it, and
 	// starts another goroutine in the stuck one's place.
 	Abandoned func(res *Result, err error)
+	// PutResult, when set, is given the result of a workunit that did not
+	// fail, before its slot runs anything else: its encoding as parts
+	// (jsvalue's EncodeParts: a typed array's or ArrayBuffer's bytes by
+	// reference, which no script can change until PutResult returns) and
+	// the size of its console. It returns what Result.Value is to be: the
+	// parts' bytes (parts.Bytes()), or the value document that refers to
+	// the blob it uploaded them as; or an error, which fails the workunit
+	// (Run returns it; a *workunit.Error is the workunit's error as it
+	// is). A worker uploads a large result this way, from the result's
+	// own buffer rather than a copy. Without it, Result.Value is the parts'
+	// bytes.
+	PutResult func(ctx context.Context, parts blob.Parts, consoleBytes int) ([]byte, error)
 }
 
 // Result is what evaluating a workunit gave.

@@ -532,7 +532,7 @@ type run struct {
 	// context.
 	rl        *realm
 	spec      *workunit.Spec
-	data      []byte
+	data      blob.Parts
 	err       error
 	start     time.Time
 	state     atomic.Int32

@@ -11,6 +11,7 @@ import (
 
 	"github.com/dop251/goja"
 
+	"github.com/riot-go/riot/blob"
 	"github.com/riot-go/riot/engine/internal/jsvalue"
 	"github.com/riot-go/riot/workunit"
 )
@@ -257,7 +258,7 @@ func (s *slot) run(parent context.Context, req *Request) (*Result, error) {
 	} else if !r.evaluate(s.eng) {
 		return nil, ErrAbandoned
 	}
-	data, err := r.data, r.err
+	parts, err := r.data, r.err
 	elapsed := time.Since(r.start)
 	if s.eng.guard != nil {
 		s.eng.guard.remove(r)
@@ -272,7 +273,17 @@ func (s *slot) run(parent context.Context, req *Request) (*Result, error) {
 
 	res := &Result{Console: r.console.finish(), Slot: s.id, Elapsed: elapsed}
 	if err == nil {
-		res.Value = data
+		if req.PutResult == nil {
+			res.Value = parts.Bytes()
+			return res, nil
+		}
+		// The slot is this run's until it returns: no script runs in the
+		// realm, so a buffer among the parts stays as it was encoded.
+		v, perr := req.PutResult(parent, parts, len(res.Console))
+		if perr != nil {
+			return res, perr
+		}
+		res.Value = v
 		return res, nil
 	}
 	werr, discard := rl.failure(ctx, err)
@@ -312,9 +323,12 @@ func (s *slot) abandoned(r *run) (*Result, error) {
 }
 
 // evaluate runs the workunit's code, waits for its promise if it returned
-// one, and encodes the result. A Go panic from the engine's own code stops
-// here and fails only this workunit.
-func (rl *realm) evaluate(r *run, spec *workunit.Spec) (data []byte, err error) {
+// one, and encodes the result, in parts (jsvalue's EncodeParts): a typed
+// array or ArrayBuffer result is its buffer's bytes by reference, between
+// a few bytes of its own; any other is one part, the realm's own. A Go
+// panic from the engine's own code stops here and fails only this
+// workunit.
+func (rl *realm) evaluate(r *run, spec *workunit.Spec) (data blob.Parts, err error) {
 	defer func() {
 		if x := recover(); x != nil {
 			if e, ok := x.(error); ok {
@@ -338,19 +352,22 @@ func (rl *realm) evaluate(r *run, spec *workunit.Spec) (data []byte, err error) 
 	if len(r.unhandled) > 0 {
 		return nil, &rejection{value: r.unhandled[0].Result()}
 	}
-	var out []byte
-	if ex := rl.rt.Try(func() { out, err = rl.enc.EncodeValue(v) }); ex != nil {
+	var out blob.Parts
+	if ex := rl.rt.Try(func() { out, err = rl.enc.EncodeParts(v) }); ex != nil {
 		return nil, ex
 	}
 	if err != nil {
 		return nil, err
 	}
-	if len(out) > takeResultBytes {
+	if len(out) > 1 {
+		return out, nil // the result's buffer and a few bytes of its own
+	}
+	if len(out[0]) > takeResultBytes {
 		// The encoder's buffer becomes the result: no copy of a large
 		// value, and the realm does not keep its buffer.
-		return rl.enc.TakeBytes(), nil
+		return blob.Parts{rl.enc.TakeBytes()}, nil
 	}
-	return append([]byte(nil), out...), nil
+	return blob.Parts{append([]byte(nil), out[0]...)}, nil
 }
 
 // takeResultBytes is the encoded size from which a result is the

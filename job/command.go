@@ -136,7 +136,11 @@ func printConsole(w io.Writer, worker string, c workunit.Console) {
 // worker, and prints what the in-process path prints.
 func evaluateRemote(ctx context.Context, o Options, spec *workunit.Spec, stdout, stderr io.Writer) error {
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	c, err := client.Dial(ctx, o.Tracker, client.Options{Token: o.Token, TLSConfig: o.TLSConfig, Logger: logger})
+	name := o.Name
+	if name == "" {
+		name = "-e"
+	}
+	c, err := client.Dial(ctx, o.Tracker, client.Options{Token: o.Token, TLSConfig: o.TLSConfig, Logger: logger, Job: name})
 	if err != nil {
 		connectFailure(stderr, o.Tracker, err)
 		return &ConnectError{Tracker: o.Tracker, Err: err}

@@ -21,6 +21,8 @@ import (
 type conn struct {
 	c    *client.Client
 	dial func(ctx context.Context) (*client.Client, error)
+	// workerToken: dial gives a worker's token (Options.WorkerToken).
+	workerToken bool
 
 	// timeout is the time limit of the workunits submitted that set none
 	// (Options.Timeout); zero leaves it to the worker.
@@ -194,8 +196,8 @@ func (k *conn) MaxBlobBytes() int { return k.c.Limits().MaxBlobBytes }
 // (client.Call.Wait), whose bytes the riot object decodes in place.
 func (k *conn) MaxResultBytes() int { return k.c.Limits().MaxResultBytes }
 
-func (k *conn) EnsureBlobs(ctx context.Context, blobs map[blob.Hash][]byte) error {
-	return k.c.EnsureBlobs(ctx, blobs)
+func (k *conn) EnsureBlobParts(ctx context.Context, blobs map[blob.Hash]blob.Parts) error {
+	return k.c.EnsureBlobParts(ctx, blobs)
 }
 
 // worker returns the connection that takes work, making it on first use.
@@ -205,6 +207,9 @@ func (k *conn) worker(ctx context.Context) (*client.Client, error) {
 	if k.work == nil {
 		c, err := k.dial(ctx)
 		if err != nil {
+			if !k.workerToken && wire.IsCode(err, wire.CodeAuth) {
+				return nil, fmt.Errorf("%w; a job script takes work with a worker's token: give one with --worker-token or $RIOT_WORKER_TOKEN", err)
+			}
 			return nil, err
 		}
 		k.work = c

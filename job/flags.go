@@ -60,20 +60,22 @@ Exit status: 0 success, 1 the workunit (or the script) failed, 2 bad usage,
 // AddFlags. Once the FlagSet has parsed a command line, Options returns
 // what it asks for.
 type Flags struct {
-	fs        *pflag.FlagSet
-	getenv    func(string) string
-	source    string
-	timeout   time.Duration
-	memory    *cliflag.MemoryLimit
-	tracker   string
-	token     string
-	tlsCA     string
-	workers   cliflag.AutoInt
-	data      string
-	progress  bool
-	quiet     bool
-	cancelInt bool
-	noGPU     bool
+	fs          *pflag.FlagSet
+	getenv      func(string) string
+	source      string
+	timeout     time.Duration
+	memory      *cliflag.MemoryLimit
+	tracker     string
+	token       string
+	workerToken string
+	tlsCA       string
+	workers     cliflag.AutoInt
+	data        string
+	progress    bool
+	quiet       bool
+	cancelInt   bool
+	noGPU       bool
+	job         string
 }
 
 // AddFlags defines riot-worker eval's flags on fs and returns them, for
@@ -90,6 +92,8 @@ func addFlags(fs *pflag.FlagSet, getenv func(string) string) *Flags {
 	fs.StringVar(&f.tracker, "tracker", getenv("RIOT_TRACKER"), "run the work on this tracker's workers, `HOST[:PORT]` (default: $RIOT_TRACKER, else in process: the embedded default for job scripts)")
 	// The token's default is read by Options, so that --help never prints it.
 	fs.StringVar(&f.token, "token", "", "the tracker's credentials, a `token` (default: $RIOT_TOKEN)")
+	fs.StringVar(&f.workerToken, "worker-token", "",
+		"job scripts with --tracker: the worker's `token` with which the script takes work itself (waitForWork) where the tracker checks tokens (default: $RIOT_WORKER_TOKEN)")
 	fs.StringVar(&f.tlsCA, "tls-ca", getenv("RIOT_TLS_CA"), "reach the tracker over TLS, trusting the authority in this PEM `FILE` (default: $RIOT_TLS_CA; a wss:// address uses the system's authorities)")
 	fs.Var(&f.workers, "workers", "job scripts on the embedded default: the local worker's `slots`, 0 for none (default: one per CPU)")
 	fs.StringVar(&f.data, "data", "", "job scripts on the embedded default: keep the tracker's store in this `DIR` (default: memory only)")
@@ -97,6 +101,7 @@ func addFlags(fs *pflag.FlagSet, getenv func(string) string) *Flags {
 	fs.BoolVar(&f.progress, "progress", false, "job scripts: show the progress bar even when stderr is not a terminal")
 	fs.BoolVar(&f.quiet, "quiet", false, "job scripts: never show the progress bar")
 	fs.BoolVar(&f.noGPU, "no-gpu", false, "job scripts on the embedded default: give the local worker no GPUs")
+	fs.StringVar(&f.job, "job", "", "the job's `name` on the tracker's status pages and dashboard (default: the script's file name, or -e)")
 	return f
 }
 
@@ -122,8 +127,12 @@ func (f *Flags) Options(args []string) (CommandOptions, error) {
 	o := CommandOptions{Source: f.source, GPU: !f.noGPU}
 	j := &o.Job
 	j.Tracker, j.Token, j.Data, j.Timeout, j.CancelOnInterrupt = f.tracker, f.token, f.data, f.timeout, f.cancelInt
+	j.Name = f.job
 	if j.Token == "" {
 		j.Token = f.getenv("RIOT_TOKEN")
+	}
+	if j.WorkerToken = f.workerToken; j.WorkerToken == "" {
+		j.WorkerToken = f.getenv("RIOT_WORKER_TOKEN")
 	}
 	if j.Workers = f.workers.Or(-1); f.workers.Given() && j.Workers < 0 {
 		return CommandOptions{}, fmt.Errorf("--workers %d: want 0 or more", j.Workers)

@@ -189,6 +189,13 @@ func TestFlags_TokenAndTLS(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "secret-0123456789abcdef", o.Job.Token)
 	assert.Equal(t, "alfred", o.Job.Tracker)
+	assert.Empty(t, o.Job.WorkerToken)
+	o, err = parseFlags(t, []string{"-e", "1"}, "RIOT_WORKER_TOKEN", "worker-0123456789abcdef")
+	require.NoError(t, err)
+	assert.Equal(t, "worker-0123456789abcdef", o.Job.WorkerToken)
+	o, err = parseFlags(t, []string{"--worker-token", "flag-0123456789abcdef", "-e", "1"}, "RIOT_WORKER_TOKEN", "worker-0123456789abcdef")
+	require.NoError(t, err)
+	assert.Equal(t, "flag-0123456789abcdef", o.Job.WorkerToken, "the flag wins")
 
 	fs := pflag.NewFlagSet("eval", pflag.ContinueOnError)
 	addFlags(fs, func(k string) string {

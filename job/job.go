@@ -26,6 +26,7 @@ import (
 	"math"
 	"net"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -58,11 +59,20 @@ type Options struct {
 	// Script is the job script's path; Args are its arguments (riot.args).
 	Script string
 	Args   []string
+	// Name is the job's name on the tracker's status pages and dashboard
+	// (client.Options.Job). Default: the script's file name.
+	Name string
 	// Tracker is the tracker to use ("host", "host:port", a ws:// or
 	// wss:// URL). Empty: the embedded default.
 	Tracker string
 	// Token is the tracker's credentials, if it needs them.
 	Token string
+	// WorkerToken is the credentials with which the script takes work
+	// itself (waitForWork and its like), on a connection of its own: a
+	// worker's token, where the tracker checks tokens (a master's token
+	// takes no work there). Empty: that connection is a master's, with
+	// Token, which a tracker without tokens lets take work.
+	WorkerToken string
 	// TLSConfig is used for a tracker reached over TLS (wss://, or any
 	// address when set); nil means the system's defaults.
 	TLSConfig *tls.Config
@@ -139,20 +149,28 @@ func Run(ctx context.Context, opts Options) error {
 	var connsMu sync.Mutex
 	var conns []*conn // every connection of the script, to cancel on interrupt
 	state := &scriptState{}
+	jobName := opts.Name
+	if jobName == "" {
+		jobName = filepath.Base(opts.Script)
+	}
 	dial := func(ctx context.Context, host string, port int, name string) (master.Conn, error) {
 		target := host
 		if port > 0 {
 			target = net.JoinHostPort(host, strconv.Itoa(port))
 		}
-		copts := client.Options{Name: name, Role: wire.RoleMaster, Token: opts.Token, TLSConfig: opts.TLSConfig, Logger: opts.Logger}
+		copts := client.Options{Name: name, Role: wire.RoleMaster, Token: opts.Token, TLSConfig: opts.TLSConfig, Logger: opts.Logger, Job: jobName}
 		c, err := client.Dial(ctx, target, copts)
 		if err != nil {
 			return nil, err
 		}
 		copts.Name, copts.Slots = c.Name(), 1
-		k := &conn{c: c, timeout: opts.Timeout, track: cancelOnInterrupt, dial: func(ctx context.Context) (*client.Client, error) {
-			return client.Dial(ctx, target, copts)
-		}}
+		if opts.WorkerToken != "" {
+			copts.Role, copts.Token = wire.RoleWorker, opts.WorkerToken
+		}
+		k := &conn{c: c, timeout: opts.Timeout, track: cancelOnInterrupt, workerToken: opts.WorkerToken != "",
+			dial: func(ctx context.Context) (*client.Client, error) {
+				return client.Dial(ctx, target, copts)
+			}}
 		if target == addr {
 			// The UI's hints are about the job's tracker.
 			k.state = state

@@ -64,3 +64,38 @@ func TestRun_TokensAndTLS(t *testing.T) {
 	require.Error(t, err)
 	assert.Regexp(t, regexp.MustCompile(`credentials`), err.Error())
 }
+
+// TestRun_TakesWork_WorkerToken: a job script that takes work itself
+// (waitForWork) on a tracker that checks tokens does so with a worker's
+// token (Options.WorkerToken); with its master's token alone it is
+// refused, and the error says how to give one.
+func TestRun_TakesWork_WorkerToken(t *testing.T) {
+	t.Parallel()
+	const masterToken, workerToken = "master-token-0123456789", "worker-token-0123456789"
+	tr := trackertest.Start(t, trackertest.Quiet(), trackertest.Tokens(
+		tracker.Credential{Role: wire.RoleMaster, Token: masterToken},
+		tracker.Credential{Role: wire.RoleWorker, Token: workerToken},
+	))
+	script := filepath.Join(t.TempDir(), "self.js")
+	require.NoError(t, os.WriteFile(script, []byte(`
+		const client = riot.currentClient();
+		const id = client.addWorkunit((a, b) => a * b, 6, 7);
+		const [key, work] = client.waitForWork();
+		client.completeWorkunit(key, false, work.fn(...work.args));
+		const [, finished, , result] = client.waitForFinishedWorkunit(id);
+		console.log(finished, result);
+	`), 0o644))
+	var out, errb bytes.Buffer
+	err := Run(context.Background(), Options{Script: script, Tracker: tr.Addr(), Token: masterToken, WorkerToken: workerToken,
+		Stdout: &out, Stderr: &errb})
+	require.NoError(t, err, errb.String())
+	assert.Equal(t, "done 42\n", out.String())
+
+	out.Reset()
+	errb.Reset()
+	err = Run(context.Background(), Options{Script: script, Tracker: tr.Addr(), Token: masterToken, Stdout: &out, Stderr: &errb})
+	require.Error(t, err)
+	msg := err.Error() + errb.String()
+	assert.Contains(t, msg, "a master's token cannot take work")
+	assert.Contains(t, msg, "--worker-token or $RIOT_WORKER_TOKEN")
+}

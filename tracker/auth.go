@@ -26,18 +26,30 @@ const MinTokenBytes = 16
 // maxTokenBytes bounds a token (and what a Hello may present as one).
 const maxTokenBytes = 4096
 
+// RoleViewer is the role of a credential that may read the dashboard and
+// the HTTP API (docs/http.md) and do nothing else: it cannot connect to
+// the websocket endpoint, and cannot cancel.
+const RoleViewer wire.Role = "viewer"
+
 // Credential is one token that riotd accepts and what it allows.
 type Credential struct {
-	// Role is wire.RoleMaster, which allows everything (submit, watch,
-	// info, blobs, and taking work too), or wire.RoleWorker, which allows
+	// Role is wire.RoleMaster, which allows submitting work and what goes
+	// with it (watch, info, cancel, blobs; reading and canceling on the
+	// dashboard) but not taking work, wire.RoleWorker, which allows
 	// taking work, reporting results, handing work back and fetching
-	// blobs, but not submitting or reading results.
+	// blobs, but not submitting or reading results, or RoleViewer, which
+	// allows reading the dashboard and the HTTP API only. A program that
+	// both submits and runs work connects twice, with a token of each
+	// role (see docs/security.md).
 	Role wire.Role
 	// Token is the secret: at least MinTokenBytes bytes, printable ASCII
 	// without spaces.
 	Token string
-	// Name names the credential in logs, and keeps the JavaScript realms
-	// of masters with different credentials apart (see docs/security.md).
+	// Name names the credential in logs, keeps the JavaScript realms of
+	// masters with different credentials apart, and is the memo scope of
+	// a master's workunits: masters share memoized results only with
+	// masters of the same name (unless Options.SharedCache), so renaming a
+	// credential starts its cache afresh (see docs/security.md).
 	// ParseTokens gives "ROLE:LINE" when the line names none.
 	Name string
 }
@@ -46,7 +58,7 @@ type Credential struct {
 //
 //	ROLE TOKEN [NAME]
 //
-// where ROLE is master or worker, TOKEN the secret, and NAME an optional
+// where ROLE is master, worker or viewer, TOKEN the secret, and NAME an optional
 // name for logs. Blank lines and lines starting with # are ignored. It
 // refuses a file with no credentials, a token shorter than MinTokenBytes,
 // and a token given twice.
@@ -64,11 +76,11 @@ func ParseTokens(r io.Reader) ([]Credential, error) {
 		}
 		f := strings.Fields(text)
 		if len(f) < 2 || len(f) > 3 {
-			return nil, fmt.Errorf("tracker: tokens: line %d: want ROLE TOKEN [NAME], with ROLE master or worker", line)
+			return nil, fmt.Errorf("tracker: tokens: line %d: want ROLE TOKEN [NAME], with ROLE master, worker or viewer", line)
 		}
 		c := Credential{Role: wire.Role(f[0]), Token: f[1]}
-		if c.Role != wire.RoleMaster && c.Role != wire.RoleWorker {
-			return nil, fmt.Errorf("tracker: tokens: line %d: role %q: want master or worker", line, f[0])
+		if !knownRole(c.Role) {
+			return nil, fmt.Errorf("tracker: tokens: line %d: role %q: want master, worker or viewer", line, f[0])
 		}
 		if err := checkToken(c.Token); err != nil {
 			return nil, fmt.Errorf("tracker: tokens: line %d: %w", line, err)
@@ -132,23 +144,36 @@ func LoadTokenFile(path string) (creds []Credential, warn string, err error) {
 type rights uint8
 
 const (
-	// mayWork: credit, done, failed, return, and the blob messages (a
-	// worker uploads a result too large for a done as a blob).
+	// mayWork: credit, done, failed, return.
 	mayWork rights = 1 << iota
 	// maySubmit: submit, watch, unwatch, info, cancel.
 	maySubmit
-	allRights = mayWork | maySubmit
+	// mayBlob: the blob messages (a master uploads what its workunits
+	// capture and reads large results; a worker reads those and uploads
+	// a result too large for a done).
+	mayBlob
+	allRights = mayWork | maySubmit | mayBlob
 )
 
+// rightsOf returns what a token of role allows. Without credentials, a
+// connection may do everything (allRights).
 func rightsOf(role wire.Role) rights {
-	if role == wire.RoleWorker {
-		return mayWork
+	switch role {
+	case wire.RoleWorker:
+		return mayWork | mayBlob
+	case RoleViewer:
+		return 0
 	}
-	return allRights
+	return maySubmit | mayBlob
 }
 
-// needs returns the rights a message from a client needs, and the words
-// that name what it does, for the refusal.
+// knownRole reports whether a credential may have role.
+func knownRole(role wire.Role) bool {
+	return role == wire.RoleMaster || role == wire.RoleWorker || role == RoleViewer
+}
+
+// needs returns the rights a message from a client needs (any of them
+// will do), and the words that name what it does, for the refusal.
 func needs(m wire.Msg) (rights, string) {
 	switch m := m.(type) {
 	case *wire.Submit:
@@ -160,11 +185,13 @@ func needs(m wire.Msg) (rights, string) {
 			// The zero key names no workunit: its info (unknown) tells
 			// nothing, and a worker uses it as a round trip (client.Sync)
 			// when it stops.
-			return mayWork, "take work"
+			return allRights, "ask for info"
 		}
 		return maySubmit, "ask for a workunit's info"
 	case *wire.Cancel:
 		return maySubmit, "cancel workunits"
+	case *wire.BlobHave, *wire.BlobPut, *wire.BlobGet, *wire.BlobWrite, *wire.BlobRead:
+		return mayBlob, "store or read blobs"
 	}
 	return mayWork, "take work"
 }
@@ -188,8 +215,8 @@ func newAuthenticator(creds []Credential) (*authenticator, error) {
 	a := &authenticator{}
 	seen := make(map[[sha256.Size]byte]bool)
 	for i, c := range creds {
-		if c.Role != wire.RoleMaster && c.Role != wire.RoleWorker {
-			return nil, fmt.Errorf("tracker: credential %d: role %q: want master or worker", i, c.Role)
+		if !knownRole(c.Role) {
+			return nil, fmt.Errorf("tracker: credential %d: role %q: want master, worker or viewer", i, c.Role)
 		}
 		if err := checkToken(c.Token); err != nil {
 			return nil, fmt.Errorf("tracker: credential %d (%s): %w", i, c.Name, err)
@@ -353,6 +380,19 @@ func quotaOf(principal, helloName string) string {
 		return "credential\x00" + principal
 	}
 	return "name\x00" + helloName
+}
+
+// scopeOf returns the table's memo scope (table.Submit.Scope) of the
+// workunits of a master of credential principal: the credential's name,
+// so that masters share memoized results (and runs they join) only with
+// masters of the same credential; "" when they share them all (shared,
+// --shared-cache), which is also the one scope of a tracker without
+// credentials. Records stored before scopes were are in scope "".
+func scopeOf(principal string, shared bool) string {
+	if shared {
+		return ""
+	}
+	return principal
 }
 
 // realmOf returns the realm of a master's workunits: a digest of its

@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -146,8 +147,10 @@ func TestServer_Auth_WorkerToken(t *testing.T) {
 	assert.Equal(t, []blob.Hash{hash}, recv[*wire.BlobNeed](w).Missing)
 	w.send(&wire.BlobPut{Req: 9, Hash: hash, Data: data})
 	assert.Equal(t, uint64(9), recv[*wire.BlobStored](w).Req)
-	_, known := tr.Lookup(t, mustKey(t, "evil()"))
-	assert.False(t, known, "a refused submit is not stored")
+	for _, scope := range []string{"", "workers", "alice"} {
+		_, known := tr.LookupIn(t, scope, mustKey(t, "evil()"))
+		assert.False(t, known, "a refused submit is not stored (scope %q)", scope)
+	}
 
 	w.send(&wire.Credit{N: 1})
 	a := recv[*wire.Assign](w)
@@ -167,19 +170,163 @@ func TestServer_Auth_WorkerToken(t *testing.T) {
 	assert.Contains(t, body, "riot_requests_forbidden_total 5")
 }
 
-// TestServer_Auth_MasterTokenTakesWork: a master's token allows the
-// worker's half too.
-func TestServer_Auth_MasterTokenTakesWork(t *testing.T) {
+// TestServer_Auth_MasterTokenTakesNoWork: a master's token does not take
+// work: a hello with it as a worker, or with slots, is refused
+// (bad-credentials), and a master's credit, done, failed and return are
+// refused with forbidden, saying that a worker's token is needed; the
+// connection stays. The work goes to a worker with a worker's token.
+// (Once, any master could take another's work, read it, and forge its
+// result.)
+func TestServer_Auth_MasterTokenTakesNoWork(t *testing.T) {
 	t.Parallel()
 	tr := withTokens(t)
-	m := dial(t, tr, wire.Hello{Role: wire.RoleMaster, Name: "m", Token: aliceTok, Slots: 1})
+	for _, h := range []wire.Hello{
+		{Role: wire.RoleMaster, Name: "m", Token: aliceTok, Slots: 1},
+		{Role: wire.RoleMaster, Name: "m", Token: aliceTok, Prefetch: 1},
+		{Role: wire.RoleWorker, Name: "m", Token: aliceTok, Slots: 1},
+	} {
+		r, code := refusedHello(t, tr, h)
+		assert.Equal(t, wire.CodeAuth, r.Code)
+		assert.Contains(t, r.Message, "a master's token cannot take work")
+		assert.Contains(t, r.Message, `a line "worker TOKEN" in riotd's --token-file`)
+		assert.Equal(t, wire.CloseRefused+int(wire.CodeAuth), code)
+	}
+
+	m := dial(t, tr, wire.Hello{Role: wire.RoleMaster, Name: "m", Token: aliceTok})
+	key, _ := m.submit("1")
+	m.send(&wire.Credit{N: 1}, &wire.Done{Key: key, Token: 1, Result: result(9)},
+		&wire.Failed{Key: key, Token: 1, Error: &workunit.Error{Kind: workunit.Thrown, Message: "forged"}},
+		&wire.Return{Leases: []wire.Lease{{Key: key, Token: 1}}})
+	for range 4 {
+		e := recv[*wire.Error](m)
+		assert.Equal(t, wire.CodeForbidden, e.Code)
+		assert.Contains(t, e.Message, "a master's token may submit work, not take work: taking work needs a worker's token")
+	}
+	w := dial(t, tr, wire.Hello{Role: wire.RoleWorker, Name: "w", Token: workerTok, Slots: 1})
+	w.send(&wire.Credit{N: 1})
+	a := recv[*wire.Assign](w)
+	assert.Equal(t, key, a.Key)
+	w.complete(a, result(1))
+	assert.Equal(t, result(1), recv[*wire.Finished](m).Result)
+	// The master still uploads blobs and makes round trips.
+	data, hash := blobOf("captured")
+	m.send(&wire.BlobPut{Req: 50, Hash: hash, Data: data}, &wire.Info{Req: 51})
+	assert.Equal(t, uint64(50), recv[*wire.BlobStored](m).Req)
+	assert.Equal(t, uint64(51), recv[*wire.InfoReply](m).Req)
+}
+
+// TestServer_NoAuth_MasterTakesWork: without credentials (loopback only),
+// a master may still take work: one process that submits and runs its
+// work (riot-worker eval's embedded default) needs no tokens.
+func TestServer_NoAuth_MasterTakesWork(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t)
+	m := dial(t, tr, wire.Hello{Role: wire.RoleMaster, Name: "m", Slots: 1})
 	key, _ := m.submit("1")
 	m.send(&wire.Credit{N: 1})
 	a := recv[*wire.Assign](m)
 	assert.Equal(t, key, a.Key)
-	w := dial(t, tr, wire.Hello{Role: wire.RoleWorker, Name: "w", Token: bobTok, Slots: 1})
-	w.ws.Close()
+	m.complete(a, result(1))
+	assert.Equal(t, result(1), recv[*wire.Finished](m).Result)
 }
+
+// TestServer_Auth_CacheByCredential: a result is memoized for the
+// masters of its credential only. Alice's result (here, forged by the
+// worker) answers alice's submissions of the same workunit, not bob's:
+// bob's runs on its own, and neither joins the other's run. With
+// SharedCache, bob gets alice's result at once.
+func TestServer_Auth_CacheByCredential(t *testing.T) {
+	t.Parallel()
+	tr := withTokens(t)
+	alice := dial(t, tr, wire.Hello{Role: wire.RoleMaster, Name: "alice", Token: aliceTok})
+	bob := dial(t, tr, wire.Hello{Role: wire.RoleMaster, Name: "bob", Token: bobTok})
+	w := dial(t, tr, wire.Hello{Role: wire.RoleWorker, Name: "w", Token: workerTok, Slots: 2})
+	key, _ := alice.submit("6 * 7")
+	w.send(&wire.Credit{N: 2})
+	a := recv[*wire.Assign](w)
+	w.complete(a, result(13))
+	assert.Equal(t, result(13), recv[*wire.Finished](alice).Result)
+
+	_, acc := bob.submit("6 * 7")
+	assert.Equal(t, workunit.StatusWaiting, acc.Status, "not alice's result")
+	b := recv[*wire.Assign](w)
+	assert.Equal(t, key, b.Key)
+	assert.NotEqual(t, a.Realm, b.Realm)
+	_, acc = alice.submit("6 * 7")
+	assert.Equal(t, workunit.StatusDone, acc.Status, "alice's own memo")
+	assert.Equal(t, result(13), acc.Result)
+	// Nor does alice's info see bob's run, or bob's alice's result.
+	bob.send(&wire.Info{Req: 90, Key: key})
+	assert.Equal(t, workunit.StatusRunning, recv[*wire.InfoReply](bob).Status)
+	w.complete(b, result(14))
+	assert.Equal(t, result(14), recv[*wire.Finished](bob).Result)
+	ra, ok := tr.LookupIn(t, "alice", key)
+	require.True(t, ok)
+	rb, ok := tr.LookupIn(t, "bob", key)
+	require.True(t, ok)
+	assert.Equal(t, result(13), ra.Result)
+	assert.Equal(t, result(14), rb.Result)
+	_, ok = tr.LookupIn(t, "", key)
+	assert.False(t, ok, "nothing in the shared scope")
+
+	shared := withTokens(t, trackertest.WithOptions(func(o *tracker.Options) { o.SharedCache = true }))
+	alice = dial(t, shared, wire.Hello{Role: wire.RoleMaster, Name: "alice", Token: aliceTok})
+	bob = dial(t, shared, wire.Hello{Role: wire.RoleMaster, Name: "bob", Token: bobTok})
+	w = dial(t, shared, wire.Hello{Role: wire.RoleWorker, Name: "w", Token: workerTok, Slots: 1})
+	alice.submit("6 * 7")
+	w.send(&wire.Credit{N: 1})
+	w.complete(recv[*wire.Assign](w), result(13))
+	assert.Equal(t, result(13), recv[*wire.Finished](alice).Result)
+	_, acc = bob.submit("6 * 7")
+	assert.Equal(t, workunit.StatusDone, acc.Status, "--shared-cache: masters trust each other")
+	assert.Equal(t, result(13), acc.Result)
+}
+
+// TestServer_MaxWorkerWindow: a worker that declares more slots plus
+// prefetch than MaxWorkerWindow (1024 by default) connects, but holds
+// no more than that, however much credit it grants. (Once, a worker token
+// with slots 2^20 took 994 of 1,000 workunits and sat on them.)
+func TestServer_MaxWorkerWindow(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t, trackertest.WithOptions(func(o *tracker.Options) { o.MaxWorkerWindow = 2 }))
+	m := master(t, tr, "m")
+	for i := range 3 {
+		m.submit(strconv.Itoa(i)) // durable: what follows is answered at once
+	}
+	hoarder := dial(t, tr, wire.Hello{Role: wire.RoleWorker, Name: "hoarder", Slots: 1 << 20})
+	hoarder.send(&wire.Credit{N: 1 << 20})
+	var got []*wire.Assign
+	for _, msg := range hoarder.barrier() {
+		if a, ok := msg.(*wire.Assign); ok {
+			got = append(got, a)
+		}
+	}
+	assert.Len(t, got, 2, "the window's bound, not the slots declared")
+	// The third goes to another worker.
+	w := worker(t, tr, "w", 1)
+	w.send(&wire.Credit{N: 1})
+	recv[*wire.Assign](w)
+
+	def := trackertest.Start(t)
+	dm := master(t, def, "m")
+	for i := range 1030 {
+		dm.send(&wire.Submit{Req: dm.nextReq(), Spec: must(spec(t, strconv.Itoa(i)))})
+	}
+	for range 1030 {
+		recv[*wire.Accepted](dm) // durable: what follows is answered at once
+	}
+	hoarder = dial(t, def, wire.Hello{Role: wire.RoleWorker, Name: "hoarder", Slots: 1 << 20})
+	hoarder.send(&wire.Credit{N: 1 << 20})
+	n := 0
+	for _, msg := range hoarder.barrier() {
+		if _, ok := msg.(*wire.Assign); ok {
+			n++
+		}
+	}
+	assert.Equal(t, 1024, n, "1024 by default")
+}
+
+func must(b []byte, _ workunit.Key) []byte { return b }
 
 // TestServer_Auth_RealmsByCredential: two masters that give the same
 // session under different credentials do not share a realm.
@@ -216,7 +363,7 @@ func TestServer_Auth_StatusPage(t *testing.T) {
 	for _, path := range []string{"/", "/status"} {
 		code, body := do(path, "")
 		assert.Equal(t, http.StatusUnauthorized, code, path)
-		assert.Contains(t, body, "master's token")
+		assert.Contains(t, body, "a viewer's token")
 		code, _ = do(path, workerTok)
 		assert.Equal(t, http.StatusUnauthorized, code, "a worker's token does not show %s", path)
 		code, _ = do(path, aliceTok)

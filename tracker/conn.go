@@ -95,10 +95,14 @@ type conn struct {
 	role                  wire.Role
 	session, agent        string
 	slots, prefetch, gpus int
+	job                   string // the Hello's job name
+	memLimit              uint64 // the Hello's memory-limit
 	// principal names the credential the Hello's token matched ("" when
-	// the tracker checks none); rights say what it allows.
+	// the tracker checks none); rights say what it allows; scope is the
+	// table's memo scope of its workunits (see scopeOf).
 	principal string
 	rights    rights
+	scope     string
 
 	// Set by the loop when it takes the hello, before it acks; the reader
 	// reads accepted after the ack.
@@ -127,6 +131,14 @@ type conn struct {
 
 	// Owned by the loop.
 	touched bool // has messages pushed in this round, to wake
+	// For the status pages: whether it counts among its job's
+	// connections (activity), the results and errors it reported, and
+	// its last stats.
+	inJob          bool
+	nDone, nFailed uint64
+	heap           uint64
+	running        int
+	statsSeen      bool
 
 	// Owned by the reader: the blobs this connection is uploading in
 	// pieces (blob-write), by hash; and the buffer of the last frame read,
@@ -545,6 +557,7 @@ func (c *conn) readLoop() string {
 		return c.refuse(&wire.Refused{Code: wire.CodeInvalid, Message: err.Error(), Version: wire.ProtocolVersion})
 	}
 	c.role, c.session, c.agent = hello.Role, hello.Session, hello.Agent
+	c.job, c.memLimit = clip(hello.Job, 200), hello.MemoryLimit
 	c.slots, c.prefetch, c.gpus = hello.Slots, hello.Prefetch, len(hello.GPUs)
 	ib := &c.inb
 	ib.kind, ib.hello = inHello, hello
@@ -601,7 +614,7 @@ func (c *conn) readLoop() string {
 				if m.Error != nil {
 					m.Error.Value = unpin(m.Error.Value, size)
 				}
-			case *wire.Watch, *wire.Unwatch, *wire.Info, *wire.Cancel, *wire.Credit, *wire.Return:
+			case *wire.Watch, *wire.Unwatch, *wire.Info, *wire.Cancel, *wire.Credit, *wire.Return, *wire.Stats:
 			case *wire.Hello:
 				return c.violation(&wire.Error{Code: wire.CodeProtocol, Message: "tracker: a second hello"}, wire.CloseProtocolError)
 			default:
@@ -642,10 +655,18 @@ func (c *conn) authenticate(h *wire.Hello) *wire.Refused {
 	}
 	cred, ok := s.auth.check(h.Token)
 	if ok {
+		if cred.role == RoleViewer {
+			return refused(wire.CodeAuth, "tracker: a viewer's token is for the dashboard and the HTTP API (docs/http.md), not for masters or workers: use a master's or a worker's token")
+		}
 		if cred.role == wire.RoleWorker && h.Role != wire.RoleWorker {
 			return refused(wire.CodeAuth, fmt.Sprintf("tracker: a worker's token cannot connect as %q: workers take work, masters submit it", string(h.Role)))
 		}
+		if cred.role == wire.RoleMaster && (h.Role == wire.RoleWorker || h.Slots+h.Prefetch > 0) {
+			return refused(wire.CodeAuth, fmt.Sprintf("tracker: a master's token cannot take work (a hello as %q with %d slots and %d prefetch): "+
+				"workers need a worker's token (a line \"worker TOKEN\" in riotd's --token-file)", string(h.Role), h.Slots, h.Prefetch))
+		}
 		c.principal, c.rights = cred.name, rightsOf(cred.role)
+		c.scope = scopeOf(cred.name, s.opts.SharedCache)
 		return nil
 	}
 	if wait := s.throttle.failed(hostOf(c.remote)); wait > 0 {
@@ -672,8 +693,12 @@ func (c *conn) forbid(m wire.Msg, what string) {
 	c.s.counters.forbidden.Add(1)
 	c.s.log.Warn("request refused: the credentials do not allow it", "conn", c.label(), "principal", c.principal,
 		"remote", c.remote, "type", m.Type().String())
-	c.send(&wire.Error{Req: wire.ReqOf(m), Code: wire.CodeForbidden,
-		Message: fmt.Sprintf("tracker: %s refused: a worker's token may take work, not %s", m.Type(), what)})
+	msg := fmt.Sprintf("tracker: %s refused: a worker's token may take work, not %s", m.Type(), what)
+	if c.rights&maySubmit != 0 {
+		msg = fmt.Sprintf("tracker: %s refused: a master's token may submit work, not %s: "+
+			"taking work needs a worker's token (a line \"worker TOKEN\" in riotd's --token-file)", m.Type(), what)
+	}
+	c.send(&wire.Error{Req: wire.ReqOf(m), Code: wire.CodeForbidden, Message: msg})
 }
 
 // zeroReq reports whether m is a request whose req is 0, which the

@@ -40,6 +40,15 @@ type loop struct {
 	waiters []*waiter        // WaitStats callers
 	leases  []table.LeaseRef // reused by Return
 	rate    rateMeter        // finished workunits per second
+	act     *activity        // jobs, recent runs, failures: for the status pages
+	// cancels are the dashboard's cancellations waiting for the store,
+	// by request (table.Cancel's Req from apiMaster).
+	cancels    map[uint64]chan cancelResult
+	nextCancel uint64
+	// jobsDone reports the write of the jobs (saveJobs), one at a time:
+	// savingJobs while one is under way.
+	jobsDone   chan jobsWrite
+	savingJobs bool
 
 	// Persistence: at most one Ready is outstanding, with the persister.
 	persistReq  chan []table.Record
@@ -67,6 +76,9 @@ func newLoop(s *Server, tab *table.Table) *loop {
 		names:       make(map[string]*conn),
 		persistReq:  make(chan []table.Record, 1),
 		persistDone: make(chan error, 1),
+		act:         newActivity(),
+		cancels:     make(map[uint64]chan cancelResult),
+		jobsDone:    make(chan jobsWrite, 1),
 	}
 }
 
@@ -99,9 +111,13 @@ func (l *loop) run() {
 			}
 		case err := <-l.persistDone:
 			l.persisted(err)
+		case w := <-l.jobsDone:
+			l.jobsSaved(w)
 		case now := <-ticker.C:
+			l.saveJobs()
 			_ = l.tab.Step(table.Tick{Now: now})
 			l.rate.sample(now, l.completed+l.failed)
+			l.act.sample(now, l.completed, l.failed, l.tab.CountsOf)
 			l.s.connLog.flush(now)
 		case f := <-l.s.calls:
 			f(l)
@@ -141,6 +157,11 @@ func (l *loop) drain() {
 		}
 		l.pump()
 	}
+	now := time.Now()
+	for _, c := range l.conns {
+		l.act.connGone(c, now) // its job ends with the tracker
+	}
+	l.drainJobs()
 	for _, c := range l.conns {
 		c.closeAfter(wire.CloseGoingAway, "tracker shutting down")
 		l.s.log.Debug("disconnected", "conn", c.name, "role", string(c.role), "remote", c.remote,
@@ -196,8 +217,23 @@ func (l *loop) hello(c *conn, h *wire.Hello) {
 	if c.slots+c.prefetch > 0 {
 		err := l.tab.Step(table.WorkerJoin{Worker: table.WorkerID(c.id), Name: name,
 			Slots: c.slots, Prefetch: c.prefetch, GPUs: c.gpus, Credit: 0})
+		if most := l.s.opts.MaxWorkerWindow; err == nil && most > 0 && c.slots+c.prefetch > most {
+			// A worker that sizes its prefetch itself asks for up to 64
+			// per slot: being cut is routine then, worth a warning only
+			// when its slots alone pass the bound.
+			level := slog.LevelDebug
+			if c.slots > most {
+				level = slog.LevelWarn
+			}
+			l.s.connLog.logAt(time.Now(), level, "worker window cut to --max-worker-window", "conn", name, "remote", c.remote,
+				"slots", c.slots, "prefetch", c.prefetch, "holds", most)
+		}
 		if err != nil {
-			refuse(wire.CodeInvalid, err.Error())
+			code := wire.CodeInvalid
+			if errors.Is(err, table.ErrLimit) {
+				code = wire.CodeLimit
+			}
+			refuse(code, err.Error())
 			return
 		}
 	}
@@ -209,7 +245,9 @@ func (l *loop) hello(c *conn, h *wire.Hello) {
 	l.names[name] = c
 	if c.role == wire.RoleMaster {
 		l.masters++
+		l.act.connJob(c, time.Now())
 	}
+	l.act.changes++
 	l.push(c, &wire.Welcome{
 		Version:      wire.ProtocolVersion,
 		Name:         name,
@@ -247,6 +285,8 @@ func (l *loop) gone(c *conn, reason string) {
 	if c.role == wire.RoleMaster {
 		l.masters--
 	}
+	l.act.connGone(c, time.Now())
+	l.act.changes++
 	held := 0
 	if c.slots+c.prefetch > 0 {
 		if wi, ok := l.tab.Worker(table.WorkerID(c.id)); ok {
@@ -288,6 +328,7 @@ func (l *loop) frame(ib *inbound) {
 				Req:     m.Req,
 				Owner:   c.realm,
 				Quota:   c.quota,
+				Scope:   c.scope,
 				Key:     a.key,
 				Spec:    m.Spec,
 				Options: m.Options,
@@ -298,9 +339,13 @@ func (l *loop) frame(ib *inbound) {
 				continue
 			}
 			l.submitted++
+			if !c.inJob {
+				l.act.connJob(c, time.Now())
+			}
+			l.act.jobs[c.realm].submitted++
 		case *wire.Watch:
 			for i, k := range m.Keys {
-				if err := l.tab.Step(table.Watch{Master: mid, Req: m.Req, Owner: c.realm, Key: k}); err != nil {
+				if err := l.tab.Step(table.Watch{Master: mid, Req: m.Req, Owner: c.realm, Scope: c.scope, Key: k}); err != nil {
 					// Over --max-watches: this key and the rest of the
 					// message are not watched (the client fails them all).
 					l.push(c, &wire.Error{Req: m.Req, Code: codeFor(err), Message: fmt.Sprintf(
@@ -310,12 +355,12 @@ func (l *loop) frame(ib *inbound) {
 			}
 		case *wire.Unwatch:
 			for _, k := range m.Keys {
-				_ = l.tab.Step(table.Unwatch{Master: mid, Key: k})
+				_ = l.tab.Step(table.Unwatch{Master: mid, Scope: c.scope, Key: k})
 			}
 		case *wire.Info:
-			_ = l.tab.Step(table.GetInfo{Master: mid, Req: m.Req, Key: m.Key})
+			_ = l.tab.Step(table.GetInfo{Master: mid, Req: m.Req, Scope: c.scope, Key: m.Key})
 		case *wire.Cancel:
-			_ = l.tab.Step(table.Cancel{Master: mid, Req: m.Req, Owner: c.realm, By: c.name, Keys: m.Keys})
+			_ = l.tab.Step(table.Cancel{Master: mid, Req: m.Req, Owner: c.realm, By: c.name, Scope: c.scope, Keys: m.Keys})
 		case *wire.Credit:
 			if c.slots+c.prefetch == 0 {
 				l.push(c, &wire.Error{Code: wire.CodeInvalid,
@@ -326,13 +371,21 @@ func (l *loop) frame(ib *inbound) {
 				_ = l.tab.Step(table.WorkerCredit{Worker: wid, N: m.N})
 			}
 		case *wire.Done:
+			li, _ := l.tab.Leased(wid, table.Token(m.Token))
 			if l.tab.Step(table.Complete{Worker: wid, Key: m.Key, Token: table.Token(m.Token), Result: m.Result, Console: m.Console, Elapsed: m.Elapsed}) == nil {
 				l.completed++
+				c.nDone++
+				l.finishedRun(c, m.Key, li, workunit.StatusDone, m.Console, m.Elapsed)
 			}
 		case *wire.Failed:
+			li, _ := l.tab.Leased(wid, table.Token(m.Token))
 			if l.tab.Step(table.Fail{Worker: wid, Key: m.Key, Token: table.Token(m.Token), Err: m.Error, Console: m.Console, Elapsed: m.Elapsed}) == nil {
 				l.failed++
+				c.nFailed++
+				l.finishedRun(c, m.Key, li, workunit.StatusError, m.Console, m.Elapsed)
 			}
+		case *wire.Stats:
+			c.heap, c.statsSeen = m.Heap, true
 		case *wire.Return:
 			l.leases = l.leases[:0]
 			for _, ls := range m.Leases {
@@ -427,6 +480,11 @@ func (l *loop) deliver(rd *table.Ready, perr error) {
 				l.push(c, &wire.Error{Req: m.Req, Code: wire.CodeStore,
 					Message: "tracker: the submission could not be stored: " + perr.Error()})
 			default:
+				if m.Outcome.Status == workunit.StatusDone {
+					if j := l.act.jobs[c.realm]; j != nil {
+						j.fromMemory++
+					}
+				}
 				l.push(c, &wire.Accepted{Req: m.Req, Outcome: m.Outcome})
 			}
 		case *table.InfoReply:
@@ -434,6 +492,10 @@ func (l *loop) deliver(rd *table.Ready, perr error) {
 				l.push(c, &wire.InfoReply{Req: m.Req, Outcome: m.Outcome})
 			}
 		case *table.CancelReply:
+			if m.Master == apiMaster {
+				l.apiCanceled(m, perr)
+				continue
+			}
 			c := l.conns[uint64(m.Master)]
 			switch {
 			case c == nil:
@@ -473,6 +535,9 @@ func (l *loop) deliver(rd *table.Ready, perr error) {
 	}
 	for i := range rd.Persist {
 		r := &rd.Persist[i]
+		if r.Status == workunit.StatusError {
+			l.act.failed(r)
+		}
 		switch {
 		case r.Status == workunit.StatusError && r.Err != nil && r.Err.Kind == workunit.Canceled && r.Err.Worker == "":
 			l.s.log.Info("workunit canceled", "key", r.Key.Short(), "message", r.Err.Message)

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/riot-go/riot/internal/logfmt"
 	"io"
 	"log/slog"
 	"net"
@@ -36,6 +37,11 @@ const (
 	// DefaultShutdownTimeout bounds the graceful shutdown that Run does
 	// when its context ends.
 	DefaultShutdownTimeout = 10 * time.Second
+	// DefaultLeaseTimeout is riotd's --lease-timeout: a worker that holds
+	// a workunit without a time limit for an hour without progress loses
+	// it. Generous: a workunit that runs longer needs a time limit of its
+	// own, or a longer --lease-timeout.
+	DefaultLeaseTimeout = time.Hour
 	// DefaultQueueBytes bounds what may wait to be written to one
 	// connection (about: each message counts 64 bytes plus its payload).
 	DefaultQueueBytes = 256 << 20
@@ -98,10 +104,28 @@ type Options struct {
 	// (table.DefaultMaxLost if zero).
 	MaxLost int
 	// LeaseTimeout takes a workunit without a time limit back from a
-	// worker that holds it longer (0: never; only a lost connection takes
-	// it back). LeaseGrace is added to a workunit's own time limit to get
-	// its lease (table.DefaultLeaseGrace if zero).
+	// worker that holds it longer without progress: without answering it,
+	// or a workunit it was given before it (see table.Config.LeaseTimeout).
+	// 0: never; only a lost connection takes it back. riotd's
+	// --lease-timeout defaults to DefaultLeaseTimeout. LeaseGrace is added
+	// to a workunit's own time limit to get its lease
+	// (table.DefaultLeaseGrace if zero).
 	LeaseTimeout, LeaseGrace time.Duration
+	// MaxWorkerWindow bounds what one worker may hold: its Hello's slots
+	// plus prefetch. A worker that declares more connects, but holds at
+	// most this many workunits (and runs at most this many at once),
+	// whatever credit it grants; the log says so (a warning when its
+	// slots alone pass the bound). table.DefaultMaxWorkerWindow if zero;
+	// negative: no bound.
+	MaxWorkerWindow int
+	// SharedCache makes masters of different credentials share their
+	// memoized results: a submission is answered from, or joins, a
+	// workunit that any master submitted. By default (false), with
+	// credentials, each master credential has its results to itself, so
+	// that a master cannot make its result (or one its worker forged) the
+	// answer of another credential's submissions. Without credentials
+	// every master shares one cache either way.
+	SharedCache bool
 	// KeepResults is how long a finished workunit's result (or error) is
 	// kept after it finished; then it is forgotten, in memory and in the
 	// store, and a submission of its key runs it again. 0: kept for good
@@ -220,6 +244,7 @@ func addFlags(fs *pflag.FlagSet, getenv func(string) string) *Flags {
 	fs.StringVar(&o.Name, "name", "", "the tracker's `name` in welcomes and on the status page (default: host:port)")
 	o.PingInterval, o.WriteTimeout = wire.DefaultPingInterval, DefaultWriteTimeout
 	o.LeaseGrace, o.ShutdownTimeout = table.DefaultLeaseGrace, DefaultShutdownTimeout
+	o.LeaseTimeout, o.MaxWorkerWindow = DefaultLeaseTimeout, table.DefaultMaxWorkerWindow
 	o.QueueBytes, o.Limits.MaxFrameBytes = DefaultQueueBytes, wire.DefaultMaxFrameBytes
 	o.Limits.MaxBlobBytes = wire.DefaultMaxBlobBytes
 	o.LogLevel = slog.LevelInfo
@@ -228,7 +253,11 @@ func addFlags(fs *pflag.FlagSet, getenv func(string) string) *Flags {
 	fs.Var(cliflag.Duration(&o.WriteTimeout), "write-timeout", "drop a connection whose frame takes longer than this `duration` to write")
 	fs.IntVar(&o.MaxLost, "max-lost", table.DefaultMaxLost, "fail a workunit after `N` lost deliveries")
 	fs.Var(cliflag.Duration(&o.LeaseTimeout), "lease-timeout",
-		"take a workunit without a time limit back from a worker that holds it longer than this `duration` (0: never)")
+		"take a workunit without a time limit back from a worker that holds it this `duration` without progress (0: never)")
+	fs.IntVar(&o.MaxWorkerWindow, "max-worker-window", table.DefaultMaxWorkerWindow,
+		"a worker holds at most `N` workunits (running and queued), whatever slots and prefetch it declares")
+	fs.BoolVar(&o.SharedCache, "shared-cache", false,
+		"masters of different credentials trust each other: share memoized results between them (default: each master credential has its own)")
 	fs.Var(cliflag.Duration(&o.LeaseGrace), "lease-grace",
 		"`duration` added to a workunit's time limit before the tracker takes it back")
 	fs.Var(cliflag.Duration(&o.KeepResults), "keep-results",
@@ -289,7 +318,7 @@ func (f *Flags) Options(args []string) (Options, error) {
 		"ping-interval": o.PingInterval == 0, "write-timeout": o.WriteTimeout == 0,
 		"shutdown-timeout": o.ShutdownTimeout == 0, "queue-bytes": o.QueueBytes == 0,
 		"max-frame-bytes": o.Limits.MaxFrameBytes == 0, "max-blob-bytes": o.Limits.MaxBlobBytes == 0,
-		"max-handshakes": o.MaxHandshakes == 0,
+		"max-handshakes": o.MaxHandshakes == 0, "max-worker-window": o.MaxWorkerWindow == 0,
 	} {
 		if set(name) && zero {
 			return Options{}, fmt.Errorf("tracker: --%s 0: want more than 0 (leave the flag out for its default)", name)
@@ -446,6 +475,9 @@ func (o Options) withDefaults() Options {
 	if o.MaxHandshakes == 0 {
 		o.MaxHandshakes = DefaultMaxHandshakes
 	}
+	if o.MaxWorkerWindow == 0 {
+		o.MaxWorkerWindow = table.DefaultMaxWorkerWindow
+	}
 	o.Limits = o.Limits.WithDefaults()
 	// One message carrying the largest field must fit in a frame.
 	room := min(64<<10, o.Limits.MaxFrameBytes/4)
@@ -466,9 +498,9 @@ func (o *Options) logger(stderr io.Writer) *slog.Logger {
 	if o.Logger != nil {
 		return o.Logger
 	}
-	ho := &slog.HandlerOptions{Level: o.LogLevel}
-	if o.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(stderr, ho))
+	log, err := logfmt.New(stderr, o.LogFormat, o.LogLevel)
+	if err != nil { // checked by validate: not reached
+		log, _ = logfmt.New(stderr, logfmt.Text, o.LogLevel)
 	}
-	return slog.New(slog.NewTextHandler(stderr, ho))
+	return log
 }

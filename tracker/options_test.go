@@ -45,8 +45,23 @@ func TestConfigureOptions(t *testing.T) {
 				assert.Equal(t, 3, o.MaxLost)
 				assert.Equal(t, slog.LevelInfo, o.LogLevel)
 				assert.Equal(t, "text", o.LogFormat)
+				assert.Equal(t, time.Hour, o.LeaseTimeout, "a lease without progress expires")
+				assert.Equal(t, 1024, o.MaxWorkerWindow)
+				assert.False(t, o.SharedCache, "each master credential has its own cache")
 			},
 		},
+		{
+			name: "leases that never expire", args: []string{"--lease-timeout", "0"}, getenv: home,
+			check: func(t *testing.T, o Options) { assert.Zero(t, o.LeaseTimeout) },
+		},
+		{
+			name: "trusting masters", args: []string{"--shared-cache", "--max-worker-window", "4096"}, getenv: home,
+			check: func(t *testing.T, o Options) {
+				assert.True(t, o.SharedCache)
+				assert.Equal(t, 4096, o.MaxWorkerWindow)
+			},
+		},
+		{name: "no worker window", args: []string{"--max-worker-window", "0"}, getenv: home, err: "--max-worker-window 0: want more than 0"},
 		{
 			name: "XDG_STATE_HOME wins", getenv: env("HOME", "/home/ann", "XDG_STATE_HOME", "/var/state"),
 			check: func(t *testing.T, o Options) { assert.Equal(t, "/var/state/riot", o.DataDir) },

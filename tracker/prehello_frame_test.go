@@ -52,7 +52,7 @@ func TestServer_PreHello_BigFirstFrame(t *testing.T) {
 // GPUs with names of 96 bytes) is welcomed.
 func TestServer_PreHello_LargestHello(t *testing.T) {
 	t.Parallel()
-	tr := trackertest.Start(t)
+	tr := trackertest.Start(t, trackertest.WithOptions(func(o *tracker.Options) { o.MaxWorkerWindow = -1 }))
 	gpus := make([]wire.GPU, 255)
 	for i := range gpus {
 		gpus[i] = wire.GPU{Name: strings.Repeat("g", 96), Memory: 1<<64 - 1}

@@ -63,6 +63,7 @@ type Server struct {
 	http     *http.Server
 	upgrader websocket.Upgrader
 	metrics  *prometheus.Registry
+	hist     histograms // of workunits' waits and runs, in metrics
 
 	// The table's loop: everything that goes to it goes through these.
 	lp    *loop
@@ -93,6 +94,10 @@ type Server struct {
 	// handshakes holds a token for each connection whose hello has not
 	// been accepted yet (Options.MaxHandshakes of them at most).
 	handshakes chan struct{}
+
+	// The dashboard: its logins, and a place for each open event stream.
+	sessions   *sessions
+	eventSlots chan struct{}
 
 	counters ioCounters
 	// connLog bounds the lines about connections (connected, refused,
@@ -136,6 +141,8 @@ func New(opts Options) (*Server, error) {
 	s.baseCtx, s.cancelBase = context.WithCancel(context.Background())
 	s.connLog = newLogLimiter(s.log, logInterval, logBurst)
 	s.throttle = newThrottle(time.Now)
+	s.sessions = newSessions()
+	s.eventSlots = make(chan struct{}, maxEventStreams)
 	_, _ = rand.Read(s.nonce[:])
 	creds := o.Tokens
 	var tokenWarn string
@@ -195,6 +202,13 @@ func New(opts Options) (*Server, error) {
 		s.name = net.JoinHostPort(host, strconv.Itoa(ln.Addr().(*net.TCPAddr).Port))
 	}
 	s.lp = newLoop(s, tab)
+	if js, ok := s.st.(store.JobStore); ok {
+		if jobs, err := js.LoadJobs(s.baseCtx); err != nil {
+			s.log.Warn("riotd: the jobs of the last run could not be read; the status pages start without them", "err", err)
+		} else {
+			s.lp.act.restoreJobs(jobs, time.Now())
+		}
+	}
 	s.upgrader = websocket.Upgrader{
 		// What an idle connection holds (see docs/security.md): its
 		// reads go through the 4 KiB buffer of the HTTP connection it
@@ -267,6 +281,7 @@ func (s *Server) restore() (*table.Table, table.Stats, error) {
 		MaxWatchesPerMaster: maxWatches,
 		LeaseTimeout:        s.opts.LeaseTimeout,
 		LeaseGrace:          s.opts.LeaseGrace,
+		MaxWorkerWindow:     s.opts.MaxWorkerWindow,
 		KeepFinished:        s.opts.KeepResults,
 		// Tokens of this run start above any an earlier run reached.
 		FirstToken: table.Token(time.Now().UnixNano()),
@@ -298,6 +313,10 @@ func (s *Server) URL() string {
 
 // Name returns the tracker's name, as Welcome gives it.
 func (s *Server) Name() string { return s.name }
+
+// Logger returns the logger the Server writes to (Options.Logger, or the
+// one its LogLevel and LogFormat made).
+func (s *Server) Logger() *slog.Logger { return s.log }
 
 // Ready returns a channel that is closed once Run serves: the table's loop
 // runs and connections are accepted. (Connections made between New and
@@ -525,10 +544,21 @@ func (s *Server) WaitStats(ctx context.Context, cond func(Stats) bool) (Stats, e
 // Lookup returns the table's record of key as it stands, and whether the
 // table has it: for inspection (tests, admin tools). Masters ask with
 // Info. The record's byte slices are shared with the table: read them,
-// never modify them.
+// never modify them. It looks in every memo scope, the scope "" (that of
+// every master without credentials or with SharedCache) first; LookupIn
+// looks in one.
 func (s *Server) Lookup(ctx context.Context, key workunit.Key) (table.Record, bool, error) {
 	var rec table.Record
 	var ok bool
 	err := s.do(ctx, func(l *loop) { rec, ok = l.tab.Lookup(key) })
+	return rec, ok, err
+}
+
+// LookupIn is Lookup in the memo scope of a credential's masters: its
+// name (see Credential.Name and Options.SharedCache).
+func (s *Server) LookupIn(ctx context.Context, scope string, key workunit.Key) (table.Record, bool, error) {
+	var rec table.Record
+	var ok bool
+	err := s.do(ctx, func(l *loop) { rec, ok = l.tab.LookupIn(scope, key) })
 	return rec, ok, err
 }

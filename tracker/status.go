@@ -73,6 +73,9 @@ type Status struct {
 	FinishedPerSecond float64        `json:"finished_per_second"`
 	Workers           []WorkerStatus `json:"workers"`
 	Masters           []ConnStatus   `json:"masters"`
+	// Jobs are the jobs in progress and those that ended in the last hour
+	// (docs/http.md, GET /api/v1/jobs).
+	Jobs []JobInfo `json:"jobs"`
 }
 
 // ConnStatus describes a connection on the status page.
@@ -94,6 +97,10 @@ type WorkerStatus struct {
 	// for.
 	Busy   int `json:"busy"`
 	Credit int `json:"credit"`
+	// Running is how many of those it runs (at most its slots), and
+	// Prefetched how many wait in its queue.
+	Running    int `json:"running"`
+	Prefetched int `json:"prefetched"`
 }
 
 // Status returns the tracker's state at a glance.
@@ -122,12 +129,14 @@ func (l *loop) status() Status {
 	for _, c := range l.conns {
 		cs := ConnStatus{Name: c.name, Role: string(c.role), Remote: c.remote, Agent: c.agent, Since: c.since.UTC()}
 		if wi, ok := l.tab.Worker(table.WorkerID(c.id)); ok {
+			running := c.runningOf(wi.Leases)
 			st.Workers = append(st.Workers, WorkerStatus{ConnStatus: cs, Slots: c.slots, Prefetch: c.prefetch,
-				GPUs: wi.GPUs, Busy: wi.Leases, Credit: wi.Credit})
+				GPUs: wi.GPUs, Busy: wi.Leases, Credit: wi.Credit, Running: running, Prefetched: wi.Leases - running})
 		} else {
 			st.Masters = append(st.Masters, cs)
 		}
 	}
+	st.Jobs = l.jobInfos(reader{all: true})
 	slices.SortFunc(st.Workers, func(a, b WorkerStatus) int { return cmp.Compare(a.Name, b.Name) })
 	slices.SortFunc(st.Masters, func(a, b ConnStatus) int { return cmp.Compare(a.Name, b.Name) })
 	return st
@@ -141,23 +150,43 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /status", s.needMaster(s.serveStatus))
 	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /healthz", s.serveHealth)
-	mux.HandleFunc("GET /{$}", s.needMaster(s.serveIndex))
+	mux.HandleFunc("GET /{$}", s.serveRoot)
+	// The dashboard's login, and the HTTP API under it (docs/http.md).
+	mux.HandleFunc("GET /login", func(w http.ResponseWriter, r *http.Request) { s.loginPage(w, r, http.StatusOK, "") })
+	mux.HandleFunc("POST /login", s.serveLogin)
+	mux.HandleFunc("POST /logout", s.serveLogout)
+	mux.HandleFunc("GET /api/v1/overview", s.api(s.apiOverview))
+	mux.HandleFunc("GET /api/v1/workers", s.api(s.apiWorkers))
+	mux.HandleFunc("GET /api/v1/jobs", s.api(s.apiJobs))
+	mux.HandleFunc("GET /api/v1/jobs/{id}", s.api(s.apiJob))
+	mux.HandleFunc("POST /api/v1/jobs/{id}/cancel", s.apiChange(s.apiJobCancel))
+	mux.HandleFunc("GET /api/v1/workunits", s.api(s.apiWorkunits))
+	mux.HandleFunc("GET /api/v1/workunits/{key}", s.api(s.apiWorkunit))
+	mux.HandleFunc("POST /api/v1/workunits/{key}/cancel", s.apiChange(s.apiWorkunitCancel))
+	mux.HandleFunc("GET /api/v1/failures", s.api(s.apiFailures))
+	mux.HandleFunc("GET /api/v1/stream", s.api(s.apiStream))
+	mux.HandleFunc("GET /api/v1/events", s.api(s.apiEvents))
+	s.dashboardRoutes(mux)
 	return mux
 }
 
 // needMaster wraps a handler of the status pages, which name every
 // connection and its address: when the tracker has credentials, a request
-// must carry a master's token as "Authorization: Bearer TOKEN". Wrong
-// tokens are throttled as hellos are (see throttle); a master's is served
-// at once.
+// must carry a master's or a viewer's token as "Authorization: Bearer
+// TOKEN", or the dashboard's session cookie. Wrong tokens are throttled as
+// hellos are (see throttle); a right one is served at once.
 func (s *Server) needMaster(h http.HandlerFunc) http.HandlerFunc {
 	if s.auth == nil {
 		return h
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		tok, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !found && s.loggedIn(r) {
+			h(w, r)
+			return
+		}
 		cred, valid := s.auth.check(strings.TrimSpace(tok))
-		if found && valid && cred.role == wire.RoleMaster {
+		if found && valid && (cred.role == wire.RoleMaster || cred.role == RoleViewer) {
 			h(w, r)
 			return
 		}
@@ -176,7 +205,7 @@ func (s *Server) needMaster(h http.HandlerFunc) http.HandlerFunc {
 			}
 		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="riotd"`)
-		http.Error(w, "riotd: the status page needs a master's token: Authorization: Bearer TOKEN", http.StatusUnauthorized)
+		http.Error(w, "riotd: the status page needs a master's or a viewer's token: Authorization: Bearer TOKEN", http.StatusUnauthorized)
 	}
 }
 
@@ -208,6 +237,35 @@ func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request) {
 	_ = enc.Encode(st)
 }
 
+// serveRoot answers GET /: the dashboard for browsers (a request that
+// accepts text/html), the status as text for curl.
+func (s *Server) serveRoot(w http.ResponseWriter, r *http.Request) {
+	if !acceptsHTML(r) {
+		s.needMaster(s.serveIndex)(w, r)
+		return
+	}
+	if s.auth == nil && !isLoopbackHost(r.Host) {
+		http.Error(w, "riotd: without --token-file, riotd answers requests for localhost only: give riotd a --token-file to serve others", http.StatusForbidden)
+		return
+	}
+	if !s.loggedIn(r) {
+		http.Redirect(w, r, "/login", http.StatusSeeOther)
+		return
+	}
+	s.dashboardIndex(w, r)
+}
+
+// acceptsHTML reports whether r asks for an HTML page, as browsers do.
+func acceptsHTML(r *http.Request) bool {
+	for _, part := range strings.Split(r.Header.Get("Accept"), ",") {
+		mt, _, _ := strings.Cut(strings.TrimSpace(part), ";")
+		if strings.EqualFold(strings.TrimSpace(mt), "text/html") {
+			return true
+		}
+	}
+	return false
+}
+
 // serveIndex shows the status as text, for people with curl.
 func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
@@ -235,23 +293,45 @@ func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request) {
 	}
 	fmt.Fprintf(w, "workers: %d\n", len(st.Workers))
 	for _, wk := range st.Workers {
-		fmt.Fprintf(w, "  %-24s busy %d of %d slots (prefetch up to %d), %d GPUs, %s\n",
-			wk.Name, wk.Busy, wk.Slots, wk.Prefetch, wk.GPUs, wk.Remote)
+		fmt.Fprintf(w, "  %-24s running %d of %d slots, %d prefetched (up to %d), %d GPUs, %s\n",
+			wk.Name, wk.Running, wk.Slots, wk.Prefetched, wk.Prefetch, wk.GPUs, wk.Remote)
 	}
 	fmt.Fprintf(w, "masters: %d\n", len(st.Masters))
 	for _, m := range st.Masters {
 		fmt.Fprintf(w, "  %-24s %s\n", m.Name, m.Remote)
 	}
-	fmt.Fprintf(w, "\nGET /status for JSON, /metrics for Prometheus.\n")
+	fmt.Fprintf(w, "jobs: %d\n", len(st.Jobs))
+	for _, j := range st.Jobs {
+		fmt.Fprintf(w, "  %-24s %-7s %d submitted: %d waiting, %d running, %d done, %d failed, %d from memory\n",
+			j.Name, j.State, j.Submitted, j.Waiting, j.Running, j.Done, j.Failed, j.FromMemory)
+	}
+	fmt.Fprintf(w, "\nOpen this address in a browser for the dashboard; GET /status for JSON, /api/v1/ for the API (docs/http.md), /metrics for Prometheus.\n")
 }
+
+// histograms are the distributions of workunits' queue waits and run
+// times, observed by the loop as results and errors come.
+type histograms struct {
+	wait prometheus.Histogram
+	run  *prometheus.HistogramVec
+}
+
+// durationBuckets span a trivial workunit's 100 µs to a long one's hours.
+var durationBuckets = []float64{0.0001, 0.001, 0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600, 4 * 3600}
 
 // newMetrics returns the registry of the tracker's Prometheus metrics.
 func (s *Server) newMetrics() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
+	s.hist.wait = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "riot_workunit_wait_seconds",
+		Help:    "How long finished workunits waited, from their submission to the start of the run that finished them (to the tracker's tick, 0.1 s by default).",
+		Buckets: durationBuckets})
+	s.hist.run = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "riot_workunit_run_seconds",
+		Help:    "How long the runs that finished workunits took on their workers, by outcome (done, error).",
+		Buckets: durationBuckets}, []string{"outcome"})
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		newCollector(s),
+		s.hist.wait, s.hist.run,
 	)
 	return reg
 }
@@ -266,6 +346,7 @@ type collector struct {
 	forgotten                                            *prometheus.Desc
 	records, frames, messages, bytes, dropped            *prometheus.Desc
 	authFailures, forbidden, refusedFull                 *prometheus.Desc
+	jobs, jobWorkunits                                   *prometheus.Desc
 }
 
 func newCollector(s *Server) *collector {
@@ -295,6 +376,9 @@ func newCollector(s *Server) *collector {
 			"Hellos and status requests refused for their credentials (missing, unknown, or a worker's token for a master)."),
 		forbidden:   desc("requests_forbidden_total", "Requests refused because the connection's token does not allow them."),
 		refusedFull: desc("connections_refused_full_total", "Connections refused because the tracker was full (--max-conns, --max-handshakes)."),
+		jobs:        desc("jobs", "Jobs the tracker knows, by state: running (their master is connected) or ended (in the last hour).", "state"),
+		jobWorkunits: desc("job_workunits", "The workunits of each running job, by status (from_memory: answered at once from earlier results).",
+			"job", "name", "status"),
 	}
 }
 
@@ -302,7 +386,8 @@ func newCollector(s *Server) *collector {
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.workunits, c.workers, c.masters, c.conns, c.leases,
 		c.watches, c.submitted, c.finished, c.discarded, c.storeErrors, c.commits, c.records,
-		c.frames, c.messages, c.bytes, c.dropped, c.authFailures, c.forbidden, c.refusedFull, c.forgotten} {
+		c.frames, c.messages, c.bytes, c.dropped, c.authFailures, c.forbidden, c.refusedFull, c.forgotten,
+		c.jobs, c.jobWorkunits} {
 		ch <- d
 	}
 }
@@ -350,4 +435,22 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.authFailures, ioc.authFailures.Load())
 	counter(c.forbidden, ioc.forbidden.Load())
 	counter(c.refusedFull, ioc.refusedFull.Load())
+	var jobs []JobInfo
+	if c.s.do(ctx, func(l *loop) { jobs = l.jobInfos(reader{all: true}) }) != nil {
+		return
+	}
+	running := 0
+	for _, j := range jobs {
+		if j.State != "running" {
+			continue
+		}
+		running++
+		gauge(c.jobWorkunits, float64(j.Waiting), j.ID, j.Name, "waiting")
+		gauge(c.jobWorkunits, float64(j.Running), j.ID, j.Name, "running")
+		gauge(c.jobWorkunits, float64(j.Done), j.ID, j.Name, "done")
+		gauge(c.jobWorkunits, float64(j.Failed), j.ID, j.Name, "error")
+		gauge(c.jobWorkunits, float64(j.FromMemory), j.ID, j.Name, "from_memory")
+	}
+	gauge(c.jobs, float64(running), "running")
+	gauge(c.jobs, float64(len(jobs)-running), "ended")
 }

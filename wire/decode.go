@@ -127,6 +127,7 @@ type slabs struct {
 	blobWritten slab[BlobWritten]
 	blobRead    slab[BlobRead]
 	blobPart    slab[BlobPart]
+	stats       slab[Stats]
 }
 
 func (s *slabs) reset() {
@@ -159,6 +160,7 @@ func (s *slabs) reset() {
 	s.blobWritten.reset()
 	s.blobRead.reset()
 	s.blobPart.reset()
+	s.stats.reset()
 }
 
 // get returns a new message of type t, nil for an unknown type.
@@ -222,6 +224,8 @@ func (s *slabs) get(t Type) Msg {
 		return s.blobRead.get()
 	case TypeBlobPart:
 		return s.blobPart.get()
+	case TypeStats:
+		return s.stats.get()
 	}
 	return nil
 }

@@ -108,6 +108,8 @@ func (m *Hello) encodeFields(c *encoder) {
 	c.gpus("gpus", &m.GPUs)
 	c.text("token", &m.Token)
 	c.text("agent", &m.Agent)
+	c.text("job", &m.Job)
+	c.uint("memory-limit", &m.MemoryLimit)
 }
 
 // decodeFields is (*Hello).fields for a decoder.
@@ -124,6 +126,8 @@ func (m *Hello) decodeFields(c *decoder) {
 	c.gpus("gpus", &m.GPUs)
 	c.text("token", &m.Token)
 	c.text("agent", &m.Agent)
+	c.text("job", &m.Job)
+	c.uint("memory-limit", &m.MemoryLimit)
 }
 
 // encodeFields is (*Welcome).fields for an encoder.
@@ -450,6 +454,18 @@ func (m *BlobData) decodeFields(c *decoder) {
 	c.req(&m.Req)
 	c.hash("hash", &m.Hash)
 	c.bytesOrNull("data", &m.Data, &m.Missing, blobLimit)
+}
+
+// encodeFields is (*Stats).fields for an encoder.
+func (m *Stats) encodeFields(c *encoder) {
+	c.uint("heap", &m.Heap)
+	c.count("running", &m.Running)
+}
+
+// decodeFields is (*Stats).fields for a decoder.
+func (m *Stats) decodeFields(c *decoder) {
+	c.uint("heap", &m.Heap)
+	c.count("running", &m.Running)
 }
 
 // encodeFields is (*BlobWrite).fields for an encoder.

@@ -114,6 +114,13 @@ type Hello struct {
 	// Agent names the client software and its version, e.g.
 	// "riot-worker/0.1.0 go1.26".
 	Agent string
+	// Job names what a master runs (a job script's file name, "-e", a Go
+	// program's choice); "" when it says none. The tracker counts a
+	// master's workunits by job: one session is one job.
+	Job string
+	// MemoryLimit is the heap limit a worker enforces, in bytes; 0 when
+	// it has none or does not say.
+	MemoryLimit uint64
 }
 
 func (m *Hello) fields(c codec) {
@@ -129,6 +136,8 @@ func (m *Hello) fields(c codec) {
 	c.gpus("gpus", &m.GPUs)
 	c.text("token", &m.Token)
 	c.text("agent", &m.Agent)
+	c.text("job", &m.Job)
+	c.uint("memory-limit", &m.MemoryLimit)
 }
 
 // Welcome accepts a Hello (tracker → client).
@@ -512,6 +521,22 @@ func (m *BlobData) fields(c codec) {
 	c.bytesOrNull("data", &m.Data, &m.Missing, blobLimit)
 }
 
+// Stats tells the tracker how a worker is doing (worker → tracker), every
+// few seconds, for status pages: its heap in use and how many workunits
+// it is running. The tracker keeps the last one; nothing depends on it.
+type Stats struct {
+	// Heap is the worker's heap in use, in bytes.
+	Heap uint64
+	// Running is how many workunits it is running now (at most its slots;
+	// the rest it holds are queued).
+	Running int
+}
+
+func (m *Stats) fields(c codec) {
+	c.uint("heap", &m.Heap)
+	c.count("running", &m.Running)
+}
+
 // BlobWrite uploads one piece of a blob (client → tracker): the Data at
 // Offset of the blob Hash, which is Size bytes in all. The pieces of one
 // blob go on one connection, in order, from offset 0, without gaps or
@@ -673,3 +698,6 @@ func (*BlobRead) Type() Type { return TypeBlobRead }
 
 // Type implements Msg.
 func (*BlobPart) Type() Type { return TypeBlobPart }
+
+// Type implements Msg.
+func (*Stats) Type() Type { return TypeStats }

@@ -73,7 +73,7 @@ func TestDecode_Rejects(t *testing.T) {
 		{name: "empty input", frame: nil, kind: ErrMalformed, index: -1, detail: "unexpected end of data"},
 		{name: "not an array", frame: []byte{0x01}, kind: ErrMalformed, index: -1, detail: "want an array of messages, have an unsigned integer"},
 		{name: "indefinite array", frame: []byte{0x9f, 0xff}, kind: ErrMalformed, index: -1, detail: "indefinite-length"},
-		{name: "truncated", frame: good[:len(good)-1], kind: ErrMalformed, index: len(samples()) - 1, typ: TypeBlobPart, field: "data", detail: "unexpected end of data"},
+		{name: "truncated", frame: good[:len(good)-1], kind: ErrMalformed, index: len(samples()) - 1, typ: TypeStats, field: "running", detail: "unexpected end of data"},
 		{name: "truncated inside assign spec", frame: assign[:50], kind: ErrMalformed, index: 0, typ: TypeAssign, field: "spec"},
 		{name: "trailing bytes", frame: append(append([]byte{}, good...), 0x00), kind: ErrMalformed, index: -1, detail: "1 bytes after the frame"},
 		{name: "count past the data", frame: []byte{0x9a, 0x00, 0x01, 0x00, 0x00}, kind: ErrMalformed, index: -1},
@@ -158,15 +158,15 @@ func TestDecode_Rejects(t *testing.T) {
 			w.Int(1)
 			w.Head(cbor.MajorArray, 1<<40)
 		}), kind: ErrMalformed, index: 0, typ: TypeWatch, field: "keys", detail: "items with"},
-		{name: "hello bad role", frame: frameOf(10, func(w *cbor.Writer) {
+		{name: "hello bad role", frame: frameOf(12, func(w *cbor.Writer) {
 			w.Int(int64(TypeHello))
 			w.Int(ProtocolVersion)
 			w.Text("admin")
 		}), kind: ErrMalformed, index: 0, typ: TypeHello, field: "role", detail: `role "admin"`},
-		{name: "hello too short", frame: frameOf(9, func(w *cbor.Writer) {
+		{name: "hello too short", frame: frameOf(11, func(w *cbor.Writer) {
 			w.Int(int64(TypeHello))
 			w.Int(ProtocolVersion)
-		}), kind: ErrMalformed, index: 0, typ: TypeHello, detail: "want an array of 10 items, have 9"},
+		}), kind: ErrMalformed, index: 0, typ: TypeHello, detail: "want an array of 12 items, have 11"},
 		{name: "hello without version", frame: []byte{0x81, 0x81, 0x01}, kind: ErrMalformed, index: 0, typ: TypeHello, detail: "at least 2 items"},
 		{name: "foreign hello truncated", frame: []byte{0x81, 0x83, 0x01, 0x02, 0x62, 'x'}, kind: ErrMalformed, index: 0, typ: TypeHello},
 		{name: "limits of 4 items", frame: frameOf(7, func(w *cbor.Writer) {

@@ -59,14 +59,14 @@ func testOutcome(key workunit.Key, status workunit.Status) workunit.Outcome {
 // twice, for their variants). Each call returns new messages.
 func samples() []sample {
 	return []sample{
-		{"hello", "[1, version, role, name, session, slots, prefetch, [[gpu-name, memory]...], token, agent]", &Hello{
+		{"hello", "[1, version, role, name, session, slots, prefetch, [[gpu-name, memory]...], token, agent, job, memory-limit]", &Hello{
 			Version: ProtocolVersion, Role: RoleWorker, Name: "alfred", Session: "5f1c0a9e3b7d4c21a0e9f8d7c6b5a493",
 			Slots: 8, Prefetch: 2, GPUs: []GPU{{Name: "NVIDIA H200", Memory: 150 << 30}, {Name: "NVIDIA H200", Memory: 150 << 30}},
-			Token: "s3cret", Agent: "riot-worker/0.1.0 go1.26",
+			Token: "s3cret", Agent: "riot-worker/0.1.0 go1.26", MemoryLimit: 4 << 30,
 		}},
-		{"hello-master", "[1, version, role, name, session, slots, prefetch, gpus, token, agent]", &Hello{
+		{"hello-master", "[1, version, role, name, session, slots, prefetch, gpus, token, agent, job, memory-limit]", &Hello{
 			Version: ProtocolVersion, Role: RoleMaster, Name: "laptop", Session: "0123456789abcdef0123456789abcdef",
-			Agent: "riot-worker eval/0.1.0",
+			Agent: "riot-worker eval/0.1.0", Job: "words.js",
 		}},
 		{"welcome", "[2, version, name, tracker, ping-interval-ms, resumed, [max-frame-bytes, max-messages, max-spec-bytes, max-result-bytes, max-blob-bytes]]", &Welcome{
 			Version: ProtocolVersion, Name: "alfred-2", Tracker: "riotd tracker-1:2355", PingInterval: 5 * time.Second,
@@ -120,6 +120,7 @@ func samples() []sample {
 		{"blob-read", "[28, req, hash, offset, length]", &BlobRead{Req: 16, Hash: blob.Sum([]byte("dictionary")), Offset: 4, Length: 4}},
 		{"blob-part", "[29, req, hash, size, offset, data]", &BlobPart{Req: 16, Hash: blob.Sum([]byte("dictionary")), Size: 10, Offset: 4, Data: []byte("iona")}},
 		{"blob-part-missing", "[29, req, hash, size, offset, null]", &BlobPart{Req: 17, Hash: testHash("gone"), Missing: true}},
+		{"stats", "[30, heap, running]", &Stats{Heap: 812 << 20, Running: 2}},
 	}
 }
 

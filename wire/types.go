@@ -10,8 +10,9 @@ import (
 // other version, naming both. Bump it on any change to a message's layout,
 // and for a new message type. Version 2 added cancel, canceled and revoke;
 // version 3 added blob-write, blob-written, blob-read and blob-part (blobs
-// in pieces) and made max-blob-bytes the bound of a whole blob.
-const ProtocolVersion = 3
+// in pieces) and made max-blob-bytes the bound of a whole blob; version 4
+// added Hello's job and memory-limit and the stats message.
+const ProtocolVersion = 4
 
 // Transport constants: where and how a client connects. wire does no
 // networking; these are the values the tracker and clients agree on.
@@ -94,8 +95,9 @@ const (
 	TypeBlobWritten Type = 27
 	TypeBlobRead    Type = 28
 	TypeBlobPart    Type = 29
+	TypeStats       Type = 30
 
-	maxType = TypeBlobPart
+	maxType = TypeStats
 )
 
 // String returns the type's name as docs/protocol.md gives it, such as
@@ -160,6 +162,8 @@ func (t Type) String() string {
 		return "blob-read"
 	case TypeBlobPart:
 		return "blob-part"
+	case TypeStats:
+		return "stats"
 	}
 	return fmt.Sprintf("Type(%d)", uint8(t))
 }
@@ -171,7 +175,7 @@ func (t Type) FromClient() bool {
 	switch t {
 	case TypeHello, TypeSubmit, TypeWatch, TypeUnwatch, TypeInfo, TypeBlobHave,
 		TypeBlobPut, TypeCredit, TypeDone, TypeFailed, TypeReturn, TypeBlobGet, TypeCancel,
-		TypeBlobWrite, TypeBlobRead:
+		TypeBlobWrite, TypeBlobRead, TypeStats:
 		return true
 	}
 	return false

@@ -3,6 +3,7 @@ package worker
 import (
 	"errors"
 	"fmt"
+	"github.com/riot-go/riot/internal/logfmt"
 	"io"
 	"log/slog"
 	"net"
@@ -66,6 +67,7 @@ type Flags struct {
 	tlsCA    string
 	noGPU    bool
 	level    slog.Level
+	format   string
 }
 
 // AddFlags defines riot-worker's flags (docs/workers.md) on fs and returns
@@ -89,6 +91,7 @@ func addFlags(fs *pflag.FlagSet, getenv func(string) string) *Flags {
 		"PEM `file` of the authority that signed the tracker's certificate; implies wss:// (default: $RIOT_TLS_CA)")
 	fs.BoolVar(&f.noGPU, "no-gpu", false, "offer no GPU devices, even when a CUDA driver is present")
 	fs.Var(cliflag.LogLevel(&f.level), "log-level", "log `level`: debug, info, warn or error")
+	fs.StringVar(&f.format, "log-format", logfmt.Text, "log `format`: text or json (durations in seconds)")
 	return f
 }
 
@@ -157,6 +160,10 @@ func (f *Flags) Options(args []string, logs io.Writer) (Options, error) {
 	if grace <= 0 {
 		grace = -1 // no grace: interrupt at once
 	}
+	logger, err := logfmt.New(logs, f.format, f.level)
+	if err != nil {
+		return Options{}, fmt.Errorf("--log-format: %w", err)
+	}
 	return Options{
 		Tracker:        addr,
 		Name:           f.name,
@@ -167,7 +174,7 @@ func (f *Flags) Options(args []string, logs io.Writer) (Options, error) {
 		Engine:         engine.Options{Timeout: f.timeout, MemoryLimit: memory},
 		BlobCacheBytes: int64(f.cache),
 		Client:         copts,
-		Logger:         slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: f.level})),
+		Logger:         logger,
 	}, nil
 }
 

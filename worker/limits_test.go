@@ -1,13 +1,18 @@
 package worker_test
 
 import (
+	"encoding/binary"
+	"math"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/riot-go/riot/blob"
+	"github.com/riot-go/riot/cbor"
 	"github.com/riot-go/riot/tracker"
 	"github.com/riot-go/riot/tracker/trackertest"
+	"github.com/riot-go/riot/value"
 	"github.com/riot-go/riot/worker"
 	"github.com/riot-go/riot/workunit"
 )
@@ -56,4 +61,47 @@ func TestWorker_LargeResult_AsBlob(t *testing.T) {
 	info, err := m.Info(ctx, out.Key)
 	require.NoError(t, err)
 	assert.Equal(t, out.Result, info.Result, "info fetches the blob too")
+}
+
+// TestWorker_LargeTypedResult_FromItsBuffer: a typed array, DataView or
+// ArrayBuffer result too large for a done message goes as a blob straight
+// from its buffer (header, buffer, trailer), and is the same blob, byte
+// for byte and so by hash, as its encoding in one piece.
+func TestWorker_LargeTypedResult_FromItsBuffer(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t, trackertest.WithOptions(func(o *tracker.Options) { o.Limits.MaxFrameBytes = 1 << 20 }))
+	start(t, tr.Addr(), worker.Options{Name: "w", Slots: 1})
+	m := master(t, tr.Addr())
+	ctx := ctxFor(t)
+	const n = 300000 // 2.4 MB of float64s
+	raw := make([]byte, 8*n)
+	for i := range n {
+		binary.LittleEndian.PutUint64(raw[8*i:], math.Float64bits(float64(i)))
+	}
+	f64, ok := value.TypedKindByName("Float64Array")
+	require.True(t, ok)
+	whole := cbor.NewWriter(nil)
+	value.WriteTyped(whole, f64, raw)
+	part := cbor.NewWriter(nil)
+	part.Tag(value.TagView)
+	part.ArrayHeader(4)
+	part.Int(int64(value.KindDataView))
+	part.ByteString(raw)
+	part.Int(8)
+	part.Int(1 << 20)
+	buf := cbor.NewWriter(nil)
+	buf.ByteString(raw)
+	const arr = "new Float64Array(300000).map((_, i) => i)"
+	for src, want := range map[string][]byte{
+		arr: whole.Bytes(),
+		"new DataView(" + arr + ".buffer, 8, 1 << 20)": part.Bytes(),
+		arr + ".buffer": buf.Bytes(),
+	} {
+		out, err := m.Submit(eval(src), workunit.Options{}).Wait(ctx)
+		require.NoError(t, err, src)
+		assert.Equal(t, want, out.Result, src)
+		got, err := m.FetchBlob(ctx, blob.Sum(want))
+		require.NoError(t, err, "%s: the tracker holds it under the hash of its one-piece encoding", src)
+		assert.Equal(t, want, got, src)
+	}
 }

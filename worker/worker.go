@@ -11,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/riot-go/riot/blob"
 	"github.com/riot-go/riot/client"
 	"github.com/riot-go/riot/engine"
 	"github.com/riot-go/riot/engine/jsgpu"
@@ -274,6 +275,7 @@ func (w *worker) run(ctx context.Context) error {
 	copts.Logger = w.opts.Logger
 	copts.GPUs = helloGPUs(w.opts.GPU, w.opts.Logger)
 	copts.OnRevoke = w.revoke
+	copts.MemoryLimit = w.opts.Engine.MemoryLimit
 	w.gpus = newGPUPool(len(copts.GPUs))
 	c, err := w.dial(ctx, copts)
 	if err != nil {
@@ -358,6 +360,7 @@ func (w *worker) run(ctx context.Context) error {
 	if w.opts.Ready != nil {
 		w.opts.Ready(name)
 	}
+	go w.reportStats(stop)
 
 	var runErr error
 	select {
@@ -578,6 +581,9 @@ func (w *worker) evaluate(env *slotEnv, j *job, replace func()) outcome {
 		// dispatch took any rename when this assignment came: no
 		// client call on the way to eval.
 		WorkerName: w.ident.Load().name,
+		// A large result goes as a blob from its own bytes (a typed
+		// array's buffer, not a copy) while the slot is still this run's.
+		PutResult: w.putResult,
 		Started: func(stop func(error)) {
 			w.mu.Lock()
 			w.running[a.Token] = stop
@@ -630,9 +636,8 @@ func (w *worker) finish(stop, evalCtx context.Context, a *client.Assignment, res
 	} else {
 		r.Result = res.Value
 		// Inline when it fits in a done message with its console.
-		lim := w.c.Limits()
-		if len(r.Result) > lim.MaxResultBytes || len(r.Result)+len(r.Console)+reportSlack > lim.MaxFrameBytes {
-			w.resultBlob(evalCtx, &r)
+		if w.resultTooLarge(len(r.Result), len(r.Console)) {
+			w.resultBlob(evalCtx, &r) // an engine that took no PutResult
 		}
 	}
 	w.report(r)
@@ -642,26 +647,50 @@ func (w *worker) finish(stop, evalCtx context.Context, a *client.Assignment, res
 	return true
 }
 
+// putResult is the engine's PutResult: a result that fits in a done
+// message with its console is its bytes; a larger one is uploaded as a
+// blob from its parts (resultBlobParts).
+func (w *worker) putResult(ctx context.Context, parts blob.Parts, consoleBytes int) ([]byte, error) {
+	if !w.resultTooLarge(parts.Len(), consoleBytes) {
+		return parts.Bytes(), nil
+	}
+	doc, werr := w.resultBlobParts(ctx, parts)
+	if werr != nil {
+		return nil, werr
+	}
+	return doc, nil
+}
+
+// resultTooLarge reports whether a result of size bytes, with a console
+// of consoleBytes, does not fit in a done message.
+func (w *worker) resultTooLarge(size, consoleBytes int) bool {
+	lim := w.c.Limits()
+	return size > lim.MaxResultBytes || size+consoleBytes+reportSlack > lim.MaxFrameBytes
+}
+
 // resultBlob uploads a result too large for a done message as a blob,
 // and puts in its place the value document that refers to it (the
 // master's client fetches it: docs/protocol.md, "Large values"). A
 // result the tracker cannot take becomes a result-limit error.
 func (w *worker) resultBlob(ctx context.Context, r *client.Report) {
-	h, err := w.c.PutBlob(ctx, r.Result)
+	r.Result, r.Error = w.resultBlobParts(ctx, blob.Parts{r.Result})
+}
+
+// resultBlobParts uploads a result, given as parts, as a blob and returns
+// the value document that refers to it, or the workunit's error.
+func (w *worker) resultBlobParts(ctx context.Context, parts blob.Parts) ([]byte, *workunit.Error) {
+	h, err := w.c.PutBlobParts(ctx, parts)
 	if err == nil {
-		r.Result = client.BlobRefDocument(h)
-		return
+		return client.BlobRefDocument(h), nil
 	}
-	size := len(r.Result)
-	r.Result = nil
+	size := parts.Len()
 	var le *client.BlobLimitError
 	if errors.As(err, &le) {
-		r.Error = &workunit.Error{Kind: workunit.ResultLimit, Name: "RangeError",
+		return nil, &workunit.Error{Kind: workunit.ResultLimit, Name: "RangeError",
 			Message: fmt.Sprintf("result: %s, over the tracker's limit on a value of %s (riotd --max-blob-bytes)",
 				units.FormatBytes(int64(size)), units.FormatSize(uint64(le.Limit)))}
-		return
 	}
-	r.Error = &workunit.Error{Kind: workunit.Internal, Name: "Error",
+	return nil, &workunit.Error{Kind: workunit.Internal, Name: "Error",
 		Message: fmt.Sprintf("result: %s: uploading it as a blob failed: %v", units.FormatBytes(int64(size)), err)}
 }
 

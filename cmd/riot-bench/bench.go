@@ -135,6 +135,10 @@ type storeResult struct {
 	latency    latency
 	commits    float64 // store commits (fsyncs) during the throughput run, from /metrics
 	commitRecs float64
+	// dash is the many-worker throughput again with a dashboard open
+	// (--dashboard), and dashEvents and dashRequests what it saw and did.
+	dash                     rate
+	dashEvents, dashRequests int64
 }
 
 type rate struct {
@@ -205,6 +209,20 @@ func (b *bench) runStore(ctx context.Context, store string) (storeResult, error)
 	}
 	res.commits = after["riot_store_commits_total"] - before["riot_store_commits_total"]
 	res.commitRecs = after["riot_store_records_total"] - before["riot_store_records_total"]
+
+	if b.cfg.dashboard {
+		fmt.Fprintf(b.log, "riot-bench: %s: throughput, %d workers, %d workunits, with a dashboard open\n", store, b.cfg.workers, b.cfg.n)
+		d := openDashboard(ctx, tr.Addr())
+		res.dash, err = b.throughput(ctx, m, b.cfg.n)
+		events, requests, derr := d.close()
+		if err != nil {
+			return res, err
+		}
+		if derr != nil {
+			return res, fmt.Errorf("the dashboard's requests: %w", derr)
+		}
+		res.dash.workers, res.dashEvents, res.dashRequests = b.cfg.workers, events, requests
+	}
 
 	fmt.Fprintf(b.log, "riot-bench: %s: latency, %d workunits one at a time\n", store, b.cfg.latencyN)
 	if res.latency, err = b.latency(ctx, m, b.cfg.latencyN); err != nil {

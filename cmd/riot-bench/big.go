@@ -23,7 +23,8 @@ import (
 // and has the worker return a copy with one element changed (another
 // blob, uploaded again): the value goes master → riotd → worker and back,
 // each way as a blob in pieces. It prints the times and the master's own
-// peak memory.
+// peak memory, once when doWork returns (the value sent: its upload's
+// peak) and once at the end (the result received too).
 const bigScript = `
 const n = %d
 const big = new Float64Array(n)
@@ -31,12 +32,13 @@ for (let i = 0; i < n; i += 512) big[i] = i
 const t0 = Date.now()
 const id = riot.doWork(() => { const a = new Float64Array(big); a[1] = -1; return a })
 const t1 = Date.now()
+const hwmUp = riot.readLines('/proc/self/status').find((l) => l.startsWith('VmHWM'))
 const back = riot.waitUntilDone(id)
 const t2 = Date.now()
 let ok = back.length === n && back[1] === -1
 for (let i = 512; i < n && ok; i += 512) ok = back[i] === i
 const hwm = riot.readLines('/proc/self/status').find((l) => l.startsWith('VmHWM'))
-console.log(JSON.stringify({ up: t1 - t0, total: t2 - t0, ok, hwm }))
+console.log(JSON.stringify({ up: t1 - t0, total: t2 - t0, ok, hwm, hwmUp }))
 `
 
 // bigResult is one --big run.
@@ -47,6 +49,9 @@ type bigResult struct {
 	// Peak resident memory of each process, from /proc/PID/status: VmHWM
 	// where it could be read at the end, else the largest VmRSS sampled.
 	masterHWM, riotdHWM, workerHWM int64
+	// masterUpHWM is the master's VmHWM when doWork returned: the peak of
+	// sending the value, before the result came.
+	masterUpHWM int64
 	// riotd's and the worker's resident memory before the run.
 	riotdBase, workerBase int64
 	masterSampled         int64
@@ -72,13 +77,13 @@ func (b *bench) runBig(ctx context.Context, w io.Writer) error {
 	}
 	mib := func(n int64) string { return fmt.Sprintf("%.0f MiB", float64(n)/(1<<20)) }
 	fmt.Fprintf(w, "riot-bench %s\n%s, load %s\n\n", strings.Join(b.cfg.args, " "), environment(), loadAverage())
-	fmt.Fprintln(w, "| store | value | master → worker (doWork) | round trip (→ worker → back) | throughput, both ways | master peak (VmHWM) | riotd peak (VmHWM; before) | worker peak (VmHWM; before) | CPU: master, riotd, worker |")
+	fmt.Fprintln(w, "| store | value | master → worker (doWork) | round trip (→ worker → back) | throughput, both ways | master peak (VmHWM; when doWork returned) | riotd peak (VmHWM; before) | worker peak (VmHWM; before) | CPU: master, riotd, worker |")
 	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	for _, r := range results {
 		rate := 2 * float64(r.bytes) / r.total.Seconds() / 1e6
-		fmt.Fprintf(w, "| %s | %s | %v (%.0f MB/s) | %v | %.0f MB/s | %s | %s; %s | %s; %s | %.2fs, %.2fs, %.2fs |\n", r.store, mib(r.bytes),
+		fmt.Fprintf(w, "| %s | %s | %v (%.0f MB/s) | %v | %.0f MB/s | %s; %s | %s; %s | %s; %s | %.2fs, %.2fs, %.2fs |\n", r.store, mib(r.bytes),
 			r.up.Round(time.Millisecond), float64(r.bytes)/r.up.Seconds()/1e6, r.total.Round(time.Millisecond), rate,
-			mib(r.masterHWM), mib(r.riotdHWM), mib(r.riotdBase), mib(r.workerHWM), mib(r.workerBase),
+			mib(r.masterHWM), mib(r.masterUpHWM), mib(r.riotdHWM), mib(r.riotdBase), mib(r.workerHWM), mib(r.workerBase),
 			r.masterCPU.Seconds(), r.riotdCPU.Seconds(), r.workerCPU.Seconds())
 	}
 	return nil
@@ -140,6 +145,7 @@ func (b *bench) bigOnce(ctx context.Context, store, script string) (bigResult, e
 		Up, Total int64
 		OK        bool
 		HWM       string
+		HWMUp     string
 	}
 	if err := json.Unmarshal(bytes.TrimSpace(stdout.Bytes()), &out); err != nil {
 		return res, fmt.Errorf("the script printed %q: %w", stdout.String(), err)
@@ -151,6 +157,7 @@ func (b *bench) bigOnce(ctx context.Context, store, script string) (bigResult, e
 	res.masterCPU = cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()
 	res.riotdCPU, res.workerCPU = procCPU(tr.Pid())-riotdCPU0, procCPU(wk.Pid())-workerCPU0
 	res.masterHWM = max(parseKB(out.HWM), res.masterSampled)
+	res.masterUpHWM = parseKB(out.HWMUp)
 	if res.riotdHWM, err = procMem(tr.Pid(), "VmHWM"); err != nil {
 		return res, err
 	}

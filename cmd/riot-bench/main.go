@@ -88,6 +88,9 @@ type config struct {
 	// big, when set, is the size of the one value the --big run sends
 	// (it replaces the other runs).
 	big int64
+	// dashboard: measure the many-worker throughput again with a
+	// dashboard open (openDashboard).
+	dashboard bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
@@ -119,6 +122,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&big, "big", "", "instead of the other runs, send one Float64Array of this `size` (e.g. 512MiB) through riotd to a worker and back, in each of --stores, and report the time and the peak memory of the master, riotd and the worker")
 	fs.DurationVar(&c.timeout, "timeout", 20*time.Minute, "bound on the whole run")
 	fs.BoolVar(&c.verbose, "v", false, "print the processes' logs when done")
+	fs.BoolVar(&c.dashboard, "dashboard", false, "also measure the throughput with --workers workers with a dashboard open: an event stream and, on each update, the requests a page makes")
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), usage)
 		fs.PrintDefaults()

@@ -180,7 +180,7 @@ func TestRun_Big(t *testing.T) {
 	code := run(t.Context(), []string{"--big", "4MiB", "--stores", "durable", "--timeout", "2m"}, &stdout, &stderr)
 	require.Equal(t, 0, code, "stderr:\n%s", stderr.String())
 	assert.Contains(t, stdout.String(), "| durable | 4 MiB | ")
-	assert.Contains(t, stdout.String(), "| master peak (VmHWM) | riotd peak (VmHWM; before) |")
+	assert.Contains(t, stdout.String(), "| master peak (VmHWM; when doWork returned) | riotd peak (VmHWM; before) |")
 }
 
 // fakePython writes a fake Python for --peers dask: it passes the import

@@ -88,6 +88,12 @@ func (r *report) write(w io.Writer, format string) {
 		row(fmt.Sprintf("throughput, %d workers, %d workunits pipelined", cfg.workers, cfg.n),
 			fmt.Sprintf("≥ %s/s in memory, %s/s durable (Riot, 2 workers: %.0f/s)", thousands(targetRate), thousands(targetDurableRate), riotTwoWorkers),
 			func(s storeResult) string { return ratePerSec(s.many) + mark(s.many.perSecond() >= s.targets().rate) })
+		if cfg.dashboard {
+			row(fmt.Sprintf("throughput, %d workers, with a dashboard open (updates; requests)", cfg.workers), "within 5% of the row above",
+				func(s storeResult) string {
+					return fmt.Sprintf("%s (%.1f%%; %d; %d)", ratePerSec(s.dash), 100*(s.dash.perSecond()/s.many.perSecond()-1), s.dashEvents, s.dashRequests)
+				})
+		}
 		row("× the original Riot (1 worker; 2 workers)", "",
 			func(s storeResult) string {
 				return fmt.Sprintf("×%s; ×%s", thousands(s.one.perSecond()/riotOneWorker),

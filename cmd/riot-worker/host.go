@@ -10,8 +10,9 @@ import (
 
 // reservedWords are the words riot-worker keeps for commands it may have
 // one day: in HOST's place, one that does not resolve is an unknown
-// command, not a tracker to wait for.
-const reservedWords = "status, jobs, workunits, cancel, logs, list, types"
+// command, not a tracker to wait for. (status, jobs, workunits, cancel
+// and logs, kept so before, are commands now.)
+const reservedWords = "list, types"
 
 // resolveTimeout bounds the look-up of a word that may be a command.
 const resolveTimeout = 3 * time.Second

@@ -3,6 +3,8 @@
 //	riot-worker [flags] HOST[:PORT]               run a worker for the tracker at HOST
 //	riot-worker eval [flags] SCRIPT.js [ARGS...]  run a job script as a master
 //	riot-worker eval [flags] -e SOURCE            evaluate JavaScript and print its value
+//	riot-worker status [HOST[:PORT]]              the tracker at a glance
+//	riot-worker jobs | workunits | cancel | logs  list and cancel a tracker's work
 //	riot-worker version                           print the version and the build
 //	riot-worker completion bash|zsh|fish          print a shell completion script
 //
@@ -36,6 +38,12 @@ Usage:
                                                 on the tracker named by --tracker
                                                 or on the embedded default
   riot-worker eval [flags] -e SOURCE            evaluate SOURCE and print its value
+  riot-worker status [HOST[:PORT]]              the tracker at a glance: workers,
+                                                workunits, jobs in progress
+  riot-worker jobs                              the tracker's jobs
+  riot-worker workunits [--job J] [--status S]  its workunits, newest first
+  riot-worker cancel JOB|KEY...                 cancel a job's work, or workunits
+  riot-worker logs KEY                          a workunit's console, result or error
   riot-worker version                           print the version and the build
   riot-worker completion bash|zsh|fish          print a shell completion script
   riot-worker help [COMMAND]                    show this help, or a command's
@@ -121,7 +129,8 @@ func newCommand(lookupHost func(ctx context.Context, host string) ([]string, err
 		}
 		return nil
 	}
-	root.AddCommand(evalCommand(), cli.VersionCommand("riot-worker"))
+	root.AddCommand(evalCommand(), statusCommand(), jobsCommand(), workunitsCommand(), cancelCommand(), logsCommand(),
+		cli.VersionCommand("riot-worker"))
 	return root
 }
 

@@ -18,7 +18,7 @@ import (
 
 // commandsLine is what a usage error for a word that looks like a command
 // says of the commands.
-const commandsLine = "the commands are completion, eval, help and version\nrun 'riot-worker help' for the commands\n"
+const commandsLine = "the commands are cancel, completion, eval, help, jobs, logs, status, version and workunits\nrun 'riot-worker help' for the commands\n"
 
 // A word in HOST's place that looks like a command and does not resolve
 // is an unknown command (exit 2), not a tracker to retry for ever. Before,
@@ -29,17 +29,17 @@ func TestHostRule_CommandWords(t *testing.T) {
 	// that stops at once with status 0.
 	canceled, cancel := context.WithCancel(t.Context())
 	cancel()
-	for _, word := range []string{"status", "jobs", "workunits", "cancel", "logs", "list", "types",
-		"evl", "hlep", "verison", "completoin", "Status", "LIST", "helm"} {
+	for _, word := range []string{"list", "types", "evl", "hlep", "verison", "completoin", "Status", "LIST", "Jobs",
+		"statsu", "jbos", "helm"} {
 		code, stdout, stderr := runResolving(canceled, nil, "--log-level", "error", word)
 		assert.Equal(t, 2, code, word)
 		assert.Empty(t, stdout, word)
 		assert.Equal(t, fmt.Sprintf("riot-worker: unknown command %q (nor a tracker host that resolves); ", word)+commandsLine, stderr, word)
 	}
 	// With flags before it, too.
-	code, _, stderr := runResolving(canceled, nil, "--slots", "2", "status")
+	code, _, stderr := runResolving(canceled, nil, "--slots", "2", "list")
 	assert.Equal(t, 2, code)
-	assert.Contains(t, stderr, `unknown command "status"`)
+	assert.Contains(t, stderr, `unknown command "list"`)
 }
 
 // Words that look like host names are hosts, resolved or not: a worker
@@ -64,7 +64,7 @@ func TestHostRule_Hosts(t *testing.T) {
 		{word: "[::1]"},
 		{word: "ws://status/riot"},
 		{word: "127.0.0.1"},
-		{word: "status", resolves: []string{"status"}},
+		{word: "types", resolves: []string{"types"}},
 		{word: "helm", resolves: []string{"helm"}},
 		{word: "list", resolves: []string{"list"}},
 	} {
@@ -86,11 +86,11 @@ func TestLooksLikeCommand_LooksUpOnlyCommandWords(t *testing.T) {
 	commands := []string{"completion", "eval", "help", "version"}
 	for word, want := range map[string]bool{
 		"alfred": false, "node": false, "evaluator": false, "localhost": false, "a.b": false, "": false, "-x": false,
-		"status": true, "evl": true, "hlep": true, "ev": true, "Eval": true,
+		"types": true, "evl": true, "hlep": true, "ev": true, "Eval": true,
 	} {
 		assert.Equal(t, want, looksLikeCommand(t.Context(), word, commands, lookup), word)
 	}
-	assert.ElementsMatch(t, []string{"status", "evl", "hlep", "ev", "Eval"}, looked, "only words that may be commands are looked up")
+	assert.ElementsMatch(t, []string{"types", "evl", "hlep", "ev", "Eval"}, looked, "only words that may be commands are looked up")
 	assert.Equal(t, 1, editDistance("evl", "eval"))
 	assert.Equal(t, 4, editDistance("nope", "help"))
 }
@@ -153,7 +153,7 @@ func TestHelp(t *testing.T) {
 	require.Equal(t, 0, code)
 	for _, want := range []string{"riot-worker [flags] HOST[:PORT]", "riot-worker version", "riot-worker completion bash|zsh|fish",
 		"\n      --port port ", "\n      --slots N ", "\n      --no-gpu ", "\n  -h, --help ", "\n  -v, --version ",
-		"status, jobs, workunits, cancel, logs, list, types"} {
+		"(list, types)", "riot-worker status [HOST[:PORT]]", "riot-worker cancel JOB|KEY..."} {
 		assert.Contains(t, help, want)
 	}
 	assert.NotContains(t, help, "\n  -port")

@@ -285,7 +285,7 @@ class WebSocket:
 
 # --- riot ------------------------------------------------------------------
 
-VERSION = 3
+VERSION = 4
 T_HELLO, T_WELCOME, T_REFUSED, T_ERROR = 1, 2, 3, 4
 T_SUBMIT, T_ACCEPTED, T_WATCH, T_UNWATCH, T_FINISHED, T_INFO, T_INFO_REPLY = 5, 6, 7, 8, 9, 10, 11
 T_BLOB_HAVE, T_BLOB_NEED, T_BLOB_PUT, T_BLOB_STORED = 12, 13, 14, 15
@@ -312,7 +312,8 @@ class Conn:
         self.req = 0
         self.pending = []
         session = os.urandom(16).hex()
-        self.send([T_HELLO, VERSION, role, name, session, slots, prefetch, [], token, "riot-pyclient/1 python" + sys.version.split()[0]])
+        self.send([T_HELLO, VERSION, role, name, session, slots, prefetch, [], token, "riot-pyclient/1 python" + sys.version.split()[0],
+                   "pyclient" if role == "master" else "", 0])
         frame = self.frame()
         check(len(frame) == 1, "the answer to hello holds %d messages, not 1", len(frame))
         m = frame[0]

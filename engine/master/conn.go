@@ -31,9 +31,12 @@ type Conn interface {
 	// Cancel cancels this master's workunits among keys that are waiting
 	// or running, and returns the keys it canceled (client.Client.Cancel).
 	Cancel(ctx context.Context, keys []workunit.Key) ([]workunit.Key, error)
-	// EnsureBlobs makes sure the tracker holds every blob given, uploading
-	// those it lacks, and returns once they are durable.
-	EnsureBlobs(ctx context.Context, blobs map[blob.Hash][]byte) error
+	// EnsureBlobParts makes sure the tracker holds every blob given, each
+	// the concatenation of its parts, uploading those it lacks, and
+	// returns once they are durable (client.Client.EnsureBlobParts). The
+	// parts are read, not copied: the master sends a large typed array
+	// from its buffer's own bytes.
+	EnsureBlobParts(ctx context.Context, blobs map[blob.Hash]blob.Parts) error
 	// WaitForWork takes one workunit to run, as a worker does (Riot's
 	// client-wait-for-work).
 	WaitForWork(ctx context.Context) (*Work, error)

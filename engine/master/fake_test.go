@@ -1,8 +1,10 @@
 package master
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -19,6 +21,9 @@ import (
 type fakeTracker struct {
 	eng    *engine.Engine
 	manual bool
+	// hashOnly: blobs are checked against their hashes, counted, and not
+	// kept (a test of what the master allocates).
+	hashOnly bool
 
 	mu       sync.Mutex
 	blobs    blob.Map
@@ -200,13 +205,20 @@ func (c *fakeConn) Cancel(ctx context.Context, keys []workunit.Key) ([]workunit.
 	return canceled, nil
 }
 
-func (c *fakeConn) EnsureBlobs(ctx context.Context, blobs map[blob.Hash][]byte) error {
+func (c *fakeConn) EnsureBlobParts(ctx context.Context, blobs map[blob.Hash]blob.Parts) error {
 	c.ft.mu.Lock()
 	defer c.ft.mu.Unlock()
-	for h, b := range blobs {
+	for h, p := range blobs {
 		if _, ok := c.ft.blobs[h]; !ok {
-			c.ft.blobs[h] = b
+			if sum := p.Sum(); sum != h {
+				return fmt.Errorf("fake tracker: blob %s: its bytes hash to %s", h.Short(), sum.Short())
+			}
 			c.ft.uploads++
+			if c.ft.hashOnly {
+				continue
+			}
+			// A copy, as a tracker's: the parts may be the script's buffer.
+			c.ft.blobs[h] = bytes.Clone(p.Bytes())
 		}
 	}
 	return nil

@@ -380,10 +380,9 @@ func TestMaster_TimeoutOutOfRange(t *testing.T) {
 	require.NoError(t, sr.err)
 }
 
-// A large value's blob is not kept once a tracker holds it: another
-// tracker gets it encoded again from the value, and a value changed since
-// (at the same size, so taken for the same value) is a clear error rather
-// than stale bytes.
+// A large value goes to another tracker as it was sent to the first (a
+// buffer's blob is its own bytes, by reference, checked again; another
+// value's is encoded again), and a value changed since is a new blob.
 func TestMaster_LargeBlobEncodedAgainForAnotherTracker(t *testing.T) {
 	t.Parallel()
 	sr := runScript(t, map[string]string{"main.js": `

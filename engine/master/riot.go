@@ -207,13 +207,13 @@ func (m *master) blobFor(o *goja.Object) (blob.Hash, bool, error) {
 		}
 		seen = false // changed in place: a new blob
 	}
-	var data []byte
+	var data blob.Parts
 	if !seen || ent.size != size {
 		var err error
 		if data, err = m.encodeBlob(o); err != nil {
 			return blob.Hash{}, false, err
 		}
-		ent = blobEntry{size: size, bytes: len(data)}
+		ent = blobEntry{size: size, bytes: data.Len()}
 	}
 	ent.sends += m.copies
 	if ent.bytes < MinBlobBytes || (ent.bytes < m.opts.BlobThreshold && ent.bytes*ent.sends < m.opts.BlobThreshold) {
@@ -229,14 +229,21 @@ func (m *master) blobFor(o *goja.Object) (blob.Hash, bool, error) {
 			return blob.Hash{}, false, err
 		}
 	}
-	if lim := m.valueLimit(); lim > 0 && len(data) > lim {
+	if lim := m.valueLimit(); lim > 0 && data.Len() > lim {
 		// The encoder puts the path in front: "… → free variable big: …".
 		return blob.Hash{}, false, &jsvalue.UnsendableError{Msg: fmt.Sprintf("%s, over the tracker's limit on a value of %s (riotd --max-blob-bytes)",
-			units.FormatBytes(int64(len(data))), units.FormatSize(uint64(lim)))}
+			units.FormatBytes(int64(data.Len())), units.FormatSize(uint64(lim)))}
 	}
-	ent.hash = blob.Sum(data)
+	// Hashed from the buffer's own bytes, and uploaded from them (submit),
+	// with no script code in between but what runs while the rest of the
+	// workunit is encoded, which submit checks for (pendingBlob.ref).
+	ent.hash = data.Sum()
 	ent.epoch, ent.print = m.epoch, m.bufferPrint(o)
-	m.pending[ent.hash] = &pendingBlob{data: data, obj: o}
+	p := &pendingBlob{parts: data, obj: o}
+	if len(data) > 1 {
+		p.ref, p.print = data[1], ent.print
+	}
+	m.pending[ent.hash] = p
 	m.blobIDs[o] = ent
 	return ent.hash, true, nil
 }
@@ -260,7 +267,7 @@ func (m *master) unchanged(o *goja.Object, ent blobEntry) bool {
 		return true
 	}
 	data, err := m.encodeBlob(o)
-	return err == nil && blob.Sum(data) == ent.hash
+	return err == nil && data.Sum() == ent.hash
 }
 
 // bufferPrint returns a fast hash of o's bytes when o is a buffer (0
@@ -297,17 +304,22 @@ func (m *master) bufferBytes(o *goja.Object) ([]byte, bool) {
 	return ab.Bytes(), true
 }
 
-// encodeBlob encodes o as a document of its own, a blob's bytes: the
-// encoder's buffer, which is the caller's (the encoder is not used again).
-func (m *master) encodeBlob(o *goja.Object) ([]byte, error) {
+// encodeBlob encodes o as a document of its own, a blob's bytes, in
+// parts (jsvalue.Encoder.EncodeParts): for a typed array, a DataView or an
+// ArrayBuffer, a few bytes of the master's around the bytes of the
+// script's ArrayBuffer itself, which are not copied; for any other value
+// the encoder's buffer, which is the caller's (the encoder is not used
+// again).
+func (m *master) encodeBlob(o *goja.Object) (blob.Parts, error) {
 	enc := jsvalue.NewEncoder(m.rt, m.in, jsvalue.EncodeOptions{Root: "value", Dest: "to a worker", Capture: m.captureFunc})
-	return enc.EncodeValue(o)
+	return enc.EncodeParts(o)
 }
 
 // KeepBlobBytes is the largest blob of a value whose bytes a master keeps
 // once a tracker holds it. A larger one is encoded again from its value
 // when another tracker (riot.connect) needs it, so that a large value is
-// in the master's memory once, as the script's own, and not twice.
+// in the master's memory once, as the script's own, and not twice. A
+// buffer's blob is kept at any size: its bytes are the buffer's own.
 const KeepBlobBytes = 1 << 20
 
 // describeValue names o's kind for an error: its class for a typed array,
@@ -323,33 +335,51 @@ func (m *master) describeValue(o *goja.Object) string {
 // from which a master collects garbage at once, to use their memory again.
 const collectBytes = 64 << 20
 
-// pendingBlob is a blob a master made: its bytes, nil once uploaded when
-// larger than KeepBlobBytes, and the value they encode (nil for a module's
-// blob, whose bytes are always kept).
+// pendingBlob is a blob a master made: its bytes, and the value they
+// encode (nil for a module's blob, whose bytes are always kept). Bytes
+// that are the master's own encoding are dropped once uploaded when larger
+// than KeepBlobBytes (parts nil); bytes that are a buffer's, by
+// reference (ref), are kept, as they cost nothing.
 type pendingBlob struct {
-	data []byte
-	obj  *goja.Object
+	parts blob.Parts
+	obj   *goja.Object
+	// ref is the script's ArrayBuffer bytes among parts, nil when the
+	// parts are all the master's own; print is their fast hash (as
+	// bufferPrint) when they were hashed for the blob.
+	ref   []byte
+	print uint64
 }
 
 // blobBytes returns the bytes of blob h, encoding its value again when
 // they were dropped. A value changed since it was sent (the same size, so
 // the master took it for the same value: blobFor) no longer encodes to h,
 // and is an error: the workunits that refer to h need h's bytes.
-func (m *master) blobBytes(op string, h blob.Hash) []byte {
+//
+// Bytes that are the script's buffer, by reference, are checked (by their
+// fast hash, a pass over memory much quicker than SHA-256) against what
+// they were when hashed: script code that ran since, a getter of a later
+// argument say, may have written to the buffer, and the blob must be the
+// bytes its hash names. That is an error too: nothing kept the bytes as
+// they were.
+func (m *master) blobBytes(op string, h blob.Hash) blob.Parts {
 	p, ok := m.pending[h]
 	if !ok {
 		m.sb.Throw("Error", "%s: blob %s is missing on the master", op, h.Short())
 	}
-	if p.data != nil {
-		return p.data
+	if p.parts != nil {
+		if p.ref != nil && maphash.Bytes(m.printSeed, p.ref) != p.print {
+			m.sb.Throw("Error", "%s: blob %s: its value (%s of %s) changed after it was encoded for this workunit and before it was uploaded (script code that ran while the workunit was being made, a getter say, wrote to it); a large buffer is sent from its own bytes, not a copy: change it before or after the call, or send a copy",
+				op, h.Short(), m.describeValue(p.obj), units.FormatBytes(int64(len(p.ref))))
+		}
+		return p.parts
 	}
 	data, err := m.encodeBlob(p.obj)
 	if err != nil {
 		m.sb.Throw("Error", "%s: blob %s: encoding its value again for this tracker: %v", op, h.Short(), err)
 	}
-	if sum := blob.Sum(data); sum != h {
+	if sum := data.Sum(); sum != h {
 		m.sb.Throw("Error", "%s: blob %s: its value (%s) changed since it was first sent, and it is too large (%s) for the master to have kept its bytes; send the changed value as a new object (a copy), or send it to this tracker before changing it",
-			op, h.Short(), m.describeValue(p.obj), units.FormatBytes(int64(len(data))))
+			op, h.Short(), m.describeValue(p.obj), units.FormatBytes(int64(data.Len())))
 	}
 	return data
 }
@@ -475,7 +505,7 @@ func (m *master) conn(op string) Conn {
 // m.subs remembers by key so that waiting on one later asks the tracker
 // nothing. Outcomes are reported to Events as they come.
 func (m *master) submit(op string, c Conn, specs []*workunit.Spec, opts workunit.Options) []Submission {
-	need := make(map[blob.Hash][]byte)
+	need := make(map[blob.Hash]blob.Parts)
 	up := m.uploaded[c]
 	if up == nil {
 		up = make(map[blob.Hash]bool)
@@ -489,15 +519,17 @@ func (m *master) submit(op string, c Conn, specs []*workunit.Spec, opts workunit
 		}
 	}
 	if len(need) > 0 {
-		if err := c.EnsureBlobs(m.ctx, need); err != nil {
+		// No script code runs until this returns: the buffers whose bytes
+		// go by reference stay as they were hashed (blobBytes checked).
+		if err := c.EnsureBlobParts(m.ctx, need); err != nil {
 			m.sb.Throw("Error", "%s: uploading %d blobs: %v", op, len(need), err)
 		}
 		dropped := 0
 		for h, data := range need {
 			up[h] = true
-			if p := m.pending[h]; p.obj != nil && len(data) > KeepBlobBytes {
-				p.data = nil // the value is the script's: encoded again if needed
-				dropped += len(data)
+			if p := m.pending[h]; p.obj != nil && p.ref == nil && data.Len() > KeepBlobBytes {
+				p.parts = nil // the value is the script's: encoded again if needed
+				dropped += data.Len()
 			}
 		}
 		clear(need)
@@ -682,7 +714,7 @@ func (m *master) doWorkCall(call goja.FunctionCall, opts workunit.Options) goja.
 	}
 	for h, data := range mod.Blobs {
 		if _, ok := m.pending[h]; !ok {
-			m.pending[h] = &pendingBlob{data: data}
+			m.pending[h] = &pendingBlob{parts: blob.Parts{data}}
 		}
 	}
 	var args []goja.Value

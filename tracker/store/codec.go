@@ -14,10 +14,15 @@ import (
 
 // recordVersion is the first item of every encoded record. Bump it when
 // the layout changes, and keep decoding the old ones. Version 2 is version
-// 1 followed by a checksum; riot reads both, and writes 2.
+// 1 followed by a checksum; version 3 is version 2 with one more item at
+// the end of its array, the record's memo scope (table.Record.Scope).
+// riot reads all three, and writes 2 for a record without a scope (so
+// that a store of masters that share their results stays readable by
+// older trackers) and 3 for one with a scope.
 const (
 	recordVersion  = 2
 	recordVersion1 = 1
+	recordVersion3 = 3
 )
 
 // crcTable is CRC-32C's (Castagnoli), which CPUs compute in hardware.
@@ -39,9 +44,10 @@ func recordSum(id uint64, array []byte) uint32 {
 //	 error (null or [kind, name, message, stack, value (bytes or null),
 //	 worker, key])]  checksum
 //
-// The checksum (version 2) is 4 bytes after the array, big-endian: see
-// recordSum. A byte changed on disk anywhere in a record, or in its key,
-// fails it. Version 1 records have no checksum.
+// Version 3 adds a 14th item, scope, after error. The checksum (versions
+// 2 and 3) is 4 bytes after the array, big-endian: see recordSum. A byte
+// changed on disk anywhere in a record, or in its key, fails it. Version 1
+// records have no checksum.
 //
 // Text is written as byte strings, so that any Go string (JavaScript's
 // lone surrogates included) round-trips exactly.
@@ -51,8 +57,13 @@ const recordItems = 13
 // enough (like cbor.NewWriter), else in a new one.
 func encodeRecord(buf []byte, r *table.Record) []byte {
 	w := cbor.NewWriter(buf)
-	w.ArrayHeader(recordItems)
-	w.Int(recordVersion)
+	if r.Scope != "" {
+		w.ArrayHeader(recordItems + 1)
+		w.Int(recordVersion3)
+	} else {
+		w.ArrayHeader(recordItems)
+		w.Int(recordVersion)
+	}
 	w.ByteString(r.Key[:])
 	w.Int(int64(r.Status))
 	w.Int(r.Seq)
@@ -86,6 +97,9 @@ func encodeRecord(buf []byte, r *table.Record) []byte {
 		str(w, e.Worker)
 		w.ByteString(e.Key[:])
 	}
+	if r.Scope != "" {
+		str(w, r.Scope)
+	}
 	b := w.Bytes()
 	return binary.BigEndian.AppendUint32(b, recordSum(r.ID, b))
 }
@@ -107,8 +121,8 @@ func bytesOrNull(w *cbor.Writer, b []byte) {
 // bbolt's memory): Spec, Result and the error's Value alias it.
 func decodeRecord(id uint64, data []byte) (table.Record, error) {
 	rec := table.Record{ID: id}
-	// The array head (13 items) and the version are a byte each.
-	if len(data) > 2 && data[1] == recordVersion {
+	// The array head (13 or 14 items) and the version are a byte each.
+	if len(data) > 2 && (data[1] == recordVersion || data[1] == recordVersion3) {
 		if len(data) < 6 {
 			return rec, fmt.Errorf("%d bytes, too short for a record", len(data))
 		}
@@ -119,11 +133,17 @@ func decodeRecord(id uint64, data []byte) (table.Record, error) {
 		data = array
 	}
 	d := decoder{r: cbor.NewReader(data)}
-	if n := d.array(); n != recordItems && d.err == nil {
-		d.fail("want an array of %d items, have %d", recordItems, n)
-	}
-	if v := d.int(); v != recordVersion && v != recordVersion1 && d.err == nil {
+	n := d.array()
+	v := d.int()
+	if d.err == nil && v != recordVersion && v != recordVersion1 && v != recordVersion3 {
 		return rec, fmt.Errorf("%w: record version %d", ErrVersion, v)
+	}
+	want := uint64(recordItems)
+	if v == recordVersion3 {
+		want++
+	}
+	if n != want && d.err == nil {
+		d.fail("want an array of %d items, have %d", want, n)
 	}
 	if k := d.bytes(); d.err == nil {
 		if len(k) != len(rec.Key) {
@@ -174,6 +194,12 @@ func decodeRecord(id uint64, data []byte) (table.Record, error) {
 			copy(e.Key[:], k)
 		}
 		rec.Err = e
+	}
+	if v == recordVersion3 {
+		rec.Scope = d.str()
+		if rec.Scope == "" && d.err == nil {
+			d.fail("a version 3 record with an empty scope")
+		}
 	}
 	if d.err == nil && d.r.Remaining() != 0 {
 		d.fail("%d bytes after the record", d.r.Remaining())

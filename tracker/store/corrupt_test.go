@@ -229,6 +229,9 @@ func TestDecodeRecord_Checksum(t *testing.T) {
 		}
 		_, err := decodeRecord(r.ID+1, append([]byte(nil), b...))
 		require.ErrorContains(t, err, "checksum")
+		if r.Scope != "" {
+			continue // version 1 records have no scope
+		}
 		got, err := decodeRecord(r.ID, encodeV1(&r))
 		require.NoError(t, err)
 		assert.Equal(t, normalize([]table.Record{r}), normalize([]table.Record{got}))

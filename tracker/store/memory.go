@@ -20,14 +20,15 @@ import (
 // A Memory is safe for concurrent use.
 type Memory struct {
 	mu     sync.Mutex
-	recs   map[workunit.Key]table.Record
+	recs   map[uint64]table.Record // by ID
 	blobs  map[blob.Hash][]byte
+	jobs   map[string]Job
 	closed bool
 }
 
 // NewMemory returns an empty Memory store.
 func NewMemory() *Memory {
-	return &Memory{recs: map[workunit.Key]table.Record{}, blobs: map[blob.Hash][]byte{}}
+	return &Memory{recs: map[uint64]table.Record{}, blobs: map[blob.Hash][]byte{}}
 }
 
 func (m *Memory) lock(op string) error {
@@ -73,13 +74,11 @@ func (m *Memory) Apply(ctx context.Context, batch []table.Record) error {
 	}
 	for _, r := range batch {
 		if r.Status == workunit.StatusUnknown { // a tombstone
-			if m.recs[r.Key].ID == r.ID {
-				delete(m.recs, r.Key)
-			}
+			delete(m.recs, r.ID)
 			continue
 		}
 		r.LostFrom = slices.Clone(r.LostFrom)
-		m.recs[r.Key] = r
+		m.recs[r.ID] = r
 	}
 	return nil
 }

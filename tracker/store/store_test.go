@@ -39,6 +39,9 @@ func sampleRecords() []table.Record {
 		{Key: key(5), ID: 5, Seq: 5, Status: workunit.StatusError, LostFrom: []string{"a", "b", "c"}, Deliveries: 3,
 			Err: &workunit.Error{Kind: workunit.WorkersLost, Name: "WorkersLostError", Message: "lost by 3 workers: a, b, c"}},
 		{Key: key(6), ID: 6, Seq: 6, Status: workunit.StatusDone, Result: []byte{}},
+		// The key of record 3 again, in a memo scope of its own: another
+		// workunit.
+		{Key: key(3), ID: 7, Seq: 7, Scope: "bob", Status: workunit.StatusDone, Worker: "w2", Result: []byte("bob's"), Owner: "r-bob"},
 	}
 }
 
@@ -118,16 +121,16 @@ func TestStore_Apply_Tombstone(t *testing.T) {
 			recs := sampleRecords()
 			require.NoError(t, s.Apply(ctx, recs))
 
-			again := table.Record{Key: recs[3].Key, ID: 7, Seq: 7, Spec: []byte("again"), Status: workunit.StatusWaiting}
+			again := table.Record{Key: recs[3].Key, ID: 8, Seq: 8, Spec: []byte("again"), Status: workunit.StatusWaiting}
 			require.NoError(t, s.Apply(ctx, []table.Record{
 				{Key: recs[2].Key, ID: recs[2].ID},
 				{Key: recs[3].Key, ID: recs[3].ID},
 				again,
-				{Key: key(8), ID: 8}, // never stored: nothing to delete
+				{Key: key(9), ID: 9}, // never stored: nothing to delete
 			}))
 			got, err := s.Load(ctx)
 			require.NoError(t, err)
-			want := []table.Record{recs[0], recs[1], recs[4], recs[5], again}
+			want := []table.Record{recs[0], recs[1], recs[4], recs[5], recs[6], again}
 			assert.Equal(t, normalize(want), normalize(got))
 		})
 	}
@@ -494,4 +497,53 @@ func TestBolt_Open_Locked(t *testing.T) {
 	_, err = OpenBolt(ctx, dir, BoltOptions{})
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "file lock")
+}
+
+// TestRecord_Scope: a record without a memo scope is written as version 2,
+// the layout of stores from before scopes, which older trackers read; one
+// with a scope as version 3, one item longer. Both come back as they were,
+// and a version 3 record with an empty scope is refused.
+func TestRecord_Scope(t *testing.T) {
+	t.Parallel()
+	plain := sampleRecords()[2]
+	b := encodeRecord(nil, &plain)
+	assert.Equal(t, byte(0x80+recordItems), b[0], "13 items")
+	assert.Equal(t, byte(recordVersion), b[1])
+	got, err := decodeRecord(plain.ID, b)
+	require.NoError(t, err)
+	assert.Empty(t, got.Scope)
+	assert.Equal(t, normalize([]table.Record{plain}), normalize([]table.Record{got}))
+
+	scoped := plain
+	scoped.Scope = "alice\x00odd \xff"
+	b = encodeRecord(nil, &scoped)
+	assert.Equal(t, byte(0x80+recordItems+1), b[0], "14 items")
+	assert.Equal(t, byte(recordVersion3), b[1])
+	got, err = decodeRecord(scoped.ID, b)
+	require.NoError(t, err)
+	assert.Equal(t, normalize([]table.Record{scoped}), normalize([]table.Record{got}))
+
+	// A version 2 record of 14 items, or a version 3 one of 13, is bad,
+	// its checksum right or not.
+	resum := func(id uint64, b []byte, v byte) []byte {
+		b = bytes.Clone(b[:len(b)-4])
+		b[1] = v
+		return binary.BigEndian.AppendUint32(b, recordSum(id, b))
+	}
+	_, err = decodeRecord(scoped.ID, resum(scoped.ID, b, recordVersion))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "want an array of 13 items")
+	_, err = decodeRecord(plain.ID, resum(plain.ID, encodeRecord(nil, &plain), recordVersion3))
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "want an array of 14 items")
+
+	// An empty scope is written as version 2: a version 3 record that
+	// says "" is not one riot wrote.
+	empty := encodeV1(&scoped)
+	empty = append(empty[:len(empty)-len(scoped.Scope)-1], 0x40)
+	empty[1] = recordVersion3
+	empty = binary.BigEndian.AppendUint32(empty, recordSum(scoped.ID, empty))
+	_, err = decodeRecord(scoped.ID, empty)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "empty scope")
 }

@@ -65,8 +65,10 @@
 //
 // # Workunits
 //
-// A workunit is identified by its key (workunit.Key) and runs its spec,
-// bytes the table never decodes. Its status goes
+// A workunit is identified by its key (workunit.Key) within its memo
+// scope (Submit.Scope), and runs its spec, bytes the table never decodes.
+// The same key in two scopes is two workunits: a submission joins, or is
+// answered from, only the workunit of its own scope. Its status goes
 //
 //	waiting → running → done | error
 //
@@ -88,7 +90,8 @@
 // one that was put back after a loss goes to the front. Workers pull with
 // credit: a worker gets work only while it has credit (from WorkerJoin and
 // WorkerCredit) and holds fewer than Slots+Prefetch leases, so a slow
-// worker never holds more than its window. Workers with credit are served
+// worker never holds more than its window, which Config.MaxWorkerWindow
+// bounds. Workers with credit are served
 // round-robin, one workunit each in turn. A workunit that needs GPUs goes
 // only to a worker with that many GPUs free; workunits are queued by GPU
 // count, so work needing no GPU (or fewer) is not held up behind it.
@@ -99,7 +102,9 @@
 // Complete or Fail and that token, or hands it back with Return. A lease
 // ends when answered or returned, when its worker is lost, or when its
 // deadline passes (Options.Timeout plus
-// Config.LeaseGrace, or Config.LeaseTimeout): then the workunit goes back
+// Config.LeaseGrace, or Config.LeaseTimeout, after it was given or after
+// its worker's last progress towards it: an answer to a lease given before
+// it, see Config.LeaseTimeout): then the workunit goes back
 // to the front of the queue with the worker's name in its LostFrom. Late
 // answers to ended leases are stale: rejected with ErrStale and listed in
 // Ready.Discarded, the same way every time. An expired lease still counts
@@ -108,8 +113,8 @@
 //
 // # Memory
 //
-// A record is about 112 bytes plus 8 to 16 in the key index and the
+// A record is about 120 bytes plus 8 to 16 in the key index and the
 // queue; spec and result bytes are kept as they were given, never copied.
-// A million waiting workunits take about 130 MB besides their specs
+// A million waiting workunits take about 140 MB besides their specs
 // (BenchmarkTable_Memory_MillionWaiting).
 package table

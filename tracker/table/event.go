@@ -16,7 +16,8 @@ type Event interface {
 	isEvent()
 }
 
-// Submit adds a workunit, or joins the one the table has under Key.
+// Submit adds a workunit, or joins the one the table has under Key in
+// Scope.
 //
 // The answer is an Ack to Master (with Req) carrying the key's Info after
 // the submission:
@@ -53,6 +54,14 @@ type Submit struct {
 	// owners of its sessions). "": Owner itself. An Owner's restored
 	// workunits count for its Quota from its first Submit on.
 	Quota string
+	// Scope is the memo scope: the table keeps the workunits of each scope
+	// apart, so that a submission joins, or is answered from, only a
+	// workunit submitted in the same scope. The same key in two scopes is
+	// two workunits, each run on its own. The tracker gives the
+	// credential's name, or "" where masters share their results. The
+	// events that name a key (Watch, Unwatch, GetInfo, Cancel) name it in
+	// their Scope.
+	Scope string
 	Key   workunit.Key
 	// Spec is the encoded workunit; the table never decodes it. Must not be
 	// empty.
@@ -81,6 +90,8 @@ type Watch struct {
 	Req    uint64
 	// Owner is the watching master's principal, as in Submit.
 	Owner string
+	// Scope is the memo scope of Key, as in Submit.
+	Scope string
 	Key   workunit.Key
 }
 
@@ -89,6 +100,7 @@ type Watch struct {
 // keys and keys without such watches are no error.
 type Unwatch struct {
 	Master MasterID
+	Scope  string // of Key, as in Submit
 	Key    workunit.Key
 }
 
@@ -97,6 +109,7 @@ type Unwatch struct {
 type GetInfo struct {
 	Master MasterID
 	Req    uint64
+	Scope  string // of Key, as in Submit
 	Key    workunit.Key
 }
 
@@ -125,8 +138,10 @@ type Cancel struct {
 	// are canceled.
 	Owner string
 	// By names the master in the error, e.g. its connection's name.
-	By   string
-	Keys []workunit.Key
+	By string
+	// Scope is the memo scope of Keys, as in Submit.
+	Scope string
+	Keys  []workunit.Key
 }
 
 // MasterLost says a master connection is gone. Its watches are dropped;
@@ -138,8 +153,8 @@ type MasterLost struct {
 // WorkerJoin says a worker connected. Name must be unique among the joined
 // workers (it is the name that Info, errors and LostFrom show).
 //
-// The worker holds at most Slots+Prefetch leases (its window) and takes
-// work only while it has credit: Credit here, plus every WorkerCredit
+// The worker holds at most Slots+Prefetch leases (its window, cut to
+// Config.MaxWorkerWindow) and takes work only while it has credit: Credit here, plus every WorkerCredit
 // since. Each assignment uses one credit. Credit beyond the window is not
 // kept.
 type WorkerJoin struct {

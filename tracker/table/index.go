@@ -43,10 +43,11 @@ func mix64(z uint64) uint64 {
 	return z ^ (z >> 31)
 }
 
-// hash mixes all 32 bytes of the key with the seed, so that keys chosen to
-// collide must be chosen knowing the seed.
-func (x *index) hash(k *workunit.Key) uint64 {
-	a := binary.LittleEndian.Uint64(k[0:]) ^ x.seed[0]
+// hash mixes all 32 bytes of the key and its memo scope (a name index)
+// with the seed, so that keys chosen to collide must be chosen knowing the
+// seed.
+func (x *index) hash(k *workunit.Key, scope uint32) uint64 {
+	a := binary.LittleEndian.Uint64(k[0:]) ^ x.seed[0] ^ uint64(scope)<<32
 	b := binary.LittleEndian.Uint64(k[8:]) ^ x.seed[1]
 	c := binary.LittleEndian.Uint64(k[16:]) ^ x.seed[2]
 	d := binary.LittleEndian.Uint64(k[24:]) ^ x.seed[3]
@@ -55,10 +56,10 @@ func (x *index) hash(k *workunit.Key) uint64 {
 	return mix64(h1 ^ l1 ^ bits.RotateLeft64(h2^l2, 29))
 }
 
-// find returns the record index of k, or, when k is absent, the slot where
-// it would go.
-func (x *index) find(k *workunit.Key, recs *slab) (idx uint32, found bool, slot int, tag uint32) {
-	h := x.hash(k)
+// find returns the record index of k in scope, or, when it is absent, the
+// slot where it would go.
+func (x *index) find(k *workunit.Key, scope uint32, recs *slab) (idx uint32, found bool, slot int, tag uint32) {
+	h := x.hash(k, scope)
 	tag = uint32(h >> 32)
 	mask := len(x.slots) - 1
 	for i := int(h >> x.shift); ; i = (i + 1) & mask {
@@ -68,15 +69,15 @@ func (x *index) find(k *workunit.Key, recs *slab) (idx uint32, found bool, slot 
 		}
 		if uint32(s>>32) == tag {
 			idx := uint32(s) - 1
-			if recs.at(idx).key == *k {
+			if r := recs.at(idx); r.key == *k && r.scope == scope {
 				return idx, true, 0, tag
 			}
 		}
 	}
 }
 
-func (x *index) get(k *workunit.Key, recs *slab) (uint32, bool) {
-	idx, ok, _, _ := x.find(k, recs)
+func (x *index) get(k *workunit.Key, scope uint32, recs *slab) (uint32, bool) {
+	idx, ok, _, _ := x.find(k, scope, recs)
 	return idx, ok
 }
 
@@ -89,11 +90,11 @@ func (x *index) insert(slot int, tag uint32, idx uint32) {
 	}
 }
 
-// remove deletes k, which the index holds, by backward shift: each later
-// slot of the probe run that may move into the hole does, until an empty
-// slot ends the run.
-func (x *index) remove(k *workunit.Key, recs *slab) {
-	h := x.hash(k)
+// remove deletes k of scope, which the index holds, by backward shift:
+// each later slot of the probe run that may move into the hole does,
+// until an empty slot ends the run.
+func (x *index) remove(k *workunit.Key, scope uint32, recs *slab) {
+	h := x.hash(k, scope)
 	tag := uint32(h >> 32)
 	mask := len(x.slots) - 1
 	hole := int(h >> x.shift)
@@ -102,7 +103,7 @@ func (x *index) remove(k *workunit.Key, recs *slab) {
 		if s == 0 {
 			return // not there
 		}
-		if uint32(s>>32) == tag && recs.at(uint32(s)-1).key == *k {
+		if r := recs.at(uint32(s) - 1); uint32(s>>32) == tag && r.key == *k && r.scope == scope {
 			break
 		}
 	}

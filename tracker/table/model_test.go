@@ -46,7 +46,7 @@ func checkInvariants(t *testing.T, tab *Table, where string) {
 		}
 		counts[r.status]++
 		n++
-		got, ok := tab.index.get(&r.key, &tab.recs)
+		got, ok := tab.index.get(&r.key, r.scope, &tab.recs)
 		if !ok || got != idx {
 			t.Fatalf("%s: idx %d key %x not in index (%v %d)", where, idx, r.key[0], ok, got)
 		}
@@ -240,7 +240,7 @@ func TestTable_ForgetModel(t *testing.T) {
 					}
 					var stored *Record
 					for _, r := range store {
-						if r.Key == n.Key {
+						if r.Key == n.Key && r.Scope == tab.names[n.scope] {
 							stored = &r
 						}
 					}
@@ -262,6 +262,8 @@ func TestTable_ForgetModel(t *testing.T) {
 				tab.PersistFailed(rd)
 			}
 		}
+		// Two memo scopes, so that one key is sometimes two records.
+		scope := func() string { return []string{"", "s2"}[rng.IntN(2)] }
 		for step := 0; step < 400; step++ {
 			var ev Event
 			switch rng.IntN(14) {
@@ -276,7 +278,7 @@ func TestTable_ForgetModel(t *testing.T) {
 				if rng.IntN(3) == 0 {
 					owner = "b"
 				}
-				ev = Submit{Master: MasterID(1 + rng.IntN(2)), Req: uint64(step), Owner: owner, Key: key(), Spec: []byte("s"), Watch: rng.IntN(2) == 0,
+				ev = Submit{Master: MasterID(1 + rng.IntN(2)), Req: uint64(step), Owner: owner, Scope: scope(), Key: key(), Spec: []byte("s"), Watch: rng.IntN(2) == 0,
 					Options: workunit.Options{NoCache: rng.IntN(5) == 0, Timeout: timeout}}
 			case 3:
 				ev = Tick{Now: now.Add(time.Duration(rng.IntN(90)) * time.Minute)}
@@ -314,13 +316,13 @@ func TestTable_ForgetModel(t *testing.T) {
 					break
 				}
 			case 10:
-				ev = Cancel{Master: 1, Owner: "", Keys: []workunit.Key{key(), key()}}
+				ev = Cancel{Master: 1, Owner: "", Scope: scope(), Keys: []workunit.Key{key(), key()}}
 			case 11:
-				ev = Watch{Master: MasterID(1 + rng.IntN(2)), Req: uint64(step), Owner: []string{"", "b"}[rng.IntN(2)], Key: key()}
+				ev = Watch{Master: MasterID(1 + rng.IntN(2)), Req: uint64(step), Owner: []string{"", "b"}[rng.IntN(2)], Scope: scope(), Key: key()}
 			case 12:
 				ev = MasterLost{Master: MasterID(1 + rng.IntN(2))}
 			case 13:
-				ev = GetInfo{Master: 1, Key: key()}
+				ev = GetInfo{Master: 1, Scope: scope(), Key: key()}
 			}
 			if ev != nil {
 				before, had := tab.Stats(), tab.HasReady()

@@ -138,8 +138,9 @@ type Notification struct {
 	Req    uint64
 	workunit.Outcome
 	// rec is the record index + 1 whose finished outcome it reports (0:
-	// none, e.g. an unknown key), for PersistFailed.
-	rec uint32
+	// none, e.g. an unknown key), for PersistFailed, and scope that
+	// record's memo scope (a name index).
+	rec, scope uint32
 }
 
 // Requeue is a workunit taken back from a worker and queued again.

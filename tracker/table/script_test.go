@@ -12,12 +12,12 @@ package table_test
 // Commands (names stand for IDs and keys; k1 is a key, m1 a master, w1 a
 // worker):
 //
-//	config [maxlost=N] [leasetimeout=D] [leasegrace=D] [keep=D] [maxwatches=N] [maxopen=N]   a fresh table
-//	submit M K [req=N] [owner=S] [quota=S] [gpus=N] [timeout=MS] [nocache] [watch] [spec=S]
-//	watch M K [req=N] [owner=S]
-//	unwatch M K
-//	info M K [req=N]
-//	cancel M K... [req=N] [owner=S]                  (the error says "canceled by M")
+//	config [maxlost=N] [leasetimeout=D] [leasegrace=D] [keep=D] [maxwatches=N] [maxopen=N] [maxwindow=N]   a fresh table
+//	submit M K [req=N] [owner=S] [quota=S] [scope=S] [gpus=N] [timeout=MS] [nocache] [watch] [spec=S]
+//	watch M K [req=N] [owner=S] [scope=S]
+//	unwatch M K [scope=S]
+//	info M K [req=N] [scope=S]
+//	cancel M K... [req=N] [owner=S] [scope=S]        (the error says "canceled by M")
 //	masterlost M
 //	join W [slots=N] [prefetch=N] [gpus=N] [credit=N]  (credit defaults to slots+prefetch)
 //	credit W [n=N]
@@ -29,7 +29,7 @@ package table_test
 //	restart [config keys]                             a new table restored from what was persisted
 //	hold                                              take the Ready but do not Advance it
 //	release [fail]                                    Advance (or PersistFailed) the held Ready
-//	lookup K | stats
+//	lookup K [scope=S] | stats
 
 import (
 	"bufio"
@@ -158,7 +158,7 @@ type env struct {
 	cfg     table.Config
 	tab     *table.Table
 	now     time.Time
-	disk    map[workunit.Key]table.Record
+	disk    map[uint64]table.Record // by ID
 	keys    map[workunit.Key]string
 	masters map[string]table.MasterID
 	mnames  map[table.MasterID]string
@@ -189,7 +189,7 @@ func (e *env) reset(cfg table.Config) {
 	e.cfg = cfg
 	e.tab = table.New(cfg)
 	e.now = epoch
-	e.disk = map[workunit.Key]table.Record{}
+	e.disk = map[uint64]table.Record{}
 	e.held = nil
 	require.NoError(e.t, e.tab.Step(table.Tick{Now: e.now}))
 }
@@ -286,6 +286,7 @@ func (e *env) config(a args) table.Config {
 		KeepFinished:        a.dur(e.t, "keep"),
 		MaxWatchesPerMaster: a.int(e.t, "maxwatches", 0),
 		MaxOpenPerOwner:     a.int(e.t, "maxopen", 0),
+		MaxWorkerWindow:     a.int(e.t, "maxwindow", 0),
 	}
 }
 
@@ -323,14 +324,14 @@ func (e *env) exec(cmd string, a args) {
 			spec = "spec-" + a.arg(t, 1)
 		}
 		e.step(table.Submit{
-			Master: m, Req: uint64(a.int(t, "req", 0)), Owner: a.kv["owner"], Quota: a.kv["quota"], Key: k, Spec: []byte(spec),
+			Master: m, Req: uint64(a.int(t, "req", 0)), Owner: a.kv["owner"], Quota: a.kv["quota"], Scope: a.kv["scope"], Key: k, Spec: []byte(spec),
 			Options: workunit.Options{NoCache: a.flag["nocache"], GPUs: a.int(t, "gpus", 0), Timeout: time.Duration(a.int(t, "timeout", 0)) * time.Millisecond},
 			Watch:   a.flag["watch"],
 		})
 	case "watch":
-		e.step(table.Watch{Master: e.master(a.arg(t, 0)), Req: uint64(a.int(t, "req", 0)), Owner: a.kv["owner"], Key: e.key(a.arg(t, 1))})
+		e.step(table.Watch{Master: e.master(a.arg(t, 0)), Req: uint64(a.int(t, "req", 0)), Owner: a.kv["owner"], Scope: a.kv["scope"], Key: e.key(a.arg(t, 1))})
 	case "unwatch":
-		e.step(table.Unwatch{Master: e.master(a.arg(t, 0)), Key: e.key(a.arg(t, 1))})
+		e.step(table.Unwatch{Master: e.master(a.arg(t, 0)), Scope: a.kv["scope"], Key: e.key(a.arg(t, 1))})
 	case "return":
 		wn := a.arg(t, 0)
 		var leases []table.LeaseRef
@@ -349,14 +350,14 @@ func (e *env) exec(cmd string, a args) {
 		}
 		e.step(table.Return{Worker: e.worker(wn), Leases: leases})
 	case "info":
-		e.step(table.GetInfo{Master: e.master(a.arg(t, 0)), Req: uint64(a.int(t, "req", 0)), Key: e.key(a.arg(t, 1))})
+		e.step(table.GetInfo{Master: e.master(a.arg(t, 0)), Req: uint64(a.int(t, "req", 0)), Scope: a.kv["scope"], Key: e.key(a.arg(t, 1))})
 	case "cancel":
 		var keys []workunit.Key
 		for _, kn := range a.pos[1:] {
 			keys = append(keys, e.key(kn))
 		}
 		mn := a.arg(t, 0)
-		e.step(table.Cancel{Master: e.master(mn), Req: uint64(a.int(t, "req", 0)), Owner: a.kv["owner"], By: mn, Keys: keys})
+		e.step(table.Cancel{Master: e.master(mn), Req: uint64(a.int(t, "req", 0)), Owner: a.kv["owner"], By: mn, Scope: a.kv["scope"], Keys: keys})
 	case "masterlost":
 		e.step(table.MasterLost{Master: e.master(a.arg(t, 0))})
 	case "join":
@@ -412,7 +413,12 @@ func (e *env) exec(cmd string, a args) {
 		for _, r := range e.disk {
 			recs = append(recs, r)
 		}
-		slices.SortFunc(recs, func(a, b table.Record) int { return strings.Compare(e.keyName(a.Key), e.keyName(b.Key)) })
+		slices.SortFunc(recs, func(a, b table.Record) int {
+			if c := strings.Compare(e.keyName(a.Key), e.keyName(b.Key)); c != 0 {
+				return c
+			}
+			return strings.Compare(a.Scope, b.Scope)
+		})
 		e.tab = table.New(e.config(a))
 		e.held = nil
 		e.workers = map[string]table.WorkerID{}
@@ -449,7 +455,7 @@ func (e *env) exec(cmd string, a args) {
 		}
 	case "lookup":
 		k := e.key(a.arg(t, 0))
-		r, ok := e.tab.Lookup(k)
+		r, ok := e.tab.LookupIn(a.kv["scope"], k)
 		if !ok {
 			e.out = append(e.out, "lookup "+a.arg(t, 0)+": unknown")
 			return
@@ -472,13 +478,11 @@ func (e *env) exec(cmd string, a args) {
 func (e *env) apply(rd *table.Ready) {
 	for _, r := range rd.Persist {
 		if r.Status == workunit.StatusUnknown {
-			if e.disk[r.Key].ID == r.ID {
-				delete(e.disk, r.Key)
-			}
+			delete(e.disk, r.ID)
 			continue
 		}
 		r.LostFrom = slices.Clone(r.LostFrom)
-		e.disk[r.Key] = r
+		e.disk[r.ID] = r
 	}
 }
 
@@ -517,6 +521,9 @@ func (e *env) info(in *workunit.Outcome) string {
 func (e *env) record(r *table.Record) string {
 	s := e.keyName(r.Key) + " " + r.Status.String()
 	s += fmt.Sprintf(" id=%d seq=%d", r.ID, r.Seq)
+	if r.Scope != "" {
+		s += " scope=" + r.Scope
+	}
 	if r.Owner != "" {
 		s += " owner=" + r.Owner
 	}

@@ -29,7 +29,10 @@ type record struct {
 	id         uint64 // Record.ID
 	seq        int64  // queue order
 	changed    int64  // last status change, unix nanoseconds (0: zero time)
+	queued     int64  // when it last became waiting, unix nanoseconds (0: unknown)
+	assigned   int64  // when its last lease was given, unix nanoseconds (0: none)
 	owner      uint32 // name index
+	scope      uint32 // name index of its memo scope (Record.Scope)
 	worker     uint32 // name index of the holder or finisher (0: none)
 	timeout    uint32 // ms
 	deliveries uint32
@@ -76,6 +79,10 @@ type lease struct {
 	expired  bool  // given up on; still counts in the worker's window
 	canceled bool  // expired because its workunit was canceled
 	deadline int64 // unix nanoseconds; 0: none
+	// dur is the lease's length (0: none): its deadline is dur after it
+	// was given, or after its worker last made progress towards it (see
+	// progress), whichever is later.
+	dur int64
 }
 
 type worker struct {
@@ -171,6 +178,7 @@ type Table struct {
 
 	names   []string // interned names; names[0] == ""
 	nameIdx map[string]uint32
+	scopes  []uint32 // the memo scopes of records but "", as name indices (see findAny)
 
 	workers     map[WorkerID]*worker
 	liveNames   map[uint32]WorkerID
@@ -210,6 +218,9 @@ type Table struct {
 	open      []int32
 	quotaOpen []int32
 	quotas    map[uint32]uint32
+	// byOwner counts the records of each owner (an index into names) by
+	// status, for status pages (OwnerCounts).
+	byOwner [][workunit.StatusError + 1]int32
 
 	// Output under construction, the outstanding Ready's generation, and
 	// buffers to reuse.
@@ -239,6 +250,41 @@ func New(cfg Config) *Table {
 	t.nextToken = t.cfg.FirstToken
 	t.nextID = 1
 	return t
+}
+
+// find returns the record of key k in memo scope scope, without interning
+// the scope: a scope the table has never seen holds nothing.
+func (t *Table) find(scope string, k *workunit.Key) (uint32, bool) {
+	sc, ok := t.nameIdx[scope]
+	if !ok {
+		return 0, false
+	}
+	return t.index.get(k, sc, &t.recs)
+}
+
+// findAny returns the record of key k in any memo scope: the scope ""
+// first, then the others in the order the table first saw them. For
+// inspection, which names records by key alone; it costs one probe per
+// scope (a tracker has one per master credential).
+func (t *Table) findAny(k *workunit.Key) (uint32, bool) {
+	if idx, ok := t.index.get(k, 0, &t.recs); ok {
+		return idx, true
+	}
+	for _, sc := range t.scopes {
+		if idx, ok := t.index.get(k, sc, &t.recs); ok {
+			return idx, true
+		}
+	}
+	return 0, false
+}
+
+// internScope interns a memo scope, and lists it for findAny.
+func (t *Table) internScope(s string) uint32 {
+	sc := t.intern(s)
+	if sc != 0 && !slices.Contains(t.scopes, sc) {
+		t.scopes = append(t.scopes, sc)
+	}
+	return sc
 }
 
 func (t *Table) intern(s string) uint32 {
@@ -335,6 +381,8 @@ func (t *Table) setStatus(idx uint32, s workunit.Status) {
 	r := t.recs.at(idx)
 	t.counts[r.status]--
 	t.counts[s]++
+	t.countOwner(r.owner, r.status, -1)
+	t.countOwner(r.owner, s, 1)
 	if was, is := isOpen(r.status), isOpen(s); was != is {
 		if is {
 			t.addOpen(r.owner, 1)
@@ -515,7 +563,8 @@ func (t *Table) submit(e *Submit) error {
 	if err := validOptions(e.Options, "submit", e.Key); err != nil {
 		return err
 	}
-	idx, ok, slot, tag := t.index.find(&e.Key, &t.recs)
+	scope := t.internScope(e.Scope)
+	idx, ok, slot, tag := t.index.find(&e.Key, scope, &t.recs)
 	joined := ok && isOpen(t.recs.at(idx).status)
 	becomesOpen := !ok || t.recs.at(idx).status == workunit.StatusError || (t.recs.at(idx).status == workunit.StatusDone && e.Options.NoCache)
 	if becomesOpen {
@@ -533,11 +582,13 @@ func (t *Table) submit(e *Submit) error {
 		idx = t.newRecord()
 		r := t.recs.at(idx)
 		r.key = e.Key
+		r.scope = scope
 		r.id = t.nextID
 		t.nextID++
 		r.owner = t.ownerOf(e)
 		t.counts[workunit.StatusWaiting]++
 		r.status = workunit.StatusWaiting
+		t.countOwner(r.owner, r.status, 1)
 		t.addOpen(r.owner, 1)
 		t.index.insert(slot, tag, idx)
 		t.reset(idx, e)
@@ -594,8 +645,11 @@ func (t *Table) reset(idx uint32, e *Submit) {
 			t.addOpen(r.owner, -1)
 			t.addOpen(owner, 1)
 		}
+		t.countOwner(r.owner, r.status, -1)
+		t.countOwner(owner, r.status, 1)
 		r.owner = owner
 	}
+	r.queued = t.now
 	r.data = e.Spec
 	r.gpus = uint8(e.Options.GPUs)
 	r.timeout = uint32(e.Options.Timeout / time.Millisecond)
@@ -611,7 +665,7 @@ func (t *Table) reset(idx uint32, e *Submit) {
 }
 
 func (t *Table) stepWatch(e Watch) error {
-	idx, ok := t.index.get(&e.Key, &t.recs)
+	idx, ok := t.find(e.Scope, &e.Key)
 	if !ok {
 		t.out.Notify = append(t.out.Notify, Notification{Master: e.Master, Req: e.Req, Outcome: workunit.Outcome{Key: e.Key}})
 		return nil
@@ -677,7 +731,7 @@ func (t *Table) checkWatchOpen(m MasterID, idx uint32, known bool, key workunit.
 func (t *Table) watchFor(m MasterID, req uint64, idx uint32, lim heldLimit) {
 	r := t.recs.at(idx)
 	if r.status.Finished() {
-		t.out.Notify = append(t.out.Notify, Notification{Master: m, Req: req, Outcome: t.outcome(r), rec: idx + 1})
+		t.out.Notify = append(t.out.Notify, Notification{Master: m, Req: req, Outcome: t.outcome(r), rec: idx + 1, scope: r.scope})
 		return
 	}
 	ml, has := t.mwatches[m]
@@ -775,7 +829,7 @@ func (t *Table) notify(idx uint32, console workunit.Console, elapsed time.Durati
 	for r.watch != 0 {
 		n := r.watch
 		wn := &t.wnodes[n-1]
-		t.out.Notify = append(t.out.Notify, Notification{Master: wn.master, Req: wn.req, Outcome: o, rec: idx + 1})
+		t.out.Notify = append(t.out.Notify, Notification{Master: wn.master, Req: wn.req, Outcome: o, rec: idx + 1, scope: r.scope})
 		t.freeWatch(n)
 	}
 	slices.Reverse(t.out.Notify[first:]) // the list is newest first
@@ -783,7 +837,7 @@ func (t *Table) notify(idx uint32, console workunit.Console, elapsed time.Durati
 
 // unwatch drops e.Master's pending watch of e.Key.
 func (t *Table) unwatch(e Unwatch) {
-	idx, ok := t.index.get(&e.Key, &t.recs)
+	idx, ok := t.find(e.Scope, &e.Key)
 	if !ok {
 		return
 	}
@@ -868,7 +922,7 @@ func (t *Table) expireWatches() {
 
 func (t *Table) getInfo(e GetInfo) error {
 	o := workunit.Outcome{Key: e.Key}
-	if idx, ok := t.index.get(&e.Key, &t.recs); ok {
+	if idx, ok := t.find(e.Scope, &e.Key); ok {
 		o = t.outcome(t.recs.at(idx))
 	}
 	t.out.infos = grow(t.out.infos)
@@ -886,7 +940,7 @@ func (t *Table) cancel(e *Cancel) {
 	owner, known := t.nameIdx[e.Owner]
 	unqueue := map[uint32]bool{}
 	for _, k := range e.Keys {
-		idx, ok := t.index.get(&k, &t.recs)
+		idx, ok := t.find(e.Scope, &k)
 		if !ok {
 			continue
 		}
@@ -1035,6 +1089,9 @@ func (t *Table) workerJoin(e *WorkerJoin) error {
 		return fmt.Errorf("%w: a worker named %q is connected", ErrDuplicateWorker, e.Name)
 	}
 	w := &worker{id: e.Worker, name: name, slots: e.Slots, window: e.Slots + e.Prefetch, gpus: e.GPUs}
+	if most := t.cfg.MaxWorkerWindow; most > 0 && w.window > most {
+		w.window, w.slots = most, min(w.slots, most)
+	}
 	w.credit = min(e.Credit, w.window)
 	t.workers[e.Worker] = w
 	t.liveNames[name] = e.Worker
@@ -1189,6 +1246,7 @@ func (t *Table) finish(id WorkerID, key workunit.Key, tok Token, result []byte, 
 	w.gpusUsed -= int(l.gpus)
 	t.mayDispatch = true // GPUs freed
 	t.addReady(w)
+	t.progress(w, li)
 	if l.canceled {
 		return t.discard(id, key, tok, "workunit canceled")
 	}
@@ -1216,6 +1274,29 @@ func (t *Table) finish(id WorkerID, key workunit.Key, tok Token, result []byte, 
 	t.markDirty(l.idx)
 	t.notify(l.idx, console, elapsed)
 	return nil
+}
+
+// progress restarts the lease clocks of the leases that worker w holds
+// queued behind an answer: the lease it answered was at index li of its
+// leases (now gone from them). A worker runs its leases in the order
+// given, Slots at a time, so those that were past its first Slots could
+// not have started: each gets its whole length again from now, as it
+// moves up w's queue. So a lease expires after its length without
+// progress: without an answer from its worker to it or to one given
+// before it. A worker that answers nothing loses each lease its length
+// after it was given; one that keeps answering its oldest leases keeps
+// the rest.
+func (t *Table) progress(w *worker, li int) {
+	running := w.slots
+	if running <= 0 {
+		running = w.window
+	}
+	for j := max(li, running-1); j < len(w.leases); j++ {
+		l := &w.leases[j]
+		if !l.expired && l.dur > 0 {
+			l.deadline = max(l.deadline, t.now+l.dur)
+		}
+	}
 }
 
 // stepReturn ends the current leases e lists and puts their workunits back
@@ -1384,9 +1465,10 @@ func (t *Table) forgetOld() {
 // a tombstone for the next Ready, and its index onto the free list.
 func (t *Table) forget(idx uint32) {
 	r := t.recs.at(idx)
-	t.tombs = append(t.tombs, Record{Key: r.key, ID: r.id})
-	t.index.remove(&r.key, &t.recs)
+	t.tombs = append(t.tombs, Record{Key: r.key, ID: r.id, Scope: t.names[r.scope]})
+	t.index.remove(&r.key, r.scope, &t.recs)
 	t.counts[r.status]--
+	t.countOwner(r.owner, r.status, -1)
 	*r = record{}
 	t.free = append(t.free, idx)
 	t.forgotten++
@@ -1453,19 +1535,23 @@ func (t *Table) assign(w *worker) bool {
 	r := t.recs.at(idx)
 	tok := t.nextToken
 	t.nextToken++
-	var deadline int64
+	var dur, deadline int64
 	switch {
 	case r.timeout > 0:
-		deadline = t.now + int64(time.Duration(r.timeout)*time.Millisecond+t.cfg.LeaseGrace)
+		dur = int64(time.Duration(r.timeout)*time.Millisecond + t.cfg.LeaseGrace)
 	case t.cfg.LeaseTimeout > 0:
-		deadline = t.now + int64(t.cfg.LeaseTimeout)
+		dur = int64(t.cfg.LeaseTimeout)
 	}
-	w.leases = append(w.leases, lease{token: tok, idx: idx, gpus: r.gpus, deadline: deadline})
+	if dur > 0 {
+		deadline = t.now + dur
+	}
+	w.leases = append(w.leases, lease{token: tok, idx: idx, gpus: r.gpus, deadline: deadline, dur: dur})
 	t.leases++
 	w.credit--
 	w.gpusUsed += int(r.gpus)
 	r.worker = w.name
 	r.deliveries++
+	r.assigned = t.now
 	t.setStatus(idx, workunit.StatusRunning)
 	// Running is not written: a restart brings running workunits back as
 	// waiting anyway, so the write would buy nothing but disk traffic (a
@@ -1506,12 +1592,15 @@ func (t *Table) snapshot(idx uint32) Record {
 	rec := Record{
 		Key:        r.key,
 		ID:         r.id,
+		Scope:      t.names[r.scope],
 		Seq:        r.seq,
 		Options:    t.options(r),
 		Owner:      t.names[r.owner],
 		Status:     r.status,
 		Worker:     t.names[r.worker],
 		LastChange: fromUnixNano(r.changed),
+		Submitted:  fromUnixNano(r.queued),
+		Assigned:   fromUnixNano(r.assigned),
 		Deliveries: int(r.deliveries),
 	}
 	switch r.status {
@@ -1532,9 +1621,20 @@ func (t *Table) snapshot(idx uint32) Record {
 }
 
 // Lookup returns the record of key as it stands, and whether the table
-// has it. For inspection (admin pages, tests); masters ask with GetInfo.
+// has it, in any memo scope: the scope "" first (see findAny). For
+// inspection (admin pages, tests); masters ask with GetInfo, in their
+// scope.
 func (t *Table) Lookup(key workunit.Key) (Record, bool) {
-	idx, ok := t.index.get(&key, &t.recs)
+	idx, ok := t.findAny(&key)
+	if !ok {
+		return Record{}, false
+	}
+	return t.snapshot(idx), true
+}
+
+// LookupIn is Lookup in the memo scope scope (see Submit.Scope) alone.
+func (t *Table) LookupIn(scope string, key workunit.Key) (Record, bool) {
+	idx, ok := t.find(scope, &key)
 	if !ok {
 		return Record{}, false
 	}
@@ -1687,8 +1787,8 @@ func (t *Table) reconcile() {
 		}
 		idx := n.rec - 1
 		r := t.recs.at(idx)
-		if r.key != n.Key {
-			i, ok := t.index.get(&n.Key, &t.recs)
+		if r.key != n.Key || r.scope != n.scope {
+			i, ok := t.index.get(&n.Key, n.scope, &t.recs)
 			if !ok {
 				kept = append(kept, Notification{Master: n.Master, Req: n.Req, Outcome: workunit.Outcome{Key: n.Key}})
 				continue
@@ -1699,7 +1799,7 @@ func (t *Table) reconcile() {
 			continue
 		}
 		if r.status.Finished() {
-			kept = append(kept, Notification{Master: n.Master, Req: n.Req, Outcome: t.outcome(r), rec: idx + 1})
+			kept = append(kept, Notification{Master: n.Master, Req: n.Req, Outcome: t.outcome(r), rec: idx + 1, scope: r.scope})
 			continue
 		}
 		// Waiting or running again: watched again, unless the master
@@ -1788,7 +1888,8 @@ func (t *Table) Restore(recs []Record) error {
 	var waiting []uint32
 	for i := range recs {
 		rec := &recs[i]
-		_, dup, slot, tag := t.index.find(&rec.Key, &t.recs)
+		scope := t.internScope(rec.Scope)
+		_, dup, slot, tag := t.index.find(&rec.Key, scope, &t.recs)
 		if dup {
 			t.clearRestore()
 			return fmt.Errorf("%w: record %s twice", ErrInvalid, rec.Key.Short())
@@ -1797,6 +1898,7 @@ func (t *Table) Restore(recs []Record) error {
 		t.index.insert(slot, tag, idx)
 		r := t.recs.at(idx)
 		r.key = rec.Key
+		r.scope = scope
 		r.id = rec.ID
 		t.nextID = max(t.nextID, rec.ID+1)
 		r.seq = rec.Seq
@@ -1832,6 +1934,8 @@ func (t *Table) Restore(recs []Record) error {
 			r.ext.err = rec.Err
 		}
 		t.counts[r.status]++
+		t.countOwner(r.owner, r.status, 1)
+		r.queued, r.assigned = unixNano(rec.Submitted), unixNano(rec.Assigned)
 		if isOpen(r.status) {
 			t.addOpen(r.owner, 1)
 		}

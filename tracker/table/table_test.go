@@ -651,3 +651,48 @@ func TestTable_Submit_TimeoutOutOfRange(t *testing.T) {
 	rd := drain(t, tab)
 	assert.Equal(t, 49*24*time.Hour, rd.Persist[0].Options.Timeout)
 }
+
+// TestTable_MaxWorkerWindow_Default: a worker that asks for a window
+// larger than DefaultMaxWorkerWindow (slots 2^20: a hoarder) holds that
+// many at most; with a negative bound, what it asks for.
+func TestTable_MaxWorkerWindow_Default(t *testing.T) {
+	t.Parallel()
+	tab := table.New(table.Config{})
+	step(t, tab, table.WorkerJoin{Worker: 1, Name: "hoarder", Slots: 1 << 20, Prefetch: 5, Credit: 1 << 20})
+	wi, ok := tab.Worker(1)
+	require.True(t, ok)
+	assert.Equal(t, table.DefaultMaxWorkerWindow, wi.Window)
+	assert.Equal(t, table.DefaultMaxWorkerWindow, wi.Credit)
+
+	tab = table.New(table.Config{MaxWorkerWindow: -1})
+	step(t, tab, table.WorkerJoin{Worker: 1, Name: "big", Slots: 1 << 20, Prefetch: 5, Credit: 1})
+	wi, _ = tab.Worker(1)
+	assert.Equal(t, 1<<20+5, wi.Window)
+}
+
+// TestTable_Lookup_AnyScope: Lookup and SpecOf, which name a record by key
+// alone (for the status pages), find it in any memo scope, "" first, and
+// SpecOf prefers an open record; LookupIn looks in one scope.
+func TestTable_Lookup_AnyScope(t *testing.T) {
+	t.Parallel()
+	tab := table.New(table.Config{})
+	step(t, tab, table.Submit{Master: 1, Scope: "alice", Owner: "ra", Key: key(1), Spec: []byte("a")})
+	_, ok := tab.LookupIn("", key(1))
+	assert.False(t, ok)
+	rec, ok := tab.Lookup(key(1))
+	require.True(t, ok)
+	assert.Equal(t, "alice", rec.Scope)
+
+	step(t, tab, table.WorkerJoin{Worker: 1, Name: "w", Slots: 1, Credit: 1})
+	rd := drain(t, tab)
+	a := rd.Send[len(rd.Send)-1].(*table.Assign)
+	step(t, tab, table.Complete{Worker: 1, Key: key(1), Token: a.Token, Result: []byte("r")})
+	step(t, tab, table.Submit{Master: 1, Scope: "bob", Owner: "rb", Key: key(1), Spec: []byte("b")})
+	spec, owner, ok := tab.SpecOf(key(1))
+	require.True(t, ok, "bob's is waiting, alice's done")
+	assert.Equal(t, "b", string(spec))
+	assert.Equal(t, "rb", owner)
+	rec, ok = tab.LookupIn("bob", key(1))
+	require.True(t, ok)
+	assert.Equal(t, workunit.StatusWaiting, rec.Status)
+}

@@ -45,6 +45,11 @@ type Record struct {
 	// rather than Key: IDs grow with time, so the writes of a busy table
 	// land near each other.
 	ID uint64
+	// Scope is the memo scope of the record (Submit.Scope): a key is
+	// unique within its scope, and may be stored once in each scope. ""
+	// for records stored before scopes were (and for masters that share
+	// their results).
+	Scope string
 	// Seq orders the records in the waiting queue: a record restored as
 	// waiting goes to the queue in Seq order. It is negative for records
 	// that were put back at the front after a lost delivery.
@@ -80,6 +85,12 @@ type Record struct {
 	LostFrom []string
 	// Deliveries counts the leases given for it, all attempts together.
 	Deliveries int
+	// Submitted is when it last became waiting (its submission, or the
+	// one that ran it again), and Assigned when its last lease was given,
+	// as the last Tick before them gave them; zero when unknown or, for
+	// Assigned, before any lease. They are for status pages: the store
+	// does not keep them, so that a restart brings them back zero.
+	Submitted, Assigned time.Time
 }
 
 // Outcome returns what the record says of its workunit: its status,
@@ -93,6 +104,7 @@ const (
 	DefaultMaxLost             = 3
 	DefaultLeaseGrace          = 10 * time.Second
 	DefaultMaxWatchesPerMaster = 1 << 20
+	DefaultMaxWorkerWindow     = 1024
 )
 
 // Config tunes a Table. The zero Config is usable: every zero field takes
@@ -103,13 +115,17 @@ type Config struct {
 	// the workers. DefaultMaxLost if zero.
 	MaxLost int
 	// LeaseTimeout is the lease of a workunit without a Timeout: a worker
-	// that holds one longer loses it (it goes back to the queue, and the
-	// worker gets a Revoke, to stop it). Zero: such leases never expire;
-	// only WorkerLost takes them back.
+	// that holds one longer without progress loses it (it goes back to the
+	// queue, and the worker gets a Revoke, to stop it). Progress is an
+	// answer (Complete or Fail) from its worker to a lease given before
+	// it, which restarts the clocks of the leases the worker holds queued
+	// behind its running ones. Zero: such leases never expire; only
+	// WorkerLost takes them back.
 	LeaseTimeout time.Duration
 	// LeaseGrace is added to a workunit's own Timeout to get its lease: the
 	// worker enforces the Timeout and answers with a TimeLimit error, so the
-	// lease expires only when that answer does not come. DefaultLeaseGrace
+	// lease expires only when that answer does not come. Its clock
+	// restarts with progress, as LeaseTimeout's does. DefaultLeaseGrace
 	// if zero.
 	LeaseGrace time.Duration
 	// FirstToken is the first lease token. Tokens count up from it. Give a
@@ -138,6 +154,12 @@ type Config struct {
 	// written (see Table.Ready) may pass it. DefaultMaxWatchesPerMaster if
 	// zero; negative: no bound.
 	MaxWatchesPerMaster int
+	// MaxWorkerWindow bounds a worker's window (WorkerJoin's Slots plus
+	// Prefetch, the most leases it holds): a worker that asks for a larger
+	// one gets this one (its Slots too are cut to it, if larger), and
+	// holds no more, whatever credit it grants. DefaultMaxWorkerWindow if
+	// zero; negative: no bound.
+	MaxWorkerWindow int
 	// KeepFinished is how long a finished workunit (done or error) is kept
 	// after it finished. The first Tick past that forgets it: its result,
 	// error and record go, Ready.Persist lists it as a forgotten record (a
@@ -162,6 +184,9 @@ func (c Config) withDefaults() Config {
 	}
 	if c.MaxWatchesPerMaster == 0 {
 		c.MaxWatchesPerMaster = DefaultMaxWatchesPerMaster
+	}
+	if c.MaxWorkerWindow == 0 {
+		c.MaxWorkerWindow = DefaultMaxWorkerWindow
 	}
 	if c.KeepFinished < 0 {
 		c.KeepFinished = 0

@@ -261,12 +261,26 @@ func (tr *Tracker) WaitFor(t testing.TB, cond func(tracker.Stats) bool) tracker.
 	return st
 }
 
-// Lookup returns the table's record of key and whether it has one.
+// Lookup returns the table's record of key and whether it has one, in
+// any memo scope (tracker.Server.Lookup).
 func (tr *Tracker) Lookup(t testing.TB, key workunit.Key) (table.Record, bool) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), tr.cfg.wait)
 	defer cancel()
 	rec, ok, err := tr.running(t).Lookup(ctx, key)
+	if err != nil {
+		t.Fatalf("trackertest: lookup: %v", err)
+	}
+	return rec, ok
+}
+
+// LookupIn is Lookup in one memo scope: that of the credential named
+// scope, or "".
+func (tr *Tracker) LookupIn(t testing.TB, scope string, key workunit.Key) (table.Record, bool) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), tr.cfg.wait)
+	defer cancel()
+	rec, ok, err := tr.running(t).LookupIn(ctx, scope, key)
 	if err != nil {
 		t.Fatalf("trackertest: lookup: %v", err)
 	}

@@ -207,6 +207,94 @@ func (e *Encoder) EncodeValue(v goja.Value) ([]byte, error) {
 	return e.w.Bytes(), nil
 }
 
+// EncodeParts encodes v as one document, as EncodeValue does, and returns
+// it as parts whose concatenation is that document, byte for byte (so its
+// blob hash is the same). A typed array, a DataView or an ArrayBuffer is
+// a few header bytes, the bytes of its ArrayBuffer themselves (not a
+// copy: they change when the script writes to the buffer) and, for a
+// view that does not cover its whole buffer, a few trailing bytes; any
+// other value is the document in one part, the encoder's until it is used
+// again (TakeBytes gives it away). When there are several parts, parts[1]
+// is the buffer's bytes. Errors are EncodeValue's: a document over the
+// encoder's limit wraps ErrTooLarge.
+func (e *Encoder) EncodeParts(v goja.Value) (blob.Parts, error) {
+	o, ok := v.(*goja.Object)
+	if !ok {
+		b, err := e.EncodeValue(v)
+		return blob.Parts{b}, err
+	}
+	var kind value.TypedKind
+	var bufv goja.Value
+	var off, n int
+	switch e.in.Classify(o) {
+	case KindArrayBuffer:
+		data := o.Export().(goja.ArrayBuffer).Bytes()
+		var w cbor.Writer
+		w.Head(cbor.MajorBytes, uint64(len(data)))
+		return e.limitParts(blob.Parts{w.Bytes(), data})
+	case KindTyped:
+		name, _ := e.in.TypedName(o)
+		if kind, ok = value.TypedKindByName(name); !ok {
+			return nil, e.unsendable("a " + name)
+		}
+		var err error
+		if bufv, err = e.in.TypedBuffer(o); err != nil {
+			return nil, err
+		}
+		offv, err := e.in.TypedOffset(o)
+		if err != nil {
+			return nil, err
+		}
+		lenv, err := e.in.TypedLength(o)
+		if err != nil {
+			return nil, err
+		}
+		off, n = int(offv.ToInteger()), int(lenv.ToInteger())
+	case KindDataView:
+		kind = value.KindDataView
+		var err error
+		if bufv, err = e.in.ViewBuffer(o); err != nil {
+			return nil, err
+		}
+		offv, err := e.in.ViewOffset(o)
+		if err != nil {
+			return nil, err
+		}
+		lenv, err := e.in.ViewLength(o)
+		if err != nil {
+			return nil, err
+		}
+		off, n = int(offv.ToInteger()), int(lenv.ToInteger())
+	default:
+		b, err := e.EncodeValue(v)
+		return blob.Parts{b}, err
+	}
+	// As view writes them, with the buffer's bytes left out of the writer.
+	data := bufv.(*goja.Object).Export().(goja.ArrayBuffer).Bytes()
+	var head, tail cbor.Writer
+	if kind != value.KindDataView && off == 0 && n*kind.Size() == len(data) {
+		head.Tag(uint64(kind))
+		head.Head(cbor.MajorBytes, uint64(len(data)))
+		return e.limitParts(blob.Parts{head.Bytes(), data})
+	}
+	head.Tag(value.TagView)
+	head.ArrayHeader(4)
+	head.Int(int64(kind))
+	head.Head(cbor.MajorBytes, uint64(len(data)))
+	tail.Int(int64(off))
+	tail.Int(int64(n))
+	return e.limitParts(blob.Parts{head.Bytes(), data, tail.Bytes()})
+}
+
+// limitParts returns p, or ErrTooLarge when it is over the encoder's
+// limit, as checkLimit judges a document written whole.
+func (e *Encoder) limitParts(p blob.Parts) (blob.Parts, error) {
+	if e.opts.Limit > 0 && p.Len() > e.opts.Limit {
+		return nil, ErrTooLarge
+	}
+	return p, nil
+}
+
 func (e *Encoder) unsendable(what string) error {
 	dest := e.opts.Dest
 	if dest == "" {
