@@ -19,6 +19,7 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/riot-go/riot/tracker/dashboard"
 	"github.com/riot-go/riot/tracker/store"
 	"github.com/riot-go/riot/tracker/table"
 	"github.com/riot-go/riot/units"
@@ -98,6 +99,7 @@ type Server struct {
 	// The dashboard: its logins, and a place for each open event stream.
 	sessions   *sessions
 	eventSlots chan struct{}
+	dash       *dashboard.Dashboard // its pages and files, made by routes
 
 	counters ioCounters
 	// connLog bounds the lines about connections (connected, refused,
