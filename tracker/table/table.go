@@ -1393,23 +1393,28 @@ func (t *Table) tick(now time.Time) {
 	}
 	t.now = n
 	type expiry struct {
-		token Token
-		idx   uint32
-		name  uint32
+		token  Token
+		idx    uint32
+		name   uint32
+		worker WorkerID
 	}
 	var exp []expiry
-	for _, w := range t.workers {
+	for id, w := range t.workers {
 		for i := range w.leases {
 			l := &w.leases[i]
 			if !l.expired && l.deadline != 0 && l.deadline <= n {
 				l.expired = true
-				exp = append(exp, expiry{l.token, l.idx, w.name})
+				exp = append(exp, expiry{l.token, l.idx, w.name, id})
 			}
 		}
 	}
 	// Newest first to the front, so that the oldest ends first.
 	slices.SortFunc(exp, func(a, b expiry) int { return cmpToken(b.token, a.token) })
 	for _, x := range exp {
+		// The worker is told to stop it: a workunit stuck past its lease
+		// must not hold its slot while it runs again, maybe on the same
+		// worker. Its answer frees the lease's room in the window.
+		t.out.Send = append(t.out.Send, &Revoke{Worker: x.worker, Key: t.recs.at(x.idx).key, Token: x.token})
 		t.lose(x.idx, x.name)
 	}
 	t.expireWatches()
