@@ -30,6 +30,10 @@ const (
 	// an array, and a string of a split (its value and its header).
 	valueBytes = 16
 	pieceBytes = 32
+	// promiseBytes is what Promise.all and its kin take for each element
+	// of their array: a promise, its reaction and resolving functions
+	// (FuzzBuiltins: Promise.all of 2**20 holes passed 2 GiB).
+	promiseBytes = 2048
 	// maxNativeSteps is the most elements a built-in that loops over a
 	// length the script names (indexOf, reverse, sort, ... of an
 	// array-like or a sparse array) may be asked to visit in one call:
@@ -117,7 +121,8 @@ func formatSize(n float64) string {
 // Reflect.construct by the length of their list of arguments;
 // Array.from of an array-like and Array.prototype.concat, sort, splice,
 // slice, map, with, toSorted, toReversed and toSpliced by the array they
-// make; %TypedArray%.prototype.join by its string. Built-ins that loop in
+// make; %TypedArray%.prototype.join by its string; Promise.all,
+// allSettled, any and race of an array by its length. Built-ins that loop in
 // Go over a length the script names (Array.prototype indexOf,
 // lastIndexOf, includes, reverse, copyWithin, shift, unshift, join, flat,
 // the methods that take a callback, which a sparse array's holes never
@@ -172,7 +177,7 @@ func bindAllocLimits(rl *realm) error {
 	}
 	_, err = install(goja.Undefined(), rl.rt.ToValue(check), rl.rt.ToValue(countSplit), rl.rt.ToValue(allocCheckMin),
 		rl.rt.ToValue(valueBytes), rl.rt.ToValue(pieceBytes), rl.rt.ToValue(wrap), rl.rt.ToValue(refuseLoop),
-		rl.rt.ToValue(maxNativeSteps), rl.rt.ToValue(float64(rl.eng.allocCap)/valueBytes))
+		rl.rt.ToValue(maxNativeSteps), rl.rt.ToValue(float64(rl.eng.allocCap)/valueBytes), rl.rt.ToValue(promiseBytes))
 	return err
 }
 
@@ -237,7 +242,7 @@ func countPieces(s, sep string) int {
 }
 
 const allocLimitsScript = `(function () {
-	return function install(check, countSplit, min, valueBytes, pieceBytes, wrapCtors, refuseLoop, maxSteps, denseMax) {
+	return function install(check, countSplit, min, valueBytes, pieceBytes, wrapCtors, refuseLoop, maxSteps, denseMax, promiseBytes) {
 		const def = (obj, name, value) => Object.defineProperty(obj, name, { writable: true, configurable: true, value });
 		const len = (v) => { const n = Math.trunc(Number(v)); return n > 0 ? n : 0; };
 		const str = (v, name) => {
@@ -494,6 +499,23 @@ const allocLimitsScript = `(function () {
 		def(R, 'construct', function construct(target, args, ...nt) {
 			return apply(origConstruct, R, [target, argList(args, 'Reflect.construct'), ...nt]);
 		});
+
+		// Promise.all, allSettled, any and race make, in Go, a promise
+		// and its functions for each element of an array (about 2 KiB).
+		const P = Promise;
+		for (const name of ['all', 'allSettled', 'any', 'race']) {
+			const orig = P[name];
+			if (typeof orig !== 'function') continue;
+			const f = {
+				[name](iterable) {
+					if (isArray(iterable) && iterable.length * promiseBytes >= min) {
+						check(iterable.length * promiseBytes, 'Promise.' + name + ': promises');
+					}
+					return apply(orig, this, [iterable]);
+				},
+			}[name];
+			def(P, name, f);
+		}
 
 		// String.raw, in JavaScript: its loop over the template's raw
 		// length can be interrupted, and the memory guard sees the string

@@ -51,6 +51,7 @@ var hugeAllocs = []struct{ name, src, what string }{
 	{"replaceRegExp", `'é'.repeat(1000).replace(/(?:)/g, 'ab'.repeat(2 ** 19))`, "String.prototype.replace: a string of 2.0 GiB"},
 	{"replaceAll", `'x'.repeat(2 ** 20).replaceAll('x', 'abcd'.repeat(256))`, "String.prototype.replaceAll: a string of 2.0 GiB"},
 	{"replaceDollar", "'x'.repeat(2 ** 16).replaceAll('x', '$`')", "String.prototype.replaceAll: a string of 8.0 GiB"},
+	{"promiseAll", `Promise.all(new Array(2 ** 20))`, "Promise.all: promises of 2.0 GiB"},
 	{"concatArrays", `[].concat(new Array(2 ** 24), new Array(2 ** 24))`, "Array.prototype.concat: an array of 512.0 MiB"},
 	{"typedJoin", `new Uint8Array(2 ** 20).join('x'.repeat(255))`, "%TypedArray%.prototype.join: a string of 512.0 MiB"},
 }
@@ -137,6 +138,8 @@ func TestAllocLimits_Ordinary(t *testing.T) {
 		`'x'.repeat(2 ** 21).replace(/y/g, 'z').length + 'x'.repeat(2 ** 20).replaceAll('x', 'yy').length`:                                 float64(1 << 22),
 		`[1, 2, 3].map((x, i, a) => a.length + x).join() + [[1], [2]].flat().join() + [1, 2].every(x => x > 0)`:                            "4,5,61,2true",
 		`Array.prototype.map.call({length: 2, 0: 1, 1: 2}, (x, i, o) => o.length * x).join()`:                                              "2,4",
+		`Promise.all([1, Promise.resolve(2)]).then(a => a.join())`:                                                                         "1,2",
+		`Promise.race([3]).then(x => x) instanceof Promise`:                                                                                true,
 		`new Array(2 ** 20).indexOf(1)`:                                                                                                    float64(-1),
 	} {
 		assert.Equal(t, want, evalValue(t, e, src), src)
