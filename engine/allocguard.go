@@ -122,7 +122,8 @@ func formatSize(n float64) string {
 // Array.from of an array-like and Array.prototype.concat, sort, splice,
 // slice, map, with, toSorted, toReversed and toSpliced by the array they
 // make; %TypedArray%.prototype.join by its string; Promise.all,
-// allSettled, any and race of an array by its length. Built-ins that loop in
+// allSettled, any and race of an array by its length; BigInt.asIntN and
+// asUintN by their bits. Built-ins that loop in
 // Go over a length the script names (Array.prototype indexOf,
 // lastIndexOf, includes, reverse, copyWithin, shift, unshift, join, flat,
 // the methods that take a callback, which a sparse array's holes never
@@ -515,6 +516,23 @@ const allocLimitsScript = `(function () {
 				},
 			}[name];
 			def(P, name, f);
+		}
+
+		// BigInt.asIntN and asUintN work, in math/big, with numbers of as
+		// many bits as they are asked for (2 ** bits), whatever the value.
+		const B = G.BigInt;
+		if (typeof B === 'function') {
+			for (const name of ['asIntN', 'asUintN']) {
+				const orig = B[name];
+				const f = {
+					[name](bits, bigint) {
+						const n = len(bits);
+						if (n / 4 >= min) check(n / 4, 'BigInt.' + name + ': a number of ' + n + ' bits');
+						return apply(orig, this, [bits, bigint]);
+					},
+				}[name];
+				def(B, name, f);
+			}
 		}
 
 		// String.raw, in JavaScript: its loop over the template's raw

@@ -52,6 +52,8 @@ var hugeAllocs = []struct{ name, src, what string }{
 	{"replaceAll", `'x'.repeat(2 ** 20).replaceAll('x', 'abcd'.repeat(256))`, "String.prototype.replaceAll: a string of 2.0 GiB"},
 	{"replaceDollar", "'x'.repeat(2 ** 16).replaceAll('x', '$`')", "String.prototype.replaceAll: a string of 8.0 GiB"},
 	{"promiseAll", `Promise.all(new Array(2 ** 20))`, "Promise.all: promises of 2.0 GiB"},
+	{"asIntN", `BigInt.asIntN(2 ** 32 - 1, 1n)`, "BigInt.asIntN: a number of 4294967295 bits of 1024.0 MiB"},
+	{"asUintN", `BigInt.asUintN(2 ** 53 - 1, -1n)`, "BigInt.asUintN: a number of 9007199254740991 bits"},
 	{"concatArrays", `[].concat(new Array(2 ** 24), new Array(2 ** 24))`, "Array.prototype.concat: an array of 512.0 MiB"},
 	{"typedJoin", `new Uint8Array(2 ** 20).join('x'.repeat(255))`, "%TypedArray%.prototype.join: a string of 512.0 MiB"},
 }
@@ -140,6 +142,7 @@ func TestAllocLimits_Ordinary(t *testing.T) {
 		`Array.prototype.map.call({length: 2, 0: 1, 1: 2}, (x, i, o) => o.length * x).join()`:                                              "2,4",
 		`Promise.all([1, Promise.resolve(2)]).then(a => a.join())`:                                                                         "1,2",
 		`Promise.race([3]).then(x => x) instanceof Promise`:                                                                                true,
+		`(BigInt.asIntN(8, 255n) + BigInt.asUintN(64, -1n) + BigInt.asUintN(2 ** 20, 1n)).toString()`:                                      "18446744073709551615",
 		`new Array(2 ** 20).indexOf(1)`:                                                                                                    float64(-1),
 	} {
 		assert.Equal(t, want, evalValue(t, e, src), src)
