@@ -541,6 +541,7 @@ const allocLimitsScript = `(function () {
 		def(String, 'raw', function raw(template, ...subs) {
 			const r = Object(Object(template).raw);
 			const n = len(r.length);
+			if (n > maxSteps) refuseLoop(n, 'String.raw of a template');
 			let s = '';
 			for (let i = 0; i < n; i++) {
 				s += String(r[i]);

@@ -240,6 +240,7 @@ var hugeLoops = []struct{ name, src, what string }{
 	{"every", `new Array(2 ** 32 - 1).every(x => x)`, "Array.prototype.every on an object of length 4294967295"},
 	{"forEachObject", `Array.prototype.forEach.call({length: 2 ** 53 - 1}, x => x)`, "Array.prototype.forEach on an object"},
 	{"flat", `new Array(2 ** 32 - 1).flat()`, "Array.prototype.flat on an object"},
+	{"raw", `String.raw({raw: {length: 2 ** 53 - 1}}, 'x')`, "String.raw of a template of length 9007199254740991"},
 	{"joinEmpty", `Array.prototype.join.call({length: 2 ** 53 - 1}, '')`, "Array.prototype.join on an object of length 9007199254740991"},
 	{"concat", `[].concat({length: 2 ** 53 - 1, [Symbol.isConcatSpreadable]: true})`, "Array.prototype.concat of an object of length 9007199254740991"},
 	{"concatThis", `Array.prototype.concat.call({length: 2 ** 40, [Symbol.isConcatSpreadable]: true})`, "Array.prototype.concat of an object of length 1099511627776"},
