@@ -5,6 +5,7 @@ import (
 	"math"
 	"runtime"
 	"runtime/metrics"
+	"strconv"
 	"strings"
 
 	"github.com/dop251/goja"
@@ -29,6 +30,16 @@ const (
 	// an array, and a string of a split (its value and its header).
 	valueBytes = 16
 	pieceBytes = 32
+	// promiseBytes is what Promise.all and its kin take for each element
+	// of their array: a promise, its reaction and resolving functions
+	// (FuzzBuiltins: Promise.all of 2**20 holes passed 2 GiB).
+	promiseBytes = 2048
+	// maxNativeSteps is the most elements a built-in that loops over a
+	// length the script names (indexOf, reverse, sort, ... of an
+	// array-like or a sparse array) may be asked to visit in one call:
+	// goja's loop in Go does not see the time limit's interrupt, and
+	// 2**25 steps take about a second.
+	maxNativeSteps = 1 << 25
 )
 
 // allocCap returns the cap of one allocation: Options.MemoryLimit, or when
@@ -105,6 +116,22 @@ func formatSize(n float64) string {
 // The constructors are replaced by Go functions (wrapCtor), the methods by
 // JavaScript ones; both are installed before any user code runs.
 //
+// Also checked: String.prototype.replace and replaceAll with a string
+// replacement, by its matches; Function.prototype.apply, Reflect.apply and
+// Reflect.construct by the length of their list of arguments;
+// Array.from of an array-like and Array.prototype.concat, sort, splice,
+// slice, map, with, toSorted, toReversed and toSpliced by the array they
+// make; %TypedArray%.prototype.join by its string; Promise.all,
+// allSettled, any and race of an array by its length; BigInt.asIntN and
+// asUintN by their bits. Built-ins that loop in
+// Go over a length the script names (Array.prototype indexOf,
+// lastIndexOf, includes, reverse, copyWithin, shift, unshift, join, flat,
+// the methods that take a callback, which a sparse array's holes never
+// call, and those above), where the time limit's interrupt is not seen, refuse a
+// length past maxNativeSteps on an object that is not an array that could
+// be dense; String.raw is replaced by a JavaScript loop. FuzzBuiltins
+// found each of them.
+//
 // Not checked: split by a RegExp, and string concatenation (s + t,
 // s += s), which has no hook in goja; the memory guard (memGuard) bounds
 // them.
@@ -119,6 +146,12 @@ func bindAllocLimits(rl *realm) error {
 	}
 	check := func(call goja.FunctionCall) goja.Value {
 		rl.checkAlloc(call.Argument(0).ToFloat(), call.Argument(1).String())
+		return goja.Undefined()
+	}
+	refuseLoop := func(call goja.FunctionCall) goja.Value {
+		rl.throw("RangeError", "%s of length %s: the worker refuses a loop of more than %d elements in one built-in call, "+
+			"which its time limit could not interrupt (iterate in JavaScript instead)", call.Argument(1).String(),
+			strconv.FormatFloat(call.Argument(0).ToFloat(), 'f', -1, 64), maxNativeSteps)
 		return goja.Undefined()
 	}
 	countSplit := func(call goja.FunctionCall) goja.Value {
@@ -144,7 +177,8 @@ func bindAllocLimits(rl *realm) error {
 		return goja.Undefined()
 	}
 	_, err = install(goja.Undefined(), rl.rt.ToValue(check), rl.rt.ToValue(countSplit), rl.rt.ToValue(allocCheckMin),
-		rl.rt.ToValue(valueBytes), rl.rt.ToValue(pieceBytes), rl.rt.ToValue(wrap))
+		rl.rt.ToValue(valueBytes), rl.rt.ToValue(pieceBytes), rl.rt.ToValue(wrap), rl.rt.ToValue(refuseLoop),
+		rl.rt.ToValue(maxNativeSteps), rl.rt.ToValue(float64(rl.eng.allocCap)/valueBytes), rl.rt.ToValue(promiseBytes))
 	return err
 }
 
@@ -209,7 +243,7 @@ func countPieces(s, sep string) int {
 }
 
 const allocLimitsScript = `(function () {
-	return function install(check, countSplit, min, valueBytes, pieceBytes, wrapCtors) {
+	return function install(check, countSplit, min, valueBytes, pieceBytes, wrapCtors, refuseLoop, maxSteps, denseMax, promiseBytes) {
 		const def = (obj, name, value) => Object.defineProperty(obj, name, { writable: true, configurable: true, value });
 		const len = (v) => { const n = Math.trunc(Number(v)); return n > 0 ? n : 0; };
 		const str = (v, name) => {
@@ -282,6 +316,44 @@ const allocLimitsScript = `(function () {
 			return origSplit.call(this, sep, limit);
 		});
 
+		// replace and replaceAll with a string replacement build their
+		// string in Go: at most the string itself and, for each match, the
+		// replacement with each $ pattern ($&, $1, ...) as long as the
+		// whole string. A string search counts its matches; a global
+		// RegExp's are counted by match when the bound by one per
+		// character is large. A function replacement is JavaScript, which
+		// the limits reach.
+		const origReplace = S.replace, origReplaceAll = S.replaceAll, origMatch = S.match;
+		const dollars = (r) => {
+			let n = 0;
+			for (let i = r.indexOf('$'); i >= 0; i = r.indexOf('$', i + 1)) n++;
+			return n;
+		};
+		const checkReplace = (s, search, r, all, name) => {
+			if (typeof r !== 'string') return;
+			const per = r.length + dollars(r) * s.length;
+			if ((s.length + (s.length + 1) * per) * 2 < min) return;
+			let m = 1;
+			if (typeof search === 'string') {
+				if (all) m = search === '' ? s.length + 1 : countSplit(s, search) - 1;
+			} else if (search instanceof RegExp && search.global) {
+				m = s.length + 1;
+				if ((s.length + m * per) * 2 >= min) {
+					const found = origMatch.call(s, search);
+					m = found === null ? 0 : found.length;
+				}
+			}
+			if ((s.length + m * per) * 2 >= min) check((s.length + m * per) * 2, 'String.prototype.' + name + ': a string');
+		};
+		def(S, 'replace', function replace(search, replacement) {
+			if (this !== null && this !== undefined) checkReplace(String(this), search, replacement, false, 'replace');
+			return origReplace.call(this, search, replacement);
+		});
+		def(S, 'replaceAll', function replaceAll(search, replacement) {
+			if (this !== null && this !== undefined) checkReplace(String(this), search, replacement, true, 'replaceAll');
+			return origReplaceAll.call(this, search, replacement);
+		});
+
 		const A = Array.prototype;
 		const origFill = A.fill, origJoin = A.join;
 		const rel = (v, n, dflt) => {
@@ -312,8 +384,181 @@ const allocLimitsScript = `(function () {
 			const n = Array.isArray(O) ? O.length : len(O.length);
 			const w = sep === undefined ? 1 : String(sep).length;
 			if ((n - 1) * w * 2 >= min) check((n - 1) * w * 2, 'Array.prototype.join: a string');
+			if (n > maxSteps && !(Array.isArray(O) && n <= denseMax)) refuseLoop(n, 'Array.prototype.join on an object');
 			if (Array.isArray(O)) return origJoin.call(O, sep);
 			return origJoin.call(Object.create(O, { length: { value: n } }), sep);
+		});
+
+		// Methods that loop over this's length in Go, which the time limit
+		// cannot interrupt: a length past maxSteps is refused, unless this
+		// is an array that could be dense (its elements then exist, and
+		// the loop is as long as building them was). Those that make an
+		// array of that length check its size too. A method that does not
+		// write to this gets an object whose own length is the one read
+		// here (a getter of length could give the original a larger one).
+		const create = Object.create, isArray = Array.isArray, apply = Reflect.apply;
+		const steps = (O, name, alloc) => {
+			const arr = isArray(O);
+			const n = arr ? O.length : len(O.length);
+			if (n > maxSteps && !(arr && n <= denseMax)) refuseLoop(n, 'Array.prototype.' + name + ' on an object');
+			if (alloc && n * valueBytes >= min) check(n * valueBytes, 'Array.prototype.' + name + ': an array');
+			return n;
+		};
+		const bounded = (name, alloc, writes) => {
+			const orig = A[name];
+			if (typeof orig !== 'function') return;
+			const f = {
+				[name](...args) {
+					if (this === null || this === undefined) return apply(orig, this, args);
+					const O = Object(this);
+					const n = steps(O, name, alloc);
+					if (writes || isArray(O)) return apply(orig, O, args);
+					return apply(orig, create(O, { length: { value: n } }), args);
+				},
+			}[name];
+			Object.defineProperty(f, 'length', { configurable: true, value: orig.length });
+			def(A, name, f);
+		};
+		for (const name of ['indexOf', 'lastIndexOf', 'includes']) bounded(name, false, false);
+		for (const name of ['slice', 'with', 'toReversed', 'toSorted', 'toSpliced']) bounded(name, true, false);
+		bounded('flat', false, false);
+		// A callback gets this itself as its third argument.
+		bounded('map', true, true);
+		for (const name of ['every', 'some', 'forEach', 'filter', 'find', 'findIndex', 'findLast', 'findLastIndex',
+			'reduce', 'reduceRight', 'flatMap']) bounded(name, false, true);
+		for (const name of ['reverse', 'copyWithin', 'shift', 'unshift']) bounded(name, false, true);
+		for (const name of ['sort', 'splice']) bounded(name, true, true);
+
+		// concat spreads each spreadable argument (an array, or an object
+		// whose Symbol.isConcatSpreadable is true) by its length, in Go.
+		const origConcat = A.concat, spreadable = Symbol.isConcatSpreadable;
+		const concat = {
+			concat(...items) {
+				const O = Object(this);
+				let total = 0;
+				for (const E of [O, ...items]) {
+					if (E === null || (typeof E !== 'object' && typeof E !== 'function')) {
+						total++;
+						continue;
+					}
+					const sp = E[spreadable];
+					const arr = isArray(E);
+					if (sp !== undefined ? !sp : !arr) {
+						total++;
+						continue;
+					}
+					const n = arr ? E.length : len(E.length);
+					if (n > maxSteps && !(arr && n <= denseMax)) refuseLoop(n, 'Array.prototype.concat of an object');
+					total += n;
+				}
+				if (total * valueBytes >= min) check(total * valueBytes, 'Array.prototype.concat: an array');
+				return apply(origConcat, O, items);
+			},
+		}.concat;
+		Object.defineProperty(concat, 'length', { configurable: true, value: 1 });
+		def(A, 'concat', concat);
+
+		// Array.from of an array-like (not an iterable) makes an array of
+		// its length.
+		const origFrom = Array.from;
+		const from = {
+			from(items, mapfn, thisArg) {
+				if (items === null || items === undefined || typeof items[Symbol.iterator] === 'function') {
+					return apply(origFrom, this, [items, mapfn, thisArg]);
+				}
+				const O = Object(items);
+				const n = len(O.length);
+				if (n > maxSteps) refuseLoop(n, 'Array.from of an array-like');
+				if (n * valueBytes >= min) check(n * valueBytes, 'Array.from: an array');
+				return apply(origFrom, this, [create(O, { length: { value: n } }), mapfn, thisArg]);
+			},
+		}.from;
+		Object.defineProperty(from, 'length', { configurable: true, value: 1 });
+		def(Array, 'from', from);
+
+		// A call's list of arguments from an array-like (apply,
+		// Reflect.apply, Reflect.construct) is made in Go of its length.
+		const argList = (a, name) => {
+			if (a === null || a === undefined || (typeof a !== 'object' && typeof a !== 'function')) return a;
+			const arr = isArray(a);
+			const n = arr ? a.length : len(a.length);
+			if (n * valueBytes >= min) check(n * valueBytes, name + ': a list of arguments');
+			return arr ? a : create(a, { length: { value: n } });
+		};
+		const F = Function.prototype, origApply = F.apply;
+		def(F, 'apply', function apply(thisArg, args) {
+			return origApply.call(this, thisArg, argList(args, 'Function.prototype.apply'));
+		});
+		const R = Reflect, origConstruct = R.construct;
+		// (A method's name, unlike a function expression's, is no binding
+		// in its body: apply there is Reflect.apply's original.)
+		def(R, 'apply', {
+			apply(target, thisArg, args) {
+				return apply(target, thisArg, argList(args, 'Reflect.apply'));
+			},
+		}.apply);
+		def(R, 'construct', function construct(target, args, ...nt) {
+			return apply(origConstruct, R, [target, argList(args, 'Reflect.construct'), ...nt]);
+		});
+
+		// Promise.all, allSettled, any and race make, in Go, a promise
+		// and its functions for each element of an array (about 2 KiB).
+		const P = Promise;
+		for (const name of ['all', 'allSettled', 'any', 'race']) {
+			const orig = P[name];
+			if (typeof orig !== 'function') continue;
+			const f = {
+				[name](iterable) {
+					if (isArray(iterable) && iterable.length * promiseBytes >= min) {
+						check(iterable.length * promiseBytes, 'Promise.' + name + ': promises');
+					}
+					return apply(orig, this, [iterable]);
+				},
+			}[name];
+			def(P, name, f);
+		}
+
+		// BigInt.asIntN and asUintN work, in math/big, with numbers of as
+		// many bits as they are asked for (2 ** bits), whatever the value.
+		const B = G.BigInt;
+		if (typeof B === 'function') {
+			for (const name of ['asIntN', 'asUintN']) {
+				const orig = B[name];
+				const f = {
+					[name](bits, bigint) {
+						const n = len(bits);
+						if (n / 4 >= min) check(n / 4, 'BigInt.' + name + ': a number of ' + n + ' bits');
+						return apply(orig, this, [bits, bigint]);
+					},
+				}[name];
+				def(B, name, f);
+			}
+		}
+
+		// String.raw, in JavaScript: its loop over the template's raw
+		// length can be interrupted, and the memory guard sees the string
+		// grow.
+		def(String, 'raw', function raw(template, ...subs) {
+			const r = Object(Object(template).raw);
+			const n = len(r.length);
+			if (n > maxSteps) refuseLoop(n, 'String.raw of a template');
+			let s = '';
+			for (let i = 0; i < n; i++) {
+				s += String(r[i]);
+				if (i + 1 < n && i < subs.length) s += String(subs[i]);
+			}
+			return s;
+		});
+
+		// %TypedArray%.prototype.join builds its string in Go.
+		const TA = Object.getPrototypeOf(Int8Array.prototype), origTAJoin = TA.join;
+		def(TA, 'join', function join(sep) {
+			if (ArrayBuffer.isView(this) && !(this instanceof DataView)) {
+				const n = this.length;
+				const w = (sep === undefined ? 1 : String(sep).length) + 1;
+				if (n * w * 2 >= min) check(n * w * 2, '%TypedArray%.prototype.join: a string');
+			}
+			return origTAJoin.call(this, sep);
 		});
 	};
 })()`

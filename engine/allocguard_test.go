@@ -8,6 +8,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -37,6 +38,24 @@ var hugeAllocs = []struct{ name, src, what string }{
 	{"lengthGetterTypedBig", `(() => { let c = 0; return new Float64Array({get length() { return c++ ? 2 ** 37 : 2 ** 30 }}) })()`, "Float64Array of 8.0 GiB"},
 	{"lengthGetterJoin", `(() => { let c = 0; return Array.prototype.join.call({get length() { return c++ ? 2 ** 32 - 1 : 2 ** 28 }}, 'abcd') })()`, "Array.prototype.join: a string of 2.0 GiB"},
 	{"fillObject", `Array.prototype.fill.call({length: 2 ** 40}, 0)`, "Array.prototype.fill: an array of 16.0 TiB"},
+	// Found by FuzzBuiltins: an out-of-memory end of the process, or a
+	// Go panic (makeslice: cap out of range) for a length past 2**50.
+	{"apply", `Math.max.apply(null, {length: 2 ** 32})`, "Function.prototype.apply: a list of arguments of 64.0 GiB"},
+	{"applyPanic", `Math.max.apply(null, {length: 2 ** 53 - 1})`, "Function.prototype.apply: a list of arguments of 128.0 PiB"},
+	{"applyArray", `Math.max.apply(null, new Array(2 ** 32 - 1))`, "Function.prototype.apply: a list of arguments of 64.0 GiB"},
+	{"reflectApply", `Reflect.apply(Math.min, null, {length: 2 ** 53 - 1})`, "Reflect.apply: a list of arguments of 128.0 PiB"},
+	{"reflectConstruct", `Reflect.construct(Array, {length: 2 ** 32})`, "Reflect.construct: a list of arguments of 64.0 GiB"},
+	{"from", `Array.from({length: 2 ** 25})`, "Array.from: an array of 512.0 MiB"},
+	{"sort", `Array.prototype.sort.call({length: 2 ** 25})`, "Array.prototype.sort: an array of 512.0 MiB"},
+	{"map", `new Array(2 ** 25).map(x => x)`, "Array.prototype.map: an array of 512.0 MiB"},
+	{"replaceRegExp", `'é'.repeat(1000).replace(/(?:)/g, 'ab'.repeat(2 ** 19))`, "String.prototype.replace: a string of 2.0 GiB"},
+	{"replaceAll", `'x'.repeat(2 ** 20).replaceAll('x', 'abcd'.repeat(256))`, "String.prototype.replaceAll: a string of 2.0 GiB"},
+	{"replaceDollar", "'x'.repeat(2 ** 16).replaceAll('x', '$`')", "String.prototype.replaceAll: a string of 8.0 GiB"},
+	{"promiseAll", `Promise.all(new Array(2 ** 20))`, "Promise.all: promises of 2.0 GiB"},
+	{"asIntN", `BigInt.asIntN(2 ** 32 - 1, 1n)`, "BigInt.asIntN: a number of 4294967295 bits of 1024.0 MiB"},
+	{"asUintN", `BigInt.asUintN(2 ** 53 - 1, -1n)`, "BigInt.asUintN: a number of 9007199254740991 bits"},
+	{"concatArrays", `[].concat(new Array(2 ** 24), new Array(2 ** 24))`, "Array.prototype.concat: an array of 512.0 MiB"},
+	{"typedJoin", `new Uint8Array(2 ** 20).join('x'.repeat(255))`, "%TypedArray%.prototype.join: a string of 512.0 MiB"},
 }
 
 // TestAllocLimits: each huge allocation throws a RangeError naming its
@@ -98,11 +117,33 @@ func TestAllocLimits_Ordinary(t *testing.T) {
 		`(() => { let c = 0; return new Float64Array({get length() { return c++ ? 2 ** 37 : 2 }, 0: 1, 1: 2}).join() })()`:                "1,2",
 		`(() => { let c = 0; return Array.prototype.join.call({get length() { return c++ ? 2 ** 32 - 1 : 3 }, 0: 'a', 2: 'c'}, '-') })()`: "a--c",
 		`(() => { const o = {length: 3}; Array.prototype.fill.call(o, 5, 1); return o[0] === undefined && o[1] === 5 && o[2] === 5 })()`:  true,
-		`new Uint8Array(new Set([1, 2])).length`:               float64(2),
-		`new Uint8Array('3').length`:                           float64(3),
-		`new ArrayBuffer({valueOf() { return 8 }}).byteLength`: float64(8),
-		`new Uint16Array(new Uint8Array([1, 2])).length`:       float64(2),
-		`typeof ArrayBuffer.isView`:                            "function",
+		`new Uint8Array(new Set([1, 2])).length`:                                                                                           float64(2),
+		`new Uint8Array('3').length`:                                                                                                       float64(3),
+		`new ArrayBuffer({valueOf() { return 8 }}).byteLength`:                                                                             float64(8),
+		`new Uint16Array(new Uint8Array([1, 2])).length`:                                                                                   float64(2),
+		`typeof ArrayBuffer.isView`:                                                                                                        "function",
+		`[1, 2, 3].indexOf(2) + [1, 2].lastIndexOf(1) + [1].includes(1)`:                                                                   float64(2),
+		`Array.prototype.indexOf.call({length: 2, 1: 'a'}, 'a')`:                                                                           float64(1),
+		`[3, 1, 2].sort().join() + [3, 1, 2].toSorted((a, b) => b - a).join()`:                                                             "1,2,33,2,1",
+		`Array.prototype.slice.call({length: 2, 0: 'a'}, 0).length`:                                                                        float64(2),
+		`[1, 2, 3].splice(1, 1).join() + [1, 2].reverse().join()`:                                                                          "22,1",
+		`(() => { const o = {length: 2, 0: 'a'}; Array.prototype.reverse.call(o); return o[1] })()`:                                        "a",
+		`[1].concat([2], 3, {length: 1, 0: 4, [Symbol.isConcatSpreadable]: true}).join()`:                                                  "1,2,3,4",
+		`[].concat.length + [].indexOf.length + Array.from.length + Function.prototype.apply.length`:                                       float64(5),
+		`Array.from({length: 3}, (x, i) => i * 2).join() + Array.from('ab').join()`:                                                        "0,2,4a,b",
+		`Math.max.apply(null, [1, 5, 2]) + (function () { return arguments.length }).apply(null, {length: 3})`:                             float64(8),
+		`Reflect.apply(Math.min, null, [4, 2]) + Reflect.construct(Date, [7]).getTime()`:                                                   float64(9),
+		`(() => { class A { constructor() { this.t = new.target } } class B extends A {}; return Reflect.construct(A, [], B).t === B })()`: true,
+		"String.raw`a${1}b\\n` + String.raw({raw: ['x', 'y', 'z']}, 1)":                                                                    "a1b\\nx1yz",
+		`new Uint8Array([1, 2]).join('-') + new Uint8Array([3, 4])`:                                                                        "1-23,4",
+		`'a-b-c'.replace('-', '+') + 'a-b-c'.replaceAll('-', '$&$&') + 'abc'.replace(/b/g, x => x + x)`:                                    "a+b-ca--b--cabbc",
+		`'x'.repeat(2 ** 21).replace(/y/g, 'z').length + 'x'.repeat(2 ** 20).replaceAll('x', 'yy').length`:                                 float64(1 << 22),
+		`[1, 2, 3].map((x, i, a) => a.length + x).join() + [[1], [2]].flat().join() + [1, 2].every(x => x > 0)`:                            "4,5,61,2true",
+		`Array.prototype.map.call({length: 2, 0: 1, 1: 2}, (x, i, o) => o.length * x).join()`:                                              "2,4",
+		`Promise.all([1, Promise.resolve(2)]).then(a => a.join())`:                                                                         "1,2",
+		`Promise.race([3]).then(x => x) instanceof Promise`:                                                                                true,
+		`(BigInt.asIntN(8, 255n) + BigInt.asUintN(64, -1n) + BigInt.asUintN(2 ** 20, 1n)).toString()`:                                      "18446744073709551615",
+		`new Array(2 ** 20).indexOf(1)`:                                                                                                    float64(-1),
 	} {
 		assert.Equal(t, want, evalValue(t, e, src), src)
 	}
@@ -180,4 +221,62 @@ func runChild(t *testing.T, test string, addressSpace uint64, child func(t *test
 	require.NoError(t, err, "the child process failed:\n%s", out)
 	assert.Contains(t, string(out), "child: done")
 	t.Logf("child:\n%s", out)
+}
+
+// hugeLoops are workunits that each ask one built-in to loop, in Go, over
+// a length far past maxNativeSteps: the time limit's interrupt is not
+// seen there, and each ran for minutes or hours (FuzzBuiltins found
+// them).
+var hugeLoops = []struct{ name, src, what string }{
+	{"indexOf", `Array.prototype.indexOf.call({length: 2 ** 53 - 1}, 1)`, "Array.prototype.indexOf on an object of length 9007199254740991"},
+	{"includes", `Array.prototype.includes.call({length: 2 ** 40}, 1)`, "Array.prototype.includes on an object of length 1099511627776"},
+	{"lastIndexOfSparse", `new Array(2 ** 32 - 1).lastIndexOf(1)`, "Array.prototype.lastIndexOf on an object of length 4294967295"},
+	{"reverse", `Array.prototype.reverse.call({length: 2 ** 53 - 1})`, "Array.prototype.reverse on an object"},
+	{"copyWithin", `Array.prototype.copyWithin.call({length: 2 ** 53 - 1}, 1, 0)`, "Array.prototype.copyWithin on an object"},
+	{"shift", `Array.prototype.shift.call({length: 2 ** 53 - 1})`, "Array.prototype.shift on an object"},
+	{"splice", `Array.prototype.splice.call({length: 2 ** 53 - 1}, 0, 1)`, "Array.prototype.splice on an object"},
+	{"with", `new Array(2 ** 32 - 1).with(0, 1)`, "Array.prototype.with on an object"},
+	{"map", `new Array(2 ** 32 - 1).map(x => x)`, "Array.prototype.map on an object of length 4294967295"},
+	{"every", `new Array(2 ** 32 - 1).every(x => x)`, "Array.prototype.every on an object of length 4294967295"},
+	{"forEachObject", `Array.prototype.forEach.call({length: 2 ** 53 - 1}, x => x)`, "Array.prototype.forEach on an object"},
+	{"flat", `new Array(2 ** 32 - 1).flat()`, "Array.prototype.flat on an object"},
+	{"raw", `String.raw({raw: {length: 2 ** 53 - 1}}, 'x')`, "String.raw of a template of length 9007199254740991"},
+	{"joinEmpty", `Array.prototype.join.call({length: 2 ** 53 - 1}, '')`, "Array.prototype.join on an object of length 9007199254740991"},
+	{"concat", `[].concat({length: 2 ** 53 - 1, [Symbol.isConcatSpreadable]: true})`, "Array.prototype.concat of an object of length 9007199254740991"},
+	{"concatThis", `Array.prototype.concat.call({length: 2 ** 40, [Symbol.isConcatSpreadable]: true})`, "Array.prototype.concat of an object of length 1099511627776"},
+	{"from", `Array.from({length: 2 ** 53 - 1})`, "Array.from of an array-like of length 9007199254740991"},
+	{"lengthGetter", `(() => { let c = 0; return Array.prototype.includes.call({get length() { return c++ ? 2 ** 53 - 1 : 2 }}, 1) })()`, ""},
+}
+
+// TestAllocLimits_Loops: each built-in loop over a huge length throws a
+// RangeError at once, and the worker goes on.
+func TestAllocLimits_Loops(t *testing.T) {
+	e := newEngine(t, Options{Slots: 1, MemoryLimit: 256 << 20})
+	for _, c := range hugeLoops {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			done := make(chan error, 1)
+			go func() {
+				_, err := e.Run(ctx, evalReq(c.src))
+				done <- err
+			}()
+			var err error
+			select {
+			case err = <-done:
+			case <-ctx.Done():
+				t.Fatalf("%s: still running after a minute: a loop the time limit cannot interrupt", c.src)
+			}
+			if c.what == "" {
+				require.NoError(t, err, c.src)
+				return
+			}
+			var werr *workunit.Error
+			require.ErrorAs(t, err, &werr, c.src)
+			assert.Equal(t, "RangeError", werr.Name)
+			assert.Contains(t, werr.Message, c.what)
+			assert.Contains(t, werr.Message, "refuses a loop of more than 33554432 elements")
+			assert.Equal(t, float64(3), evalValue(t, e, "1 + 2"))
+		})
+	}
 }
