@@ -28,9 +28,12 @@ flags go before SCRIPT.js, and everything after it, flags too, goes to the
 script. --timeout is the time limit of each workunit the script submits
 without one of its own (riot.with({timeout})). While work is outstanding a
 progress bar shows on stderr (when it is a terminal), and each workunit's
-console output appears there, prefixed with its worker's name. An uncaught
-error ends the script: its message, naming the workunit and the worker
-when it came from one, and its stacks go to stderr, and the status is 1.
+console output appears there, prefixed with its worker's name. --trace FILE
+writes the job's workunits to FILE when the script ends (also when it fails
+or is interrupted), as Chrome trace-event JSON: open it in
+https://ui.perfetto.dev or chrome://tracing. An uncaught error ends the
+script: its message, naming the workunit and the worker when it came from
+one, and its stacks go to stderr, and the status is 1.
 
 With -e, evaluates SOURCE as an eval workunit (Riot's do-work/eval) and prints its
 value on stdout. With --tracker (or RIOT_TRACKER), the workunit is submitted

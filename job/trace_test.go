@@ -172,3 +172,20 @@ func TestRunCommand_Trace(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, path, o.Trace)
 }
+
+// TestRunCommand_TraceNotWritten: a --trace FILE whose write fails (a
+// full disk: /dev/full) is said on stderr, after the script's output, and
+// fails the command.
+func TestRunCommand_TraceNotWritten(t *testing.T) {
+	t.Parallel()
+	if _, err := os.Stat("/dev/full"); err != nil {
+		t.Skip("no /dev/full here")
+	}
+	script := writeJob(t, `console.log(riot.forWork([1], (n) => n).join(','));`)
+	var stdout, stderr bytes.Buffer
+	err := RunCommand(t.Context(), CommandOptions{Job: Options{Script: script, Workers: 1, Progress: ProgressOff}, Trace: "/dev/full"}, &stdout, &stderr)
+	var te *TraceError
+	require.True(t, errors.As(err, &te), "%v", err)
+	assert.Equal(t, "1\n", stdout.String())
+	assert.Equal(t, "riot-worker eval: --trace /dev/full: the trace was not written: write /dev/full: no space left on device\n", stderr.String())
+}
