@@ -133,6 +133,7 @@ type JobInfo struct {
 	Running           int      `json:"running"`
 	Done              int      `json:"done"`
 	Failed            int      `json:"failed"`
+	Canceled          int      `json:"canceled"`
 	FinishedPerSecond float64  `json:"finished_per_second"`
 	ETASeconds        *float64 `json:"eta_seconds,omitempty"`
 	// Failures are the job's failure groups (GET /api/v1/jobs/{id} only).
@@ -301,7 +302,7 @@ func (l *loop) jobInfo(j *job) JobInfo {
 	c := l.tab.CountsOf(j.realm)
 	ji := JobInfo{ID: j.id, Name: j.name, Master: j.master, State: "running", Started: ts(j.started), Ended: ts(j.ended),
 		Submitted: j.submitted, FromMemory: j.fromMemory,
-		Waiting: c.Waiting, Running: c.Running, Done: c.Done, Failed: c.Error}
+		Waiting: c.Waiting, Running: c.Running, Done: c.Done, Failed: c.Error - c.Canceled, Canceled: c.Canceled}
 	if j.conns == 0 {
 		ji.State = "ended"
 	}
@@ -341,6 +342,9 @@ func (l *loop) failureGroups(realm string, rd reader) []FailureGroup {
 	for _, g := range gs {
 		fg := FailureGroup{Name: g.name, Message: g.message, Count: counts[g], Latest: ts(g.latest)}
 		for _, k := range g.keys {
+			if slices.Contains(fg.Keys, k.key.String()) {
+				continue // failed again (in another job): listed once
+			}
 			if (realm == "" || k.owner == realm) && l.mayRealm(rd, k.owner) {
 				if fg.Keys == nil {
 					fg.Job = l.jobOf(k.owner) // the newest's
@@ -371,19 +375,31 @@ func (l *loop) summary(s *table.Summary) WorkunitSummary {
 }
 
 // finishedRun notes a worker's report that the table took, for the
-// status pages: the worker c ran key (of owner, with spec) to status.
-func (l *loop) finishedRun(c *conn, key workunit.Key, owner string, spec []byte, status workunit.Status, console workunit.Console, elapsed time.Duration) {
-	run := recentRun{key: key, owner: owner, worker: c.name, status: status, end: time.Now(), elapsed: elapsed,
-		specSize: len(spec)}
+// status pages and the metrics: the worker c ran key (its lease li) to
+// status.
+func (l *loop) finishedRun(c *conn, key workunit.Key, li table.LeaseInfo, status workunit.Status, console workunit.Console, elapsed time.Duration) {
+	now := time.Now()
+	run := recentRun{key: key, owner: li.Owner, worker: c.name, status: status, end: now, elapsed: elapsed,
+		specSize: len(li.Spec)}
+	if len(li.Spec) <= maxRecentSpec {
+		run.spec = li.Spec
+	}
 	if n := len(console); n > 0 && n <= maxRecentConsole {
 		// The console aliases the frame it came in, which the reader
 		// reuses: keep a copy.
 		run.console = append(workunit.Console(nil), console...)
 	}
-	if len(spec) <= maxRecentSpec {
-		run.spec = spec
-	}
 	l.act.finished(run)
+	outcome := "done"
+	if status == workunit.StatusError {
+		outcome = "error"
+	}
+	l.s.hist.run.WithLabelValues(outcome).Observe(elapsed.Seconds())
+	if !li.Submitted.IsZero() {
+		// The wait is from the submission to the run's start on the
+		// worker; Submitted has the table's tick's resolution.
+		l.s.hist.wait.Observe(max(now.Add(-elapsed).Sub(li.Submitted), 0).Seconds())
+	}
 }
 
 type cancelResult struct {
@@ -722,8 +738,14 @@ func (s *Server) apiWorkunit(w http.ResponseWriter, r *http.Request, rd reader) 
 				det.Console = append(det.Console, ConsoleLine{Level: string(ln.Level), Text: ln.Text})
 			}
 		}
+		// The run's times are the tracker's clock as the report came; the
+		// table's (submitted, assigned) are its tick's, up to a tick
+		// earlier: the start is never shown before the assignment.
 		started := run.end.Add(-run.elapsed)
-		det.Started = ts(started)
+		if !rec.Assigned.IsZero() && started.Before(rec.Assigned) {
+			started = rec.Assigned
+		}
+		det.Started, det.Finished = ts(started), ts(run.end)
 		rs := run.elapsed.Seconds()
 		det.RunSeconds = &rs
 	}

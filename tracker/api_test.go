@@ -82,6 +82,13 @@ func TestAPI_JobsWorkunitsAndCancel(t *testing.T) {
 	recv[*wire.Finished](m)
 	recv[*wire.Finished](m)
 
+	metrics, _ := get(t, base+"/metrics")
+	assert.Contains(t, metrics, `riot_workunit_run_seconds_count{outcome="done"} 1`)
+	assert.Contains(t, metrics, `riot_workunit_run_seconds_count{outcome="error"} 1`)
+	assert.Contains(t, metrics, `riot_workunit_run_seconds_bucket{outcome="error",le="0.01"} 1`, "a run of 2 ms")
+	assert.Contains(t, metrics, "riot_workunit_wait_seconds_count 2")
+	assert.Contains(t, metrics, `riot_job_workunits{job="`)
+
 	var ov tracker.Overview
 	require.Equal(t, http.StatusOK, apiDo(t, nil, "GET", base+"/api/v1/overview", nil, &ov))
 	assert.Equal(t, tracker.StatusCounts{Waiting: 1, Done: 1, Error: 1}, ov.Workunits)
@@ -192,6 +199,10 @@ func TestAPI_JobsWorkunitsAndCancel(t *testing.T) {
 	require.NotNil(t, fin.Err)
 	assert.Equal(t, workunit.Canceled, fin.Err.Kind)
 	assert.Contains(t, fin.Err.Message, "the dashboard")
+	require.Equal(t, http.StatusOK, apiDo(t, nil, "GET", base+"/api/v1/jobs/"+job.ID, nil, &one))
+	assert.Equal(t, 1, one.Canceled)
+	assert.Equal(t, 1, one.Failed, "the canceled one is not counted as failed")
+	assert.Zero(t, one.Waiting)
 	require.Equal(t, http.StatusOK, apiDo(t, nil, "POST", cancelURL, map[string]string{"Sec-Fetch-Site": "same-origin"}, &canceled))
 	assert.Zero(t, canceled.Canceled, "nothing left to cancel")
 	require.Equal(t, http.StatusOK, apiDo(t, nil, "POST", cancelURL, nil, &canceled), "a script's request: no browser's headers")

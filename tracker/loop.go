@@ -371,18 +371,18 @@ func (l *loop) frame(ib *inbound) {
 				_ = l.tab.Step(table.WorkerCredit{Worker: wid, N: m.N})
 			}
 		case *wire.Done:
-			spec, owner, _ := l.tab.SpecOf(m.Key)
+			li, _ := l.tab.Leased(wid, table.Token(m.Token))
 			if l.tab.Step(table.Complete{Worker: wid, Key: m.Key, Token: table.Token(m.Token), Result: m.Result, Console: m.Console, Elapsed: m.Elapsed}) == nil {
 				l.completed++
 				c.nDone++
-				l.finishedRun(c, m.Key, owner, spec, workunit.StatusDone, m.Console, m.Elapsed)
+				l.finishedRun(c, m.Key, li, workunit.StatusDone, m.Console, m.Elapsed)
 			}
 		case *wire.Failed:
-			spec, owner, _ := l.tab.SpecOf(m.Key)
+			li, _ := l.tab.Leased(wid, table.Token(m.Token))
 			if l.tab.Step(table.Fail{Worker: wid, Key: m.Key, Token: table.Token(m.Token), Err: m.Error, Console: m.Console, Elapsed: m.Elapsed}) == nil {
 				l.failed++
 				c.nFailed++
-				l.finishedRun(c, m.Key, owner, spec, workunit.StatusError, m.Console, m.Elapsed)
+				l.finishedRun(c, m.Key, li, workunit.StatusError, m.Console, m.Elapsed)
 			}
 		case *wire.Stats:
 			c.heap, c.statsSeen = m.Heap, true

@@ -4,6 +4,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/riot-go/riot/internal/logfmt"
 	"io"
 	"log/slog"
 	"net"
@@ -497,9 +498,9 @@ func (o *Options) logger(stderr io.Writer) *slog.Logger {
 	if o.Logger != nil {
 		return o.Logger
 	}
-	ho := &slog.HandlerOptions{Level: o.LogLevel}
-	if o.LogFormat == "json" {
-		return slog.New(slog.NewJSONHandler(stderr, ho))
+	log, err := logfmt.New(stderr, o.LogFormat, o.LogLevel)
+	if err != nil { // checked by validate: not reached
+		log, _ = logfmt.New(stderr, logfmt.Text, o.LogLevel)
 	}
-	return slog.New(slog.NewTextHandler(stderr, ho))
+	return log
 }

@@ -302,19 +302,40 @@ func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request) {
 	}
 	fmt.Fprintf(w, "jobs: %d\n", len(st.Jobs))
 	for _, j := range st.Jobs {
-		fmt.Fprintf(w, "  %-24s %-7s %d submitted: %d waiting, %d running, %d done, %d failed, %d from memory\n",
-			j.Name, j.State, j.Submitted, j.Waiting, j.Running, j.Done, j.Failed, j.FromMemory)
+		canceled := ""
+		if j.Canceled > 0 {
+			canceled = fmt.Sprintf(", %d canceled", j.Canceled)
+		}
+		fmt.Fprintf(w, "  %-24s %-7s %d submitted: %d waiting, %d running, %d done, %d failed%s, %d from memory\n",
+			j.Name, j.State, j.Submitted, j.Waiting, j.Running, j.Done, j.Failed, canceled, j.FromMemory)
 	}
 	fmt.Fprintf(w, "\nOpen this address in a browser for the dashboard; GET /status for JSON, /api/v1/ for the API (docs/http.md), /metrics for Prometheus.\n")
 }
 
+// histograms are the distributions of workunits' queue waits and run
+// times, observed by the loop as results and errors come.
+type histograms struct {
+	wait prometheus.Histogram
+	run  *prometheus.HistogramVec
+}
+
+// durationBuckets span a trivial workunit's 100 µs to a long one's hours.
+var durationBuckets = []float64{0.0001, 0.001, 0.01, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 900, 3600, 4 * 3600}
+
 // newMetrics returns the registry of the tracker's Prometheus metrics.
 func (s *Server) newMetrics() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
+	s.hist.wait = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "riot_workunit_wait_seconds",
+		Help:    "How long finished workunits waited, from their submission to the start of the run that finished them (to the tracker's tick, 0.1 s by default).",
+		Buckets: durationBuckets})
+	s.hist.run = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "riot_workunit_run_seconds",
+		Help:    "How long the runs that finished workunits took on their workers, by outcome (done, error).",
+		Buckets: durationBuckets}, []string{"outcome"})
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		newCollector(s),
+		s.hist.wait, s.hist.run,
 	)
 	return reg
 }
@@ -432,6 +453,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.jobWorkunits, float64(j.Running), j.ID, j.Name, "running")
 		gauge(c.jobWorkunits, float64(j.Done), j.ID, j.Name, "done")
 		gauge(c.jobWorkunits, float64(j.Failed), j.ID, j.Name, "error")
+		gauge(c.jobWorkunits, float64(j.Canceled), j.ID, j.Name, "canceled")
 		gauge(c.jobWorkunits, float64(j.FromMemory), j.ID, j.Name, "from_memory")
 	}
 	gauge(c.jobs, float64(running), "running")

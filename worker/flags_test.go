@@ -97,6 +97,16 @@ func TestFlags_Options(t *testing.T) {
 	assert.True(t, o.Logger.Enabled(t.Context(), slog.LevelInfo))
 	assert.False(t, o.Logger.Enabled(t.Context(), slog.LevelDebug))
 
+	// --log-format json: riotd's flag, on workers too.
+	fs := pflag.NewFlagSet("riot-worker", pflag.ContinueOnError)
+	f := addFlags(fs, func(string) string { return "" })
+	require.NoError(t, fs.Parse([]string{"--log-format", "json", "h"}))
+	var logs bytes.Buffer
+	o, err = f.Options(fs.Args(), &logs)
+	require.NoError(t, err)
+	o.Logger.Info("x", "took", 1500*time.Millisecond)
+	assert.Contains(t, logs.String(), `"took":1.5`)
+
 	o, err = parseFlags(t, []string{"--grace", "0", "--prefetch", "0", "h"})
 	require.NoError(t, err)
 	assert.Negative(t, o.Grace, "--grace 0: interrupt at once")
@@ -108,6 +118,7 @@ func TestFlags_Options(t *testing.T) {
 		"--grace=5":                    `invalid argument "5" for "--grace" flag: 5 what? Give a unit, as in 5s or 5m`,
 		"--blob-cache=lot":             `invalid argument "lot" for "--blob-cache" flag: want a size such as 64MiB, 512KiB or 1048576 (bytes)`,
 		"--log-level=loud":             `invalid argument "loud" for "--log-level" flag: want debug, info, warn or error`,
+		"--log-format=yaml":            `--log-format: log format "yaml": want text or json`,
 		"--tls-ca=/nonexistent/ca.pem": "--tls-ca: ",
 	} {
 		_, err := parseFlags(t, []string{args, "h"})
