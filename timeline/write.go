@@ -238,7 +238,7 @@ func build(job string, recs []record, now time.Time) *trace {
 		}
 		args["worker"] = w.run.out.Worker
 		evs = append(evs, event{Name: "wait " + w.key.Short(), Cat: "wait", Ph: "X", Ts: w.iv.start - origin, Dur: dur(d), Pid: masterPid, Tid: tid, Args: args})
-		if d >= 2 {
+		if d >= 2 && w.run.end > w.run.start { // both ends of the arrow inside their slices
 			flows++
 			w.flow = flows
 		}

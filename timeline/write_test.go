@@ -2,8 +2,12 @@ package timeline
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -241,4 +245,57 @@ func TestWriteTo_Error(t *testing.T) {
 	_, err := New(Options{}).WriteTo(failWriter{})
 	require.Error(t, err)
 	assert.Equal(t, "timeline: writing the trace: disk full", err.Error())
+}
+
+// TestWriteTo_Nesting: whatever the records, the complete events of a
+// thread never overlap (viewers drop slices that overlap without
+// nesting), and each flow's ends lie in a slice of their thread.
+func TestWriteTo_Nesting(t *testing.T) {
+	t0 := time.Date(2026, 12, 2, 4, 0, 0, 0, time.UTC)
+	rng := rand.New(rand.NewPCG(1, 2))
+	r := New(Options{})
+	r.now = func() time.Time { return t0.Add(10 * time.Second) }
+	for i := range 500 {
+		sub := t0.Add(time.Duration(rng.IntN(5000)) * time.Millisecond)
+		rec := &record{key: workunit.Key{byte(i), byte(i >> 8), 1}, submitted: sub}
+		switch rng.IntN(10) {
+		case 0: // unfinished
+		case 1:
+			rec.finished = sub.Add(time.Millisecond)
+			rec.out = &workunit.Outcome{Key: rec.key, Status: workunit.StatusDone, Worker: "w", Elapsed: time.Millisecond}
+			rec.fromMemory = true
+		default:
+			elapsed := time.Duration(rng.IntN(2000)) * time.Microsecond * time.Duration(1+rng.IntN(100))
+			rec.finished = sub.Add(time.Duration(rng.IntN(3000)) * time.Millisecond)
+			rec.out = &workunit.Outcome{Key: rec.key, Status: workunit.StatusDone, Worker: fmt.Sprintf("w%d", rng.IntN(3)), Elapsed: elapsed}
+		}
+		r.records = append(r.records, rec)
+	}
+	var buf bytes.Buffer
+	_, err := r.WriteTo(&buf)
+	require.NoError(t, err)
+	var p parsed
+	require.NoError(t, json.Unmarshal(buf.Bytes(), &p))
+	slicesOf := map[[2]int][]event{}
+	for _, ev := range p.TraceEvents {
+		if ev.Ph == "X" {
+			slicesOf[[2]int{ev.Pid, ev.Tid}] = append(slicesOf[[2]int{ev.Pid, ev.Tid}], ev)
+		}
+	}
+	for th, evs := range slicesOf {
+		slices.SortFunc(evs, func(a, b event) int { return cmp.Compare(a.Ts, b.Ts) })
+		for i := 1; i < len(evs); i++ {
+			require.LessOrEqual(t, evs[i-1].Ts+*evs[i-1].Dur, evs[i].Ts, "thread %v: %+v overlaps %+v", th, evs[i-1], evs[i])
+		}
+	}
+	flows := 0
+	for _, ev := range p.TraceEvents {
+		if ev.Cat != "flow" {
+			continue
+		}
+		flows++
+		in := slices.ContainsFunc(slicesOf[[2]int{ev.Pid, ev.Tid}], func(s event) bool { return s.Ts <= ev.Ts && ev.Ts < s.Ts+*s.Dur })
+		assert.True(t, in, "flow event %+v is in no slice of its thread", ev)
+	}
+	assert.Positive(t, flows)
 }
