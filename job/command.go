@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
+	"os"
 	"strings"
 	"syscall"
 
@@ -35,6 +37,10 @@ type CommandOptions struct {
 	GPU bool
 	// Warnings are said on stderr before anything runs.
 	Warnings []string
+	// Trace is the file (--trace) that receives the job's timeline
+	// (Options.Trace): created before the script starts, so that a path
+	// that cannot be written fails at once, and written when it ends.
+	Trace string
 }
 
 // RunCommand does what riot-worker eval's command line asked for, o, and
@@ -61,13 +67,32 @@ func RunCommand(ctx context.Context, o CommandOptions, stdout, stderr io.Writer)
 		defer drv.Close()
 		j.GPU = drv
 	}
+	var traceFile *os.File
+	if o.Trace != "" {
+		f, err := os.Create(o.Trace)
+		if err != nil {
+			fmt.Fprintf(stderr, "%s: --trace %s: %v (give a file in a directory that exists and that you may write)\n", commandName, o.Trace, err)
+			return fmt.Errorf("job: --trace: %w", err)
+		}
+		traceFile, j.Trace = f, f
+	}
 	err := Run(ctx, j)
+	if traceFile != nil {
+		if cerr := traceFile.Close(); cerr != nil && !errors.As(err, new(*TraceError)) {
+			err = &TraceError{Err: cerr, Script: err}
+		}
+	}
+	failed := err
+	if te, ok := err.(*TraceError); ok {
+		fmt.Fprintf(stderr, "%s: --trace %s: the trace was not written: %v\n", commandName, o.Trace, traceCause(te))
+		err = te.Script
+	}
 	var se *master.ScriptError
 	var ie *InterruptedError
 	var ce *ConnectError
 	switch {
 	case err == nil:
-		return nil
+		return failed // the trace's error, or nil
 	case errors.As(err, &ce) && j.Tracker != "":
 		connectFailure(stderr, j.Tracker, ce.Err)
 	case errors.As(err, &ie):
@@ -81,7 +106,17 @@ func RunCommand(ctx context.Context, o CommandOptions, stdout, stderr io.Writer)
 	default:
 		fmt.Fprintf(stderr, "%s: %v\n", commandName, err)
 	}
-	return err
+	return failed
+}
+
+// traceCause is what went wrong in writing the trace: the file's own
+// error, without the packages' prefixes.
+func traceCause(te *TraceError) error {
+	var pe *fs.PathError
+	if errors.As(te.Err, &pe) {
+		return pe
+	}
+	return te.Err
 }
 
 // evaluate runs source as one eval workunit, on o.Tracker's workers or in

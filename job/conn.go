@@ -10,6 +10,7 @@ import (
 	"github.com/riot-go/riot/blob"
 	"github.com/riot-go/riot/client"
 	"github.com/riot-go/riot/engine/master"
+	"github.com/riot-go/riot/timeline"
 	"github.com/riot-go/riot/wire"
 	"github.com/riot-go/riot/workunit"
 )
@@ -33,6 +34,9 @@ type conn struct {
 	// track keeps the keys submitted, and which of them finished, for
 	// cancelAll.
 	track bool
+	// trace, when set, records each submission and its outcome for the
+	// job's timeline (Options.Trace).
+	trace *timeline.Recorder
 
 	mu        sync.Mutex
 	work      *client.Client
@@ -49,6 +53,9 @@ func (k *conn) Submit(spec *workunit.Spec, opts workunit.Options) master.Submiss
 		opts.Timeout = k.timeout
 	}
 	call := k.c.Submit(spec, opts)
+	if k.trace != nil {
+		k.trace.Track(call)
+	}
 	if k.track {
 		key := call.Key
 		k.mu.Lock()
@@ -70,7 +77,7 @@ func (k *conn) Submit(spec *workunit.Spec, opts workunit.Options) master.Submiss
 		k.state.addGPUWork(opts.GPUs, 1)
 		call.OnFinished(func(*workunit.Outcome, error) { k.state.addGPUWork(opts.GPUs, -1) })
 	}
-	sub := submission{call: call}
+	sub := submission{call: call, trace: k.trace}
 	if k.state != nil {
 		sub.memo = sync.OnceFunc(func() {
 			if call.FromMemory() {
@@ -265,41 +272,48 @@ func (k *conn) Close() error {
 type submission struct {
 	call *client.Call
 	memo func()
+	// trace, when set, is told of the outcome as it is handed out (it
+	// hears of it from the Call too, a moment later).
+	trace *timeline.Recorder
 }
 
 func (s submission) Key() workunit.Key { return s.call.Key }
 
-// taken notes that the outcome of the call is being handed out.
-func (s submission) taken() {
+// taken notes that the outcome of the call, out or err, is being handed
+// out.
+func (s submission) taken(out *workunit.Outcome, err error) {
 	if s.memo != nil {
 		s.memo()
+	}
+	if s.trace != nil {
+		s.trace.Finished(s.call, out, err)
 	}
 }
 
 func (s submission) Accepted(ctx context.Context) (*workunit.Outcome, error) {
 	out, err := s.call.Accepted(ctx)
 	if err == nil && out.Finished() {
-		s.taken()
+		s.taken(out, nil)
 	}
 	return outcome(out, err)
 }
 
 func (s submission) Wait(ctx context.Context) (*workunit.Outcome, error) {
 	out, err := s.call.Wait(ctx)
-	s.taken()
+	s.taken(out, err)
 	return outcome(out, err)
 }
 
 func (s submission) OnDone(fn func(*workunit.Outcome)) {
 	s.call.OnDone(func(out *workunit.Outcome, err error) {
-		s.taken()
+		s.taken(out, err)
 		fn(finished(s.call.Key, out, err))
 	})
 }
 
 func (s submission) OnFinished(fn func(*workunit.Outcome)) {
 	s.call.OnFinished(func(out *workunit.Outcome, err error) {
-		s.taken()
+		s.taken(out, err)
 		fn(finished(s.call.Key, out, err))
 	})
 }

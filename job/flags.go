@@ -28,9 +28,12 @@ flags go before SCRIPT.js, and everything after it, flags too, goes to the
 script. --timeout is the time limit of each workunit the script submits
 without one of its own (riot.with({timeout})). While work is outstanding a
 progress bar shows on stderr (when it is a terminal), and each workunit's
-console output appears there, prefixed with its worker's name. An uncaught
-error ends the script: its message, naming the workunit and the worker
-when it came from one, and its stacks go to stderr, and the status is 1.
+console output appears there, prefixed with its worker's name. --trace FILE
+writes the job's workunits to FILE when the script ends (also when it fails
+or is interrupted), as Chrome trace-event JSON: open it in
+https://ui.perfetto.dev or chrome://tracing. An uncaught error ends the
+script: its message, naming the workunit and the worker when it came from
+one, and its stacks go to stderr, and the status is 1.
 
 With -e, evaluates SOURCE as an eval workunit (Riot's do-work/eval) and prints its
 value on stdout. With --tracker (or RIOT_TRACKER), the workunit is submitted
@@ -76,6 +79,7 @@ type Flags struct {
 	cancelInt   bool
 	noGPU       bool
 	job         string
+	trace       string
 }
 
 // AddFlags defines riot-worker eval's flags on fs and returns them, for
@@ -101,6 +105,8 @@ func addFlags(fs *pflag.FlagSet, getenv func(string) string) *Flags {
 	fs.BoolVar(&f.progress, "progress", false, "job scripts: show the progress bar even when stderr is not a terminal")
 	fs.BoolVar(&f.quiet, "quiet", false, "job scripts: never show the progress bar")
 	fs.BoolVar(&f.noGPU, "no-gpu", false, "job scripts on the embedded default: give the local worker no GPUs")
+	fs.StringVar(&f.trace, "trace", "", "job scripts: write the job's workunits to this `FILE` when the script ends, as Chrome trace-event JSON: "+
+		"their queue waits and their runs, a track per worker lane (open it in https://ui.perfetto.dev or chrome://tracing)")
 	fs.StringVar(&f.job, "job", "", "the job's `name` on the tracker's status pages and dashboard (default: the script's file name, or -e)")
 	return f
 }
@@ -124,7 +130,7 @@ func ConfigureOptions(fs *pflag.FlagSet, args []string) (CommandOptions, error) 
 // reads --tls-ca's file, and gives a warning for each of eval's flags that
 // follows the script (it goes to the script, as riot.args).
 func (f *Flags) Options(args []string) (CommandOptions, error) {
-	o := CommandOptions{Source: f.source, GPU: !f.noGPU}
+	o := CommandOptions{Source: f.source, GPU: !f.noGPU, Trace: f.trace}
 	j := &o.Job
 	j.Tracker, j.Token, j.Data, j.Timeout, j.CancelOnInterrupt = f.tracker, f.token, f.data, f.timeout, f.cancelInt
 	j.Name = f.job
@@ -176,6 +182,9 @@ func (f *Flags) Options(args []string) (CommandOptions, error) {
 		case f.quiet:
 			j.Progress = ProgressOff
 		}
+		if f.fs.Changed("trace") && f.trace == "" {
+			return CommandOptions{}, errors.New("--trace needs a FILE to write the timeline to: give --trace job.trace.json")
+		}
 		if f.cancelInt && j.Tracker == "" {
 			return CommandOptions{}, errors.New("--cancel-on-interrupt needs --tracker: on the embedded default, the job's work ends with it anyway")
 		}
@@ -184,7 +193,7 @@ func (f *Flags) Options(args []string) (CommandOptions, error) {
 	default:
 		// -e runs one workunit, in process or on --tracker's workers:
 		// nothing of the embedded default's, and no progress bar.
-		for _, name := range []string{"workers", "data", "no-gpu", "progress", "quiet"} {
+		for _, name := range []string{"workers", "data", "no-gpu", "progress", "quiet", "trace"} {
 			if f.fs.Changed(name) {
 				return CommandOptions{}, fmt.Errorf("--%s is for job scripts (SCRIPT.js), not -e: leave it out", name)
 			}

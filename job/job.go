@@ -39,6 +39,7 @@ import (
 	"github.com/riot-go/riot/engine"
 	"github.com/riot-go/riot/engine/master"
 	"github.com/riot-go/riot/gpu"
+	"github.com/riot-go/riot/timeline"
 	"github.com/riot-go/riot/tracker"
 	"github.com/riot-go/riot/wire"
 	"github.com/riot-go/riot/worker"
@@ -103,6 +104,13 @@ type Options struct {
 	CancelOnInterrupt bool
 	// Progress says when to show the progress bar.
 	Progress Progress
+	// Trace, when set, receives the job's timeline when the script ends
+	// (also when it fails or is interrupted): each workunit the script
+	// submitted, its queue wait and its run on its worker, as Chrome
+	// trace-event JSON (package timeline), for Perfetto or
+	// chrome://tracing. Run returns a *TraceError, joined to the script's
+	// error if any, when it cannot write it.
+	Trace io.Writer
 	// Stdout and Stderr default to os.Stdout and os.Stderr.
 	Stdout, Stderr io.Writer
 	// Logger receives the logs of the embedded tracker and worker (quiet
@@ -153,6 +161,10 @@ func Run(ctx context.Context, opts Options) error {
 	if jobName == "" {
 		jobName = filepath.Base(opts.Script)
 	}
+	var rec *timeline.Recorder
+	if opts.Trace != nil {
+		rec = timeline.New(timeline.Options{Job: jobName})
+	}
 	dial := func(ctx context.Context, host string, port int, name string) (master.Conn, error) {
 		target := host
 		if port > 0 {
@@ -167,7 +179,7 @@ func Run(ctx context.Context, opts Options) error {
 		if opts.WorkerToken != "" {
 			copts.Role, copts.Token = wire.RoleWorker, opts.WorkerToken
 		}
-		k := &conn{c: c, timeout: opts.Timeout, track: cancelOnInterrupt, workerToken: opts.WorkerToken != "",
+		k := &conn{c: c, timeout: opts.Timeout, track: cancelOnInterrupt, workerToken: opts.WorkerToken != "", trace: rec,
 			dial: func(ctx context.Context) (*client.Client, error) {
 				return client.Dial(ctx, target, copts)
 			}}
@@ -226,10 +238,41 @@ func Run(ctx context.Context, opts Options) error {
 			r, ie.CancelErr = cancelAll(parent, cs)
 			ie.Canceled, ie.OtherRuns, ie.Unchecked = r.n, r.others, r.unchecked
 		}
-		return ie
+		err = ie
+	}
+	if rec != nil {
+		// After the script, and after an interrupt's cancellations, whose
+		// outcomes it shows; before the connections close.
+		if _, werr := rec.WriteTo(opts.Trace); werr != nil {
+			err = &TraceError{Err: werr, Script: err}
+		}
 	}
 	return err
 }
+
+// TraceError is Run's error when it could not write the job's timeline
+// to Options.Trace. It carries the error Run would have returned
+// otherwise, when the script failed too (errors.As finds it).
+type TraceError struct {
+	// Err is the writer's error.
+	Err error
+	// Script is Run's error without the trace: nil when the script
+	// succeeded, else its *master.ScriptError, *InterruptedError, ...
+	Script error
+}
+
+// Error says that the trace was not written, and why, after the
+// script's own error if any.
+func (e *TraceError) Error() string {
+	msg := "job: the trace was not written: " + e.Err.Error()
+	if e.Script != nil {
+		return e.Script.Error() + "; " + msg
+	}
+	return msg
+}
+
+// Unwrap returns the writer's error and the script's.
+func (e *TraceError) Unwrap() []error { return []error{e.Err, e.Script} }
 
 // ConnectError is Run's error when it cannot connect to the tracker.
 type ConnectError struct {
