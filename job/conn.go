@@ -70,7 +70,7 @@ func (k *conn) Submit(spec *workunit.Spec, opts workunit.Options) master.Submiss
 		k.state.addGPUWork(opts.GPUs, 1)
 		call.OnFinished(func(*workunit.Outcome, error) { k.state.addGPUWork(opts.GPUs, -1) })
 	}
-	sub := submission{call: call}
+	sub := submission{call: call, c: k.c}
 	if k.state != nil {
 		sub.memo = sync.OnceFunc(func() {
 			if call.FromMemory() {
@@ -264,6 +264,7 @@ func (k *conn) Close() error {
 // have the outcome.
 type submission struct {
 	call *client.Call
+	c    *client.Client
 	memo func()
 }
 
@@ -286,6 +287,8 @@ func (s submission) Accepted(ctx context.Context) (*workunit.Outcome, error) {
 
 func (s submission) Wait(ctx context.Context) (*workunit.Outcome, error) {
 	out, err := s.call.Wait(ctx)
+	// The lines that streamed while it ran show before its outcome's.
+	_ = s.c.AwaitPrints(ctx)
 	s.taken()
 	return outcome(out, err)
 }

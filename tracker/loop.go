@@ -39,6 +39,7 @@ type loop struct {
 	touched []*conn          // connections with messages pushed this round
 	waiters []*waiter        // WaitStats callers
 	leases  []table.LeaseRef // reused by Return
+	printTo []table.MasterID // reused by print
 	rate    rateMeter        // finished workunits per second
 	act     *activity        // jobs, recent runs, failures: for the status pages
 	// cancels are the dashboard's cancellations waiting for the store,
@@ -386,6 +387,8 @@ func (l *loop) frame(ib *inbound) {
 			}
 		case *wire.Stats:
 			c.heap, c.statsSeen = m.Heap, true
+		case *wire.Print:
+			l.print(c, wid, m)
 		case *wire.Return:
 			l.leases = l.leases[:0]
 			for _, ls := range m.Leases {
