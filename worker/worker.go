@@ -179,6 +179,7 @@ type worker struct {
 
 	mu      sync.Mutex
 	running map[uint64]func(cause error) // stops a running workunit, by lease token
+	live    livePool                     // streams running workunits' console lines
 
 	ident    atomic.Pointer[identity] // the name as of the last welcome seen (self)
 	renameMu sync.Mutex               // serializes renames, so that the latest name wins
@@ -488,6 +489,8 @@ func (w *worker) evaluate(stop, evalCtx context.Context, j *job) bool {
 	if w.opts.Started != nil {
 		w.opts.Started(a)
 	}
+	live := w.startLive(a)
+	defer w.live.put(live)
 	res, err := w.eng.Run(evalCtx, engine.Request{
 		Spec:    j.spec,
 		Realm:   a.Realm,
@@ -500,6 +503,7 @@ func (w *worker) evaluate(stop, evalCtx context.Context, j *job) bool {
 		// A large result goes as a blob from its own bytes (a typed
 		// array's buffer, not a copy) while the slot is still this run's.
 		PutResult: w.putResult,
+		Print:     live.printFn,
 		Started: func(stop func(error)) {
 			w.mu.Lock()
 			w.running[a.Token] = stop
@@ -517,7 +521,7 @@ func (w *worker) evaluate(stop, evalCtx context.Context, j *job) bool {
 	}
 	r := client.Report{Lease: a.Lease()}
 	if res != nil {
-		r.Console = res.Console
+		r.Console = live.end(res.Console) // less what streamed
 		r.Elapsed = res.Elapsed
 	}
 	if stop.Err() == nil {
