@@ -142,6 +142,9 @@ type conn struct {
 	// printMissed counts the console lines not passed on to this master
 	// since its last Printed: its queue was too full (see offer).
 	printMissed int
+	// printed holds, for a worker, the console lines its leases streamed
+	// (keepPrinted), by lease token, until their reports.
+	printed map[uint64]*workunit.ConsoleBuilder
 
 	// Owned by the reader: the blobs this connection is uploading in
 	// pieces (blob-write), by hash; and the buffer of the last frame read,

@@ -3,6 +3,7 @@ package tracker
 import (
 	"github.com/riot-go/riot/tracker/table"
 	"github.com/riot-go/riot/wire"
+	"github.com/riot-go/riot/workunit"
 )
 
 // Console lines that stream while a workunit runs (wire.Print) go from
@@ -47,6 +48,7 @@ func (l *loop) print(c *conn, wid table.WorkerID, m *wire.Print) {
 	if !ok {
 		return
 	}
+	l.keepPrinted(c, m)
 	most := min(l.s.opts.QueueBytes/4, maxPrintQueueBytes)
 	for _, id := range l.printTo {
 		mc := l.conns[uint64(id)]
@@ -65,4 +67,48 @@ func (l *loop) print(c *conn, wid table.WorkerID, m *wire.Print) {
 		}
 	}
 	clear(l.printTo)
+}
+
+// keepPrinted keeps m's lines with the lease they came for, up to
+// maxRecentConsole, for the run's console on the status pages and in
+// riot-worker logs (finishedRun): the worker's report holds only the lines
+// it did not stream. What a worker keeps is bounded by its window.
+func (l *loop) keepPrinted(c *conn, m *wire.Print) {
+	b := c.printed[m.Token]
+	if b == nil {
+		if c.printed == nil {
+			c.printed = make(map[uint64]*workunit.ConsoleBuilder)
+		}
+		b = new(workunit.ConsoleBuilder)
+		c.printed[m.Token] = b
+	}
+	for i := range m.Lines {
+		ln := &m.Lines[i]
+		if b.Size()+len(ln.Text)+lineBytes > maxRecentConsole {
+			return
+		}
+		b.Add(ln.Level, ln.Text)
+	}
+}
+
+// runConsole returns the console of the run of lease token that c
+// reports with console: the lines it streamed, then console's, when it
+// streamed any; and forgets the streamed lines.
+func (c *conn) runConsole(token uint64, console workunit.Console) workunit.Console {
+	b := c.printed[token]
+	if b == nil {
+		return console
+	}
+	delete(c.printed, token)
+	lines, err := console.Lines()
+	if err != nil {
+		return b.Console()
+	}
+	for _, ln := range lines {
+		if b.Size()+len(ln.Text)+lineBytes > maxRecentConsole {
+			break
+		}
+		b.Add(ln.Level, ln.Text)
+	}
+	return b.Console()
 }
