@@ -28,6 +28,25 @@ func BenchmarkEngine_CachedFunction(b *testing.B) {
 	}
 }
 
+// BenchmarkEngine_CachedFunctionInline is BenchmarkEngine_CachedFunction
+// with Request.Abandoned set, as a worker runs: the caller's goroutine
+// evaluates, with no hand-off to the slot's executor.
+func BenchmarkEngine_CachedFunctionInline(b *testing.B) {
+	e := newEngine(b, Options{Slots: 1})
+	payload, err := value.Marshal([]any{&value.Function{Source: "(x) => x + 1"}, 41.0})
+	if err != nil {
+		b.Fatal(err)
+	}
+	req := Request{Spec: &workunit.Spec{Kind: workunit.Fn, Payload: payload}, Abandoned: func(*Result, error) {}}
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := e.Run(ctx, req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkEngine_CachedFunctionWithCapture is the same with a captured
 // variable, so that each workunit makes its closure.
 func BenchmarkEngine_CachedFunctionWithCapture(b *testing.B) {
@@ -69,6 +88,21 @@ func BenchmarkEngine_FreshSource(b *testing.B) {
 	for b.Loop() {
 		i++
 		src := "function f(n) { let s = 0; for (let i = 0; i < n; i++) s += i; return s }\nf(" + strconv.Itoa(i) + ")"
+		if _, err := e.Eval(ctx, src); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkEngine_JSONStringify stringifies an array of 10⁴ small objects
+// in each workunit: the cost of the stop-aware JSON.stringify
+// (bindNativeStops) on a large value.
+func BenchmarkEngine_JSONStringify(b *testing.B) {
+	e := newEngine(b, Options{Slots: 1})
+	ctx := context.Background()
+	src := "globalThis.a ??= Array.from({length: 1e4}, (_, i) => ({i, s: 'x' + i})); JSON.stringify(a).length"
+	b.ReportAllocs()
+	for b.Loop() {
 		if _, err := e.Eval(ctx, src); err != nil {
 			b.Fatal(err)
 		}

@@ -43,7 +43,10 @@
 // when Options.MemoryLimit is set, a guard that interrupts every running
 // workunit once the heap passes the limit. A workunit that passes a limit
 // fails with a *workunit.Error naming the limit; the engine goes on serving,
-// and the slot's next workunit gets a clean runtime.
+// and the slot's next workunit gets a clean runtime. A stopped workunit
+// that does not return (a long built-in call) is abandoned after
+// Options.AbandonAfter: its caller gets its failure, and the slot goes on
+// with a fresh runtime while the stuck goroutine runs on (Engine.Stuck).
 //
 // # Bindings: the seam
 //

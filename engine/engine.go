@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/riot-go/riot/blob"
@@ -24,6 +25,9 @@ const (
 	DefaultRealmsPerSlot    = 4
 	DefaultCompileCacheSize = 4096
 	DefaultBlobCacheSize    = 64
+	// DefaultAbandonAfter is how long a stopped workunit has to return
+	// before its runtime is abandoned (Options.AbandonAfter).
+	DefaultAbandonAfter = time.Second
 	// MaxStringLength is the longest string a workunit can build with
 	// String.prototype.repeat, padStart and padEnd: V8's limit, so that
 	// 'x'.repeat(2**29) fails at once with "RangeError: Invalid string
@@ -33,6 +37,11 @@ const (
 
 // ErrClosed is returned by Run after Close.
 var ErrClosed = errors.New("engine: closed")
+
+// ErrAbandoned is what Run returns, once the stuck call returned, for a
+// workunit that was abandoned after its caller was given its failure
+// (Request.Abandoned).
+var ErrAbandoned = errors.New("engine: the workunit was abandoned; its failure went to Request.Abandoned")
 
 // Options configures an Engine. The zero value is usable: every field has
 // a default.
@@ -85,6 +94,16 @@ type Options struct {
 	// values) whose checked bytes each runtime keeps; each workunit decodes
 	// its own copy from them. Default: DefaultBlobCacheSize.
 	BlobCacheSize int
+	// AbandonAfter is how long a workunit that was stopped (its time
+	// limit, the memory guard, its caller's context, a revoke) has to
+	// return. An interrupt takes effect at the workunit's next JavaScript
+	// step, but a long built-in call (JSON.stringify of a deeply nested
+	// value, a regular expression that backtracks) does not look at it:
+	// past AbandonAfter, Run returns the workunit's failure, and the slot
+	// gives up the runtime and the goroutine that runs it, which goes on
+	// until the call returns (or the process exits), and continues on a
+	// fresh runtime. Stuck counts them. Default: DefaultAbandonAfter.
+	AbandonAfter time.Duration
 	// Logger receives the engine's logs. Default: slog.Default().
 	Logger *slog.Logger
 	// Bindings are installed, in order, into every sandbox (goja runtime)
@@ -131,6 +150,9 @@ func (o *Options) setDefaults() {
 	if o.BlobCacheSize <= 0 {
 		o.BlobCacheSize = DefaultBlobCacheSize
 	}
+	if o.AbandonAfter <= 0 {
+		o.AbandonAfter = DefaultAbandonAfter
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -164,6 +186,15 @@ type Request struct {
 	// run has ended it does nothing. A worker uses it for workunits its
 	// tracker revokes.
 	Started func(stop func(cause error))
+	// Abandoned, when set, makes Run evaluate on the caller's goroutine,
+	// without the hand-off to the slot's executor that lets Run return
+	// when the workunit does not (see Options.AbandonAfter). If the
+	// workunit is abandoned, Abandoned is called, on another goroutine,
+	// with what Run would have returned, and the slot goes on without the
+	// caller's goroutine: that one stays in Run until the stuck call
+	// returns, and Run then returns ErrAbandoned. A worker sets it, and
+	// starts another goroutine in the stuck one's place.
+	Abandoned func(res *Result, err error)
 	// PutResult, when set, is given the result of a workunit that did not
 	// fail, before its slot runs anything else: its encoding as parts
 	// (jsvalue's EncodeParts: a typed array's or ArrayBuffer's bytes by
@@ -221,9 +252,13 @@ type Engine struct {
 	// allocCap bounds one allocation a workunit asks of a built-in
 	// (bindAllocLimits): the memory limit, or a share of the machine's.
 	allocCap uint64
-	mu       sync.Mutex
-	closed   bool
-	done     chan struct{}
+	// stuck counts the abandoned runs whose call has not returned yet,
+	// abandoned all the runs abandoned (Options.AbandonAfter).
+	stuck     atomic.Int64
+	abandoned atomic.Int64
+	mu        sync.Mutex
+	closed    bool
+	done      chan struct{}
 }
 
 // New returns an Engine with the given options.
@@ -248,6 +283,16 @@ func New(opts Options) (*Engine, error) {
 
 // Slots returns the number of slots.
 func (e *Engine) Slots() int { return e.opts.Slots }
+
+// Stuck returns the number of workunits abandoned because they did not
+// return after their stop (Options.AbandonAfter) whose call still runs,
+// each on a goroutine of its own, holding its runtime. A caller bounds
+// them: a worker stops and exits once it has too many.
+func (e *Engine) Stuck() int { return int(e.stuck.Load()) }
+
+// Abandoned returns the number of workunits abandoned so far, returned
+// since or not.
+func (e *Engine) Abandoned() int { return int(e.abandoned.Load()) }
 
 // Close stops the engine: later calls to Run return ErrClosed, and every
 // runtime is released, those of workunits running now when they finish.
@@ -309,8 +354,12 @@ func (e *Engine) Run(ctx context.Context, req Request) (*Result, error) {
 	case <-e.done:
 		return nil, ErrClosed
 	}
-	defer e.release(s)
-	return s.run(ctx, &req)
+	res, err := s.run(ctx, &req)
+	if err == ErrAbandoned {
+		return nil, err // the slot went back when the run was abandoned
+	}
+	e.release(s)
+	return res, err
 }
 
 // Eval evaluates source as an eval workunit named "eval" and returns its

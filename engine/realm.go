@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dop251/goja"
@@ -80,7 +81,7 @@ type blobBytes struct {
 
 // workerGlobals are riot's globals of a workunit's sandbox, besides the
 // built-ins; Options.Bindings come after them.
-var workerGlobals = []func(*realm) error{bindConsole, bindTimers, bindPerformance, bindRiot, bindStringLimits, bindAllocLimits}
+var workerGlobals = []func(*realm) error{bindConsole, bindTimers, bindPerformance, bindRiot, bindStringLimits, bindAllocLimits, bindNativeStops}
 
 // newRealm makes a sandbox of the engine for a workunit of realm key: its
 // console output is kept per workunit (Result.Console).
@@ -520,4 +521,24 @@ type run struct {
 	// shared are the blobs whose shared Set this workunit was given
 	// (sharedSets), settled when it ends.
 	shared []*blobBytes
+
+	// rl and spec are what is evaluated (run.evaluate), data and err what
+	// it gave, start when it started. state says where the run is
+	// (runSetup...); stopped says it was stopped, and the abandon wait
+	// started (armAbandon), after which takeover ends the run for its
+	// caller: through exec, the executor that evaluates it, or, when the
+	// caller's goroutine evaluates it (exec nil), with onAbandon
+	// (Request.Abandoned). unwatch stops the watch of the caller's
+	// context.
+	rl        *realm
+	spec      *workunit.Spec
+	data      blob.Parts
+	err       error
+	start     time.Time
+	state     atomic.Int32
+	stopped   atomic.Bool
+	slot      *slot
+	exec      *executor
+	onAbandon func(*Result, error)
+	unwatch   func() bool
 }

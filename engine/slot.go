@@ -20,10 +20,123 @@ import (
 // recently used first, and drops a realm whose workunit ran away (time,
 // stack or memory limit, or a bug), so that the next workunit there starts
 // from a clean runtime.
+//
+// A slot evaluates on a goroutine of its own, its executor, and waits for
+// it; or, for a request with Abandoned, on the caller's goroutine. A
+// workunit that was stopped (time limit, memory guard, caller) but does
+// not return within Options.AbandonAfter, because a built-in call does
+// not look at interrupts, is abandoned with its runtime and the goroutine
+// that runs it (see abandon), and the slot goes on with fresh ones.
 type slot struct {
 	id     int
 	eng    *Engine
 	realms []*realm
+	exec   *executor // nil until the first run, and after an abandonment
+}
+
+// executor is the goroutine that runs a slot's workunits, one at a time:
+// the slot sends it a run on work and waits on end, for true (the run
+// returned) or false (it did not return in time after its stop: it is
+// abandoned). Only the winner of run.state sends.
+type executor struct {
+	work chan *run
+	end  chan bool
+}
+
+// States of a run (run.state). The run is in runSetup until its code
+// starts; then the goroutine that evaluates it and the abandon timer race
+// to move it out of runEvaluating, and the winner says what happens next.
+const (
+	runSetup int32 = iota
+	runEvaluating
+	runReturned
+	runAbandoned
+)
+
+// evaluate evaluates r's code on the calling goroutine and reports whether
+// r returned before it was abandoned. An abandoned run is no longer its
+// slot's: its realm is released here, and nothing else of the slot is
+// touched.
+func (r *run) evaluate(e *Engine) (returned bool) {
+	r.state.Store(runEvaluating)
+	r.data, r.err = r.rl.evaluate(r, r.spec)
+	if r.state.CompareAndSwap(runEvaluating, runReturned) {
+		return true
+	}
+	r.rl.close()
+	n := e.stuck.Add(-1)
+	e.opts.Logger.Info("engine: an abandoned workunit's call returned at last; its runtime is released",
+		"slot", r.rl.slotID, "stuck", n)
+	return false
+}
+
+// executor returns the slot's executor, started if it has none.
+func (s *slot) executor() *executor {
+	if s.exec == nil {
+		x := &executor{work: make(chan *run), end: make(chan bool, 1)}
+		go x.loop(s.eng)
+		s.exec = x
+	}
+	return s.exec
+}
+
+// loop evaluates the runs the slot sends until work is closed, or until a
+// run it evaluated was abandoned meanwhile: the slot went on without this
+// goroutine, which then releases the abandoned realm and ends.
+func (x *executor) loop(e *Engine) {
+	for r := range x.work {
+		if !r.evaluate(e) {
+			return
+		}
+		x.end <- true
+	}
+}
+
+// stopExecutor ends the slot's executor, which waits for work.
+func (s *slot) stopExecutor() {
+	if s.exec != nil {
+		close(s.exec.work)
+		s.exec = nil
+	}
+}
+
+// noUnwatch is run.unwatch for a run whose caller's context never ends.
+func noUnwatch() bool { return false }
+
+// takeover ends abandoned run r for its caller: the slot's goroutine does,
+// waiting on the executor; or, when the caller's goroutine evaluates (it
+// is stuck in r), this goroutine does, and gives the slot back.
+func (r *run) takeover() {
+	if r.exec != nil {
+		r.exec.end <- false
+		return
+	}
+	res, err := r.slot.abandoned(r)
+	r.slot.eng.release(r.slot)
+	r.onAbandon(res, err)
+}
+
+// armAbandon starts, once per run, the wait of Options.AbandonAfter after
+// which a stopped run that has not returned is abandoned: run.takeover
+// ends it for its caller. A run still in setup then (its stop came before
+// its code started) gets another wait.
+func (r *run) armAbandon(e *Engine) {
+	if !r.stopped.CompareAndSwap(false, true) {
+		return
+	}
+	var fire func()
+	fire = func() {
+		if r.state.CompareAndSwap(runEvaluating, runAbandoned) {
+			e.stuck.Add(1)
+			e.abandoned.Add(1)
+			r.takeover()
+			return
+		}
+		if r.state.Load() == runSetup {
+			time.AfterFunc(e.opts.AbandonAfter, fire)
+		}
+	}
+	time.AfterFunc(e.opts.AbandonAfter, fire)
 }
 
 func (s *slot) realm(key string) (*realm, error) {
@@ -59,12 +172,30 @@ func (s *slot) drop(rl *realm) {
 	}
 }
 
-// closeRealms drops every realm of the slot.
+// closeRealms drops every realm of the slot, and ends its executor.
 func (s *slot) closeRealms() {
 	for _, rl := range s.realms {
 		rl.close()
 	}
 	s.realms = nil
+	s.stopExecutor()
+}
+
+// abandon gives up realm rl, whose workunit does not return, with x, the
+// executor that runs it, if any (nil: the caller's goroutine runs it): rl leaves the slot unclosed (the stuck
+// goroutine closes it if the call ever returns), and the slot's next run
+// starts a new executor. Nothing the stuck goroutine holds is needed by
+// the slot: a run holds no lock while it evaluates.
+func (s *slot) abandon(rl *realm, x *executor) {
+	for i, r := range s.realms {
+		if r == rl {
+			s.realms = slices.Delete(s.realms, i, i+1)
+			break
+		}
+	}
+	if x != nil && s.exec == x {
+		s.exec = nil
+	}
 }
 
 // timeLimitError is the cause of a run that passed its time limit.
@@ -81,12 +212,20 @@ func (s *slot) run(parent context.Context, req *Request) (*Result, error) {
 	}
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
-	r := &run{ctx: ctx, blobs: req.Blobs, gpus: req.GPUs, workerName: req.WorkerName}
+	r := &run{ctx: ctx, blobs: req.Blobs, gpus: req.GPUs, workerName: req.WorkerName, rl: rl, spec: req.Spec,
+		slot: s, onAbandon: req.Abandoned}
+	if req.Abandoned == nil {
+		// Run must return even if the workunit does not: the executor
+		// evaluates, and Run waits for it.
+		r.exec = s.executor()
+	}
 	// stop is the one way a workunit is stopped from outside: it cancels
-	// the context (which ends sleeps and waits) and interrupts the script.
+	// the context (which ends sleeps and waits), interrupts the script, and
+	// starts the wait after which a run that has not returned is abandoned.
 	r.cancel = func(cause error) {
 		cancel(cause)
 		rl.interruptRun(r, cause)
+		r.armAbandon(s.eng)
 	}
 	timeout := req.Timeout
 	if timeout <= 0 {
@@ -100,9 +239,9 @@ func (s *slot) run(parent context.Context, req *Request) (*Result, error) {
 
 	rl.cur = r
 	rl.setRunning(r)
-	stop := func() bool { return false }
+	r.unwatch = noUnwatch
 	if parent.Done() != nil {
-		stop = context.AfterFunc(parent, func() { r.cancel(context.Cause(parent)) })
+		r.unwatch = context.AfterFunc(parent, func() { r.cancel(context.Cause(parent)) })
 	}
 	if s.eng.guard != nil {
 		s.eng.guard.add(r)
@@ -110,13 +249,21 @@ func (s *slot) run(parent context.Context, req *Request) (*Result, error) {
 	if req.Started != nil {
 		req.Started(r.cancel)
 	}
-	start := time.Now()
-	parts, err := rl.evaluate(r, req.Spec)
-	elapsed := time.Since(start)
+	r.start = time.Now()
+	if x := r.exec; x != nil {
+		x.work <- r
+		if returned := <-x.end; !returned {
+			return s.abandoned(r)
+		}
+	} else if !r.evaluate(s.eng) {
+		return nil, ErrAbandoned
+	}
+	parts, err := r.data, r.err
+	elapsed := time.Since(r.start)
 	if s.eng.guard != nil {
 		s.eng.guard.remove(r)
 	}
-	stop()
+	r.unwatch()
 	rl.setRunning(nil)
 	r.timers.reset()
 	if rl.sets != nil && len(r.shared) > 0 {
@@ -149,6 +296,30 @@ func (s *slot) run(parent context.Context, req *Request) (*Result, error) {
 		}
 	}
 	return res, werr
+}
+
+// abandoned ends run r, which was stopped but did not return within
+// Options.AbandonAfter: the slot gives up its realm and executor, and the
+// workunit fails as its stop says (a time limit, the memory guard, its
+// caller). The console output of r is not read (the stuck goroutine may
+// still write it); a line says it was lost.
+func (s *slot) abandoned(r *run) (*Result, error) {
+	ctx, rl, stop := r.ctx, r.rl, r.unwatch
+	elapsed := time.Since(r.start)
+	if s.eng.guard != nil {
+		s.eng.guard.remove(r)
+	}
+	stop()
+	s.abandon(rl, r.exec)
+	werr := causeError(ctx, context.Cause(ctx), nil)
+	werr.Message += fmt.Sprintf("; it did not stop within %s of its interruption (a long built-in call, such as "+
+		"JSON.stringify of a deeply nested value or a regular expression that backtracks), so its runtime was abandoned", s.eng.opts.AbandonAfter)
+	werr = cutError(werr, s.eng.opts.MaxErrorBytes)
+	s.eng.opts.Logger.Warn("engine: a stopped workunit did not return; its runtime is abandoned",
+		"slot", s.id, "cause", context.Cause(ctx), "abandon_after", s.eng.opts.AbandonAfter, "stuck", s.eng.stuck.Load())
+	c := console{max: s.eng.opts.MaxConsoleBytes}
+	c.add(workunit.LevelWarn, "[riot: the console output of this workunit is lost: its runtime was abandoned]")
+	return &Result{Console: c.finish(), Slot: s.id, Elapsed: elapsed}, werr
 }
 
 // evaluate runs the workunit's code, waits for its promise if it returned

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net"
 	"os"
 	"path/filepath"
@@ -398,10 +399,13 @@ func StartEmbedded(ctx context.Context, opts EmbeddedOptions) (*Embedded, error)
 		Name:    "local",
 		Slots:   slots,
 		Grace:   -1,
-		Engine:  opts.Engine,
-		GPU:     opts.GPU,
-		Logger:  opts.Logger,
-		Ready:   func(string) { close(ready) },
+		// Stopping would not help: the stuck goroutines stay in this
+		// process, and nothing would start the worker again.
+		MaxStuck: math.MaxInt,
+		Engine:   opts.Engine,
+		GPU:      opts.GPU,
+		Logger:   opts.Logger,
+		Ready:    func(string) { close(ready) },
 	}
 	go func() { workerDone <- worker.Run(wctx, wopts) }()
 	e.stopWorker = func() { wcancel(); <-workerDone }

@@ -133,6 +133,7 @@ type JobInfo struct {
 	Running           int      `json:"running"`
 	Done              int      `json:"done"`
 	Failed            int      `json:"failed"`
+	Canceled          int      `json:"canceled"`
 	FinishedPerSecond float64  `json:"finished_per_second"`
 	ETASeconds        *float64 `json:"eta_seconds,omitempty"`
 	// Failures are the job's failure groups (GET /api/v1/jobs/{id} only).
@@ -301,7 +302,7 @@ func (l *loop) jobInfo(j *job) JobInfo {
 	c := l.tab.CountsOf(j.realm)
 	ji := JobInfo{ID: j.id, Name: j.name, Master: j.master, State: "running", Started: ts(j.started), Ended: ts(j.ended),
 		Submitted: j.submitted, FromMemory: j.fromMemory,
-		Waiting: c.Waiting, Running: c.Running, Done: c.Done, Failed: c.Error}
+		Waiting: c.Waiting, Running: c.Running, Done: c.Done, Failed: c.Error - c.Canceled, Canceled: c.Canceled}
 	if j.conns == 0 {
 		ji.State = "ended"
 	}
@@ -341,6 +342,9 @@ func (l *loop) failureGroups(realm string, rd reader) []FailureGroup {
 	for _, g := range gs {
 		fg := FailureGroup{Name: g.name, Message: g.message, Count: counts[g], Latest: ts(g.latest)}
 		for _, k := range g.keys {
+			if slices.Contains(fg.Keys, k.key.String()) {
+				continue // failed again (in another job): listed once
+			}
 			if (realm == "" || k.owner == realm) && l.mayRealm(rd, k.owner) {
 				if fg.Keys == nil {
 					fg.Job = l.jobOf(k.owner) // the newest's
@@ -734,8 +738,14 @@ func (s *Server) apiWorkunit(w http.ResponseWriter, r *http.Request, rd reader) 
 				det.Console = append(det.Console, ConsoleLine{Level: string(ln.Level), Text: ln.Text})
 			}
 		}
+		// The run's times are the tracker's clock as the report came; the
+		// table's (submitted, assigned) are its tick's, up to a tick
+		// earlier: the start is never shown before the assignment.
 		started := run.end.Add(-run.elapsed)
-		det.Started = ts(started)
+		if !rec.Assigned.IsZero() && started.Before(rec.Assigned) {
+			started = rec.Assigned
+		}
+		det.Started, det.Finished = ts(started), ts(run.end)
 		rs := run.elapsed.Seconds()
 		det.RunSeconds = &rs
 	}

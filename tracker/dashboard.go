@@ -1,38 +1,28 @@
 package tracker
 
 import (
-	"html/template"
 	"net/http"
+
+	"github.com/riot-go/riot/tracker/dashboard"
 )
 
-// The dashboard's pages. Until its front end is built in, riotd serves a
-// plain page that points at the API.
-
-var plainLogin = template.Must(template.New("login").Parse(`<!doctype html>
-<html lang="en"><head><meta charset="utf-8"><title>riotd: log in</title></head>
-<body><h1>riotd</h1>
-{{if .}}<p role="alert">{{.}}</p>{{end}}
-<form method="post" action="/login">
-<label>Token <input type="password" name="token" autocomplete="current-password" required></label>
-<button type="submit">Log in</button>
-</form></body></html>
-`))
+// The dashboard's pages and files come from package tracker/dashboard;
+// who may see them is decided here (serveRoot, the login).
 
 // loginPage writes the login page with status and message.
 func (s *Server) loginPage(w http.ResponseWriter, r *http.Request, status int, message string) {
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	_ = plainLogin.Execute(w, message)
+	s.dash.ServeLogin(w, r, status, message)
 }
 
 // dashboardIndex writes the dashboard's page.
 func (s *Server) dashboardIndex(w http.ResponseWriter, r *http.Request) {
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
-	_, _ = w.Write([]byte(`<!doctype html><html lang="en"><head><meta charset="utf-8"><title>riotd</title></head>
-<body><h1>riotd</h1><p>The JSON API is at <a href="/api/v1/overview">/api/v1/overview</a> (docs/http.md).</p></body></html>
-`))
+	s.dash.ServeIndex(w, r)
 }
 
-// dashboardRoutes adds the dashboard's assets to mux.
-func (s *Server) dashboardRoutes(mux *http.ServeMux) {}
+// dashboardRoutes makes the dashboard and adds its files to mux, under
+// /ui/. They hold nothing secret (the page's code and styles), so they
+// need no session: the login page uses them too.
+func (s *Server) dashboardRoutes(mux *http.ServeMux) {
+	s.dash = dashboard.New(dashboard.Options{Title: s.name, Secure: s.tls, Logout: s.auth != nil})
+	mux.HandleFunc("GET /ui/{file...}", s.dash.ServeAsset)
+}

@@ -19,6 +19,7 @@ import (
 
 	"github.com/gorilla/websocket"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/riot-go/riot/tracker/dashboard"
 	"github.com/riot-go/riot/tracker/store"
 	"github.com/riot-go/riot/tracker/table"
 	"github.com/riot-go/riot/units"
@@ -98,6 +99,7 @@ type Server struct {
 	// The dashboard: its logins, and a place for each open event stream.
 	sessions   *sessions
 	eventSlots chan struct{}
+	dash       *dashboard.Dashboard // its pages and files, made by routes
 
 	counters ioCounters
 	// connLog bounds the lines about connections (connected, refused,
@@ -313,6 +315,10 @@ func (s *Server) URL() string {
 
 // Name returns the tracker's name, as Welcome gives it.
 func (s *Server) Name() string { return s.name }
+
+// Logger returns the logger the Server writes to (Options.Logger, or the
+// one its LogLevel and LogFormat made).
+func (s *Server) Logger() *slog.Logger { return s.log }
 
 // Ready returns a channel that is closed once Run serves: the table's loop
 // runs and connections are accepted. (Connections made between New and

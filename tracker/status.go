@@ -302,8 +302,12 @@ func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request) {
 	}
 	fmt.Fprintf(w, "jobs: %d\n", len(st.Jobs))
 	for _, j := range st.Jobs {
-		fmt.Fprintf(w, "  %-24s %-7s %d submitted: %d waiting, %d running, %d done, %d failed, %d from memory\n",
-			j.Name, j.State, j.Submitted, j.Waiting, j.Running, j.Done, j.Failed, j.FromMemory)
+		canceled := ""
+		if j.Canceled > 0 {
+			canceled = fmt.Sprintf(", %d canceled", j.Canceled)
+		}
+		fmt.Fprintf(w, "  %-24s %-7s %d submitted: %d waiting, %d running, %d done, %d failed%s, %d from memory\n",
+			j.Name, j.State, j.Submitted, j.Waiting, j.Running, j.Done, j.Failed, canceled, j.FromMemory)
 	}
 	fmt.Fprintf(w, "\nOpen this address in a browser for the dashboard; GET /status for JSON, /api/v1/ for the API (docs/http.md), /metrics for Prometheus.\n")
 }
@@ -449,6 +453,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		gauge(c.jobWorkunits, float64(j.Running), j.ID, j.Name, "running")
 		gauge(c.jobWorkunits, float64(j.Done), j.ID, j.Name, "done")
 		gauge(c.jobWorkunits, float64(j.Failed), j.ID, j.Name, "error")
+		gauge(c.jobWorkunits, float64(j.Canceled), j.ID, j.Name, "canceled")
 		gauge(c.jobWorkunits, float64(j.FromMemory), j.ID, j.Name, "from_memory")
 	}
 	gauge(c.jobs, float64(running), "running")

@@ -22,9 +22,15 @@
 //     tracker restart): the workunits that start from then on see the new
 //     name as riot.worker.name, and the logs say it.
 //  5. When ctx ends, it stops gracefully: no more credit, no new work;
-//     running workunits get Grace to finish, then are interrupted; every
-//     lease not finished (interrupted, queued, or prefetched) is handed
-//     back with Return, and the connection closes.
+//     running workunits get Grace to finish, less the engine's
+//     AbandonAfter, then are interrupted (one stuck in a built-in call is
+//     abandoned by the end of Grace); every lease not finished
+//     (interrupted, queued, or prefetched) is handed back with Return, and
+//     the connection closes.
+//  6. A workunit stuck in a call that does not return after its stop is
+//     reported failed, and another goroutine takes its slot; once
+//     Options.MaxStuck are stuck, the worker stops as in 5 and Run returns
+//     an error wrapping ErrStuck.
 //
 // # Usage
 //

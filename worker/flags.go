@@ -43,7 +43,9 @@ finish for up to --grace, then hands the rest back to the tracker and
 exits. A second signal exits at once. See docs/workers.md.
 
 Exit status: 0 after a stop by signal, 1 when the worker cannot work (the
-tracker refuses it for good), 2 for bad usage.
+tracker refuses it for good) or stopped because --max-stuck workunits were
+stuck in calls that do not return (a supervisor starts it again), 2 for
+bad usage.
 `
 
 // Flags are riot-worker's flags for running a worker, registered on a
@@ -56,6 +58,7 @@ type Flags struct {
 	name     string
 	slots    cliflag.AutoInt
 	prefetch cliflag.AutoInt
+	maxStuck cliflag.AutoInt
 	grace    time.Duration
 	timeout  time.Duration
 	memory   *cliflag.MemoryLimit
@@ -77,6 +80,7 @@ func addFlags(fs *pflag.FlagSet, getenv func(string) string) *Flags {
 	fs.StringVar(&f.name, "name", "", "the worker's `name` (default: the host name; the tracker makes it unique)")
 	fs.Var(&f.slots, "slots", "run `N` workunits at once (default: one per CPU)")
 	fs.Var(&f.prefetch, "prefetch", "hold `N` workunits queued beyond the slots; 0 for none (default: sized by the worker from its workunits' durations, 2 to 64 per slot)")
+	fs.Var(&f.maxStuck, "max-stuck", "stop, and exit with status 1, once `N` workunits are stuck in calls that do not return, past their limit (default: one per slot)")
 	fs.Var(cliflag.Duration(&f.grace), "grace", "how long running workunits may finish after SIGINT or SIGTERM, a `duration` such as 30s or 2m; 0 for none")
 	fs.Var(cliflag.Duration(&f.timeout), "timeout", "time limit of workunits that set none, a `duration` such as 30s, 5m or 1d (default: none)")
 	f.memory = cliflag.AddMemoryLimit(fs, "running workunits are")
@@ -134,6 +138,10 @@ func (f *Flags) Options(args []string, logs io.Writer) (Options, error) {
 	if f.prefetch.Given() && prefetch < 0 {
 		return Options{}, fmt.Errorf("--prefetch %d: want 0 or more", prefetch)
 	}
+	maxStuck := f.maxStuck.Or(0)
+	if f.maxStuck.Given() && maxStuck <= 0 {
+		return Options{}, fmt.Errorf("--max-stuck %d: want at least 1", maxStuck)
+	}
 	memory, err := f.memory.Bytes()
 	if err != nil {
 		return Options{}, err
@@ -162,6 +170,7 @@ func (f *Flags) Options(args []string, logs io.Writer) (Options, error) {
 		Slots:          slots,
 		Prefetch:       prefetchOption(prefetch),
 		Grace:          grace,
+		MaxStuck:       maxStuck,
 		Engine:         engine.Options{Timeout: f.timeout, MemoryLimit: memory},
 		BlobCacheBytes: int64(f.cache),
 		Client:         copts,

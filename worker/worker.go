@@ -78,8 +78,10 @@ type Options struct {
 	Prefetch int
 	// Grace is how long a stopping worker lets its running workunits
 	// finish before it interrupts them and hands them back to the tracker.
-	// Default: DefaultGrace. Negative means no grace: running workunits
-	// are interrupted at once.
+	// They are interrupted Engine.AbandonAfter before it ends (not before
+	// half of it), so that one stuck in a built-in call is abandoned, and
+	// handed back, within it. Default: DefaultGrace. Negative means no
+	// grace: running workunits are interrupted at once.
 	Grace time.Duration
 	// Engine configures evaluation: the default time limit (Timeout), the
 	// memory guard (MemoryLimit), stack depth, console and result bounds.
@@ -113,6 +115,15 @@ type Options struct {
 	// Started, when set, is called on a slot's goroutine as each workunit
 	// starts, for logs, metrics and tests. It must not block.
 	Started func(a *client.Assignment)
+	// MaxStuck bounds the workunits stuck in a call that does not return
+	// (engine.Engine.Stuck: stopped past Engine.AbandonAfter, reported
+	// failed, their runtime abandoned while their goroutine goes on).
+	// When that many are stuck, the worker stops as on a signal (it takes
+	// no more work, lets its other slots finish within Grace, hands back
+	// the rest) and Run returns an error wrapping ErrStuck, so that a
+	// supervisor starts it again, without the stuck goroutines. Default:
+	// Slots.
+	MaxStuck int
 
 	// adaptive is set when Prefetch was left zero: the worker sizes its
 	// prefetch, up to Prefetch.
@@ -142,6 +153,9 @@ func (o *Options) setDefaults() error {
 	if o.BlobCacheBytes <= 0 {
 		o.BlobCacheBytes = DefaultBlobCacheBytes
 	}
+	if o.MaxStuck <= 0 {
+		o.MaxStuck = o.Slots
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -165,9 +179,13 @@ func Run(ctx context.Context, opts Options) error {
 	if err := opts.setDefaults(); err != nil {
 		return err
 	}
-	w := &worker{opts: opts, running: make(map[uint64]func(error))}
+	w := &worker{opts: opts, running: make(map[uint64]func(error)), stuck: make(chan struct{})}
 	return w.run(ctx)
 }
+
+// ErrStuck is what Run's error wraps when the worker stopped because
+// Options.MaxStuck workunits were stuck in calls that do not return.
+var ErrStuck = errors.New("too many workunits stuck in calls that do not return")
 
 type worker struct {
 	opts    Options
@@ -183,6 +201,9 @@ type worker struct {
 
 	ident    atomic.Pointer[identity] // the name as of the last welcome seen (self)
 	renameMu sync.Mutex               // serializes renames, so that the latest name wins
+
+	stuck     chan struct{} // closed once MaxStuck workunits are stuck
+	stuckOnce sync.Once
 }
 
 // identity is the name the tracker gave the worker, and the logger that
@@ -224,8 +245,10 @@ func (w *worker) self() *identity {
 	return next
 }
 
-// errRevoked is the cause of a run the tracker revoked.
-var errRevoked = errors.New("its master canceled it")
+// errRevoked is the cause of a run the tracker revoked: its master
+// canceled it, or its lease passed its deadline (the tracker gave it up,
+// and queued it again).
+var errRevoked = errors.New("the tracker revoked it (its master canceled it, or its lease expired)")
 
 // revoke stops the run of a revoked assignment, if it runs. One that has
 // not started sees Assignment.Revoked when its slot takes it.
@@ -303,7 +326,8 @@ func (w *worker) run(ctx context.Context) error {
 	defer w.eng.Close()
 	w.cache = NewCache(w.opts.BlobCacheBytes, c.FetchBlob)
 
-	// evalCtx bounds evaluations: it ends Grace after the stop.
+	// evalCtx bounds evaluations: it ends near the end of the grace
+	// (interruptAt).
 	evalCtx, cancelEval := context.WithCancel(context.WithoutCancel(ctx))
 	defer cancelEval()
 	stop, stopNow := context.WithCancel(ctx)
@@ -319,12 +343,9 @@ func (w *worker) run(ctx context.Context) error {
 		w.dispatch(stop, jobs, &returned)
 	}()
 	var slots sync.WaitGroup
+	env := &slotEnv{stop: stop, evalCtx: evalCtx, jobs: jobs, returned: &returned, slots: &slots}
 	for range w.opts.Slots {
-		slots.Add(1)
-		go func() {
-			defer slots.Done()
-			w.slot(stop, evalCtx, jobs, &returned)
-		}()
+		w.startSlot(env)
 	}
 	c.Credit(w.credits.window)
 	prefetch := any(w.opts.Prefetch)
@@ -347,11 +368,17 @@ func (w *worker) run(ctx context.Context) error {
 	case <-ctx.Done():
 	case <-c.Ended():
 		runErr = fmt.Errorf("worker: %w", c.Err())
+	case <-w.stuck:
+		runErr = fmt.Errorf("worker: %w: %d of them (each past its limit, its runtime abandoned); "+
+			"stopping, so that the worker starts again without them", ErrStuck, w.eng.Stuck())
+		w.self().log.Error("worker: too many stuck workunits; stopping", "stuck", w.eng.Stuck(), "max_stuck", w.opts.MaxStuck)
 	}
 	stopNow()
 	log := w.self().log
 	log.Info("worker: stopping", "grace", w.opts.Grace)
-	grace := time.AfterFunc(w.opts.Grace, cancelEval)
+	// Running workunits are interrupted early enough that one stuck in a
+	// call is abandoned (AbandonAfter) before the grace ends.
+	grace := time.AfterFunc(interruptAt(w.opts.Grace, eo.AbandonAfter), cancelEval)
 	defer grace.Stop()
 	wg.Wait()
 	// Receive the assignments already on their way, to return them too.
@@ -378,6 +405,17 @@ func (w *worker) run(ctx context.Context) error {
 		_ = c.Return(ls...)
 	}
 	return runErr
+}
+
+// interruptAt returns when, in a stop with grace, running workunits are
+// interrupted: abandon (the engine's AbandonAfter) before the grace ends,
+// so that a workunit stuck in a call is abandoned by then, but not before
+// half the grace.
+func interruptAt(grace, abandon time.Duration) time.Duration {
+	if abandon <= 0 {
+		abandon = engine.DefaultAbandonAfter
+	}
+	return max(grace-abandon, grace/2)
 }
 
 // dial connects, retrying with backoff while the tracker cannot be
@@ -452,28 +490,71 @@ func (w *worker) prefetch(ctx context.Context, spec *workunit.Spec) {
 	}
 }
 
-// slot runs jobs one at a time until stop ends.
-func (w *worker) slot(stop, evalCtx context.Context, jobs <-chan *job, returned *leases) {
+// slotEnv is what the slots' goroutines share: the stop, the context of
+// evaluations (it ends near the end of the grace: interruptAt), the queue of jobs, the
+// leases to hand back, and the count of slot goroutines, which the stop
+// waits for.
+type slotEnv struct {
+	stop, evalCtx context.Context
+	jobs          <-chan *job
+	returned      *leases
+	slots         *sync.WaitGroup
+}
+
+// startSlot starts a slot's goroutine. One that is stuck in an abandoned
+// workunit (engine.Request.Abandoned) starts another in its place and no
+// longer counts in env.slots: the stop does not wait for it.
+func (w *worker) startSlot(env *slotEnv) {
+	env.slots.Add(1)
+	var once sync.Once
+	done := func() { once.Do(env.slots.Done) }
+	go func() {
+		defer done()
+		w.slot(env, func() {
+			w.startSlot(env)
+			done()
+		})
+	}()
+}
+
+// slot runs jobs one at a time until the stop, or until its goroutine is
+// stuck in an abandoned workunit, after replace started another.
+func (w *worker) slot(env *slotEnv, replace func()) {
 	for {
 		select {
-		case <-stop.Done():
+		case <-env.stop.Done():
 			return
-		case j := <-jobs:
-			if stop.Err() != nil {
-				returned.add(j.a.Lease())
+		case j := <-env.jobs:
+			if env.stop.Err() != nil {
+				env.returned.add(j.a.Lease())
 				return
 			}
-			if !w.evaluate(stop, evalCtx, j) {
-				returned.add(j.a.Lease())
+			switch w.evaluate(env, j, replace) {
+			case handBack:
+				env.returned.add(j.a.Lease())
+			case abandoned:
+				return
 			}
 		}
 	}
 }
 
-// evaluate runs one job and reports its result. It returns false when the
-// job was interrupted by the end of the grace period and must be returned
-// unfinished.
-func (w *worker) evaluate(stop, evalCtx context.Context, j *job) bool {
+// What became of a job a slot ran (evaluate).
+type outcome int
+
+const (
+	reported  outcome = iota // its result or error went to the tracker
+	handBack                 // interrupted by the end of the grace: hand it back
+	abandoned                // stuck: handled by Abandoned, on another goroutine
+)
+
+// evaluate runs one job and reports its result. A workunit that is
+// abandoned (it did not return after its stop) is reported, or handed
+// back, as soon as it is, by the engine's call of Abandoned, which then
+// has replace start another goroutine in this one's place; evaluate
+// returns abandoned when the stuck call returns at last.
+func (w *worker) evaluate(env *slotEnv, j *job, replace func()) outcome {
+	stop, evalCtx := env.stop, env.evalCtx
 	a := j.a
 	if a.Revoked() {
 		r := client.Report{Lease: a.Lease(),
@@ -482,13 +563,18 @@ func (w *worker) evaluate(stop, evalCtx context.Context, j *job) bool {
 			r.Credit = w.credits.done(0)
 		}
 		w.report(r)
-		return true
+		return reported
 	}
 	gpus, release := w.gpus.take(a.GPUs)
 	defer release()
 	if w.opts.Started != nil {
 		w.opts.Started(a)
 	}
+	if log := w.ident.Load().log; log.Enabled(stop, slog.LevelDebug) {
+		log.Debug("worker: workunit started", "key", a.Key.Short(), "token", a.Token)
+	}
+	// Its console lines stream while it runs; back to the pool once Run
+	// has returned (an abandoned run's too, when its stuck call returns).
 	live := w.startLive(a)
 	defer w.live.put(live)
 	res, err := w.eng.Run(evalCtx, engine.Request{
@@ -512,7 +598,29 @@ func (w *worker) evaluate(stop, evalCtx context.Context, j *job) bool {
 				stop(errRevoked)
 			}
 		},
+		// This goroutine evaluates (no hand-off to the engine's); if the
+		// workunit is stuck, the engine ends it here, and another
+		// goroutine takes this one's place.
+		Abandoned: func(res *engine.Result, err error) {
+			if !w.finish(stop, evalCtx, a, live, res, err) {
+				env.returned.add(a.Lease())
+			}
+			replace()
+		},
 	})
+	if errors.Is(err, engine.ErrAbandoned) {
+		return abandoned
+	}
+	if !w.finish(stop, evalCtx, a, live, res, err) {
+		return handBack
+	}
+	return reported
+}
+
+// finish reports the end of assignment a's run, with the console lines
+// that live did not stream. It returns false when the run was interrupted
+// by the end of the grace period and must be handed back unfinished.
+func (w *worker) finish(stop, evalCtx context.Context, a *client.Assignment, live *liveConsole, res *engine.Result, err error) bool {
 	w.mu.Lock()
 	delete(w.running, a.Token)
 	w.mu.Unlock()
@@ -539,6 +647,9 @@ func (w *worker) evaluate(stop, evalCtx context.Context, j *job) bool {
 		}
 	}
 	w.report(r)
+	if err != nil && w.eng.Stuck() >= w.opts.MaxStuck {
+		w.stuckOnce.Do(func() { close(w.stuck) })
+	}
 	return true
 }
 

@@ -146,6 +146,7 @@ func TestEval_UsageErrors(t *testing.T) {
 		{[]string{"-grace", "5", "h"}, "riot-worker: invalid argument \"5\" for \"--grace\" flag: 5 what? Give a unit, as in 5s or 5m\n"},
 		{[]string{"--slots", "2"}, "riot-worker: the tracker's HOST is required\n"},
 		{[]string{"--slots", "0", "h"}, "riot-worker: --slots 0: want at least 1\n"},
+		{[]string{"--max-stuck", "0", "h"}, "riot-worker: --max-stuck 0: want at least 1\n"},
 		{[]string{"-slots=0", "h"}, "riot-worker: --slots 0: want at least 1\n"},
 		{[]string{"h", "-slots", "0"}, "riot-worker: --slots 0: want at least 1\n"},
 		{[]string{"a", "b"}, "riot-worker: one HOST, not 2: [\"a\" \"b\"]\n"},

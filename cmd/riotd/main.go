@@ -24,6 +24,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/riot-go/riot/internal/cli"
+	"github.com/riot-go/riot/internal/debugserver"
 	"github.com/riot-go/riot/tracker"
 	"github.com/riot-go/riot/tracker/store"
 )
@@ -64,6 +65,8 @@ func newCommand() *cobra.Command {
 		ValidArgsFunction: cobra.NoFileCompletions,
 	}
 	flags := tracker.AddFlags(root.Flags())
+	var debugListen string
+	root.Flags().StringVar(&debugListen, "debug-listen", "", "serve Go's profiler (/debug/pprof/) on this `HOST:PORT`, such as 127.0.0.1:6060; a port alone is on loopback (default: off)")
 	cli.SetHelp(root, flags.Help())
 	root.RunE = func(c *cobra.Command, args []string) error {
 		opts, err := flags.Options(args)
@@ -78,6 +81,13 @@ func newCommand() *cobra.Command {
 		}
 		if err != nil {
 			return cli.Fail(err)
+		}
+		if debugListen != "" {
+			ds, err := debugserver.Start(debugListen, srv.Logger())
+			if err != nil {
+				return cli.Usage(err)
+			}
+			defer ds.Close(context.WithoutCancel(c.Context()))
 		}
 		if err := srv.Run(c.Context()); err != nil {
 			return cli.Fail(err)

@@ -202,3 +202,40 @@ func BenchmarkTable_MasterLost_Watches(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkTable_List measures a page of the dashboard's workunit list
+// over a million records: the newest page, a page deep into the table by
+// its cursor, one owner's, and a filter that matches nothing (errors, of
+// which there are none), whose scan stops at table.MaxListScan. A page
+// costs what it scans, never the table.
+func BenchmarkTable_List(b *testing.B) {
+	const n = 1_000_000
+	tab := table.New(table.Config{MaxWatchesPerMaster: -1})
+	spec := []byte("spec")
+	var k workunit.Key
+	for j := range n {
+		binary.LittleEndian.PutUint64(k[:], uint64(j)*0x9e3779b97f4a7c15+1)
+		if err := tab.Step(table.Submit{Master: 1, Req: uint64(j), Owner: "alice", Key: k, Spec: spec}); err != nil {
+			b.Fatal(err)
+		}
+		if j%1024 == 1023 {
+			tab.Advance(tab.Ready())
+		}
+	}
+	tab.Advance(tab.Ready())
+	for _, bc := range []struct {
+		name string
+		q    table.Query
+	}{
+		{"newest", table.Query{Limit: 50}},
+		{"deep", table.Query{Limit: 50, Before: n / 2}},
+		{"owner", table.Query{Limit: 50, Owner: "alice"}},
+		{"rare-filter", table.Query{Limit: 50, Statuses: []workunit.Status{workunit.StatusError}}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				_ = tab.List(bc.q)
+			}
+		})
+	}
+}

@@ -14,18 +14,26 @@ import (
 // so that a page of the dashboard never stalls the loop that owns the
 // table.
 
-// countOwner adds d to owner's count of records in status s.
-func (t *Table) countOwner(owner uint32, s workunit.Status, d int32) {
-	for int(owner) >= len(t.byOwner) {
+// countRec adds d to the count of record r's owner in r's status, and,
+// for a record in error because it was canceled, to its canceled count
+// (kept where StatusUnknown's would be: no record is counted there).
+func (t *Table) countRec(r *record, d int32) {
+	for int(r.owner) >= len(t.byOwner) {
 		t.byOwner = append(t.byOwner, [workunit.StatusError + 1]int32{})
 	}
-	t.byOwner[owner][s] += d
+	c := &t.byOwner[r.owner]
+	c[r.status] += d
+	if r.status == workunit.StatusError && r.flags&flagCanceled != 0 {
+		c[workunit.StatusUnknown] += d
+	}
 }
 
 // OwnerCounts counts an owner's records by status: those it submitted
-// first, or ran again (Record.Owner).
+// first, or ran again (Record.Owner). Canceled counts those of Error that
+// were canceled.
 type OwnerCounts struct {
 	Waiting, Running, Done, Error int
+	Canceled                      int
 }
 
 // CountsOf returns owner's records by status (all zero for an owner the
@@ -37,10 +45,11 @@ func (t *Table) CountsOf(owner string) OwnerCounts {
 	}
 	c := &t.byOwner[i]
 	return OwnerCounts{
-		Waiting: int(c[workunit.StatusWaiting]),
-		Running: int(c[workunit.StatusRunning]),
-		Done:    int(c[workunit.StatusDone]),
-		Error:   int(c[workunit.StatusError]),
+		Waiting:  int(c[workunit.StatusWaiting]),
+		Running:  int(c[workunit.StatusRunning]),
+		Done:     int(c[workunit.StatusDone]),
+		Error:    int(c[workunit.StatusError]),
+		Canceled: int(c[workunit.StatusUnknown]),
 	}
 }
 

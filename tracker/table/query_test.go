@@ -48,6 +48,14 @@ func TestTable_CountsOf(t *testing.T) {
 	assert.Equal(t, table.OwnerCounts{Waiting: 1, Running: 1, Done: 1}, tab.CountsOf("a"))
 	assert.Equal(t, table.OwnerCounts{Waiting: 2}, tab.CountsOf("b"))
 
+	// Canceled: an error, counted apart too; run again, it is not.
+	step(t, tab, table.Cancel{Master: 1, Owner: "a", By: "test", Keys: []workunit.Key{key(3)}})
+	drain(t, tab)
+	assert.Equal(t, table.OwnerCounts{Running: 1, Done: 1, Error: 1, Canceled: 1}, tab.CountsOf("a"))
+	step(t, tab, ownedSubmit(1, "a", key(3)))
+	drain(t, tab)
+	assert.Equal(t, table.OwnerCounts{Waiting: 1, Running: 1, Done: 1}, tab.CountsOf("a"))
+
 	// Forgotten: the done one goes from the counts.
 	step(t, tab, table.Tick{Now: now.Add(2 * time.Minute)})
 	drain(t, tab)

@@ -16,6 +16,7 @@ const (
 	flagNoCache  = 1 << iota // Options.NoCache of the submission that made it run
 	flagPending              // listed in t.pending: to persist in the next Ready
 	flagInflight             // in the outstanding Ready's Persist, not yet durable
+	flagCanceled             // in error because it was canceled (stop with a Canceled error)
 )
 
 // record is one workunit. Kept small: a million waiting ones must fit in
@@ -382,8 +383,8 @@ func (t *Table) setStatus(idx uint32, s workunit.Status) {
 	r := t.recs.at(idx)
 	t.counts[r.status]--
 	t.counts[s]++
-	t.countOwner(r.owner, r.status, -1)
-	t.countOwner(r.owner, s, 1)
+	t.countRec(r, -1)
+	defer t.countRec(r, 1) // as of status s
 	if was, is := isOpen(r.status), isOpen(s); was != is {
 		if is {
 			t.addOpen(r.owner, 1)
@@ -589,7 +590,7 @@ func (t *Table) submit(e *Submit) error {
 		r.owner = t.ownerOf(e)
 		t.counts[workunit.StatusWaiting]++
 		r.status = workunit.StatusWaiting
-		t.countOwner(r.owner, r.status, 1)
+		t.countRec(r, 1)
 		t.addOpen(r.owner, 1)
 		t.index.insert(slot, tag, idx)
 		t.reset(idx, e)
@@ -646,9 +647,9 @@ func (t *Table) reset(idx uint32, e *Submit) {
 			t.addOpen(r.owner, -1)
 			t.addOpen(owner, 1)
 		}
-		t.countOwner(r.owner, r.status, -1)
-		t.countOwner(owner, r.status, 1)
+		t.countRec(r, -1)
 		r.owner = owner
+		t.countRec(r, 1)
 	}
 	r.queued = t.now
 	r.data = e.Spec
@@ -661,6 +662,7 @@ func (t *Table) reset(idx uint32, e *Submit) {
 	r.ext = nil
 	r.worker = 0
 	t.setStatus(idx, workunit.StatusWaiting)
+	r.flags &^= flagCanceled // after setStatus: it counted the record as it was
 	t.enqueueBack(idx)
 	t.markDirty(idx)
 }
@@ -1002,6 +1004,9 @@ func (t *Table) stop(idx uint32, werr *workunit.Error, unqueue map[uint32]bool) 
 	r.ext.err = werr
 	r.data = nil
 	r.worker = 0
+	if werr.Kind == workunit.Canceled {
+		r.flags |= flagCanceled // before setStatus: it counts the record as it becomes
+	}
 	t.setStatus(idx, workunit.StatusError)
 	t.markDirty(idx)
 	t.notify(idx, nil, 0)
@@ -1389,23 +1394,28 @@ func (t *Table) tick(now time.Time) {
 	}
 	t.now = n
 	type expiry struct {
-		token Token
-		idx   uint32
-		name  uint32
+		token  Token
+		idx    uint32
+		name   uint32
+		worker WorkerID
 	}
 	var exp []expiry
-	for _, w := range t.workers {
+	for id, w := range t.workers {
 		for i := range w.leases {
 			l := &w.leases[i]
 			if !l.expired && l.deadline != 0 && l.deadline <= n {
 				l.expired = true
-				exp = append(exp, expiry{l.token, l.idx, w.name})
+				exp = append(exp, expiry{l.token, l.idx, w.name, id})
 			}
 		}
 	}
 	// Newest first to the front, so that the oldest ends first.
 	slices.SortFunc(exp, func(a, b expiry) int { return cmpToken(b.token, a.token) })
 	for _, x := range exp {
+		// The worker is told to stop it: a workunit stuck past its lease
+		// must not hold its slot while it runs again, maybe on the same
+		// worker. Its answer frees the lease's room in the window.
+		t.out.Send = append(t.out.Send, &Revoke{Worker: x.worker, Key: t.recs.at(x.idx).key, Token: x.token})
 		t.lose(x.idx, x.name)
 	}
 	t.expireWatches()
@@ -1464,7 +1474,7 @@ func (t *Table) forget(idx uint32) {
 	t.tombs = append(t.tombs, Record{Key: r.key, ID: r.id, Scope: t.names[r.scope]})
 	t.index.remove(&r.key, r.scope, &t.recs)
 	t.counts[r.status]--
-	t.countOwner(r.owner, r.status, -1)
+	t.countRec(r, -1)
 	*r = record{}
 	t.free = append(t.free, idx)
 	t.forgotten++
@@ -1928,9 +1938,12 @@ func (t *Table) Restore(recs []Record) error {
 				r.ext = &extra{}
 			}
 			r.ext.err = rec.Err
+			if rec.Err != nil && rec.Err.Kind == workunit.Canceled && rec.Err.Worker == "" {
+				r.flags |= flagCanceled
+			}
 		}
 		t.counts[r.status]++
-		t.countOwner(r.owner, r.status, 1)
+		t.countRec(r, 1)
 		r.queued, r.assigned = unixNano(rec.Submitted), unixNano(rec.Assigned)
 		if isOpen(r.status) {
 			t.addOpen(r.owner, 1)

@@ -116,10 +116,11 @@ type Config struct {
 	MaxLost int
 	// LeaseTimeout is the lease of a workunit without a Timeout: a worker
 	// that holds one longer without progress loses it (it goes back to the
-	// queue). Progress is an answer (Complete or Fail) from its worker to
-	// a lease given before it, which restarts the clocks of the leases
-	// the worker holds queued behind its running ones. Zero: such leases
-	// never expire; only WorkerLost takes them back.
+	// queue, and the worker gets a Revoke, to stop it). Progress is an
+	// answer (Complete or Fail) from its worker to a lease given before
+	// it, which restarts the clocks of the leases the worker holds queued
+	// behind its running ones. Zero: such leases never expire; only
+	// WorkerLost takes them back.
 	LeaseTimeout time.Duration
 	// LeaseGrace is added to a workunit's own Timeout to get its lease: the
 	// worker enforces the Timeout and answers with a TimeLimit error, so the
