@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/riot-go/riot/blob"
@@ -93,6 +94,14 @@ type Options struct {
 	// client's reader goroutine or its reconnecting goroutine, without the
 	// client's lock held, and must not block.
 	OnRevoke func(*Assignment)
+	// OnPrint, when set, is called with the console lines of running
+	// workunits that this master watches, as their workers stream them
+	// (wire.Printed; docs/protocol.md, print): lines a workunit printed
+	// while it ran, which its outcome's console then no longer holds. It
+	// is called on the client's callback goroutine, in order with the
+	// Calls' callbacks (a workunit's lines before its OnDone), and must
+	// not block for long. Without it, the lines are dropped.
+	OnPrint func(*wire.Printed)
 }
 
 func (o *Options) setDefaults() error {
@@ -164,6 +173,8 @@ type Client struct {
 	ended     chan struct{} // closed when the client ended (err set)
 	runDone   chan struct{} // closed when the connection loop returned
 	cb        callbacks
+	// printsQueued counts the OnPrint callbacks queued and not yet run.
+	printsQueued atomic.Int64
 
 	mu sync.Mutex
 	// Everything below is guarded by mu.

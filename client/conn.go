@@ -603,6 +603,15 @@ func (c *Client) handle(cn *conn, msgs []wire.Msg) error {
 				a.revoked.Store(true)
 				revoked = append(revoked, a)
 			}
+		case *wire.Printed:
+			if fn := c.opts.OnPrint; fn != nil {
+				p := *m // the message is the decoder's; its lines are its own
+				c.printsQueued.Add(1)
+				c.cb.push(func() {
+					defer c.printsQueued.Add(-1)
+					fn(&p)
+				})
+			}
 		case *wire.Error:
 			c.onErrorLocked(m)
 		default:

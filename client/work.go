@@ -83,6 +83,42 @@ func (c *Client) SendStats(heap uint64, running int) {
 	c.sendLocked(&wire.Stats{Heap: heap, Running: running})
 }
 
+// Print streams console lines of a workunit while it runs (wire.Print)
+// for lease l: the tracker passes them on to the masters that watch it.
+// A worker that streams lines leaves them out of the lease's Report's
+// console. It does not block; lines not sent when the connection drops
+// are not sent again.
+func (c *Client) Print(l wire.Lease, lines []wire.Line) {
+	if len(lines) == 0 {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err != nil {
+		return
+	}
+	c.sendLocked(&wire.Print{Key: l.Key, Token: l.Token, Lines: lines})
+}
+
+// AwaitPrints waits until the Options.OnPrint callbacks of the lines
+// received so far have run, or ctx ends; at once when none are waiting.
+// A master that took an outcome with Wait calls it before it shows the
+// outcome's console, so that the lines that streamed show first. It must
+// not be called from a callback of the Client's.
+func (c *Client) AwaitPrints(ctx context.Context) error {
+	if c.printsQueued.Load() == 0 {
+		return nil
+	}
+	done := make(chan struct{})
+	c.cb.push(func() { close(done) })
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("client: wait for console lines: %w", ctx.Err())
+	}
+}
+
 // signalAssign wakes a goroutine waiting in NextAssignment.
 func (c *Client) signalAssign() {
 	select {

@@ -64,7 +64,7 @@ func TestE2E_LargeErrorsAndReports(t *testing.T) {
 		{"Error property", "throw Object.assign(new Error('m'), {big: 'x'.repeat(1e6)})", 1, "",
 			[]string{"worker w: Error: m\n"}},
 		{"result and console", "console.log('c'.repeat(15000)); console.log('d'.repeat(15000)); 'r'.repeat(47000)", 0,
-			`"rrrr`, []string{"[w] cccc", "[w] [riot: 1 line (15000 bytes) of console output dropped past the limit of 16384 bytes]"}},
+			"[w ", []string{"] [riot: 1 line (15000 bytes) of console output dropped past the limit of 16384 bytes]"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			res := bins.RunEval(t, "--tracker", tr.Addr(), "-e", tt.src)
@@ -74,6 +74,13 @@ func TestE2E_LargeErrorsAndReports(t *testing.T) {
 				assert.Contains(t, res.Stderr, want)
 			}
 			assert.Less(t, len(res.Stderr), 64<<10, "stderr: %.200q", res.Stderr)
+			if tt.name == "result and console" {
+				// console.log on stdout, then the value; the note on
+				// what was dropped (a warning) on stderr.
+				assert.Regexp(t, `^\[w [0-9a-f]{12}\] c+\n"r+"\n$`, res.Stdout)
+				assert.Contains(t, res.Stdout, "] "+strings.Repeat("c", 15000)+"\n\"")
+				assert.True(t, strings.HasSuffix(res.Stdout, "\""+strings.Repeat("r", 47000)+"\"\n"), "the value last")
+			}
 		})
 	}
 }

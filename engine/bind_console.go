@@ -40,6 +40,8 @@ type console struct {
 	max          int
 	dropped      int // bytes of text
 	droppedLines int
+	// print is Request.Print: it hears each line kept, as it is kept.
+	print func(level workunit.Level, text string)
 }
 
 // lineCost bounds what a line adds to the encoded console beside its
@@ -53,6 +55,9 @@ func (c *console) add(level workunit.Level, text string) {
 		return
 	}
 	c.lines.Add(level, text)
+	if c.print != nil {
+		c.print(level, text)
+	}
 }
 
 // finish returns the output, with a last line that says how much was

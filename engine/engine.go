@@ -207,6 +207,14 @@ type Request struct {
 	// own buffer rather than a copy. Without it, Result.Value is the parts'
 	// bytes.
 	PutResult func(ctx context.Context, parts blob.Parts, consoleBytes int) ([]byte, error)
+	// Print, when set, is called with each console line the workunit
+	// prints that its console keeps (within Options.MaxConsoleBytes), as
+	// it prints it, on Run's goroutine: a worker streams them to the
+	// master while the workunit runs. The lines are in Result.Console
+	// too, in the same order, the first ones of it (the last line that
+	// says how much was dropped, if any, comes only there). It must not
+	// block.
+	Print func(level workunit.Level, text string)
 }
 
 // Result is what evaluating a workunit gave.

@@ -673,3 +673,27 @@ func TestEngine_Fn_Strict(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "ReferenceError", v)
 }
+
+// Request.Print hears each line the console keeps, as it is printed
+// (before the workunit ends), and not the lines past the limit nor the
+// line that says how many were dropped; Result.Console holds them all.
+func TestEngine_Console_Print(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, Options{Slots: 1, MaxConsoleBytes: 100})
+	var heard []workunit.ConsoleLine
+	spec := &workunit.Spec{Kind: workunit.Eval, Name: "eval",
+		Source: `console.log('a'); console.error('b'); for (let i = 0; i < 50; i++) console.log('0123456789'); heard()`}
+	res, err := e.Run(context.Background(), Request{Spec: spec, Print: func(level workunit.Level, text string) {
+		heard = append(heard, workunit.ConsoleLine{Level: level, Text: text})
+	}})
+	// heard() is not defined: the workunit fails after printing, and its
+	// console is still there.
+	require.Error(t, err)
+	got := lines(t, res.Console)
+	require.Greater(t, len(got), len(heard))
+	assert.Equal(t, got[:len(heard)], heard)
+	assert.Equal(t, workunit.ConsoleLine{Level: workunit.LevelLog, Text: "a"}, heard[0])
+	assert.Equal(t, workunit.ConsoleLine{Level: workunit.LevelError, Text: "b"}, heard[1])
+	assert.Len(t, got, len(heard)+1)
+	assert.Contains(t, got[len(got)-1].Text, "of console output dropped")
+}

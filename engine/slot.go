@@ -235,7 +235,7 @@ func (s *slot) run(parent context.Context, req *Request) (*Result, error) {
 		t := time.AfterFunc(timeout, func() { r.cancel(&timeLimitError{limit: timeout}) })
 		defer t.Stop()
 	}
-	r.console.max = s.eng.opts.MaxConsoleBytes
+	r.console.max, r.console.print = s.eng.opts.MaxConsoleBytes, req.Print
 
 	rl.cur = r
 	rl.setRunning(r)

@@ -9,12 +9,14 @@ import (
 	"log/slog"
 	"os"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/riot-go/riot/client"
 	"github.com/riot-go/riot/engine"
 	"github.com/riot-go/riot/engine/jsgpu"
 	"github.com/riot-go/riot/engine/master"
+	"github.com/riot-go/riot/wire"
 	"github.com/riot-go/riot/worker"
 	"github.com/riot-go/riot/workunit"
 )
@@ -45,8 +47,9 @@ type CommandOptions struct {
 
 // RunCommand does what riot-worker eval's command line asked for, o, and
 // says what became of it as riot-worker eval does: -e's value on stdout,
-// the workunits' console output on stderr, each line prefixed with its
-// worker's name, a job script's output where the script writes it, and a
+// the workunits' console output as it comes (log, info and debug on
+// stdout, warn and error on stderr), each line prefixed with its worker's
+// name and its workunit's short key, a job script's output where the script writes it, and a
 // failure on stderr (the script's or the workunit's error and stack, a
 // tracker that cannot be reached, what an interrupt left behind). It
 // returns nil on success, else the error it reported: an
@@ -139,7 +142,7 @@ func evaluate(ctx context.Context, o Options, source string, stdout, stderr io.W
 	defer eng.Close()
 	res, err := eng.Run(ctx, engine.Request{Spec: spec})
 	if res != nil {
-		printConsole(stderr, "local", res.Console)
+		printConsole(stdout, stderr, consolePrefix("local", workunit.Key{}), res.Console)
 	}
 	if err != nil && ctx.Err() != nil {
 		fmt.Fprintf(stderr, "%s: interrupted\n", commandName)
@@ -152,21 +155,6 @@ func evaluate(ctx context.Context, o Options, source string, stdout, stderr io.W
 	return printValue(ctx, stdout, stderr, res.Value)
 }
 
-// printConsole writes a workunit's console lines to w, each line of their
-// text prefixed with the name of the worker that ran it (as the progress
-// display prints them).
-func printConsole(w io.Writer, worker string, c workunit.Console) {
-	lines, err := c.Lines()
-	if err != nil {
-		fmt.Fprintf(w, "[%s] (console output that does not decode: %v)\n", worker, err)
-	}
-	for _, l := range lines {
-		for _, line := range strings.Split(l.Text, "\n") {
-			fmt.Fprintf(w, "[%s] %s\n", worker, line)
-		}
-	}
-}
-
 // evaluateRemote submits spec to o.Tracker, waits for it to finish on a
 // worker, and prints what the in-process path prints.
 func evaluateRemote(ctx context.Context, o Options, spec *workunit.Spec, stdout, stderr io.Writer) error {
@@ -175,7 +163,14 @@ func evaluateRemote(ctx context.Context, o Options, spec *workunit.Spec, stdout,
 	if name == "" {
 		name = "-e"
 	}
-	c, err := client.Dial(ctx, o.Tracker, client.Options{Token: o.Token, TLSConfig: o.TLSConfig, Logger: logger, Job: name})
+	var printMu sync.Mutex
+	c, err := client.Dial(ctx, o.Tracker, client.Options{Token: o.Token, TLSConfig: o.TLSConfig, Logger: logger, Job: name,
+		// The workunit's console lines, as it prints them.
+		OnPrint: func(p *wire.Printed) {
+			printMu.Lock()
+			defer printMu.Unlock()
+			printPrinted(stdout, stderr, p)
+		}})
 	if err != nil {
 		connectFailure(stderr, o.Tracker, err)
 		return &ConnectError{Tracker: o.Tracker, Err: err}
@@ -183,10 +178,20 @@ func evaluateRemote(ctx context.Context, o Options, spec *workunit.Spec, stdout,
 	defer c.Close()
 	// Says when the tracker is lost, and when it is back, as a job does.
 	ui := newJobUI(stderr, uiOptions{tracker: o.Tracker, connected: c.Connected})
-	out, err := c.Submit(spec, workunit.Options{Timeout: o.Timeout}).Wait(ctx)
+	call := c.Submit(spec, workunit.Options{Timeout: o.Timeout})
+	out, err := call.Wait(ctx)
 	ui.Close()
 	if out != nil {
-		printConsole(stderr, out.Worker, out.Console)
+		// The lines that streamed first, then the rest, which came with
+		// the outcome.
+		_ = c.AwaitPrints(ctx)
+		printMu.Lock()
+		prefix := consolePrefix(out.Worker, out.Key)
+		printConsole(stdout, stderr, prefix, out.Console)
+		if call.FromMemory() {
+			fmt.Fprintln(stderr, prefix+fromMemoryText)
+		}
+		printMu.Unlock()
 	}
 	if err != nil && ctx.Err() != nil {
 		fmt.Fprintf(stderr, "%s: interrupted; the workunit stays with the tracker at %s and runs on: evaluating the same SOURCE again collects its result\n",

@@ -25,11 +25,11 @@ func runCommand(ctx context.Context, o CommandOptions) (stdout, stderr string, e
 
 func TestRunCommand_Eval(t *testing.T) {
 	t.Parallel()
-	out, errs, err := runCommand(t.Context(), CommandOptions{Source: "console.log('x'); [1, 2].map(x => x * 10)",
+	out, errs, err := runCommand(t.Context(), CommandOptions{Source: "console.log('x'); console.warn('w'); [1, 2].map(x => x * 10)",
 		Warnings: []string{"careful"}})
 	require.NoError(t, err)
-	assert.Equal(t, "[10,20]\n", out)
-	assert.Equal(t, "riot-worker eval: warning: careful\n[local] x\n", errs)
+	assert.Equal(t, "[local] x\n[10,20]\n", out)
+	assert.Equal(t, "riot-worker eval: warning: careful\n[local] w\n", errs)
 
 	out, errs, err = runCommand(t.Context(), CommandOptions{Source: "function f() {\n  throw new TypeError('bad input')\n}\nf()"})
 	require.Error(t, err)
@@ -38,10 +38,15 @@ func TestRunCommand_Eval(t *testing.T) {
 
 	tr := trackertest.Start(t)
 	startWorker(t, tr.Addr())
-	out, errs, err = runCommand(t.Context(), CommandOptions{Source: "console.log('y'); new Map([['a', 1]])", Job: Options{Tracker: tr.Addr()}})
+	out, errs, err = runCommand(t.Context(), CommandOptions{Source: "console.log('y'); console.error('z'); new Map([['a', 1]])", Job: Options{Tracker: tr.Addr()}})
+	require.NoError(t, err)
+	assert.Regexp(t, `^\[w [0-9a-f]{12}\] y\nMap\(1\) \{ 'a' => 1 \}\n$`, out)
+	assert.Regexp(t, `^\[w [0-9a-f]{12}\] z\n$`, errs)
+	// Again: the tracker answers from memory, and says so; nothing ran.
+	out, errs, err = runCommand(t.Context(), CommandOptions{Source: "console.log('y'); console.error('z'); new Map([['a', 1]])", Job: Options{Tracker: tr.Addr()}})
 	require.NoError(t, err)
 	assert.Equal(t, "Map(1) { 'a' => 1 }\n", out)
-	assert.Equal(t, "[w] y\n", errs)
+	assert.Regexp(t, `^\[w [0-9a-f]{12}\] \(from memory: the tracker had this result; nothing ran`, errs)
 	_, errs, err = runCommand(t.Context(), CommandOptions{Source: "null.x", Job: Options{Tracker: tr.Addr()}})
 	require.Error(t, err)
 	assert.Contains(t, errs, "worker w: TypeError: Cannot read property 'x' of")

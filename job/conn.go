@@ -77,7 +77,7 @@ func (k *conn) Submit(spec *workunit.Spec, opts workunit.Options) master.Submiss
 		k.state.addGPUWork(opts.GPUs, 1)
 		call.OnFinished(func(*workunit.Outcome, error) { k.state.addGPUWork(opts.GPUs, -1) })
 	}
-	sub := submission{call: call, trace: k.trace}
+	sub := submission{call: call, c: k.c, trace: k.trace}
 	if k.state != nil {
 		sub.memo = sync.OnceFunc(func() {
 			if call.FromMemory() {
@@ -271,6 +271,7 @@ func (k *conn) Close() error {
 // have the outcome.
 type submission struct {
 	call *client.Call
+	c    *client.Client
 	memo func()
 	// trace, when set, is told of the outcome as it is handed out (it
 	// hears of it from the Call too, a moment later).
@@ -300,6 +301,8 @@ func (s submission) Accepted(ctx context.Context) (*workunit.Outcome, error) {
 
 func (s submission) Wait(ctx context.Context) (*workunit.Outcome, error) {
 	out, err := s.call.Wait(ctx)
+	// The lines that streamed while it ran show before its outcome's.
+	_ = s.c.AwaitPrints(ctx)
 	s.taken(out, err)
 	return outcome(out, err)
 }

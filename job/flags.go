@@ -28,9 +28,12 @@ flags go before SCRIPT.js, and everything after it, flags too, goes to the
 script. --timeout is the time limit of each workunit the script submits
 without one of its own (riot.with({timeout})). While work is outstanding a
 progress bar shows on stderr (when it is a terminal), and each workunit's
-console output appears there, prefixed with its worker's name. --trace FILE
-writes the job's workunits to FILE when the script ends (also when it fails
-or is interrupted), as Chrome trace-event JSON: open it in
+console output shows as it prints it (in batches of a tenth of a second
+while it runs): console.log, info and debug on stdout, console.warn and
+error on stderr, each line prefixed with its worker's name and the
+workunit's short key, [alfred 3f2a6b1c9d0e]. --trace FILE writes the
+job's workunits to FILE when the script ends (also when it fails or is
+interrupted), as Chrome trace-event JSON: open it in
 https://ui.perfetto.dev or chrome://tracing. An uncaught error ends the
 script: its message, naming the workunit and the worker when it came from
 one, and its stacks go to stderr, and the status is 1.
@@ -45,14 +48,16 @@ process. The value is printed:
   - otherwise in the readable form console.log uses (undefined, NaN, -0,
     10n, Map(1) { 'a' => 1 }, 2026-11-30T06:56:44.000Z, ...).
 
-The workunit's console output goes to stderr, each line prefixed with the
-worker's name ("local" in process). When SOURCE throws, riot-worker prints
+The workunit's console output shows as it prints it, log, info and debug
+on stdout and warn and error on stderr, each line prefixed with the
+worker's name and the workunit's short key ("local" in process). When SOURCE throws, riot-worker prints
 "Name: message" and the stack on stderr (through a tracker, preceded by the
 name of the worker that raised it) and exits with status 1. A runaway
 workunit (time limit, stack depth, memory) fails the same way.
 
 A tracker remembers finished workunits: evaluating the same SOURCE again
-through it answers from memory (without its console output).
+through it answers from memory, without its console output, and says so
+on stderr ("(from memory: ...)").
 
 Exit status: 0 success, 1 the workunit (or the script) failed, 2 bad usage,
 130 stopped by SIGINT or SIGTERM (workunits stay with a tracker named by

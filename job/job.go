@@ -31,6 +31,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/term"
@@ -165,17 +166,25 @@ func Run(ctx context.Context, opts Options) error {
 	if opts.Trace != nil {
 		rec = timeline.New(timeline.Options{Job: jobName})
 	}
+	// The UI shows the lines that stream from running workunits; it is
+	// made once the first connection is.
+	var liveUI atomic.Pointer[jobUI]
 	dial := func(ctx context.Context, host string, port int, name string) (master.Conn, error) {
 		target := host
 		if port > 0 {
 			target = net.JoinHostPort(host, strconv.Itoa(port))
 		}
-		copts := client.Options{Name: name, Role: wire.RoleMaster, Token: opts.Token, TLSConfig: opts.TLSConfig, Logger: opts.Logger, Job: jobName}
+		copts := client.Options{Name: name, Role: wire.RoleMaster, Token: opts.Token, TLSConfig: opts.TLSConfig, Logger: opts.Logger, Job: jobName,
+			OnPrint: func(p *wire.Printed) {
+				if u := liveUI.Load(); u != nil {
+					u.Printed(p)
+				}
+			}}
 		c, err := client.Dial(ctx, target, copts)
 		if err != nil {
 			return nil, err
 		}
-		copts.Name, copts.Slots = c.Name(), 1
+		copts.Name, copts.Slots, copts.OnPrint = c.Name(), 1, nil
 		if opts.WorkerToken != "" {
 			copts.Role, copts.Token = wire.RoleWorker, opts.WorkerToken
 		}
@@ -215,8 +224,10 @@ func Run(ctx context.Context, opts Options) error {
 		// The embedded tracker cannot go away; a tracker of its own can.
 		uo.connected = main.(*conn).c.Connected
 	}
+	uo.stdout = opts.Stdout
 	ui := newJobUI(opts.Stderr, uo)
 	defer ui.Close()
+	liveUI.Store(ui)
 	err = master.RunScript(ctx, master.ScriptOptions{
 		Path:    opts.Script,
 		Args:    opts.Args,

@@ -8,18 +8,24 @@ import (
 	"sync"
 	"time"
 
+	"github.com/riot-go/riot/wire"
 	"github.com/riot-go/riot/workunit"
 )
 
-// jobUI shows a job script's work on stderr: each workunit's console lines,
-// prefixed with its worker's name, and, when stderr is a terminal (or with
+// jobUI shows a job script's work on stderr: each workunit's console lines
+// (log, info and debug on stdout), as they stream while it runs and as
+// they come with its outcome, prefixed with its worker's name and short
+// key, and, when stderr is a terminal (or with
 // --progress), a progress bar: done/total, rate, ETA and workers busy,
 // fitted to the terminal's width, which ends with a one-line summary. It
 // says when the connection to the tracker is lost, and when it is back. It
 // implements master.ScriptEvents; it is safe for concurrent use.
 type jobUI struct {
-	mu     sync.Mutex
-	w      io.Writer
+	mu sync.Mutex
+	w  io.Writer
+	// out is where workunits' log, info and debug lines go (the job's
+	// stdout); warn and error go to w.
+	out    io.Writer
 	bar    bool
 	width  int // the bar's width, at most
 	total  int
@@ -94,6 +100,8 @@ func (h *hint) due(holds bool, now time.Time) bool {
 
 // uiOptions are newJobUI's: what jobUI's fields of the same names say.
 type uiOptions struct {
+	// stdout receives workunits' log, info and debug lines; nil: w.
+	stdout     io.Writer
 	bar, hints bool
 	tracker    string
 	workers    func() workerStats
@@ -103,7 +111,11 @@ type uiOptions struct {
 }
 
 func newJobUI(w io.Writer, o uiOptions) *jobUI {
-	u := &jobUI{w: w, bar: o.bar, width: 24, start: time.Now(), workers: o.workers,
+	out := o.stdout
+	if out == nil {
+		out = w
+	}
+	u := &jobUI{w: w, out: out, bar: o.bar, width: 24, start: time.Now(), workers: o.workers,
 		hints: o.hints, tracker: o.tracker, state: o.state, cols: o.cols, connected: o.connected, stop: make(chan struct{})}
 	if u.bar || u.hints || u.connected != nil {
 		u.wg.Add(1)
@@ -314,21 +326,23 @@ func (u *jobUI) Finished(o *workunit.Outcome) {
 	}
 	if len(o.Console) > 0 {
 		u.clearLocked()
-		worker := o.Worker
-		if worker == "" {
-			worker = "?"
-		}
-		lines, err := o.Console.Lines()
-		if err != nil {
-			fmt.Fprintf(u.w, "[%s] (console output that does not decode: %v)\n", worker, err)
-		}
-		for _, l := range lines {
-			for _, line := range strings.Split(l.Text, "\n") {
-				fmt.Fprintf(u.w, "[%s] %s\n", worker, line)
-			}
-		}
+		printConsole(u.out, u.w, consolePrefix(o.Worker, o.Key), o.Console)
 	}
 	u.drawLocked(len(o.Console) > 0)
+}
+
+// Printed shows console lines of a running workunit as they stream
+// (client.Options.OnPrint), as Finished shows those of its outcome. After
+// Close it shows nothing.
+func (u *jobUI) Printed(p *wire.Printed) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.closed {
+		return
+	}
+	u.clearLocked()
+	printPrinted(u.out, u.w, p)
+	u.drawLocked(true)
 }
 
 // counts returns how many workunits the script handed out (total) and

@@ -139,6 +139,12 @@ type conn struct {
 	heap           uint64
 	running        int
 	statsSeen      bool
+	// printMissed counts the console lines not passed on to this master
+	// since its last Printed: its queue was too full (see offer).
+	printMissed int
+	// printed holds, for a worker, the console lines its leases streamed
+	// (keepPrinted), by lease token, until their reports.
+	printed map[uint64]*workunit.ConsoleBuilder
 
 	// Owned by the reader: the blobs this connection is uploading in
 	// pieces (blob-write), by hash; and the buffer of the last frame read,
@@ -199,6 +205,8 @@ func msgBytes(m wire.Msg) int {
 		return base + len(m.Data)
 	case *wire.BlobNeed:
 		return base + 32*len(m.Missing)
+	case *wire.Printed:
+		return base + printBytes(m.Lines)
 	}
 	return base
 }
@@ -246,6 +254,23 @@ func (c *conn) push(m wire.Msg) bool {
 	c.queue = append(c.queue, m)
 	c.qbytes += n
 	c.mu.Unlock()
+	return true
+}
+
+// offer queues m, like push, when the queue holds at most most bytes with
+// it, and reports whether it did. Unlike push, a full queue does not drop
+// the connection: m is not queued, and that is all. It is for messages
+// that may be lost (console lines), which must not take a slow peer's
+// queue.
+func (c *conn) offer(m wire.Msg, most int) bool {
+	n := msgBytes(m)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.state != qOpen || c.qbytes+n > most {
+		return false
+	}
+	c.queue = append(c.queue, m)
+	c.qbytes += n
 	return true
 }
 
@@ -614,7 +639,7 @@ func (c *conn) readLoop() string {
 				if m.Error != nil {
 					m.Error.Value = unpin(m.Error.Value, size)
 				}
-			case *wire.Watch, *wire.Unwatch, *wire.Info, *wire.Cancel, *wire.Credit, *wire.Return, *wire.Stats:
+			case *wire.Watch, *wire.Unwatch, *wire.Info, *wire.Cancel, *wire.Credit, *wire.Return, *wire.Stats, *wire.Print:
 			case *wire.Hello:
 				return c.violation(&wire.Error{Code: wire.CodeProtocol, Message: "tracker: a second hello"}, wire.CloseProtocolError)
 			default:

@@ -39,6 +39,7 @@ type loop struct {
 	touched []*conn          // connections with messages pushed this round
 	waiters []*waiter        // WaitStats callers
 	leases  []table.LeaseRef // reused by Return
+	printTo []table.MasterID // reused by print
 	rate    rateMeter        // finished workunits per second
 	act     *activity        // jobs, recent runs, failures: for the status pages
 	// cancels are the dashboard's cancellations waiting for the store,
@@ -375,17 +376,23 @@ func (l *loop) frame(ib *inbound) {
 			if l.tab.Step(table.Complete{Worker: wid, Key: m.Key, Token: table.Token(m.Token), Result: m.Result, Console: m.Console, Elapsed: m.Elapsed}) == nil {
 				l.completed++
 				c.nDone++
-				l.finishedRun(c, m.Key, li, workunit.StatusDone, m.Console, m.Elapsed)
+				l.finishedRun(c, m.Key, li, workunit.StatusDone, c.runConsole(m.Token, m.Console), m.Elapsed)
+			} else if c.printed != nil {
+				delete(c.printed, m.Token)
 			}
 		case *wire.Failed:
 			li, _ := l.tab.Leased(wid, table.Token(m.Token))
 			if l.tab.Step(table.Fail{Worker: wid, Key: m.Key, Token: table.Token(m.Token), Err: m.Error, Console: m.Console, Elapsed: m.Elapsed}) == nil {
 				l.failed++
 				c.nFailed++
-				l.finishedRun(c, m.Key, li, workunit.StatusError, m.Console, m.Elapsed)
+				l.finishedRun(c, m.Key, li, workunit.StatusError, c.runConsole(m.Token, m.Console), m.Elapsed)
+			} else if c.printed != nil {
+				delete(c.printed, m.Token)
 			}
 		case *wire.Stats:
 			c.heap, c.statsSeen = m.Heap, true
+		case *wire.Print:
+			l.print(c, wid, m)
 		case *wire.Return:
 			l.leases = l.leases[:0]
 			for _, ls := range m.Leases {

@@ -94,6 +94,10 @@ type codec interface {
 	hashes(name string, p *[]blob.Hash)
 	gpus(name string, p *[]GPU)
 	leases(name string, p *[]Lease)
+	// lines codes a list of console lines, [[level, text, time]...].
+	lines(name string, p *[]Line)
+	// level codes a console line's level: one of workunit's five.
+	level(name string, p *workunit.Level)
 }
 
 var (
@@ -156,6 +160,7 @@ var (
 	errorItems  uint64
 	gpuItems    uint64
 	leaseItems  uint64
+	lineItems   uint64
 )
 
 func init() {
@@ -164,6 +169,7 @@ func init() {
 	errorItems = countItems(func(c codec) { errorFields(c, &workunit.Error{}) })
 	gpuItems = countItems((&GPU{}).fields)
 	leaseItems = countItems((&Lease{}).fields)
+	lineItems = countItems((&Line{}).fields)
 	var s slabs
 	for t := Type(1); t <= maxType; t++ {
 		msgItems[t] = 1 + countItems(s.get(t).fields)
@@ -187,6 +193,24 @@ func countItems(fields func(c codec)) uint64 {
 		}
 	}
 	return n
+}
+
+// levelOf returns the console level b names, sharing the constant's
+// string, and whether it is one.
+func levelOf(b []byte) (workunit.Level, bool) {
+	switch string(b) {
+	case "log":
+		return workunit.LevelLog, true
+	case "info":
+		return workunit.LevelInfo, true
+	case "warn":
+		return workunit.LevelWarn, true
+	case "error":
+		return workunit.LevelError, true
+	case "debug":
+		return workunit.LevelDebug, true
+	}
+	return "", false
 }
 
 // Ranges of numeric fields.

@@ -128,6 +128,8 @@ type slabs struct {
 	blobRead    slab[BlobRead]
 	blobPart    slab[BlobPart]
 	stats       slab[Stats]
+	print       slab[Print]
+	printed     slab[Printed]
 }
 
 func (s *slabs) reset() {
@@ -161,6 +163,8 @@ func (s *slabs) reset() {
 	s.blobRead.reset()
 	s.blobPart.reset()
 	s.stats.reset()
+	s.print.reset()
+	s.printed.reset()
 }
 
 // get returns a new message of type t, nil for an unknown type.
@@ -226,6 +230,10 @@ func (s *slabs) get(t Type) Msg {
 		return s.blobPart.get()
 	case TypeStats:
 		return s.stats.get()
+	case TypePrint:
+		return s.print.get()
+	case TypePrinted:
+		return s.printed.get()
 	}
 	return nil
 }
@@ -719,6 +727,7 @@ const (
 	minHashItem  = 2 + 32 // a 32-byte byte string
 	minGPUItem   = 3      // [name, memory]
 	minLeaseItem = 2 + 34 // [key, token]
+	minLineItem  = 4      // [level, text, time]
 )
 
 func (c *decoder) keys(name string, p *[]workunit.Key) { decodeHashes(c, name, p) }
@@ -744,6 +753,31 @@ func (c *decoder) gpus(name string, p *[]GPU) {
 		}
 		(*p)[i].decodeFields(c)
 	}
+}
+
+func (c *decoder) lines(name string, p *[]Line) {
+	if !decodeList(c, name, p, minLineItem) {
+		return
+	}
+	for i := range *p {
+		if !c.readTuple(name, lineItems) {
+			return
+		}
+		(*p)[i].decodeFields(c)
+	}
+}
+
+func (c *decoder) level(name string, p *workunit.Level) {
+	b := c.readText(name)
+	if c.err != nil {
+		return
+	}
+	l, ok := levelOf(b)
+	if !ok {
+		c.fail(name, ErrMalformed, c.r.Offset(), "level %q (want log, info, debug, warn or error)", b)
+		return
+	}
+	*p = l
 }
 
 func (c *decoder) leases(name string, p *[]Lease) {

@@ -367,6 +367,21 @@ func (c *encoder) gpus(name string, p *[]GPU) {
 	}
 }
 
+func (c *encoder) lines(name string, p *[]Line) {
+	c.w.ArrayHeader(len(*p))
+	for i := range *p {
+		c.w.ArrayHeader(int(lineItems))
+		(*p)[i].encodeFields(c)
+	}
+}
+
+func (c *encoder) level(name string, p *workunit.Level) {
+	if _, ok := levelOf([]byte(*p)); !ok {
+		c.invalid(name, ErrMalformed, "level %q (want log, info, debug, warn or error)", string(*p))
+	}
+	c.w.String(string(*p))
+}
+
 func (c *encoder) leases(name string, p *[]Lease) {
 	c.w.ArrayHeader(len(*p))
 	for i := range *p {

@@ -468,6 +468,50 @@ func (m *Stats) decodeFields(c *decoder) {
 	c.count("running", &m.Running)
 }
 
+// encodeFields is (*Line).fields for an encoder.
+func (l *Line) encodeFields(c *encoder) {
+	c.level("lines.level", &l.Level)
+	c.text("lines.text", &l.Text)
+	c.time("lines.time", &l.Time)
+}
+
+// decodeFields is (*Line).fields for a decoder.
+func (l *Line) decodeFields(c *decoder) {
+	c.level("lines.level", &l.Level)
+	c.text("lines.text", &l.Text)
+	c.time("lines.time", &l.Time)
+}
+
+// encodeFields is (*Print).fields for an encoder.
+func (m *Print) encodeFields(c *encoder) {
+	c.key("key", &m.Key)
+	c.uint("token", &m.Token)
+	c.lines("lines", &m.Lines)
+}
+
+// decodeFields is (*Print).fields for a decoder.
+func (m *Print) decodeFields(c *decoder) {
+	c.key("key", &m.Key)
+	c.uint("token", &m.Token)
+	c.lines("lines", &m.Lines)
+}
+
+// encodeFields is (*Printed).fields for an encoder.
+func (m *Printed) encodeFields(c *encoder) {
+	c.key("key", &m.Key)
+	c.shared("worker", &m.Worker)
+	c.lines("lines", &m.Lines)
+	c.count("missed", &m.Missed)
+}
+
+// decodeFields is (*Printed).fields for a decoder.
+func (m *Printed) decodeFields(c *decoder) {
+	c.key("key", &m.Key)
+	c.shared("worker", &m.Worker)
+	c.lines("lines", &m.Lines)
+	c.count("missed", &m.Missed)
+}
+
 // encodeFields is (*BlobWrite).fields for an encoder.
 func (m *BlobWrite) encodeFields(c *encoder) {
 	c.req(&m.Req)

@@ -537,6 +537,61 @@ func (m *Stats) fields(c codec) {
 	c.count("running", &m.Running)
 }
 
+// Line is one console line that streams while its workunit runs (Print,
+// Printed): the console method's level, the text as the workunit's console
+// formatted it, and when it was printed, to the millisecond.
+type Line struct {
+	// Level is the console method: log, info, debug (a master prints them
+	// on its standard output), warn or error (on its standard error).
+	Level workunit.Level
+	Text  string
+	Time  time.Time
+}
+
+func (l *Line) fields(c codec) {
+	c.level("lines.level", &l.Level)
+	c.text("lines.text", &l.Text)
+	c.time("lines.time", &l.Time)
+}
+
+// Print streams console lines of a workunit while it runs (worker →
+// tracker): the lines its lease printed since the last Print, in order.
+// The tracker passes them on at once to the masters that watch the key
+// (Printed); a line in a Print is not sent again in the lease's Done or
+// Failed, whose console holds only the lines not streamed. A worker sends
+// none for a workunit that prints nothing, nor for one that ends before
+// its first batch is due.
+type Print struct {
+	Key   workunit.Key
+	Token uint64
+	Lines []Line
+}
+
+func (m *Print) fields(c codec) {
+	c.key("key", &m.Key)
+	c.uint("token", &m.Token)
+	c.lines("lines", &m.Lines)
+}
+
+// Printed passes a running workunit's console lines on to a master that
+// watches its key (tracker → master): the Lines of a Print of the worker
+// named Worker. Missed counts the lines the tracker did not pass on to
+// this master since its last Printed, because the master did not read
+// fast enough; 0 mostly.
+type Printed struct {
+	Key    workunit.Key
+	Worker string
+	Lines  []Line
+	Missed int
+}
+
+func (m *Printed) fields(c codec) {
+	c.key("key", &m.Key)
+	c.shared("worker", &m.Worker)
+	c.lines("lines", &m.Lines)
+	c.count("missed", &m.Missed)
+}
+
 // BlobWrite uploads one piece of a blob (client → tracker): the Data at
 // Offset of the blob Hash, which is Size bytes in all. The pieces of one
 // blob go on one connection, in order, from offset 0, without gaps or
@@ -701,3 +756,9 @@ func (*BlobPart) Type() Type { return TypeBlobPart }
 
 // Type implements Msg.
 func (*Stats) Type() Type { return TypeStats }
+
+// Type implements Msg.
+func (*Print) Type() Type { return TypePrint }
+
+// Type implements Msg.
+func (*Printed) Type() Type { return TypePrinted }

@@ -73,7 +73,7 @@ func TestDecode_Rejects(t *testing.T) {
 		{name: "empty input", frame: nil, kind: ErrMalformed, index: -1, detail: "unexpected end of data"},
 		{name: "not an array", frame: []byte{0x01}, kind: ErrMalformed, index: -1, detail: "want an array of messages, have an unsigned integer"},
 		{name: "indefinite array", frame: []byte{0x9f, 0xff}, kind: ErrMalformed, index: -1, detail: "indefinite-length"},
-		{name: "truncated", frame: good[:len(good)-1], kind: ErrMalformed, index: len(samples()) - 1, typ: TypeStats, field: "running", detail: "unexpected end of data"},
+		{name: "truncated", frame: good[:len(good)-1], kind: ErrMalformed, index: len(samples()) - 1, typ: TypePrinted, field: "missed", detail: "unexpected end of data"},
 		{name: "truncated inside assign spec", frame: assign[:50], kind: ErrMalformed, index: 0, typ: TypeAssign, field: "spec"},
 		{name: "trailing bytes", frame: append(append([]byte{}, good...), 0x00), kind: ErrMalformed, index: -1, detail: "1 bytes after the frame"},
 		{name: "count past the data", frame: []byte{0x9a, 0x00, 0x01, 0x00, 0x00}, kind: ErrMalformed, index: -1},
@@ -153,6 +153,27 @@ func TestDecode_Rejects(t *testing.T) {
 			w.Text("y")
 			w.Int(0)
 		}), kind: ErrMalformed, index: 0, typ: TypeDone, field: "console", detail: "want a console line [level, text], have an array of 3 items"},
+		{name: "print line of an unknown level", frame: frameOf(4, func(w *cbor.Writer) {
+			k := testKey("a")
+			w.Int(int64(TypePrint))
+			w.ByteString(k[:])
+			w.Int(1)
+			w.ArrayHeader(1)
+			w.ArrayHeader(3)
+			w.Text("shout")
+			w.Text("x")
+			w.Int(0)
+		}), kind: ErrMalformed, index: 0, typ: TypePrint, field: "lines.level", detail: `level "shout"`},
+		{name: "print line of 2 items", frame: frameOf(4, func(w *cbor.Writer) {
+			k := testKey("a")
+			w.Int(int64(TypePrint))
+			w.ByteString(k[:])
+			w.Int(1)
+			w.ArrayHeader(1)
+			w.ArrayHeader(2)
+			w.Text("log")
+			w.Text("x")
+		}), kind: ErrMalformed, index: 0, typ: TypePrint, field: "lines", detail: "want an array of 3 items, have 2"},
 		{name: "huge key list", frame: frameOf(3, func(w *cbor.Writer) {
 			w.Int(int64(TypeWatch))
 			w.Int(1)

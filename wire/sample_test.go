@@ -34,6 +34,13 @@ func testWorkError() *workunit.Error {
 	}
 }
 
+func testLines() []Line {
+	return []Line{
+		{Level: workunit.LevelLog, Text: "epoch 1 of 3", Time: time.UnixMilli(1767225600123).UTC()},
+		{Level: workunit.LevelWarn, Text: "careful ✓", Time: time.UnixMilli(1767225600250).UTC()},
+	}
+}
+
 func testConsole() workunit.Console {
 	return workunit.EncodeConsole([]workunit.ConsoleLine{{Level: "log", Text: "hello from a workunit"}, {Level: "warn", Text: "careful ✓"}})
 }
@@ -121,6 +128,8 @@ func samples() []sample {
 		{"blob-part", "[29, req, hash, size, offset, data]", &BlobPart{Req: 16, Hash: blob.Sum([]byte("dictionary")), Size: 10, Offset: 4, Data: []byte("iona")}},
 		{"blob-part-missing", "[29, req, hash, size, offset, null]", &BlobPart{Req: 17, Hash: testHash("gone"), Missing: true}},
 		{"stats", "[30, heap, running]", &Stats{Heap: 812 << 20, Running: 2}},
+		{"print", "[31, key, token, [[level, text, time-ms]...]]", &Print{Key: testKey("a"), Token: 1767225600000000001, Lines: testLines()}},
+		{"printed", "[32, key, worker, [[level, text, time-ms]...], missed]", &Printed{Key: testKey("a"), Worker: "alfred", Lines: testLines(), Missed: 3}},
 	}
 }
 

@@ -11,8 +11,9 @@ import (
 // and for a new message type. Version 2 added cancel, canceled and revoke;
 // version 3 added blob-write, blob-written, blob-read and blob-part (blobs
 // in pieces) and made max-blob-bytes the bound of a whole blob; version 4
-// added Hello's job and memory-limit and the stats message.
-const ProtocolVersion = 4
+// added Hello's job and memory-limit and the stats message; version 5
+// added print and printed (console lines while a workunit runs).
+const ProtocolVersion = 5
 
 // Transport constants: where and how a client connects. wire does no
 // networking; these are the values the tracker and clients agree on.
@@ -96,8 +97,10 @@ const (
 	TypeBlobRead    Type = 28
 	TypeBlobPart    Type = 29
 	TypeStats       Type = 30
+	TypePrint       Type = 31
+	TypePrinted     Type = 32
 
-	maxType = TypeStats
+	maxType = TypePrinted
 )
 
 // String returns the type's name as docs/protocol.md gives it, such as
@@ -164,6 +167,10 @@ func (t Type) String() string {
 		return "blob-part"
 	case TypeStats:
 		return "stats"
+	case TypePrint:
+		return "print"
+	case TypePrinted:
+		return "printed"
 	}
 	return fmt.Sprintf("Type(%d)", uint8(t))
 }
@@ -175,7 +182,7 @@ func (t Type) FromClient() bool {
 	switch t {
 	case TypeHello, TypeSubmit, TypeWatch, TypeUnwatch, TypeInfo, TypeBlobHave,
 		TypeBlobPut, TypeCredit, TypeDone, TypeFailed, TypeReturn, TypeBlobGet, TypeCancel,
-		TypeBlobWrite, TypeBlobRead, TypeStats:
+		TypeBlobWrite, TypeBlobRead, TypeStats, TypePrint:
 		return true
 	}
 	return false

@@ -197,6 +197,7 @@ type worker struct {
 
 	mu      sync.Mutex
 	running map[uint64]func(cause error) // stops a running workunit, by lease token
+	live    livePool                     // streams running workunits' console lines
 
 	ident    atomic.Pointer[identity] // the name as of the last welcome seen (self)
 	renameMu sync.Mutex               // serializes renames, so that the latest name wins
@@ -572,6 +573,10 @@ func (w *worker) evaluate(env *slotEnv, j *job, replace func()) outcome {
 	if log := w.ident.Load().log; log.Enabled(stop, slog.LevelDebug) {
 		log.Debug("worker: workunit started", "key", a.Key.Short(), "token", a.Token)
 	}
+	// Its console lines stream while it runs; back to the pool once Run
+	// has returned (an abandoned run's too, when its stuck call returns).
+	live := w.startLive(a)
+	defer w.live.put(live)
 	res, err := w.eng.Run(evalCtx, engine.Request{
 		Spec:    j.spec,
 		Realm:   a.Realm,
@@ -584,6 +589,7 @@ func (w *worker) evaluate(env *slotEnv, j *job, replace func()) outcome {
 		// A large result goes as a blob from its own bytes (a typed
 		// array's buffer, not a copy) while the slot is still this run's.
 		PutResult: w.putResult,
+		Print:     live.printFn,
 		Started: func(stop func(error)) {
 			w.mu.Lock()
 			w.running[a.Token] = stop
@@ -596,7 +602,7 @@ func (w *worker) evaluate(env *slotEnv, j *job, replace func()) outcome {
 		// workunit is stuck, the engine ends it here, and another
 		// goroutine takes this one's place.
 		Abandoned: func(res *engine.Result, err error) {
-			if !w.finish(stop, evalCtx, a, res, err) {
+			if !w.finish(stop, evalCtx, a, live, res, err) {
 				env.returned.add(a.Lease())
 			}
 			replace()
@@ -605,16 +611,16 @@ func (w *worker) evaluate(env *slotEnv, j *job, replace func()) outcome {
 	if errors.Is(err, engine.ErrAbandoned) {
 		return abandoned
 	}
-	if !w.finish(stop, evalCtx, a, res, err) {
+	if !w.finish(stop, evalCtx, a, live, res, err) {
 		return handBack
 	}
 	return reported
 }
 
-// finish reports the end of assignment a's run. It returns false when the
-// run was interrupted by the end of the grace period and must be handed
-// back unfinished.
-func (w *worker) finish(stop, evalCtx context.Context, a *client.Assignment, res *engine.Result, err error) bool {
+// finish reports the end of assignment a's run, with the console lines
+// that live did not stream. It returns false when the run was interrupted
+// by the end of the grace period and must be handed back unfinished.
+func (w *worker) finish(stop, evalCtx context.Context, a *client.Assignment, live *liveConsole, res *engine.Result, err error) bool {
 	w.mu.Lock()
 	delete(w.running, a.Token)
 	w.mu.Unlock()
@@ -623,7 +629,7 @@ func (w *worker) finish(stop, evalCtx context.Context, a *client.Assignment, res
 	}
 	r := client.Report{Lease: a.Lease()}
 	if res != nil {
-		r.Console = res.Console
+		r.Console = live.end(res.Console) // less what streamed
 		r.Elapsed = res.Elapsed
 	}
 	if stop.Err() == nil {

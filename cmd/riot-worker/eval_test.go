@@ -49,7 +49,8 @@ func TestEval_Prints(t *testing.T) {
 		{"3 + 5", "8\n", ""},
 		{"'riot'", "\"riot\"\n", ""},
 		{"({a: [1, null]})", "{\"a\":[1,null]}\n", ""},
-		{"console.log('x'); new Set([1])", "Set(1) { 1 }\n", "[local] x\n"},
+		{"console.log('x'); new Set([1])", "[local] x\nSet(1) { 1 }\n", ""},
+		{"console.error('x'); 1", "1\n", "[local] x\n"},
 		{"undefined", "undefined\n", ""},
 	} {
 		code, stdout, stderr := runCmd(t, "eval", "-e", tt.src)

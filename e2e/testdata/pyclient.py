@@ -285,13 +285,14 @@ class WebSocket:
 
 # --- riot ------------------------------------------------------------------
 
-VERSION = 4
+VERSION = 5
 T_HELLO, T_WELCOME, T_REFUSED, T_ERROR = 1, 2, 3, 4
 T_SUBMIT, T_ACCEPTED, T_WATCH, T_UNWATCH, T_FINISHED, T_INFO, T_INFO_REPLY = 5, 6, 7, 8, 9, 10, 11
 T_BLOB_HAVE, T_BLOB_NEED, T_BLOB_PUT, T_BLOB_STORED = 12, 13, 14, 15
 T_CREDIT, T_ASSIGN, T_DONE, T_FAILED, T_RETURN, T_BLOB_GET, T_BLOB_DATA = 16, 17, 18, 19, 20, 21, 22
 T_CANCEL, T_CANCELED, T_REVOKE = 23, 24, 25
 T_BLOB_WRITE, T_BLOB_WRITTEN, T_BLOB_READ, T_BLOB_PART = 26, 27, 28, 29
+T_STATS, T_PRINT, T_PRINTED = 30, 31, 32
 ZERO32 = bytes(32)
 
 
@@ -440,6 +441,14 @@ def run(url, token):
     # The "evaluation": this client runs no JavaScript; the source is plain arithmetic.
     value = eval(spec_items[1], {"__builtins__": {}})
     result = enc(value)
+    # A console line while it runs: print, which the master gets at once
+    # as printed; the done's console holds only the lines not printed.
+    now_ms = int(time.time() * 1000)
+    w.send([T_PRINT, key, token_, [["log", "while running", now_ms], ["warn", "careful", now_ms]]])
+    p = m.recv(T_PRINTED)
+    check(p[1] == key and p[2] == w.name and p[4] == 0, "printed %r", p)
+    check(p[3] == [["log", "while running", now_ms], ["warn", "careful", now_ms]], "printed lines %r", p[3])
+    step("print: the master got the lines as printed, from %s" % p[2])
     w.send([T_DONE, key, token_, result, [["log", "from python"]], 1234], [T_CREDIT, 1])
     fin = m.recv(T_FINISHED)
     check(fin[1] == r_sub, "finished's req %d, not the submit's %d", fin[1], r_sub)

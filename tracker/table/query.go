@@ -1,6 +1,7 @@
 package table
 
 import (
+	"math"
 	"strings"
 	"time"
 
@@ -257,6 +258,42 @@ func (t *Table) Leased(w WorkerID, tok Token) (LeaseInfo, bool) {
 		}
 	}
 	return LeaseInfo{}, false
+}
+
+// PrintWatchers is for a worker's console lines of a running workunit
+// (wire.Print): when worker w holds lease tok of key, it counts n more
+// bytes printed by the lease and appends to dst the masters that watch
+// the key, in no particular order. It reports false, appending none, when
+// w does not hold that lease (it ended, expired, or never was), and when
+// the lease has printed more than most bytes in all (most <= 0: no
+// bound): what a lease prints past that is not passed on. It looks
+// through w's leases as Leased does, and through the key's watches.
+func (t *Table) PrintWatchers(w WorkerID, key workunit.Key, tok Token, n, most int, dst []MasterID) ([]MasterID, bool) {
+	wk, ok := t.workers[w]
+	if !ok {
+		return dst, false
+	}
+	for i := range wk.leases {
+		l := &wk.leases[i]
+		if l.token != tok {
+			continue
+		}
+		r := t.recs.at(l.idx)
+		if l.expired || r.key != key {
+			return dst, false
+		}
+		total := uint64(l.printed) + uint64(max(n, 0))
+		if most > 0 && total > uint64(most) {
+			l.printed = uint32(min(total, math.MaxUint32))
+			return dst, false
+		}
+		l.printed = uint32(min(total, math.MaxUint32))
+		for nd := r.watch; nd != 0; nd = t.wnodes[nd-1].next {
+			dst = append(dst, t.wnodes[nd-1].master)
+		}
+		return dst, true
+	}
+	return dst, false
 }
 
 // OpenKeysOf returns the keys of owner's waiting and running workunits,

@@ -160,3 +160,46 @@ func TestTable_SpecOfAndTimes(t *testing.T) {
 	assert.Equal(t, t0.Add(time.Second), got.Assigned)
 	assert.Equal(t, table.OwnerCounts{Done: 1}, tab2.CountsOf("a"))
 }
+
+// PrintWatchers finds the masters that watch a running lease's key, only
+// for the worker that holds the lease, and stops at the lease's bound.
+func TestTable_PrintWatchers(t *testing.T) {
+	t.Parallel()
+	tab := table.New(table.Config{})
+	step(t, tab, table.Tick{Now: time.Unix(1000, 0)})
+	step(t, tab, table.Submit{Master: 1, Req: 1, Key: key(1), Spec: []byte("s"), Watch: true})
+	step(t, tab, table.Watch{Master: 2, Req: 1, Key: key(1)})
+	step(t, tab, table.Submit{Master: 3, Req: 1, Key: key(2), Spec: []byte("other"), Watch: true})
+	step(t, tab, table.WorkerJoin{Worker: 7, Name: "w", Slots: 2, Credit: 2})
+	as := assigns(drain(t, tab))
+	require.Len(t, as, 2)
+	a := as[0]
+	if a.Key != key(1) {
+		a = as[1]
+	}
+
+	ms, ok := tab.PrintWatchers(7, a.Key, a.Token, 10, 100, nil)
+	assert.True(t, ok)
+	assert.ElementsMatch(t, []table.MasterID{1, 2}, ms)
+
+	// Another worker, another token, another key: nothing.
+	_, ok = tab.PrintWatchers(8, a.Key, a.Token, 10, 100, nil)
+	assert.False(t, ok)
+	_, ok = tab.PrintWatchers(7, a.Key, a.Token+1000, 10, 100, nil)
+	assert.False(t, ok)
+	_, ok = tab.PrintWatchers(7, key(2), a.Token, 10, 100, nil)
+	assert.False(t, ok)
+
+	// Up to the bound, and no further.
+	ms, ok = tab.PrintWatchers(7, a.Key, a.Token, 90, 100, ms[:0])
+	assert.True(t, ok)
+	assert.Len(t, ms, 2)
+	_, ok = tab.PrintWatchers(7, a.Key, a.Token, 1, 100, nil)
+	assert.False(t, ok)
+
+	// Once the lease ends, nothing.
+	step(t, tab, table.Complete{Worker: 7, Key: a.Key, Token: a.Token, Result: []byte("r")})
+	drain(t, tab)
+	_, ok = tab.PrintWatchers(7, a.Key, a.Token, 1, 0, nil)
+	assert.False(t, ok)
+}

@@ -76,6 +76,7 @@ func (s *slab) add() uint32 {
 type lease struct {
 	token    Token
 	idx      uint32
+	printed  uint32 // bytes of console lines streamed (PrintWatchers)
 	gpus     uint8
 	expired  bool  // given up on; still counts in the worker's window
 	canceled bool  // expired because its workunit was canceled
