@@ -57,6 +57,56 @@ type watch struct {
 	// the tracker accepted, sent again when the tracker answers that it
 	// does not know the key.
 	spec *wire.Submit
+	// streamed holds the lines the workunit streamed while it ran, for
+	// a client without Options.OnPrint: its outcome's console gets them
+	// back in front of its own (at most maxStreamedBytes of text).
+	streamed      []wire.Line
+	streamedBytes int
+	streamedCut   int // lines past the bound, not kept
+}
+
+// maxStreamedBytes bounds the streamed lines a watch keeps for its
+// outcome: a workunit's console is at most about that much anyway.
+const maxStreamedBytes = 1 << 20
+
+// keepStreamedLocked keeps m's lines for the outcome of its watch.
+func (c *Client) keepStreamedLocked(m *wire.Printed) {
+	w := c.watches[m.Key]
+	if w == nil || w.resolved {
+		return
+	}
+	for _, l := range m.Lines {
+		if w.streamedBytes+len(l.Text) > maxStreamedBytes {
+			w.streamedCut++
+			continue
+		}
+		w.streamedBytes += len(l.Text)
+		w.streamed = append(w.streamed, l)
+	}
+	w.streamedCut += m.Missed
+}
+
+// withStreamed returns out with w's streamed lines in front of its
+// console's.
+func withStreamed(w *watch, out *workunit.Outcome) *workunit.Outcome {
+	if len(w.streamed) == 0 && w.streamedCut == 0 {
+		return out
+	}
+	var b workunit.ConsoleBuilder
+	for _, l := range w.streamed {
+		b.Add(l.Level, l.Text)
+	}
+	if w.streamedCut > 0 {
+		b.Add(workunit.Level("warn"), fmt.Sprintf("[riot: %d lines the workunit printed while it ran were not kept]", w.streamedCut))
+	}
+	if rest, err := out.Console.Lines(); err == nil {
+		for _, l := range rest {
+			b.Add(l.Level, l.Text)
+		}
+	}
+	out.Console = b.Console()
+	w.streamed, w.streamedBytes, w.streamedCut = nil, 0, 0
+	return out
 }
 
 // watchBatch is a Watch message on the current connection: its keys, and
@@ -131,7 +181,7 @@ func (c *Client) onFinishedLocked(m *wire.Finished) {
 		}
 		c.resolveLocked(w, nil, unknownKeyErr(m.Key))
 	case workunit.StatusDone, workunit.StatusError:
-		out := outcomeOf(&m.Outcome)
+		out := withStreamed(w, outcomeOf(&m.Outcome))
 		c.resolveLocked(w, out, errOf(out))
 	}
 }

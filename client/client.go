@@ -100,7 +100,9 @@ type Options struct {
 	// while it ran, which its outcome's console then no longer holds. It
 	// is called on the client's callback goroutine, in order with the
 	// Calls' callbacks (a workunit's lines before its OnDone), and must
-	// not block for long. Without it, the lines are dropped.
+	// not block for long. Without it, the client keeps the lines (up to
+	// 1 MiB of text a workunit) and puts them back in front of the
+	// outcome's console, so that Outcome.Console holds the whole run's.
 	OnPrint func(*wire.Printed)
 }
 

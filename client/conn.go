@@ -611,6 +611,8 @@ func (c *Client) handle(cn *conn, msgs []wire.Msg) error {
 					defer c.printsQueued.Add(-1)
 					fn(&p)
 				})
+			} else {
+				c.keepStreamedLocked(m)
 			}
 		case *wire.Error:
 			c.onErrorLocked(m)
