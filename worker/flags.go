@@ -68,6 +68,8 @@ type Flags struct {
 	noGPU    bool
 	level    slog.Level
 	format   string
+	metrics  string
+	debug    string
 }
 
 // AddFlags defines riot-worker's flags (docs/workers.md) on fs and returns
@@ -92,6 +94,10 @@ func addFlags(fs *pflag.FlagSet, getenv func(string) string) *Flags {
 	fs.BoolVar(&f.noGPU, "no-gpu", false, "offer no GPU devices, even when a CUDA driver is present")
 	fs.Var(cliflag.LogLevel(&f.level), "log-level", "log `level`: debug, info, warn or error")
 	fs.StringVar(&f.format, "log-format", logfmt.Text, "log `format`: text or json (durations in seconds)")
+	fs.StringVar(&f.metrics, "metrics-listen", "",
+		"serve Prometheus metrics (/metrics) and the probes /healthz and /readyz over HTTP on this `HOST:PORT`; :PORT is every interface (default: off)")
+	fs.StringVar(&f.debug, "debug-listen", "",
+		"serve Go's profiler (/debug/pprof/) on this `HOST:PORT`, such as 127.0.0.1:6060; a port alone is on loopback (default: off)")
 	return f
 }
 
@@ -160,6 +166,17 @@ func (f *Flags) Options(args []string, logs io.Writer) (Options, error) {
 	if grace <= 0 {
 		grace = -1 // no grace: interrupt at once
 	}
+	for _, l := range []struct{ flag, addr, example string }{
+		{"--metrics-listen", f.metrics, ":9090"},
+		{"--debug-listen", f.debug, "127.0.0.1:6060"},
+	} {
+		if l.addr == "" {
+			continue
+		}
+		if _, _, err := net.SplitHostPort(l.addr); err != nil {
+			return Options{}, fmt.Errorf("%s %q: want HOST:PORT or :PORT, such as %s: %w", l.flag, l.addr, l.example, err)
+		}
+	}
 	logger, err := logfmt.New(logs, f.format, f.level)
 	if err != nil {
 		return Options{}, fmt.Errorf("--log-format: %w", err)
@@ -175,6 +192,8 @@ func (f *Flags) Options(args []string, logs io.Writer) (Options, error) {
 		BlobCacheBytes: int64(f.cache),
 		Client:         copts,
 		Logger:         logger,
+		MetricsListen:  f.metrics,
+		DebugListen:    f.debug,
 	}, nil
 }
 

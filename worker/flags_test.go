@@ -112,6 +112,15 @@ func TestFlags_Options(t *testing.T) {
 	assert.Negative(t, o.Grace, "--grace 0: interrupt at once")
 	assert.Negative(t, o.Prefetch, "--prefetch 0: none")
 
+	o, err = parseFlags(t, []string{"--metrics-listen", ":9090", "--debug-listen", "127.0.0.1:6060", "h"})
+	require.NoError(t, err)
+	assert.Equal(t, ":9090", o.MetricsListen)
+	assert.Equal(t, "127.0.0.1:6060", o.DebugListen)
+	o, err = parseFlags(t, []string{"h"})
+	require.NoError(t, err)
+	assert.Empty(t, o.MetricsListen, "off by default")
+	assert.Empty(t, o.DebugListen, "off by default")
+
 	for args, want := range map[string]string{
 		"--prefetch=-1":                "--prefetch -1: want 0 or more",
 		"--prefetch=x":                 `invalid argument "x" for "--prefetch" flag: want a whole number`,
@@ -120,6 +129,8 @@ func TestFlags_Options(t *testing.T) {
 		"--log-level=loud":             `invalid argument "loud" for "--log-level" flag: want debug, info, warn or error`,
 		"--log-format=yaml":            `--log-format: log format "yaml": want text or json`,
 		"--tls-ca=/nonexistent/ca.pem": "--tls-ca: ",
+		"--metrics-listen=9090":        `--metrics-listen "9090": want HOST:PORT or :PORT, such as :9090`,
+		"--debug-listen=localhost":     `--debug-listen "localhost": want HOST:PORT or :PORT, such as 127.0.0.1:6060`,
 	} {
 		_, err := parseFlags(t, []string{args, "h"})
 		assert.ErrorContains(t, err, want, args)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -124,7 +125,21 @@ type Options struct {
 	// supervisor starts it again, without the stuck goroutines. Default:
 	// Slots.
 	MaxStuck int
+	// MetricsListen, when set, is the HOST:PORT (":PORT" for every
+	// interface, port 0 picks one) where the worker serves its
+	// Prometheus metrics (/metrics), its liveness (/healthz) and its
+	// readiness (/readyz: connected and taking work) over HTTP, from
+	// before it dials until Run returns: riot-worker --metrics-listen.
+	// See docs/workers.md.
+	MetricsListen string
+	// DebugListen, when set, is the HOST:PORT where the worker serves Go's
+	// profiler (/debug/pprof/); a port alone is on loopback:
+	// riot-worker --debug-listen.
+	DebugListen string
 
+	// metricsListening, when set, is told MetricsListen's address once
+	// it listens (for tests, which listen on port 0).
+	metricsListening func(net.Addr)
 	// adaptive is set when Prefetch was left zero: the worker sizes its
 	// prefetch, up to Prefetch.
 	adaptive bool
@@ -180,6 +195,12 @@ func Run(ctx context.Context, opts Options) error {
 		return err
 	}
 	w := &worker{opts: opts, running: make(map[uint64]func(error)), stuck: make(chan struct{})}
+	ops, err := w.startOps(ctx) // metrics, probes, profiler: ops.go
+	if err != nil {
+		return err
+	}
+	defer ops.close()
+	w.ops = ops
 	return w.run(ctx)
 }
 
@@ -194,6 +215,7 @@ type worker struct {
 	cache   *Cache
 	credits *credits
 	gpus    *gpuPool
+	ops     *ops // metrics and probes; nil when not asked for
 
 	mu      sync.Mutex
 	running map[uint64]func(cause error) // stops a running workunit, by lease token
@@ -358,6 +380,7 @@ func (w *worker) run(ctx context.Context) error {
 	}
 	w.self().log.Info("worker: ready", "tracker", c.Tracker(), "slots", w.opts.Slots, "prefetch", prefetch,
 		"memory_limit", memLimit, "gpus", len(copts.GPUs))
+	w.ops.started(w, name)
 	if w.opts.Ready != nil {
 		w.opts.Ready(name)
 	}
@@ -712,6 +735,7 @@ func (w *worker) report(r client.Report) {
 				size, w.c.Limits().MaxResultBytes)}
 		err = w.c.Report(r)
 	}
+	w.finished(&r) // its debug line and metrics: metrics.go
 	if err != nil {
 		w.ident.Load().log.Warn("worker: cannot report a workunit", "key", r.Lease.Key.Short(), "err", err)
 	}
