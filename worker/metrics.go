@@ -111,7 +111,7 @@ func newWorkerCollector(w *worker, o *ops) *workerCollector {
 		slots:     desc("slots", "Workunits this worker runs at once (--slots)."),
 		busy:      desc("slots_busy", "Slots running a workunit now."),
 		connected: desc("connected", "1 while the worker is connected to the tracker, 0 while it dials or reconnects."),
-		heap:      desc("heap_bytes", "Bytes of live heap objects (the memory the workunits' values take, mostly)."),
+		heap:      desc("heap_bytes", "Bytes held by heap objects, live or not yet collected: the heap size that --memory-limit is checked against."),
 		memLimit:  desc("memory_limit_bytes", "The heap limit the worker enforces on running workunits (--memory-limit); 0 for none."),
 		gpus:      desc("gpus", "GPU devices the worker offers to workunits."),
 		gpuMem:    desc("gpu_memory_bytes", "Each GPU device's total memory.", "device", "name"),
