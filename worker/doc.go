@@ -51,6 +51,17 @@
 //     opens it and logs what it found, as riot-worker does) and close it
 //     after.
 //
+// # Metrics and probes
+//
+// With Options.MetricsListen, Run serves Prometheus metrics (/metrics:
+// slots busy, workunits by outcome, evaluation time, heap, GPUs) and two
+// probes over HTTP, from before it dials until it returns: /healthz
+// answers 200 while the process serves, /readyz 200 only while the worker
+// is connected and takes work (503 with the reason while it dials,
+// reconnects or stops). Options.DebugListen serves Go's profiler. At the
+// debug level the worker logs one line per workunit it finishes. See
+// docs/workers.md, "Metrics and probes".
+//
 // # GPUs
 //
 // The worker's hello lists the devices of Options.GPU, so that the
