@@ -98,6 +98,7 @@ type workerCollector struct {
 	gpuMemory []uint64
 
 	slots, busy, connected, heap, memLimit *prometheus.Desc
+	stuck, abandoned                       *prometheus.Desc
 	gpus, gpuMem, gpuWorkunits             *prometheus.Desc
 }
 
@@ -113,6 +114,9 @@ func newWorkerCollector(w *worker, o *ops) *workerCollector {
 		connected: desc("connected", "1 while the worker is connected to the tracker, 0 while it dials or reconnects."),
 		heap:      desc("heap_bytes", "Bytes held by heap objects, live or not yet collected: the heap size that --memory-limit is checked against."),
 		memLimit:  desc("memory_limit_bytes", "The heap limit the worker enforces on running workunits (--memory-limit); 0 for none."),
+		stuck: desc("stuck_workunits",
+			"Workunits abandoned because they did not return after their stop, whose call still runs (--max-stuck stops the worker)."),
+		abandoned: desc("abandoned_workunits_total", "Workunits abandoned so far because they did not return after their stop."),
 		gpus:      desc("gpus", "GPU devices the worker offers to workunits."),
 		gpuMem:    desc("gpu_memory_bytes", "Each GPU device's total memory.", "device", "name"),
 		gpuWorkunits: desc("gpu_workunits", "Workunits holding each GPU device now.",
@@ -134,7 +138,8 @@ func newWorkerCollector(w *worker, o *ops) *workerCollector {
 
 // Describe implements prometheus.Collector.
 func (c *workerCollector) Describe(ch chan<- *prometheus.Desc) {
-	for _, d := range []*prometheus.Desc{c.slots, c.busy, c.connected, c.heap, c.memLimit, c.gpus, c.gpuMem, c.gpuWorkunits} {
+	for _, d := range []*prometheus.Desc{c.slots, c.busy, c.connected, c.heap, c.memLimit, c.stuck, c.abandoned,
+		c.gpus, c.gpuMem, c.gpuWorkunits} {
 		ch <- d
 	}
 }
@@ -162,9 +167,13 @@ func (c *workerCollector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.memLimit, float64(c.w.opts.Engine.MemoryLimit))
 	gauge(c.gpus, float64(len(c.gpuNames)))
 	var held []int
+	stuck, abandoned := 0, 0
 	if st != nil {
 		held = st.gpus.held()
+		stuck, abandoned = st.eng.Stuck(), st.eng.Abandoned()
 	}
+	gauge(c.stuck, float64(stuck))
+	ch <- prometheus.MustNewConstMetric(c.abandoned, prometheus.CounterValue, float64(abandoned))
 	for i, name := range c.gpuNames {
 		dev := strconv.Itoa(i)
 		gauge(c.gpuMem, float64(c.gpuMemory[i]), dev, name)

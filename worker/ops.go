@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/riot-go/riot/client"
+	"github.com/riot-go/riot/engine"
 	"github.com/riot-go/riot/internal/debugserver"
 )
 
@@ -40,6 +41,7 @@ type ops struct {
 type opsState struct {
 	c    *client.Client
 	gpus *gpuPool
+	eng  *engine.Engine
 	name string
 }
 
@@ -94,7 +96,7 @@ func (o *ops) started(w *worker, name string) {
 	if o == nil {
 		return
 	}
-	o.state.Store(&opsState{c: w.c, gpus: w.gpus, name: name})
+	o.state.Store(&opsState{c: w.c, gpus: w.gpus, eng: w.eng, name: name})
 }
 
 // ready says whether the worker takes work now, and why not.

@@ -175,6 +175,8 @@ func TestWorker_MetricsAndProbes(t *testing.T) {
 		`riot_worker_connected`:                         1,
 		`riot_worker_memory_limit_bytes`:                1 << 30,
 		`riot_worker_gpus`:                              0,
+		`riot_worker_stuck_workunits`:                   0,
+		`riot_worker_abandoned_workunits_total`:         0,
 	} {
 		assert.Equal(t, want, metricValue(t, m, series), series)
 	}
