@@ -140,6 +140,7 @@ type Options struct {
 	// metricsListening, when set, is told MetricsListen's address once
 	// it listens (for tests, which listen on port 0).
 	metricsListening func(net.Addr)
+
 	// adaptive is set when Prefetch was left zero: the worker sizes its
 	// prefetch, up to Prefetch.
 	adaptive bool
