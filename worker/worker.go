@@ -379,9 +379,11 @@ func (w *worker) run(ctx context.Context) error {
 	if n := w.opts.Engine.MemoryLimit; n > 0 {
 		memLimit = fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
 	}
+	// Ready for the probes before the log says so: a probe that follows
+	// the line finds the worker ready.
+	w.ops.started(w, name)
 	w.self().log.Info("worker: ready", "tracker", c.Tracker(), "slots", w.opts.Slots, "prefetch", prefetch,
 		"memory_limit", memLimit, "gpus", len(copts.GPUs))
-	w.ops.started(w, name)
 	if w.opts.Ready != nil {
 		w.opts.Ready(name)
 	}
