@@ -29,6 +29,9 @@ type activity struct {
 	// those to delete from it (see loop.saveJobs).
 	dirty  map[string]bool
 	forget []string
+	// keepsJobs: the store keeps jobs (store.JobStore); without it,
+	// nothing is noted for it.
+	keepsJobs bool
 }
 
 // Bounds of the activity.
@@ -128,7 +131,7 @@ func (a *activity) connJob(c *conn, now time.Time) *job {
 		j.name = c.name
 	}
 	a.changes++
-	a.dirty[j.realm] = true
+	a.markDirty(j.realm)
 	return j
 }
 
@@ -142,7 +145,7 @@ func (a *activity) connGone(c *conn, now time.Time) {
 		j.conns--
 		if j.conns == 0 {
 			j.ended = now
-			a.dirty[j.realm] = true
+			a.markDirty(j.realm)
 		}
 		a.changes++
 	}
@@ -175,9 +178,23 @@ func (a *activity) evictEnded(now time.Time) {
 
 func (a *activity) dropJob(j *job) {
 	delete(a.jobs, j.realm)
-	delete(a.jobIDs, j.id)
+	if a.jobIDs[j.id] == j {
+		delete(a.jobIDs, j.id)
+	}
 	delete(a.dirty, j.realm)
-	a.forget = append(a.forget, j.realm)
+	if a.keepsJobs {
+		a.forget = append(a.forget, j.realm)
+	}
+	for _, g := range a.failures {
+		delete(g.byOwner, j.realm) // its failures are counted no more
+	}
+}
+
+// markDirty notes that the job of realm is to be written to the store.
+func (a *activity) markDirty(realm string) {
+	if a.keepsJobs {
+		a.dirty[realm] = true
+	}
 }
 
 // restoreJobs brings back the jobs of an earlier run, as ended: one that
@@ -191,7 +208,7 @@ func (a *activity) restoreJobs(jobs []store.Job, now time.Time) {
 		}
 		if j.ended.IsZero() {
 			j.ended = now
-			a.dirty[j.realm] = true
+			a.markDirty(j.realm)
 		}
 		a.jobs[j.realm] = j
 		a.jobIDs[j.id] = j
@@ -299,4 +316,5 @@ func (a *activity) sample(now time.Time, done, failed uint64, counts func(realm 
 	}
 	a.lastSample, a.lastDone, a.lastFailed = now, done, failed
 	a.changes++
+	a.evictEnded(now) // also when no job comes to make room
 }

@@ -1,6 +1,7 @@
 package tracker
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
@@ -382,7 +383,9 @@ func (l *loop) finishedRun(c *conn, key workunit.Key, li table.LeaseInfo, status
 	run := recentRun{key: key, owner: li.Owner, worker: c.name, status: status, end: now, elapsed: elapsed,
 		specSize: len(li.Spec)}
 	if len(li.Spec) <= maxRecentSpec {
-		run.spec = li.Spec
+		// The table's spec may alias the frame it came in, much larger
+		// than itself: keep a copy, not the frame.
+		run.spec = bytes.Clone(li.Spec)
 	}
 	if n := len(console); n > 0 && n <= maxRecentConsole {
 		// The console aliases the frame it came in, which the reader
@@ -390,11 +393,11 @@ func (l *loop) finishedRun(c *conn, key workunit.Key, li table.LeaseInfo, status
 		run.console = append(workunit.Console(nil), console...)
 	}
 	l.act.finished(run)
-	outcome := "done"
 	if status == workunit.StatusError {
-		outcome = "error"
+		l.s.hist.runError.Observe(elapsed.Seconds())
+	} else {
+		l.s.hist.runDone.Observe(elapsed.Seconds())
 	}
-	l.s.hist.run.WithLabelValues(outcome).Observe(elapsed.Seconds())
 	if !li.Submitted.IsZero() {
 		// The wait is from the submission to the run's start on the
 		// worker; Submitted has the table's tick's resolution.
@@ -477,34 +480,64 @@ func (s *Server) apiJob(w http.ResponseWriter, r *http.Request, rd reader) {
 	writeJSON(w, http.StatusOK, ji)
 }
 
+// cancelChunk is how many workunits one step of a job's cancellation
+// cancels: a job of millions is canceled in many bounded steps of the
+// loop, each durable before the next.
+const cancelChunk = 10_000
+
 func (s *Server) apiJobCancel(w http.ResponseWriter, r *http.Request, by canceler) {
 	id := r.PathValue("id")
-	var ch chan cancelResult
-	var other string
-	if !s.inLoop(w, r, func(l *loop) {
-		j := l.act.jobIDs[id]
-		if j == nil {
+	total := 0
+	for {
+		var ch chan cancelResult
+		found, left := false, false
+		if !s.inLoop(w, r, func(l *loop) {
+			j := l.act.jobIDs[id]
+			if j == nil {
+				return
+			}
+			scope := scopeOf(j.credential, l.s.opts.SharedCache)
+			if !by.may(scope) {
+				return // another credential's: not found, as for reads
+			}
+			found = true
+			keys := l.tab.OpenKeysOf(j.realm, cancelChunk)
+			left = len(keys) == cancelChunk
+			ch = l.cancelKeys(j.realm, scope, by.who, keys)
+		}) {
 			return
 		}
-		scope := scopeOf(j.credential, l.s.opts.SharedCache)
-		if !by.may(scope) {
-			other = j.credential
+		if !found {
+			apiError(w, http.StatusNotFound, "riotd: no job %q of this credential (GET /api/v1/jobs lists them; a master's token cancels its own credential's work only, unless riotd --shared-cache)", id)
 			return
 		}
-		keys := l.tab.OpenKeysOf(j.realm, 0)
-		ch = l.cancelKeys(j.realm, scope, by.who, keys)
-	}) {
-		return
+		res, ok := s.waitCancel(w, r, ch)
+		if !ok {
+			return
+		}
+		total += res.n
+		if !left || res.n == 0 {
+			writeJSON(w, http.StatusOK, map[string]int{"canceled": total})
+			return
+		}
 	}
-	if other != "" {
-		apiError(w, http.StatusForbidden, "riotd: job %q is another credential's (%s): a master's token cancels its own credential's work only (riotd --shared-cache lets masters share theirs)", id, other)
-		return
+}
+
+// waitCancel waits for a cancellation's answer; it answers the request
+// itself and returns false when it cannot be had.
+func (s *Server) waitCancel(w http.ResponseWriter, r *http.Request, ch chan cancelResult) (cancelResult, bool) {
+	select {
+	case res := <-ch:
+		if res.err != nil {
+			apiError(w, http.StatusServiceUnavailable, "riotd: the cancellation could not be stored: %v; try again", res.err)
+			return res, false
+		}
+		return res, true
+	case <-r.Context().Done():
+	case <-s.quit:
+		apiError(w, http.StatusServiceUnavailable, "riotd: shutting down")
 	}
-	if ch == nil {
-		apiError(w, http.StatusNotFound, "riotd: no job %q (GET /api/v1/jobs lists them)", id)
-		return
-	}
-	s.answerCancel(w, r, ch)
+	return cancelResult{}, false
 }
 
 func (s *Server) answerCancel(w http.ResponseWriter, r *http.Request, ch chan cancelResult) {
@@ -785,7 +818,8 @@ func (s *Server) apiWorkunitCancel(w http.ResponseWriter, r *http.Request, by ca
 		apiError(w, http.StatusNotFound, "riotd: no workunit %s", name)
 		return
 	case errors.Is(keyErr, errOthers):
-		apiError(w, http.StatusForbidden, "riotd: workunit %s is another credential's: a master's token cancels its own credential's work only (riotd --shared-cache lets masters share theirs)", name)
+		// As for reads: another credential's work is not found.
+		apiError(w, http.StatusNotFound, "riotd: no workunit %s of this credential", name)
 		return
 	case keyErr != nil:
 		apiError(w, http.StatusBadRequest, "riotd: %v", keyErr)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gorilla/websocket"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -87,7 +88,7 @@ func TestAPI_JobsWorkunitsAndCancel(t *testing.T) {
 	assert.Contains(t, metrics, `riot_workunit_run_seconds_count{outcome="error"} 1`)
 	assert.Contains(t, metrics, `riot_workunit_run_seconds_bucket{outcome="error",le="0.01"} 1`, "a run of 2 ms")
 	assert.Contains(t, metrics, "riot_workunit_wait_seconds_count 2")
-	assert.Contains(t, metrics, `riot_job_workunits{job="`)
+	assert.Contains(t, metrics, `riot_job_workunits{job_id="`)
 
 	var ov tracker.Overview
 	require.Equal(t, http.StatusOK, apiDo(t, nil, "GET", base+"/api/v1/overview", nil, &ov))
@@ -351,8 +352,8 @@ func TestAPI_CancelOwnCredentialOnly(t *testing.T) {
 		unitURL := base + "/api/v1/workunits/" + key.String() + "/cancel"
 		var canceled struct{ Canceled int }
 		if !shared {
-			assert.Equal(t, http.StatusForbidden, apiDo(t, nil, "POST", jobURL, bearer(bobTok), &canceled), "bob's token, alice's job")
-			assert.Equal(t, http.StatusForbidden, apiDo(t, nil, "POST", unitURL, bearer(bobTok), &canceled), "bob's token, alice's workunit")
+			assert.Equal(t, http.StatusNotFound, apiDo(t, nil, "POST", jobURL, bearer(bobTok), &canceled), "bob's token, alice's job: not found, as for reads")
+			assert.Equal(t, http.StatusNotFound, apiDo(t, nil, "POST", unitURL, bearer(bobTok), &canceled), "bob's token, alice's workunit")
 			rec, ok := tr.LookupIn(t, "alice", key)
 			require.True(t, ok)
 			assert.Equal(t, workunit.StatusWaiting, rec.Status, "not canceled")
@@ -420,4 +421,28 @@ func TestAPI_MasterReadsOwnCredentialOnly(t *testing.T) {
 	var stream struct{ Tasks []tracker.Task }
 	require.Equal(t, http.StatusOK, apiDo(t, nil, "GET", base+"/api/v1/stream", bearer(bobTok), &stream))
 	assert.Empty(t, stream.Tasks)
+}
+
+// Without credentials riotd answers requests for a loopback host only:
+// the API, the status pages, the metrics and the websocket alike, so that
+// a page elsewhere that points its own name at 127.0.0.1 (DNS rebinding)
+// reaches none of them. A regression test: only the API checked.
+func TestServer_NoAuth_LoopbackHostOnly(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t)
+	base := "http://" + tr.Addr()
+	evil := map[string]string{"Host": "riot.evil.example:2355"}
+	for _, path := range []string{"/api/v1/jobs", "/status", "/metrics", "/"} {
+		assert.Equal(t, http.StatusForbidden, apiDo(t, nil, "GET", base+path, evil, nil), path)
+		assert.Equal(t, http.StatusOK, apiDo(t, nil, "GET", base+path, nil, nil), path)
+	}
+	d := websocket.Dialer{Subprotocols: []string{wire.Subprotocol}}
+	_, resp, err := d.Dial(tr.URL(), http.Header{"Host": {"riot.evil.example:2355"}})
+	require.Error(t, err)
+	require.NotNil(t, resp)
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode)
+	ws, resp, err := d.Dial(tr.URL(), nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	ws.Close()
 }

@@ -447,6 +447,10 @@ func (c *conn) writeFrame(enc *wire.Encoder) error {
 // serveWS is the handler of wire.Path: it upgrades to a websocket and
 // serves it until it ends.
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
+	if !s.hostAllowed(r) {
+		refuseHost(w, r)
+		return
+	}
 	ws, err := s.upgrader.Upgrade(w, r, nil)
 	if err != nil {
 		return // the upgrader has answered, and logged

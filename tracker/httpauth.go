@@ -3,6 +3,7 @@ package tracker
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"net"
 	"net/http"
 	"net/url"
@@ -125,15 +126,29 @@ func isLoopbackHost(host string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
+// hostAllowed reports whether riotd answers a request for r's Host:
+// without credentials (and without --unsafe-no-auth, which says riotd is
+// reached from elsewhere), only one for a loopback host, so that a web
+// page elsewhere that points a name of its own at 127.0.0.1 (DNS
+// rebinding) reaches neither the API, the status pages nor the websocket.
+func (s *Server) hostAllowed(r *http.Request) bool {
+	return s.auth != nil || s.opts.UnsafeNoAuth || isLoopbackHost(r.Host)
+}
+
+// refuseHost answers a request that hostAllowed refuses.
+func refuseHost(w http.ResponseWriter, r *http.Request) {
+	http.Error(w, fmt.Sprintf("riotd: without --token-file, riotd answers requests for localhost only (this one is for %q): give riotd a --token-file to serve others", r.Host), http.StatusForbidden)
+}
+
 // whoIs says who made r. It answers the request itself (and returns ok
 // false) when the request is refused.
 func (s *Server) whoIs(w http.ResponseWriter, r *http.Request) (caller, bool) {
 	if s.auth == nil {
-		if !isLoopbackHost(r.Host) {
+		if !s.hostAllowed(r) {
 			apiError(w, http.StatusForbidden, "riotd: without --token-file, riotd answers requests for localhost only (this one is for %q): give riotd a --token-file to serve others", r.Host)
 			return caller{}, false
 		}
-		return caller{access: accessCancel, name: "the dashboard", ambient: true}, true
+		return caller{access: accessCancel, ambient: true}, true
 	}
 	if tok, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); found {
 		cred, valid := s.auth.check(strings.TrimSpace(tok))
@@ -261,7 +276,14 @@ func (s *Server) apiChange(h func(http.ResponseWriter, *http.Request, canceler))
 			apiError(w, http.StatusForbidden, "riotd: a request that changes state must come from the dashboard's own page (Origin %q is not %q)", r.Header.Get("Origin"), r.Host)
 			return
 		}
-		h(w, r, canceler{who: "the dashboard (" + c.name + ")", own: scopeOf(c.name, s.opts.SharedCache),
+		who := "the HTTP API"
+		if c.ambient {
+			who = "the dashboard"
+		}
+		if c.name != "" {
+			who += " (" + c.name + ")"
+		}
+		h(w, r, canceler{who: who, own: scopeOf(c.name, s.opts.SharedCache),
 			all: s.auth == nil || s.opts.SharedCache})
 	}
 }
@@ -278,6 +300,9 @@ func (s *Server) serveLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	r.Body = http.MaxBytesReader(w, r.Body, 16<<10)
+	// A form of 16 KiB comes at once: a client that trickles it holds a
+	// connection no longer than this.
+	_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(10 * time.Second))
 	if err := r.ParseForm(); err != nil {
 		s.loginPage(w, r, http.StatusBadRequest, "The form could not be read: "+err.Error())
 		return
@@ -309,6 +334,10 @@ func (s *Server) serveLogin(w http.ResponseWriter, r *http.Request) {
 
 // serveLogout ends the session of the request's cookie.
 func (s *Server) serveLogout(w http.ResponseWriter, r *http.Request) {
+	if !sameOrigin(r) {
+		apiError(w, http.StatusForbidden, "riotd: log out from riotd's own page")
+		return
+	}
 	if ck, err := r.Cookie(sessionCookie); err == nil {
 		s.sessions.remove(ck.Value)
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/riot-go/riot/tracker/store"
 	"github.com/riot-go/riot/tracker/table"
 	"github.com/riot-go/riot/wire"
 	"github.com/riot-go/riot/workunit"
@@ -70,6 +71,8 @@ type waiter struct {
 }
 
 func newLoop(s *Server, tab *table.Table) *loop {
+	act := newActivity()
+	_, act.keepsJobs = s.st.(store.JobStore)
 	return &loop{
 		s:           s,
 		tab:         tab,
@@ -77,7 +80,7 @@ func newLoop(s *Server, tab *table.Table) *loop {
 		names:       make(map[string]*conn),
 		persistReq:  make(chan []table.Record, 1),
 		persistDone: make(chan error, 1),
-		act:         newActivity(),
+		act:         act,
 		cancels:     make(map[uint64]chan cancelResult),
 		jobsDone:    make(chan jobsWrite, 1),
 	}
@@ -397,6 +400,7 @@ func (l *loop) frame(ib *inbound) {
 			l.leases = l.leases[:0]
 			for _, ls := range m.Leases {
 				l.leases = append(l.leases, table.LeaseRef{Key: ls.Key, Token: table.Token(ls.Token)})
+				delete(c.printed, ls.Token) // its streamed lines: the run is over
 			}
 			_ = l.tab.Step(table.Return{Worker: wid, Leases: l.leases})
 			l.s.log.Info("worker returned workunits", "conn", c.name, "leases", len(m.Leases))

@@ -148,7 +148,14 @@ func (s *Server) routes() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+wire.Path, s.serveWS)
 	mux.HandleFunc("GET /status", s.needMaster(s.serveStatus))
-	mux.Handle("GET /metrics", promhttp.HandlerFor(s.metrics, promhttp.HandlerOpts{}))
+	metrics := promhttp.HandlerFor(s.metrics, promhttp.HandlerOpts{})
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, r *http.Request) {
+		if !s.hostAllowed(r) {
+			refuseHost(w, r)
+			return
+		}
+		metrics.ServeHTTP(w, r)
+	})
 	mux.HandleFunc("GET /healthz", s.serveHealth)
 	mux.HandleFunc("GET /{$}", s.serveRoot)
 	// The dashboard's login, and the HTTP API under it (docs/http.md).
@@ -177,7 +184,13 @@ func (s *Server) routes() http.Handler {
 // hellos are (see throttle); a right one is served at once.
 func (s *Server) needMaster(h http.HandlerFunc) http.HandlerFunc {
 	if s.auth == nil {
-		return h
+		return func(w http.ResponseWriter, r *http.Request) {
+			if !s.hostAllowed(r) {
+				refuseHost(w, r)
+				return
+			}
+			h(w, r)
+		}
 	}
 	return func(w http.ResponseWriter, r *http.Request) {
 		tok, found := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
@@ -244,8 +257,8 @@ func (s *Server) serveRoot(w http.ResponseWriter, r *http.Request) {
 		s.needMaster(s.serveIndex)(w, r)
 		return
 	}
-	if s.auth == nil && !isLoopbackHost(r.Host) {
-		http.Error(w, "riotd: without --token-file, riotd answers requests for localhost only: give riotd a --token-file to serve others", http.StatusForbidden)
+	if !s.hostAllowed(r) {
+		refuseHost(w, r)
 		return
 	}
 	if !s.loggedIn(r) {
@@ -317,6 +330,9 @@ func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request) {
 type histograms struct {
 	wait prometheus.Histogram
 	run  *prometheus.HistogramVec
+	// runDone and runError are run's two series, looked up once: a label
+	// lookup per result would cost the hot path a hash.
+	runDone, runError prometheus.Observer
 }
 
 // durationBuckets span a trivial workunit's 100 µs to a long one's hours.
@@ -331,6 +347,7 @@ func (s *Server) newMetrics() *prometheus.Registry {
 	s.hist.run = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "riot_workunit_run_seconds",
 		Help:    "How long the runs that finished workunits took on their workers, by outcome (done, error).",
 		Buckets: durationBuckets}, []string{"outcome"})
+	s.hist.runDone, s.hist.runError = s.hist.run.WithLabelValues("done"), s.hist.run.WithLabelValues("error")
 	reg.MustRegister(
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
@@ -381,8 +398,8 @@ func newCollector(s *Server) *collector {
 		forbidden:   desc("requests_forbidden_total", "Requests refused because the connection's token does not allow them."),
 		refusedFull: desc("connections_refused_full_total", "Connections refused because the tracker was full (--max-conns, --max-handshakes)."),
 		jobs:        desc("jobs", "Jobs the tracker knows, by state: running (their master is connected) or ended (in the last hour).", "state"),
-		jobWorkunits: desc("job_workunits", "The workunits of each running job, by status (from_memory: answered at once from earlier results).",
-			"job", "name", "status"),
+		jobWorkunits: desc("job_workunits", "The workunits of each running job, by its id and status (from_memory: answered at once from earlier results); GET /api/v1/jobs names the ids.",
+			"job_id", "status"),
 	}
 }
 
@@ -449,12 +466,12 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 			continue
 		}
 		running++
-		gauge(c.jobWorkunits, float64(j.Waiting), j.ID, j.Name, "waiting")
-		gauge(c.jobWorkunits, float64(j.Running), j.ID, j.Name, "running")
-		gauge(c.jobWorkunits, float64(j.Done), j.ID, j.Name, "done")
-		gauge(c.jobWorkunits, float64(j.Failed), j.ID, j.Name, "error")
-		gauge(c.jobWorkunits, float64(j.Canceled), j.ID, j.Name, "canceled")
-		gauge(c.jobWorkunits, float64(j.FromMemory), j.ID, j.Name, "from_memory")
+		gauge(c.jobWorkunits, float64(j.Waiting), j.ID, "waiting")
+		gauge(c.jobWorkunits, float64(j.Running), j.ID, "running")
+		gauge(c.jobWorkunits, float64(j.Done), j.ID, "done")
+		gauge(c.jobWorkunits, float64(j.Failed), j.ID, "error")
+		gauge(c.jobWorkunits, float64(j.Canceled), j.ID, "canceled")
+		gauge(c.jobWorkunits, float64(j.FromMemory), j.ID, "from_memory")
 	}
 	gauge(c.jobs, float64(running), "running")
 	gauge(c.jobs, float64(len(jobs)-running), "ended")

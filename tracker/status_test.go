@@ -71,7 +71,7 @@ func TestServer_StatusPage(t *testing.T) {
 		"riot_workers 1",
 		"riot_masters 1",
 		`riot_jobs{state="running"} 1`,
-		`riot_job_workunits{job="`,
+		`riot_job_workunits{job_id="`,
 		"riot_submitted_total 2",
 		"riot_forgotten_total 0",
 		`riot_frames_total{direction="in"}`,

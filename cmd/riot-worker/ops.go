@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"regexp"
 	"strings"
@@ -411,7 +412,7 @@ worker. KEY is 64 hex digits, or the first 12 or more of a recent one's. Exits
 		ctx := c.Context()
 		w := c.OutOrStdout()
 		if f.json {
-			raw, err := api.Raw(ctx, "/api/v1/workunits/"+args[0])
+			raw, err := api.Raw(ctx, "/api/v1/workunits/"+url.PathEscape(args[0]))
 			if err != nil {
 				return failed(err)
 			}
