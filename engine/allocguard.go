@@ -397,6 +397,21 @@ const allocLimitsScript = `(function () {
 		// write to this gets an object whose own length is the one read
 		// here (a getter of length could give the original a larger one).
 		const create = Object.create, isArray = Array.isArray, apply = Reflect.apply;
+		// A method that writes to this, and concat, read this's length
+		// again themselves: a length that is a getter could give them a
+		// larger one than the check saw. Such an object is refused.
+		const gopd = Object.getOwnPropertyDescriptor, getProto = Object.getPrototypeOf;
+		const dataLength = (O, name) => {
+			for (let o = O; o !== null; o = getProto(o)) {
+				const d = gopd(o, 'length');
+				if (d === undefined) continue;
+				if (d.get !== undefined || d.set !== undefined) {
+					throw new TypeError('Array.prototype.' + name + ' on an object whose length is a getter: ' +
+						'the worker refuses it (the built-in would read the length again, unchecked); give it an array, or an object with a plain length');
+				}
+				return;
+			}
+		};
 		const steps = (O, name, alloc) => {
 			const arr = isArray(O);
 			const n = arr ? O.length : len(O.length);
@@ -412,6 +427,7 @@ const allocLimitsScript = `(function () {
 					if (this === null || this === undefined) return apply(orig, this, args);
 					const O = Object(this);
 					const n = steps(O, name, alloc);
+					if (writes && !isArray(O)) dataLength(O, name);
 					if (writes || isArray(O)) return apply(orig, O, args);
 					return apply(orig, create(O, { length: { value: n } }), args);
 				},
@@ -447,6 +463,7 @@ const allocLimitsScript = `(function () {
 						total++;
 						continue;
 					}
+					if (!arr) dataLength(E, 'concat');
 					const n = arr ? E.length : len(E.length);
 					if (n > maxSteps && !(arr && n <= denseMax)) refuseLoop(n, 'Array.prototype.concat of an object');
 					total += n;

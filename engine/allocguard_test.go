@@ -280,3 +280,25 @@ func TestAllocLimits_Loops(t *testing.T) {
 		})
 	}
 }
+
+// A method that writes to this (and concat) reads this's length again
+// itself: an object whose length is a getter is refused, since it could
+// give the check a small length and the method a huge one. A regression
+// test: such a reverse passed the check and spun in Go for hours, past
+// its time limit (abandoned, its goroutine still spinning).
+func TestAllocLimits_LengthGetter(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, Options{Slots: 1, MemoryLimit: 256 << 20, Timeout: time.Minute})
+	for _, src := range []string{
+		`let c = 0; Array.prototype.reverse.call({get length() { return c++ ? 2 ** 40 : 1 }})`,
+		`let c = 0; Array.prototype.splice.call(Object.create({get length() { return c++ ? 2 ** 40 : 1 }}), 0, 1)`,
+		`let c = 0; [].concat({[Symbol.isConcatSpreadable]: true, get length() { return c++ ? 2 ** 40 : 1 }})`,
+	} {
+		werr, _ := evalError(t, e, evalReq("{ "+src+" }"))
+		assert.Equal(t, "TypeError", werr.Name, src)
+		assert.Contains(t, werr.Message, "whose length is a getter", src)
+	}
+	assert.Equal(t, []any{2.0, 1.0}, evalValue(t, e, `Array.from(Array.prototype.reverse.call({length: 2, 0: 1, 1: 2}))`))
+	assert.Equal(t, []any{1.0, 2.0, 3.0}, evalValue(t, e, `[1].concat({[Symbol.isConcatSpreadable]: true, length: 2, 0: 2, 1: 3})`))
+	assert.Equal(t, []any{2.0, 4.0}, evalValue(t, e, `Array.prototype.map.call({length: 2, 0: 1, 1: 2}, (x) => 2 * x)`))
+}
