@@ -93,8 +93,38 @@ func ReadConsole(r *cbor.Reader) (Console, error) {
 // two empty strings.
 const minConsoleItem = 3
 
-func consoleHead(r *cbor.Reader) (uint64, error) {
+// next reads a head, which must be in its preferred (shortest) form, as
+// every riot writer makes it: the console a tracker checks and passes on
+// is then the one bytes of its lines, with nothing else to tell apart.
+func next(r *cbor.Reader) (cbor.Head, error) {
+	start := r.Offset()
 	h, err := r.Next()
+	if err != nil {
+		return h, err
+	}
+	if n := r.Offset() - start; n != headSize(h.Arg) {
+		return h, r.Errorf("a head of %d bytes for %d: not in its shortest form", n, h.Arg)
+	}
+	return h, nil
+}
+
+// headSize is the size of a head of argument arg in its shortest form.
+func headSize(arg uint64) int {
+	switch {
+	case arg < 24:
+		return 1
+	case arg <= 0xff:
+		return 2
+	case arg <= 0xffff:
+		return 3
+	case arg <= 0xffffffff:
+		return 5
+	}
+	return 9
+}
+
+func consoleHead(r *cbor.Reader) (uint64, error) {
+	h, err := next(r)
 	if err != nil {
 		return 0, err
 	}
@@ -109,7 +139,7 @@ func consoleHead(r *cbor.Reader) (uint64, error) {
 
 // consoleLine reads one [level, text], aliasing r's data.
 func consoleLine(r *cbor.Reader) (level, text []byte, err error) {
-	h, err := r.Next()
+	h, err := next(r)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -129,7 +159,7 @@ func consoleLine(r *cbor.Reader) (level, text []byte, err error) {
 }
 
 func textBytes(r *cbor.Reader) ([]byte, error) {
-	h, err := r.Next()
+	h, err := next(r)
 	if err != nil {
 		return nil, err
 	}
