@@ -25,6 +25,8 @@ func TestClient_AgainstTracker(t *testing.T) {
 	defer m.Close()
 	call, err := m.DoWork(&value.Function{Source: "(x) => x * x"}, 3)
 	require.NoError(t, err)
+	_, err = call.Accepted(ctx) // in the table: what the API shows from here on
+	require.NoError(t, err)
 
 	for _, addr := range []string{tr.Addr(), "http://" + tr.Addr(), "ws://" + tr.Addr() + "/riot"} {
 		api, err := apiclient.New(addr, apiclient.Options{})
