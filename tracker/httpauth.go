@@ -4,7 +4,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"net"
+	"github.com/riot-go/riot/internal/loopback"
 	"net/http"
 	"net/url"
 	"strings"
@@ -112,27 +112,13 @@ type caller struct {
 	ambient bool
 }
 
-// isLoopbackHost reports whether host (a Host header, with or without a
-// port) names this machine by a loopback name or address.
-func isLoopbackHost(host string) bool {
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
 // hostAllowed reports whether riotd answers a request for r's Host:
 // without credentials (and without --unsafe-no-auth, which says riotd is
 // reached from elsewhere), only one for a loopback host, so that a web
 // page elsewhere that points a name of its own at 127.0.0.1 (DNS
 // rebinding) reaches neither the API, the status pages nor the websocket.
 func (s *Server) hostAllowed(r *http.Request) bool {
-	return s.auth != nil || s.opts.UnsafeNoAuth || isLoopbackHost(r.Host)
+	return s.auth != nil || s.opts.UnsafeNoAuth || loopback.Host(r.Host)
 }
 
 // refuseHost answers a request that hostAllowed refuses.
@@ -178,19 +164,33 @@ func callerOf(cred credSum, ambient bool) caller {
 	return c
 }
 
+// guessed counts a wrong token of r's address, as failed hellos are
+// counted (see throttle), and waits out the delay of an address that has
+// failed too often. It reports whether it waited (the answer is then a
+// throttled one), and whether r is still there to answer.
+func (s *Server) guessed(r *http.Request) (throttled, ok bool) {
+	wait := s.throttle.failed(hostOf(r.RemoteAddr))
+	if wait <= 0 {
+		return false, true
+	}
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true, true
+	case <-r.Context().Done():
+		return true, false
+	}
+}
+
 // refuseToken answers a request whose token is wrong, throttled by
 // address as failed hellos are.
 func (s *Server) refuseToken(w http.ResponseWriter, r *http.Request, api bool) {
 	s.counters.authFailures.Add(1)
-	if wait := s.throttle.failed(hostOf(r.RemoteAddr)); wait > 0 {
-		t := time.NewTimer(wait)
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-			t.Stop()
-			return
+	if throttled, ok := s.guessed(r); throttled {
+		if ok {
+			apiError(w, http.StatusTooManyRequests, "riotd: too many failed attempts from this address: wait and try again")
 		}
-		apiError(w, http.StatusTooManyRequests, "riotd: too many failed attempts from this address: wait and try again")
 		return
 	}
 	if api {
@@ -310,12 +310,8 @@ func (s *Server) serveLogin(w http.ResponseWriter, r *http.Request) {
 	cred, valid := s.auth.check(strings.TrimSpace(r.PostForm.Get("token")))
 	if !valid || (cred.role != wire.RoleMaster && cred.role != RoleViewer) {
 		s.counters.authFailures.Add(1)
-		if wait := s.throttle.failed(hostOf(r.RemoteAddr)); wait > 0 {
-			t := time.NewTimer(wait)
-			select {
-			case <-t.C:
-			case <-r.Context().Done():
-				t.Stop()
+		if !valid { // a worker's token is no guess: not throttled
+			if _, ok := s.guessed(r); !ok {
 				return
 			}
 		}

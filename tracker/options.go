@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/riot-go/riot/internal/logfmt"
+	"github.com/riot-go/riot/internal/loopback"
 	"io"
 	"log/slog"
 	"net"
@@ -234,7 +235,7 @@ func addFlags(fs *pflag.FlagSet, getenv func(string) string) *Flags {
 	o := &f.o
 	fs.IntVar(&f.port, "port", wire.DefaultPort, "TCP `port` to listen on")
 	fs.StringVar(&o.Listen, "listen", "", "address to listen on, `HOST[:PORT]` (default: every interface with --token-file, else 127.0.0.1; --port)")
-	fs.StringVar(&o.TokenFile, "token-file", "", "`file` of credentials, lines of \"master TOKEN\" or \"worker TOKEN\" (default: none checked, loopback only)")
+	fs.StringVar(&o.TokenFile, "token-file", "", "`file` of credentials, lines of \"master TOKEN\", \"worker TOKEN\" or \"viewer TOKEN\" (default: none checked, loopback only)")
 	fs.BoolVar(&o.UnsafeNoAuth, "unsafe-no-auth", false,
 		"allow --listen on an address other than loopback without --token-file: anyone who reaches it can run code on the workers")
 	fs.StringVar(&o.TLSCertFile, "tls-cert", "", "serve TLS (wss://) with this certificate chain `file` (PEM); needs --tls-key")
@@ -335,7 +336,7 @@ func (f *Flags) Options(args []string) (Options, error) {
 		return Options{}, err
 	}
 	if o.Listen == "" && !o.authConfigured() {
-		listen = net.JoinHostPort(loopback, strconv.Itoa(f.port))
+		listen = net.JoinHostPort(loopbackAddr, strconv.Itoa(f.port))
 	}
 	o.Listen = listen
 	if o.TokenFile != "" {
@@ -424,7 +425,7 @@ func (o *Options) check() error {
 		if err != nil {
 			return fmt.Errorf("tracker: listen address %q: %w", o.Listen, err)
 		}
-		if !isLoopback(host) {
+		if !loopback.Host(host) {
 			shown := host
 			if shown == "" {
 				shown = "every interface"
@@ -436,27 +437,18 @@ func (o *Options) check() error {
 	return nil
 }
 
-// loopback is the host riotd listens on by default without credentials.
-const loopback = "127.0.0.1"
+// loopbackAddr is the host riotd listens on by default without credentials.
+const loopbackAddr = "127.0.0.1"
 
 // authConfigured reports whether the options give credentials to check.
 func (o *Options) authConfigured() bool { return o.TokenFile != "" || len(o.Tokens) > 0 }
-
-// isLoopback reports whether host is a loopback address or "localhost".
-func isLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
 
 // withDefaults returns o with every zero field set to its default.
 func (o Options) withDefaults() Options {
 	if o.Listen == "" {
 		host := ""
 		if !o.authConfigured() {
-			host = loopback
+			host = loopbackAddr
 		}
 		o.Listen = net.JoinHostPort(host, strconv.Itoa(wire.DefaultPort))
 	}

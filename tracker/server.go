@@ -7,6 +7,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/riot-go/riot/internal/loopback"
 	"log/slog"
 	"net"
 	"net/http"
@@ -256,14 +257,14 @@ func New(opts Options) (*Server, error) {
 		if tokenWarn != "" {
 			s.log.Warn("riotd: " + tokenWarn)
 		}
-	case o.UnsafeNoAuth && !isLoopback(hostOf(o.Listen)):
+	case o.UnsafeNoAuth && !loopback.Host(hostOf(o.Listen)):
 		s.log.Warn("riotd: no credentials (--unsafe-no-auth): anyone who can reach this address can run code on the workers and read every result",
 			"addr", s.Addr().String())
 	default:
 		s.log.Warn("riotd: no credentials (no --token-file): listening on loopback only; anyone on this machine can run code on the workers",
 			"addr", s.Addr().String())
 	}
-	if !s.tls && s.auth != nil && !isLoopback(hostOf(o.Listen)) {
+	if !s.tls && s.auth != nil && !loopback.Host(hostOf(o.Listen)) {
 		s.log.Warn("riotd: tokens travel in clear text without TLS (--tls-cert, --tls-key), or put riotd behind a TLS proxy")
 	}
 	return s, nil

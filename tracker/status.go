@@ -205,15 +205,10 @@ func (s *Server) needMaster(h http.HandlerFunc) http.HandlerFunc {
 		}
 		s.counters.authFailures.Add(1)
 		if !found || !valid { // a worker's token is no guess: not throttled
-			if wait := s.throttle.failed(hostOf(r.RemoteAddr)); wait > 0 {
-				t := time.NewTimer(wait)
-				select {
-				case <-t.C:
-				case <-r.Context().Done():
-					t.Stop()
-					return
+			if throttled, ok := s.guessed(r); throttled {
+				if ok {
+					http.Error(w, "riotd: too many failed attempts from this address: wait and try again", http.StatusTooManyRequests)
 				}
-				http.Error(w, "riotd: too many failed attempts from this address: wait and try again", http.StatusTooManyRequests)
 				return
 			}
 		}

@@ -24,10 +24,10 @@ import (
 	"crypto/sha256"
 	"embed"
 	"encoding/hex"
+	"github.com/riot-go/riot/internal/loopback"
 	"html/template"
 	"io/fs"
 	"log/slog"
-	"net"
 	"net/http"
 	"path"
 	"strings"
@@ -180,7 +180,7 @@ func (d *Dashboard) ServeIndex(w http.ResponseWriter, r *http.Request) {
 func (d *Dashboard) ServeLogin(w http.ResponseWriter, r *http.Request, status int, message string) {
 	var b bytes.Buffer
 	err := d.login.Execute(&b, map[string]any{
-		"Title": d.opts.Title, "Message": message, "Insecure": !d.opts.Secure && !loopbackHost(r.Host),
+		"Title": d.opts.Title, "Message": message, "Insecure": !d.opts.Secure && !loopback.Host(r.Host),
 		"CSS": d.mustURL("app.css"), "Icon": d.mustURL("favicon.svg"),
 	})
 	if err != nil {
@@ -227,18 +227,4 @@ func (d *Dashboard) ServeAsset(w http.ResponseWriter, r *http.Request) {
 		h.Set("Cache-Control", "no-cache")
 	}
 	http.ServeContent(w, r, name, time.Time{}, bytes.NewReader(a.data))
-}
-
-// loopbackHost says whether a Host header names this machine's loopback
-// interface: localhost (or a name under .localhost) or a loopback address.
-func loopbackHost(host string) bool {
-	if h, _, err := net.SplitHostPort(host); err == nil {
-		host = h
-	}
-	host = strings.TrimSuffix(strings.TrimPrefix(host, "["), "]")
-	if strings.EqualFold(host, "localhost") || strings.HasSuffix(strings.ToLower(host), ".localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }
