@@ -213,7 +213,7 @@ func (s *slot) run(parent context.Context, req *Request) (*Result, error) {
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
 	r := &run{ctx: ctx, blobs: req.Blobs, gpus: req.GPUs, workerName: req.WorkerName, rl: rl, spec: req.Spec,
-		slot: s, onAbandon: req.Abandoned}
+		slot: s, onAbandon: req.Abandoned, host: req.Host}
 	if req.Abandoned == nil {
 		// Run must return even if the workunit does not: the executor
 		// evaluates, and Run waits for it.
@@ -270,6 +270,7 @@ func (s *slot) run(parent context.Context, req *Request) (*Result, error) {
 		rl.sets.settle(r.shared)
 	}
 	rl.cur = nil
+	rl.fns.Forget()
 
 	res := &Result{Console: r.console.finish(), Slot: s.id, Elapsed: elapsed}
 	if err == nil {

@@ -20,6 +20,39 @@ type Functions struct {
 	rt        *goja.Runtime
 	compile   func(name, src string) (*goja.Program, error)
 	factories map[string]*factory
+	// made are the functions made since Forget (plain, those without free
+	// variables, are kept for good, as their factories keep them): what
+	// Captured knows, so that a workunit can send a function it received
+	// on to a child.
+	made, plain map[*goja.Object]*CapturedFunc
+}
+
+// Captured returns the source and free variables of fn, when fn is a
+// function these Functions made (since the last Forget, or one without
+// free variables): its free variables' values are those it was made
+// with, and fn itself for a function that refers to itself.
+func (fs *Functions) Captured(fn *goja.Object) (*CapturedFunc, bool) {
+	if cf, ok := fs.made[fn]; ok {
+		return cf, true
+	}
+	cf, ok := fs.plain[fn]
+	return cf, ok
+}
+
+// Forget drops what Captured knows of the functions with free variables
+// made so far (a workunit's, when it ends).
+func (fs *Functions) Forget() { clear(fs.made) }
+
+func (fs *Functions) remember(fn *goja.Object, source string, names []string, vals []goja.Value, pos funcPos, plain bool) {
+	cf := &CapturedFunc{Source: source, Names: names, Values: vals, File: pos.file, Line: pos.line, Column: pos.column, Strict: pos.strict}
+	m := &fs.made
+	if plain {
+		m = &fs.plain
+	}
+	if *m == nil {
+		*m = make(map[*goja.Object]*CapturedFunc)
+	}
+	(*m)[fn] = cf
 }
 
 // NewFunctions returns the function maker of rt; compile compiles a
@@ -73,13 +106,27 @@ func (fs *Functions) makeFunction(source string, names []string, self []bool, va
 		return nil, err
 	}
 	if f.plain != nil {
+		fs.remember(f.plain, source, nil, nil, pos, true)
 		return f.plain, nil
 	}
 	v, err := f.make(goja.Undefined(), args...)
 	if err != nil {
 		return nil, err
 	}
-	return fs.checkFunction(v, pos)
+	fn, err := fs.checkFunction(v, pos)
+	if err != nil {
+		return nil, err
+	}
+	all := make([]goja.Value, len(names))
+	for i := range names {
+		if self[i] {
+			all[i] = fn
+		} else {
+			all[i] = vals[i]
+		}
+	}
+	fs.remember(fn, source, names, all, pos, false)
+	return fn, nil
 }
 
 // makeCyclicFunction makes a captured function before its variables'
@@ -113,6 +160,9 @@ func (fs *Functions) makeCyclicFunction(source string, names []string, pos funcP
 	set, _ := goja.AssertFunction(po.Get("1"))
 	return fn, func(vals []goja.Value) error {
 		_, err := set(goja.Undefined(), fs.rt.NewArray(toAny(vals)...))
+		if err == nil {
+			fs.remember(fn, source, names, vals, pos, false)
+		}
 		return err
 	}, nil
 }

@@ -1,0 +1,100 @@
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/dop251/goja"
+
+	"github.com/riot-go/riot/engine/capture"
+	"github.com/riot-go/riot/engine/internal/jsvalue"
+)
+
+// Host returns the running workunit's Request.Host (nil outside a
+// workunit, or when its request gave none): a worker's handle on the
+// workunit's lease, through which engine/jschild submits children.
+func (sb *Sandbox) Host() any {
+	if sb.rl.cur != nil {
+		return sb.rl.cur.host
+	}
+	return nil
+}
+
+// Secede gives up the running workunit's slot while it waits for work
+// done elsewhere (its children), as Engine.Secede does; Rejoin takes it
+// back before the script goes on. Outside an engine's run (a standalone
+// sandbox) both do nothing.
+func (sb *Sandbox) Secede() error {
+	if sb.rl.cur == nil || sb.rl.eng.permits == nil {
+		return nil
+	}
+	return sb.rl.eng.Secede()
+}
+
+// Rejoin takes back the slot the running workunit gave up with Secede,
+// waiting until one is free; it fails when the workunit's context ends
+// first (its time limit, a stop).
+func (sb *Sandbox) Rejoin() error {
+	if sb.rl.cur == nil || sb.rl.eng.permits == nil {
+		return nil
+	}
+	return sb.rl.eng.Rejoin(sb.rl.cur.ctx)
+}
+
+// ErrNotShippable is what EncodeCall's error wraps for a function that a
+// workunit cannot send on: one it made itself that has free variables.
+var ErrNotShippable = errors.New("engine: the function cannot be sent")
+
+// EncodeCall encodes fn and args as the payload of a fn workunit (the
+// array [fn, ...args], see workunit.Spec), to submit as a child of the
+// running workunit. A workunit can send on a function it received (its
+// own function, an argument, a captured variable, and the functions they
+// hold), with the values its free variables were given, and a function
+// without free variables of its own (it may use globals); another is an
+// error wrapping ErrNotShippable that names its free variables. what
+// names the caller in messages ("riot.doWork").
+func (sb *Sandbox) EncodeCall(what string, fn goja.Value, args []goja.Value) ([]byte, error) {
+	rl := sb.rl
+	enc := jsvalue.NewEncoder(rl.rt, rl.in, jsvalue.EncodeOptions{Root: "args", Dest: "to a worker",
+		Capture: func(o *goja.Object) (*jsvalue.CapturedFunc, error) { return rl.captured(what, o) }})
+	enc.BeginArgs(1 + len(args))
+	if err := enc.Encode(fn); err != nil {
+		return nil, err
+	}
+	for _, a := range args {
+		if err := enc.Encode(a); err != nil {
+			return nil, err
+		}
+	}
+	return enc.TakeBytes(), nil
+}
+
+// captured is the capture hook of EncodeCall.
+func (rl *realm) captured(what string, o *goja.Object) (*jsvalue.CapturedFunc, error) {
+	if cf, ok := rl.fns.Captured(o); ok {
+		return cf, nil
+	}
+	src := o.String()
+	name := o.Get("name").String()
+	if name == "" {
+		name = "(anonymous)"
+	}
+	if strings.Contains(src, "[native code]") {
+		return nil, fmt.Errorf("%w: %s: %s is a built-in function", ErrNotShippable, what, name)
+	}
+	s, err := capture.Instrument("workunit", "("+src+"\n)", capture.Options{})
+	if err != nil || len(s.Funcs) == 0 {
+		return nil, fmt.Errorf("%w: %s: the source of function %s does not parse alone", ErrNotShippable, what, name)
+	}
+	f := s.Funcs[0]
+	if !f.Shippable {
+		return nil, fmt.Errorf("%w: %s: function %s: %s", ErrNotShippable, what, name, f.Reason)
+	}
+	if len(f.Free) > 0 {
+		return nil, fmt.Errorf("%w: %s in a workunit takes a function the workunit received (its own function, an argument, "+
+			"a captured variable) or one without free variables; function %s, made in this workunit, uses %s: "+
+			"pass them as arguments, or use riot.doWorkEval", ErrNotShippable, what, name, strings.Join(f.Free, ", "))
+	}
+	return &jsvalue.CapturedFunc{Source: src, File: "workunit", Line: 1, Column: 1, Strict: f.Strict}, nil
+}
