@@ -239,6 +239,17 @@ func (k *Call) message() wire.Msg {
 	return k.msg
 }
 
+// Finished reports whether the Call has ended: Wait returns without
+// waiting for the tracker (it may still fetch a result sent as a blob).
+func (k *Call) Finished() bool {
+	select {
+	case <-k.done:
+		return true
+	default:
+		return false
+	}
+}
+
 // FromMemory reports whether the tracker answered the submission with the
 // key's result (a memoized workunit: nothing ran for it). It is false
 // until the tracker has accepted the submission.

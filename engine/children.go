@@ -70,6 +70,17 @@ func (sb *Sandbox) EncodeCall(what string, fn goja.Value, args []goja.Value) ([]
 	return enc.TakeBytes(), nil
 }
 
+// notShippable is an error that wraps ErrNotShippable with a message of
+// its own.
+type notShippable struct{ msg string }
+
+func (e *notShippable) Error() string { return e.msg }
+func (e *notShippable) Unwrap() error { return ErrNotShippable }
+
+func unshippable(format string, args ...any) error {
+	return &notShippable{msg: fmt.Sprintf(format, args...)}
+}
+
 // captured is the capture hook of EncodeCall.
 func (rl *realm) captured(what string, o *goja.Object) (*jsvalue.CapturedFunc, error) {
 	if cf, ok := rl.fns.Captured(o); ok {
@@ -81,20 +92,29 @@ func (rl *realm) captured(what string, o *goja.Object) (*jsvalue.CapturedFunc, e
 		name = "(anonymous)"
 	}
 	if strings.Contains(src, "[native code]") {
-		return nil, fmt.Errorf("%w: %s: %s is a built-in function", ErrNotShippable, what, name)
+		return nil, unshippable("%s: %s is a built-in function, which cannot be sent", what, name)
 	}
 	s, err := capture.Instrument("workunit", "("+src+"\n)", capture.Options{})
 	if err != nil || len(s.Funcs) == 0 {
-		return nil, fmt.Errorf("%w: %s: the source of function %s does not parse alone", ErrNotShippable, what, name)
+		return nil, unshippable("%s: the source of function %s does not parse alone, so it cannot be sent", what, name)
 	}
 	f := s.Funcs[0]
 	if !f.Shippable {
-		return nil, fmt.Errorf("%w: %s: function %s: %s", ErrNotShippable, what, name, f.Reason)
+		return nil, unshippable("%s: function %s cannot be sent: %s", what, name, f.Reason)
 	}
-	if len(f.Free) > 0 {
-		return nil, fmt.Errorf("%w: %s in a workunit takes a function the workunit received (its own function, an argument, "+
+	// Alone, the function's free variables look like globals: those the
+	// global object lacks are variables of the scopes it was made in.
+	free := f.Free
+	global := rl.rt.GlobalObject()
+	for _, g := range f.Globals {
+		if global.Get(g) == nil {
+			free = append(free, g)
+		}
+	}
+	if len(free) > 0 {
+		return nil, unshippable("%s in a workunit takes a function the workunit received (its own function, an argument, "+
 			"a captured variable) or one without free variables; function %s, made in this workunit, uses %s: "+
-			"pass them as arguments, or use riot.doWorkEval", ErrNotShippable, what, name, strings.Join(f.Free, ", "))
+			"pass them as arguments, or use riot.doWorkEval", what, name, strings.Join(free, ", "))
 	}
 	return &jsvalue.CapturedFunc{Source: src, File: "workunit", Line: 1, Column: 1, Strict: f.Strict}, nil
 }

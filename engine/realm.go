@@ -90,6 +90,13 @@ func newRealm(eng *Engine, slotID int, key string) (*realm, error) {
 	if err != nil {
 		return nil, err
 	}
+	// riot is frozen once the bindings added theirs (engine/jschild).
+	if riot, ok := rl.rt.Get("riot").(*goja.Object); ok {
+		if _, err := rl.in.ObjectFreeze(goja.Undefined(), riot); err != nil {
+			rl.close()
+			return nil, err
+		}
+	}
 	rl.rt.SetPromiseRejectionTracker(rl.trackRejection)
 	if err := rl.installSharedSets(); err != nil {
 		return nil, err
