@@ -1,0 +1,171 @@
+package jschild_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/riot-go/riot/engine"
+	"github.com/riot-go/riot/engine/jschild"
+	"github.com/riot-go/riot/value"
+	"github.com/riot-go/riot/workunit"
+)
+
+// host runs a workunit's children in the same engine, each on a goroutine
+// of its own, as a worker would on its slots; each child gets a host of
+// its own.
+type host struct {
+	eng     *engine.Engine
+	mu      sync.Mutex
+	calls   map[workunit.Key]chan struct{}
+	outs    map[workunit.Key]*workunit.Outcome
+	seceded int
+}
+
+func newHost(eng *engine.Engine) *host {
+	return &host{eng: eng, calls: map[workunit.Key]chan struct{}{}, outs: map[workunit.Key]*workunit.Outcome{}}
+}
+
+func (h *host) Submit(spec *workunit.Spec, _ workunit.Options) workunit.Key {
+	_, key := spec.Encode()
+	done := make(chan struct{})
+	h.mu.Lock()
+	h.calls[key] = done
+	h.mu.Unlock()
+	go func() {
+		res, err := h.eng.Run(context.Background(), engine.Request{Spec: spec, Host: newHost(h.eng)})
+		out := &workunit.Outcome{Key: key, Status: workunit.StatusDone, Worker: "test"}
+		var werr *workunit.Error
+		if errors.As(err, &werr) {
+			out.Status, out.Err = workunit.StatusError, werr
+		} else if err == nil {
+			out.Result = res.Value
+		}
+		h.mu.Lock()
+		h.outs[key] = out
+		h.mu.Unlock()
+		close(done)
+	}()
+	return key
+}
+
+func (h *host) Finished(key workunit.Key) bool {
+	h.mu.Lock()
+	_, ok := h.outs[key]
+	h.mu.Unlock()
+	return ok
+}
+
+func (h *host) Wait(ctx context.Context, key workunit.Key) (*workunit.Outcome, error) {
+	h.mu.Lock()
+	done := h.calls[key]
+	h.mu.Unlock()
+	if done == nil {
+		return nil, errors.New("not a child")
+	}
+	select {
+	case <-done:
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.outs[key], nil
+}
+
+func (h *host) Secede() { h.mu.Lock(); h.seceded++; h.mu.Unlock() }
+func (h *host) Rejoin() {}
+
+func newEngine(t *testing.T, slots int) *engine.Engine {
+	eng, err := engine.New(engine.Options{Slots: slots, Bindings: []engine.Binding{jschild.Binding()}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = eng.Close() })
+	return eng
+}
+
+func run(t *testing.T, eng *engine.Engine, src string, args ...any) (any, error) {
+	t.Helper()
+	payload, err := value.Marshal(append([]any{&value.Function{Source: src, File: "test.js", Line: 1, Column: 1}}, args...))
+	require.NoError(t, err)
+	res, err := eng.Run(t.Context(), engine.Request{Spec: &workunit.Spec{Kind: workunit.Fn, Name: "test.js", Payload: payload}, Host: newHost(eng)})
+	if err != nil {
+		return nil, err
+	}
+	return res.Decode()
+}
+
+// A recursive function sends itself on to its children: on an engine of
+// one slot, each waiting parent gives the slot up, so fib(8) split down
+// to fib(1) finishes.
+func TestChildren_RecursionOnOneSlot(t *testing.T) {
+	t.Parallel()
+	eng := newEngine(t, 1)
+	v, err := run(t, eng, `function fib(n) {
+		if (n < 2) return n;
+		return riot.waitUntilDone(riot.doWork(fib, n - 1)) + riot.waitUntilDone(riot.doWork(fib, n - 2));
+	}`, 8)
+	require.NoError(t, err)
+	assert.Equal(t, 21.0, v)
+	assert.Zero(t, eng.Seceded(), "every parent took its slot back")
+}
+
+// A function that the workunit made with free variables of its own cannot
+// be sent; one without free variables can, as can the await forms.
+func TestChildren_Functions(t *testing.T) {
+	t.Parallel()
+	eng := newEngine(t, 2)
+	v, err := run(t, eng, `(x) => riot.waitUntilDone(riot.doWork((y) => Math.abs(y) * 2, x))`, -21)
+	require.NoError(t, err)
+	assert.Equal(t, 42.0, v)
+
+	_, err = run(t, eng, `(x) => { const k = 3; return riot.doWork((y) => y * k, x); }`, 1)
+	var werr *workunit.Error
+	require.ErrorAs(t, err, &werr)
+	assert.Equal(t, "DataCloneError", werr.Name)
+	assert.Contains(t, werr.Message, "riot.doWork in a workunit takes a function the workunit received")
+	assert.Contains(t, werr.Message, "uses k")
+
+	v, err = run(t, eng, `async (xs) => {
+		const [a, b] = await Promise.all([riot.run((y) => y + 1, 1), riot.runEval('40')]);
+		const m = await riot.map(xs, (x, i) => x * i);
+		return [a + b, m];
+	}`, []any{5.0, 6.0})
+	require.NoError(t, err)
+	assert.Equal(t, []any{42.0, []any{0.0, 6.0}}, v)
+}
+
+// A child's failure is the WorkunitError a master gets: its cause is the
+// child's error, with its name and message.
+func TestChildren_Failure(t *testing.T) {
+	t.Parallel()
+	eng := newEngine(t, 1)
+	v, err := run(t, eng, `() => {
+		try {
+			riot.waitUntilDone(riot.doWork(() => { throw new TypeError('no') }));
+		} catch (e) {
+			return [e instanceof riot.WorkunitError, e.name, e.worker, e.kind, e.cause.name, e.cause.message, /failed on worker test: TypeError: no$/.test(e.message)];
+		}
+	}`)
+	require.NoError(t, err)
+	assert.Equal(t, []any{true, "WorkunitError", "test", "thrown", "TypeError", "no", true}, v)
+
+	_, err = run(t, eng, `() => riot.with({retries: 2})`)
+	var werr *workunit.Error
+	require.ErrorAs(t, err, &werr)
+	assert.Contains(t, werr.Message, `riot.with: unknown option "retries"`)
+}
+
+// Without a worker (an engine used alone) the functions say why they
+// cannot submit.
+func TestChildren_NoHost(t *testing.T) {
+	t.Parallel()
+	eng := newEngine(t, 1)
+	_, err := eng.Eval(t.Context(), `riot.doWork(() => 1)`)
+	var werr *workunit.Error
+	require.ErrorAs(t, err, &werr)
+	assert.Contains(t, werr.Message, "riot.doWork: this workunit runs where it cannot submit workunits")
+}
