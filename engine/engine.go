@@ -267,10 +267,10 @@ type Engine struct {
 	// run takes one with its slot, and gives it back while it waits
 	// (Secede). Slots past Options.Slots are made when a permit finds no
 	// free slot: the seceded runs hold theirs.
-	permits  chan struct{}
-	nslots   atomic.Int64
-	seceded  atomic.Int64
-	guard *memGuard
+	permits chan struct{}
+	nslots  atomic.Int64
+	seceded atomic.Int64
+	guard   *memGuard
 	// allocCap bounds one allocation a workunit asks of a built-in
 	// (bindAllocLimits): the memory limit, or a share of the machine's.
 	allocCap uint64

@@ -512,7 +512,7 @@ func (rl *realm) blobBytesOf(h blob.Hash) (*blobBytes, error) {
 // run is one workunit's evaluation: its context, console and timers.
 type run struct {
 	ctx        context.Context
-	host       any // Request.Host
+	host       any    // Request.Host
 	gpus       []int  // Request.GPUs: the devices the worker gave the workunit
 	workerName string // Request.WorkerName: riot.worker.name, when set
 	cancel     context.CancelCauseFunc

@@ -61,17 +61,17 @@ type Flags struct {
 	maxStuck cliflag.AutoInt
 	// maxWaiting is --max-waiting-parents.
 	maxWaiting cliflag.AutoInt
-	grace    time.Duration
-	timeout  time.Duration
-	memory   *cliflag.MemoryLimit
-	cache    int
-	token    string
-	tlsCA    string
-	noGPU    bool
-	level    slog.Level
-	format   string
-	metrics  string
-	debug    string
+	grace      time.Duration
+	timeout    time.Duration
+	memory     *cliflag.MemoryLimit
+	cache      int
+	token      string
+	tlsCA      string
+	noGPU      bool
+	level      slog.Level
+	format     string
+	metrics    string
+	debug      string
 }
 
 // AddFlags defines riot-worker's flags (docs/workers.md) on fs and returns
