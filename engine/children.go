@@ -36,10 +36,15 @@ func (sb *Sandbox) Secede() error {
 // waiting until one is free; it fails when the workunit's context ends
 // first (its time limit, a stop).
 func (sb *Sandbox) Rejoin() error {
-	if sb.rl.cur == nil || sb.rl.eng.permits == nil {
+	r := sb.rl.cur
+	if r == nil || sb.rl.eng.permits == nil {
 		return nil
 	}
-	return sb.rl.eng.Rejoin(sb.rl.cur.ctx)
+	err := sb.rl.eng.Rejoin(r.ctx)
+	if err != nil && r.slot != nil {
+		r.slot.noPermit = true
+	}
+	return err
 }
 
 // ErrNotShippable is what EncodeCall's error wraps for a function that a

@@ -351,8 +351,14 @@ func (e *Engine) release(s *slot) {
 		s.closeRealms()
 	default:
 	}
+	// A run that could not take its permit back (Sandbox.Rejoin) has
+	// none to give back.
+	noPermit := s.noPermit
+	s.noPermit = false
 	e.free <- s
-	e.permits <- struct{}{}
+	if !noPermit {
+		e.permits <- struct{}{}
+	}
 }
 
 // ErrTooManySeceded is what Secede returns (wrapped) past
@@ -376,17 +382,15 @@ func (e *Engine) Secede() error {
 }
 
 // Rejoin takes a slot back after Secede: it waits until fewer than
-// Options.Slots workunits run, or ctx ends (then the caller has no slot,
-// and must not run script: it fails its workunit).
+// Options.Slots workunits run, or ctx ends. Then it returns ctx's cause,
+// wrapped, and the caller has no slot: it must not run script, and its
+// run gives no slot back when it ends (Sandbox.Rejoin sees to it).
 func (e *Engine) Rejoin(ctx context.Context) error {
 	defer e.seceded.Add(-1)
 	select {
 	case <-e.permits:
 		return nil
 	case <-ctx.Done():
-		// The run ends without its permit: give one back for it, since
-		// release returns one.
-		go func() { <-e.permits }()
 		return fmt.Errorf("engine: waiting for a slot again: %w", context.Cause(ctx))
 	}
 }

@@ -32,6 +32,9 @@ type slot struct {
 	eng    *Engine
 	realms []*realm
 	exec   *executor // nil until the first run, and after an abandonment
+	// noPermit: the run holds no permit (its Rejoin failed), so release
+	// gives none back.
+	noPermit bool
 }
 
 // executor is the goroutine that runs a slot's workunits, one at a time:

@@ -416,6 +416,8 @@ func (l *loop) frame(ib *inbound) {
 // running one submits, from the worker that holds its lease. The table
 // checks the lease, and makes it a submission of the parent's submitter.
 func (l *loop) child(c *conn, key workunit.Key, m *wire.Child) {
+	// The child counts in the parent's job: its owner is the parent's.
+	li, _ := l.tab.Leased(table.WorkerID(c.id), table.Token(m.Token))
 	err := l.tab.Step(table.Submit{
 		Master:  table.MasterID(c.id),
 		Req:     m.Req,
@@ -433,10 +435,8 @@ func (l *loop) child(c *conn, key workunit.Key, m *wire.Child) {
 		return
 	}
 	l.submitted++
-	if rec, ok := l.tab.Lookup(key); ok {
-		if js := l.act.jobs[rec.Owner]; js != nil {
-			js.submitted++
-		}
+	if js := l.act.jobs[li.Owner]; js != nil {
+		js.submitted++
 	}
 }
 

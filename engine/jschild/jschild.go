@@ -345,14 +345,18 @@ func (b *binding) results(op string, keys []workunit.Key) []any {
 	}
 	if waiting {
 		h.Rejoin()
-		if err := b.sb.Rejoin(); err != nil {
+		if err := b.sb.Rejoin(); err != nil && ctx.Err() == nil {
 			b.sb.Interrupt(err)
-			b.sb.Throw("Error", "%s: %v", op, err)
+			return b.undefined(len(keys))
 		}
 	}
 	if ctx.Err() != nil {
+		// The workunit was stopped (its time limit, a revoke) while it
+		// waited: it fails as its context says, at its next instruction
+		// (an exception thrown here could be caught, or end the
+		// workunit before the interrupt is seen).
 		b.sb.Interrupt(context.Cause(ctx))
-		b.sb.Throw("Error", "%s: %v", op, context.Cause(ctx))
+		return b.undefined(len(keys))
 	}
 	res := make([]any, len(keys))
 	for i, k := range keys {
@@ -368,6 +372,16 @@ func (b *binding) results(op string, keys []workunit.Key) []any {
 			b.sb.Throw("Error", "%s: workunit %s: its result does not decode: %v", op, k.Short(), err)
 		}
 		res[i] = v
+	}
+	return res
+}
+
+// undefined returns n undefined results, for a wait whose workunit was
+// stopped.
+func (b *binding) undefined(n int) []any {
+	res := make([]any, n)
+	for i := range res {
+		res[i] = goja.Undefined()
 	}
 	return res
 }
