@@ -136,6 +136,14 @@ func TestChildren_Functions(t *testing.T) {
 	}`, []any{5.0, 6.0})
 	require.NoError(t, err)
 	assert.Equal(t, []any{42.0, []any{0.0, 6.0}}, v)
+
+	// riot.with gives the seed and the await forms with options.
+	v, err = run(t, eng, `async (x) => {
+		const w = riot.with({timeout: '10s', noCache: true});
+		return [riot.waitUntilDone(w.doWork((y) => -y, x)), await w.run((y) => y * 10, x), w.forWork([1, 2], (y, i) => y + i)];
+	}`, 4)
+	require.NoError(t, err)
+	assert.Equal(t, []any{-4.0, 40.0, []any{1.0, 3.0}}, v)
 }
 
 // A child's failure is the WorkunitError a master gets: its cause is the
