@@ -55,9 +55,12 @@ var ErrNotShippable = errors.New("engine: the function cannot be sent")
 // array [fn, ...args], see workunit.Spec), to submit as a child of the
 // running workunit. A workunit can send on a function it received (its
 // own function, an argument, a captured variable, and the functions they
-// hold), with the values its free variables were given, and a function
-// without free variables of its own (it may use globals); another is an
-// error wrapping ErrNotShippable that names its free variables. what
+// hold), with the values its free variables were given; a function made
+// by the code of a received function whose source calls riot (the
+// engine instruments that source as the master does a job script), with
+// its free variables' current values; and a function without free
+// variables of its own (it may use globals). Another is an error
+// wrapping ErrNotShippable that names its free variables. what
 // names the caller in messages ("riot.doWork").
 func (sb *Sandbox) EncodeCall(what string, fn goja.Value, args []goja.Value) ([]byte, error) {
 	rl := sb.rl
@@ -88,7 +91,14 @@ func unshippable(format string, args ...any) error {
 
 // captured is the capture hook of EncodeCall.
 func (rl *realm) captured(what string, o *goja.Object) (*jsvalue.CapturedFunc, error) {
-	if cf, ok := rl.fns.Captured(o); ok {
+	if cf, reason, ok := rl.fns.Captured(o); ok {
+		if cf == nil {
+			name := o.Get("name").String()
+			if name == "" {
+				name = "(anonymous)"
+			}
+			return nil, unshippable("%s: function %s cannot be sent: %s", what, name, reason)
+		}
 		return cf, nil
 	}
 	src := o.String()
@@ -118,8 +128,9 @@ func (rl *realm) captured(what string, o *goja.Object) (*jsvalue.CapturedFunc, e
 	}
 	if len(free) > 0 {
 		return nil, unshippable("%s in a workunit takes a function the workunit received (its own function, an argument, "+
-			"a captured variable) or one without free variables; function %s, made in this workunit, uses %s: "+
-			"pass them as arguments, or use riot.doWorkEval", what, name, strings.Join(free, ", "))
+			"a captured variable), one made by a received function that calls riot itself, or one without free variables; "+
+			"function %s was made by code that does not call riot, and uses %s: pass them as arguments, or use riot.doWorkEval",
+			what, name, strings.Join(free, ", "))
 	}
 	return &jsvalue.CapturedFunc{Source: src, File: "workunit", Line: 1, Column: 1, Strict: f.Strict}, nil
 }

@@ -15,8 +15,10 @@
 // Functions travel as the master's do, as source and free variables: a
 // workunit sends on a function it received (its own function, so that
 // recursion works, an argument, a captured variable), with the values its
-// free variables were given, or one without free variables of its own;
-// another is a DataCloneError that says so (Sandbox.EncodeCall).
+// free variables were given; a closure that the code of a received
+// function calling riot made (the engine instruments such sources with
+// the capture pass); or one without free variables of its own. Another is
+// a DataCloneError that says so (Sandbox.EncodeCall).
 package jschild
 
 import (
@@ -24,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/dop251/goja"
@@ -415,6 +418,13 @@ func (b *binding) workunitError(key workunit.Key, o *workunit.Outcome) *goja.Obj
 	e, err := ctor(nil, rt.ToValue(msg), props)
 	if err != nil {
 		panic(err)
+	}
+	// The child's stack goes on with the parent's: a parent that fails
+	// with this error carries both to its master.
+	if werr.Stack != "" {
+		if st := e.Get("stack"); st != nil && goja.IsString(st) {
+			_ = e.DefineDataProperty("stack", rt.ToValue(strings.TrimRight(st.String(), "\n")+"\nCaused by: "+werr.Stack), goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+		}
 	}
 	return e
 }

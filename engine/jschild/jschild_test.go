@@ -122,12 +122,26 @@ func TestChildren_Functions(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, 42.0, v)
 
-	_, err = run(t, eng, `(x) => { const k = 3; return riot.doWork((y) => y * k, x); }`, 1)
+	// A closure the workunit's code makes travels with its free
+	// variables' current values: the code calls riot, so the engine
+	// instruments it as the master does a job script.
+	v, err = run(t, eng, `(x) => {
+		let k = 3;
+		const f = (y) => [y * k, x];
+		k = 4;
+		return riot.forWork([1, 2], (y) => f(y)[0] + f(y)[1]);
+	}`, 10)
+	require.NoError(t, err)
+	assert.Equal(t, []any{14.0, 18.0}, v)
+
+	// A closure made by code that does not call riot (a helper) cannot:
+	// its variables cannot be read.
+	_, err = run(t, eng, `(mk) => riot.doWork(mk(3), 1)`, &value.Function{Source: `(k) => (y) => y * k`})
 	var werr *workunit.Error
 	require.ErrorAs(t, err, &werr)
 	assert.Equal(t, "DataCloneError", werr.Name)
 	assert.Contains(t, werr.Message, "riot.doWork in a workunit takes a function the workunit received")
-	assert.Contains(t, werr.Message, "uses k")
+	assert.Contains(t, werr.Message, "was made by code that does not call riot, and uses k")
 
 	v, err = run(t, eng, `async (xs) => {
 		const [a, b] = await Promise.all([riot.run((y) => y + 1, 1), riot.runEval('40')]);

@@ -7,6 +7,7 @@ import (
 
 	"github.com/dop251/goja"
 
+	"github.com/riot-go/riot/engine/capture"
 	"github.com/riot-go/riot/workunit"
 )
 
@@ -25,18 +26,127 @@ type Functions struct {
 	// Captured knows, so that a workunit can send a function it received
 	// on to a child.
 	made, plain map[*goja.Object]*CapturedFunc
+	// scripts are the instrumented factories (see instrument), by the
+	// index their hook gives; reg is the private symbol under which the
+	// hook registers the functions they make.
+	scripts []*capture.Script
+	reg     *goja.Symbol
+}
+
+// instrumentedHook is the name of the capture hook inside an instrumented
+// factory: a parameter of the wrapper that gives each factory its own.
+const instrumentedHook = "__riot_capture"
+
+// instrument rewrites a factory's text with the capture pass (package
+// engine/capture), as the master instruments a job script, when the
+// function's source calls riot (riot.doWork and the rest): the functions
+// it makes as it runs register themselves, with a getter of their free
+// variables, so that the workunit can send them to children (Captured).
+// It returns the text to compile, the text unchanged when the source does
+// not call riot or cannot be instrumented.
+func (fs *Functions) instrument(file, source, text string) string {
+	if !strings.Contains(source, "riot.") {
+		return text
+	}
+	s, err := capture.Instrument(file, text, capture.Options{Hook: instrumentedHook})
+	if err != nil {
+		return text
+	}
+	if fs.reg == nil {
+		fs.reg = goja.NewSymbol("riot.capture")
+	}
+	k := len(fs.scripts)
+	fs.scripts = append(fs.scripts, s)
+	// The hook is the wrapper's parameter, so that no global names it.
+	return "(function (" + instrumentedHook + ") { return " + s.Source + "\n})(" + hookArg + "(" + strconv.Itoa(k) + "))"
+}
+
+// hookArg is the global through which an instrumented factory gets its
+// hook (installHook).
+const hookArg = "__riot_capture_hook"
+
+// installHook defines the global that gives instrumented factories their
+// hooks: hook k registers, on each function factory k's source makes, the
+// function's id and the getter of its free variables.
+func (fs *Functions) installHook() error {
+	if fs.rt.GlobalObject().Get(hookArg) != nil {
+		return nil
+	}
+	return fs.rt.GlobalObject().DefineDataProperty(hookArg, fs.rt.ToValue(func(c goja.FunctionCall) goja.Value {
+		k := c.Argument(0).ToInteger()
+		return fs.rt.ToValue(func(call goja.FunctionCall) goja.Value {
+			val := call.Argument(2)
+			target, ok := val.(*goja.Object)
+			if !ok {
+				return val
+			}
+			for _, p := range call.Arguments[3:] {
+				next, ok := target.Get(p.String()).(*goja.Object)
+				if !ok {
+					return val
+				}
+				target = next
+			}
+			reg := fs.rt.NewArray(k, call.Argument(0), call.Argument(1))
+			_ = target.DefineDataPropertySymbol(fs.reg, reg, goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE)
+			return val
+		})
+	}), goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE)
+}
+
+// registered returns the source and current free variables of fn, a
+// function an instrumented factory's code made, or the reason it cannot
+// be sent.
+func (fs *Functions) registered(fn *goja.Object) (*CapturedFunc, string, bool) {
+	if fs.reg == nil {
+		return nil, "", false
+	}
+	reg, ok := fn.GetSymbol(fs.reg).(*goja.Object)
+	if !ok {
+		return nil, "", false
+	}
+	k, id := int(reg.Get("0").ToInteger()), int(reg.Get("1").ToInteger())
+	if k < 0 || k >= len(fs.scripts) || id < 0 || id >= len(fs.scripts[k].Funcs) {
+		return nil, "", false
+	}
+	s := fs.scripts[k]
+	f := &s.Funcs[id]
+	if !f.Shippable {
+		return nil, f.Reason, true
+	}
+	var vals []goja.Value
+	if g, ok := goja.AssertFunction(reg.Get("2")); ok {
+		arr, err := g(goja.Undefined())
+		if err != nil {
+			return nil, "it uses a free variable before it is defined", true
+		}
+		ao := arr.(*goja.Object)
+		vals = make([]goja.Value, len(f.Free))
+		for i := range vals {
+			vals[i] = ao.Get(Index(i))
+		}
+	}
+	col := max(f.Column-f.HeaderLen, 1)
+	return &CapturedFunc{Source: f.Source, Names: f.Free, Values: vals, File: s.File, Line: f.Line, Column: col, Strict: f.Strict}, "", true
 }
 
 // Captured returns the source and free variables of fn, when fn is a
 // function these Functions made (since the last Forget, or one without
-// free variables): its free variables' values are those it was made
-// with, and fn itself for a function that refers to itself.
-func (fs *Functions) Captured(fn *goja.Object) (*CapturedFunc, bool) {
+// free variables), whose free variables' values are those it was made
+// with (and fn itself for a function that refers to itself), or one that
+// the code of such a function made, when its source calls riot (see
+// instrument), whose free variables' values are their current ones. For
+// the latter, a function that cannot be sent (it uses this of an
+// enclosing function, say) gives a nil CapturedFunc and the reason. ok is
+// false for a function it knows nothing of.
+func (fs *Functions) Captured(fn *goja.Object) (cf *CapturedFunc, reason string, ok bool) {
 	if cf, ok := fs.made[fn]; ok {
-		return cf, true
+		return cf, "", true
 	}
-	cf, ok := fs.plain[fn]
-	return cf, ok
+	if cf, ok := fs.plain[fn]; ok {
+		return cf, "", true
+	}
+	return fs.registered(fn)
 }
 
 // Forget drops what Captured knows of the functions with free variables
@@ -220,7 +330,13 @@ func (fs *Functions) factory(prefix, source, suffix string, names []string, pos 
 	}
 	b.WriteString(source)
 	b.WriteString(suffix)
-	prg, err := fs.compile(file, b.String())
+	text := fs.instrument(file, source, b.String())
+	if len(fs.scripts) > 0 {
+		if err := fs.installHook(); err != nil {
+			return nil, err
+		}
+	}
+	prg, err := fs.compile(file, text)
 	if err != nil {
 		return nil, err
 	}
