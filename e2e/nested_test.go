@@ -108,6 +108,32 @@ func TestE2E_NestedCancelParent(t *testing.T) {
 	assert.Equal(t, 42.0, v)
 }
 
+// Canceling the job from outside (riot-worker cancel) cancels its
+// children too: they are the job's workunits.
+func TestE2E_NestedCancelJob(t *testing.T) {
+	t.Parallel()
+	tr := bins.StartTracker(t, e2e.TrackerOptions{})
+	bins.StartWorker(t, tr.Addr(), e2e.WorkerOptions{Name: "job-w", Slots: 1})
+	tr.WaitFor(t, workers(1))
+	ctx := e2e.Context(t, e2e.DefaultWait)
+	m, err := client.Dial(ctx, tr.Addr(), client.Options{Name: "job-master", Job: "nested-job",
+		Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = m.Close() })
+	parent, err := m.DoWork(&value.Function{Source: `() => riot.forWork([1, 2], () => { for (;;) {} })`})
+	require.NoError(t, err)
+	// The parent waits, one child runs, the other waits for the slot.
+	tr.WaitFor(t, func(s tracker.Status) bool { return s.Workunits.Running >= 2 && s.Workunits.Running+s.Workunits.Waiting == 3 })
+	res := bins.RunWorker(t, []string{"RIOT_TRACKER=" + tr.Addr()}, "cancel", "nested-job")
+	require.Equal(t, 0, res.Code, res.String())
+	assert.Contains(t, res.Stdout, "3 workunits canceled")
+	_, err = parent.Wait(ctx)
+	var werr *workunit.Error
+	require.ErrorAs(t, err, &werr)
+	assert.Equal(t, workunit.Canceled, werr.Kind)
+	tr.WaitFor(t, func(s tracker.Status) bool { return s.Workunits.Error == 3 && s.Workunits.Running == 0 && s.Workunits.Waiting == 0 })
+}
+
 // The tracker takes a child only within a lease the submitting worker
 // holds: a worker that holds none, or another's, is refused, and nothing
 // is stored.

@@ -218,6 +218,9 @@ type Table struct {
 
 	counts    [workunit.StatusError + 1]int
 	discarded uint64
+	// cascaded are the children that the Cancel being stepped canceled
+	// with their parents (cancelChildren), for its reply.
+	cascaded []uint32
 
 	// Forgetting (Config.KeepFinished): finished records in the order
 	// they finished (from finHead on), record indices free for reuse,
@@ -971,6 +974,7 @@ func (t *Table) cancel(e *Cancel) {
 	reply := &CancelReply{Master: e.Master, Req: e.Req}
 	owner, known := t.nameIdx[e.Owner]
 	unqueue := map[uint32]bool{}
+	t.cascaded = t.cascaded[:0]
 	for _, k := range e.Keys {
 		idx, ok := t.find(e.Scope, &k)
 		if !ok {
@@ -978,6 +982,10 @@ func (t *Table) cancel(e *Cancel) {
 		}
 		r := t.recs.at(idx)
 		if !isOpen(r.status) {
+			if slices.Contains(t.cascaded, idx) {
+				// Canceled with its parent, earlier in this Cancel.
+				reply.Keys = append(reply.Keys, k)
+			}
 			continue
 		}
 		msg := "canceled by " + e.By
@@ -2139,6 +2147,7 @@ func (t *Table) cancelChildren(idx uint32, unqueue map[uint32]bool) {
 		if cr.id != c.id || !isOpen(cr.status) || t.waitedFor(c.idx, idx) {
 			continue
 		}
+		t.cascaded = append(t.cascaded, c.idx)
 		t.stop(c.idx, &workunit.Error{Kind: workunit.Canceled, Name: "AbortError", Key: cr.key,
 			Message: "canceled: its parent workunit " + r.key.Short() + " was canceled"}, unqueue)
 	}
