@@ -25,7 +25,8 @@ type Functions struct {
 	// variables, are kept for good, as their factories keep them): what
 	// Captured knows, so that a workunit can send a function it received
 	// on to a child.
-	made, plain map[*goja.Object]*CapturedFunc
+	made  map[*goja.Object]madeFunc
+	plain map[*goja.Object]*CapturedFunc
 	// scripts are the instrumented factories (see instrument), by the
 	// index their hook gives; reg is the private symbol under which the
 	// hook registers the functions they make.
@@ -140,8 +141,16 @@ func (fs *Functions) registered(fn *goja.Object) (*CapturedFunc, string, bool) {
 // enclosing function, say) gives a nil CapturedFunc and the reason. ok is
 // false for a function it knows nothing of.
 func (fs *Functions) Captured(fn *goja.Object) (cf *CapturedFunc, reason string, ok bool) {
-	if cf, ok := fs.made[fn]; ok {
-		return cf, "", true
+	if m, ok := fs.made[fn]; ok {
+		vals := make([]goja.Value, len(m.names))
+		for i := range vals {
+			if m.self != nil && m.self[i] {
+				vals[i] = fn
+			} else {
+				vals[i] = m.vals[i]
+			}
+		}
+		return &CapturedFunc{Source: m.source, Names: m.names, Values: vals, File: m.pos.file, Line: m.pos.line, Column: m.pos.column, Strict: m.pos.strict}, "", true
 	}
 	if cf, ok := fs.plain[fn]; ok {
 		return cf, "", true
@@ -153,16 +162,35 @@ func (fs *Functions) Captured(fn *goja.Object) (cf *CapturedFunc, reason string,
 // made so far (a workunit's, when it ends).
 func (fs *Functions) Forget() { clear(fs.made) }
 
-func (fs *Functions) remember(fn *goja.Object, source string, names []string, vals []goja.Value, pos funcPos, plain bool) {
-	cf := &CapturedFunc{Source: source, Names: names, Values: vals, File: pos.file, Line: pos.line, Column: pos.column, Strict: pos.strict}
-	m := &fs.made
-	if plain {
-		m = &fs.plain
+// madeFunc is what Captured needs of a function made with free
+// variables: kept by value, with the decoder's slices as they are, so
+// that remembering a function costs no allocation.
+type madeFunc struct {
+	source string
+	names  []string
+	self   []bool // nil: none is the function itself
+	vals   []goja.Value
+	pos    funcPos
+}
+
+// remember records fn, made from source with free variables names (their
+// values vals, but where self says the function itself), for Captured.
+func (fs *Functions) remember(fn *goja.Object, source string, names []string, self []bool, vals []goja.Value, pos funcPos) {
+	if fs.made == nil {
+		fs.made = make(map[*goja.Object]madeFunc)
 	}
-	if *m == nil {
-		*m = make(map[*goja.Object]*CapturedFunc)
+	fs.made[fn] = madeFunc{source: source, names: names, self: self, vals: vals, pos: pos}
+}
+
+// rememberPlain records fn, made once from source without free variables.
+func (fs *Functions) rememberPlain(fn *goja.Object, source string, pos funcPos) {
+	if _, ok := fs.plain[fn]; ok {
+		return
 	}
-	(*m)[fn] = cf
+	if fs.plain == nil {
+		fs.plain = make(map[*goja.Object]*CapturedFunc)
+	}
+	fs.plain[fn] = &CapturedFunc{Source: source, File: pos.file, Line: pos.line, Column: pos.column, Strict: pos.strict}
 }
 
 // NewFunctions returns the function maker of rt; compile compiles a
@@ -216,7 +244,7 @@ func (fs *Functions) makeFunction(source string, names []string, self []bool, va
 		return nil, err
 	}
 	if f.plain != nil {
-		fs.remember(f.plain, source, nil, nil, pos, true)
+		fs.rememberPlain(f.plain, source, pos)
 		return f.plain, nil
 	}
 	v, err := f.make(goja.Undefined(), args...)
@@ -227,15 +255,7 @@ func (fs *Functions) makeFunction(source string, names []string, self []bool, va
 	if err != nil {
 		return nil, err
 	}
-	all := make([]goja.Value, len(names))
-	for i := range names {
-		if self[i] {
-			all[i] = fn
-		} else {
-			all[i] = vals[i]
-		}
-	}
-	fs.remember(fn, source, names, all, pos, false)
+	fs.remember(fn, source, names, self, vals, pos)
 	return fn, nil
 }
 
@@ -271,7 +291,7 @@ func (fs *Functions) makeCyclicFunction(source string, names []string, pos funcP
 	return fn, func(vals []goja.Value) error {
 		_, err := set(goja.Undefined(), fs.rt.NewArray(toAny(vals)...))
 		if err == nil {
-			fs.remember(fn, source, names, vals, pos, false)
+			fs.remember(fn, source, names, nil, vals, pos)
 		}
 		return err
 	}, nil
