@@ -69,11 +69,13 @@ func (p *parent) Wait(ctx context.Context, key workunit.Key) (*workunit.Outcome,
 func (p *parent) Secede() {
 	w := p.w
 	w.c.WaitChildren(p.lease, true)
-	w.c.Credit(1)
 	w.slotMu.Lock()
 	w.seceded++
 	w.slotMu.Unlock()
 	if p.env.stop.Err() == nil {
+		// Room for one more, and a goroutine to run it: a stopping
+		// worker asks for none.
+		w.c.Credit(1)
 		w.startSlot(p.env)
 	}
 }
