@@ -9,6 +9,7 @@ import (
 
 	"github.com/riot-go/riot/engine/capture"
 	"github.com/riot-go/riot/engine/internal/jsvalue"
+	"github.com/riot-go/riot/workunit"
 )
 
 // Host returns the running workunit's Request.Host (nil outside a
@@ -19,6 +20,29 @@ func (sb *Sandbox) Host() any {
 		return sb.rl.cur.host
 	}
 	return nil
+}
+
+// Spec returns the running workunit's spec (nil outside a workunit).
+func (sb *Sandbox) Spec() *workunit.Spec {
+	if sb.rl.cur != nil {
+		return sb.rl.cur.spec
+	}
+	return nil
+}
+
+// EncodeArgs encodes args as an argument list (a call workunit's
+// payload), as EncodeCall encodes a function's arguments.
+func (sb *Sandbox) EncodeArgs(what string, args []goja.Value) ([]byte, error) {
+	rl := sb.rl
+	enc := jsvalue.NewEncoder(rl.rt, rl.in, jsvalue.EncodeOptions{Root: "args", Dest: "to a worker",
+		Capture: func(o *goja.Object) (*jsvalue.CapturedFunc, error) { return rl.captured(what, o) }})
+	enc.BeginArgs(len(args))
+	for _, a := range args {
+		if err := enc.Encode(a); err != nil {
+			return nil, err
+		}
+	}
+	return enc.TakeBytes(), nil
 }
 
 // Secede gives up the running workunit's slot while it waits for work

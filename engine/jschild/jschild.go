@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -226,12 +227,51 @@ func (b *binding) doWorkEval(call goja.FunctionCall, opts workunit.Options) goja
 	return b.rt.ToValue(h.Submit(spec, opts).String())
 }
 
-// doWorkCall implements riot.doWorkCall in a workunit: a workunit has no
-// files to load a module from.
-func (b *binding) doWorkCall(goja.FunctionCall, workunit.Options) goja.Value {
-	b.sb.Throw("Error", "riot.doWorkCall in a workunit: a workunit has no files to load a module from; "+
-		"pass the module's function to riot.doWork (a function the workunit received travels on), or use riot.doWorkEval")
-	return nil
+// doWorkCall implements riot.doWorkCall(module, exportName, ...args) in
+// a workunit: a call workunit calls the modules it was sent, its own
+// ('.', or its path) and those it requires (by the names it requires them
+// with); a workunit has no files to load others from.
+func (b *binding) doWorkCall(call goja.FunctionCall, opts workunit.Options) goja.Value {
+	const op = "riot.doWorkCall"
+	h := b.host(op)
+	path, name := call.Argument(0), call.Argument(1)
+	if !goja.IsString(path) || !goja.IsString(name) {
+		b.sb.Throw("TypeError", "%s: give a module and an export name, as strings", op)
+	}
+	spec := b.sb.Spec()
+	if spec == nil || spec.Kind != workunit.Call {
+		b.sb.Throw("Error", "%s in a workunit: only a call workunit (one riot.doWorkCall made) calls modules, those it was sent; "+
+			"a workunit has no files to load a module from: pass the function to riot.doWork, or use riot.doWorkEval", op)
+	}
+	self, err := b.sb.FetchModule(spec.Module)
+	if err != nil {
+		b.sb.Throw("Error", "%s: the workunit's module: %v", op, err)
+	}
+	mod := spec.Module
+	p := path.String()
+	if p != "." && p != self.Path {
+		dep, ok := self.Requires[p]
+		if !ok {
+			names := make([]string, 0, len(self.Requires))
+			for n := range self.Requires {
+				names = append(names, fmt.Sprintf("%q", n))
+			}
+			slices.Sort(names)
+			b.sb.Throw("Error", "%s in a workunit: module %q is not this workunit's module (%q, or '.') nor one it requires (%s)",
+				op, p, self.Path, strings.Join(names, ", "))
+		}
+		mod = dep
+	}
+	var args []goja.Value
+	if len(call.Arguments) > 2 {
+		args = call.Arguments[2:]
+	}
+	payload, err := b.sb.EncodeArgs(op, args)
+	if err != nil {
+		b.sb.Throw("DataCloneError", "%v", err)
+	}
+	child := &workunit.Spec{Kind: workunit.Call, Name: spec.Name, Module: mod, Export: name.String(), Payload: payload, Blobs: spec.Blobs}
+	return b.rt.ToValue(h.Submit(child, opts).String())
 }
 
 // with implements riot.with(options) in a workunit.

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/riot-go/riot/blob"
 	"github.com/riot-go/riot/engine"
 	"github.com/riot-go/riot/engine/jschild"
 	"github.com/riot-go/riot/value"
@@ -20,6 +21,7 @@ import (
 // its own.
 type host struct {
 	eng     *engine.Engine
+	blobs   blob.Source
 	mu      sync.Mutex
 	calls   map[workunit.Key]chan struct{}
 	outs    map[workunit.Key]*workunit.Outcome
@@ -37,7 +39,9 @@ func (h *host) Submit(spec *workunit.Spec, _ workunit.Options) workunit.Key {
 	h.calls[key] = done
 	h.mu.Unlock()
 	go func() {
-		res, err := h.eng.Run(context.Background(), engine.Request{Spec: spec, Host: newHost(h.eng)})
+		child := newHost(h.eng)
+		child.blobs = h.blobs
+		res, err := h.eng.Run(context.Background(), engine.Request{Spec: spec, Blobs: h.blobs, Host: child})
 		out := &workunit.Outcome{Key: key, Status: workunit.StatusDone, Worker: "test"}
 		var werr *workunit.Error
 		if errors.As(err, &werr) {
@@ -190,4 +194,44 @@ func TestChildren_NoHost(t *testing.T) {
 	var werr *workunit.Error
 	require.ErrorAs(t, err, &werr)
 	assert.Contains(t, werr.Message, "riot.doWork: this workunit runs where it cannot submit workunits")
+}
+
+// A call workunit calls its own module and those it requires, by the
+// names it requires them with; others are an error that lists them.
+func TestChildren_DoWorkCall(t *testing.T) {
+	t.Parallel()
+	eng := newEngine(t, 1)
+	mods := blob.Map{}
+	put := func(m *workunit.Module) blob.Hash {
+		b, err := m.MarshalBinary()
+		require.NoError(t, err)
+		return mods.Put(b)
+	}
+	util := put(&workunit.Module{Path: "lib/util.js", Source: "exports.twice = (x) => 2 * x;"})
+	main := put(&workunit.Module{Path: "main.js", Requires: map[string]blob.Hash{"./lib/util": util}, Source: `
+		exports.leaf = (x) => x + 1;
+		exports.tree = (x) => riot.waitUntilDone(riot.doWorkCall('.', 'leaf', x)) + riot.waitUntilDone(riot.doWorkCall('./lib/util', 'twice', x));
+		exports.other = () => riot.doWorkCall('./nope', 'f');`})
+	h := newHost(eng)
+	h.blobs = mods
+	call := func(export string, args ...any) (any, error) {
+		payload, err := value.Marshal(append([]any{}, args...))
+		require.NoError(t, err)
+		res, err := eng.Run(t.Context(), engine.Request{Spec: &workunit.Spec{Kind: workunit.Call, Name: "main.js", Module: main, Export: export, Payload: payload}, Blobs: mods, Host: h})
+		if err != nil {
+			return nil, err
+		}
+		return res.Decode()
+	}
+	v, err := call("tree", 5.0)
+	require.NoError(t, err)
+	assert.Equal(t, 16.0, v)
+	_, err = call("other")
+	var werr *workunit.Error
+	require.ErrorAs(t, err, &werr)
+	assert.Contains(t, werr.Message, `riot.doWorkCall in a workunit: module "./nope" is not this workunit's module ("main.js", or '.') nor one it requires ("./lib/util")`)
+
+	_, err = run(t, eng, `() => riot.doWorkCall('lib/util.js', 'twice', 1)`)
+	require.ErrorAs(t, err, &werr)
+	assert.Contains(t, werr.Message, "riot.doWorkCall in a workunit: only a call workunit")
 }
