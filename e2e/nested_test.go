@@ -123,7 +123,9 @@ func TestE2E_NestedCancelJob(t *testing.T) {
 	parent, err := m.DoWork(&value.Function{Source: `() => riot.forWork([1, 2], () => { for (;;) {} })`})
 	require.NoError(t, err)
 	// The parent waits, one child runs, the other waits for the slot.
-	tr.WaitFor(t, func(s tracker.Status) bool { return s.Workunits.Running >= 2 && s.Workunits.Running+s.Workunits.Waiting == 3 })
+	tr.WaitFor(t, func(s tracker.Status) bool {
+		return s.Workunits.Running >= 2 && s.Workunits.Running+s.Workunits.Waiting == 3
+	})
 	res := bins.RunWorker(t, []string{"RIOT_TRACKER=" + tr.Addr()}, "cancel", "nested-job")
 	require.Equal(t, 0, res.Code, res.String())
 	assert.Contains(t, res.Stdout, "3 workunits canceled")
@@ -131,7 +133,9 @@ func TestE2E_NestedCancelJob(t *testing.T) {
 	var werr *workunit.Error
 	require.ErrorAs(t, err, &werr)
 	assert.Equal(t, workunit.Canceled, werr.Kind)
-	tr.WaitFor(t, func(s tracker.Status) bool { return s.Workunits.Error == 3 && s.Workunits.Running == 0 && s.Workunits.Waiting == 0 })
+	tr.WaitFor(t, func(s tracker.Status) bool {
+		return s.Workunits.Error == 3 && s.Workunits.Running == 0 && s.Workunits.Waiting == 0
+	})
 }
 
 // The tracker takes a child only within a lease the submitting worker
