@@ -84,7 +84,9 @@ func TestE2E_NestedCancelParent(t *testing.T) {
 	parent, err := m.DoWork(&value.Function{Source: `() => riot.waitUntilDone(riot.doWork(() => { for (;;) {} }))`})
 	require.NoError(t, err)
 	// The parent waits, its slot given up; the child runs in it.
-	tr.WaitFor(t, func(s tracker.Status) bool { return s.Workunits.Running == 2 })
+	tr.WaitFor(t, func(s tracker.Status) bool {
+		return s.Workunits.Running == 2 && len(s.Workers) == 1 && s.Workers[0].Waiting == 1 && s.Workers[0].Running == 1
+	})
 	canceled, err := m.Cancel(ctx, parent.Key)
 	require.NoError(t, err)
 	assert.Equal(t, []workunit.Key{parent.Key}, canceled)

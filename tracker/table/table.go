@@ -1726,6 +1726,7 @@ func (t *Table) Worker(id WorkerID) (WorkerInfo, bool) {
 		Leases:   len(w.leases),
 		GPUs:     w.gpus,
 		GPUsUsed: w.gpusUsed,
+		Waiting:  w.waiting,
 	}, true
 }
 
