@@ -140,6 +140,53 @@ func TestE2E_NestedCancelJob(t *testing.T) {
 	})
 }
 
+// A lost parent's children are not lost work: the child runs on (here on
+// a worker the test plays, the only one with a GPU, which the child asks
+// for), its parent's worker is killed, the child finishes and is
+// memoized, and the parent's next run, on a new worker, finds its result
+// without running it again.
+func TestE2E_NestedLostParent(t *testing.T) {
+	t.Parallel()
+	tr := bins.StartTracker(t, e2e.TrackerOptions{})
+	a := bins.StartWorker(t, tr.Addr(), e2e.WorkerOptions{Name: "lost-a", Slots: 1})
+	tr.WaitFor(t, workers(1))
+	m := dial(t, tr.Addr(), "lost-master")
+	ctx := e2e.Context(t, e2e.DefaultWait)
+	parent, err := m.DoWork(&value.Function{Source: `() => riot.waitUntilDone(riot.with({gpus: 1}).doWork((x) => x * 2, 21)) + 1`})
+	require.NoError(t, err)
+	tr.WaitFor(t, func(s tracker.Status) bool { return s.Workunits.Waiting == 1 && s.Workunits.Running == 1 })
+
+	gw, err := client.Dial(ctx, tr.Addr(), client.Options{Name: "lost-gpu", Role: wire.RoleWorker, Slots: 1,
+		GPUs:   []wire.GPU{{Name: "test", Memory: 1 << 30}},
+		Logger: slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelWarn}))})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = gw.Close() })
+	gw.Credit(1)
+	child, err := gw.NextAssignment(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, 1, child.GPUs)
+
+	// The parent's worker dies while the child runs.
+	require.NoError(t, a.Kill())
+	tr.WaitFor(t, func(s tracker.Status) bool { return len(s.Workers) == 1 && s.Workunits.Waiting == 1 })
+	res, err := value.Marshal(42.0)
+	require.NoError(t, err)
+	require.NoError(t, gw.Done(child.Lease(), res, nil, 0))
+	tr.WaitFor(t, func(s tracker.Status) bool { return s.Workunits.Done == 1 })
+
+	// The parent runs again on another worker (the GPU worker asks for
+	// no more), and its child is answered from memory.
+	bins.StartWorker(t, tr.Addr(), e2e.WorkerOptions{Name: "lost-b", Slots: 1})
+	out, err := parent.Wait(ctx)
+	require.NoError(t, err)
+	v, err := out.Value()
+	require.NoError(t, err)
+	assert.Equal(t, 43.0, v)
+	assert.Equal(t, "lost-b", out.Worker)
+	st := tr.WaitFor(t, func(s tracker.Status) bool { return s.Workunits.Done == 2 })
+	assert.Equal(t, uint64(2), st.Completed, "the child ran once, the parent's second run once")
+}
+
 // The tracker takes a child only within a lease the submitting worker
 // holds: a worker that holds none, or another's, is refused, and nothing
 // is stored.
