@@ -3,10 +3,12 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/dop251/goja"
 
+	"github.com/riot-go/riot/blob"
 	"github.com/riot-go/riot/engine/capture"
 	"github.com/riot-go/riot/engine/internal/jsvalue"
 	"github.com/riot-go/riot/workunit"
@@ -31,18 +33,17 @@ func (sb *Sandbox) Spec() *workunit.Spec {
 }
 
 // EncodeArgs encodes args as an argument list (a call workunit's
-// payload), as EncodeCall encodes a function's arguments.
-func (sb *Sandbox) EncodeArgs(what string, args []goja.Value) ([]byte, error) {
-	rl := sb.rl
-	enc := jsvalue.NewEncoder(rl.rt, rl.in, jsvalue.EncodeOptions{Root: "args", Dest: "to a worker",
-		Capture: func(o *goja.Object) (*jsvalue.CapturedFunc, error) { return rl.captured(what, o) }})
+// payload), as EncodeCall encodes a function's arguments, and returns the
+// blobs it refers to.
+func (sb *Sandbox) EncodeArgs(what string, args []goja.Value) ([]byte, []blob.Hash, error) {
+	enc := sb.childEncoder(what)
 	enc.BeginArgs(len(args))
 	for _, a := range args {
-		if err := enc.Encode(a); err != nil {
-			return nil, err
+		if err := enc.ValueOrBlob(a); err != nil {
+			return nil, nil, err
 		}
 	}
-	return enc.TakeBytes(), nil
+	return enc.TakeBytes(), slices.Clone(enc.Blobs()), nil
 }
 
 // Secede gives up the running workunit's slot while it waits for work
@@ -85,21 +86,46 @@ var ErrNotShippable = errors.New("engine: the function cannot be sent")
 // its free variables' current values; and a function without free
 // variables of its own (it may use globals). Another is an error
 // wrapping ErrNotShippable that names its free variables. what
-// names the caller in messages ("riot.doWork").
-func (sb *Sandbox) EncodeCall(what string, fn goja.Value, args []goja.Value) ([]byte, error) {
-	rl := sb.rl
-	enc := jsvalue.NewEncoder(rl.rt, rl.in, jsvalue.EncodeOptions{Root: "args", Dest: "to a worker",
-		Capture: func(o *goja.Object) (*jsvalue.CapturedFunc, error) { return rl.captured(what, o) }})
+// names the caller in messages ("riot.doWork"). It returns the payload
+// and the blobs it refers to: a value the workunit decoded from a blob
+// (a large captured value) goes on as that blob, as it came, without the
+// changes the workunit made to its copy.
+func (sb *Sandbox) EncodeCall(what string, fn goja.Value, args []goja.Value) ([]byte, []blob.Hash, error) {
+	enc := sb.childEncoder(what)
 	enc.BeginArgs(1 + len(args))
 	if err := enc.Encode(fn); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	for _, a := range args {
-		if err := enc.Encode(a); err != nil {
-			return nil, err
+		if err := enc.ValueOrBlob(a); err != nil {
+			return nil, nil, err
 		}
 	}
-	return enc.TakeBytes(), nil
+	return enc.TakeBytes(), slices.Clone(enc.Blobs()), nil
+}
+
+// childEncoder returns an encoder of a child's payload: functions by
+// their captures (captured), and the values the workunit decoded from
+// blobs as those blobs again (a large captured value goes on as the
+// blob it came as, not inline: as it came, without the changes this
+// workunit made to its copy).
+func (sb *Sandbox) childEncoder(what string) *jsvalue.Encoder {
+	rl := sb.rl
+	var byObj map[*goja.Object]blob.Hash
+	if r := rl.cur; r != nil && len(r.blobVals) > 0 {
+		byObj = make(map[*goja.Object]blob.Hash, len(r.blobVals))
+		for h, v := range r.blobVals {
+			if o, ok := v.(*goja.Object); ok {
+				byObj[o] = h
+			}
+		}
+	}
+	return jsvalue.NewEncoder(rl.rt, rl.in, jsvalue.EncodeOptions{Root: "args", Dest: "to a worker",
+		Capture: func(o *goja.Object) (*jsvalue.CapturedFunc, error) { return rl.captured(what, o) },
+		Blob: func(o *goja.Object) (blob.Hash, bool, error) {
+			h, ok := byObj[o]
+			return h, ok, nil
+		}})
 }
 
 // notShippable is an error that wraps ErrNotShippable with a message of

@@ -159,11 +159,11 @@ func (b *binding) fnSpec(op string, fn goja.Value, args []goja.Value) *workunit.
 	if _, ok := goja.AssertFunction(fn); !ok {
 		b.sb.Throw("TypeError", "%s: the first argument must be a function; it is %s", op, jsvalue.Describe(fn))
 	}
-	payload, err := b.sb.EncodeCall(op, fn, args)
+	payload, blobs, err := b.sb.EncodeCall(op, fn, args)
 	if err != nil {
 		b.sb.Throw("DataCloneError", "%v", err)
 	}
-	return &workunit.Spec{Kind: workunit.Fn, Name: "workunit", Payload: payload}
+	return &workunit.Spec{Kind: workunit.Fn, Name: "workunit", Payload: payload, Blobs: blobs}
 }
 
 // doWork implements riot.doWork(fn, ...args) in a workunit: the child's id.
@@ -266,11 +266,13 @@ func (b *binding) doWorkCall(call goja.FunctionCall, opts workunit.Options) goja
 	if len(call.Arguments) > 2 {
 		args = call.Arguments[2:]
 	}
-	payload, err := b.sb.EncodeArgs(op, args)
+	payload, blobs, err := b.sb.EncodeArgs(op, args)
 	if err != nil {
 		b.sb.Throw("DataCloneError", "%v", err)
 	}
-	child := &workunit.Spec{Kind: workunit.Call, Name: spec.Name, Module: mod, Export: name.String(), Payload: payload, Blobs: spec.Blobs}
+	// The parent's list holds the modules (and more: it is not binding).
+	child := &workunit.Spec{Kind: workunit.Call, Name: spec.Name, Module: mod, Export: name.String(), Payload: payload,
+		Blobs: append(slices.Clone(spec.Blobs), blobs...)}
 	return b.rt.ToValue(h.Submit(child, opts).String())
 }
 

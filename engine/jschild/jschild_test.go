@@ -25,6 +25,7 @@ type host struct {
 	mu      sync.Mutex
 	calls   map[workunit.Key]chan struct{}
 	outs    map[workunit.Key]*workunit.Outcome
+	specs   []*workunit.Spec // submitted, in order
 	seceded int
 }
 
@@ -37,6 +38,7 @@ func (h *host) Submit(spec *workunit.Spec, _ workunit.Options) workunit.Key {
 	done := make(chan struct{})
 	h.mu.Lock()
 	h.calls[key] = done
+	h.specs = append(h.specs, spec)
 	h.mu.Unlock()
 	go func() {
 		child := newHost(h.eng)
@@ -234,4 +236,31 @@ func TestChildren_DoWorkCall(t *testing.T) {
 	_, err = run(t, eng, `() => riot.doWorkCall('lib/util.js', 'twice', 1)`)
 	require.ErrorAs(t, err, &werr)
 	assert.Contains(t, werr.Message, "riot.doWorkCall in a workunit: only a call workunit")
+}
+
+// A value the workunit got as a blob (a large captured value) goes on to
+// its children as that blob, not inline.
+func TestChildren_BlobValuesStayBlobs(t *testing.T) {
+	t.Parallel()
+	eng := newEngine(t, 1)
+	big := make([]any, 50_000)
+	for i := range big {
+		big[i] = float64(i)
+	}
+	doc, err := value.Marshal(big)
+	require.NoError(t, err)
+	blobs := blob.Map{}
+	ref := blobs.Put(doc)
+	payload, err := value.Marshal([]any{&value.Function{Source: `(big) => riot.waitUntilDone(riot.doWork((b) => b.length, big))`}, value.BlobRef(ref)})
+	require.NoError(t, err)
+	h := newHost(eng)
+	h.blobs = blobs
+	res, err := eng.Run(t.Context(), engine.Request{Spec: &workunit.Spec{Kind: workunit.Fn, Name: "t.js", Payload: payload}, Blobs: blobs, Host: h})
+	require.NoError(t, err)
+	v, err := res.Decode()
+	require.NoError(t, err)
+	assert.Equal(t, 50_000.0, v)
+	require.Len(t, h.specs, 1)
+	assert.Equal(t, []blob.Hash{ref}, h.specs[0].Blobs)
+	assert.Less(t, len(h.specs[0].Payload), 1000, "the array goes as its blob, not inline")
 }
