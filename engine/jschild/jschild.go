@@ -28,6 +28,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dop251/goja"
@@ -105,6 +106,12 @@ const prelude = `(function (riot, waitAll) {
 	};
 })`
 
+// preludeProgram is the prelude, compiled once: programs are immutable,
+// and shared by every runtime.
+var preludeProgram = sync.OnceValues(func() (*goja.Program, error) {
+	return goja.Compile(jsvalue.InternalFile, prelude, false)
+})
+
 func (b *binding) install() error {
 	riot, ok := b.rt.Get("riot").(*goja.Object)
 	if !ok {
@@ -116,7 +123,11 @@ func (b *binding) install() error {
 	}); err != nil {
 		return err
 	}
-	pre, err := b.rt.RunScript(jsvalue.InternalFile, prelude)
+	prg, err := preludeProgram()
+	if err != nil {
+		return err
+	}
+	pre, err := b.rt.RunProgram(prg)
 	if err != nil {
 		return err
 	}
