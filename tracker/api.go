@@ -380,19 +380,8 @@ func (l *loop) summary(s *table.Summary) WorkunitSummary {
 // status.
 func (l *loop) finishedRun(c *conn, key workunit.Key, li table.LeaseInfo, status workunit.Status, console workunit.Console, elapsed time.Duration) {
 	now := time.Now()
-	run := recentRun{key: key, owner: li.Owner, worker: c.name, status: status, end: now, elapsed: elapsed,
-		specSize: len(li.Spec)}
-	if len(li.Spec) <= maxRecentSpec {
-		// The table's spec may alias the frame it came in, much larger
-		// than itself: keep a copy, not the frame.
-		run.spec = bytes.Clone(li.Spec)
-	}
-	if n := len(console); n > 0 && n <= maxRecentConsole {
-		// The console aliases the frame it came in, which the reader
-		// reuses: keep a copy.
-		run.console = append(workunit.Console(nil), console...)
-	}
-	l.act.finished(run)
+	l.act.finished(recentRun{key: key, owner: li.Owner, worker: c.name, status: status, end: now, elapsed: elapsed},
+		li.Spec, console)
 	if status == workunit.StatusError {
 		l.s.hist.runError.Observe(elapsed.Seconds())
 	} else {
@@ -712,7 +701,13 @@ func (s *Server) apiWorkunit(w http.ResponseWriter, r *http.Request, rd reader) 
 		det.Job = l.jobOf(rec.Owner)
 		spec = rec.Spec
 		if runs := l.act.recentRuns(1, func(r *recentRun) bool { return r.key == key && l.mayRealm(rd, r.owner) }); len(runs) > 0 {
+			// The ring's buffers are reused by later runs: copy them
+			// here, in the loop.
 			cp := *runs[0]
+			cp.console = bytes.Clone(cp.console)
+			if cp.spec != nil {
+				cp.spec = bytes.Clone(cp.spec)
+			}
 			run = &cp
 			if spec == nil {
 				spec, specLen = run.spec, run.specSize
