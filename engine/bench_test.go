@@ -108,3 +108,25 @@ func BenchmarkEngine_JSONStringify(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEngine_Shifts runs a loop of 10⁴ shifts by a variable amount,
+// which the BigInt operators' guard (engine/internal/opguard) turns into
+// calls, and the same loop with literal amounts, which it leaves: the
+// guard's cost on numeric code.
+func BenchmarkEngine_Shifts(b *testing.B) {
+	for _, c := range []struct{ name, body string }{
+		{"variable", "h = ((h << k) | (h >>> (32 - k))) ^ i; h = h >> k2"},
+		{"literal", "h = ((h << 5) | (h >>> 27)) ^ i; h = h >> 1"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			e := newEngine(b, Options{Slots: 1})
+			ctx := context.Background()
+			src := "(() => { let h = 1, k = 5, k2 = 1; for (let i = 0; i < 10000; i++) { " + c.body + " } return h })()"
+			for b.Loop() {
+				if _, err := e.Eval(ctx, src); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}

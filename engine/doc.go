@@ -47,6 +47,11 @@
 // that does not return (a long built-in call) is abandoned after
 // Options.AbandonAfter: its caller gets its failure, and the slot goes on
 // with a fresh runtime while the stuck goroutine runs on (Engine.Stuck).
+// Every source the engine runs is compiled through a guard of the BigInt
+// operators (package engine/internal/opguard): `**` and the shifts refuse
+// a result of more than 2^26 bits with a RangeError, and in a workunit eval
+// and the function constructors compile through the same guard (eval is
+// therefore always indirect).
 //
 // # Bindings: the seam
 //

@@ -71,7 +71,7 @@ func NewStandalone(ctx context.Context, opts StandaloneOptions) (*Standalone, er
 }
 
 // standaloneGlobals are riot's globals of a standalone sandbox.
-var standaloneGlobals = []func(*realm) error{bindConsole, bindTimers, bindPerformance, bindStringLimits, bindAllocLimits}
+var standaloneGlobals = []func(*realm) error{bindOpGuardStandalone, bindConsole, bindTimers, bindPerformance, bindStringLimits, bindAllocLimits}
 
 // NextTimer returns when the earliest timer (setTimeout, setInterval) is
 // due, and false when none is pending.
