@@ -17,6 +17,7 @@ const (
 	flagPending              // listed in t.pending: to persist in the next Ready
 	flagInflight             // in the outstanding Ready's Persist, not yet durable
 	flagCanceled             // in error because it was canceled (stop with a Canceled error)
+	flagCrowded              // watched by crowdedWatches masters or more: its watches are in t.wbyKey
 )
 
 // record is one workunit. Kept small: a million waiting ones must fit in
@@ -111,9 +112,13 @@ type finished struct {
 // watchNode is one watch, in two lists: its record's (newest first) and
 // its master's. Nodes live in one slice with a free list: watching
 // allocates nothing once the slice has grown. A master has at most one
-// node per record (Table.wbyKey finds it): watching a key again updates
-// that node, so dropping a master's watches costs one step per record it
-// watches, however often it watched each.
+// node per record: watching a key again updates that node, so dropping a
+// master's watches costs one step per record it watches, however often it
+// watched each. A record's node of a master is found by walking the
+// record's list, which is short (most records have one watch, their
+// submitter's); a record that crowdedWatches masters watch at once is
+// flagged crowded, and its nodes are found in Table.wbyKey instead, until
+// its list is empty again.
 type watchNode struct {
 	master MasterID
 	req    uint64
@@ -143,15 +148,65 @@ type masterWatches struct {
 	slot uint32
 }
 
+// crowdedWatches is the length of a record's list of watches past which
+// its nodes are found in Table.wbyKey rather than by walking the list.
+const crowdedWatches = 8
+
 // watchKey names the one watch of a record (its index) by the master of
 // slot.
 func watchKey(slot, rec uint32) uint64 { return uint64(slot)<<32 | uint64(rec) }
 
-// keyOf returns the wbyKey key of m's watch of record idx, and whether m
-// has watches (if not, it has none of idx either).
-func (t *Table) keyOf(m MasterID, idx uint32) (uint64, bool) {
-	ml, ok := t.mwatches[m]
-	return watchKey(ml.slot, idx), ok
+// watchOf returns the node (+1) of m's watch of record idx, and whether
+// m has one.
+func (t *Table) watchOf(m MasterID, idx uint32) (uint32, bool) {
+	r := t.recs.at(idx)
+	if r.flags&flagCrowded != 0 {
+		ml, ok := t.mwatches[m]
+		if !ok {
+			return 0, false
+		}
+		n, ok := t.wbyKey[watchKey(ml.slot, idx)]
+		return n, ok
+	}
+	for n := r.watch; n != 0; n = t.wnodes[n-1].next {
+		if t.wnodes[n-1].master == m {
+			return n, true
+		}
+	}
+	return 0, false
+}
+
+// linkRec puts node n (+1), whose master's slot is slot, at the head of
+// its record's list; the record turns crowded when the list reaches
+// crowdedWatches nodes.
+func (t *Table) linkRec(n, slot uint32) {
+	wn := &t.wnodes[n-1]
+	idx := wn.rec - 1
+	r := t.recs.at(idx)
+	wn.next, wn.prev = r.watch, 0
+	if r.watch != 0 {
+		t.wnodes[r.watch-1].prev = n
+	}
+	r.watch = n
+	if r.flags&flagCrowded != 0 {
+		t.wbyKey[watchKey(slot, idx)] = n
+		return
+	}
+	length := 0
+	for m := r.watch; m != 0 && length < crowdedWatches; m = t.wnodes[m-1].next {
+		length++
+	}
+	if length < crowdedWatches {
+		return
+	}
+	r.flags |= flagCrowded
+	for m := r.watch; m != 0; m = t.wnodes[m-1].next {
+		s := slot
+		if m != n {
+			s = t.mwatches[t.wnodes[m-1].master].slot
+		}
+		t.wbyKey[watchKey(s, idx)] = m
+	}
 }
 
 // heldLimit is a watch's limit (see watchNode). Table.held keeps, by
@@ -713,8 +768,8 @@ func (t *Table) checkWatchOpen(m MasterID, idx uint32, known bool, key workunit.
 	if limit <= 0 {
 		return nil
 	}
-	if k, ok := t.keyOf(m, idx); known && ok {
-		if _, dup := t.wbyKey[k]; dup {
+	if known {
+		if _, dup := t.watchOf(m, idx); dup {
 			return nil
 		}
 	}
@@ -737,15 +792,12 @@ func (t *Table) watchFor(m MasterID, req uint64, idx uint32, lim heldLimit) {
 		t.out.Notify = append(t.out.Notify, Notification{Master: m, Req: req, Outcome: t.outcome(r), rec: idx + 1, scope: r.scope})
 		return
 	}
-	ml, has := t.mwatches[m]
-	var n uint32
-	dup := false
-	if has {
-		n, dup = t.wbyKey[watchKey(ml.slot, idx)]
-	} else {
-		ml.slot = t.newSlot()
-	}
+	n, dup := t.watchOf(m, idx)
 	if !dup {
+		ml, has := t.mwatches[m]
+		if !has {
+			ml.slot = t.newSlot()
+		}
 		n = t.wfree
 		if n != 0 {
 			t.wfree = t.wnodes[n-1].next
@@ -753,18 +805,14 @@ func (t *Table) watchFor(m MasterID, req uint64, idx uint32, lim heldLimit) {
 			t.wnodes = append(t.wnodes, watchNode{})
 			n = uint32(len(t.wnodes))
 		}
-		t.wnodes[n-1] = watchNode{master: m, rec: idx + 1, next: r.watch, mnext: ml.head}
-		if r.watch != 0 {
-			t.wnodes[r.watch-1].prev = n
-		}
-		r.watch = n
+		t.wnodes[n-1] = watchNode{master: m, rec: idx + 1, mnext: ml.head}
 		if ml.head != 0 {
 			t.wnodes[ml.head-1].mprev = n
 		}
 		ml.head = n
 		ml.n++
 		t.mwatches[m] = ml
-		t.wbyKey[watchKey(ml.slot, idx)] = n
+		t.linkRec(n, ml.slot)
 		t.nwatches++
 	}
 	wn := &t.wnodes[n-1]
@@ -785,8 +833,8 @@ func (t *Table) freeWatch(n uint32) {
 	if wn.limit != 0 {
 		delete(t.limited, n)
 	}
-	t.unlinkRec(wn)
 	ml := t.mwatches[wn.master]
+	t.unlinkRec(wn, ml.slot)
 	if wn.mprev != 0 {
 		t.wnodes[wn.mprev-1].mnext = wn.mnext
 	} else {
@@ -795,7 +843,6 @@ func (t *Table) freeWatch(n uint32) {
 	if wn.mnext != 0 {
 		t.wnodes[wn.mnext-1].mprev = wn.mprev
 	}
-	delete(t.wbyKey, watchKey(ml.slot, wn.rec-1))
 	if ml.n--; ml.n > 0 {
 		t.mwatches[wn.master] = ml
 	} else {
@@ -807,15 +854,23 @@ func (t *Table) freeWatch(n uint32) {
 	t.nwatches--
 }
 
-// unlinkRec takes wn out of its record's list.
-func (t *Table) unlinkRec(wn *watchNode) {
+// unlinkRec takes wn, whose master's slot is slot, out of its record's
+// list; a crowded record whose list is then empty is crowded no more.
+func (t *Table) unlinkRec(wn *watchNode, slot uint32) {
+	r := t.recs.at(wn.rec - 1)
 	if wn.prev != 0 {
 		t.wnodes[wn.prev-1].next = wn.next
 	} else {
-		t.recs.at(wn.rec - 1).watch = wn.next
+		r.watch = wn.next
 	}
 	if wn.next != 0 {
 		t.wnodes[wn.next-1].prev = wn.prev
+	}
+	if r.flags&flagCrowded != 0 {
+		delete(t.wbyKey, watchKey(slot, wn.rec-1))
+		if r.watch == 0 {
+			r.flags &^= flagCrowded
+		}
 	}
 }
 
@@ -852,17 +907,6 @@ func (t *Table) dropWatch(m MasterID, idx uint32) {
 	if n, ok := t.watchOf(m, idx); ok {
 		t.freeWatch(n)
 	}
-}
-
-// watchOf returns the node (+1) of m's watch of record idx, and whether
-// m has one.
-func (t *Table) watchOf(m MasterID, idx uint32) (uint32, bool) {
-	k, has := t.keyOf(m, idx)
-	if !has {
-		return 0, false
-	}
-	n, ok := t.wbyKey[k]
-	return n, ok
 }
 
 // expireWatches ends the watches whose master's time limit has passed
@@ -1054,8 +1098,7 @@ func (t *Table) masterLost(m MasterID) {
 			t.held[wn.rec-1] = append(t.held[wn.rec-1], heldLimit{owner: wn.owner, limit: wn.limit, since: wn.since, run: wn.run})
 			delete(t.limited, n)
 		}
-		t.unlinkRec(wn)
-		delete(t.wbyKey, watchKey(ml.slot, wn.rec-1))
+		t.unlinkRec(wn, ml.slot)
 		next := wn.mnext
 		*wn = watchNode{next: t.wfree}
 		t.wfree = n
@@ -1812,8 +1855,7 @@ func (t *Table) reconcile() {
 		// watches it already (with a later req). Past
 		// Config.MaxWatchesPerMaster too: it was watching it, and there is
 		// nothing true to tell it instead.
-		k, has := t.keyOf(n.Master, idx)
-		if _, dup := t.wbyKey[k]; !has || !dup {
+		if _, dup := t.watchOf(n.Master, idx); !dup {
 			t.watchFor(n.Master, n.Req, idx, heldLimit{})
 		}
 	}
