@@ -79,7 +79,6 @@ func lineOf(t *testing.T, lines []string, s string) string {
 	return ""
 }
 
-
 // Inserted moves each mapping right by what was inserted before it on its
 // line, and no other line's.
 func TestMap_Inserted(t *testing.T) {
