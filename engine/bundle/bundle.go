@@ -44,6 +44,9 @@ type Error struct {
 	File         string
 	Line, Column int
 	Message      string
+	// Unresolved says that the error is an import (or require) of a file
+	// or package that is not there, rather than a syntax error.
+	Unresolved bool
 }
 
 // Error returns "file:line:column: message".
@@ -165,6 +168,7 @@ func buildError(msg api.Message) *Error {
 		return e
 	}
 	spec := sub[1]
+	e.Unresolved = true
 	what := "import " + strconv.Quote(spec)
 	if loc := msg.Location; loc != nil && loc.Column >= 0 && loc.Column <= len(loc.LineText) && strings.HasSuffix(strings.TrimRight(loc.LineText[:loc.Column], " \t"), "require(") {
 		what = "require(" + strconv.Quote(spec) + ")"

@@ -123,7 +123,7 @@ func TestBundle_BareImportIsAClearError(t *testing.T) {
 	t.Parallel()
 	sr := runMain(t, "main.ts", map[string]string{"main.ts": "const n: number = 1;\nimport _ from 'lodash';\nconsole.log(_.add(n, 1));\n"})
 	se := scriptErr(t, sr.err)
-	assert.Equal(t, "SyntaxError", se.Name)
+	assert.Equal(t, "Error", se.Name)
 	assert.Equal(t, `main.ts:2:15: import "lodash": not a file, and no node_modules folder beside the script or above it holds a package "lodash": `+
 		`install it there (npm install lodash) to have it bundled with the script, or import a file of the job by its path ("./lib/name.js")`, se.Message)
 
@@ -199,4 +199,18 @@ func TestBundle_TypeScriptSyntaxError(t *testing.T) {
 	se := scriptErr(t, sr.err)
 	assert.Equal(t, "SyntaxError", se.Name)
 	assert.Contains(t, se.Message, "main.ts:1:19: ")
+}
+
+// require of a JSON file and a dynamic import() are bundled too.
+func TestBundle_RequireJSONAndDynamicImport(t *testing.T) {
+	t.Parallel()
+	sr := runMain(t, "main.ts", map[string]string{
+		"main.ts": "const data: { n: number } = require('./data.json');\n" +
+			"const { twice } = await import('./lib/twice');\n" +
+			"console.log(data.n, riot.waitUntilDone(riot.doWork(twice, data.n)));\n",
+		"data.json":    `{"n": 21}`,
+		"lib/twice.ts": "export const twice = (x: number): number => 2 * x;\n",
+	})
+	require.NoError(t, sr.err, "stderr: %s", sr.stderr.String())
+	assert.Equal(t, "21 42\n", sr.stdout.String())
 }

@@ -138,8 +138,11 @@ func RunScript(ctx context.Context, opts ScriptOptions) error {
 	}
 	script, srcMap, err := instrumentScript(name, src)
 	if err != nil {
-		msg := syntaxMessage(err)
-		return &ScriptError{Name: "SyntaxError", Message: msg, Stack: "SyntaxError: " + msg}
+		msg, kind := syntaxMessage(err), "SyntaxError"
+		if be := (*bundle.Error)(nil); errors.As(err, &be) && be.Unresolved {
+			kind = "Error" // a module not found, as Node names it
+		}
+		return &ScriptError{Name: kind, Message: msg, Stack: kind + ": " + msg}
 	}
 	m := &master{
 		srcMap:    srcMap,
