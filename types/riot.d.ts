@@ -129,7 +129,8 @@ declare namespace riot {
     forWork<T, R>(iterable: Iterable<T> | ArrayLike<T>, fn: (item: T, index: number) => R, options?: WorkOptions): Awaited<R>[];
     /**
      * A workunit that calls require(modulePath)[exportName](...args) on a worker; the module (a CommonJS
-     * file relative to the script's directory) and what it requires ship by content. Seed: do-work/call.
+     * file relative to the script's directory, or a TypeScript or ES module, bundled) and what it requires
+     * ship by content. Seed: do-work/call.
      */
     doWorkCall(modulePath: string, exportName: string, ...args: any[]): WorkunitId;
     /** A workunit that evaluates source; its value is the result. Seed: do-work/eval. */

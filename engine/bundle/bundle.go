@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -206,4 +207,65 @@ func isBuiltin(spec string) bool {
 		return true
 	}
 	return false
+}
+
+// Module bundles the module file path (TypeScript or an ES module) and the
+// files it imports into one CommonJS module, for riot.doWorkCall to ship:
+// its exports are the module's, and an inline source map (which goja reads
+// when a worker compiles it) leads its stack traces back to the original
+// files. It returns the JavaScript and the absolute paths of the files
+// bundled, so that a cache can tell when any of them changed.
+func Module(path string) (string, []string, error) {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return "", nil, fmt.Errorf("bundle: %w", err)
+	}
+	dir := filepath.Dir(abs)
+	res := api.Build(api.BuildOptions{
+		EntryPoints:    []string{abs},
+		Bundle:         true,
+		Write:          false,
+		Format:         api.FormatCommonJS,
+		Platform:       api.PlatformNeutral,
+		MainFields:     []string{"module", "main"},
+		Target:         api.ES2022,
+		Supported:      map[string]bool{"async-generator": false, "for-await": false},
+		Sourcemap:      api.SourceMapExternal,
+		SourcesContent: api.SourcesContentExclude,
+		Outfile:        filepath.Join(dir, "riot-module.js"),
+		AbsWorkingDir:  dir,
+		Metafile:       true,
+		Charset:        api.CharsetUTF8,
+		LegalComments:  api.LegalCommentsNone,
+		Define:         map[string]string{"process.env.NODE_ENV": `"production"`},
+		LogLevel:       api.LogLevelSilent,
+	})
+	if len(res.Errors) > 0 {
+		return "", nil, buildError(res.Errors[0])
+	}
+	var code, mapJSON []byte
+	for _, f := range res.OutputFiles {
+		if strings.HasSuffix(f.Path, ".map") {
+			mapJSON = f.Contents
+		} else {
+			code = f.Contents
+		}
+	}
+	gen := string(code)
+	m, err := parseMap(mapJSON, gen)
+	if err != nil {
+		return "", nil, err
+	}
+	var meta struct {
+		Inputs map[string]json.RawMessage `json:"inputs"`
+	}
+	if err := json.Unmarshal([]byte(res.Metafile), &meta); err != nil {
+		return "", nil, fmt.Errorf("bundle: metafile: %w", err)
+	}
+	inputs := make([]string, 0, len(meta.Inputs))
+	for name := range meta.Inputs {
+		inputs = append(inputs, filepath.Join(dir, filepath.FromSlash(name)))
+	}
+	sort.Strings(inputs)
+	return strings.TrimSuffix(gen, "\n") + m.Comment(filepath.Base(abs)) + "\n", inputs, nil
 }

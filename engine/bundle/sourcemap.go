@@ -166,7 +166,11 @@ func (m *Map) Lookup(line, col int) (file string, oline, ocol int, ok bool) {
 }
 
 // JSON encodes m as a source map (revision 3) of file.
-func (m *Map) JSON(file string) []byte {
+func (m *Map) JSON(file string) []byte { return m.encode(file, 0) }
+
+// encode encodes m with every column, generated and original, moved by
+// shift.
+func (m *Map) encode(file string, shift int) []byte {
 	var b strings.Builder
 	var psrc, pline, pcol int
 	for l, segs := range m.lines {
@@ -183,11 +187,11 @@ func (m *Map) JSON(file string) []byte {
 				b.WriteByte(',')
 			}
 			first = false
-			encodeVLQ(&b, s.col-pgen)
+			encodeVLQ(&b, s.col+shift-pgen)
 			encodeVLQ(&b, s.src-psrc)
 			encodeVLQ(&b, s.line-pline)
-			encodeVLQ(&b, s.ocol-pcol)
-			pgen, psrc, pline, pcol = s.col, s.src, s.line, s.ocol
+			encodeVLQ(&b, s.ocol+shift-pcol)
+			pgen, psrc, pline, pcol = s.col+shift, s.src, s.line, s.ocol+shift
 		}
 	}
 	out, _ := json.Marshal(sourceMapV3{Version: 3, File: file, Sources: m.Sources, Names: []string{}, Mappings: b.String()})
@@ -195,9 +199,13 @@ func (m *Map) JSON(file string) []byte {
 }
 
 // Comment is the line that attaches m to generated code as an inline
-// source map, which goja reads when it compiles the code.
+// source map, which goja reads when it compiles the code. Its columns are
+// goja's, not the standard's: goja looks a position up by its 1-based
+// column among the map's columns, which the standard counts from 0, and
+// reports the original column it finds as it is; so every column is one
+// more here, and a stack shows 1-based columns, as V8's do.
 func (m *Map) Comment(file string) string {
-	return "\n//# sourceMappingURL=data:application/json;base64," + base64.StdEncoding.EncodeToString(m.JSON(file))
+	return "\n//# sourceMappingURL=data:application/json;base64," + base64.StdEncoding.EncodeToString(m.encode(file, 1))
 }
 
 // RemapStack rewrites the positions in a stack trace (or any text) that

@@ -102,8 +102,9 @@ console.log(norm({ x: -1, y: 0 }));
 `})
 	se := scriptErr(t, sr.err)
 	assert.Equal(t, "RangeError", se.Name)
-	assert.Contains(t, se.Stack, "main.ts:7:")
-	assert.Contains(t, se.Stack, "main.ts:11:")
+	// The columns are Node's too.
+	assert.Contains(t, se.Stack, "at norm (main.ts:7:22)")
+	assert.Contains(t, se.Stack, "at main.ts:11:13")
 	assert.NotContains(t, se.Stack, "bundle.js")
 }
 
@@ -213,4 +214,34 @@ func TestBundle_RequireJSONAndDynamicImport(t *testing.T) {
 	})
 	require.NoError(t, sr.err, "stderr: %s", sr.stderr.String())
 	assert.Equal(t, "21 42\n", sr.stdout.String())
+}
+
+// riot.doWorkCall of a TypeScript module ships it as one CommonJS module
+// with what it imports; a worker's stack from it names the .ts line (the
+// worker reads the module's inline source map).
+func TestBundle_DoWorkCallTypeScriptModule(t *testing.T) {
+	t.Parallel()
+	files := map[string]string{
+		"main.js": "console.log(riot.waitUntilDone(riot.doWorkCall('lib/calc.ts', 'total', [1, 2, 3])));\n" +
+			"riot.waitUntilDone(riot.doWorkCall('lib/calc', 'total', [1, -2]));\n",
+		"lib/calc.ts": `import { check } from './check';
+
+export function total(xs: number[]): number {
+  return xs.reduce((a, x) => a + check(x), 0);
+}
+`,
+		"lib/check.ts": `// check refuses negative numbers.
+export function check(x: number): number {
+  if (x < 0) {
+    throw new RangeError('negative: ' + x);
+  }
+  return x;
+}
+`,
+	}
+	sr := runScript(t, files)
+	se := scriptErr(t, sr.err)
+	assert.Equal(t, "6\n", sr.stdout.String())
+	require.NotNil(t, se.Workunit, se.Stack)
+	assert.Contains(t, se.Stack, "Caused by: RangeError: negative: -2\n    at check (lib/check.ts:4:11)")
 }

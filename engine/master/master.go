@@ -154,7 +154,7 @@ func RunScript(ctx context.Context, opts ScriptOptions) error {
 		printSeed: maphash.MakeSeed(),
 		pending:   make(map[blob.Hash]*pendingBlob),
 		uploaded:  make(map[Conn]map[blob.Hash]bool),
-		modules:   modules.NewCache(filepath.Dir(name)),
+		modules:   modules.NewCache(filepath.Dir(name)).WithBundler(bundle.Module),
 		taken:     make(map[workunit.Key]*Work),
 		subs:      make(map[workunit.Key]subEntry),
 		copies:    1,
