@@ -3,6 +3,7 @@ package bundle
 import (
 	"encoding/json"
 	"fmt"
+	"net/url"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -60,6 +61,9 @@ func (e *Error) Error() string {
 
 const entry = "riot:entry"
 
+// importMeta is the name that import.meta becomes.
+const importMeta = "__riot_import_meta"
+
 // Build bundles the job script at path, whose text is src, with the job's
 // own modules it imports (and packages from a node_modules folder beside it
 // or above it) into one script for goja, with a source map. An error is an
@@ -100,7 +104,7 @@ func Build(path, src string) (*Result, error) {
 		Metafile:      true,
 		Charset:       api.CharsetUTF8,
 		LegalComments: api.LegalCommentsNone,
-		Define:        map[string]string{"process.env.NODE_ENV": `"production"`},
+		Define:        map[string]string{"process.env.NODE_ENV": `"production"`, "import.meta": importMeta},
 		LogLevel:      api.LogLevelSilent,
 		Plugins:       []api.Plugin{plugin},
 	})
@@ -147,6 +151,11 @@ func Build(path, src string) (*Result, error) {
 	if r.Module {
 		head += `"use strict";`
 	}
+	// import.meta, which a script cannot hold, is the job script's in
+	// every module.
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs)}
+	metaJSON, _ := json.Marshal(map[string]string{"url": u.String(), "filename": abs, "dirname": dir})
+	head += "const " + importMeta + " = Object.freeze(" + string(metaJSON) + ");"
 	if !strings.HasSuffix(gen, "\n") {
 		gen += "\n"
 	}

@@ -19,7 +19,7 @@
 //
 // Result.Source is an async arrow function called at once:
 //
-//	(async () => {"use strict";
+//	(async () => {"use strict";const __riot_import_meta = Object.freeze({...});
 //	...the bundled modules...
 //	})()
 //
@@ -28,7 +28,9 @@
 // event loop (its rejection is the module's uncaught exception). The first
 // line is the wrapper's own; the "use strict" is there for an ES module
 // (Result.Module), not for a TypeScript file without import or export,
-// which is a sloppy-mode script as in TypeScript.
+// which is a sloppy-mode script as in TypeScript. import.meta, which a
+// script cannot hold, becomes that constant: the job script's url,
+// filename and dirname, in every module.
 //
 // # Positions
 //

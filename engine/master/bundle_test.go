@@ -245,3 +245,15 @@ export function check(x: number): number {
 	require.NotNil(t, se.Workunit, se.Stack)
 	assert.Contains(t, se.Stack, "Caused by: RangeError: negative: -2\n    at check (lib/check.ts:4:11)")
 }
+
+// import.meta is the job script's, in every module (a script cannot hold
+// import.meta itself).
+func TestBundle_ImportMeta(t *testing.T) {
+	t.Parallel()
+	sr := runMain(t, "main.mjs", map[string]string{
+		"main.mjs":  "import { u } from './lib/m.mjs';\nconsole.log(u === import.meta.url, import.meta.url.startsWith('file:///'), import.meta.url.endsWith('/main.mjs'));\n",
+		"lib/m.mjs": "export const u = import.meta.url;\n",
+	})
+	require.NoError(t, sr.err, "stderr: %s", sr.stderr.String())
+	assert.Equal(t, "true true true\n", sr.stdout.String())
+}
