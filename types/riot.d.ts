@@ -303,6 +303,7 @@ interface TextEncoder {
 }
 declare var TextEncoder: {
   prototype: TextEncoder;
+  /** A UTF-8 encoder. */
   new (): TextEncoder;
 };
 
@@ -315,14 +316,18 @@ interface TextDecoderOptions {
 }
 /** Decodes bytes (UTF-8 and the other encodings it knows) to strings. */
 interface TextDecoder {
+  /** The encoding's name ('utf-8'). */
   readonly encoding: string;
+  /** Whether malformed input throws. */
   readonly fatal: boolean;
+  /** Whether a leading byte order mark is kept. */
   readonly ignoreBOM: boolean;
   /** The text of input; with {stream: true} more input follows. */
   decode(input?: ArrayBufferView | ArrayBuffer, options?: { stream?: boolean }): string;
 }
 declare var TextDecoder: {
   prototype: TextDecoder;
+  /** A decoder for the encoding label (default 'utf-8'). */
   new (label?: string, options?: TextDecoderOptions): TextDecoder;
 };
 
@@ -340,7 +345,9 @@ interface URL {
   search: string;
   readonly searchParams: URLSearchParams;
   username: string;
+  /** The href. */
   toString(): string;
+  /** The href, for JSON.stringify. */
   toJSON(): string;
 }
 declare var URL: {
@@ -367,15 +374,20 @@ interface URLSearchParams {
   sort(): void;
   /** Calls fn for each pair. */
   forEach(fn: (value: string, name: string, params: URLSearchParams) => void): void;
+  /** The names, in order, once per pair. */
   keys(): IterableIterator<string>;
+  /** The values, in order. */
   values(): IterableIterator<string>;
+  /** The [name, value] pairs, in order. */
   entries(): IterableIterator<[string, string]>;
+  /** The [name, value] pairs, in order. */
   [Symbol.iterator](): IterableIterator<[string, string]>;
   /** The query string, without '?'. */
   toString(): string;
 }
 declare var URLSearchParams: {
   prototype: URLSearchParams;
+  /** Pairs from a query string ('a=1&b=2', with or without '?'), an object or [name, value] pairs. */
   new (init?: string | Record<string, string> | Iterable<[string, string]>): URLSearchParams;
 };
 
