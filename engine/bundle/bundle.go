@@ -109,7 +109,7 @@ func Build(path, src string) (*Result, error) {
 		Plugins:       []api.Plugin{plugin},
 	})
 	if len(res.Errors) > 0 {
-		return nil, buildError(res.Errors[0])
+		return nil, buildErrors(res.Errors)
 	}
 	var code, mapJSON []byte
 	for _, f := range res.OutputFiles {
@@ -161,6 +161,19 @@ func Build(path, src string) (*Result, error) {
 	}
 	r.Source = head + "\n" + gen + "})()"
 	return r, nil
+}
+
+// buildErrors is the first of esbuild's errors, saying how many more
+// there are.
+func buildErrors(msgs []api.Message) *Error {
+	e := buildError(msgs[0])
+	switch n := len(msgs) - 1; {
+	case n == 1:
+		e.Message += " (and 1 more error)"
+	case n > 1:
+		e.Message += fmt.Sprintf(" (and %d more errors)", n)
+	}
+	return e
 }
 
 var unresolved = regexp.MustCompile(`^Could not resolve "(.*)"$`)
@@ -250,7 +263,7 @@ func Module(path string) (string, []string, error) {
 		LogLevel:       api.LogLevelSilent,
 	})
 	if len(res.Errors) > 0 {
-		return "", nil, buildError(res.Errors[0])
+		return "", nil, buildErrors(res.Errors)
 	}
 	var code, mapJSON []byte
 	for _, f := range res.OutputFiles {

@@ -138,3 +138,14 @@ func TestNeeded(t *testing.T) {
 		assert.Equal(t, want, Needed(name), name)
 	}
 }
+
+func TestBuild_SaysHowManyMoreErrors(t *testing.T) {
+	dir := t.TempDir()
+	src := "import a from './a';\nimport b from './b';\nimport c from './c';\nconsole.log(a, b, c);\n"
+	_, err := Build(write(t, dir, "job.mjs", src), src)
+	var be *Error
+	require.ErrorAs(t, err, &be)
+	assert.True(t, be.Unresolved)
+	assert.True(t, strings.HasSuffix(be.Message, " (and 2 more errors)"), be.Message)
+	assert.Equal(t, 1, be.Line)
+}

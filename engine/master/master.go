@@ -205,7 +205,15 @@ func instrumentScript(name, src string) (*capture.Script, *bundle.Map, error) {
 	gen := bundledName(name)
 	script, err := capture.Instrument(gen, b.Source, capture.Options{})
 	if err != nil {
-		return nil, nil, fmt.Errorf("engine: job script %s, bundled: %w", file, err)
+		// esbuild's output that goja does not parse: say where the code
+		// came from.
+		var se *capture.SyntaxError
+		if errors.As(err, &se) {
+			if f, l, c, ok := b.Map.Lookup(se.Line, se.Column); ok {
+				se.File, se.Line, se.Column = f, l, c
+			}
+		}
+		return nil, nil, err
 	}
 	spans := make([]bundle.Span, len(script.Insertions))
 	for i, in := range script.Insertions {
