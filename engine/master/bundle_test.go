@@ -257,3 +257,13 @@ func TestBundle_ImportMeta(t *testing.T) {
 	require.NoError(t, sr.err, "stderr: %s", sr.stderr.String())
 	assert.Equal(t, "true true true\n", sr.stdout.String())
 }
+
+// A .js script with a syntax error keeps the parser's message: esbuild
+// refuses it too, and it is no module.
+func TestBundle_JSSyntaxErrorStaysTheParsers(t *testing.T) {
+	t.Parallel()
+	sr := runMain(t, "main.js", map[string]string{"main.js": "const x = ;\n"})
+	se := scriptErr(t, sr.err)
+	assert.Equal(t, "SyntaxError", se.Name)
+	assert.Equal(t, "main.js:1:11: Unexpected token ;", se.Message)
+}

@@ -185,22 +185,24 @@ func RunScript(ctx context.Context, opts ScriptOptions) error {
 // bundledName(name), its value is the promise of the module's evaluation,
 // and the map gives the original files' positions of its own.
 func instrumentScript(name, src string) (*capture.Script, *bundle.Map, error) {
-	file := filepath.Base(name)
-	if !bundle.Needed(name) {
-		script, err := capture.Instrument(file, src, capture.Options{})
+	var b *bundle.Result
+	if bundle.Needed(name) {
+		var err error
+		if b, err = bundle.Build(name, src); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		script, err := capture.Instrument(filepath.Base(name), src, capture.Options{})
 		var se *capture.SyntaxError
 		if err == nil || !errors.As(err, &se) {
 			return script, nil, err
 		}
 		// import, export or a top-level await: an ES module. Anything else
 		// esbuild refuses too, and the parse error stands.
-		if _, berr := bundle.Build(name, src); berr != nil {
+		var berr error
+		if b, berr = bundle.Build(name, src); berr != nil {
 			return nil, nil, err
 		}
-	}
-	b, err := bundle.Build(name, src)
-	if err != nil {
-		return nil, nil, err
 	}
 	gen := bundledName(name)
 	script, err := capture.Instrument(gen, b.Source, capture.Options{})
