@@ -94,6 +94,15 @@ export function check(r: Reading): string {
 		"the worker's frame, in the imported .ts module")
 	assert.NotContains(t, res.Stderr, "bundle.js")
 
+	// riot.doWorkCall of the .ts module: the worker runs it bundled as
+	// CommonJS, and its own stack (read from the module's source map)
+	// names the .ts line.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "call.js"),
+		[]byte("console.log(riot.waitUntilDone(riot.doWorkCall('lib/check.ts', 'check', { id: 3, celsius: -500 })));\n"), 0o644))
+	res = bins.RunEval(t, "--tracker", tr.Addr(), filepath.Join(dir, "call.js"))
+	require.Equal(t, 1, res.Code, res)
+	assert.Contains(t, res.Stderr, "Caused by: RangeError: reading 3: -500 °C is below absolute zero\n    at check (lib/check.ts:10:11)")
+
 	dir = writeJob(t, map[string]string{"job.mts": "import chunk from 'lodash/chunk.js';\n\nconsole.log(chunk([1, 2, 3], 2));\n"})
 	res = bins.RunEval(t, "--tracker", tr.Addr(), filepath.Join(dir, "job.mts"))
 	require.Equal(t, 1, res.Code, res)

@@ -143,6 +143,7 @@ func Build(path, src string) (*Result, error) {
 			r.Module = true
 		}
 	}
+	sort.Strings(r.Inputs)
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".mjs", ".mts":
 		r.Module = true

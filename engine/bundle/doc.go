@@ -17,6 +17,13 @@
 //	m := b.Map.Inserted(b.Source, spans) // spans: script.Insertions
 //	src := script.Source + m.Comment("job.ts.bundle.js")
 //
+// Module does the same for a module that riot.doWorkCall ships: one
+// CommonJS module with the files it imports and an inline source map, which
+// goja reads when a worker compiles it, so that the worker's own stacks name
+// the original lines:
+//
+//	src, inputs, err := bundle.Module("lib/calc.ts") // inputs: for a cache to tell changes
+//
 // Result.Source is an async arrow function called at once:
 //
 //	(async () => {"use strict";const __riot_import_meta = Object.freeze({...});
