@@ -145,7 +145,7 @@ func evalCommand() *cobra.Command {
 		Args:  cobra.ArbitraryArgs,
 		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
 			if len(args) == 0 {
-				return []cobra.Completion{"js"}, cobra.ShellCompDirectiveFilterFileExt
+				return []cobra.Completion{"js", "mjs", "cjs", "ts", "mts", "cts"}, cobra.ShellCompDirectiveFilterFileExt
 			}
 			return nil, cobra.ShellCompDirectiveDefault // the script's own arguments
 		},

@@ -123,7 +123,7 @@ func TestCompletion(t *testing.T) {
 	// What the scripts ask riot-worker when a user presses Tab.
 	code, stdout, _ := runCmd(t, "__complete", "")
 	require.Equal(t, 0, code)
-	for _, c := range []string{"eval", "version", "completion", "help"} {
+	for _, c := range []string{"eval", "version", "completion", "help", "types"} {
 		assert.Contains(t, "\n"+stdout, "\n"+c+"\t", c)
 	}
 	code, stdout, _ = runCmd(t, "__complete", "--")
@@ -136,7 +136,7 @@ func TestCompletion(t *testing.T) {
 	assert.Contains(t, stdout, "--workers\t")
 	code, stdout, _ = runCmd(t, "__complete", "eval", "")
 	require.Equal(t, 0, code)
-	assert.True(t, strings.HasPrefix(stdout, "js\n"), "job scripts: *.js files: %q", stdout)
+	assert.True(t, strings.HasPrefix(stdout, "js\nmjs\ncjs\nts\nmts\ncts\n"), "job scripts: *.js, *.mjs, *.ts files...: %q", stdout)
 	code, _, stderr := runCmd(t, "completion", "nosh")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, `"nosh"`)
