@@ -28,8 +28,9 @@ func Needed(path string) bool {
 // Result is a job script bundled into plain JavaScript for goja.
 type Result struct {
 	// Source is the script and every module it imports, as one script
-	// whose value is the promise of the module's evaluation: an async
-	// function called at once, so that the module's top-level await works.
+	// whose value is the module's body: an async function of no
+	// arguments, whose promise (once the caller calls it) is the module's
+	// evaluation, so that its top-level await works.
 	Source string
 	// Map maps Source back to the original files.
 	Map *Map
@@ -160,7 +161,7 @@ func Build(path, src string) (*Result, error) {
 	if !strings.HasSuffix(gen, "\n") {
 		gen += "\n"
 	}
-	r.Source = head + "\n" + gen + "})()"
+	r.Source = head + "\n" + gen + "})"
 	return r, nil
 }
 

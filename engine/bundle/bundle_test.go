@@ -45,7 +45,7 @@ func TestBuild_TypeScript(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, b.Module)
 	assert.True(t, strings.HasPrefix(b.Source, "(async () => {\"use strict\";const __riot_import_meta = Object.freeze({"), b.Source)
-	assert.True(t, strings.HasSuffix(b.Source, "\n})()"), b.Source)
+	assert.True(t, strings.HasSuffix(b.Source, "\n})"), b.Source)
 	assert.NotContains(t, b.Source, ": string")
 	assert.ElementsMatch(t, []string{"job.ts", "lib/greet.ts"}, b.Inputs)
 	// Find console.log in the generated text and map it.

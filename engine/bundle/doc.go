@@ -24,15 +24,17 @@
 //
 //	src, inputs, err := bundle.Module("lib/calc.ts") // inputs: for a cache to tell changes
 //
-// Result.Source is an async arrow function called at once:
+// Result.Source is an async arrow function:
 //
 //	(async () => {"use strict";const __riot_import_meta = Object.freeze({...});
 //	...the bundled modules...
-//	})()
+//	})
 //
 // so that the module's top-level await works: the script's value is the
-// promise of the module's evaluation, which the caller awaits with its
-// event loop (its rejection is the module's uncaught exception). The first
+// module's body, which the caller calls (from Go, so that no frame of the
+// call shows in stacks), and the promise it returns is the module's
+// evaluation, which the caller awaits with its event loop (its rejection
+// is the module's uncaught exception). The first
 // line is the wrapper's own; the "use strict" is there for an ES module
 // (Result.Module), not for a TypeScript file without import or export,
 // which is a sloppy-mode script as in TypeScript. import.meta, which a

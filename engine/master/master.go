@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -182,8 +181,9 @@ func RunScript(ctx context.Context, opts ScriptOptions) error {
 // the capture hook. An ES module or TypeScript script (by its name, or a .js
 // script that does not parse as a script) is bundled with esbuild first:
 // then the instrumented code is plain JavaScript under the name
-// bundledName(name), its value is the promise of the module's evaluation,
-// and the map gives the original files' positions of its own.
+// bundledName(name), its value is the module's body (an async function,
+// whose promise is the module's evaluation), and the map gives the
+// original files' positions of its own.
 func instrumentScript(name, src string) (*capture.Script, *bundle.Map, error) {
 	var b *bundle.Result
 	if bundle.Needed(name) {
@@ -236,27 +236,6 @@ func (m *master) mapError(w *workunit.Error) *workunit.Error {
 	return &c
 }
 
-// dropWrapperFrames removes from a bundled script's stack the frames of the
-// code that wraps the module (its call of the module's async body), which
-// no original file holds.
-func (m *master) dropWrapperFrames(stack string) string {
-	if m.srcMap == nil {
-		return stack
-	}
-	gen := "(" + m.scripts[0].File + ":"
-	bare := "at " + m.scripts[0].File + ":"
-	lines := strings.Split(stack, "\n")
-	out := lines[:0]
-	for _, l := range lines {
-		t := strings.TrimSpace(l)
-		if strings.HasPrefix(t, "at ") && (strings.Contains(t, gen) || strings.HasPrefix(t, bare)) {
-			continue
-		}
-		out = append(out, l)
-	}
-	return strings.Join(out, "\n")
-}
-
 // bundledName is the name of a bundled script's JavaScript, as workers'
 // stack traces show it (the master maps them back to the original files).
 func bundledName(name string) string { return filepath.Base(name) + ".bundle.js" }
@@ -297,8 +276,8 @@ type master struct {
 	// files; nil otherwise. goja maps the master's own stacks with the
 	// inline source map of scripts[0].Source.
 	srcMap *bundle.Map
-	// top is the promise of a bundled script's evaluation: its top level
-	// has run when it settles.
+	// top is the promise of a bundled script's evaluation (what its body
+	// returned): its top level has run when it settles.
 	top *goja.Promise
 	// scripts are the instrumented job script (0) and the modules it
 	// required (1, ...): a captured function is registered with its
@@ -360,7 +339,17 @@ func (m *master) run() error {
 		return m.scriptError(err)
 	}
 	if m.srcMap != nil {
-		m.top, _ = v.Export().(*goja.Promise)
+		// A module's body, an async function: called from here, so that
+		// no frame of the call shows in stacks.
+		body, ok := goja.AssertFunction(v)
+		if !ok {
+			return fmt.Errorf("engine: job script: the bundled module is %s, not a function", v)
+		}
+		p, err := body(goja.Undefined())
+		if err != nil {
+			return m.scriptError(err)
+		}
+		m.top, _ = p.Export().(*goja.Promise)
 	}
 	if err := m.unhandledRejection(); err != nil {
 		return err
@@ -545,7 +534,6 @@ func (m *master) exception(v goja.Value, frames []goja.StackFrame) *ScriptError 
 	if se.Stack == "" {
 		se.Stack = inspect.StackString(se.Name, se.Message, frames, 0)
 	}
-	se.Stack = m.dropWrapperFrames(se.Stack)
 	return se
 }
 
