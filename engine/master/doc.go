@@ -22,6 +22,16 @@
 //     where it is and how to read its free variables, so that it can be
 //     sent to a worker as a value.Function.
 //
+// A job script that is an ES module or TypeScript (.mjs, .ts, .mts, .cts,
+// or a .js script with import, export or a top-level await) is bundled
+// first, with the modules it imports, by package engine/bundle (esbuild),
+// and its body runs as an async function whose promise the event loop
+// awaits (top-level await). The capture pass instruments the bundled
+// JavaScript, so workers get plain JavaScript; an inline source map gives
+// the master's stacks the original files' positions, and the master maps
+// the positions of workunits' stacks and of its own messages back the
+// same way (docs/reference.md, "Modules and TypeScript").
+//
 // The master runs the script top to bottom, then runs an event loop, as
 // Node does: the callbacks of riot.callWhenDone and the script's timers,
 // until none is pending. Values go to workers as value documents; one

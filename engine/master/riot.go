@@ -848,6 +848,7 @@ func (m *master) workunitError(key workunit.Key, o *workunit.Outcome) *goja.Obje
 	if werr == nil {
 		werr = &workunit.Error{Kind: workunit.Internal, Name: "Error", Message: "the tracker gave no error"}
 	}
+	werr = m.mapError(werr)
 	cause := m.rebuildError(werr)
 	where := "workunit " + key.Short()
 	worker := werr.Worker
