@@ -25,6 +25,10 @@ var FramePrefix = reflect.TypeOf(guard{}).PkgPath() + "."
 // guard leaves to them runs here.
 var raw = goja.MustCompile("opguard", "[(a, b) => a ** b, (a, b) => a << b, (a, b) => a >> b]", true)
 
+// probeFunctions makes a function of each kind whose constructor Install
+// replaces.
+var probeFunctions = goja.MustCompile("opguard", "[function(){}, async function(){}, function*(){}]", false)
+
 // guard is one runtime's guard.
 type guard struct {
 	rt    *goja.Runtime
@@ -352,7 +356,7 @@ func (g *guard) run(name, src string) goja.Value {
 // and those reached from the prototypes of async and generator functions;
 // goja has no async generators) with ones that compile through the guard.
 func (g *guard) installConstructors() error {
-	probe, err := g.rt.RunString("[function(){}, async function(){}, function*(){}]")
+	probe, err := g.rt.RunProgram(probeFunctions)
 	if err != nil {
 		return err
 	}
