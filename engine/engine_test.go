@@ -179,8 +179,9 @@ func TestEngine_Sandbox_Absent(t *testing.T) {
 	].includes(n)).sort()`)
 	// (A worker adds the GPU bindings, engine/jsgpu: see its
 	// TestGPU_Globals.)
-	assert.Equal(t, []any{"clearInterval", "clearTimeout", "console", "performance", "queueMicrotask",
-		"riot", "setInterval", "setTimeout", "sleep"}, got)
+	assert.Equal(t, []any{"Crypto", "DOMException", "TextDecoder", "TextEncoder", "URL", "URLSearchParams",
+		"atob", "btoa", "clearInterval", "clearTimeout", "console", "crypto", "performance", "queueMicrotask",
+		"riot", "setInterval", "setTimeout", "sleep", "structuredClone"}, got)
 	// riot on a worker holds only riot.worker, frozen.
 	assert.Equal(t, []any{"worker"}, evalValue(t, e, "Object.keys(riot)"))
 	assert.Equal(t, true, evalValue(t, e, "Object.isFrozen(riot) && Object.isFrozen(riot.worker)"))
