@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/dop251/goja"
@@ -568,9 +569,10 @@ func parsePort(s string) (int, error) {
 // forbiddenHost are the forbidden host code points of the URL standard.
 const forbiddenHost = "\x00\t\n\r #/:<>?@[\\]^|"
 
-// parseHost is the host parser of the URL standard. Domains are lowered
-// and their non-ASCII labels written as Punycode ("xn--"), without the
-// rest of UTS #46's mapping.
+// parseHost is the host parser of the URL standard. Domains are lowered,
+// fullwidth forms and ideographic full stops mapped (mapDomainRune), and
+// their non-ASCII labels written as Punycode ("xn--"), without the rest of
+// UTS #46: its other mappings, and its checks of "xn--" labels.
 func parseHost(s string, opaque bool) (string, error) {
 	if strings.HasPrefix(s, "[") {
 		if !strings.HasSuffix(s, "]") {
@@ -592,7 +594,7 @@ func parseHost(s string, opaque bool) (string, error) {
 	}
 	decoded := percentDecode(s)
 	domain := strings.ToValidUTF8(string(decoded), "\uFFFD")
-	domain = strings.ToLower(domain)
+	domain = strings.Map(mapDomainRune, strings.ToLower(domain))
 	for _, c := range domain {
 		if c < 0x20 || c == 0x7F || c == '%' || c == 0xFFFD || strings.ContainsRune(forbiddenHost, c) {
 			return "", errInvalidURL
@@ -619,6 +621,18 @@ func parseHost(s string, opaque bool) (string, error) {
 		return parseIPv4(labels)
 	}
 	return domain, nil
+}
+
+// mapDomainRune maps what UTS #46 maps most often in host names: the
+// ideographic and fullwidth full stops to ".", fullwidth ASCII to ASCII.
+func mapDomainRune(r rune) rune {
+	switch {
+	case r == 0x3002 || r == 0xFF0E || r == 0xFF61:
+		return '.'
+	case r >= 0xFF01 && r <= 0xFF5E:
+		return unicode.ToLower(r - 0xFEE0)
+	}
+	return r
 }
 
 func endsInNumber(labels []string) bool {
@@ -966,6 +980,9 @@ func (u *urlRecord) set(name, v string) {
 		}
 		hostPart, portPart, hasPort := v, "", false
 		if i := strings.LastIndexByte(v, ':'); i >= 0 && !strings.Contains(v[i:], "]") {
+			if name == "hostname" {
+				return // a port is no part of a hostname: the setter ignores it
+			}
 			hostPart, portPart, hasPort = v[:i], v[i+1:], true
 		}
 		if hostPart == "" && u.special() {
@@ -1014,12 +1031,12 @@ func (u *urlRecord) set(name, v string) {
 		}
 		c.path = p.path
 	case "search", "query":
-		if name == "search" {
-			v = strings.TrimPrefix(v, "?")
-		}
 		if v == "" && name == "search" {
 			c.query = nil
 			break
+		}
+		if name == "search" {
+			v = strings.TrimPrefix(v, "?")
 		}
 		set := inQuery
 		if u.special() {
@@ -1027,12 +1044,11 @@ func (u *urlRecord) set(name, v string) {
 		}
 		c.query = strp(encodeAll(v, set))
 	case "hash":
-		v = strings.TrimPrefix(v, "#")
 		if v == "" {
 			c.fragment = nil
 			break
 		}
-		c.fragment = strp(encodeAll(v, inFragment))
+		c.fragment = strp(encodeAll(strings.TrimPrefix(v, "#"), inFragment))
 	}
 	*u = c
 }

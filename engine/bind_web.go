@@ -584,14 +584,18 @@ return function install(go) {
 	global('atob', function atob(input) { return arguments.length === 0 ? go.atob() : go.atob(StringC(input)); }, true);
 	global('btoa', function btoa(input) { return arguments.length === 0 ? go.btoa() : go.btoa(StringC(input)); }, true);
 
+	const cryptoKey = Symbol('riot:crypto');
 	class Crypto {
+		constructor(key = undefined) {
+			if (key !== cryptoKey) go.throwCode('TypeError', 'ERR_ILLEGAL_CONSTRUCTOR', 'Illegal constructor');
+		}
 		getRandomValues(typedArray) { return arguments.length === 0 ? go.getRandomValues() : go.getRandomValues(typedArray); }
 		randomUUID() { return go.randomUUID(); }
 	}
 	tag(Crypto, 'Crypto');
 	methodsOf(Crypto, ['getRandomValues', 'randomUUID']);
 	global('Crypto', Crypto, false);
-	global('crypto', new Crypto(), true);
+	global('crypto', new Crypto(cryptoKey), true);
 
 	installURL(go, global, tag, methodsOf);
 	return DOMException;
