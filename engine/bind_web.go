@@ -510,7 +510,7 @@ func (w *web) randomUUID(goja.FunctionCall) goja.Value {
 const webScript = `
 return function install(go) {
 	const G = globalThis;
-	const defineProperty = Object.defineProperty, freeze = Object.freeze;
+	const defineProperty = Object.defineProperty;
 	const U8 = Uint8Array, StringC = String;
 	// A global as Node has it: a class is not enumerable, a function is.
 	const global = (name, value, enumerable) => defineProperty(G, name, { value, writable: true, configurable: true, enumerable });
