@@ -10,8 +10,15 @@
 // # What a workunit sees
 //
 // The ECMAScript built-ins, and: console (log, info, warn, error, debug,
-// trace, assert, dir; captured per workunit and returned with its result,
-// up to Options.MaxConsoleBytes), performance.now(), sleep(seconds) (blocks
+// trace, assert, dir, table, time, timeLog, timeEnd, count, countReset,
+// group, groupCollapsed, groupEnd, as Node's; captured per workunit and
+// returned with its result, up to Options.MaxConsoleBytes; its counters,
+// timers and group level start afresh with each workunit), the globals of
+// the web platform that Node has (structuredClone, through the codec that
+// carries values between master and workers; TextEncoder and TextDecoder,
+// UTF-8 only; URL and URLSearchParams, the WHATWG parser; atob and btoa;
+// crypto.getRandomValues and crypto.randomUUID; DOMException, which they
+// throw), performance.now(), sleep(seconds) (blocks
 // the workunit; its time limit interrupts it), setTimeout, setInterval,
 // clearTimeout, clearInterval and queueMicrotask (they run while the
 // workunit waits for its promise, and none outlives it), riot.worker
@@ -89,7 +96,7 @@
 //
 //   - engine: the sandbox (this package): Engine, slots, realms, limits
 //     and the memory guard, the compile cache, console, timers,
-//     performance, riot.worker, string limits, failures as
+//     performance, the web globals, riot.worker, string limits, failures as
 //     *workunit.Error, the seam and standalone sandboxes.
 //   - engine/jsgpu: the GPU bindings over package gpu.
 //   - engine/master: job scripts: the riot object, the client objects,

@@ -288,6 +288,25 @@ var fuzzCalls = []string{
 	`[$S, $T].sort((a, b) => a.localeCompare(b))`,
 	`Atomics.add(new Int32Array(4), $A, 1)`,
 	`Atomics.wait(new Int32Array(new SharedArrayBuffer(16)), 0, 0, $A)`,
+	// The web globals (bind_web.go, bind_url.go) and console (bind_console.go, bind_table.go)
+	`new TextEncoder().encode($S.repeat($A))`,
+	`new TextEncoder().encodeInto($S, new Uint8Array(Math.min($A >>> 0, 2**20)))`,
+	`new TextDecoder('utf-8', {fatal: $B > 1}).decode(new Uint8Array(Math.min($A >>> 0, 2**24)).fill($B))`,
+	`new TextDecoder().decode(new TextEncoder().encode($S), {stream: true})`,
+	`btoa($S.repeat($A))`,
+	`atob($S)`,
+	`atob('QUJD'.repeat($A))`,
+	`structuredClone({a: new Array($A), s: $S, m: new Map([[$S, new Set([$T])]])})`,
+	`new URL($S, 'http://a.com/' + $T).href`,
+	`new URL('http://a.com/' + $S.repeat($A)).href`,
+	`new URL('http://' + $S + ':' + $A + '/' + $T).host`,
+	`(() => { const u = new URL('http://a.com/'); u.search = $S; u.searchParams.append($T, $S); u.pathname = $S; u.hash = $T; u.host = $S; return u.href })()`,
+	`new URLSearchParams($S.repeat($A)).toString()`,
+	`crypto.getRandomValues(new Uint8Array(Math.min($A >>> 0, 2**17)))`,
+	`console.table(new Array($A))`,
+	`console.table(new Array(Math.min($A >>> 0, 2**22)).fill($S))`,
+	`console.table([Object.fromEntries(Array.from({length: Math.min($A >>> 0, 2**16)}, (_, i) => [i, $S]))])`,
+	`(() => { for (let i = 0; i < Math.min($A >>> 0, 2**16); i++) console.count(i); console.group($S); console.time($S); console.timeEnd($S) })()`,
 }
 
 // fuzzKnown are calls that still break the invariant: goja does their

@@ -268,12 +268,16 @@ declare const console: {
   time(label?: string): void;
   /** Prints the label's elapsed time and ends its timer. */
   timeEnd(label?: string): void;
+  /** Prints the label's elapsed time, and data, and keeps its timer running. */
+  timeLog(label?: string, ...data: any[]): void;
   /** Prints how many times count was called with the label (default 'default'). */
   count(label?: string): void;
   /** Resets the label's count. */
   countReset(label?: string): void;
   /** Indents the lines printed after it, printing data first if given. */
   group(...data: any[]): void;
+  /** As group (a console that prints text cannot collapse it). */
+  groupCollapsed(...data: any[]): void;
   /** Ends the innermost group's indentation. */
   groupEnd(): void;
 };
@@ -396,12 +400,31 @@ declare function atob(data: string): string;
 /** Encodes a binary string (characters up to U+00FF) as base64. */
 declare function btoa(data: string): string;
 
-/** Cryptographically strong random values. */
-declare const crypto: {
+/** Cryptographically strong random values: the class of crypto, which cannot be constructed. */
+interface Crypto {
   /** Fills array with random values and returns it (an integer typed array of at most 65,536 bytes). */
   getRandomValues<T extends Int8Array | Uint8Array | Uint8ClampedArray | Int16Array | Uint16Array | Int32Array | Uint32Array | BigInt64Array | BigUint64Array>(array: T): T;
   /** A random version 4 UUID. */
   randomUUID(): string;
+}
+/** The class of crypto; new Crypto() throws "Illegal constructor", as in Node. */
+declare var Crypto: {
+  prototype: Crypto;
+};
+/** Cryptographically strong random values. */
+declare const crypto: Crypto;
+
+/** The errors of the web platform's APIs (DataCloneError, InvalidCharacterError, QuotaExceededError, ...). */
+interface DOMException extends Error {
+  /** The error's name, such as 'DataCloneError'. */
+  readonly name: string;
+  /** The legacy numeric code of the name (25 for DataCloneError), or 0. */
+  readonly code: number;
+}
+/** Makes a DOMException: new DOMException(message, name). */
+declare var DOMException: {
+  prototype: DOMException;
+  new (message?: string, name?: string): DOMException;
 };
 
 // --- GPU (workunits; docs/gpu.md) ---

@@ -5,8 +5,10 @@
 //
 // A job script runs in a standalone sandbox of the engine
 // (engine.NewStandalone): the ECMAScript built-ins, console (to
-// ScriptOptions.Stdout and Stderr), performance, sleep and the timers, and
-// what this package installs there through the engine's seam:
+// ScriptOptions.Stdout and Stderr), performance, sleep and the timers,
+// the web globals a workunit has too (structuredClone, TextEncoder,
+// TextDecoder, URL, URLSearchParams, atob, btoa, crypto), and what this
+// package installs there through the engine's seam:
 //
 //   - the riot object: riot.args, doWork, forWork, doWorkCall, doWorkEval,
 //     with, waitUntilDone, callWhenDone, cancel, connect,
