@@ -95,13 +95,19 @@ func (m *master) install(sb *engine.Sandbox) error {
 }
 
 // setSubmitters puts doWork, forWork, doWorkCall and doWorkEval on obj,
-// submitting with opts.
+// submitting with opts, and their await-able forms, run, map, runCall and
+// runEval, with result (promise.go).
 func (m *master) setSubmitters(obj *goja.Object, opts workunit.Options) error {
 	return m.sb.SetFuncs(obj, []engine.Func{
 		{Name: "doWork", Fn: func(c goja.FunctionCall) goja.Value { return m.doWork(c, opts) }},
 		{Name: "forWork", Fn: func(c goja.FunctionCall) goja.Value { return m.forWork(c, opts) }},
 		{Name: "doWorkCall", Fn: func(c goja.FunctionCall) goja.Value { return m.doWorkCall(c, opts) }},
 		{Name: "doWorkEval", Fn: func(c goja.FunctionCall) goja.Value { return m.doWorkEval(c, opts) }},
+		{Name: "run", Fn: func(c goja.FunctionCall) goja.Value { return m.run1("riot.run", c, opts, m.submitFn) }},
+		{Name: "runCall", Fn: func(c goja.FunctionCall) goja.Value { return m.run1("riot.runCall", c, opts, m.submitCall) }},
+		{Name: "runEval", Fn: func(c goja.FunctionCall) goja.Value { return m.run1("riot.runEval", c, opts, m.submitEval) }},
+		{Name: "map", Fn: func(c goja.FunctionCall) goja.Value { return m.mapWork(c, opts) }},
+		{Name: "result", Fn: m.resultPromise},
 	})
 }
 
@@ -631,7 +637,14 @@ func (m *master) report(o *workunit.Outcome) {
 // doWork implements riot.doWork(fn, ...args): it returns the workunit's id
 // once the tracker has it.
 func (m *master) doWork(call goja.FunctionCall, opts workunit.Options) goja.Value {
-	const op = "riot.doWork"
+	_, key := m.submitFn("riot.doWork", call, opts)
+	return m.rt.ToValue(key.String())
+}
+
+// submitFn submits the fn workunit of riot.doWork(fn, ...args) (and of
+// riot.run), and returns the connection and its key once the tracker has
+// it.
+func (m *master) submitFn(op string, call goja.FunctionCall, opts workunit.Options) (Conn, workunit.Key) {
 	fn := m.argFunction(op, call.Argument(0))
 	var args []goja.Value
 	if len(call.Arguments) > 1 {
@@ -641,14 +654,27 @@ func (m *master) doWork(call goja.FunctionCall, opts workunit.Options) goja.Valu
 	if err != nil {
 		m.sb.Throw("DataCloneError", "%v", err)
 	}
-	subs := m.submit(op, m.conn(op), []*workunit.Spec{spec}, opts)
-	return m.rt.ToValue(subs[0].Key().String())
+	c := m.conn(op)
+	subs := m.submit(op, c, []*workunit.Spec{spec}, opts)
+	return c, subs[0].Key()
 }
 
 // forWork implements riot.forWork(iterable, fn[, options]): one workunit
 // per item, fn(item, index), results in order.
 func (m *master) forWork(call goja.FunctionCall, opts workunit.Options) goja.Value {
 	const op = "riot.forWork"
+	c, subs := m.submitEach(op, call, opts)
+	results := make([]any, len(subs))
+	for i, s := range subs {
+		results[i] = m.result(op, c, s.Key())
+	}
+	return m.rt.NewArray(results...)
+}
+
+// submitEach submits the workunits of riot.forWork(iterable, fn[,
+// options]) (and of riot.map), one per item, and returns the connection
+// and the submissions, in the items' order.
+func (m *master) submitEach(op string, call goja.FunctionCall, opts workunit.Options) (Conn, []Submission) {
 	var items []goja.Value
 	m.rt.ForOf(call.Argument(0), func(v goja.Value) bool {
 		items = append(items, v)
@@ -678,17 +704,18 @@ func (m *master) forWork(call goja.FunctionCall, opts workunit.Options) goja.Val
 		enc.Int(int64(i))
 		specs[i] = &workunit.Spec{Kind: workunit.Fn, Name: m.scripts[0].File, Payload: append([]byte(nil), enc.Bytes()...), Blobs: append([]blob.Hash(nil), enc.Blobs()...)}
 	}
-	subs := m.submit(op, c, specs, opts)
-	results := make([]any, len(subs))
-	for i, s := range subs {
-		results[i] = m.result(op, c, s.Key())
-	}
-	return m.rt.NewArray(results...)
+	return c, m.submit(op, c, specs, opts)
 }
 
 // doWorkEval implements riot.doWorkEval(source[, options]).
 func (m *master) doWorkEval(call goja.FunctionCall, opts workunit.Options) goja.Value {
-	const op = "riot.doWorkEval"
+	_, key := m.submitEval("riot.doWorkEval", call, opts)
+	return m.rt.ToValue(key.String())
+}
+
+// submitEval submits the workunit of riot.doWorkEval(source[, options])
+// (and of riot.runEval).
+func (m *master) submitEval(op string, call goja.FunctionCall, opts workunit.Options) (Conn, workunit.Key) {
 	if !goja.IsString(call.Argument(0)) {
 		m.sb.Throw("TypeError", "%s: the source must be a string; it is %s", op, jsvalue.Describe(call.Argument(0)))
 	}
@@ -696,13 +723,19 @@ func (m *master) doWorkEval(call goja.FunctionCall, opts workunit.Options) goja.
 		opts = m.workOptions(op, o, opts)
 	}
 	spec := &workunit.Spec{Kind: workunit.Eval, Source: call.Argument(0).String(), Name: "eval"}
-	subs := m.submit(op, m.conn(op), []*workunit.Spec{spec}, opts)
-	return m.rt.ToValue(subs[0].Key().String())
+	c := m.conn(op)
+	return c, m.submit(op, c, []*workunit.Spec{spec}, opts)[0].Key()
 }
 
 // doWorkCall implements riot.doWorkCall(modulePath, exportName, ...args).
 func (m *master) doWorkCall(call goja.FunctionCall, opts workunit.Options) goja.Value {
-	const op = "riot.doWorkCall"
+	_, key := m.submitCall("riot.doWorkCall", call, opts)
+	return m.rt.ToValue(key.String())
+}
+
+// submitCall submits the workunit of riot.doWorkCall(modulePath,
+// exportName, ...args) (and of riot.runCall).
+func (m *master) submitCall(op string, call goja.FunctionCall, opts workunit.Options) (Conn, workunit.Key) {
 	path := call.Argument(0)
 	name := call.Argument(1)
 	if !goja.IsString(path) || !goja.IsString(name) {
@@ -730,8 +763,8 @@ func (m *master) doWorkCall(call goja.FunctionCall, opts workunit.Options) goja.
 	}
 	blobs := append(append([]blob.Hash(nil), mod.All...), enc.Blobs()...)
 	spec := &workunit.Spec{Kind: workunit.Call, Module: mod.Hash, Export: name.String(), Payload: append([]byte(nil), enc.Bytes()...), Blobs: blobs}
-	subs := m.submit(op, m.conn(op), []*workunit.Spec{spec}, opts)
-	return m.rt.ToValue(subs[0].Key().String())
+	c := m.conn(op)
+	return c, m.submit(op, c, []*workunit.Spec{spec}, opts)[0].Key()
 }
 
 // with implements riot.with(options): the submitting functions with
@@ -812,6 +845,12 @@ func (m *master) result(op string, c Conn, key workunit.Key) goja.Value {
 	if err != nil {
 		m.sb.Throw("Error", "%s: workunit %s: %v", op, key.Short(), err)
 	}
+	return m.outcome(op, c, key, o)
+}
+
+// outcome returns the result of a finished workunit, or throws its
+// WorkunitError.
+func (m *master) outcome(op string, c Conn, key workunit.Key, o *workunit.Outcome) goja.Value {
 	if e, ok := m.subs[key]; ok && e.conn == c {
 		// Before the script goes on: its workunits' console output shows
 		// before what the script prints next.
