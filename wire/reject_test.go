@@ -98,7 +98,7 @@ func TestDecode_Rejects(t *testing.T) {
 			kind: ErrMalformed, index: 0, typ: TypeAssign, field: "timeout", detail: "out of range"},
 		{name: "gpus is a float", frame: frameOf(7, assignItems(map[int]func(*cbor.Writer){6: func(w *cbor.Writer) { w.Float64(1) }})),
 			kind: ErrMalformed, index: 0, typ: TypeAssign, field: "gpus", detail: "have a float"},
-		{name: "bool is null", frame: frameOf(7, func(w *cbor.Writer) {
+		{name: "bool is null", frame: frameOf(9, func(w *cbor.Writer) {
 			w.Int(int64(TypeSubmit))
 			w.Int(1)
 			w.ByteString([]byte("s"))
@@ -123,7 +123,7 @@ func TestDecode_Rejects(t *testing.T) {
 			w.Int(int64(TypeFailed))
 			w.ByteString(k[:])
 			w.Int(1)
-			w.ArrayHeader(7)
+			w.ArrayHeader(8)
 			w.Int(0)
 		}), kind: ErrMalformed, index: 0, typ: TypeFailed, field: "error.kind", detail: "error kind 0"},
 		{name: "error key of 5 bytes", frame: frameOf(6, func(w *cbor.Writer) {
@@ -131,7 +131,7 @@ func TestDecode_Rejects(t *testing.T) {
 			w.Int(int64(TypeFailed))
 			w.ByteString(k[:])
 			w.Int(1)
-			w.ArrayHeader(7)
+			w.ArrayHeader(8)
 			w.Int(1)
 			w.Text("")
 			w.Text("")

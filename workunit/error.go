@@ -75,6 +75,18 @@ type Error struct {
 	Worker string
 	// Key is the workunit's key, when known.
 	Key Key
+	// Attempts are the workunit's failed attempts, in order, this one
+	// last, when it was submitted with retries (Options.Retries); nil
+	// otherwise.
+	Attempts []Attempt
+}
+
+// Attempt is one failed attempt of a workunit run with retries: the
+// worker that ran it and its error's name and message.
+type Attempt struct {
+	Worker  string
+	Name    string
+	Message string
 }
 
 // Error returns a one-line message: where it failed, then "Name: message".
@@ -99,6 +111,9 @@ func (e *Error) Error() string {
 		b.WriteString(e.Name)
 		b.WriteString(": ")
 		b.WriteString(e.Message)
+	}
+	if len(e.Attempts) > 1 {
+		fmt.Fprintf(&b, " (after %d attempts)", len(e.Attempts))
 	}
 	return b.String()
 }

@@ -131,3 +131,37 @@ func mustMarshal(t *testing.T, v any) []byte {
 	require.NoError(t, err)
 	return b
 }
+
+// riot.with({retries, retryOn}) sends the options; a workunit that fails
+// every attempt rejects (and throws) with its attempts, and the message
+// says how many; one whose error is not in retryOn has one attempt. Bad
+// options are clear errors.
+func TestMaster_Retries(t *testing.T) {
+	t.Parallel()
+	sr := runScript(t, map[string]string{"main.js": `
+		class FlakyError extends Error { constructor(m) { super(m); this.name = 'FlakyError' } }
+		const show = (e) => console.log(e.message.replace(/[0-9a-f]{12}/, 'KEY'), '|', JSON.stringify(e.attempts));
+		async function main() {
+			await riot.with({retries: 2}).run(() => { throw new TypeError('always') }).catch(show);
+			await riot.with({retries: 2, retryOn: ['RangeError', FlakyError]}).run(() => { throw new TypeError('not listed') }).catch(show);
+			try { riot.waitUntilDone(riot.with({retries: 1}).doWork(() => { throw new Error('sync') })) } catch (e) { show(e) }
+			await riot.run(() => { throw new Error('no retries') }).catch((e) => console.log(e.attempts === undefined));
+			for (const bad of [{retries: -1}, {retries: 1.5}, {retryOn: ['TypeError']}, {retries: 1, retryOn: 'TypeError'}, {retries: 1, retryOn: [42]}]) {
+				try { riot.with(bad) } catch (e) { console.log(e.name + ': ' + e.message) }
+			}
+		}
+		main();
+	`})
+	require.NoError(t, sr.err)
+	assert.Equal(t, `workunit KEY failed 3 attempts, the last on worker fake-worker: TypeError: always | [{"worker":"fake-worker","name":"TypeError","message":"always"},{"worker":"fake-worker","name":"TypeError","message":"always"},{"worker":"fake-worker","name":"TypeError","message":"always"}]
+workunit KEY failed on worker fake-worker: TypeError: not listed | [{"worker":"fake-worker","name":"TypeError","message":"not listed"}]
+workunit KEY failed 2 attempts, the last on worker fake-worker: Error: sync | [{"worker":"fake-worker","name":"Error","message":"sync"},{"worker":"fake-worker","name":"Error","message":"sync"}]
+true
+RangeError: riot.with: retries must be a whole number from 0 to 100 (how many times to run a failed workunit again), not -1
+RangeError: riot.with: retries must be a whole number from 0 to 100 (how many times to run a failed workunit again), not 1.5
+TypeError: riot.with: retryOn without retries: give retries too, such as {retries: 3, retryOn: ["TypeError"]}
+TypeError: riot.with: retryOn must be an array of error names or classes, such as ['TypeError', 'TimeoutError']; it is a string
+TypeError: riot.with: retryOn[0] must be an error's name (a non-empty string of at most 256 bytes) or an error class; it is 42
+`, sr.stdout.String())
+	require.Len(t, sr.events.finished, 4)
+}

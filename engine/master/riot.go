@@ -37,6 +37,7 @@ const masterPrelude = `(function (riot) {
 				this.workunit = props.workunit;
 				this.worker = props.worker;
 				this.kind = props.kind;
+				if (props.attempts !== undefined) this.attempts = props.attempts;
 			}
 		}
 	}
@@ -768,7 +769,7 @@ func (m *master) submitCall(op string, call goja.FunctionCall, opts workunit.Opt
 }
 
 // with implements riot.with(options): the submitting functions with
-// options such as {gpus: 1, noCache: true, timeout: '30s'}.
+// options such as {gpus: 1, noCache: true, timeout: '30s', retries: 3}.
 func (m *master) with(call goja.FunctionCall) goja.Value {
 	o, ok := call.Argument(0).(*goja.Object)
 	if !ok {
@@ -782,7 +783,7 @@ func (m *master) with(call goja.FunctionCall) goja.Value {
 	return obj
 }
 
-// workOptions reads {gpus, noCache, timeout} over base.
+// workOptions reads {gpus, noCache, timeout, retries, retryOn} over base.
 func (m *master) workOptions(op string, o *goja.Object, base workunit.Options) workunit.Options {
 	for _, k := range o.Keys() {
 		v := o.Get(k)
@@ -797,11 +798,56 @@ func (m *master) workOptions(op string, o *goja.Object, base workunit.Options) w
 			base.NoCache = v.ToBoolean()
 		case "timeout":
 			base.Timeout = m.duration(op, v)
+		case "retries":
+			n := v.ToFloat()
+			if n != math.Trunc(n) || n < 0 || n > workunit.MaxRetries {
+				m.sb.Throw("RangeError", "%s: retries must be a whole number from 0 to %d (how many times to run a failed workunit again), not %s",
+					op, workunit.MaxRetries, inspect.Inspect(m.rt, m.in, v, inspect.Options{}))
+			}
+			base.Retries = int(n)
+		case "retryOn":
+			base.RetryOn = m.retryOn(op, v)
 		default:
-			m.sb.Throw("TypeError", "%s: unknown option %q (options are gpus, noCache and timeout)", op, k)
+			m.sb.Throw("TypeError", "%s: unknown option %q (options are gpus, noCache, timeout, retries and retryOn)", op, k)
 		}
 	}
+	if len(base.RetryOn) > 0 && base.Retries == 0 {
+		m.sb.Throw("TypeError", "%s: retryOn without retries: give retries too, such as {retries: 3, retryOn: [%q]}", op, base.RetryOn[0])
+	}
 	return base
+}
+
+// retryOn reads the retryOn option: an array of error names ('TypeError',
+// 'TimeoutError') or error classes (TypeError, a class of the script's),
+// which stand for their names.
+func (m *master) retryOn(op string, v goja.Value) []string {
+	o, ok := v.(*goja.Object)
+	if !ok || m.in.Classify(o) != jsvalue.KindArray {
+		m.sb.Throw("TypeError", "%s: retryOn must be an array of error names or classes, such as ['TypeError', 'TimeoutError']; it is %s", op, jsvalue.Describe(v))
+	}
+	n := o.Get("length").ToInteger()
+	if n > workunit.MaxRetryOn {
+		m.sb.Throw("RangeError", "%s: retryOn names %d errors; at most %d", op, n, workunit.MaxRetryOn)
+	}
+	names := make([]string, 0, n)
+	for i := range n {
+		e := o.Get(strconv.FormatInt(i, 10))
+		var name string
+		switch {
+		case goja.IsString(e):
+			name = e.String()
+		default:
+			if _, isFn := goja.AssertFunction(e); isFn {
+				name = inspect.SafeString(e.(*goja.Object).Get("name"))
+			}
+		}
+		if name == "" || len(name) > workunit.MaxRetryName {
+			m.sb.Throw("TypeError", "%s: retryOn[%d] must be an error's name (a non-empty string of at most %d bytes) or an error class; it is %s",
+				op, i, workunit.MaxRetryName, inspect.Inspect(m.rt, m.in, e, inspect.Options{}))
+		}
+		names = append(names, name)
+	}
+	return names
 }
 
 // duration reads a time limit: milliseconds as a number, or a Go duration
@@ -894,13 +940,29 @@ func (m *master) workunitError(key workunit.Key, o *workunit.Outcome) *goja.Obje
 	if worker == "" {
 		worker = o.Worker
 	}
-	if worker != "" {
+	switch n := len(werr.Attempts); {
+	case n > 1 && worker != "":
+		where += fmt.Sprintf(" failed %d attempts, the last on worker %s", n, worker)
+	case n > 1:
+		where += fmt.Sprintf(" failed %d attempts", n)
+	case worker != "":
 		where += " failed on worker " + worker
-	} else {
+	default:
 		where += " failed"
 	}
 	msg := where + ": " + (&workunit.Error{Name: werr.Name, Message: werr.Message}).Error()
 	props := rt.NewObject()
+	if len(werr.Attempts) > 0 {
+		as := make([]any, len(werr.Attempts))
+		for i, a := range werr.Attempts {
+			ao := rt.NewObject()
+			_ = ao.Set("worker", a.Worker)
+			_ = ao.Set("name", a.Name)
+			_ = ao.Set("message", a.Message)
+			as[i] = ao
+		}
+		_ = props.Set("attempts", rt.NewArray(as...))
+	}
 	_ = props.Set("cause", cause)
 	_ = props.Set("workunit", key.String())
 	_ = props.Set("worker", worker)
