@@ -104,6 +104,20 @@ func TestDecode_Rejects(t *testing.T) {
 			w.ByteString([]byte("s"))
 			w.Simple(cbor.SimpleNull)
 		}), kind: ErrMalformed, index: 0, typ: TypeSubmit, field: "no-cache", detail: "want a boolean, have null"},
+		{name: "too many retry-on names", frame: frameOf(9, func(w *cbor.Writer) {
+			w.Int(int64(TypeSubmit))
+			w.Int(1)
+			w.ByteString([]byte("s"))
+			w.Bool(false)
+			w.Int(0)
+			w.Int(0)
+			w.Bool(false)
+			w.Int(1)
+			w.ArrayHeader(65)
+			for range 65 {
+				w.String("TypeError")
+			}
+		}), kind: ErrMalformed, index: 0, typ: TypeSubmit, field: "retry-on", detail: "65 names, at most 64"},
 		{name: "status out of range", frame: frameOf(10, func(w *cbor.Writer) {
 			k := testKey("a")
 			w.Int(int64(TypeFinished))

@@ -1616,6 +1616,9 @@ func (t *Table) assign(w *worker) bool {
 	if best == nil {
 		return false
 	}
+	if t.retriedOn(w, best.front()) {
+		return false // another worker takes it (see retriedOn)
+	}
 	idx := best.popFront()
 	t.queued--
 	r := t.recs.at(idx)
@@ -1656,6 +1659,25 @@ func (t *Table) assign(w *worker) bool {
 		Delivery: int(r.deliveries),
 	}
 	return true
+}
+
+// retriedOn reports whether record idx is a retry whose last attempt
+// failed on worker w while another worker that can run it has a free
+// place: the retry goes to that worker, as the same worker may fail the
+// same way again (its memory, its devices, what its realm holds). A retry
+// goes back to the worker it failed on only when no other one can take it
+// now.
+func (t *Table) retriedOn(w *worker, idx uint32) bool {
+	r := t.recs.at(idx)
+	if r.ext == nil || len(r.ext.attempts) == 0 || r.ext.attempts[len(r.ext.attempts)-1].Worker != t.names[w.name] {
+		return false
+	}
+	for _, o := range t.ready {
+		if o != w && o.canTake() && o.gpus-o.gpusUsed >= int(r.gpus) {
+			return true
+		}
+	}
+	return false
 }
 
 // grow returns s with one more (zero) element. When s is full it moves to
