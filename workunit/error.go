@@ -3,6 +3,7 @@ package workunit
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // ErrorKind says why a workunit failed.
@@ -87,6 +88,25 @@ type Attempt struct {
 	Worker  string
 	Name    string
 	Message string
+}
+
+// MaxAttemptMessage bounds the bytes of an Attempt's message: a workunit
+// has up to MaxRetries+1 attempts, and they travel together, in its
+// error. The error itself keeps the last attempt's whole message.
+const MaxAttemptMessage = 1 << 10
+
+// AttemptOf returns the attempt that failed with e, its message cut to
+// MaxAttemptMessage bytes (at a character's start, with "…" after it).
+func AttemptOf(e *Error) Attempt {
+	msg := e.Message
+	if len(msg) > MaxAttemptMessage {
+		cut := MaxAttemptMessage
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut--
+		}
+		msg = msg[:cut] + "…"
+	}
+	return Attempt{Worker: e.Worker, Name: e.Name, Message: msg}
 }
 
 // Error returns a one-line message: where it failed, then "Name: message".

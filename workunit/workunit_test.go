@@ -2,8 +2,10 @@ package workunit
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -236,5 +238,16 @@ func TestError_Attempts(t *testing.T) {
 	e.Attempts = e.Attempts[1:]
 	if got, want := e.Error(), "worker w2: Error: boom"; got != want {
 		t.Errorf("one attempt: Error() = %q, want %q", got, want)
+	}
+}
+
+func TestAttemptOf_Cuts(t *testing.T) {
+	long := strings.Repeat("é", MaxAttemptMessage) // 2 bytes each
+	a := AttemptOf(&Error{Name: "Error", Message: long, Worker: "w"})
+	if len(a.Message) > MaxAttemptMessage+len("…") || !strings.HasSuffix(a.Message, "…") || !utf8.ValidString(a.Message) {
+		t.Errorf("cut message of %d bytes: %q...", len(a.Message), a.Message[:20])
+	}
+	if a := AttemptOf(&Error{Name: "E", Message: "short", Worker: "w"}); a != (Attempt{Worker: "w", Name: "E", Message: "short"}) {
+		t.Errorf("short message: %+v", a)
 	}
 }

@@ -157,7 +157,7 @@ func (c *fakeConn) Submit(spec *workunit.Spec, opts workunit.Options) Submission
 				o.Status, o.Err = workunit.StatusError, &workunit.Error{Kind: workunit.Internal, Message: err.Error()}
 			}
 			if o.Err != nil && opts.Retries > 0 {
-				attempts = append(attempts, workunit.Attempt{Worker: o.Err.Worker, Name: o.Err.Name, Message: o.Err.Message})
+				attempts = append(attempts, workunit.AttemptOf(o.Err))
 				if opts.Retryable(o.Err, len(attempts)) {
 					continue
 				}

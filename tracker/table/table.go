@@ -1333,7 +1333,7 @@ func (t *Table) finish(id WorkerID, key workunit.Key, tok Token, result []byte, 
 			r.ext = &extra{}
 		}
 		if r.ext.retries > 0 {
-			attempts := append(slices.Clip(r.ext.attempts), workunit.Attempt{Worker: e.Worker, Name: e.Name, Message: e.Message})
+			attempts := append(slices.Clip(r.ext.attempts), workunit.AttemptOf(&e))
 			if t.options(r).Retryable(&e, len(attempts)) {
 				t.retry(l.idx, attempts)
 				return nil
