@@ -1,12 +1,16 @@
 package e2e_test
 
 import (
+	"errors"
+	"log/slog"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/riot-go/riot/client"
 	"github.com/riot-go/riot/e2e"
 	"github.com/riot-go/riot/workunit"
 )
@@ -64,4 +68,47 @@ func TestE2E_Retries(t *testing.T) {
 	want := workunit.Attempt{Worker: w.Name(), Name: "Error", Message: "go " + w.Name()}
 	assert.Equal(t, []workunit.Attempt{want, want}, werr.Attempts)
 	assert.Contains(t, err.Error(), "(after 2 attempts)")
+}
+
+// TestE2E_RetriesSurviveRestart: an attempt spent before riotd is killed
+// stays spent after it restarts. A Go client takes the workunit as a
+// worker and fails it; the retry's assignment, which riotd sends only once
+// the attempt is on disk, comes; riotd is killed and restarted; the
+// attempt after the restart is the last one (retries: 1), and the error
+// the master gets has both.
+func TestE2E_RetriesSurviveRestart(t *testing.T) {
+	t.Parallel()
+	tr := bins.StartTracker(t, e2e.TrackerOptions{Durable: true})
+	ctx := e2e.Context(t, 2*e2e.DefaultWait)
+	w, err := client.Dial(ctx, tr.Addr(), client.Options{
+		Name: "gw", Slots: 1,
+		Logger:     slog.New(slog.NewTextHandler(t.Output(), &slog.HandlerOptions{Level: slog.LevelInfo})),
+		MinBackoff: 20 * time.Millisecond, MaxBackoff: 500 * time.Millisecond,
+	})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = w.Close() })
+	m := dial(t, tr.Addr(), "master")
+
+	call := m.Submit(fnSpec(t, "() => 1"), workunit.Options{Retries: 1})
+	_, err = call.Accepted(ctx)
+	require.NoError(t, err)
+	a, err := w.WaitForWork(ctx)
+	require.NoError(t, err)
+	require.NoError(t, w.CompleteWorkunit(a, nil, errors.New("before the restart")))
+	a, err = w.WaitForWork(ctx)
+	require.NoError(t, err)
+
+	require.NoError(t, tr.Kill())
+	require.NoError(t, tr.Restart(ctx))
+	a, err = w.WaitForWork(ctx)
+	require.NoError(t, err)
+	require.NoError(t, w.CompleteWorkunit(a, nil, errors.New("after the restart")))
+
+	_, err = call.Wait(ctx)
+	var werr *workunit.Error
+	require.ErrorAs(t, err, &werr)
+	require.Len(t, werr.Attempts, 2, "%+v", werr.Attempts)
+	assert.Equal(t, "before the restart", werr.Attempts[0].Message)
+	assert.Equal(t, "after the restart", werr.Attempts[1].Message)
+	assert.Equal(t, "after the restart", werr.Message)
 }
