@@ -49,17 +49,34 @@ func (m *master) resultPromise(call goja.FunctionCall) goja.Value {
 func (m *master) promise(op string, c Conn, key workunit.Key, frames []goja.StackFrame) goja.Value {
 	p, resolve, reject := m.rt.NewPromise()
 	m.waits++
-	m.onFinished(c, key, func(o *workunit.Outcome) {
+	done := func(o *workunit.Outcome, err error) {
 		m.post(func() {
 			m.waits--
 			var v goja.Value
-			if ex := m.rt.Try(func() { v = m.settled(op, c, key, o, frames) }); ex != nil {
+			if ex := m.rt.Try(func() {
+				if err != nil {
+					m.sb.Throw("Error", "%s: workunit %s: %v", op, key.Short(), err)
+				}
+				v = m.settled(op, c, key, o, frames)
+			}); ex != nil {
 				settle(reject, ex.Value())
 				return
 			}
 			settle(resolve, v)
 		})
-	})
+	}
+	if e, ok := m.subs[key]; ok && e.conn == c {
+		e.sub.OnDone(func(o *workunit.Outcome) { done(o, nil) })
+		return m.rt.ToValue(p)
+	}
+	// Another master's workunit, or one this script did not submit
+	// through c: waited for as waitUntilDone waits, so that an unknown key
+	// rejects as waitUntilDone throws.
+	ctx := m.ctx
+	go func() {
+		o, err := c.Wait(ctx, key)
+		done(o, err)
+	}()
 	return m.rt.ToValue(p)
 }
 

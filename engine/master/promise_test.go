@@ -28,6 +28,8 @@ func TestMaster_Promises(t *testing.T) {
 			console.log(await riot.runCall('./lib.js', 'twice', 21));
 			console.log(await riot.runEval('6 * 7'));
 			console.log(await riot.result(riot.doWork(() => 'by id')));
+			const other = riot.connectToTracker('localhost', 2355, 'other');
+			console.log(await riot.result(other.addWorkunit(() => 'another master\'s')));
 			const w = riot.with({timeout: '10s'});
 			console.log(await w.run(() => 'with'), JSON.stringify(await w.map([5], (x) => -x)));
 			console.log(riot.run(f, 0) instanceof Promise);
@@ -35,7 +37,7 @@ func TestMaster_Promises(t *testing.T) {
 		main().then(() => console.log('end'));
 	`})
 	require.NoError(t, sr.err)
-	assert.Equal(t, "40\n[10,20]\n[1,3,5]\n[]\n42\n42\nby id\nwith [-5]\ntrue\nend\n", sr.stdout.String())
+	assert.Equal(t, "40\n[10,20]\n[1,3,5]\n[]\n42\n42\nby id\nanother master's\nwith [-5]\ntrue\nend\n", sr.stdout.String())
 }
 
 // Promise.all submits every workunit before it waits for any: in manual
