@@ -172,6 +172,16 @@ type ErrorDoc struct {
 	Stack   string   `json:"stack,omitempty"`
 	Worker  string   `json:"worker,omitempty"`
 	Value   *Preview `json:"value,omitempty"`
+	// Attempts are the failed attempts of a workunit run with retries,
+	// the last one included.
+	Attempts []AttemptDoc `json:"attempts,omitempty"`
+}
+
+// AttemptDoc is one failed attempt of a workunit run with retries.
+type AttemptDoc struct {
+	Worker  string `json:"worker"`
+	Name    string `json:"name"`
+	Message string `json:"message"`
 }
 
 // ConsoleLine is one line of a workunit's console.
@@ -195,10 +205,15 @@ type WorkunitDetail struct {
 	RunSeconds   *float64      `json:"run_seconds,omitempty"`
 	LostFrom     []string      `json:"lost_from"`
 	Options      struct {
-		NoCache        bool    `json:"no_cache"`
-		GPUs           int     `json:"gpus"`
-		TimeoutSeconds float64 `json:"timeout_seconds"`
+		NoCache        bool     `json:"no_cache"`
+		GPUs           int      `json:"gpus"`
+		TimeoutSeconds float64  `json:"timeout_seconds"`
+		Retries        int      `json:"retries"`
+		RetryOn        []string `json:"retry_on,omitempty"`
 	} `json:"options"`
+	// FailedAttempts are the attempts a waiting or running workunit with
+	// retries has failed so far.
+	FailedAttempts []AttemptDoc `json:"failed_attempts,omitempty"`
 }
 
 // Task is one bar of GET /api/v1/stream.
@@ -732,6 +747,8 @@ func (s *Server) apiWorkunit(w http.ResponseWriter, r *http.Request, rd reader) 
 		det.LostFrom = []string{}
 	}
 	det.Options.NoCache, det.Options.GPUs, det.Options.TimeoutSeconds = rec.Options.NoCache, rec.Options.GPUs, rec.Options.Timeout.Seconds()
+	det.Options.Retries, det.Options.RetryOn = rec.Options.Retries, rec.Options.RetryOn
+	det.FailedAttempts = attemptDocs(rec.Attempts)
 	det.Submitted, det.Assigned = ts(rec.Submitted), ts(rec.Assigned)
 	if !rec.Submitted.IsZero() && !rec.Assigned.IsZero() && !rec.Assigned.Before(rec.Submitted) {
 		q := rec.Assigned.Sub(rec.Submitted).Seconds()
@@ -754,7 +771,7 @@ func (s *Server) apiWorkunit(w http.ResponseWriter, r *http.Request, rd reader) 
 		det.Result = &p
 	}
 	if e := rec.Err; e != nil {
-		det.Error = &ErrorDoc{Kind: e.Kind.String(), Name: e.Name, Message: e.Message, Stack: e.Stack, Worker: e.Worker}
+		det.Error = &ErrorDoc{Kind: e.Kind.String(), Name: e.Name, Message: e.Message, Stack: e.Stack, Worker: e.Worker, Attempts: attemptDocs(e.Attempts)}
 		if len(e.Value) > 0 {
 			p := previewDoc(ctx, e.Value)
 			det.Error.Value = &p
@@ -861,4 +878,15 @@ func (s *Server) apiStream(w http.ResponseWriter, r *http.Request, rd reader) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"now": ts(now), "tasks": tasks})
+}
+
+func attemptDocs(as []workunit.Attempt) []AttemptDoc {
+	if len(as) == 0 {
+		return nil
+	}
+	docs := make([]AttemptDoc, len(as))
+	for i, a := range as {
+		docs[i] = AttemptDoc{Worker: a.Worker, Name: a.Name, Message: a.Message}
+	}
+	return docs
 }

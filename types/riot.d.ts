@@ -26,10 +26,17 @@ declare namespace riot {
     noCache?: boolean;
     /** A time limit: a duration ('30s', '1m30s', '250ms') or milliseconds. */
     timeout?: string | number;
-    /** Run a workunit that throws up to this many more times, on any worker, before it fails for good. */
+    /**
+     * Run a failed workunit up to this many more times (0 to 100), on another worker when one is free,
+     * before it fails for good. Counted by the tracker, per workunit; a lost worker is no attempt.
+     */
     retries?: number;
-    /** Retry only errors of these names ('TypeError', 'NetworkError'); without it every thrown error is retried. */
-    retryOn?: string[];
+    /**
+     * Retry only errors of these names ('TypeError', 'NetworkError', 'TimeoutError') or classes
+     * (TypeError, a class of the script's, by its name); without it every thrown error and the time
+     * limit (TimeoutError) are retried. Needs retries.
+     */
+    retryOn?: (string | (abstract new (...args: any[]) => Error))[];
   }
 
   /** What WorkunitError.kind says about a failed workunit. */
@@ -68,7 +75,7 @@ declare namespace riot {
     worker: string;
     /** Why it failed. */
     kind: ErrorKind;
-    /** With retries: every attempt, in order. */
+    /** With retries: every failed attempt, in order, the last one included (messages cut to 1 KiB). */
     attempts?: Attempt[];
   }
 
@@ -138,11 +145,11 @@ declare namespace riot {
     /** A promise of fn(...args) run as a workunit: riot.waitUntilDone(riot.doWork(fn, ...args)), awaitable. */
     run<A extends any[], R>(fn: (...args: A) => R, ...args: A): Promise<Awaited<R>>;
     /** A promise of the results of riot.forWork(iterable, fn), awaitable. */
-    map<T, R>(iterable: Iterable<T> | ArrayLike<T>, fn: (item: T, index: number) => R): Promise<Awaited<R>[]>;
+    map<T, R>(iterable: Iterable<T> | ArrayLike<T>, fn: (item: T, index: number) => R, options?: WorkOptions): Promise<Awaited<R>[]>;
     /** A promise of riot.doWorkCall(modulePath, exportName, ...args)'s result. */
     runCall(modulePath: string, exportName: string, ...args: any[]): Promise<any>;
     /** A promise of riot.doWorkEval(source)'s result. */
-    runEval(source: string): Promise<any>;
+    runEval(source: string, options?: WorkOptions): Promise<any>;
     /** A promise of the result of the workunit id: riot.waitUntilDone(id), awaitable. */
     result<R>(id: WorkunitId<R>): Promise<Awaited<R>>;
     result(id: string): Promise<any>;

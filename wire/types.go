@@ -12,8 +12,9 @@ import (
 // version 3 added blob-write, blob-written, blob-read and blob-part (blobs
 // in pieces) and made max-blob-bytes the bound of a whole blob; version 4
 // added Hello's job and memory-limit and the stats message; version 5
-// added print and printed (console lines while a workunit runs).
-const ProtocolVersion = 5
+// added print and printed (console lines while a workunit runs); version
+// 6 added Submit's retries and retry-on and a workunit error's attempts.
+const ProtocolVersion = 6
 
 // Transport constants: where and how a client connects. wire does no
 // networking; these are the values the tracker and clients agree on.

@@ -11,7 +11,9 @@
 // package installs there through the engine's seam:
 //
 //   - the riot object: riot.args, doWork, forWork, doWorkCall, doWorkEval,
-//     with, waitUntilDone, callWhenDone, cancel, connect,
+//     their await forms run, map, runCall, runEval and result (promises
+//     that settle on the event loop), with, waitUntilDone, callWhenDone,
+//     cancel, connect,
 //     connectToTracker, currentClient, readFile, readLines, writeFile, and
 //     the WorkunitError class;
 //   - the low-level client objects (riot.currentClient(),
@@ -35,8 +37,8 @@
 // same way (docs/reference.md, "Modules and TypeScript").
 //
 // The master runs the script top to bottom, then runs an event loop, as
-// Node does: the callbacks of riot.callWhenDone and the script's timers,
-// until none is pending. Values go to workers as value documents; one
+// Node does: the callbacks of riot.callWhenDone, the settling of the
+// await forms' promises and the script's timers, until none is pending. Values go to workers as value documents; one
 // that is large, or carried by many workunits, goes as a blob, uploaded
 // once (ScriptOptions.BlobThreshold, MinBlobBytes).
 //

@@ -143,6 +143,10 @@ func RunScript(ctx context.Context, opts ScriptOptions) error {
 		}
 		return &ScriptError{Name: kind, Message: msg, Stack: kind + ": " + msg}
 	}
+	// Ended when the script ends: what waits for the tracker on the
+	// script's behalf (riot.result) stops with it.
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
 	m := &master{
 		srcMap:    srcMap,
 		opts:      opts,

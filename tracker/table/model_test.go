@@ -317,7 +317,7 @@ func TestTable_ForgetModel(t *testing.T) {
 					owner = "b"
 				}
 				ev = Submit{Master: MasterID(1 + rng.IntN(masters)), Req: uint64(step), Owner: owner, Scope: scope(), Key: key(), Spec: []byte("s"), Watch: rng.IntN(2) == 0,
-					Options: workunit.Options{NoCache: rng.IntN(5) == 0, Timeout: timeout}}
+					Options: workunit.Options{NoCache: rng.IntN(5) == 0, Timeout: timeout, Retries: max(0, rng.IntN(5)-2)}}
 			case 3:
 				ev = Tick{Now: now.Add(time.Duration(rng.IntN(90)) * time.Minute)}
 				now = ev.(Tick).Now
@@ -340,7 +340,7 @@ func TestTable_ForgetModel(t *testing.T) {
 						k = key()
 					}
 					if rng.IntN(3) == 0 {
-						ev = Fail{Worker: l.w, Key: k, Token: l.tok, Err: &workunit.Error{Message: "x"}}
+						ev = Fail{Worker: l.w, Key: k, Token: l.tok, Err: &workunit.Error{Kind: workunit.Thrown, Name: "Error", Message: "x"}}
 					} else if rng.IntN(6) == 0 {
 						ev = Return{Worker: l.w, Leases: []LeaseRef{{Key: k, Token: l.tok}}}
 					} else {
@@ -421,6 +421,13 @@ func TestTable_ForgetModel(t *testing.T) {
 			t2 := New(Config{KeepFinished: time.Hour})
 			if err := t2.Restore(recs); err != nil {
 				t.Fatalf("seed %d step %d: restore: %v", seed, step, err)
+			}
+			for _, r := range recs {
+				got, ok := t2.LookupIn(r.Scope, r.Key)
+				if !ok || got.Options.Retries != r.Options.Retries || len(got.Attempts) != len(r.Attempts) {
+					t.Fatalf("seed %d step %d: %s restored with retries %d and %d attempts, stored with %d and %d",
+						seed, step, r.Key.Short(), got.Options.Retries, len(got.Attempts), r.Options.Retries, len(r.Attempts))
+				}
 			}
 		}
 	}

@@ -48,6 +48,11 @@ type record struct {
 type extra struct {
 	err  *workunit.Error
 	lost []uint32 // name indices
+	// retries and retryOn are the record's Options.Retries and RetryOn;
+	// attempts its failed attempts so far, retried (Record.Attempts).
+	retries  int
+	retryOn  []string
+	attempts []workunit.Attempt
 }
 
 const (
@@ -607,6 +612,12 @@ func validOptions(o workunit.Options, what string, k workunit.Key) error {
 	if o.Timeout < 0 || o.Timeout > workunit.MaxTimeout {
 		return fmt.Errorf("%w: %s %s: time limit %v (0 to %v)", ErrInvalid, what, k.Short(), o.Timeout, workunit.MaxTimeout)
 	}
+	if o.Retries < 0 || o.Retries > workunit.MaxRetries {
+		return fmt.Errorf("%w: %s %s: %d retries (0 to %d)", ErrInvalid, what, k.Short(), o.Retries, workunit.MaxRetries)
+	}
+	if len(o.RetryOn) > workunit.MaxRetryOn {
+		return fmt.Errorf("%w: %s %s: %d error names to retry on (at most %d)", ErrInvalid, what, k.Short(), len(o.RetryOn), workunit.MaxRetryOn)
+	}
 	return nil
 }
 
@@ -715,6 +726,9 @@ func (t *Table) reset(idx uint32, e *Submit) {
 		r.flags |= flagNoCache
 	}
 	r.ext = nil
+	if e.Options.Retries > 0 {
+		r.ext = &extra{retries: e.Options.Retries, retryOn: e.Options.RetryOn}
+	}
 	r.worker = 0
 	t.setStatus(idx, workunit.StatusWaiting)
 	r.flags &^= flagCanceled // after setStatus: it counted the record as it was
@@ -1246,10 +1260,11 @@ func (t *Table) lose(idx uint32, name uint32) {
 			names[i] = t.names[n]
 		}
 		r.ext.err = &workunit.Error{
-			Kind:    workunit.WorkersLost,
-			Name:    "WorkersLostError",
-			Message: fmt.Sprintf("lost by %d workers: %s", len(names), strings.Join(names, ", ")),
-			Key:     r.key,
+			Kind:     workunit.WorkersLost,
+			Name:     "WorkersLostError",
+			Message:  fmt.Sprintf("lost by %d workers: %s", len(names), strings.Join(names, ", ")),
+			Key:      r.key,
+			Attempts: slices.Clone(r.ext.attempts),
 		}
 		r.data = nil
 		t.setStatus(idx, workunit.StatusError)
@@ -1313,8 +1328,17 @@ func (t *Table) finish(id WorkerID, key workunit.Key, tok Token, result []byte, 
 		e := *err
 		e.Worker = t.names[w.name]
 		e.Key = key
+		e.Attempts = nil
 		if r.ext == nil {
 			r.ext = &extra{}
+		}
+		if r.ext.retries > 0 {
+			attempts := append(slices.Clip(r.ext.attempts), workunit.AttemptOf(&e))
+			if t.options(r).Retryable(&e, len(attempts)) {
+				t.retry(l.idx, attempts)
+				return nil
+			}
+			e.Attempts = attempts
 		}
 		r.ext.err = &e
 		r.data = nil
@@ -1323,6 +1347,19 @@ func (t *Table) finish(id WorkerID, key workunit.Key, tok Token, result []byte, 
 	t.markDirty(l.idx)
 	t.notify(l.idx, console, elapsed)
 	return nil
+}
+
+// retry puts running record idx, whose attempt just failed, back at the
+// front of the queue to run again, with attempts, the failed ones so far.
+// A retry is no loss: its worker answered.
+func (t *Table) retry(idx uint32, attempts []workunit.Attempt) {
+	r := t.recs.at(idx)
+	r.ext.attempts = attempts
+	r.worker = 0
+	t.setStatus(idx, workunit.StatusWaiting)
+	t.enqueueFront(idx)
+	t.markDirty(idx)
+	t.out.Retried = append(t.out.Retried, Retry{Key: r.key, Attempt: attempts[len(attempts)-1], Attempts: len(attempts), Retries: r.ext.retries})
 }
 
 // progress restarts the lease clocks of the leases that worker w holds
@@ -1579,6 +1616,9 @@ func (t *Table) assign(w *worker) bool {
 	if best == nil {
 		return false
 	}
+	if t.retriedOn(w, best.front()) {
+		return false // another worker takes it (see retriedOn)
+	}
 	idx := best.popFront()
 	t.queued--
 	r := t.recs.at(idx)
@@ -1621,6 +1661,25 @@ func (t *Table) assign(w *worker) bool {
 	return true
 }
 
+// retriedOn reports whether record idx is a retry whose last attempt
+// failed on worker w while another worker that can run it has a free
+// place: the retry goes to that worker, as the same worker may fail the
+// same way again (its memory, its devices, what its realm holds). A retry
+// goes back to the worker it failed on only when no other one can take it
+// now.
+func (t *Table) retriedOn(w *worker, idx uint32) bool {
+	r := t.recs.at(idx)
+	if r.ext == nil || len(r.ext.attempts) == 0 || r.ext.attempts[len(r.ext.attempts)-1].Worker != t.names[w.name] {
+		return false
+	}
+	for _, o := range t.ready {
+		if o != w && o.canTake() && o.gpus-o.gpusUsed >= int(r.gpus) {
+			return true
+		}
+	}
+	return false
+}
+
 // grow returns s with one more (zero) element. When s is full it moves to
 // a new array without copying: messages already listed keep pointing into
 // the old one, which stays valid.
@@ -1632,7 +1691,11 @@ func grow[T any](s []T) []T {
 }
 
 func (t *Table) options(r *record) workunit.Options {
-	return workunit.Options{NoCache: r.flags&flagNoCache != 0, GPUs: int(r.gpus), Timeout: time.Duration(r.timeout) * time.Millisecond}
+	o := workunit.Options{NoCache: r.flags&flagNoCache != 0, GPUs: int(r.gpus), Timeout: time.Duration(r.timeout) * time.Millisecond}
+	if r.ext != nil {
+		o.Retries, o.RetryOn = r.ext.retries, r.ext.retryOn
+	}
+	return o
 }
 
 // snapshot returns record idx as a Record.
@@ -1665,6 +1728,9 @@ func (t *Table) snapshot(idx uint32) Record {
 		for i, n := range r.ext.lost {
 			rec.LostFrom[i] = t.names[n]
 		}
+	}
+	if r.ext != nil && isOpen(r.status) {
+		rec.Attempts = r.ext.attempts
 	}
 	return rec
 }
@@ -1758,7 +1824,7 @@ func (t *Table) Ready() Ready {
 	}
 	t.pending = t.pending[:0]
 	t.out = Ready{Send: t.spare.Send[:0], Notify: t.spare.Notify[:0], Discarded: t.spare.Discarded[:0], Requeued: t.spare.Requeued[:0],
-		acks: t.spare.acks[:0], assigns: t.spare.assigns[:0], infos: t.spare.infos[:0]}
+		Retried: t.spare.Retried[:0], acks: t.spare.acks[:0], assigns: t.spare.assigns[:0], infos: t.spare.infos[:0]}
 	t.spare = Ready{}
 	t.gen++
 	t.outstanding = t.gen
@@ -1898,6 +1964,7 @@ func (t *Table) recycle(rd Ready) {
 	clear(rd.Notify)
 	clear(rd.Discarded)
 	clear(rd.Requeued)
+	clear(rd.Retried)
 	clear(rd.acks)
 	clear(rd.assigns)
 	clear(rd.infos)
@@ -1907,6 +1974,7 @@ func (t *Table) recycle(rd Ready) {
 		Notify:    rd.Notify[:0],
 		Discarded: rd.Discarded[:0],
 		Requeued:  rd.Requeued[:0],
+		Retried:   rd.Retried[:0],
 		inflight:  rd.inflight[:0],
 		acks:      rd.acks[:0],
 		assigns:   rd.assigns[:0],
@@ -1962,6 +2030,15 @@ func (t *Table) Restore(recs []Record) error {
 			r.ext = &extra{lost: make([]uint32, len(rec.LostFrom))}
 			for j, n := range rec.LostFrom {
 				r.ext.lost[j] = t.intern(n)
+			}
+		}
+		if rec.Options.Retries > 0 {
+			if r.ext == nil {
+				r.ext = &extra{}
+			}
+			r.ext.retries, r.ext.retryOn = rec.Options.Retries, rec.Options.RetryOn
+			if isOpen(rec.Status) {
+				r.ext.attempts = rec.Attempts
 			}
 		}
 		switch rec.Status {
