@@ -59,3 +59,44 @@ func TestE2E_HugeAllocations(t *testing.T) {
 	assert.True(t, w.Running(), "the worker is up")
 	assert.Equal(t, pid, w.Pid(), "the same worker process")
 }
+
+// hugeBigIntsScript runs workunits whose BigInt operators would make
+// numbers of terabytes, written in the workunit, made by eval and by the
+// Function constructor, and then checks that small ones still compute.
+const hugeBigIntsScript = `
+const fns = [
+	(e) => 2n ** e,
+	(e) => 1n << e,
+	(e) => { let x = 7n; x **= e; return x },
+	(e) => (0, eval)('2n ** ' + e + 'n'),
+	(e) => globalThis.eval('1n << ' + e + 'n'),
+	(e) => new Function('e', 'return 3n ** e')(e),
+]
+const hs = fns.map((fn) => riot.doWork(fn, 2n ** 40n))
+for (const h of hs) {
+	try {
+		riot.waitUntilDone(h)
+		console.log('returned')
+	} catch (e) {
+		console.log('threw', e.message.includes('RangeError') && e.message.includes('Maximum BigInt size exceeded'))
+	}
+}
+console.log('after', riot.waitUntilDone(riot.doWork((a, b) => (a ** b) >> 3n, 3n, 5n)))
+`
+
+// TestE2E_HugeBigInts: BigInt operators whose result would be huge fail
+// their workunits with a RangeError, and the worker stays up. A regression
+// test: 2n ** (2n ** 40n) was a Go "fatal error: out of memory" in math/big,
+// which no interrupt or recover reaches, and it ended the worker.
+func TestE2E_HugeBigInts(t *testing.T) {
+	t.Parallel()
+	tr := bins.StartTracker(t, e2e.TrackerOptions{})
+	w := bins.StartWorker(t, tr.Addr(), e2e.WorkerOptions{Name: "bigint", Slots: 1, Args: []string{"--memory-limit", "256MiB"}})
+	tr.WaitFor(t, workers(1))
+	pid := w.Pid()
+	res := bins.RunEval(t, "--tracker", tr.Addr(), writeScript(t, "bigints.js", hugeBigIntsScript))
+	require.Equal(t, 0, res.Code, res)
+	assert.Equal(t, strings.Repeat("threw true\n", 6)+"after 30n\n", res.Stdout, res)
+	assert.True(t, w.Running(), "the worker is up")
+	assert.Equal(t, pid, w.Pid(), "the same worker process")
+}

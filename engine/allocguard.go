@@ -136,7 +136,7 @@ func formatSize(n float64) string {
 // s += s), which has no hook in goja; the memory guard (memGuard) bounds
 // them.
 func bindAllocLimits(rl *realm) error {
-	v, err := rl.rt.RunScript(jsvalue.InternalFile, allocLimitsScript)
+	v, err := allocLimitsProgram.Run(rl.rt)
 	if err != nil {
 		return err
 	}
@@ -579,3 +579,6 @@ const allocLimitsScript = `(function () {
 		});
 	};
 })()`
+
+// allocLimitsProgram is allocLimitsScript, compiled once.
+var allocLimitsProgram = jsvalue.NewScript(allocLimitsScript)

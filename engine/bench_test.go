@@ -108,3 +108,55 @@ func BenchmarkEngine_JSONStringify(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkEngine_Shifts runs a loop of 10⁴ shifts by a variable amount,
+// which the BigInt operators' guard (engine/internal/opguard) turns into
+// calls, and the same loop with literal amounts, which it leaves: the
+// guard's cost on numeric code.
+func BenchmarkEngine_Shifts(b *testing.B) {
+	for _, c := range []struct{ name, body string }{
+		{"variable", "h = ((h << k) | (h >>> (32 - k))) ^ i; h = h >> k2"},
+		{"literal", "h = ((h << 5) | (h >>> 27)) ^ i; h = h >> 1"},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			e := newEngine(b, Options{Slots: 1})
+			ctx := context.Background()
+			src := "(() => { let h = 1, k = 5, k2 = 1; for (let i = 0; i < 10000; i++) { " + c.body + " } return h })()"
+			for b.Loop() {
+				if _, err := e.Eval(ctx, src); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkEngine_ManyRealms runs a trivial function workunit for each of
+// n realms in turn (n masters whose workunits interleave on one slot):
+// with more realms than a slot keeps runtimes, each workunit may need a
+// fresh runtime.
+func BenchmarkEngine_ManyRealms(b *testing.B) {
+	for _, n := range []int{1, 4, 50} {
+		b.Run(strconv.Itoa(n), func(b *testing.B) {
+			e := newEngine(b, Options{Slots: 1})
+			ctx := context.Background()
+			payload, err := value.Marshal([]any{&value.Function{Source: "(x) => x + 1"}, 41.0})
+			if err != nil {
+				b.Fatal(err)
+			}
+			realms := make([]string, n)
+			for i := range realms {
+				realms[i] = "realm-" + strconv.Itoa(i)
+			}
+			b.ReportAllocs()
+			i := 0
+			for b.Loop() {
+				req := Request{Spec: &workunit.Spec{Kind: workunit.Fn, Payload: payload}, Realm: realms[i%n]}
+				if _, err := e.Run(ctx, req); err != nil {
+					b.Fatal(err)
+				}
+				i++
+			}
+		})
+	}
+}

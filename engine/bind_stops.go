@@ -4,6 +4,8 @@ import (
 	"fmt"
 
 	"github.com/dop251/goja"
+
+	"github.com/riot-go/riot/engine/internal/jsvalue"
 )
 
 // bindNativeStops makes JSON.stringify stop when its workunit is stopped.
@@ -39,7 +41,7 @@ func bindNativeStops(rl *realm) error {
 	if !ok {
 		return fmt.Errorf("engine: Array.isArray is not a function")
 	}
-	v, err := rl.rt.RunString("(function () {})")
+	v, err := emptyFunctionScript.Run(rl.rt)
 	if err != nil {
 		return err
 	}
@@ -84,3 +86,6 @@ func ownReplacer(v goja.Value, isArray goja.Callable) bool {
 	is, err := isArray(goja.Undefined(), o)
 	return err != nil || is.ToBoolean()
 }
+
+// emptyFunctionScript makes the function whose first step raises a stop.
+var emptyFunctionScript = jsvalue.NewScript("(function () {})")

@@ -152,9 +152,12 @@ func bindTimers(rl *realm) error {
 	}); err != nil {
 		return err
 	}
-	_, err := rl.rt.RunScript(jsvalue.InternalFile, `globalThis.queueMicrotask = function queueMicrotask(callback) {
+	_, err := queueMicrotaskScript.Run(rl.rt)
+	return err
+}
+
+// queueMicrotaskScript installs queueMicrotask.
+var queueMicrotaskScript = jsvalue.NewScript(`globalThis.queueMicrotask = function queueMicrotask(callback) {
 		if (typeof callback !== 'function') throw new TypeError('queueMicrotask: the callback must be a function');
 		Promise.resolve().then(callback);
 	};`)
-	return err
-}

@@ -72,10 +72,7 @@ func (rl *realm) installSharedSets() error {
 			return fmt.Errorf("engine: wrapping Set.prototype.%s: %w", m.name, err)
 		}
 	}
-	v, err := rl.rt.RunScript(jsvalue.InternalFile, `(function () {
-		const P = Set.prototype, isExtensible = Object.isExtensible, getPrototypeOf = Object.getPrototypeOf, ownKeys = Reflect.ownKeys;
-		return (s) => !isExtensible(s) || getPrototypeOf(s) !== P || ownKeys(s).length !== 0;
-	})()`)
+	v, err := setTouchedScript.Run(rl.rt)
 	if err != nil {
 		return fmt.Errorf("engine: wrapping Set's methods: %w", err)
 	}
@@ -122,3 +119,10 @@ func (ss *sharedSets) settle(used []*blobBytes) {
 		}
 	}
 }
+
+// setTouchedScript makes the check of whether a shared Set was changed in
+// other ways than its wrapped methods.
+var setTouchedScript = jsvalue.NewScript(`(function () {
+		const P = Set.prototype, isExtensible = Object.isExtensible, getPrototypeOf = Object.getPrototypeOf, ownKeys = Reflect.ownKeys;
+		return (s) => !isExtensible(s) || getPrototypeOf(s) !== P || ownKeys(s).length !== 0;
+	})()`)

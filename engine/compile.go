@@ -49,7 +49,7 @@ func (c *compileCache) compile(name, src string) (*goja.Program, error) {
 
 	// Compile outside the lock; two runtimes may compile the same source
 	// at once, and the second result is dropped.
-	prg, err := goja.Compile(name, src, false)
+	prg, err := compileGuarded(name, src)
 
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -47,6 +47,10 @@ func TestEngine_BindingOrder_Deterministic(t *testing.T) {
 		"Object.keys(globalThis)",
 		"Object.getOwnPropertyNames(riot.worker)",
 		"Object.getOwnPropertyNames(performance)",
+		"Object.getOwnPropertyNames(URL.prototype)",
+		"Object.getOwnPropertyNames(URLSearchParams.prototype)",
+		"Object.getOwnPropertyNames(TextDecoder.prototype)",
+		"Object.getOwnPropertyNames(Object.getPrototypeOf(crypto))",
 	}
 	src := "[" + strings.Join(probes, ".join(), ") + ".join()]"
 	got := make([][]string, len(probes))

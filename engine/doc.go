@@ -10,8 +10,15 @@
 // # What a workunit sees
 //
 // The ECMAScript built-ins, and: console (log, info, warn, error, debug,
-// trace, assert, dir; captured per workunit and returned with its result,
-// up to Options.MaxConsoleBytes), performance.now(), sleep(seconds) (blocks
+// trace, assert, dir, table, time, timeLog, timeEnd, count, countReset,
+// group, groupCollapsed, groupEnd, as Node's; captured per workunit and
+// returned with its result, up to Options.MaxConsoleBytes; its counters,
+// timers and group level start afresh with each workunit), the globals of
+// the web platform that Node has (structuredClone, through the codec that
+// carries values between master and workers; TextEncoder and TextDecoder,
+// UTF-8 only; URL and URLSearchParams, the WHATWG parser; atob and btoa;
+// crypto.getRandomValues and crypto.randomUUID; DOMException, which they
+// throw), performance.now(), sleep(seconds) (blocks
 // the workunit; its time limit interrupts it), setTimeout, setInterval,
 // clearTimeout, clearInterval and queueMicrotask (they run while the
 // workunit waits for its promise, and none outlives it), riot.worker
@@ -59,6 +66,11 @@
 // that does not return (a long built-in call) is abandoned after
 // Options.AbandonAfter: its caller gets its failure, and the slot goes on
 // with a fresh runtime while the stuck goroutine runs on (Engine.Stuck).
+// Every source the engine runs is compiled through a guard of the BigInt
+// operators (package engine/internal/opguard): `**` and the shifts refuse
+// a result of more than 2^26 bits with a RangeError, and in a workunit eval
+// and the function constructors compile through the same guard (eval is
+// therefore always indirect).
 //
 // # Bindings: the seam
 //
@@ -96,7 +108,7 @@
 //
 //   - engine: the sandbox (this package): Engine, slots, realms, limits
 //     and the memory guard, the compile cache, console, timers,
-//     performance, riot.worker, string limits, failures as
+//     performance, the web globals, riot.worker, string limits, failures as
 //     *workunit.Error, the seam and standalone sandboxes.
 //   - engine/jsgpu: the GPU bindings over package gpu.
 //   - engine/jschild: the riot functions of a workunit that submit

@@ -248,6 +248,16 @@ var fuzzCalls = []string{
 	`Number(1n << BigInt(Math.min(Math.abs(Math.trunc($A)) || 0, 2**24)))`,
 	`(1n << 1000000n).toLocaleString()`,
 	`new BigUint64Array([2n ** 64n - 1n, BigInt($A)])`,
+	// the operators, through the guard of engine/internal/opguard
+	`1n << BigInt(Math.trunc($A) || 0)`,
+	`12345n >> BigInt(Math.trunc($A) || 0)`,
+	`10n ** BigInt(Math.trunc(Math.abs($A)) || 0)`,
+	`2n ** BigInt(Math.trunc(Math.abs($A)) || 0)`,
+	`7n ** BigInt(Math.trunc(Math.abs($A)) || 0) % 1000n`,
+	`(-3n) ** BigInt(Math.trunc(Math.abs($A)) || 0) > 0n`,
+	`eval('2n ** ' + BigInt(Math.trunc(Math.abs($A)) || 0) + 'n')`,
+	`new Function('a', 'return 1n << a')(BigInt(Math.trunc($A) || 0))`,
+	`(() => { let x = 3n; x **= BigInt(Math.trunc(Math.abs($A)) || 0); return x })()`,
 	// Objects, clones, collections
 	`typeof structuredClone === 'function' ? structuredClone(new Array($A)) : 0`,
 	`Object.defineProperty([], 'length', {value: $A})`,
@@ -278,6 +288,25 @@ var fuzzCalls = []string{
 	`[$S, $T].sort((a, b) => a.localeCompare(b))`,
 	`Atomics.add(new Int32Array(4), $A, 1)`,
 	`Atomics.wait(new Int32Array(new SharedArrayBuffer(16)), 0, 0, $A)`,
+	// The web globals (bind_web.go, bind_url.go) and console (bind_console.go, bind_table.go)
+	`new TextEncoder().encode($S.repeat($A))`,
+	`new TextEncoder().encodeInto($S, new Uint8Array(Math.min($A >>> 0, 2**20)))`,
+	`new TextDecoder('utf-8', {fatal: $B > 1}).decode(new Uint8Array(Math.min($A >>> 0, 2**24)).fill($B))`,
+	`new TextDecoder().decode(new TextEncoder().encode($S), {stream: true})`,
+	`btoa($S.repeat($A))`,
+	`atob($S)`,
+	`atob('QUJD'.repeat($A))`,
+	`structuredClone({a: new Array($A), s: $S, m: new Map([[$S, new Set([$T])]])})`,
+	`new URL($S, 'http://a.com/' + $T).href`,
+	`new URL('http://a.com/' + $S.repeat($A)).href`,
+	`new URL('http://' + $S + ':' + $A + '/' + $T).host`,
+	`(() => { const u = new URL('http://a.com/'); u.search = $S; u.searchParams.append($T, $S); u.pathname = $S; u.hash = $T; u.host = $S; return u.href })()`,
+	`new URLSearchParams($S.repeat($A)).toString()`,
+	`crypto.getRandomValues(new Uint8Array(Math.min($A >>> 0, 2**17)))`,
+	`console.table(new Array($A))`,
+	`console.table(new Array(Math.min($A >>> 0, 2**22)).fill($S))`,
+	`console.table([Object.fromEntries(Array.from({length: Math.min($A >>> 0, 2**16)}, (_, i) => [i, $S]))])`,
+	`(() => { for (let i = 0; i < Math.min($A >>> 0, 2**16); i++) console.count(i); console.group($S); console.time($S); console.timeEnd($S) })()`,
 }
 
 // fuzzKnown are calls that still break the invariant: goja does their
@@ -299,8 +328,6 @@ var fuzzKnown = []string{
 	`[...$S.matchAll(new RegExp($T, 'g'))].length`,
 	// Array.from of a typed array of 2**22 elements: its iterator, in Go, runs seconds past the time limit
 	`Array.from(new Uint8Array(Math.min($A >>> 0, 2**22)))`,
-	// BigInt << by 2**53: a Go panic in math/big (makeslice: len out of range), caught as an internal error
-	`1n << BigInt(Math.trunc($A) || 0)`,
 	// replaceAll of the empty string in a string of millions of characters: a
 	// replacement per character, in Go, seconds past the time limit
 	`$S.repeat($A).replaceAll('', $T)`,
@@ -332,14 +359,6 @@ var fuzzKnown = []string{
 	`RegExp.prototype[Symbol.split].call(/(?:)/, $S.repeat($A))`,
 	// the same
 	`Math.max(...new Array(Math.min($A >>> 0, 2**20)).fill($B))`,
-	// BigInt ** with a huge exponent: math/big in Go, out of memory or hours (an operator: no hook)
-	`10n ** BigInt(Math.trunc(Math.abs($A)) || 0)`,
-	// the same
-	`2n ** BigInt(Math.trunc(Math.abs($A)) || 0)`,
-	// the same
-	`7n ** BigInt(Math.trunc(Math.abs($A)) || 0) % 1000n`,
-	// the same
-	`(-3n) ** BigInt(Math.trunc(Math.abs($A)) || 0) > 0n`,
 	// BigInt of a string of millions of digits: math/big in Go past the time limit
 	`BigInt('1'.repeat(Math.min($A >>> 0, 2**22)))`,
 	// Promise.all over a native array iterator of a huge length: a loop in Go

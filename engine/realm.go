@@ -81,7 +81,7 @@ type blobBytes struct {
 
 // workerGlobals are riot's globals of a workunit's sandbox, besides the
 // built-ins; Options.Bindings come after them.
-var workerGlobals = []func(*realm) error{bindConsole, bindTimers, bindPerformance, bindRiot, bindStringLimits, bindAllocLimits, bindNativeStops}
+var workerGlobals = []func(*realm) error{bindOpGuard, bindConsole, bindTimers, bindPerformance, bindWeb, bindRiot, bindStringLimits, bindAllocLimits, bindNativeStops}
 
 // newRealm makes a sandbox of the engine for a workunit of realm key: its
 // console output is kept per workunit (Result.Console).

@@ -27,7 +27,8 @@ type StandaloneOptions struct {
 // that runs as long as it likes on one goroutine: a job script
 // (engine/master). It has the ECMAScript built-ins, console (printing to
 // StandaloneOptions.Console), performance.now(), sleep, the timers and
-// queueMicrotask, the string limits, and its bindings; not riot.worker.
+// queueMicrotask, the web globals of a workunit (structuredClone, URL,
+// TextEncoder, ...), the string limits, and its bindings; not riot.worker.
 //
 // Its one run lasts as long as the context given to NewStandalone: that is
 // Sandbox.Context, the context sleep and the timers end with, and when it
@@ -71,7 +72,7 @@ func NewStandalone(ctx context.Context, opts StandaloneOptions) (*Standalone, er
 }
 
 // standaloneGlobals are riot's globals of a standalone sandbox.
-var standaloneGlobals = []func(*realm) error{bindConsole, bindTimers, bindPerformance, bindStringLimits, bindAllocLimits}
+var standaloneGlobals = []func(*realm) error{bindOpGuardStandalone, bindConsole, bindTimers, bindPerformance, bindWeb, bindStringLimits, bindAllocLimits}
 
 // NextTimer returns when the earliest timer (setTimeout, setInterval) is
 // due, and false when none is pending.

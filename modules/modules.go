@@ -2,7 +2,11 @@
 // workunit.Module blobs: a module, and every module it requires with a
 // string literal, resolved as Node resolves them (relative paths, .js,
 // .json, index.js, node_modules with package.json "main"), each named by
-// the hash of its content and of its requires' hashes. riot.doWorkCall in
+// the hash of its content and of its requires' hashes. A TypeScript or ES
+// module (.ts, .mts, .cts, .mjs) is bundled with the files it imports into
+// one CommonJS module first, by the Cache's Bundler (a job script's master
+// gives package engine/bundle's), with an inline source map, so that
+// workers get plain JavaScript whose stacks name the original lines. riot.doWorkCall in
 // job scripts and client.DoWorkCall in Go ship modules this way: workers need
 // no copy, and a changed file is a different module.
 package modules
@@ -41,8 +45,30 @@ type Loaded struct {
 // (size and modification time), so that shipping one module many times
 // reads it once. It is not safe for concurrent use.
 type Cache struct {
-	base  string
-	files map[string]*moduleFile
+	base    string
+	files   map[string]*moduleFile
+	bundler Bundler
+}
+
+// Bundler turns the TypeScript or ES module file abs into one CommonJS
+// module with the files it imports (engine/bundle.Module): its JavaScript
+// and the absolute paths of the files it holds.
+type Bundler func(abs string) (source string, inputs []string, err error)
+
+// WithBundler makes c bundle TypeScript and ES modules (.ts, .mts, .cts,
+// .mjs) with b, and returns c. Without one, such a module is an error.
+func (c *Cache) WithBundler(b Bundler) *Cache {
+	c.bundler = b
+	return c
+}
+
+// needsBundle reports whether the file abs is TypeScript or an ES module.
+func needsBundle(abs string) bool {
+	switch strings.ToLower(filepath.Ext(abs)) {
+	case ".ts", ".mts", ".cts", ".mjs":
+		return true
+	}
+	return false
 }
 
 type moduleFile struct {
@@ -50,6 +76,29 @@ type moduleFile struct {
 	modTime time.Time
 	source  string
 	specs   []string // the string literals passed to require, in order
+	// bundled are the other files that a TypeScript or ES module was
+	// bundled with, as they were then.
+	bundled []fileStamp
+}
+
+// fileStamp is a file's size and modification time, by which a Cache
+// tells that it changed.
+type fileStamp struct {
+	path    string
+	size    int64
+	modTime time.Time
+}
+
+// unchanged reports whether the files bundled with a module are as they
+// were.
+func (f *moduleFile) unchanged() bool {
+	for _, s := range f.bundled {
+		st, err := os.Stat(s.path)
+		if err != nil || st.Size() != s.size || !st.ModTime().Equal(s.modTime) {
+			return false
+		}
+	}
+	return true
 }
 
 // NewCache returns a Cache that resolves module paths relative to base (a
@@ -142,7 +191,29 @@ func (c *Cache) file(abs string) (*moduleFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	if f, ok := c.files[abs]; ok && f.size == st.Size() && f.modTime.Equal(st.ModTime()) {
+	if f, ok := c.files[abs]; ok && f.size == st.Size() && f.modTime.Equal(st.ModTime()) && f.unchanged() {
+		return f, nil
+	}
+	if needsBundle(abs) {
+		// TypeScript or an ES module: workers get it as one CommonJS
+		// module, with the files it imports, and a source map.
+		if c.bundler == nil {
+			return nil, fmt.Errorf("module %s is TypeScript or an ES module, which this program cannot bundle: ship it from a job script (riot-worker eval bundles it), or compile it to CommonJS first", c.rel(abs))
+		}
+		src, inputs, err := c.bundler(abs)
+		if err != nil {
+			return nil, fmt.Errorf("module %s: %w", c.rel(abs), err)
+		}
+		f := &moduleFile{size: st.Size(), modTime: st.ModTime(), source: src}
+		for _, in := range inputs {
+			if in == abs {
+				continue
+			}
+			if ist, err := os.Stat(in); err == nil {
+				f.bundled = append(f.bundled, fileStamp{path: in, size: ist.Size(), modTime: ist.ModTime()})
+			}
+		}
+		c.files[abs] = f
 		return f, nil
 	}
 	b, err := os.ReadFile(abs)
@@ -237,12 +308,12 @@ func resolveFile(dir, spec string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	for _, cand := range []string{abs, abs + ".js", abs + ".json", filepath.Join(abs, "index.js")} {
+	for _, cand := range []string{abs, abs + ".js", abs + ".json", abs + ".ts", filepath.Join(abs, "index.js")} {
 		if st, err := os.Stat(cand); err == nil && !st.IsDir() {
 			return cand, nil
 		}
 	}
-	return "", fmt.Errorf("module %s: no such file (tried %s, .js, .json and /index.js)", spec, abs)
+	return "", fmt.Errorf("module %s: no such file (tried %s, .js, .json, .ts and /index.js)", spec, abs)
 }
 
 // resolveRequire resolves a require specifier as Node does: a relative or

@@ -3,6 +3,7 @@ package modules
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -100,4 +101,33 @@ func TestCache_Load_Errors(t *testing.T) {
 	assert.ErrorContains(t, err, "broken.js")
 	_, err = c.Load("miss.js")
 	assert.ErrorContains(t, err, `miss.js: require("./nope"): module ./nope: no such file`)
+}
+
+// A TypeScript or ES module needs a bundler; with one, its output is what
+// ships, and a change to a file it bundled is seen.
+func TestCache_Bundler(t *testing.T) {
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "m.ts"), []byte("export const f = (x: number) => x;\n"), 0o644))
+	dep := filepath.Join(dir, "dep.ts")
+	require.NoError(t, os.WriteFile(dep, []byte("export const a = 1;\n"), 0o644))
+	_, err := NewCache(dir).Load("m.ts")
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "module m.ts is TypeScript or an ES module, which this program cannot bundle")
+
+	calls := 0
+	c := NewCache(dir).WithBundler(func(abs string) (string, []string, error) {
+		calls++
+		return "exports.f = (x) => x; // " + strconv.Itoa(calls), []string{abs, dep}, nil
+	})
+	first, err := c.Load("m")
+	require.NoError(t, err)
+	again, err := c.Load("m.ts")
+	require.NoError(t, err)
+	assert.Equal(t, first.Hash, again.Hash)
+	assert.Equal(t, 1, calls, "bundled once while nothing changed")
+	require.NoError(t, os.WriteFile(dep, []byte("export const a = 22;\n"), 0o644))
+	changed, err := c.Load("m.ts")
+	require.NoError(t, err)
+	assert.Equal(t, 2, calls, "a bundled file changed")
+	assert.NotEqual(t, first.Hash, changed.Hash)
 }

@@ -23,6 +23,7 @@ const { gpuProbe, sayProbe } = require('./lib/gpu-common'); // what every gpu-*.
 
 function benchGemm(n, runs) {
   const device = riot.worker.gpus[0];
+  /** @type {{device: number, name: string, results: {dtype: string, ms: number, tflops: number, ok: boolean}[]}} */
   const out = { device, name: deviceInfo(device).name, results: [] };
   withDeviceResources(deviceResources(), (r) => {
     for (const dtype of ['float32', 'float64']) {

@@ -22,7 +22,8 @@ console.log('info:', status); // waiting
 
 const [key, work] = client.waitForWork();
 console.log('took my own workunit:', key === id, work.kind);
-client.completeWorkunit(key, false, work.fn(...work.args));
+const fnWork = /** @type {Extract<riot.Work, {kind: 'fn'}>} */ (work); // a function's, as added above
+client.completeWorkunit(key, false, fnWork.fn(...fnWork.args));
 
 const [, finished, , result] = client.waitForFinishedWorkunit(id);
 console.log('finished:', finished, result);

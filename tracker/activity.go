@@ -232,12 +232,35 @@ func (a *activity) takeDirty() ([]store.Job, []string) {
 	return out, forget
 }
 
-// finished notes a run that a worker reported and the table took.
-func (a *activity) finished(run recentRun) {
+// finished notes a run that a worker reported and the table took. Its spec
+// (when no larger than maxRecentSpec) and console (up to
+// maxRecentConsole) are copied into the ring's slot, whose buffers are
+// reused once the ring is full: a finished run costs no allocation in the
+// steady state. What recentRuns returns therefore changes with the next
+// runs: a reader that keeps a run's spec or console past the loop's turn
+// copies it.
+func (a *activity) finished(run recentRun, spec []byte, console workunit.Console) {
+	var slot *recentRun
 	if len(a.recent) < maxRecent {
-		a.recent = append(a.recent, run)
+		a.recent = append(a.recent, recentRun{})
+		slot = &a.recent[len(a.recent)-1]
 	} else {
-		a.recent[a.next] = run
+		slot = &a.recent[a.next]
+	}
+	specBuf, consoleBuf := slot.spec[:0], slot.console[:0]
+	*slot = run
+	slot.specSize = len(spec)
+	slot.spec = nil // nil: larger than maxRecentSpec
+	if len(spec) <= maxRecentSpec {
+		// The table's spec may alias the frame it came in, much larger
+		// than itself: keep a copy, not the frame.
+		slot.spec = append(specBuf, spec...)
+	}
+	slot.console = consoleBuf
+	if n := len(console); n > 0 && n <= maxRecentConsole {
+		// The console aliases the frame it came in, which the reader
+		// reuses: keep a copy.
+		slot.console = append(consoleBuf, console...)
 	}
 	a.next = (a.next + 1) % maxRecent
 	a.changes++

@@ -175,6 +175,16 @@ type ErrorDoc struct {
 	Stack   string   `json:"stack,omitempty"`
 	Worker  string   `json:"worker,omitempty"`
 	Value   *Preview `json:"value,omitempty"`
+	// Attempts are the failed attempts of a workunit run with retries,
+	// the last one included.
+	Attempts []AttemptDoc `json:"attempts,omitempty"`
+}
+
+// AttemptDoc is one failed attempt of a workunit run with retries.
+type AttemptDoc struct {
+	Worker  string `json:"worker"`
+	Name    string `json:"name"`
+	Message string `json:"message"`
 }
 
 // ConsoleLine is one line of a workunit's console.
@@ -198,10 +208,15 @@ type WorkunitDetail struct {
 	RunSeconds   *float64      `json:"run_seconds,omitempty"`
 	LostFrom     []string      `json:"lost_from"`
 	Options      struct {
-		NoCache        bool    `json:"no_cache"`
-		GPUs           int     `json:"gpus"`
-		TimeoutSeconds float64 `json:"timeout_seconds"`
+		NoCache        bool     `json:"no_cache"`
+		GPUs           int      `json:"gpus"`
+		TimeoutSeconds float64  `json:"timeout_seconds"`
+		Retries        int      `json:"retries"`
+		RetryOn        []string `json:"retry_on,omitempty"`
 	} `json:"options"`
+	// FailedAttempts are the attempts a waiting or running workunit with
+	// retries has failed so far.
+	FailedAttempts []AttemptDoc `json:"failed_attempts,omitempty"`
 }
 
 // Task is one bar of GET /api/v1/stream.
@@ -383,19 +398,8 @@ func (l *loop) summary(s *table.Summary) WorkunitSummary {
 // status.
 func (l *loop) finishedRun(c *conn, key workunit.Key, li table.LeaseInfo, status workunit.Status, console workunit.Console, elapsed time.Duration) {
 	now := time.Now()
-	run := recentRun{key: key, owner: li.Owner, worker: c.name, status: status, end: now, elapsed: elapsed,
-		specSize: len(li.Spec)}
-	if len(li.Spec) <= maxRecentSpec {
-		// The table's spec may alias the frame it came in, much larger
-		// than itself: keep a copy, not the frame.
-		run.spec = bytes.Clone(li.Spec)
-	}
-	if n := len(console); n > 0 && n <= maxRecentConsole {
-		// The console aliases the frame it came in, which the reader
-		// reuses: keep a copy.
-		run.console = append(workunit.Console(nil), console...)
-	}
-	l.act.finished(run)
+	l.act.finished(recentRun{key: key, owner: li.Owner, worker: c.name, status: status, end: now, elapsed: elapsed},
+		li.Spec, console)
 	if status == workunit.StatusError {
 		l.s.hist.runError.Observe(elapsed.Seconds())
 	} else {
@@ -715,7 +719,13 @@ func (s *Server) apiWorkunit(w http.ResponseWriter, r *http.Request, rd reader) 
 		det.Job = l.jobOf(rec.Owner)
 		spec = rec.Spec
 		if runs := l.act.recentRuns(1, func(r *recentRun) bool { return r.key == key && l.mayRealm(rd, r.owner) }); len(runs) > 0 {
+			// The ring's buffers are reused by later runs: copy them
+			// here, in the loop.
 			cp := *runs[0]
+			cp.console = bytes.Clone(cp.console)
+			if cp.spec != nil {
+				cp.spec = bytes.Clone(cp.spec)
+			}
 			run = &cp
 			if spec == nil {
 				spec, specLen = run.spec, run.specSize
@@ -740,6 +750,8 @@ func (s *Server) apiWorkunit(w http.ResponseWriter, r *http.Request, rd reader) 
 		det.LostFrom = []string{}
 	}
 	det.Options.NoCache, det.Options.GPUs, det.Options.TimeoutSeconds = rec.Options.NoCache, rec.Options.GPUs, rec.Options.Timeout.Seconds()
+	det.Options.Retries, det.Options.RetryOn = rec.Options.Retries, rec.Options.RetryOn
+	det.FailedAttempts = attemptDocs(rec.Attempts)
 	det.Submitted, det.Assigned = ts(rec.Submitted), ts(rec.Assigned)
 	if !rec.Submitted.IsZero() && !rec.Assigned.IsZero() && !rec.Assigned.Before(rec.Submitted) {
 		q := rec.Assigned.Sub(rec.Submitted).Seconds()
@@ -762,7 +774,7 @@ func (s *Server) apiWorkunit(w http.ResponseWriter, r *http.Request, rd reader) 
 		det.Result = &p
 	}
 	if e := rec.Err; e != nil {
-		det.Error = &ErrorDoc{Kind: e.Kind.String(), Name: e.Name, Message: e.Message, Stack: e.Stack, Worker: e.Worker}
+		det.Error = &ErrorDoc{Kind: e.Kind.String(), Name: e.Name, Message: e.Message, Stack: e.Stack, Worker: e.Worker, Attempts: attemptDocs(e.Attempts)}
 		if len(e.Value) > 0 {
 			p := previewDoc(ctx, e.Value)
 			det.Error.Value = &p
@@ -869,4 +881,15 @@ func (s *Server) apiStream(w http.ResponseWriter, r *http.Request, rd reader) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"now": ts(now), "tasks": tasks})
+}
+
+func attemptDocs(as []workunit.Attempt) []AttemptDoc {
+	if len(as) == 0 {
+		return nil
+	}
+	docs := make([]AttemptDoc, len(as))
+	for i, a := range as {
+		docs[i] = AttemptDoc{Worker: a.Worker, Name: a.Name, Message: a.Message}
+	}
+	return docs
 }

@@ -215,6 +215,9 @@ func outcomeBytes(o *workunit.Outcome) int {
 	n := len(o.Result) + len(o.Console)
 	if o.Err != nil {
 		n += len(o.Err.Message) + len(o.Err.Stack) + len(o.Err.Value)
+		for _, a := range o.Err.Attempts {
+			n += len(a.Worker) + len(a.Name) + len(a.Message)
+		}
 	}
 	return n
 }

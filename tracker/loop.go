@@ -572,6 +572,10 @@ func (l *loop) deliver(rd *table.Ready, perr error) {
 	for _, q := range rd.Requeued {
 		l.s.log.Info("workunit reassigned", "key", q.Key.Short(), "lost_from", q.LostFrom, "losses", q.Losses)
 	}
+	for _, q := range rd.Retried {
+		l.s.log.Info("workunit failed, retried", "key", q.Key.Short(), "worker", q.Attempt.Worker, "error", q.Attempt.Name+": "+q.Attempt.Message,
+			"attempt", q.Attempts, "retries", q.Retries)
+	}
 	for _, d := range rd.Discarded {
 		l.s.log.Info("stale result discarded", "worker", l.workerName(d.Worker), "key", d.Key.Short(),
 			"token", uint64(d.Token), "reason", d.Reason)

@@ -56,11 +56,11 @@ func TestServer_Handshake_VersionMismatch(t *testing.T) {
 	t.Parallel()
 	tr := trackertest.Start(t)
 	c := dialRaw(t, tr, dialOpts{})
-	c.send(&wire.Hello{Version: 7, Role: wire.RoleWorker, Name: "future"})
+	c.send(&wire.Hello{Version: 8, Role: wire.RoleWorker, Name: "future"})
 	r := recv[*wire.Refused](c)
 	assert.Equal(t, wire.CodeVersion, r.Code)
 	assert.Equal(t, uint32(wire.ProtocolVersion), r.Version)
-	assert.Contains(t, r.Message, "protocol version 7")
+	assert.Contains(t, r.Message, "protocol version 8")
 	assert.Contains(t, r.Message, fmt.Sprintf("version %d", wire.ProtocolVersion))
 	assert.Equal(t, wire.CloseRefused+int(wire.CodeVersion), c.closeCode())
 	assert.Equal(t, 0, tr.Stats(t).Connections)
@@ -116,7 +116,7 @@ func TestServer_Handshake_BadFrame(t *testing.T) {
 	c := master(t, tr, "m")
 	// A submit whose spec field is a text string: the Error names it and
 	// echoes the request id.
-	require.NoError(t, c.ws.WriteMessage(2, []byte{0x81, 0x87, 0x05, 0x09, 0x61, 0x78, 0xf4, 0x00, 0x00, 0xf4}))
+	require.NoError(t, c.ws.WriteMessage(2, []byte{0x81, 0x89, 0x05, 0x09, 0x61, 0x78, 0xf4, 0x00, 0x00, 0xf4, 0x00, 0x80}))
 	e := recv[*wire.Error](c)
 	assert.Equal(t, uint64(9), e.Req)
 	assert.Equal(t, wire.CodeProtocol, e.Code)

@@ -98,6 +98,12 @@ type codec interface {
 	lines(name string, p *[]Line)
 	// level codes a console line's level: one of workunit's five.
 	level(name string, p *workunit.Level)
+	// texts codes a list of text strings (Submit's retry-on), at most
+	// workunit.MaxRetryOn of at most workunit.MaxRetryName bytes each.
+	texts(name string, p *[]string)
+	// attempts codes a workunit error's attempts, [[worker, name,
+	// message]...] (attemptFields).
+	attempts(name string, p *[]workunit.Attempt)
 }
 
 var (
@@ -108,7 +114,8 @@ var (
 // Field lists of the pieces messages share.
 
 // errorFields lists a workunit error's items: [kind, name, message, stack,
-// value, worker, key], key empty when zero.
+// value, worker, key, attempts], key empty when zero, attempts empty
+// without retries.
 func errorFields(c codec, e *workunit.Error) {
 	c.errorKind("error.kind", &e.Kind)
 	c.text("error.name", &e.Name)
@@ -117,6 +124,14 @@ func errorFields(c codec, e *workunit.Error) {
 	c.bytes("error.value", &e.Value, resultLimit)
 	c.shared("error.worker", &e.Worker)
 	c.optionalKey("error.key", &e.Key)
+	c.attempts("error.attempts", &e.Attempts)
+}
+
+// attemptFields lists one failed attempt's items: [worker, name, message].
+func attemptFields(c codec, a *workunit.Attempt) {
+	c.shared("error.attempts.worker", &a.Worker)
+	c.text("error.attempts.name", &a.Name)
+	c.text("error.attempts.message", &a.Message)
 }
 
 // outcomeFields lists a workunit.Outcome's items, its key first; they are
@@ -154,13 +169,14 @@ func (l *Lease) fields(c codec) {
 // them, counted from their field lists at init, and each message's head
 // (its array head and type), written once.
 var (
-	msgItems    [maxType + 1]uint64
-	msgHeads    [maxType + 1][]byte
-	limitsItems uint64
-	errorItems  uint64
-	gpuItems    uint64
-	leaseItems  uint64
-	lineItems   uint64
+	msgItems     [maxType + 1]uint64
+	msgHeads     [maxType + 1][]byte
+	limitsItems  uint64
+	errorItems   uint64
+	gpuItems     uint64
+	leaseItems   uint64
+	lineItems    uint64
+	attemptItems uint64
 )
 
 func init() {
@@ -170,6 +186,7 @@ func init() {
 	gpuItems = countItems((&GPU{}).fields)
 	leaseItems = countItems((&Lease{}).fields)
 	lineItems = countItems((&Line{}).fields)
+	attemptItems = countItems(func(c codec) { attemptFields(c, &workunit.Attempt{}) })
 	var s slabs
 	for t := Type(1); t <= maxType; t++ {
 		msgItems[t] = 1 + countItems(s.get(t).fields)

@@ -736,6 +736,8 @@ const (
 	minGPUItem   = 3      // [name, memory]
 	minLeaseItem = 2 + 34 // [key, token]
 	minLineItem  = 4      // [level, text, time]
+	minTextItem  = 1      // a text string
+	minAttempt   = 4      // [worker, name, message]
 )
 
 func (c *decoder) keys(name string, p *[]workunit.Key) { decodeHashes(c, name, p) }
@@ -809,4 +811,35 @@ func decodeList[T any](c *decoder, name string, p *[]T, minBytes int) bool {
 	}
 	*p = make([]T, n)
 	return true
+}
+
+func (c *decoder) texts(name string, p *[]string) {
+	off := c.r.Offset()
+	if !decodeList(c, name, p, minTextItem) {
+		return
+	}
+	if len(*p) > workunit.MaxRetryOn {
+		c.fail(name, ErrMalformed, off, "%d names, at most %d", len(*p), workunit.MaxRetryOn)
+		return
+	}
+	for i := range *p {
+		off := c.r.Offset()
+		c.text(name, &(*p)[i])
+		if len((*p)[i]) > workunit.MaxRetryName && c.err == nil {
+			c.fail(name, ErrMalformed, off, "a name of %d bytes, at most %d", len((*p)[i]), workunit.MaxRetryName)
+			return
+		}
+	}
+}
+
+func (c *decoder) attempts(name string, p *[]workunit.Attempt) {
+	if !decodeList(c, name, p, minAttempt) {
+		return
+	}
+	for i := range *p {
+		if !c.readTuple(name, attemptItems) {
+			return
+		}
+		decodeAttemptFields(c, &(*p)[i])
+	}
 }

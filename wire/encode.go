@@ -389,3 +389,24 @@ func (c *encoder) leases(name string, p *[]Lease) {
 		(*p)[i].encodeFields(c)
 	}
 }
+
+func (c *encoder) texts(name string, p *[]string) {
+	if len(*p) > workunit.MaxRetryOn {
+		c.invalid(name, ErrMalformed, "%d names, at most %d", len(*p), workunit.MaxRetryOn)
+	}
+	c.w.ArrayHeader(len(*p))
+	for _, s := range *p {
+		if len(s) > workunit.MaxRetryName {
+			c.invalid(name, ErrMalformed, "a name of %d bytes, at most %d", len(s), workunit.MaxRetryName)
+		}
+		c.w.String(s)
+	}
+}
+
+func (c *encoder) attempts(name string, p *[]workunit.Attempt) {
+	c.w.ArrayHeader(len(*p))
+	for i := range *p {
+		c.w.ArrayHeader(int(attemptItems))
+		encodeAttemptFields(c, &(*p)[i])
+	}
+}

@@ -15,6 +15,7 @@ func encodeErrorFields(c *encoder, e *workunit.Error) {
 	c.bytes("error.value", &e.Value, resultLimit)
 	c.shared("error.worker", &e.Worker)
 	c.optionalKey("error.key", &e.Key)
+	c.attempts("error.attempts", &e.Attempts)
 }
 
 // decodeErrorFields is errorFields for a decoder.
@@ -26,6 +27,21 @@ func decodeErrorFields(c *decoder, e *workunit.Error) {
 	c.bytes("error.value", &e.Value, resultLimit)
 	c.shared("error.worker", &e.Worker)
 	c.optionalKey("error.key", &e.Key)
+	c.attempts("error.attempts", &e.Attempts)
+}
+
+// encodeAttemptFields is attemptFields for an encoder.
+func encodeAttemptFields(c *encoder, a *workunit.Attempt) {
+	c.shared("error.attempts.worker", &a.Worker)
+	c.text("error.attempts.name", &a.Name)
+	c.text("error.attempts.message", &a.Message)
+}
+
+// decodeAttemptFields is attemptFields for a decoder.
+func decodeAttemptFields(c *decoder, a *workunit.Attempt) {
+	c.shared("error.attempts.worker", &a.Worker)
+	c.text("error.attempts.name", &a.Name)
+	c.text("error.attempts.message", &a.Message)
 }
 
 // encodeOutcomeFields is outcomeFields for an encoder.
@@ -186,6 +202,8 @@ func (m *Submit) encodeFields(c *encoder) {
 	c.count("gpus", &m.Options.GPUs)
 	c.millis("timeout", &m.Options.Timeout)
 	c.bool("watch", &m.Watch)
+	c.count("retries", &m.Options.Retries)
+	c.texts("retry-on", &m.Options.RetryOn)
 }
 
 // decodeFields is (*Submit).fields for a decoder.
@@ -196,6 +214,8 @@ func (m *Submit) decodeFields(c *decoder) {
 	c.count("gpus", &m.Options.GPUs)
 	c.millis("timeout", &m.Options.Timeout)
 	c.bool("watch", &m.Watch)
+	c.count("retries", &m.Options.Retries)
+	c.texts("retry-on", &m.Options.RetryOn)
 }
 
 // encodeFields is (*Accepted).fields for an encoder.

@@ -213,8 +213,8 @@ type Submit struct {
 	// Spec is the workunit, encoded by workunit.Spec.MarshalBinary (or
 	// Encode). wire does not decode it.
 	Spec []byte
-	// Options are the submission's: NoCache, GPUs, and Timeout in whole
-	// milliseconds, at most 2^32-1.
+	// Options are the submission's: NoCache, GPUs, Timeout in whole
+	// milliseconds, at most 2^32-1, Retries and RetryOn.
 	Options workunit.Options
 	// Watch also watches the key: the tracker sends a Finished (with this
 	// Submit's Req) when it is finished, as a Watch would.
@@ -228,6 +228,8 @@ func (m *Submit) fields(c codec) {
 	c.count("gpus", &m.Options.GPUs)
 	c.millis("timeout", &m.Options.Timeout)
 	c.bool("watch", &m.Watch)
+	c.count("retries", &m.Options.Retries)
+	c.texts("retry-on", &m.Options.RetryOn)
 }
 
 // Accepted answers a Submit once it is durable (tracker → master). A key

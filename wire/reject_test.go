@@ -98,12 +98,26 @@ func TestDecode_Rejects(t *testing.T) {
 			kind: ErrMalformed, index: 0, typ: TypeAssign, field: "timeout", detail: "out of range"},
 		{name: "gpus is a float", frame: frameOf(7, assignItems(map[int]func(*cbor.Writer){6: func(w *cbor.Writer) { w.Float64(1) }})),
 			kind: ErrMalformed, index: 0, typ: TypeAssign, field: "gpus", detail: "have a float"},
-		{name: "bool is null", frame: frameOf(7, func(w *cbor.Writer) {
+		{name: "bool is null", frame: frameOf(9, func(w *cbor.Writer) {
 			w.Int(int64(TypeSubmit))
 			w.Int(1)
 			w.ByteString([]byte("s"))
 			w.Simple(cbor.SimpleNull)
 		}), kind: ErrMalformed, index: 0, typ: TypeSubmit, field: "no-cache", detail: "want a boolean, have null"},
+		{name: "too many retry-on names", frame: frameOf(9, func(w *cbor.Writer) {
+			w.Int(int64(TypeSubmit))
+			w.Int(1)
+			w.ByteString([]byte("s"))
+			w.Bool(false)
+			w.Int(0)
+			w.Int(0)
+			w.Bool(false)
+			w.Int(1)
+			w.ArrayHeader(65)
+			for range 65 {
+				w.String("TypeError")
+			}
+		}), kind: ErrMalformed, index: 0, typ: TypeSubmit, field: "retry-on", detail: "65 names, at most 64"},
 		{name: "status out of range", frame: frameOf(10, func(w *cbor.Writer) {
 			k := testKey("a")
 			w.Int(int64(TypeFinished))
@@ -123,7 +137,7 @@ func TestDecode_Rejects(t *testing.T) {
 			w.Int(int64(TypeFailed))
 			w.ByteString(k[:])
 			w.Int(1)
-			w.ArrayHeader(7)
+			w.ArrayHeader(8)
 			w.Int(0)
 		}), kind: ErrMalformed, index: 0, typ: TypeFailed, field: "error.kind", detail: "error kind 0"},
 		{name: "error key of 5 bytes", frame: frameOf(6, func(w *cbor.Writer) {
@@ -131,7 +145,7 @@ func TestDecode_Rejects(t *testing.T) {
 			w.Int(int64(TypeFailed))
 			w.ByteString(k[:])
 			w.Int(1)
-			w.ArrayHeader(7)
+			w.ArrayHeader(8)
 			w.Int(1)
 			w.Text("")
 			w.Text("")

@@ -31,6 +31,10 @@ func testWorkError() *workunit.Error {
 		Value:   []byte{0xa1, 0x64, 'c', 'o', 'd', 'e', 0x07},
 		Worker:  "alfred-2",
 		Key:     testKey("failed"),
+		Attempts: []workunit.Attempt{
+			{Worker: "alfred-1", Name: "TypeError", Message: "x.foo is not a function"},
+			{Worker: "alfred-2", Name: "TypeError", Message: "x.foo is not a function"},
+		},
 	}
 }
 
@@ -81,9 +85,9 @@ func samples() []sample {
 		}},
 		{"refused", "[3, code, message, version]", VersionMismatch(7)},
 		{"error", "[4, req, code, message]", &Error{Req: 42, Code: CodeStore, Message: "store: disk full"}},
-		{"submit", "[5, req, spec, no-cache, gpus, timeout-ms, watch]", &Submit{
+		{"submit", "[5, req, spec, no-cache, gpus, timeout-ms, watch, retries, [retry-on...]]", &Submit{
 			Req: 7, Spec: []byte{0x87, 0x01, 0x65, '1', '+', '2', '+', '3'},
-			Options: workunit.Options{NoCache: true, GPUs: 1, Timeout: 30 * time.Second}, Watch: true,
+			Options: workunit.Options{NoCache: true, GPUs: 1, Timeout: 30 * time.Second, Retries: 2, RetryOn: []string{"TypeError", "NetworkError"}}, Watch: true,
 		}},
 		{"accepted", "[6, req, key, status, worker, result, error, console, last-change-ms, elapsed-us]", &Accepted{
 			Req: 7, Outcome: testOutcome(testKey("accepted"), workunit.StatusDone),

@@ -12,9 +12,10 @@ import (
 // version 3 added blob-write, blob-written, blob-read and blob-part (blobs
 // in pieces) and made max-blob-bytes the bound of a whole blob; version 4
 // added Hello's job and memory-limit and the stats message; version 5
-// added print and printed (console lines while a workunit runs); version 6
-// added child and wait (workunits that submit workunits).
-const ProtocolVersion = 6
+// added print and printed (console lines while a workunit runs); version
+// 6 added Submit's retries and retry-on and a workunit error's attempts;
+// version 7 added child and wait (workunits that submit workunits).
+const ProtocolVersion = 7
 
 // Transport constants: where and how a client connects. wire does no
 // networking; these are the values the tracker and clients agree on.

@@ -398,7 +398,7 @@ func TestDecode_Edges(t *testing.T) {
 			frame: func() []byte {
 				f := mustEncode(t, &Failed{Key: k, Error: &workunit.Error{Kind: 1}})
 				// Replace the error's empty key (40) by 32 zero bytes.
-				i := len(f) - 3
+				i := len(f) - 4
 				require.Equal(t, byte(0x40), f[i])
 				return append(append(append([]byte{}, f[:i]...), append([]byte{0x58, 0x20}, make([]byte, 32)...)...), f[i+1:]...)
 			}(),

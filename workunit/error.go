@@ -3,6 +3,7 @@ package workunit
 import (
 	"fmt"
 	"strings"
+	"unicode/utf8"
 )
 
 // ErrorKind says why a workunit failed.
@@ -75,6 +76,37 @@ type Error struct {
 	Worker string
 	// Key is the workunit's key, when known.
 	Key Key
+	// Attempts are the workunit's failed attempts, in order, this one
+	// last, when it was submitted with retries (Options.Retries); nil
+	// otherwise.
+	Attempts []Attempt
+}
+
+// Attempt is one failed attempt of a workunit run with retries: the
+// worker that ran it and its error's name and message.
+type Attempt struct {
+	Worker  string
+	Name    string
+	Message string
+}
+
+// MaxAttemptMessage bounds the bytes of an Attempt's message: a workunit
+// has up to MaxRetries+1 attempts, and they travel together, in its
+// error. The error itself keeps the last attempt's whole message.
+const MaxAttemptMessage = 1 << 10
+
+// AttemptOf returns the attempt that failed with e, its message cut to
+// MaxAttemptMessage bytes (at a character's start, with "…" after it).
+func AttemptOf(e *Error) Attempt {
+	msg := e.Message
+	if len(msg) > MaxAttemptMessage {
+		cut := MaxAttemptMessage
+		for cut > 0 && !utf8.RuneStart(msg[cut]) {
+			cut--
+		}
+		msg = msg[:cut] + "…"
+	}
+	return Attempt{Worker: e.Worker, Name: e.Name, Message: msg}
 }
 
 // Error returns a one-line message: where it failed, then "Name: message".
@@ -99,6 +131,9 @@ func (e *Error) Error() string {
 		b.WriteString(e.Name)
 		b.WriteString(": ")
 		b.WriteString(e.Message)
+	}
+	if len(e.Attempts) > 1 {
+		fmt.Fprintf(&b, " (after %d attempts)", len(e.Attempts))
 	}
 	return b.String()
 }

@@ -2,8 +2,10 @@ package workunit
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -196,4 +198,56 @@ func TestOutcome_Value(t *testing.T) {
 	_, err = (&Outcome{Key: Key{2}, Status: StatusRunning}).Value()
 	assert.True(t, errors.Is(err, ErrNotFinished))
 	assert.False(t, (&Outcome{Status: StatusWaiting}).Finished())
+}
+
+func TestOptions_Retryable(t *testing.T) {
+	thrown := &Error{Kind: Thrown, Name: "TypeError", Message: "x"}
+	timeout := &Error{Kind: TimeLimit, Name: "TimeoutError", Message: "ran past 1s"}
+	stack := &Error{Kind: StackLimit, Name: "RangeError", Message: "too deep"}
+	for _, tt := range []struct {
+		opts     Options
+		err      *Error
+		attempts int
+		want     bool
+	}{
+		{Options{}, thrown, 1, false},
+		{Options{Retries: 2}, thrown, 1, true},
+		{Options{Retries: 2}, thrown, 2, true},
+		{Options{Retries: 2}, thrown, 3, false},
+		{Options{Retries: 2}, timeout, 1, true},
+		{Options{Retries: 2}, stack, 1, false},
+		{Options{Retries: 2, RetryOn: []string{"RangeError"}}, thrown, 1, false},
+		{Options{Retries: 2, RetryOn: []string{"RangeError"}}, stack, 1, false},
+		{Options{Retries: 2, RetryOn: []string{"TypeError"}}, thrown, 1, true},
+		{Options{Retries: 2, RetryOn: []string{"TypeError"}}, timeout, 1, false},
+		{Options{Retries: 2, RetryOn: []string{"TimeoutError"}}, timeout, 1, true},
+		{Options{Retries: 2}, nil, 1, false},
+	} {
+		if got := tt.opts.Retryable(tt.err, tt.attempts); got != tt.want {
+			t.Errorf("%+v.Retryable(%v, %d) = %v, want %v", tt.opts, tt.err, tt.attempts, got, tt.want)
+		}
+	}
+}
+
+func TestError_Attempts(t *testing.T) {
+	e := &Error{Kind: Thrown, Name: "Error", Message: "boom", Worker: "w2",
+		Attempts: []Attempt{{Worker: "w1", Name: "Error", Message: "boom"}, {Worker: "w2", Name: "Error", Message: "boom"}}}
+	if got, want := e.Error(), "worker w2: Error: boom (after 2 attempts)"; got != want {
+		t.Errorf("Error() = %q, want %q", got, want)
+	}
+	e.Attempts = e.Attempts[1:]
+	if got, want := e.Error(), "worker w2: Error: boom"; got != want {
+		t.Errorf("one attempt: Error() = %q, want %q", got, want)
+	}
+}
+
+func TestAttemptOf_Cuts(t *testing.T) {
+	long := strings.Repeat("é", MaxAttemptMessage) // 2 bytes each
+	a := AttemptOf(&Error{Name: "Error", Message: long, Worker: "w"})
+	if len(a.Message) > MaxAttemptMessage+len("…") || !strings.HasSuffix(a.Message, "…") || !utf8.ValidString(a.Message) {
+		t.Errorf("cut message of %d bytes: %q...", len(a.Message), a.Message[:20])
+	}
+	if a := AttemptOf(&Error{Name: "E", Message: "short", Worker: "w"}); a != (Attempt{Worker: "w", Name: "E", Message: "short"}) {
+		t.Errorf("short message: %+v", a)
+	}
 }

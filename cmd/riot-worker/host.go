@@ -11,8 +11,8 @@ import (
 // reservedWords are the words riot-worker keeps for commands it may have
 // one day: in HOST's place, one that does not resolve is an unknown
 // command, not a tracker to wait for. (status, jobs, workunits, cancel
-// and logs, kept so before, are commands now.)
-const reservedWords = "list, types"
+// and logs, and types, kept so before, are commands now.)
+const reservedWords = "list"
 
 // resolveTimeout bounds the look-up of a word that may be a command.
 const resolveTimeout = 3 * time.Second

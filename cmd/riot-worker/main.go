@@ -1,10 +1,11 @@
 // Command riot-worker is riot's worker and master command.
 //
 //	riot-worker [flags] HOST[:PORT]               run a worker for the tracker at HOST
-//	riot-worker eval [flags] SCRIPT.js [ARGS...]  run a job script as a master
+//	riot-worker eval [flags] SCRIPT.js [ARGS...]  run a job script (.js, .mjs, .ts) as a master
 //	riot-worker eval [flags] -e SOURCE            evaluate JavaScript and print its value
 //	riot-worker status [HOST[:PORT]]              the tracker at a glance
 //	riot-worker jobs | workunits | cancel | logs  list and cancel a tracker's work
+//	riot-worker types                             print riot.d.ts, the typings of job scripts
 //	riot-worker version                           print the version and the build
 //	riot-worker completion bash|zsh|fish          print a shell completion script
 //
@@ -44,6 +45,8 @@ Usage:
   riot-worker workunits [--job J] [--status S]  its workunits, newest first
   riot-worker cancel JOB|KEY...                 cancel a job's work, or workunits
   riot-worker logs KEY                          a workunit's console, result or error
+  riot-worker types                             print riot.d.ts, the TypeScript typings
+                                                of job scripts and workunits
   riot-worker version                           print the version and the build
   riot-worker completion bash|zsh|fish          print a shell completion script
   riot-worker help [COMMAND]                    show this help, or a command's
@@ -130,7 +133,7 @@ func newCommand(lookupHost func(ctx context.Context, host string) ([]string, err
 		return nil
 	}
 	root.AddCommand(evalCommand(), statusCommand(), jobsCommand(), workunitsCommand(), cancelCommand(), logsCommand(),
-		cli.VersionCommand("riot-worker"))
+		typesCommand(), cli.VersionCommand("riot-worker"))
 	return root
 }
 
@@ -142,7 +145,7 @@ func evalCommand() *cobra.Command {
 		Args:  cobra.ArbitraryArgs,
 		ValidArgsFunction: func(_ *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
 			if len(args) == 0 {
-				return []cobra.Completion{"js"}, cobra.ShellCompDirectiveFilterFileExt
+				return []cobra.Completion{"js", "mjs", "cjs", "ts", "mts", "cts"}, cobra.ShellCompDirectiveFilterFileExt
 			}
 			return nil, cobra.ShellCompDirectiveDefault // the script's own arguments
 		},

@@ -18,7 +18,7 @@ import (
 
 // commandsLine is what a usage error for a word that looks like a command
 // says of the commands.
-const commandsLine = "the commands are cancel, completion, eval, help, jobs, logs, status, version and workunits\nrun 'riot-worker help' for the commands\n"
+const commandsLine = "the commands are cancel, completion, eval, help, jobs, logs, status, types, version and workunits\nrun 'riot-worker help' for the commands\n"
 
 // A word in HOST's place that looks like a command and does not resolve
 // is an unknown command (exit 2), not a tracker to retry for ever. Before,
@@ -29,7 +29,7 @@ func TestHostRule_CommandWords(t *testing.T) {
 	// that stops at once with status 0.
 	canceled, cancel := context.WithCancel(t.Context())
 	cancel()
-	for _, word := range []string{"list", "types", "evl", "hlep", "verison", "completoin", "Status", "LIST", "Jobs",
+	for _, word := range []string{"list", "tyeps", "evl", "hlep", "verison", "completoin", "Status", "LIST", "Jobs",
 		"statsu", "jbos", "helm"} {
 		code, stdout, stderr := runResolving(canceled, nil, "--log-level", "error", word)
 		assert.Equal(t, 2, code, word)
@@ -64,7 +64,7 @@ func TestHostRule_Hosts(t *testing.T) {
 		{word: "[::1]"},
 		{word: "ws://status/riot"},
 		{word: "127.0.0.1"},
-		{word: "types", resolves: []string{"types"}},
+		{word: "tyeps", resolves: []string{"tyeps"}},
 		{word: "helm", resolves: []string{"helm"}},
 		{word: "list", resolves: []string{"list"}},
 	} {
@@ -86,11 +86,11 @@ func TestLooksLikeCommand_LooksUpOnlyCommandWords(t *testing.T) {
 	commands := []string{"completion", "eval", "help", "version"}
 	for word, want := range map[string]bool{
 		"alfred": false, "node": false, "evaluator": false, "localhost": false, "a.b": false, "": false, "-x": false,
-		"types": true, "evl": true, "hlep": true, "ev": true, "Eval": true,
+		"list": true, "evl": true, "hlep": true, "ev": true, "Eval": true,
 	} {
 		assert.Equal(t, want, looksLikeCommand(t.Context(), word, commands, lookup), word)
 	}
-	assert.ElementsMatch(t, []string{"types", "evl", "hlep", "ev", "Eval"}, looked, "only words that may be commands are looked up")
+	assert.ElementsMatch(t, []string{"list", "evl", "hlep", "ev", "Eval"}, looked, "only words that may be commands are looked up")
 	assert.Equal(t, 1, editDistance("evl", "eval"))
 	assert.Equal(t, 4, editDistance("nope", "help"))
 }
@@ -123,7 +123,7 @@ func TestCompletion(t *testing.T) {
 	// What the scripts ask riot-worker when a user presses Tab.
 	code, stdout, _ := runCmd(t, "__complete", "")
 	require.Equal(t, 0, code)
-	for _, c := range []string{"eval", "version", "completion", "help"} {
+	for _, c := range []string{"eval", "version", "completion", "help", "types"} {
 		assert.Contains(t, "\n"+stdout, "\n"+c+"\t", c)
 	}
 	code, stdout, _ = runCmd(t, "__complete", "--")
@@ -136,7 +136,7 @@ func TestCompletion(t *testing.T) {
 	assert.Contains(t, stdout, "--workers\t")
 	code, stdout, _ = runCmd(t, "__complete", "eval", "")
 	require.Equal(t, 0, code)
-	assert.True(t, strings.HasPrefix(stdout, "js\n"), "job scripts: *.js files: %q", stdout)
+	assert.True(t, strings.HasPrefix(stdout, "js\nmjs\ncjs\nts\nmts\ncts\n"), "job scripts: *.js, *.mjs, *.ts files...: %q", stdout)
 	code, _, stderr := runCmd(t, "completion", "nosh")
 	assert.Equal(t, 2, code)
 	assert.Contains(t, stderr, `"nosh"`)
@@ -153,7 +153,7 @@ func TestHelp(t *testing.T) {
 	require.Equal(t, 0, code)
 	for _, want := range []string{"riot-worker [flags] HOST[:PORT]", "riot-worker version", "riot-worker completion bash|zsh|fish",
 		"\n      --port port ", "\n      --slots N ", "\n      --no-gpu ", "\n  -h, --help ", "\n  -v, --version ",
-		"(list, types)", "riot-worker status [HOST[:PORT]]", "riot-worker cancel JOB|KEY..."} {
+		"(list)", "riot-worker types", "riot-worker status [HOST[:PORT]]", "riot-worker cancel JOB|KEY..."} {
 		assert.Contains(t, help, want)
 	}
 	assert.NotContains(t, help, "\n  -port")
@@ -213,4 +213,19 @@ func TestJoinWords(t *testing.T) {
 	t.Parallel()
 	assert.Equal(t, "a, b and c", joinWords([]string{"a", "b", "c"}))
 	assert.Equal(t, "a", joinWords([]string{"a"}))
+}
+
+// riot-worker types prints riot.d.ts as the repository holds it (one
+// embedded copy), and takes no arguments.
+func TestTypes(t *testing.T) {
+	t.Parallel()
+	want, err := os.ReadFile("../../types/riot.d.ts")
+	require.NoError(t, err)
+	code, stdout, stderr := runCmd(t, "types")
+	require.Equal(t, 0, code, stderr)
+	assert.Equal(t, string(want), stdout)
+	assert.Contains(t, stdout, "declare const riot: riot.Riot;")
+	code, _, stderr = runCmd(t, "types", "extra")
+	assert.Equal(t, 2, code)
+	assert.Contains(t, stderr, "extra")
 }

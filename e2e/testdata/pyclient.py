@@ -285,7 +285,7 @@ class WebSocket:
 
 # --- riot ------------------------------------------------------------------
 
-VERSION = 6
+VERSION = 7
 T_HELLO, T_WELCOME, T_REFUSED, T_ERROR = 1, 2, 3, 4
 T_SUBMIT, T_ACCEPTED, T_WATCH, T_UNWATCH, T_FINISHED, T_INFO, T_INFO_REPLY = 5, 6, 7, 8, 9, 10, 11
 T_BLOB_HAVE, T_BLOB_NEED, T_BLOB_PUT, T_BLOB_STORED = 12, 13, 14, 15
@@ -420,7 +420,7 @@ def run(url, token):
     source = "6 * 7 + %d" % int(time.time() * 1000)  # a new key each run
     spec, key = eval_spec(source)
     r_sub = m.next_req()
-    m.send([T_SUBMIT, r_sub, spec, False, 0, 0, True])
+    m.send([T_SUBMIT, r_sub, spec, False, 0, 0, True, 0, []])
     acc = m.recv(T_ACCEPTED)
     check(acc[1] == r_sub, "accepted's req")
     o = outcome(acc, 2)
@@ -472,7 +472,7 @@ def run(url, token):
 
     # Memoization: the same spec is answered from memory.
     r = m.next_req()
-    m.send([T_SUBMIT, r, spec, False, 0, 0, False])
+    m.send([T_SUBMIT, r, spec, False, 0, 0, False, 0, []])
     o = outcome(m.recv(T_ACCEPTED), 2)
     check(o["status"] == 3 and dec(o["result"]) == value, "a second submit: %r", o)
     step("memoized: accepted done")
@@ -480,10 +480,10 @@ def run(url, token):
     # Failed: throw 42, as a worker reports it; the tracker fills in worker and key.
     spec2, key2 = eval_spec("throw %d" % int(time.time() * 1000))
     r2 = m.next_req()
-    m.send([T_SUBMIT, r2, spec2, False, 0, 0, True])
+    m.send([T_SUBMIT, r2, spec2, False, 0, 0, True, 0, []])
     check(outcome(m.recv(T_ACCEPTED), 2)["key"] == key2, "accepted key2")
     a = w.recv(T_ASSIGN)
-    w.send([T_FAILED, a[1], a[2], [1, "", "Uncaught 42", "", enc(42), "", b""], [], 10], [T_CREDIT, 1])
+    w.send([T_FAILED, a[1], a[2], [1, "", "Uncaught 42", "", enc(42), "", b"", []], [], 10], [T_CREDIT, 1])
     o = outcome(m.recv(T_FINISHED), 2)
     err = o["error"]
     check(o["status"] == 4 and o["result"] == b"", "failed: status %d, result %r", o["status"], o["result"])
@@ -508,7 +508,7 @@ def run(url, token):
     # A GPU count no worker has: accepted, and waits; then canceled.
     spec3, key3 = eval_spec("'needs 7 GPUs' + %d" % int(time.time() * 1000))
     r3 = m.next_req()
-    m.send([T_SUBMIT, r3, spec3, False, 7, 0, True])
+    m.send([T_SUBMIT, r3, spec3, False, 7, 0, True, 0, []])
     o = outcome(m.recv(T_ACCEPTED), 2)
     check(o["status"] == 1, "7 GPUs: status %d, want waiting", o["status"])
     r4 = m.next_req()
@@ -546,7 +546,7 @@ def run_limits(url, token):
 
     # A spec over max-spec-bytes: an error with its req, then close 1002.
     spec, _ = eval_spec("'" + "x" * m.limits["max-spec-bytes"] + "'")
-    m.send([T_INFO, m.next_req(), ZERO32], [T_SUBMIT, 77, spec, False, 0, 0, True])
+    m.send([T_INFO, m.next_req(), ZERO32], [T_SUBMIT, 77, spec, False, 0, 0, True, 0, []])
     e = m.recv(T_ERROR)  # the info before it in the frame is dropped too
     check(e[1] == 77 and e[2] == 6, "an oversized spec: %r", e)
     try:

@@ -72,6 +72,16 @@ type Script struct {
 	// Funcs describes every function the script can create, indexed by ID, in
 	// the order their text starts in the source (outer before inner).
 	Funcs []Func
+	// Insertions are the texts the rewrite inserted, in order of offset:
+	// with them a position in Source maps back to the original (a source
+	// map of the original carries over to Source).
+	Insertions []Insertion
+}
+
+// Insertion is text that the rewrite inserted into the original: Len bytes
+// before the byte at offset At of the original.
+type Insertion struct {
+	At, Len int
 }
 
 // Func describes one function (or class) in the script: the text to ship and
@@ -188,7 +198,8 @@ func Instrument(file, src string, opts Options) (*Script, error) {
 	if w.err != nil {
 		return nil, w.err
 	}
-	return &Script{File: file, Source: w.render(), Funcs: w.finish()}, nil
+	out, spans := w.render()
+	return &Script{File: file, Source: out, Insertions: spans, Funcs: w.finish()}, nil
 }
 
 func isASCIIIdent(s string) bool {

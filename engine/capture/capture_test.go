@@ -358,3 +358,28 @@ func TestInstrument_Errors(t *testing.T) {
 	_, err = Instrument("x.js", "return 1", Options{})
 	assert.Error(t, err, "a top-level return is not accepted")
 }
+
+// Insertions say exactly what the rewrite inserted: taking them out of
+// Source gives the original back, and none holds a line break.
+func TestInstrument_Insertions(t *testing.T) {
+	src := "'use strict';\nconst a = 1, f = (x) => x + a;\nfunction g() { return {m() { return a; }}; }\nclass C { static s() {} }\nswitch (a) { case 1: function h() {} }\n"
+	s, err := Instrument("job.js", src, Options{})
+	require.NoError(t, err)
+	require.NotEmpty(t, s.Insertions)
+	var b strings.Builder
+	last, shift := 0, 0
+	for i, in := range s.Insertions {
+		if i > 0 {
+			assert.Greater(t, in.At, s.Insertions[i-1].At, "one insertion per offset, in order")
+		}
+		assert.Equal(t, src[last:in.At], s.Source[last+shift:in.At+shift], "original text before insertion %d", i)
+		b.WriteString(src[last:in.At])
+		assert.NotContains(t, s.Source[in.At+shift:in.At+shift+in.Len], "\n")
+		last = in.At
+		shift += in.Len
+	}
+	b.WriteString(src[last:])
+	assert.Equal(t, src[last:], s.Source[last+shift:])
+	assert.Equal(t, src, b.String())
+	assert.Equal(t, len(src)+shift, len(s.Source))
+}

@@ -27,7 +27,9 @@
 // The rewrite only inserts text, never within a token and never a line
 // break, so every original token keeps its line: stack traces on the master
 // point at the user's lines (columns shift only after an insertion on the
-// same line). H stands for the hook's name, id for the function's index in
+// same line). Script.Insertions lists what was inserted where, so that a
+// source map of the original (a bundled TypeScript job's) carries over to
+// the rewritten text. H stands for the hook's name, id for the function's index in
 // Script.Funcs, and G for its getter (see below).
 //
 //   - Function expressions and arrow functions: E becomes H(id,G,E). Where E

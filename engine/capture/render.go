@@ -196,19 +196,28 @@ func (w *walker) finalize() {
 }
 
 // render returns the rewritten source.
-func (w *walker) render() string {
+func (w *walker) render() (string, []Insertion) {
 	w.finalize()
 	sort.SliceStable(w.ins, func(i, j int) bool { return w.ins[i].at < w.ins[j].at })
 	b := &builder{w: w}
 	b.Grow(len(w.t.src) + len(w.ins)*32)
 	last := 0
+	var spans []Insertion
 	for _, in := range w.ins {
 		b.WriteString(w.t.src[last:in.at])
 		last = in.at
+		n := b.Len()
 		in.render(b)
+		if d := b.Len() - n; d > 0 {
+			if k := len(spans) - 1; k >= 0 && spans[k].At == in.at {
+				spans[k].Len += d
+			} else {
+				spans = append(spans, Insertion{At: in.at, Len: d})
+			}
+		}
 	}
 	b.WriteString(w.t.src[last:])
-	return b.String()
+	return b.String(), spans
 }
 
 // finish returns the public records.

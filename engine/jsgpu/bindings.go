@@ -98,7 +98,7 @@ type gpuBinding struct {
 // release of the sandbox's resources when the sandbox is dropped.
 func install(sb *engine.Sandbox, drv *gpu.Driver) error {
 	b := &gpuBinding{sb: sb, rt: sb.Runtime(), in: sb.Intrinsics(), drv: drv, defaults: make(map[int]*resHandle)}
-	v, err := b.rt.RunScript(jsvalue.InternalFile, gpuClassesJS)
+	v, err := gpuClassesScript.Run(b.rt)
 	if err != nil {
 		return fmt.Errorf("engine: gpu classes: %w", err)
 	}
@@ -619,3 +619,6 @@ func (b *gpuBinding) resourcesReleased(call goja.FunctionCall) goja.Value {
 	h := b.resArg("DeviceResources.prototype.released", "this", call.This)
 	return b.rt.ToValue(h.r.Closed())
 }
+
+// gpuClassesScript is gpuClassesJS, compiled once.
+var gpuClassesScript = jsvalue.NewScript(gpuClassesJS)

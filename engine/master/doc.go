@@ -5,11 +5,15 @@
 //
 // A job script runs in a standalone sandbox of the engine
 // (engine.NewStandalone): the ECMAScript built-ins, console (to
-// ScriptOptions.Stdout and Stderr), performance, sleep and the timers, and
-// what this package installs there through the engine's seam:
+// ScriptOptions.Stdout and Stderr), performance, sleep and the timers,
+// the web globals a workunit has too (structuredClone, TextEncoder,
+// TextDecoder, URL, URLSearchParams, atob, btoa, crypto), and what this
+// package installs there through the engine's seam:
 //
 //   - the riot object: riot.args, doWork, forWork, doWorkCall, doWorkEval,
-//     with, waitUntilDone, callWhenDone, cancel, connect,
+//     their await forms run, map, runCall, runEval and result (promises
+//     that settle on the event loop), with, waitUntilDone, callWhenDone,
+//     cancel, connect,
 //     connectToTracker, currentClient, readFile, readLines, writeFile, and
 //     the WorkunitError class;
 //   - the low-level client objects (riot.currentClient(),
@@ -22,9 +26,19 @@
 //     where it is and how to read its free variables, so that it can be
 //     sent to a worker as a value.Function.
 //
+// A job script that is an ES module or TypeScript (.mjs, .ts, .mts, .cts,
+// or a .js script with import, export or a top-level await) is bundled
+// first, with the modules it imports, by package engine/bundle (esbuild),
+// and its body runs as an async function whose promise the event loop
+// awaits (top-level await). The capture pass instruments the bundled
+// JavaScript, so workers get plain JavaScript; an inline source map gives
+// the master's stacks the original files' positions, and the master maps
+// the positions of workunits' stacks and of its own messages back the
+// same way (docs/reference.md, "Modules and TypeScript").
+//
 // The master runs the script top to bottom, then runs an event loop, as
-// Node does: the callbacks of riot.callWhenDone and the script's timers,
-// until none is pending. Values go to workers as value documents; one
+// Node does: the callbacks of riot.callWhenDone, the settling of the
+// await forms' promises and the script's timers, until none is pending. Values go to workers as value documents; one
 // that is large, or carried by many workunits, goes as a blob, uploaded
 // once (ScriptOptions.BlobThreshold, MinBlobBytes).
 //

@@ -136,23 +136,36 @@ func (c *fakeConn) Submit(spec *workunit.Spec, opts workunit.Options) Submission
 	}
 	src := ft.blobSource()
 	go func() {
-		res, err := ft.eng.Run(context.Background(), engine.Request{Spec: spec, Blobs: src, Realm: c.name, Timeout: opts.Timeout})
-		o := &workunit.Outcome{Key: key, Worker: "fake-worker", LastChange: time.Now()}
-		if res != nil {
-			o.Console = res.Console
+		// Retries as the tracker's table runs them: the attempts go on the
+		// final error (tracker/table has the real ones).
+		var attempts []workunit.Attempt
+		for {
+			res, err := ft.eng.Run(context.Background(), engine.Request{Spec: spec, Blobs: src, Realm: c.name, Timeout: opts.Timeout})
+			o := &workunit.Outcome{Key: key, Worker: "fake-worker", LastChange: time.Now()}
+			if res != nil {
+				o.Console = res.Console
+			}
+			var werr *workunit.Error
+			switch {
+			case err == nil:
+				o.Status, o.Result = workunit.StatusDone, res.Value
+			case errors.As(err, &werr):
+				w := *werr
+				w.Worker, w.Key = "fake-worker", key
+				o.Status, o.Err = workunit.StatusError, &w
+			default:
+				o.Status, o.Err = workunit.StatusError, &workunit.Error{Kind: workunit.Internal, Message: err.Error()}
+			}
+			if o.Err != nil && opts.Retries > 0 {
+				attempts = append(attempts, workunit.AttemptOf(o.Err))
+				if opts.Retryable(o.Err, len(attempts)) {
+					continue
+				}
+				o.Err.Attempts = attempts
+			}
+			ft.finish(o)
+			return
 		}
-		var werr *workunit.Error
-		switch {
-		case err == nil:
-			o.Status, o.Result = workunit.StatusDone, res.Value
-		case errors.As(err, &werr):
-			w := *werr
-			w.Worker, w.Key = "fake-worker", key
-			o.Status, o.Err = workunit.StatusError, &w
-		default:
-			o.Status, o.Err = workunit.StatusError, &workunit.Error{Kind: workunit.Internal, Message: err.Error()}
-		}
-		ft.finish(o)
 	}()
 	return &fakeSubmission{key: key, out: &workunit.Outcome{Key: key, Status: workunit.StatusWaiting}, c: c}
 }

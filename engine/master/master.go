@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"time"
 
@@ -17,6 +18,7 @@ import (
 
 	"github.com/riot-go/riot/blob"
 	"github.com/riot-go/riot/engine"
+	"github.com/riot-go/riot/engine/bundle"
 	"github.com/riot-go/riot/engine/capture"
 	"github.com/riot-go/riot/engine/internal/inspect"
 	"github.com/riot-go/riot/engine/internal/jsvalue"
@@ -133,12 +135,20 @@ func RunScript(ctx context.Context, opts ScriptOptions) error {
 	if name == "" {
 		name = "script.js"
 	}
-	script, err := capture.Instrument(filepath.Base(name), src, capture.Options{})
+	script, srcMap, err := instrumentScript(name, src)
 	if err != nil {
-		msg := syntaxMessage(err)
-		return &ScriptError{Name: "SyntaxError", Message: msg, Stack: "SyntaxError: " + msg}
+		msg, kind := syntaxMessage(err), "SyntaxError"
+		if be := (*bundle.Error)(nil); errors.As(err, &be) && be.Unresolved {
+			kind = "Error" // a module not found, as Node names it
+		}
+		return &ScriptError{Name: kind, Message: msg, Stack: kind + ": " + msg}
 	}
+	// Ended when the script ends: what waits for the tracker on the
+	// script's behalf (riot.result) stops with it.
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
 	m := &master{
+		srcMap:    srcMap,
 		opts:      opts,
 		scripts:   []*capture.Script{script},
 		mods:      make(map[string]*goja.Object),
@@ -147,7 +157,7 @@ func RunScript(ctx context.Context, opts ScriptOptions) error {
 		printSeed: maphash.MakeSeed(),
 		pending:   make(map[blob.Hash]*pendingBlob),
 		uploaded:  make(map[Conn]map[blob.Hash]bool),
-		modules:   modules.NewCache(filepath.Dir(name)),
+		modules:   modules.NewCache(filepath.Dir(name)).WithBundler(bundle.Module),
 		taken:     make(map[workunit.Key]*Work),
 		subs:      make(map[workunit.Key]subEntry),
 		copies:    1,
@@ -170,6 +180,69 @@ func RunScript(ctx context.Context, opts ScriptOptions) error {
 	}()
 	return m.runGuarded(opts.Conn)
 }
+
+// instrumentScript instruments the job script name, whose text is src, for
+// the capture hook. An ES module or TypeScript script (by its name, or a .js
+// script that does not parse as a script) is bundled with esbuild first:
+// then the instrumented code is plain JavaScript under the name
+// bundledName(name), its value is the module's body (an async function,
+// whose promise is the module's evaluation), and the map gives the
+// original files' positions of its own.
+func instrumentScript(name, src string) (*capture.Script, *bundle.Map, error) {
+	var b *bundle.Result
+	if bundle.Needed(name) {
+		var err error
+		if b, err = bundle.Build(name, src); err != nil {
+			return nil, nil, err
+		}
+	} else {
+		script, err := capture.Instrument(filepath.Base(name), src, capture.Options{})
+		var se *capture.SyntaxError
+		if err == nil || !errors.As(err, &se) {
+			return script, nil, err
+		}
+		// import, export or a top-level await: an ES module. Anything else
+		// esbuild refuses too, and the parse error stands.
+		var berr error
+		if b, berr = bundle.Build(name, src); berr != nil {
+			return nil, nil, err
+		}
+	}
+	gen := bundledName(name)
+	script, err := capture.Instrument(gen, b.Source, capture.Options{})
+	if err != nil {
+		// esbuild's output that goja does not parse: say where the code
+		// came from.
+		var se *capture.SyntaxError
+		if errors.As(err, &se) {
+			if f, l, c, ok := b.Map.Lookup(se.Line, se.Column); ok {
+				se.File, se.Line, se.Column = f, l, c
+			}
+		}
+		return nil, nil, err
+	}
+	spans := make([]bundle.Span, len(script.Insertions))
+	for i, in := range script.Insertions {
+		spans[i] = bundle.Span{At: in.At, Len: in.Len}
+	}
+	script.Source += b.Map.Inserted(b.Source, spans).Comment(gen)
+	return script, b.Map, nil
+}
+
+// mapError returns a workunit's error with the positions in its stack that
+// point into a bundled script's JavaScript mapped to the original files.
+func (m *master) mapError(w *workunit.Error) *workunit.Error {
+	if m.srcMap == nil || w.Stack == "" {
+		return w
+	}
+	c := *w
+	c.Stack = m.srcMap.RemapStack(c.Stack, m.scripts[0].File)
+	return &c
+}
+
+// bundledName is the name of a bundled script's JavaScript, as workers'
+// stack traces show it (the master maps them back to the original files).
+func bundledName(name string) string { return filepath.Base(name) + ".bundle.js" }
 
 // runGuarded runs the script with conn as its current client. A Go panic
 // on the script's goroutine (a bug in the master, or in a Conn) ends the
@@ -201,6 +274,15 @@ func (c scriptConsole) Print(level workunit.Level, text string) {
 // goroutine only, except jobs, which connection callbacks send to.
 type master struct {
 	opts ScriptOptions
+	// srcMap, for a bundled script (an ES module, TypeScript), maps the
+	// positions of the bundled JavaScript, before the capture pass's
+	// insertions (where shipped functions say they are), to the original
+	// files; nil otherwise. goja maps the master's own stacks with the
+	// inline source map of scripts[0].Source.
+	srcMap *bundle.Map
+	// top is the promise of a bundled script's evaluation (what its body
+	// returned): its top level has run when it settles.
+	top *goja.Promise
 	// scripts are the instrumented job script (0) and the modules it
 	// required (1, ...): a captured function is registered with its
 	// script's index and its index there.
@@ -256,8 +338,22 @@ func (m *master) run() error {
 		return m.scriptError(err)
 	}
 	m.rt.SetPromiseRejectionTracker(m.trackRejection)
-	if _, err := m.rt.RunProgram(prg); err != nil {
+	v, err := m.rt.RunProgram(prg)
+	if err != nil {
 		return m.scriptError(err)
+	}
+	if m.srcMap != nil {
+		// A module's body, an async function: called from here, so that
+		// no frame of the call shows in stacks.
+		body, ok := goja.AssertFunction(v)
+		if !ok {
+			return fmt.Errorf("engine: job script: the bundled module is %s, not a function", v)
+		}
+		p, err := body(goja.Undefined())
+		if err != nil {
+			return m.scriptError(err)
+		}
+		m.top, _ = p.Export().(*goja.Promise)
 	}
 	if err := m.unhandledRejection(); err != nil {
 		return err
@@ -266,7 +362,7 @@ func (m *master) run() error {
 	for {
 		at, timer := m.st.NextTimer()
 		if m.waits == 0 && !timer {
-			return nil
+			return m.unsettled()
 		}
 		var due <-chan time.Time
 		var t *time.Timer
@@ -323,6 +419,16 @@ func (m *master) trackRejection(p *goja.Promise, op goja.PromiseRejectionOperati
 // promise jobs ran): the first promise still rejected with no handler
 // ends the script, as in Node, with its reason as the exception.
 func (m *master) unhandledRejection() error {
+	if m.top != nil && m.top.State() == goja.PromiseStateRejected {
+		// An exception of a module's top level, thrown after an await or
+		// before: uncaught, as Node reports it.
+		if i := slices.Index(m.rejected, m.top); i >= 0 {
+			m.rejected = slices.Delete(m.rejected, i, i+1)
+		}
+		reason := m.top.Result()
+		m.top = nil
+		return m.exception(reason, nil)
+	}
 	if len(m.rejected) == 0 {
 		return nil
 	}
@@ -341,6 +447,17 @@ func (m *master) unhandledRejection() error {
 	}
 	se.Unhandled = true
 	return se
+}
+
+// unsettled is the end of a script with nothing left pending: an error when
+// a module's top level still awaits (a promise nothing can settle now), as
+// Node's "unsettled top-level await".
+func (m *master) unsettled() error {
+	if m.top == nil || m.top.State() != goja.PromiseStatePending {
+		return nil
+	}
+	msg := "the script's top-level await never settled: it awaits a promise that nothing pending (no workunit, callback or timer) will resolve"
+	return &ScriptError{Name: "Error", Message: msg, Stack: "Error: " + msg}
 }
 
 // call runs a callback on the script's goroutine, catching what it throws.
@@ -438,6 +555,11 @@ func (m *master) describeFunc(k, id int) string {
 	name := f.Name
 	if name == "" {
 		name = "the function"
+	}
+	if k == 0 && m.srcMap != nil {
+		if file, line, col, ok := m.srcMap.Lookup(f.Line, f.Column); ok {
+			return fmt.Sprintf("%s (%s:%d:%d)", name, file, line, col)
+		}
 	}
 	return fmt.Sprintf("%s (%s:%d:%d)", name, m.scripts[k].File, f.Line, f.Column)
 }

@@ -37,6 +37,7 @@ const masterPrelude = `(function (riot) {
 				this.workunit = props.workunit;
 				this.worker = props.worker;
 				this.kind = props.kind;
+				if (props.attempts !== undefined) this.attempts = props.attempts;
 			}
 		}
 	}
@@ -95,13 +96,19 @@ func (m *master) install(sb *engine.Sandbox) error {
 }
 
 // setSubmitters puts doWork, forWork, doWorkCall and doWorkEval on obj,
-// submitting with opts.
+// submitting with opts, and their await-able forms, run, map, runCall and
+// runEval, with result (promise.go).
 func (m *master) setSubmitters(obj *goja.Object, opts workunit.Options) error {
 	return m.sb.SetFuncs(obj, []engine.Func{
 		{Name: "doWork", Fn: func(c goja.FunctionCall) goja.Value { return m.doWork(c, opts) }},
 		{Name: "forWork", Fn: func(c goja.FunctionCall) goja.Value { return m.forWork(c, opts) }},
 		{Name: "doWorkCall", Fn: func(c goja.FunctionCall) goja.Value { return m.doWorkCall(c, opts) }},
 		{Name: "doWorkEval", Fn: func(c goja.FunctionCall) goja.Value { return m.doWorkEval(c, opts) }},
+		{Name: "run", Fn: func(c goja.FunctionCall) goja.Value { return m.run1("riot.run", c, opts, m.submitFn) }},
+		{Name: "runCall", Fn: func(c goja.FunctionCall) goja.Value { return m.run1("riot.runCall", c, opts, m.submitCall) }},
+		{Name: "runEval", Fn: func(c goja.FunctionCall) goja.Value { return m.run1("riot.runEval", c, opts, m.submitEval) }},
+		{Name: "map", Fn: func(c goja.FunctionCall) goja.Value { return m.mapWork(c, opts) }},
+		{Name: "result", Fn: m.resultPromise},
 	})
 }
 
@@ -631,7 +638,14 @@ func (m *master) report(o *workunit.Outcome) {
 // doWork implements riot.doWork(fn, ...args): it returns the workunit's id
 // once the tracker has it.
 func (m *master) doWork(call goja.FunctionCall, opts workunit.Options) goja.Value {
-	const op = "riot.doWork"
+	_, key := m.submitFn("riot.doWork", call, opts)
+	return m.rt.ToValue(key.String())
+}
+
+// submitFn submits the fn workunit of riot.doWork(fn, ...args) (and of
+// riot.run), and returns the connection and its key once the tracker has
+// it.
+func (m *master) submitFn(op string, call goja.FunctionCall, opts workunit.Options) (Conn, workunit.Key) {
 	fn := m.argFunction(op, call.Argument(0))
 	var args []goja.Value
 	if len(call.Arguments) > 1 {
@@ -641,14 +655,27 @@ func (m *master) doWork(call goja.FunctionCall, opts workunit.Options) goja.Valu
 	if err != nil {
 		m.sb.Throw("DataCloneError", "%v", err)
 	}
-	subs := m.submit(op, m.conn(op), []*workunit.Spec{spec}, opts)
-	return m.rt.ToValue(subs[0].Key().String())
+	c := m.conn(op)
+	subs := m.submit(op, c, []*workunit.Spec{spec}, opts)
+	return c, subs[0].Key()
 }
 
 // forWork implements riot.forWork(iterable, fn[, options]): one workunit
 // per item, fn(item, index), results in order.
 func (m *master) forWork(call goja.FunctionCall, opts workunit.Options) goja.Value {
 	const op = "riot.forWork"
+	c, subs := m.submitEach(op, call, opts)
+	results := make([]any, len(subs))
+	for i, s := range subs {
+		results[i] = m.result(op, c, s.Key())
+	}
+	return m.rt.NewArray(results...)
+}
+
+// submitEach submits the workunits of riot.forWork(iterable, fn[,
+// options]) (and of riot.map), one per item, and returns the connection
+// and the submissions, in the items' order.
+func (m *master) submitEach(op string, call goja.FunctionCall, opts workunit.Options) (Conn, []Submission) {
 	var items []goja.Value
 	m.rt.ForOf(call.Argument(0), func(v goja.Value) bool {
 		items = append(items, v)
@@ -678,17 +705,18 @@ func (m *master) forWork(call goja.FunctionCall, opts workunit.Options) goja.Val
 		enc.Int(int64(i))
 		specs[i] = &workunit.Spec{Kind: workunit.Fn, Name: m.scripts[0].File, Payload: append([]byte(nil), enc.Bytes()...), Blobs: append([]blob.Hash(nil), enc.Blobs()...)}
 	}
-	subs := m.submit(op, c, specs, opts)
-	results := make([]any, len(subs))
-	for i, s := range subs {
-		results[i] = m.result(op, c, s.Key())
-	}
-	return m.rt.NewArray(results...)
+	return c, m.submit(op, c, specs, opts)
 }
 
 // doWorkEval implements riot.doWorkEval(source[, options]).
 func (m *master) doWorkEval(call goja.FunctionCall, opts workunit.Options) goja.Value {
-	const op = "riot.doWorkEval"
+	_, key := m.submitEval("riot.doWorkEval", call, opts)
+	return m.rt.ToValue(key.String())
+}
+
+// submitEval submits the workunit of riot.doWorkEval(source[, options])
+// (and of riot.runEval).
+func (m *master) submitEval(op string, call goja.FunctionCall, opts workunit.Options) (Conn, workunit.Key) {
 	if !goja.IsString(call.Argument(0)) {
 		m.sb.Throw("TypeError", "%s: the source must be a string; it is %s", op, jsvalue.Describe(call.Argument(0)))
 	}
@@ -696,13 +724,19 @@ func (m *master) doWorkEval(call goja.FunctionCall, opts workunit.Options) goja.
 		opts = m.workOptions(op, o, opts)
 	}
 	spec := &workunit.Spec{Kind: workunit.Eval, Source: call.Argument(0).String(), Name: "eval"}
-	subs := m.submit(op, m.conn(op), []*workunit.Spec{spec}, opts)
-	return m.rt.ToValue(subs[0].Key().String())
+	c := m.conn(op)
+	return c, m.submit(op, c, []*workunit.Spec{spec}, opts)[0].Key()
 }
 
 // doWorkCall implements riot.doWorkCall(modulePath, exportName, ...args).
 func (m *master) doWorkCall(call goja.FunctionCall, opts workunit.Options) goja.Value {
-	const op = "riot.doWorkCall"
+	_, key := m.submitCall("riot.doWorkCall", call, opts)
+	return m.rt.ToValue(key.String())
+}
+
+// submitCall submits the workunit of riot.doWorkCall(modulePath,
+// exportName, ...args) (and of riot.runCall).
+func (m *master) submitCall(op string, call goja.FunctionCall, opts workunit.Options) (Conn, workunit.Key) {
 	path := call.Argument(0)
 	name := call.Argument(1)
 	if !goja.IsString(path) || !goja.IsString(name) {
@@ -730,12 +764,12 @@ func (m *master) doWorkCall(call goja.FunctionCall, opts workunit.Options) goja.
 	}
 	blobs := append(append([]blob.Hash(nil), mod.All...), enc.Blobs()...)
 	spec := &workunit.Spec{Kind: workunit.Call, Module: mod.Hash, Export: name.String(), Payload: append([]byte(nil), enc.Bytes()...), Blobs: blobs}
-	subs := m.submit(op, m.conn(op), []*workunit.Spec{spec}, opts)
-	return m.rt.ToValue(subs[0].Key().String())
+	c := m.conn(op)
+	return c, m.submit(op, c, []*workunit.Spec{spec}, opts)[0].Key()
 }
 
 // with implements riot.with(options): the submitting functions with
-// options such as {gpus: 1, noCache: true, timeout: '30s'}.
+// options such as {gpus: 1, noCache: true, timeout: '30s', retries: 3}.
 func (m *master) with(call goja.FunctionCall) goja.Value {
 	o, ok := call.Argument(0).(*goja.Object)
 	if !ok {
@@ -749,7 +783,7 @@ func (m *master) with(call goja.FunctionCall) goja.Value {
 	return obj
 }
 
-// workOptions reads {gpus, noCache, timeout} over base.
+// workOptions reads {gpus, noCache, timeout, retries, retryOn} over base.
 func (m *master) workOptions(op string, o *goja.Object, base workunit.Options) workunit.Options {
 	for _, k := range o.Keys() {
 		v := o.Get(k)
@@ -764,11 +798,56 @@ func (m *master) workOptions(op string, o *goja.Object, base workunit.Options) w
 			base.NoCache = v.ToBoolean()
 		case "timeout":
 			base.Timeout = m.duration(op, v)
+		case "retries":
+			n := v.ToFloat()
+			if n != math.Trunc(n) || n < 0 || n > workunit.MaxRetries {
+				m.sb.Throw("RangeError", "%s: retries must be a whole number from 0 to %d (how many times to run a failed workunit again), not %s",
+					op, workunit.MaxRetries, inspect.Inspect(m.rt, m.in, v, inspect.Options{}))
+			}
+			base.Retries = int(n)
+		case "retryOn":
+			base.RetryOn = m.retryOn(op, v)
 		default:
-			m.sb.Throw("TypeError", "%s: unknown option %q (options are gpus, noCache and timeout)", op, k)
+			m.sb.Throw("TypeError", "%s: unknown option %q (options are gpus, noCache, timeout, retries and retryOn)", op, k)
 		}
 	}
+	if len(base.RetryOn) > 0 && base.Retries == 0 {
+		m.sb.Throw("TypeError", "%s: retryOn without retries: give retries too, such as {retries: 3, retryOn: [%q]}", op, base.RetryOn[0])
+	}
 	return base
+}
+
+// retryOn reads the retryOn option: an array of error names ('TypeError',
+// 'TimeoutError') or error classes (TypeError, a class of the script's),
+// which stand for their names.
+func (m *master) retryOn(op string, v goja.Value) []string {
+	o, ok := v.(*goja.Object)
+	if !ok || m.in.Classify(o) != jsvalue.KindArray {
+		m.sb.Throw("TypeError", "%s: retryOn must be an array of error names or classes, such as ['TypeError', 'TimeoutError']; it is %s", op, jsvalue.Describe(v))
+	}
+	n := o.Get("length").ToInteger()
+	if n > workunit.MaxRetryOn {
+		m.sb.Throw("RangeError", "%s: retryOn names %d errors; at most %d", op, n, workunit.MaxRetryOn)
+	}
+	names := make([]string, 0, n)
+	for i := range n {
+		e := o.Get(strconv.FormatInt(i, 10))
+		var name string
+		switch {
+		case goja.IsString(e):
+			name = e.String()
+		default:
+			if _, isFn := goja.AssertFunction(e); isFn {
+				name = inspect.SafeString(e.(*goja.Object).Get("name"))
+			}
+		}
+		if name == "" || len(name) > workunit.MaxRetryName {
+			m.sb.Throw("TypeError", "%s: retryOn[%d] must be an error's name (a non-empty string of at most %d bytes) or an error class; it is %s",
+				op, i, workunit.MaxRetryName, inspect.Inspect(m.rt, m.in, e, inspect.Options{}))
+		}
+		names = append(names, name)
+	}
+	return names
 }
 
 // duration reads a time limit: milliseconds as a number, or a Go duration
@@ -812,6 +891,12 @@ func (m *master) result(op string, c Conn, key workunit.Key) goja.Value {
 	if err != nil {
 		m.sb.Throw("Error", "%s: workunit %s: %v", op, key.Short(), err)
 	}
+	return m.outcome(op, c, key, o)
+}
+
+// outcome returns the result of a finished workunit, or throws its
+// WorkunitError.
+func (m *master) outcome(op string, c Conn, key workunit.Key, o *workunit.Outcome) goja.Value {
 	if e, ok := m.subs[key]; ok && e.conn == c {
 		// Before the script goes on: its workunits' console output shows
 		// before what the script prints next.
@@ -848,19 +933,36 @@ func (m *master) workunitError(key workunit.Key, o *workunit.Outcome) *goja.Obje
 	if werr == nil {
 		werr = &workunit.Error{Kind: workunit.Internal, Name: "Error", Message: "the tracker gave no error"}
 	}
+	werr = m.mapError(werr)
 	cause := m.rebuildError(werr)
 	where := "workunit " + key.Short()
 	worker := werr.Worker
 	if worker == "" {
 		worker = o.Worker
 	}
-	if worker != "" {
+	switch n := len(werr.Attempts); {
+	case n > 1 && worker != "":
+		where += fmt.Sprintf(" failed %d attempts, the last on worker %s", n, worker)
+	case n > 1:
+		where += fmt.Sprintf(" failed %d attempts", n)
+	case worker != "":
 		where += " failed on worker " + worker
-	} else {
+	default:
 		where += " failed"
 	}
 	msg := where + ": " + (&workunit.Error{Name: werr.Name, Message: werr.Message}).Error()
 	props := rt.NewObject()
+	if len(werr.Attempts) > 0 {
+		as := make([]any, len(werr.Attempts))
+		for i, a := range werr.Attempts {
+			ao := rt.NewObject()
+			_ = ao.Set("worker", a.Worker)
+			_ = ao.Set("name", a.Name)
+			_ = ao.Set("message", a.Message)
+			as[i] = ao
+		}
+		_ = props.Set("attempts", rt.NewArray(as...))
+	}
 	_ = props.Set("cause", cause)
 	_ = props.Set("workunit", key.String())
 	_ = props.Set("worker", worker)

@@ -16,13 +16,16 @@ import (
 // the layout changes, and keep decoding the old ones. Version 2 is version
 // 1 followed by a checksum; version 3 is version 2 with one more item at
 // the end of its array, the record's memo scope (table.Record.Scope).
-// riot reads all three, and writes 2 for a record without a scope (so
+// Version 4 is version 3 (its scope may be empty) with a 15th item, the
+// record's retries, and an 8th item in its error, the error's attempts.
+// riot reads all four, and writes 2 for a record without a scope (so
 // that a store of masters that share their results stays readable by
-// older trackers) and 3 for one with a scope.
+// older trackers), 3 for one with a scope, and 4 for one with retries.
 const (
 	recordVersion  = 2
 	recordVersion1 = 1
 	recordVersion3 = 3
+	recordVersion4 = 4
 )
 
 // crcTable is CRC-32C's (Castagnoli), which CPUs compute in hardware.
@@ -44,8 +47,11 @@ func recordSum(id uint64, array []byte) uint32 {
 //	 error (null or [kind, name, message, stack, value (bytes or null),
 //	 worker, key])]  checksum
 //
-// Version 3 adds a 14th item, scope, after error. The checksum (versions
-// 2 and 3) is 4 bytes after the array, big-endian: see recordSum. A byte
+// Version 3 adds a 14th item, scope, after error. Version 4 adds a 15th,
+// [retries, [retryOn...], [attempt...]], the attempts being those of a
+// waiting or running record (table.Record.Attempts), each [worker, name,
+// message], and the error has an 8th item, its attempts, [attempt...].
+// The checksum (versions 2 to 4) is 4 bytes after the array, big-endian: see recordSum. A byte
 // changed on disk anywhere in a record, or in its key, fails it. Version 1
 // records have no checksum.
 //
@@ -57,10 +63,15 @@ const recordItems = 13
 // enough (like cbor.NewWriter), else in a new one.
 func encodeRecord(buf []byte, r *table.Record) []byte {
 	w := cbor.NewWriter(buf)
-	if r.Scope != "" {
+	v4 := r.Options.Retries > 0 || (r.Err != nil && len(r.Err.Attempts) > 0)
+	switch {
+	case v4:
+		w.ArrayHeader(recordItems + 2)
+		w.Int(recordVersion4)
+	case r.Scope != "":
 		w.ArrayHeader(recordItems + 1)
 		w.Int(recordVersion3)
-	} else {
+	default:
 		w.ArrayHeader(recordItems)
 		w.Int(recordVersion)
 	}
@@ -88,7 +99,11 @@ func encodeRecord(buf []byte, r *table.Record) []byte {
 	if e := r.Err; e == nil {
 		w.Simple(cbor.SimpleNull)
 	} else {
-		w.ArrayHeader(7)
+		if v4 {
+			w.ArrayHeader(8)
+		} else {
+			w.ArrayHeader(7)
+		}
 		w.Int(int64(e.Kind))
 		str(w, e.Name)
 		str(w, e.Message)
@@ -96,12 +111,34 @@ func encodeRecord(buf []byte, r *table.Record) []byte {
 		bytesOrNull(w, e.Value)
 		str(w, e.Worker)
 		w.ByteString(e.Key[:])
+		if v4 {
+			encodeAttempts(w, e.Attempts)
+		}
 	}
-	if r.Scope != "" {
+	if v4 || r.Scope != "" {
 		str(w, r.Scope)
+	}
+	if v4 {
+		w.ArrayHeader(3)
+		w.Int(int64(r.Options.Retries))
+		w.ArrayHeader(len(r.Options.RetryOn))
+		for _, n := range r.Options.RetryOn {
+			str(w, n)
+		}
+		encodeAttempts(w, r.Attempts)
 	}
 	b := w.Bytes()
 	return binary.BigEndian.AppendUint32(b, recordSum(r.ID, b))
+}
+
+func encodeAttempts(w *cbor.Writer, as []workunit.Attempt) {
+	w.ArrayHeader(len(as))
+	for _, a := range as {
+		w.ArrayHeader(3)
+		str(w, a.Worker)
+		str(w, a.Name)
+		str(w, a.Message)
+	}
 }
 
 func str(w *cbor.Writer, s string) {
@@ -122,7 +159,7 @@ func bytesOrNull(w *cbor.Writer, b []byte) {
 func decodeRecord(id uint64, data []byte) (table.Record, error) {
 	rec := table.Record{ID: id}
 	// The array head (13 or 14 items) and the version are a byte each.
-	if len(data) > 2 && (data[1] == recordVersion || data[1] == recordVersion3) {
+	if len(data) > 2 && (data[1] == recordVersion || data[1] == recordVersion3 || data[1] == recordVersion4) {
 		if len(data) < 6 {
 			return rec, fmt.Errorf("%d bytes, too short for a record", len(data))
 		}
@@ -135,12 +172,15 @@ func decodeRecord(id uint64, data []byte) (table.Record, error) {
 	d := decoder{r: cbor.NewReader(data)}
 	n := d.array()
 	v := d.int()
-	if d.err == nil && v != recordVersion && v != recordVersion1 && v != recordVersion3 {
+	if d.err == nil && v != recordVersion && v != recordVersion1 && v != recordVersion3 && v != recordVersion4 {
 		return rec, fmt.Errorf("%w: record version %d", ErrVersion, v)
 	}
 	want := uint64(recordItems)
-	if v == recordVersion3 {
+	switch v {
+	case recordVersion3:
 		want++
+	case recordVersion4:
+		want += 2
 	}
 	if n != want && d.err == nil {
 		d.fail("want an array of %d items, have %d", want, n)
@@ -177,8 +217,12 @@ func decodeRecord(id uint64, data []byte) (table.Record, error) {
 	rec.Spec = d.bytesOrNull()
 	rec.Result = d.bytesOrNull()
 	if h := d.head(); d.err == nil && !isNull(h) {
-		if h.Major != cbor.MajorArray || h.Arg != 7 {
-			d.fail("want null or an error of 7 items")
+		items := uint64(7)
+		if v == recordVersion4 {
+			items = 8
+		}
+		if h.Major != cbor.MajorArray || h.Arg != items {
+			d.fail("want null or an error of %d items", items)
 		}
 		e := &workunit.Error{}
 		e.Kind = workunit.ErrorKind(d.ranged("error kind", 0, math.MaxUint8))
@@ -193,18 +237,59 @@ func decodeRecord(id uint64, data []byte) (table.Record, error) {
 			}
 			copy(e.Key[:], k)
 		}
+		if v == recordVersion4 {
+			e.Attempts = d.attempts()
+		}
 		rec.Err = e
 	}
-	if v == recordVersion3 {
+	switch v {
+	case recordVersion3:
 		rec.Scope = d.str()
 		if rec.Scope == "" && d.err == nil {
 			d.fail("a version 3 record with an empty scope")
 		}
+	case recordVersion4:
+		rec.Scope = d.str()
+		if n := d.array(); n != 3 && d.err == nil {
+			d.fail("want [retries, retry-on, attempts], have %d items", n)
+		}
+		rec.Options.Retries = int(d.ranged("retries", 0, workunit.MaxRetries))
+		if n := d.array(); n > 0 && d.err == nil {
+			if err := d.r.CheckCount(n, 1); err != nil {
+				return rec, err
+			}
+			rec.Options.RetryOn = make([]string, n)
+			for i := range rec.Options.RetryOn {
+				rec.Options.RetryOn[i] = d.str()
+			}
+		}
+		rec.Attempts = d.attempts()
 	}
 	if d.err == nil && d.r.Remaining() != 0 {
 		d.fail("%d bytes after the record", d.r.Remaining())
 	}
 	return rec, d.err
+}
+
+// attempts reads a list of attempts, [[worker, name, message]...]; nil
+// when empty.
+func (d *decoder) attempts() []workunit.Attempt {
+	n := d.array()
+	if n == 0 || d.err != nil {
+		return nil
+	}
+	if err := d.r.CheckCount(n, 4); err != nil {
+		d.err = err
+		return nil
+	}
+	as := make([]workunit.Attempt, n)
+	for i := range as {
+		if m := d.array(); m != 3 && d.err == nil {
+			d.fail("want an attempt of 3 items, have %d", m)
+		}
+		as[i] = workunit.Attempt{Worker: d.str(), Name: d.str(), Message: d.str()}
+	}
+	return as
 }
 
 // decoder reads items, keeping the first error; after one, reads return

@@ -42,6 +42,14 @@ func sampleRecords() []table.Record {
 		// The key of record 3 again, in a memo scope of its own: another
 		// workunit.
 		{Key: key(3), ID: 7, Seq: 7, Scope: "bob", Status: workunit.StatusDone, Worker: "w2", Result: []byte("bob's"), Owner: "r-bob"},
+		// With retries: one waiting with an attempt spent, one failed
+		// after all its attempts.
+		{Key: key(8), ID: 8, Seq: -8, Spec: []byte("spec eight"), Status: workunit.StatusWaiting, Deliveries: 1,
+			Options:  workunit.Options{Retries: 2, RetryOn: []string{"TypeError", "Net\xffError"}},
+			Attempts: []workunit.Attempt{{Worker: "w1", Name: "TypeError", Message: "flaky"}}},
+		{Key: key(9), ID: 9, Seq: 9, Status: workunit.StatusError, Worker: "w2", Deliveries: 2, Options: workunit.Options{Retries: 1},
+			Err: &workunit.Error{Kind: workunit.Thrown, Name: "Error", Message: "two", Worker: "w2", Key: key(9),
+				Attempts: []workunit.Attempt{{Worker: "w1", Name: "Error", Message: "one"}, {Worker: "w2", Name: "Error", Message: "two"}}}},
 	}
 }
 
@@ -546,4 +554,22 @@ func TestRecord_Scope(t *testing.T) {
 	_, err = decodeRecord(scoped.ID, empty)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "empty scope")
+}
+
+// TestRecord_Retries: a record with retries is written as version 4, with
+// its retries, retryOn, attempts and its error's attempts; it comes back
+// as it was, and versions 2 and 3 are still read (TestRecord_Scope).
+func TestRecord_Retries(t *testing.T) {
+	t.Parallel()
+	for _, rec := range sampleRecords()[7:] {
+		b := encodeRecord(nil, &rec)
+		assert.Equal(t, byte(0x80+recordItems+2), b[0], "15 items")
+		assert.Equal(t, byte(recordVersion4), b[1])
+		got, err := decodeRecord(rec.ID, b)
+		require.NoError(t, err)
+		assert.Equal(t, normalize([]table.Record{rec}), normalize([]table.Record{got}))
+	}
+	// Without retries, the old versions are written: older trackers read them.
+	plain := sampleRecords()[3]
+	assert.Equal(t, byte(recordVersion), encodeRecord(nil, &plain)[1])
 }

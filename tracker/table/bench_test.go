@@ -15,6 +15,13 @@ import (
 // holds per waiting workunit. The spec bytes are shared by all, so they are
 // not counted: the table keeps the slices it is given. Target: ≤ 300 bytes.
 func BenchmarkTable_Memory_MillionWaiting(b *testing.B) {
+	b.Run("unwatched", func(b *testing.B) { benchMillionWaiting(b, false) })
+	b.Run("watched", func(b *testing.B) { benchMillionWaiting(b, true) })
+}
+
+// benchMillionWaiting submits a million workunits, each watched by its
+// master when watch is set (a master that waits for all it submitted).
+func benchMillionWaiting(b *testing.B, watch bool) {
 	const n = 1_000_000
 	spec := []byte("trivial workunit spec")
 	var perUnit float64
@@ -26,7 +33,7 @@ func BenchmarkTable_Memory_MillionWaiting(b *testing.B) {
 		var k workunit.Key
 		for j := 0; j < n; j++ {
 			binary.LittleEndian.PutUint64(k[:], uint64(j)*0x9e3779b97f4a7c15+1)
-			if err := tab.Step(table.Submit{Master: 1, Req: uint64(j), Owner: "alice", Key: k, Spec: spec}); err != nil {
+			if err := tab.Step(table.Submit{Master: 1, Req: uint64(j), Owner: "alice", Key: k, Spec: spec, Watch: watch}); err != nil {
 				b.Fatal(err)
 			}
 			if j%1024 == 1023 {

@@ -78,6 +78,14 @@
 // memoized workunits did. A workunit lost MaxLost times fails with a
 // workunit.WorkersLost error that names the workers.
 //
+// A workunit submitted with Options.Retries goes back to waiting, at the
+// front of the queue, when an attempt fails with an error its options retry
+// (workunit.Options.Retryable) and retries are left: the attempt (worker,
+// name, message) is recorded in Record.Attempts, nobody is notified, and
+// Ready.Retried lists it. The attempt that ends it (the last one, or one not
+// retried) fails it with every attempt in its Err.Attempts. Losses count
+// apart, against MaxLost.
+//
 // A master that joins a waiting or running workunit keeps its own time
 // limit for it: its watch ends with a TimeoutError when the limit passes,
 // and the workunit stops when no other master waits for it; a master's

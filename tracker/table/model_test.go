@@ -118,16 +118,31 @@ func checkInvariants(t *testing.T, tab *Table, where string) {
 
 // checkWatchLists checks the watch nodes' lists: each record's list and
 // each master's list hold exactly the live nodes that name them, linked
-// both ways; a master has at most one node per record, the one wbyKey
-// names; the counts add up, and the free list holds the other nodes.
+// both ways; a master has at most one node per record; a record is
+// crowded exactly when wbyKey names its nodes, which it does when its list
+// has reached crowdedWatches nodes and not been empty since (a record
+// that is not crowded has a shorter list); the counts add up, and the free
+// list holds the other nodes.
 func checkWatchLists(t *testing.T, tab *Table, where string) {
 	t.Helper()
 	seen := map[uint32]bool{}
-	live := 0
+	live, indexed := 0, 0
 	for idx := uint32(0); idx < tab.recs.n; idx++ {
 		prev := uint32(0)
 		masters := map[MasterID]bool{}
-		for n := tab.recs.at(idx).watch; n != 0; n = tab.wnodes[n-1].next {
+		r := tab.recs.at(idx)
+		crowded := r.flags&flagCrowded != 0
+		if crowded && r.watch == 0 {
+			t.Fatalf("%s: record %d is crowded with no watches", where, idx)
+		}
+		length := 0
+		for n := r.watch; n != 0; n = tab.wnodes[n-1].next {
+			length++
+		}
+		if !crowded && length >= crowdedWatches {
+			t.Fatalf("%s: record %d has %d watches and is not crowded", where, idx, length)
+		}
+		for n := r.watch; n != 0; n = tab.wnodes[n-1].next {
 			wn := tab.wnodes[n-1]
 			if seen[n] || wn.rec != idx+1 || wn.prev != prev {
 				t.Fatalf("%s: record %d's list: node %d seen=%v rec %d prev %d (want %d)", where, idx, n, seen[n], wn.rec, wn.prev, prev)
@@ -136,16 +151,23 @@ func checkWatchLists(t *testing.T, tab *Table, where string) {
 				t.Fatalf("%s: record %d: master %d watches it twice", where, idx, wn.master)
 			}
 			masters[wn.master] = true
-			if got := tab.wbyKey[watchKey(tab.mwatches[wn.master].slot, idx)]; got != n {
-				t.Fatalf("%s: wbyKey of master %d, record %d: %d, want %d", where, wn.master, idx, got, n)
+			got, ok := tab.wbyKey[watchKey(tab.mwatches[wn.master].slot, idx)]
+			if crowded && got != n || !crowded && ok {
+				t.Fatalf("%s: wbyKey of master %d, record %d (crowded %v): %d, want %d", where, wn.master, idx, crowded, got, n)
+			}
+			if found, ok := tab.watchOf(wn.master, idx); !ok || found != n {
+				t.Fatalf("%s: watchOf master %d, record %d: %d %v, want %d", where, wn.master, idx, found, ok, n)
+			}
+			if crowded {
+				indexed++
 			}
 			seen[n] = true
 			prev = n
 			live++
 		}
 	}
-	if live != tab.nwatches || live != len(tab.wbyKey) {
-		t.Fatalf("%s: %d live watch nodes, nwatches %d, wbyKey %d", where, live, tab.nwatches, len(tab.wbyKey))
+	if live != tab.nwatches || indexed != len(tab.wbyKey) {
+		t.Fatalf("%s: %d live watch nodes (%d of crowded records), nwatches %d, wbyKey %d", where, live, indexed, tab.nwatches, len(tab.wbyKey))
 	}
 	inMasters := 0
 	for m, ml := range tab.mwatches {
@@ -185,12 +207,22 @@ func checkWatchLists(t *testing.T, tab *Table, where string) {
 // bolt), and the store restores (every 25 steps).
 func TestTable_ForgetModel(t *testing.T) {
 	t.Parallel()
-	var totForgot, totDisc, totLimit, totNotified uint64
+	var totForgot, totDisc, totLimit, totNotified, totCrowded uint64
 	defer func() {
-		t.Logf("forgotten %d, discarded %d, refused for a bound %d, finished checked against the store %d", totForgot, totDisc, totLimit, totNotified)
+		t.Logf("forgotten %d, discarded %d, refused for a bound %d, finished checked against the store %d, steps with a crowded record %d",
+			totForgot, totDisc, totLimit, totNotified, totCrowded)
+		if totCrowded == 0 {
+			t.Error("no record was ever crowded: the test misses that path")
+		}
 	}()
 	for seed := uint64(1); seed <= 50; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 7))
+		// Two masters, or, for the last seeds, enough that many watch one
+		// key at once (crowded records: see watchOf).
+		masters, keys := 2, 12
+		if seed > 35 {
+			masters, keys = 3*crowdedWatches, 2
+		}
 		// A bound on watches that the masters reach now and then.
 		tab := New(Config{KeepFinished: time.Hour, LeaseTimeout: 20 * time.Minute, MaxLost: 3, FirstToken: 1, HashSeed: seed,
 			MaxWatchesPerMaster: 3 + int(seed%4)})
@@ -206,7 +238,7 @@ func TestTable_ForgetModel(t *testing.T) {
 		nextW := WorkerID(1)
 		key := func() workunit.Key {
 			var k workunit.Key
-			k[0] = byte(1 + rng.IntN(12))
+			k[0] = byte(1 + rng.IntN(keys))
 			return k
 		}
 		apply := func(rd Ready, ok bool) {
@@ -266,7 +298,13 @@ func TestTable_ForgetModel(t *testing.T) {
 		scope := func() string { return []string{"", "s2"}[rng.IntN(2)] }
 		for step := 0; step < 400; step++ {
 			var ev Event
-			switch rng.IntN(14) {
+			op := -1
+			if masters > 2 && rng.IntN(2) == 0 {
+				op = 11 // many masters watch the few keys: crowded records
+			} else {
+				op = rng.IntN(14)
+			}
+			switch op {
 			case 0, 1, 2:
 				// Some with a time limit, and some of another owner, so that
 				// joiners' limits expire and cancels stop joiners' waits.
@@ -278,8 +316,8 @@ func TestTable_ForgetModel(t *testing.T) {
 				if rng.IntN(3) == 0 {
 					owner = "b"
 				}
-				ev = Submit{Master: MasterID(1 + rng.IntN(2)), Req: uint64(step), Owner: owner, Scope: scope(), Key: key(), Spec: []byte("s"), Watch: rng.IntN(2) == 0,
-					Options: workunit.Options{NoCache: rng.IntN(5) == 0, Timeout: timeout}}
+				ev = Submit{Master: MasterID(1 + rng.IntN(masters)), Req: uint64(step), Owner: owner, Scope: scope(), Key: key(), Spec: []byte("s"), Watch: rng.IntN(2) == 0,
+					Options: workunit.Options{NoCache: rng.IntN(5) == 0, Timeout: timeout, Retries: max(0, rng.IntN(5)-2)}}
 			case 3:
 				ev = Tick{Now: now.Add(time.Duration(rng.IntN(90)) * time.Minute)}
 				now = ev.(Tick).Now
@@ -302,7 +340,7 @@ func TestTable_ForgetModel(t *testing.T) {
 						k = key()
 					}
 					if rng.IntN(3) == 0 {
-						ev = Fail{Worker: l.w, Key: k, Token: l.tok, Err: &workunit.Error{Message: "x"}}
+						ev = Fail{Worker: l.w, Key: k, Token: l.tok, Err: &workunit.Error{Kind: workunit.Thrown, Name: "Error", Message: "x"}}
 					} else if rng.IntN(6) == 0 {
 						ev = Return{Worker: l.w, Leases: []LeaseRef{{Key: k, Token: l.tok}}}
 					} else {
@@ -318,9 +356,9 @@ func TestTable_ForgetModel(t *testing.T) {
 			case 10:
 				ev = Cancel{Master: 1, Owner: "", Scope: scope(), Keys: []workunit.Key{key(), key()}}
 			case 11:
-				ev = Watch{Master: MasterID(1 + rng.IntN(2)), Req: uint64(step), Owner: []string{"", "b"}[rng.IntN(2)], Scope: scope(), Key: key()}
+				ev = Watch{Master: MasterID(1 + rng.IntN(masters)), Req: uint64(step), Owner: []string{"", "b"}[rng.IntN(2)], Scope: scope(), Key: key()}
 			case 12:
-				ev = MasterLost{Master: MasterID(1 + rng.IntN(2))}
+				ev = MasterLost{Master: MasterID(1 + rng.IntN(masters))}
 			case 13:
 				ev = GetInfo{Master: 1, Scope: scope(), Key: key()}
 			}
@@ -350,6 +388,9 @@ func TestTable_ForgetModel(t *testing.T) {
 				}
 			}
 			checkInvariants(t, tab, fmt.Sprintf("seed %d step %d", seed, step))
+			if len(tab.wbyKey) > 0 {
+				totCrowded++
+			}
 			// The shell: hold a Ready, or apply it; some writes fail.
 			if held != nil && rng.IntN(3) == 0 {
 				apply(*held, rng.IntN(5) != 0)
@@ -380,6 +421,13 @@ func TestTable_ForgetModel(t *testing.T) {
 			t2 := New(Config{KeepFinished: time.Hour})
 			if err := t2.Restore(recs); err != nil {
 				t.Fatalf("seed %d step %d: restore: %v", seed, step, err)
+			}
+			for _, r := range recs {
+				got, ok := t2.LookupIn(r.Scope, r.Key)
+				if !ok || got.Options.Retries != r.Options.Retries || len(got.Attempts) != len(r.Attempts) {
+					t.Fatalf("seed %d step %d: %s restored with retries %d and %d attempts, stored with %d and %d",
+						seed, step, r.Key.Short(), got.Options.Retries, len(got.Attempts), r.Options.Retries, len(r.Attempts))
+				}
 			}
 		}
 	}

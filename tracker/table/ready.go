@@ -42,6 +42,10 @@ type Ready struct {
 	// Ready, for logs and metrics; one that another worker took at once is
 	// among them too.
 	Requeued []Requeue
+	// Retried lists the workunits whose attempt failed and that were put
+	// back at the front of the queue to run again (Options.Retries) since
+	// the last Ready, for logs and metrics.
+	Retried []Retry
 
 	// inflight holds the record indices of Persist; gen identifies the
 	// Ready for Advance.
@@ -57,7 +61,7 @@ type Ready struct {
 
 // Empty reports whether rd holds nothing to do.
 func (rd Ready) Empty() bool {
-	return len(rd.Persist) == 0 && len(rd.Send) == 0 && len(rd.Notify) == 0 && len(rd.Discarded) == 0 && len(rd.Requeued) == 0
+	return len(rd.Persist) == 0 && len(rd.Send) == 0 && len(rd.Notify) == 0 && len(rd.Discarded) == 0 && len(rd.Requeued) == 0 && len(rd.Retried) == 0
 }
 
 // Message is something to send: an *Assign or a *Revoke (to a worker), an
@@ -150,6 +154,16 @@ type Requeue struct {
 	LostFrom string
 	// Losses is how many workers it has been lost from so far.
 	Losses int
+}
+
+// Retry is a workunit whose attempt failed, queued to run again.
+type Retry struct {
+	Key workunit.Key
+	// Attempt is the failed attempt: its worker and error.
+	Attempt workunit.Attempt
+	// Attempts is how many attempts failed so far, and Retries how many
+	// retries it has in all (it runs at most Retries+1 times).
+	Attempts, Retries int
 }
 
 // Discard is a stale completion the table rejected.

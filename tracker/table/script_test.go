@@ -13,7 +13,7 @@ package table_test
 // worker):
 //
 //	config [maxlost=N] [leasetimeout=D] [leasegrace=D] [keep=D] [maxwatches=N] [maxopen=N] [maxwindow=N]   a fresh table
-//	submit M K [req=N] [owner=S] [quota=S] [scope=S] [gpus=N] [timeout=MS] [nocache] [watch] [spec=S]
+//	submit M K [req=N] [owner=S] [quota=S] [scope=S] [gpus=N] [timeout=MS] [nocache] [watch] [spec=S] [retries=N] [retryon=NAME,...]
 //	watch M K [req=N] [owner=S] [scope=S]
 //	unwatch M K [scope=S]
 //	info M K [req=N] [scope=S]
@@ -23,7 +23,7 @@ package table_test
 //	credit W [n=N]
 //	lost W
 //	complete W K [token=N] [result=S] [console=S]     (token defaults to W's lease of K)
-//	fail W K [token=N] [msg=S]
+//	fail W K [token=N] [msg=S] [name=S] [timelimit]  (name defaults to Error; timelimit: a TimeoutError of kind time-limit)
 //	return W K[:TOKEN]... [token=N]                   (tokens default to W's leases of the keys)
 //	child W P K [req=N] [token=N] [watch]               W's lease of P submits child K, from the master named W
 //	wait W K [off]                                    W's lease of K waits for its children (off: runs again)
@@ -245,7 +245,7 @@ func parseArgs(fields []string) args {
 	for _, f := range fields {
 		if k, v, ok := strings.Cut(f, "="); ok {
 			a.kv[k] = v
-		} else if f == "nocache" || f == "watch" || f == "fail" {
+		} else if f == "nocache" || f == "watch" || f == "fail" || f == "timelimit" {
 			a.flag[f] = true
 		} else {
 			a.pos = append(a.pos, f)
@@ -327,8 +327,9 @@ func (e *env) exec(cmd string, a args) {
 		}
 		e.step(table.Submit{
 			Master: m, Req: uint64(a.int(t, "req", 0)), Owner: a.kv["owner"], Quota: a.kv["quota"], Scope: a.kv["scope"], Key: k, Spec: []byte(spec),
-			Options: workunit.Options{NoCache: a.flag["nocache"], GPUs: a.int(t, "gpus", 0), Timeout: time.Duration(a.int(t, "timeout", 0)) * time.Millisecond},
-			Watch:   a.flag["watch"],
+			Options: workunit.Options{NoCache: a.flag["nocache"], GPUs: a.int(t, "gpus", 0), Timeout: time.Duration(a.int(t, "timeout", 0)) * time.Millisecond,
+				Retries: a.int(t, "retries", 0), RetryOn: retryOn(a.kv["retryon"])},
+			Watch: a.flag["watch"],
 		})
 	case "watch":
 		e.step(table.Watch{Master: e.master(a.arg(t, 0)), Req: uint64(a.int(t, "req", 0)), Owner: a.kv["owner"], Scope: a.kv["scope"], Key: e.key(a.arg(t, 1))})
@@ -418,7 +419,14 @@ func (e *env) exec(cmd string, a args) {
 			if msg == "" {
 				msg = "boom"
 			}
-			e.step(table.Fail{Worker: w, Key: k, Token: tok, Err: &workunit.Error{Kind: workunit.Thrown, Name: "Error", Message: msg}})
+			werr := &workunit.Error{Kind: workunit.Thrown, Name: "Error", Message: msg}
+			if n, ok := a.kv["name"]; ok {
+				werr.Name = n
+			}
+			if a.flag["timelimit"] {
+				werr.Kind, werr.Name = workunit.TimeLimit, "TimeoutError"
+			}
+			e.step(table.Fail{Worker: w, Key: k, Token: tok, Err: werr})
 		}
 	case "tick":
 		d, err := time.ParseDuration(a.arg(t, 0))
@@ -499,6 +507,7 @@ func (e *env) apply(rd *table.Ready) {
 			continue
 		}
 		r.LostFrom = slices.Clone(r.LostFrom)
+		r.Attempts = slices.Clone(r.Attempts)
 		e.disk[r.ID] = r
 	}
 }
@@ -515,7 +524,26 @@ func (e *env) errString(err *workunit.Error) string {
 	if err.Worker != "" {
 		s += " by " + err.Worker
 	}
-	return s
+	return s + attempts(err.Attempts)
+}
+
+// attempts prints failed attempts as attempts=[w1 Error: boom; ...].
+func attempts(as []workunit.Attempt) string {
+	if len(as) == 0 {
+		return ""
+	}
+	parts := make([]string, len(as))
+	for i, a := range as {
+		parts[i] = a.Worker + " " + a.Name + ": " + a.Message
+	}
+	return " attempts=[" + strings.Join(parts, "; ") + "]"
+}
+
+func retryOn(s string) []string {
+	if s == "" {
+		return nil
+	}
+	return strings.Split(s, ",")
 }
 
 func (e *env) info(in *workunit.Outcome) string {
@@ -554,6 +582,7 @@ func (e *env) record(r *table.Record) string {
 		s += " lost=" + strings.Join(r.LostFrom, ",")
 	}
 	s += e.options(r.Options)
+	s += attempts(r.Attempts)
 	if r.Spec != nil {
 		s += " spec=" + string(r.Spec)
 	}
@@ -579,6 +608,12 @@ func (e *env) options(o workunit.Options) string {
 	}
 	if o.Timeout != 0 {
 		s += fmt.Sprintf(" timeout=%d", o.Timeout.Milliseconds())
+	}
+	if o.Retries != 0 {
+		s += fmt.Sprintf(" retries=%d", o.Retries)
+	}
+	if len(o.RetryOn) != 0 {
+		s += " retryon=" + strings.Join(o.RetryOn, ",")
 	}
 	return s
 }
@@ -630,6 +665,9 @@ func (e *env) print(rd *table.Ready) {
 			s += fmt.Sprintf(" console=%q", n.Console)
 		}
 		e.out = append(e.out, s)
+	}
+	for _, r := range rd.Retried {
+		e.out = append(e.out, fmt.Sprintf("retry %s after %s %s: %s attempt=%d/%d", e.keyName(r.Key), r.Attempt.Worker, r.Attempt.Name, r.Attempt.Message, r.Attempts, r.Retries+1))
 	}
 	for _, d := range rd.Discarded {
 		e.out = append(e.out, fmt.Sprintf("discard %s %s token=%d: %s", e.wname(d.Worker), e.keyName(d.Key), d.Token, d.Reason))

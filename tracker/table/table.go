@@ -17,6 +17,7 @@ const (
 	flagPending              // listed in t.pending: to persist in the next Ready
 	flagInflight             // in the outstanding Ready's Persist, not yet durable
 	flagCanceled             // in error because it was canceled (stop with a Canceled error)
+	flagCrowded              // watched by crowdedWatches masters or more: its watches are in t.wbyKey
 )
 
 // record is one workunit. Kept small: a million waiting ones must fit in
@@ -47,6 +48,11 @@ type record struct {
 type extra struct {
 	err  *workunit.Error
 	lost []uint32 // name indices
+	// retries and retryOn are the record's Options.Retries and RetryOn;
+	// attempts its failed attempts so far, retried (Record.Attempts).
+	retries  int
+	retryOn  []string
+	attempts []workunit.Attempt
 	// children are the workunits this record's current run submitted
 	// (Submit.Parent), parents those that submitted this one.
 	children, parents []recRef
@@ -127,9 +133,13 @@ type finished struct {
 // watchNode is one watch, in two lists: its record's (newest first) and
 // its master's. Nodes live in one slice with a free list: watching
 // allocates nothing once the slice has grown. A master has at most one
-// node per record (Table.wbyKey finds it): watching a key again updates
-// that node, so dropping a master's watches costs one step per record it
-// watches, however often it watched each.
+// node per record: watching a key again updates that node, so dropping a
+// master's watches costs one step per record it watches, however often it
+// watched each. A record's node of a master is found by walking the
+// record's list, which is short (most records have one watch, their
+// submitter's); a record that crowdedWatches masters watch at once is
+// flagged crowded, and its nodes are found in Table.wbyKey instead, until
+// its list is empty again.
 type watchNode struct {
 	master MasterID
 	req    uint64
@@ -159,15 +169,65 @@ type masterWatches struct {
 	slot uint32
 }
 
+// crowdedWatches is the length of a record's list of watches past which
+// its nodes are found in Table.wbyKey rather than by walking the list.
+const crowdedWatches = 8
+
 // watchKey names the one watch of a record (its index) by the master of
 // slot.
 func watchKey(slot, rec uint32) uint64 { return uint64(slot)<<32 | uint64(rec) }
 
-// keyOf returns the wbyKey key of m's watch of record idx, and whether m
-// has watches (if not, it has none of idx either).
-func (t *Table) keyOf(m MasterID, idx uint32) (uint64, bool) {
-	ml, ok := t.mwatches[m]
-	return watchKey(ml.slot, idx), ok
+// watchOf returns the node (+1) of m's watch of record idx, and whether
+// m has one.
+func (t *Table) watchOf(m MasterID, idx uint32) (uint32, bool) {
+	r := t.recs.at(idx)
+	if r.flags&flagCrowded != 0 {
+		ml, ok := t.mwatches[m]
+		if !ok {
+			return 0, false
+		}
+		n, ok := t.wbyKey[watchKey(ml.slot, idx)]
+		return n, ok
+	}
+	for n := r.watch; n != 0; n = t.wnodes[n-1].next {
+		if t.wnodes[n-1].master == m {
+			return n, true
+		}
+	}
+	return 0, false
+}
+
+// linkRec puts node n (+1), whose master's slot is slot, at the head of
+// its record's list; the record turns crowded when the list reaches
+// crowdedWatches nodes.
+func (t *Table) linkRec(n, slot uint32) {
+	wn := &t.wnodes[n-1]
+	idx := wn.rec - 1
+	r := t.recs.at(idx)
+	wn.next, wn.prev = r.watch, 0
+	if r.watch != 0 {
+		t.wnodes[r.watch-1].prev = n
+	}
+	r.watch = n
+	if r.flags&flagCrowded != 0 {
+		t.wbyKey[watchKey(slot, idx)] = n
+		return
+	}
+	length := 0
+	for m := r.watch; m != 0 && length < crowdedWatches; m = t.wnodes[m-1].next {
+		length++
+	}
+	if length < crowdedWatches {
+		return
+	}
+	r.flags |= flagCrowded
+	for m := r.watch; m != 0; m = t.wnodes[m-1].next {
+		s := slot
+		if m != n {
+			s = t.mwatches[t.wnodes[m-1].master].slot
+		}
+		t.wbyKey[watchKey(s, idx)] = m
+	}
 }
 
 // heldLimit is a watch's limit (see watchNode). Table.held keeps, by
@@ -573,6 +633,12 @@ func validOptions(o workunit.Options, what string, k workunit.Key) error {
 	if o.Timeout < 0 || o.Timeout > workunit.MaxTimeout {
 		return fmt.Errorf("%w: %s %s: time limit %v (0 to %v)", ErrInvalid, what, k.Short(), o.Timeout, workunit.MaxTimeout)
 	}
+	if o.Retries < 0 || o.Retries > workunit.MaxRetries {
+		return fmt.Errorf("%w: %s %s: %d retries (0 to %d)", ErrInvalid, what, k.Short(), o.Retries, workunit.MaxRetries)
+	}
+	if len(o.RetryOn) > workunit.MaxRetryOn {
+		return fmt.Errorf("%w: %s %s: %d error names to retry on (at most %d)", ErrInvalid, what, k.Short(), len(o.RetryOn), workunit.MaxRetryOn)
+	}
 	return nil
 }
 
@@ -692,6 +758,9 @@ func (t *Table) reset(idx uint32, e *Submit) {
 		r.flags |= flagNoCache
 	}
 	r.ext = nil
+	if e.Options.Retries > 0 {
+		r.ext = &extra{retries: e.Options.Retries, retryOn: e.Options.RetryOn}
+	}
 	r.worker = 0
 	t.setStatus(idx, workunit.StatusWaiting)
 	r.flags &^= flagCanceled // after setStatus: it counted the record as it was
@@ -745,8 +814,8 @@ func (t *Table) checkWatchOpen(m MasterID, idx uint32, known bool, key workunit.
 	if limit <= 0 {
 		return nil
 	}
-	if k, ok := t.keyOf(m, idx); known && ok {
-		if _, dup := t.wbyKey[k]; dup {
+	if known {
+		if _, dup := t.watchOf(m, idx); dup {
 			return nil
 		}
 	}
@@ -769,15 +838,12 @@ func (t *Table) watchFor(m MasterID, req uint64, idx uint32, lim heldLimit) {
 		t.out.Notify = append(t.out.Notify, Notification{Master: m, Req: req, Outcome: t.outcome(r), rec: idx + 1, scope: r.scope})
 		return
 	}
-	ml, has := t.mwatches[m]
-	var n uint32
-	dup := false
-	if has {
-		n, dup = t.wbyKey[watchKey(ml.slot, idx)]
-	} else {
-		ml.slot = t.newSlot()
-	}
+	n, dup := t.watchOf(m, idx)
 	if !dup {
+		ml, has := t.mwatches[m]
+		if !has {
+			ml.slot = t.newSlot()
+		}
 		n = t.wfree
 		if n != 0 {
 			t.wfree = t.wnodes[n-1].next
@@ -785,18 +851,14 @@ func (t *Table) watchFor(m MasterID, req uint64, idx uint32, lim heldLimit) {
 			t.wnodes = append(t.wnodes, watchNode{})
 			n = uint32(len(t.wnodes))
 		}
-		t.wnodes[n-1] = watchNode{master: m, rec: idx + 1, next: r.watch, mnext: ml.head}
-		if r.watch != 0 {
-			t.wnodes[r.watch-1].prev = n
-		}
-		r.watch = n
+		t.wnodes[n-1] = watchNode{master: m, rec: idx + 1, mnext: ml.head}
 		if ml.head != 0 {
 			t.wnodes[ml.head-1].mprev = n
 		}
 		ml.head = n
 		ml.n++
 		t.mwatches[m] = ml
-		t.wbyKey[watchKey(ml.slot, idx)] = n
+		t.linkRec(n, ml.slot)
 		t.nwatches++
 	}
 	wn := &t.wnodes[n-1]
@@ -817,8 +879,8 @@ func (t *Table) freeWatch(n uint32) {
 	if wn.limit != 0 {
 		delete(t.limited, n)
 	}
-	t.unlinkRec(wn)
 	ml := t.mwatches[wn.master]
+	t.unlinkRec(wn, ml.slot)
 	if wn.mprev != 0 {
 		t.wnodes[wn.mprev-1].mnext = wn.mnext
 	} else {
@@ -827,7 +889,6 @@ func (t *Table) freeWatch(n uint32) {
 	if wn.mnext != 0 {
 		t.wnodes[wn.mnext-1].mprev = wn.mprev
 	}
-	delete(t.wbyKey, watchKey(ml.slot, wn.rec-1))
 	if ml.n--; ml.n > 0 {
 		t.mwatches[wn.master] = ml
 	} else {
@@ -839,15 +900,23 @@ func (t *Table) freeWatch(n uint32) {
 	t.nwatches--
 }
 
-// unlinkRec takes wn out of its record's list.
-func (t *Table) unlinkRec(wn *watchNode) {
+// unlinkRec takes wn, whose master's slot is slot, out of its record's
+// list; a crowded record whose list is then empty is crowded no more.
+func (t *Table) unlinkRec(wn *watchNode, slot uint32) {
+	r := t.recs.at(wn.rec - 1)
 	if wn.prev != 0 {
 		t.wnodes[wn.prev-1].next = wn.next
 	} else {
-		t.recs.at(wn.rec - 1).watch = wn.next
+		r.watch = wn.next
 	}
 	if wn.next != 0 {
 		t.wnodes[wn.next-1].prev = wn.prev
+	}
+	if r.flags&flagCrowded != 0 {
+		delete(t.wbyKey, watchKey(slot, wn.rec-1))
+		if r.watch == 0 {
+			r.flags &^= flagCrowded
+		}
 	}
 }
 
@@ -884,17 +953,6 @@ func (t *Table) dropWatch(m MasterID, idx uint32) {
 	if n, ok := t.watchOf(m, idx); ok {
 		t.freeWatch(n)
 	}
-}
-
-// watchOf returns the node (+1) of m's watch of record idx, and whether
-// m has one.
-func (t *Table) watchOf(m MasterID, idx uint32) (uint32, bool) {
-	k, has := t.keyOf(m, idx)
-	if !has {
-		return 0, false
-	}
-	n, ok := t.wbyKey[k]
-	return n, ok
 }
 
 // expireWatches ends the watches whose master's time limit has passed
@@ -1094,8 +1152,7 @@ func (t *Table) masterLost(m MasterID) {
 			t.held[wn.rec-1] = append(t.held[wn.rec-1], heldLimit{owner: wn.owner, limit: wn.limit, since: wn.since, run: wn.run})
 			delete(t.limited, n)
 		}
-		t.unlinkRec(wn)
-		delete(t.wbyKey, watchKey(ml.slot, wn.rec-1))
+		t.unlinkRec(wn, ml.slot)
 		next := wn.mnext
 		*wn = watchNode{next: t.wfree}
 		t.wfree = n
@@ -1245,10 +1302,11 @@ func (t *Table) lose(idx uint32, name uint32) {
 			names[i] = t.names[n]
 		}
 		r.ext.err = &workunit.Error{
-			Kind:    workunit.WorkersLost,
-			Name:    "WorkersLostError",
-			Message: fmt.Sprintf("lost by %d workers: %s", len(names), strings.Join(names, ", ")),
-			Key:     r.key,
+			Kind:     workunit.WorkersLost,
+			Name:     "WorkersLostError",
+			Message:  fmt.Sprintf("lost by %d workers: %s", len(names), strings.Join(names, ", ")),
+			Key:      r.key,
+			Attempts: slices.Clone(r.ext.attempts),
 		}
 		r.data = nil
 		t.setStatus(idx, workunit.StatusError)
@@ -1315,8 +1373,17 @@ func (t *Table) finish(id WorkerID, key workunit.Key, tok Token, result []byte, 
 		e := *err
 		e.Worker = t.names[w.name]
 		e.Key = key
+		e.Attempts = nil
 		if r.ext == nil {
 			r.ext = &extra{}
+		}
+		if r.ext.retries > 0 {
+			attempts := append(slices.Clip(r.ext.attempts), workunit.AttemptOf(&e))
+			if t.options(r).Retryable(&e, len(attempts)) {
+				t.retry(l.idx, attempts)
+				return nil
+			}
+			e.Attempts = attempts
 		}
 		r.ext.err = &e
 		r.data = nil
@@ -1325,6 +1392,19 @@ func (t *Table) finish(id WorkerID, key workunit.Key, tok Token, result []byte, 
 	t.markDirty(l.idx)
 	t.notify(l.idx, console, elapsed)
 	return nil
+}
+
+// retry puts running record idx, whose attempt just failed, back at the
+// front of the queue to run again, with attempts, the failed ones so far.
+// A retry is no loss: its worker answered.
+func (t *Table) retry(idx uint32, attempts []workunit.Attempt) {
+	r := t.recs.at(idx)
+	r.ext.attempts = attempts
+	r.worker = 0
+	t.setStatus(idx, workunit.StatusWaiting)
+	t.enqueueFront(idx)
+	t.markDirty(idx)
+	t.out.Retried = append(t.out.Retried, Retry{Key: r.key, Attempt: attempts[len(attempts)-1], Attempts: len(attempts), Retries: r.ext.retries})
 }
 
 // progress restarts the lease clocks of the leases that worker w holds
@@ -1586,6 +1666,9 @@ func (t *Table) assign(w *worker) bool {
 	if best == nil {
 		return false
 	}
+	if t.retriedOn(w, best.front()) {
+		return false // another worker takes it (see retriedOn)
+	}
 	idx := best.popFront()
 	t.queued--
 	r := t.recs.at(idx)
@@ -1628,6 +1711,25 @@ func (t *Table) assign(w *worker) bool {
 	return true
 }
 
+// retriedOn reports whether record idx is a retry whose last attempt
+// failed on worker w while another worker that can run it has a free
+// place: the retry goes to that worker, as the same worker may fail the
+// same way again (its memory, its devices, what its realm holds). A retry
+// goes back to the worker it failed on only when no other one can take it
+// now.
+func (t *Table) retriedOn(w *worker, idx uint32) bool {
+	r := t.recs.at(idx)
+	if r.ext == nil || len(r.ext.attempts) == 0 || r.ext.attempts[len(r.ext.attempts)-1].Worker != t.names[w.name] {
+		return false
+	}
+	for _, o := range t.ready {
+		if o != w && o.canTake() && o.gpus-o.gpusUsed >= int(r.gpus) {
+			return true
+		}
+	}
+	return false
+}
+
 // grow returns s with one more (zero) element. When s is full it moves to
 // a new array without copying: messages already listed keep pointing into
 // the old one, which stays valid.
@@ -1639,7 +1741,11 @@ func grow[T any](s []T) []T {
 }
 
 func (t *Table) options(r *record) workunit.Options {
-	return workunit.Options{NoCache: r.flags&flagNoCache != 0, GPUs: int(r.gpus), Timeout: time.Duration(r.timeout) * time.Millisecond}
+	o := workunit.Options{NoCache: r.flags&flagNoCache != 0, GPUs: int(r.gpus), Timeout: time.Duration(r.timeout) * time.Millisecond}
+	if r.ext != nil {
+		o.Retries, o.RetryOn = r.ext.retries, r.ext.retryOn
+	}
+	return o
 }
 
 // snapshot returns record idx as a Record.
@@ -1672,6 +1778,9 @@ func (t *Table) snapshot(idx uint32) Record {
 		for i, n := range r.ext.lost {
 			rec.LostFrom[i] = t.names[n]
 		}
+	}
+	if r.ext != nil && isOpen(r.status) {
+		rec.Attempts = r.ext.attempts
 	}
 	return rec
 }
@@ -1766,7 +1875,7 @@ func (t *Table) Ready() Ready {
 	}
 	t.pending = t.pending[:0]
 	t.out = Ready{Send: t.spare.Send[:0], Notify: t.spare.Notify[:0], Discarded: t.spare.Discarded[:0], Requeued: t.spare.Requeued[:0],
-		acks: t.spare.acks[:0], assigns: t.spare.assigns[:0], infos: t.spare.infos[:0]}
+		Retried: t.spare.Retried[:0], acks: t.spare.acks[:0], assigns: t.spare.assigns[:0], infos: t.spare.infos[:0]}
 	t.spare = Ready{}
 	t.gen++
 	t.outstanding = t.gen
@@ -1863,8 +1972,7 @@ func (t *Table) reconcile() {
 		// watches it already (with a later req). Past
 		// Config.MaxWatchesPerMaster too: it was watching it, and there is
 		// nothing true to tell it instead.
-		k, has := t.keyOf(n.Master, idx)
-		if _, dup := t.wbyKey[k]; !has || !dup {
+		if _, dup := t.watchOf(n.Master, idx); !dup {
 			t.watchFor(n.Master, n.Req, idx, heldLimit{})
 		}
 	}
@@ -1907,6 +2015,7 @@ func (t *Table) recycle(rd Ready) {
 	clear(rd.Notify)
 	clear(rd.Discarded)
 	clear(rd.Requeued)
+	clear(rd.Retried)
 	clear(rd.acks)
 	clear(rd.assigns)
 	clear(rd.infos)
@@ -1916,6 +2025,7 @@ func (t *Table) recycle(rd Ready) {
 		Notify:    rd.Notify[:0],
 		Discarded: rd.Discarded[:0],
 		Requeued:  rd.Requeued[:0],
+		Retried:   rd.Retried[:0],
 		inflight:  rd.inflight[:0],
 		acks:      rd.acks[:0],
 		assigns:   rd.assigns[:0],
@@ -1971,6 +2081,15 @@ func (t *Table) Restore(recs []Record) error {
 			r.ext = &extra{lost: make([]uint32, len(rec.LostFrom))}
 			for j, n := range rec.LostFrom {
 				r.ext.lost[j] = t.intern(n)
+			}
+		}
+		if rec.Options.Retries > 0 {
+			if r.ext == nil {
+				r.ext = &extra{}
+			}
+			r.ext.retries, r.ext.retryOn = rec.Options.Retries, rec.Options.RetryOn
+			if isOpen(rec.Status) {
+				r.ext.attempts = rec.Attempts
 			}
 		}
 		switch rec.Status {

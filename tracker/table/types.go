@@ -85,6 +85,12 @@ type Record struct {
 	LostFrom []string
 	// Deliveries counts the leases given for it, all attempts together.
 	Deliveries int
+	// Attempts are the failed attempts of a Waiting or Running record
+	// submitted with retries (Options.Retries), each run again: the next
+	// one fails it once Options.Retries are spent, with these and its own
+	// in its Err.Attempts. Nil for finished records (see Err) and without
+	// retries. Shared: do not modify it.
+	Attempts []workunit.Attempt
 	// Submitted is when it last became waiting (its submission, or the
 	// one that ran it again), and Assigned when its last lease was given,
 	// as the last Tick before them gave them; zero when unknown or, for

@@ -75,7 +75,18 @@ func InspectContext(ctx context.Context, rt *goja.Runtime, js *jsvalue.Intrinsic
 	if opts.MaxBytes == 0 {
 		opts.MaxBytes = DefaultMaxBytes
 	}
-	in := &inspector{ctx: ctx, rt: rt, js: js, opts: opts, refs: make(map[*goja.Object]int)}
+	limit := opts.Depth
+	if limit < 0 {
+		limit = math.MaxInt
+	}
+	return inspectAt(ctx, rt, js, v, opts, limit)
+}
+
+// inspectAt is InspectContext with opts' defaults set and the deepest
+// level shown (limit) given as Node's depth: -1 shows the value itself as
+// [Object], 0 the objects nested in it.
+func inspectAt(ctx context.Context, rt *goja.Runtime, js *jsvalue.Intrinsics, v goja.Value, opts Options, limit int) (string, error) {
+	in := &inspector{ctx: ctx, rt: rt, js: js, opts: opts, limit: limit, refs: make(map[*goja.Object]int)}
 	var out string
 	if ex := rt.Try(func() { out = in.value(v, 0, true) }); ex != nil {
 		return "[inspect: " + ex.Error() + "]", nil
@@ -106,6 +117,7 @@ type inspector struct {
 	rt      *goja.Runtime
 	js      *jsvalue.Intrinsics
 	opts    Options
+	limit   int // the deepest level shown, as Node's depth (math.MaxInt: all)
 	stack   []*goja.Object
 	refs    map[*goja.Object]int // circular targets and their numbers
 	nextRef int
@@ -226,7 +238,7 @@ func (in *inspector) value1(v goja.Value, level int, top bool) string {
 		return v.String() + "n"
 	}
 	if s, ok := v.(*goja.Symbol); ok {
-		return "Symbol(" + s.String() + ")"
+		return symbolString(s)
 	}
 	o, ok := v.(*goja.Object)
 	if !ok {
@@ -257,7 +269,7 @@ func (in *inspector) value1(v goja.Value, level int, top bool) string {
 // tooDeep reports whether an object at level shows as [Name]: past Depth,
 // or once the text is long enough (over).
 func (in *inspector) tooDeep(level int) bool {
-	return in.opts.Depth >= 0 && level > in.opts.Depth || in.over()
+	return level > in.limit || in.over()
 }
 
 // more is the item that ends a list of which n items are not shown.
@@ -292,6 +304,10 @@ func (in *inspector) object(o *goja.Object, level int, deepest *int) string {
 			if extra {
 				group = groupNone
 			}
+		}
+		if syms := o.Symbols(); len(syms) > 0 {
+			items = in.symbolItems(o, syms, items, level, deepest)
+			group = groupNone
 		}
 		prefix := ""
 		if p := o.Prototype(); p != in.js.ArrayProto {
@@ -417,6 +433,12 @@ func (in *inspector) object(o *goja.Object, level int, deepest *int) string {
 		*deepest = -1 // shown as [Name], which nests nothing
 		return "[" + name + "]"
 	}
+	if items, ok := in.webObject(o, name, level, deepest); ok {
+		if name == "TextEncoder" {
+			prefix = "" // as Node writes it
+		}
+		return prefix + in.wrap("{", "}", items, level, *deepest)
+	}
 	keys := o.Keys()
 	items := make([]string, 0, len(keys))
 	for i, k := range keys {
@@ -426,6 +448,7 @@ func (in *inspector) object(o *goja.Object, level int, deepest *int) string {
 		}
 		items = append(items, in.key(k)+": "+in.child(o.Get(k), level+1, deepest))
 	}
+	items = in.symbolItems(o, o.Symbols(), items, level, deepest)
 	if len(items) == 0 && prefix != "" {
 		return prefix + "{}"
 	}
@@ -478,6 +501,77 @@ func (in *inspector) sparseItems(o *goja.Object, n, level int, deepest *int) (it
 		items = append(items, in.key(k)+": "+in.child(o.Get(k), level+1, deepest))
 	}
 	return items, len(others) > 0
+}
+
+// webGetters are the classes of the web globals (engine/bind_web.go) whose
+// state is private, and the getters Node shows for their instances.
+var webGetters = map[string][]string{
+	"URL": {"href", "origin", "protocol", "username", "password", "host", "hostname", "port", "pathname",
+		"search", "searchParams", "hash"},
+	"TextDecoder": {"encoding", "fatal", "ignoreBOM"},
+	"TextEncoder": {"encoding"},
+}
+
+// webObject returns the items Node shows for an instance of a web class
+// (whose prototype's Symbol.toStringTag is its class name): its getters,
+// or a URLSearchParams' entries as "'name' => 'value'".
+func (in *inspector) webObject(o *goja.Object, name string, level int, deepest *int) ([]string, bool) {
+	getters, isWeb := webGetters[name]
+	if !isWeb && name != "URLSearchParams" {
+		return nil, false
+	}
+	if tag := o.GetSymbol(goja.SymToStringTag); tag == nil || tag.String() != name || len(o.Keys()) > 0 {
+		return nil, false
+	}
+	var items []string
+	if isWeb {
+		for _, g := range getters {
+			items = append(items, in.key(g)+": "+in.child(o.Get(g), level+1, deepest))
+		}
+		return items, true
+	}
+	entries, ok := goja.AssertFunction(o.Get("entries"))
+	if !ok {
+		return nil, false
+	}
+	it, err := entries(o)
+	if err != nil {
+		panic(err)
+	}
+	n := 0
+	in.rt.ForOf(it, func(kv goja.Value) bool {
+		if n == in.opts.MaxItems || in.over() {
+			items = append(items, "...")
+			return false
+		}
+		pair, _ := kv.(*goja.Object)
+		if pair == nil {
+			return false
+		}
+		items = append(items, in.child(pair.Get("0"), level+1, deepest)+" => "+in.child(pair.Get("1"), level+1, deepest))
+		n++
+		return true
+	})
+	return items, true
+}
+
+// symbolItems adds the enumerable symbol-keyed properties of o to items,
+// as Node shows them after the others: "[Symbol(foo)]: 2".
+func (in *inspector) symbolItems(o *goja.Object, syms []*goja.Symbol, items []string, level int, deepest *int) []string {
+	for i, sym := range syms {
+		if in.over() {
+			return append(items, more(len(syms)-i))
+		}
+		k := "[" + symbolString(sym) + "]"
+		in.used += len(k)
+		items = append(items, k+": "+in.child(o.GetSymbol(sym), level+1, deepest))
+	}
+	return items
+}
+
+// symbolString writes a symbol as Node does: Symbol(description).
+func symbolString(s *goja.Symbol) string {
+	return "Symbol(" + s.String() + ")"
 }
 
 func emptyItems(n int) string {
@@ -659,4 +753,25 @@ func plural(n int) string {
 		return ""
 	}
 	return "s"
+}
+
+// TableCell formats a value in a cell of console.table, as Node does: an
+// object that is not an array and has more than two keys (manyKeys, which
+// the caller counts once per object) as [Object] (or [Name]), any other
+// object without the objects nested in it, at most three items of an
+// array, Map or Set, and all on one line.
+func TableCell(rt *goja.Runtime, js *jsvalue.Intrinsics, v goja.Value, manyKeys bool) string {
+	limit := 0
+	if o, ok := v.(*goja.Object); ok && manyKeys && js.Classify(o) != jsvalue.KindArray {
+		limit = -1
+	}
+	opts := Options{Depth: 2, MaxItems: 3, BreakLength: math.MaxInt32, MaxStringLength: 10000, MaxBytes: DefaultMaxBytes}
+	if _, ok := v.(*goja.Object); !ok {
+		// A primitive runs no getter and refers to nothing: it needs no
+		// guard, and no table of references.
+		in := &inspector{ctx: context.Background(), rt: rt, js: js, opts: opts, limit: limit}
+		return in.value(v, 0, true)
+	}
+	out, _ := inspectAt(context.Background(), rt, js, v, opts, limit)
+	return out
 }

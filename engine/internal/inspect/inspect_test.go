@@ -45,6 +45,17 @@ func TestInspect(t *testing.T) {
 		{"(() => { const a = []; a[4294967294] = 'x'; return a })()", Options{}, "[ <4294967294 empty items>, 'x' ]"},
 		{"[1, , 3, , 5, , 7, , 9]", Options{}, "[\n  1,\n  <1 empty item>,\n  3,\n  <1 empty item>,\n  5,\n  <1 empty item>,\n  7,\n  <1 empty item>,\n  9\n]"},
 		{"[1, , 3, , 5]", Options{MaxItems: 2}, "[ 1, <1 empty item>, ... 3 more items ]"},
+		// Symbols, and symbol keys after the others, as Node shows them.
+		{"Symbol('foo')", Options{}, "Symbol(foo)"},
+		{"Symbol()", Options{}, "Symbol()"},
+		{"[Symbol.iterator, Symbol.for('k')]", Options{}, "[ Symbol(Symbol.iterator), Symbol(k) ]"},
+		{"({a: 1, [Symbol('foo')]: 2})", Options{}, "{ a: 1, [Symbol(foo)]: 2 }"},
+		{"({[Symbol('a b')]: {[Symbol()]: 'x'}})", Options{}, "{ [Symbol(a b)]: { [Symbol()]: 'x' } }"},
+		{"Object.defineProperty({}, Symbol('hidden'), {value: 1})", Options{}, "{}"},
+		{"(() => { const a = [1, 2]; a[Symbol('s')] = 3; return a })()", Options{}, "[ 1, 2, [Symbol(s)]: 3 ]"},
+		{"(() => { const a = [1, , 3]; a[Symbol('s')] = 3; return a })()", Options{}, "[ 1, <1 empty item>, 3, [Symbol(s)]: 3 ]"},
+		{"(() => { class K {}; const k = new K(); k[Symbol('s')] = 1; return k })()", Options{}, "K { [Symbol(s)]: 1 }"},
+		{"Object.assign(Object.create(null), {[Symbol('n')]: null})", Options{}, "[Object: null prototype] { [Symbol(n)]: null }"},
 	} {
 		v, err := rt.RunString(tt.src)
 		require.NoError(t, err, tt.src)

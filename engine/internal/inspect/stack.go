@@ -9,6 +9,7 @@ import (
 	"github.com/dop251/goja"
 
 	"github.com/riot-go/riot/engine/internal/jsvalue"
+	"github.com/riot-go/riot/engine/internal/opguard"
 )
 
 // gojaSyntax matches goja's parser messages, "file: Line 2:3 message".
@@ -95,13 +96,15 @@ func NormalizeStack(s string) string {
 	s = strings.TrimRight(s, "\n")
 	s = strings.ReplaceAll(s, "\n\tat ", "\n    at ")
 	s = gojaFrame.ReplaceAllString(s, ":$1:$2")
-	if !strings.Contains(s, jsvalue.InternalFile) {
+	if !strings.Contains(s, jsvalue.InternalFile) && !strings.Contains(s, opguard.FramePrefix) {
 		return s
 	}
+	// riot's own frames: the value codec's helpers, and the BigInt
+	// operators' guard (a stack then begins at the operator, as V8's does).
 	lines := strings.Split(s, "\n")
 	kept := lines[:1]
 	for _, l := range lines[1:] {
-		if !strings.Contains(l, jsvalue.InternalFile+":") {
+		if !strings.Contains(l, jsvalue.InternalFile+":") && !strings.Contains(l, opguard.FramePrefix) {
 			kept = append(kept, l)
 		}
 	}

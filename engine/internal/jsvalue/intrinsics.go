@@ -167,28 +167,7 @@ func LoadIntrinsics(rt *goja.Runtime) (in *Intrinsics, err error) {
 	}
 	// One script reads every intrinsic the engine needs, so that a typo
 	// fails loudly at startup, not in the middle of a workunit.
-	v, err := rt.RunScript(InternalFile, `(function () {
-		const getter = (o, k) => Object.getOwnPropertyDescriptor(o, k).get;
-		const TA = Object.getPrototypeOf(Uint8Array.prototype);
-		const gopd = Object.getOwnPropertyDescriptor, apply = Reflect.apply, hasOwn = Object.prototype.hasOwnProperty;
-		const defineProperty = Object.defineProperty;
-		return [
-			Object.prototype, Array.prototype, DataView.prototype, WeakMap.prototype, WeakSet.prototype,
-			getter(TA, Symbol.toStringTag), getter(TA, 'buffer'), getter(TA, 'byteOffset'), getter(TA, 'length'),
-			getter(DataView.prototype, 'buffer'), getter(DataView.prototype, 'byteOffset'), getter(DataView.prototype, 'byteLength'),
-			Map.prototype.forEach, Set.prototype.forEach, Map.prototype.set, Set.prototype.add,
-			Date.prototype.getTime, getter(RegExp.prototype, 'source'), getter(RegExp.prototype, 'flags'),
-			Object.freeze, Object.isFrozen, Promise.prototype.then,
-			Map, Set, Date, RegExp, DataView,
-			String.prototype.repeat, String.prototype.padStart, String.prototype.padEnd,
-			String.prototype.valueOf, JSON.stringify,
-			Object.keys, Reflect.get,
-			(o, k) => { const d = gopd(o, k); return d !== undefined && apply(hasOwn, d, ['value']); },
-			(o, k, v) => { defineProperty(o, k, { __proto__: null, value: v, writable: true, enumerable: true, configurable: true }); },
-			(function* () {})(), [][Symbol.iterator](), new Map()[Symbol.iterator](), new Set()[Symbol.iterator](),
-			''[Symbol.iterator](), /x/g[Symbol.matchAll](''), Object(Symbol()),
-		];
-	})()`)
+	v, err := intrinsicsScript.Run(rt)
 	if err != nil {
 		return nil, fmt.Errorf("engine: reading intrinsics: %w", err)
 	}
@@ -295,3 +274,27 @@ var smallInts = func() []string {
 	}
 	return s
 }()
+
+// intrinsicsScript reads every intrinsic LoadIntrinsics keeps.
+var intrinsicsScript = NewScript(`(function () {
+		const getter = (o, k) => Object.getOwnPropertyDescriptor(o, k).get;
+		const TA = Object.getPrototypeOf(Uint8Array.prototype);
+		const gopd = Object.getOwnPropertyDescriptor, apply = Reflect.apply, hasOwn = Object.prototype.hasOwnProperty;
+		const defineProperty = Object.defineProperty;
+		return [
+			Object.prototype, Array.prototype, DataView.prototype, WeakMap.prototype, WeakSet.prototype,
+			getter(TA, Symbol.toStringTag), getter(TA, 'buffer'), getter(TA, 'byteOffset'), getter(TA, 'length'),
+			getter(DataView.prototype, 'buffer'), getter(DataView.prototype, 'byteOffset'), getter(DataView.prototype, 'byteLength'),
+			Map.prototype.forEach, Set.prototype.forEach, Map.prototype.set, Set.prototype.add,
+			Date.prototype.getTime, getter(RegExp.prototype, 'source'), getter(RegExp.prototype, 'flags'),
+			Object.freeze, Object.isFrozen, Promise.prototype.then,
+			Map, Set, Date, RegExp, DataView,
+			String.prototype.repeat, String.prototype.padStart, String.prototype.padEnd,
+			String.prototype.valueOf, JSON.stringify,
+			Object.keys, Reflect.get,
+			(o, k) => { const d = gopd(o, k); return d !== undefined && apply(hasOwn, d, ['value']); },
+			(o, k, v) => { defineProperty(o, k, { __proto__: null, value: v, writable: true, enumerable: true, configurable: true }); },
+			(function* () {})(), [][Symbol.iterator](), new Map()[Symbol.iterator](), new Set()[Symbol.iterator](),
+			''[Symbol.iterator](), /x/g[Symbol.matchAll](''), Object(Symbol()),
+		];
+	})()`)
