@@ -70,6 +70,24 @@ func TestE2E_NestedChildThrows(t *testing.T) {
 	assert.Equal(t, "WorkunitError", werr.Name)
 	assert.Regexp(t, `^workunit [0-9a-f]{12} failed on worker throw-w: TypeError: child failed$`, werr.Message)
 	assert.Equal(t, "throw-w", werr.Worker)
+
+	// With retries, the child runs three times; the parent sees each
+	// attempt in the error.
+	retried, err := m.DoWork(&value.Function{Source: `() => {
+		try {
+			riot.waitUntilDone(riot.with({retries: 2}).doWork(() => { throw new RangeError('again') }));
+		} catch (e) {
+			return [e.message, e.attempts.map((a) => a.worker + ' ' + a.name + ': ' + a.message)];
+		}
+	}`})
+	require.NoError(t, err)
+	out, err := retried.Wait(ctx)
+	require.NoError(t, err)
+	v, err := out.Value()
+	require.NoError(t, err)
+	res := v.([]any)
+	assert.Regexp(t, `^workunit [0-9a-f]{12} failed 3 attempts, the last on worker throw-w: RangeError: again$`, res[0])
+	assert.Equal(t, []any{"throw-w RangeError: again", "throw-w RangeError: again", "throw-w RangeError: again"}, res[1])
 }
 
 // Canceling a parent cancels its children: the endless child on the one

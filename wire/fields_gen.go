@@ -608,6 +608,8 @@ func (m *Child) encodeFields(c *encoder) {
 	c.count("gpus", &m.Options.GPUs)
 	c.millis("timeout", &m.Options.Timeout)
 	c.bool("watch", &m.Watch)
+	c.count("retries", &m.Options.Retries)
+	c.texts("retry-on", &m.Options.RetryOn)
 }
 
 // decodeFields is (*Child).fields for a decoder.
@@ -620,6 +622,8 @@ func (m *Child) decodeFields(c *decoder) {
 	c.count("gpus", &m.Options.GPUs)
 	c.millis("timeout", &m.Options.Timeout)
 	c.bool("watch", &m.Watch)
+	c.count("retries", &m.Options.Retries)
+	c.texts("retry-on", &m.Options.RetryOn)
 }
 
 // encodeFields is (*Wait).fields for an encoder.

@@ -794,6 +794,8 @@ func (m *Child) fields(c codec) {
 	c.count("gpus", &m.Options.GPUs)
 	c.millis("timeout", &m.Options.Timeout)
 	c.bool("watch", &m.Watch)
+	c.count("retries", &m.Options.Retries)
+	c.texts("retry-on", &m.Options.RetryOn)
 }
 
 // Wait says that a running workunit waits for its children, or runs

@@ -91,6 +91,7 @@ const prelude = `(function (riot, waitAll) {
 				this.workunit = props.workunit;
 				this.worker = props.worker;
 				this.kind = props.kind;
+				if (props.attempts !== undefined) this.attempts = props.attempts;
 			}
 		}
 	}
@@ -305,7 +306,8 @@ func (b *binding) with(call goja.FunctionCall) goja.Value {
 	return obj
 }
 
-// workOptions reads {gpus, noCache, timeout} over base.
+// workOptions reads {gpus, noCache, timeout, retries, retryOn} over base,
+// as a job script's riot.with does.
 func (b *binding) workOptions(op string, o *goja.Object, base workunit.Options) workunit.Options {
 	for _, k := range o.Keys() {
 		v := o.Get(k)
@@ -320,11 +322,56 @@ func (b *binding) workOptions(op string, o *goja.Object, base workunit.Options) 
 			base.NoCache = v.ToBoolean()
 		case "timeout":
 			base.Timeout = b.duration(op, v)
+		case "retries":
+			n := v.ToFloat()
+			if n != math.Trunc(n) || n < 0 || n > workunit.MaxRetries {
+				b.sb.Throw("RangeError", "%s: retries must be a whole number from 0 to %d (how many times to run a failed workunit again), not %s",
+					op, workunit.MaxRetries, jsvalue.Describe(v))
+			}
+			base.Retries = int(n)
+		case "retryOn":
+			base.RetryOn = b.retryOn(op, v)
 		default:
-			b.sb.Throw("TypeError", "%s: unknown option %q (options in a workunit are gpus, noCache and timeout)", op, k)
+			b.sb.Throw("TypeError", "%s: unknown option %q (options are gpus, noCache, timeout, retries and retryOn)", op, k)
 		}
 	}
+	if len(base.RetryOn) > 0 && base.Retries == 0 {
+		b.sb.Throw("TypeError", "%s: retryOn without retries: give retries too, such as {retries: 3, retryOn: [%q]}", op, base.RetryOn[0])
+	}
 	return base
+}
+
+// retryOn reads the retryOn option: an array of error names or error
+// classes, which stand for their names.
+func (b *binding) retryOn(op string, v goja.Value) []string {
+	o, ok := v.(*goja.Object)
+	if !ok || b.in.Classify(o) != jsvalue.KindArray {
+		b.sb.Throw("TypeError", "%s: retryOn must be an array of error names or classes, such as ['TypeError', 'TimeoutError']; it is %s", op, jsvalue.Describe(v))
+	}
+	n := o.Get("length").ToInteger()
+	if n > workunit.MaxRetryOn {
+		b.sb.Throw("RangeError", "%s: retryOn names %d errors; at most %d", op, n, workunit.MaxRetryOn)
+	}
+	names := make([]string, 0, n)
+	for i := range n {
+		e := o.Get(jsvalue.Index(int(i)))
+		var name string
+		if goja.IsString(e) {
+			name = e.String()
+		} else if f, isFn := e.(*goja.Object); isFn {
+			if _, ok := goja.AssertFunction(f); ok {
+				if nv := f.Get("name"); nv != nil && goja.IsString(nv) {
+					name = nv.String()
+				}
+			}
+		}
+		if name == "" || len(name) > workunit.MaxRetryName {
+			b.sb.Throw("TypeError", "%s: retryOn[%d] must be an error's name (a non-empty string of at most %d bytes) or an error class; it is %s",
+				op, i, workunit.MaxRetryName, jsvalue.Describe(e))
+		}
+		names = append(names, name)
+	}
+	return names
 }
 
 // duration reads a time limit: milliseconds as a number, or a Go duration
@@ -457,12 +504,30 @@ func (b *binding) workunitError(key workunit.Key, o *workunit.Outcome) *goja.Obj
 	if worker == "" {
 		worker = o.Worker
 	}
-	where := "workunit " + key.Short() + " failed"
-	if worker != "" {
-		where = fmt.Sprintf("workunit %s failed on worker %s", key.Short(), worker)
+	where := "workunit " + key.Short()
+	switch n := len(werr.Attempts); {
+	case n > 1 && worker != "":
+		where += fmt.Sprintf(" failed %d attempts, the last on worker %s", n, worker)
+	case n > 1:
+		where += fmt.Sprintf(" failed %d attempts", n)
+	case worker != "":
+		where += " failed on worker " + worker
+	default:
+		where += " failed"
 	}
 	msg := where + ": " + (&workunit.Error{Name: werr.Name, Message: werr.Message}).Error()
 	props := rt.NewObject()
+	if len(werr.Attempts) > 0 {
+		as := make([]any, len(werr.Attempts))
+		for i, a := range werr.Attempts {
+			ao := rt.NewObject()
+			_ = ao.Set("worker", a.Worker)
+			_ = ao.Set("name", a.Name)
+			_ = ao.Set("message", a.Message)
+			as[i] = ao
+		}
+		_ = props.Set("attempts", rt.NewArray(as...))
+	}
 	_ = props.Set("cause", cause)
 	_ = props.Set("workunit", key.String())
 	_ = props.Set("worker", worker)

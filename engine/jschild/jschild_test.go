@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -26,6 +27,7 @@ type host struct {
 	calls   map[workunit.Key]chan struct{}
 	outs    map[workunit.Key]*workunit.Outcome
 	specs   []*workunit.Spec // submitted, in order
+	opts    []workunit.Options
 	seceded int
 }
 
@@ -33,12 +35,13 @@ func newHost(eng *engine.Engine) *host {
 	return &host{eng: eng, calls: map[workunit.Key]chan struct{}{}, outs: map[workunit.Key]*workunit.Outcome{}}
 }
 
-func (h *host) Submit(spec *workunit.Spec, _ workunit.Options) workunit.Key {
+func (h *host) Submit(spec *workunit.Spec, opts workunit.Options) workunit.Key {
 	_, key := spec.Encode()
 	done := make(chan struct{})
 	h.mu.Lock()
 	h.calls[key] = done
 	h.specs = append(h.specs, spec)
+	h.opts = append(h.opts, opts)
 	h.mu.Unlock()
 	go func() {
 		child := newHost(h.eng)
@@ -181,10 +184,13 @@ func TestChildren_Failure(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, []any{true, "WorkunitError", "test", "thrown", "TypeError", "no", true}, v)
 
-	_, err = run(t, eng, `() => riot.with({retries: 2})`)
+	_, err = run(t, eng, `() => riot.with({retries: 2, tries: 1})`)
 	var werr *workunit.Error
 	require.ErrorAs(t, err, &werr)
-	assert.Contains(t, werr.Message, `riot.with: unknown option "retries"`)
+	assert.Contains(t, werr.Message, `riot.with: unknown option "tries" (options are gpus, noCache, timeout, retries and retryOn)`)
+	_, err = run(t, eng, `() => riot.with({retryOn: [TypeError]})`)
+	require.ErrorAs(t, err, &werr)
+	assert.Contains(t, werr.Message, `riot.with: retryOn without retries: give retries too, such as {retries: 3, retryOn: ["TypeError"]}`)
 }
 
 // Without a worker (an engine used alone) the functions say why they
@@ -263,4 +269,18 @@ func TestChildren_BlobValuesStayBlobs(t *testing.T) {
 	require.Len(t, h.specs, 1)
 	assert.Equal(t, []blob.Hash{ref}, h.specs[0].Blobs)
 	assert.Less(t, len(h.specs[0].Payload), 1000, "the array goes as its blob, not inline")
+}
+
+// riot.with's options go with the children, retries too.
+func TestChildren_Options(t *testing.T) {
+	t.Parallel()
+	eng := newEngine(t, 1)
+	h := newHost(eng)
+	payload, err := value.Marshal([]any{&value.Function{Source: `() => riot.waitUntilDone(
+		riot.with({retries: 2, retryOn: [TypeError, 'RangeError'], timeout: '5s', noCache: true}).doWork(() => 1))`}})
+	require.NoError(t, err)
+	_, err = eng.Run(t.Context(), engine.Request{Spec: &workunit.Spec{Kind: workunit.Fn, Name: "t.js", Payload: payload}, Host: h})
+	require.NoError(t, err)
+	require.Len(t, h.opts, 1)
+	assert.Equal(t, workunit.Options{Retries: 2, RetryOn: []string{"TypeError", "RangeError"}, Timeout: 5 * time.Second, NoCache: true}, h.opts[0])
 }
