@@ -217,7 +217,8 @@ type Call struct {
 	c        *Client
 	req      uint64
 	msg      *wire.Submit
-	w        *watch // the key's watch, when the Call watches
+	child    *wire.Child // instead of msg: a child's submission (SubmitChild)
+	w        *watch      // the key's watch, when the Call watches
 	accepted chan struct{}
 	acc      *workunit.Outcome // guarded by accepted
 	accErr   error
@@ -231,7 +232,23 @@ type Call struct {
 	again    bool // made by resubmitLocked
 }
 
-func (k *Call) message() wire.Msg { return k.msg }
+func (k *Call) message() wire.Msg {
+	if k.child != nil {
+		return k.child
+	}
+	return k.msg
+}
+
+// Finished reports whether the Call has ended: Wait returns without
+// waiting for the tracker (it may still fetch a result sent as a blob).
+func (k *Call) Finished() bool {
+	select {
+	case <-k.done:
+		return true
+	default:
+		return false
+	}
+}
 
 // FromMemory reports whether the tracker answered the submission with the
 // key's result (a memoized workunit: nothing ran for it). It is false
@@ -305,7 +322,7 @@ func (c *Client) onAcceptedLocked(m *wire.Accepted) {
 	out := outcomeOf(&m.Outcome)
 	k.acc = out
 	close(k.accepted)
-	if k.w != nil {
+	if k.w != nil && k.msg != nil {
 		// The tracker took this spec: the one to send again should it
 		// forget the key.
 		k.w.spec = k.msg
@@ -340,6 +357,33 @@ func (c *Client) Submit(spec *workunit.Spec, opts workunit.Options) *Call {
 // submit is Submit; unless watched, the tracker is not asked to report the
 // outcome (Riot's client-add-workunit), and Wait asks for it then.
 func (c *Client) submit(spec *workunit.Spec, opts workunit.Options, watched bool) *Call {
+	return c.submitAs(spec, opts, watched, nil)
+}
+
+// SubmitChild submits spec as a child of the running workunit of lease
+// parent, which this client (a worker) holds: the tracker runs it on
+// behalf of the parent's submitter, with its memo scope, and refuses it
+// (a *wire.Error of code wire.CodeForbidden) when this connection does
+// not hold the lease. Otherwise it is Submit: the Call watches the key,
+// and Wait returns its outcome. A worker's token may submit children, but
+// not Submit.
+func (c *Client) SubmitChild(parent wire.Lease, spec *workunit.Spec, opts workunit.Options) *Call {
+	return c.submitAs(spec, opts, true, &parent)
+}
+
+// WaitChildren tells the tracker that the workunit of lease l waits for
+// its children (waiting), or runs again: while it waits, its lease does
+// not count in the worker's window, so that credit brings other work in
+// its place. Sending it costs no round trip.
+func (c *Client) WaitChildren(l wire.Lease, waiting bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.err == nil {
+		c.sendLocked(&wire.Wait{Key: l.Key, Token: l.Token, Waiting: waiting})
+	}
+}
+
+func (c *Client) submitAs(spec *workunit.Spec, opts workunit.Options, watched bool, parent *wire.Lease) *Call {
 	k := &Call{c: c, accepted: make(chan struct{}), done: make(chan struct{})}
 	var data []byte
 	err := errors.New("nil spec")
@@ -368,7 +412,11 @@ func (c *Client) submit(spec *workunit.Spec, opts workunit.Options, watched bool
 		return k
 	}
 	k.req = c.nextReqLocked()
-	k.msg = &wire.Submit{Req: k.req, Spec: data, Options: opts, Watch: watched}
+	if parent != nil {
+		k.child = &wire.Child{Req: k.req, Parent: parent.Key, Token: parent.Token, Spec: data, Options: opts, Watch: watched}
+	} else {
+		k.msg = &wire.Submit{Req: k.req, Spec: data, Options: opts, Watch: watched}
+	}
 	c.pending[k.req] = k
 	if watched {
 		w := c.watches[k.Key]
@@ -383,7 +431,7 @@ func (c *Client) submit(spec *workunit.Spec, opts workunit.Options, watched bool
 		w.listeners = append(w.listeners, k.finishLocked)
 		k.w = w
 	}
-	c.sendLocked(k.msg)
+	c.sendLocked(k.message())
 	return k
 }
 

@@ -346,6 +346,9 @@ func (c *Client) resumeLocked() (lost []*Assignment) {
 		if s, ok := m.(*wire.Submit); ok && s.Watch {
 			covered[r.(*Call).Key] = true
 		}
+		if s, ok := m.(*wire.Child); ok && s.Watch {
+			covered[r.(*Call).Key] = true
+		}
 		out = append(out, m)
 	}
 	clear(c.batches)

@@ -54,7 +54,10 @@
 // A worker dials with Role wire.RoleWorker and its Slots and Prefetch,
 // grants Credit, takes assignments with NextAssignment, fetches blobs with
 // FetchBlob, and answers each with Done or Failed (and its Credit), or
-// hands it back with Return. Package worker does all of this.
+// hands it back with Return. A running workunit's children go out with
+// SubmitChild, within its lease (a Call, as Submit's), and WaitChildren
+// tells the tracker that the workunit waits for them, its slot given up.
+// Package worker does all of this.
 //
 // # Concurrency
 //

@@ -57,6 +57,19 @@ func scriptCases() []scriptCase {
 			},
 		},
 		{
+			name:     "nested-fib.js",
+			embedded: []string{"--workers", "1"},
+			check: func(t *testing.T, res e2e.EvalResult, _ string) {
+				assert.Equal(t, "fib(20) = 6765\n", res.Stdout)
+			},
+		},
+		{
+			name: "nested-tree.js",
+			check: func(t *testing.T, res e2e.EvalResult, _ string) {
+				assert.Equal(t, "sum: 499500, workunits: 7\ncaught WorkunitError: RangeError: -2 is negative\n", res.Stdout)
+			},
+		},
+		{
 			name: "do-work-eval.js",
 			check: func(t *testing.T, res e2e.EvalResult, _ string) {
 				assert.Equal(t, "8\n", res.Stdout)

@@ -6,8 +6,10 @@ import (
 )
 
 // bindRiot installs riot.worker, the name of the worker and the slot that
-// run the workunit. Workunits see no other part of the master's riot
-// object: they cannot submit work, read files or reach the network.
+// run the workunit. A worker's bindings (engine/jschild) add the
+// functions that submit children to riot; the engine freezes riot after
+// the bindings (newRealm). Workunits cannot read files or reach the
+// network.
 func bindRiot(rl *realm) error {
 	worker := rl.rt.NewObject()
 	// name may change between workunits (Request.WorkerName: a worker the
@@ -27,10 +29,8 @@ func bindRiot(rl *realm) error {
 	if err := riot.Set("worker", worker); err != nil {
 		return err
 	}
-	for _, o := range []*goja.Object{worker, riot} {
-		if _, err := rl.in.ObjectFreeze(goja.Undefined(), o); err != nil {
-			return err
-		}
+	if _, err := rl.in.ObjectFreeze(goja.Undefined(), worker); err != nil {
+		return err
 	}
 	return rl.rt.Set("riot", riot)
 }

@@ -24,8 +24,10 @@
 // workunit waits for its promise, and none outlives it), riot.worker
 // (name, slot, gpus), and the globals of Options.Bindings: on a worker,
 // the GPU bindings of docs/gpu.md (package engine/jsgpu: deviceCount,
-// deviceResources, ...; without a GPU they say why there is none).
-// Nothing else: no file system, network, process, environment
+// deviceResources, ...; without a GPU they say why there is none), and
+// the riot functions that submit child workunits (package engine/jschild:
+// riot.doWork, riot.waitUntilDone and the rest, through the worker's
+// Request.Host). Nothing else: no file system, network, process, environment
 // or require of host modules (a call workunit's require reaches only the
 // modules shipped with it).
 //
@@ -42,6 +44,16 @@
 // straight into the runtime. A captured value stored as a blob is fetched
 // and checked once per runtime, and decoded for each workunit that uses it:
 // each has its own copy, whose changes never reach another workunit.
+//
+// # Waiting with the slot given up
+//
+// A workunit that waits for work done elsewhere (its children) may give
+// up its slot (Sandbox.Secede, Engine.Secede) and take one back when it
+// runs again (Rejoin): Options.Slots bounds the workunits that evaluate
+// at once, not the runtimes. A slot whose permit comes while every slot
+// is held by a waiting workunit is made for the purpose, with runtimes of
+// its own; Options.MaxSeceded bounds the workunits that wait so at once.
+// A waiting workunit keeps its runtime and its time limit runs on.
 //
 // # Limits
 //
@@ -99,6 +111,8 @@
 //     performance, the web globals, riot.worker, string limits, failures as
 //     *workunit.Error, the seam and standalone sandboxes.
 //   - engine/jsgpu: the GPU bindings over package gpu.
+//   - engine/jschild: the riot functions of a workunit that submit
+//     children, over a Host the worker implements.
 //   - engine/master: job scripts: the riot object, the client objects,
 //     require, the capture hook, and FormatValue.
 //   - engine/capture: the free-variable analysis that lets the master

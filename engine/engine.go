@@ -112,6 +112,11 @@ type Options struct {
 	// bindings here (jsgpu.Binding); without them a workunit sees no GPU
 	// globals. See Binding.
 	Bindings []Binding
+	// MaxSeceded bounds how many workunits may give up their slots at once
+	// while they wait (Secede): each keeps its runtime, and the slot it
+	// gave up runs others in a runtime of its own. Default:
+	// DefaultMaxSeceded.
+	MaxSeceded int
 	// GPUs are the ordinals of the host's GPU devices: what riot.worker.gpus
 	// lists, and Sandbox.GPUs returns, for a workunit whose Request gives
 	// none. Workers set them to their driver's (jsgpu.Ordinals). The
@@ -156,7 +161,13 @@ func (o *Options) setDefaults() {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
+	if o.MaxSeceded <= 0 {
+		o.MaxSeceded = DefaultMaxSeceded
+	}
 }
+
+// DefaultMaxSeceded is Options.MaxSeceded's default.
+const DefaultMaxSeceded = 64
 
 // Request is one workunit to evaluate.
 type Request struct {
@@ -207,6 +218,10 @@ type Request struct {
 	// own buffer rather than a copy. Without it, Result.Value is the parts'
 	// bytes.
 	PutResult func(ctx context.Context, parts blob.Parts, consoleBytes int) ([]byte, error)
+	// Host, when set, is what bindings reach through Sandbox.Host while
+	// the workunit runs: a worker gives the workunit's lease, through
+	// which a workunit submits children (engine/jschild).
+	Host any
 	// Print, when set, is called with each console line the workunit
 	// prints that its console keeps (within Options.MaxConsoleBytes), as
 	// it prints it, on Run's goroutine: a worker streams them to the
@@ -248,7 +263,14 @@ type Engine struct {
 	opts  Options
 	cache *compileCache
 	free  chan *slot
-	guard *memGuard
+	// permits are the runs that may evaluate at once (Options.Slots): a
+	// run takes one with its slot, and gives it back while it waits
+	// (Secede). Slots past Options.Slots are made when a permit finds no
+	// free slot: the seceded runs hold theirs.
+	permits chan struct{}
+	nslots  atomic.Int64
+	seceded atomic.Int64
+	guard   *memGuard
 	// allocCap bounds one allocation a workunit asks of a built-in
 	// (bindAllocLimits): the memory limit, or a share of the machine's.
 	allocCap uint64
@@ -267,9 +289,14 @@ func New(opts Options) (*Engine, error) {
 	e := &Engine{
 		opts:  opts,
 		cache: newCompileCache(opts.CompileCacheSize),
-		free:  make(chan *slot, opts.Slots),
+		free:  make(chan *slot, opts.Slots+opts.MaxSeceded),
 		done:  make(chan struct{}),
 	}
+	e.permits = make(chan struct{}, opts.Slots)
+	for range opts.Slots {
+		e.permits <- struct{}{}
+	}
+	e.nslots.Store(int64(opts.Slots))
 	e.allocCap = allocCap(&e.opts)
 	for i := 0; i < opts.Slots; i++ {
 		e.free <- &slot{id: i, eng: e}
@@ -324,7 +351,63 @@ func (e *Engine) release(s *slot) {
 		s.closeRealms()
 	default:
 	}
+	// A run that could not take its permit back (Sandbox.Rejoin) has
+	// none to give back.
+	noPermit := s.noPermit
+	s.noPermit = false
 	e.free <- s
+	if !noPermit {
+		e.permits <- struct{}{}
+	}
+}
+
+// ErrTooManySeceded is what Secede returns (wrapped) past
+// Options.MaxSeceded.
+var ErrTooManySeceded = errors.New("engine: too many workunits wait with their slots given up")
+
+// Secede gives up the slot of the workunit that calls it, while it waits
+// for something other workunits do (its children): another workunit may
+// run meanwhile, in a slot of its own. The caller keeps its runtime, and
+// must call Rejoin before its script runs again. Only a binding's Go
+// function calls it, on its run's goroutine. Past Options.MaxSeceded
+// waiting at once, it returns an error wrapping ErrTooManySeceded and
+// the caller keeps its slot.
+func (e *Engine) Secede() error {
+	if n := e.seceded.Add(1); n > int64(e.opts.MaxSeceded) {
+		e.seceded.Add(-1)
+		return fmt.Errorf("%w: %d already (the most: %d)", ErrTooManySeceded, n-1, e.opts.MaxSeceded)
+	}
+	e.permits <- struct{}{}
+	return nil
+}
+
+// Rejoin takes a slot back after Secede: it waits until fewer than
+// Options.Slots workunits run, or ctx ends. Then it returns ctx's cause,
+// wrapped, and the caller has no slot: it must not run script, and its
+// run gives no slot back when it ends (Sandbox.Rejoin sees to it).
+func (e *Engine) Rejoin(ctx context.Context) error {
+	defer e.seceded.Add(-1)
+	select {
+	case <-e.permits:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("engine: waiting for a slot again: %w", context.Cause(ctx))
+	}
+}
+
+// Seceded returns how many workunits wait with their slots given up.
+func (e *Engine) Seceded() int { return int(e.seceded.Load()) }
+
+// slotFor returns a free slot, after the caller took a permit: one made
+// for the purpose when the seceded runs hold all of them.
+func (e *Engine) slotFor() *slot {
+	select {
+	case s := <-e.free:
+		return s
+	default:
+		id := int(e.nslots.Add(1) - 1)
+		return &slot{id: id, eng: e}
+	}
 }
 
 // Run evaluates one workunit. It blocks until a slot is free, then until the
@@ -346,14 +429,14 @@ func (e *Engine) Run(ctx context.Context, req Request) (*Result, error) {
 		return nil, ErrClosed
 	default:
 	}
-	var s *slot
 	select {
-	case s = <-e.free:
+	case <-e.permits:
 	case <-ctx.Done():
 		return nil, fmt.Errorf("engine: waiting for a slot: %w", ctx.Err())
 	case <-e.done:
 		return nil, ErrClosed
 	}
+	s := e.slotFor()
 	res, err := s.run(ctx, &req)
 	if err == ErrAbandoned {
 		return nil, err // the slot went back when the run was abandoned

@@ -90,6 +90,13 @@ func newRealm(eng *Engine, slotID int, key string) (*realm, error) {
 	if err != nil {
 		return nil, err
 	}
+	// riot is frozen once the bindings added theirs (engine/jschild).
+	if riot, ok := rl.rt.Get("riot").(*goja.Object); ok {
+		if _, err := rl.in.ObjectFreeze(goja.Undefined(), riot); err != nil {
+			rl.close()
+			return nil, err
+		}
+	}
 	rl.rt.SetPromiseRejectionTracker(rl.trackRejection)
 	if err := rl.installSharedSets(); err != nil {
 		return nil, err
@@ -505,6 +512,7 @@ func (rl *realm) blobBytesOf(h blob.Hash) (*blobBytes, error) {
 // run is one workunit's evaluation: its context, console and timers.
 type run struct {
 	ctx        context.Context
+	host       any    // Request.Host
 	gpus       []int  // Request.GPUs: the devices the worker gave the workunit
 	workerName string // Request.WorkerName: riot.worker.name, when set
 	cancel     context.CancelCauseFunc

@@ -32,6 +32,9 @@ type slot struct {
 	eng    *Engine
 	realms []*realm
 	exec   *executor // nil until the first run, and after an abandonment
+	// noPermit: the run holds no permit (its Rejoin failed), so release
+	// gives none back.
+	noPermit bool
 }
 
 // executor is the goroutine that runs a slot's workunits, one at a time:
@@ -213,7 +216,7 @@ func (s *slot) run(parent context.Context, req *Request) (*Result, error) {
 	ctx, cancel := context.WithCancelCause(parent)
 	defer cancel(nil)
 	r := &run{ctx: ctx, blobs: req.Blobs, gpus: req.GPUs, workerName: req.WorkerName, rl: rl, spec: req.Spec,
-		slot: s, onAbandon: req.Abandoned}
+		slot: s, onAbandon: req.Abandoned, host: req.Host}
 	if req.Abandoned == nil {
 		// Run must return even if the workunit does not: the executor
 		// evaluates, and Run waits for it.
@@ -270,6 +273,7 @@ func (s *slot) run(parent context.Context, req *Request) (*Result, error) {
 		rl.sets.settle(r.shared)
 	}
 	rl.cur = nil
+	rl.fns.Forget()
 
 	res := &Result{Console: r.console.finish(), Slot: s.id, Elapsed: elapsed}
 	if err == nil {

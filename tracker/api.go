@@ -104,14 +104,17 @@ type Throughput struct {
 
 // WorkerInfo is one worker of GET /api/v1/workers.
 type WorkerInfo struct {
-	Name        string `json:"name"`
-	Remote      string `json:"remote"`
-	Agent       string `json:"agent"`
-	Since       string `json:"since"`
-	Slots       int    `json:"slots"`
-	Prefetch    int    `json:"prefetch"`
-	Running     int    `json:"running"`
-	Prefetched  int    `json:"prefetched"`
+	Name       string `json:"name"`
+	Remote     string `json:"remote"`
+	Agent      string `json:"agent"`
+	Since      string `json:"since"`
+	Slots      int    `json:"slots"`
+	Prefetch   int    `json:"prefetch"`
+	Running    int    `json:"running"`
+	Prefetched int    `json:"prefetched"`
+	// Waiting counts the workunits it holds that wait for their children,
+	// their slots given up.
+	Waiting     int    `json:"waiting,omitempty"`
 	Credit      int    `json:"credit"`
 	GPUs        int    `json:"gpus"`
 	MemoryLimit uint64 `json:"memory_limit,omitempty"`
@@ -264,9 +267,9 @@ func (l *loop) workers() []WorkerInfo {
 		if !ok {
 			continue
 		}
-		running := c.runningOf(wi.Leases)
+		running := c.runningOf(wi.Leases - wi.Waiting)
 		w := WorkerInfo{Name: c.name, Remote: c.remote, Agent: c.agent, Since: ts(c.since),
-			Slots: c.slots, Prefetch: c.prefetch, Running: running, Prefetched: wi.Leases - running,
+			Slots: c.slots, Prefetch: c.prefetch, Running: running, Prefetched: wi.Leases - wi.Waiting - running, Waiting: wi.Waiting,
 			Credit: wi.Credit, GPUs: wi.GPUs, MemoryLimit: c.memLimit, Done: c.nDone, Failed: c.nFailed}
 		if c.statsSeen {
 			w.MemoryInUse = c.heap

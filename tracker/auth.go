@@ -190,6 +190,10 @@ func needs(m wire.Msg) (rights, string) {
 		return maySubmit, "ask for a workunit's info"
 	case *wire.Cancel:
 		return maySubmit, "cancel workunits"
+	case *wire.Child, *wire.Wait:
+		// A worker submits children within a lease it holds: the table
+		// checks the lease.
+		return mayWork, "submit the children of a running workunit (a worker does, within the parent's lease)"
 	case *wire.BlobHave, *wire.BlobPut, *wire.BlobGet, *wire.BlobWrite, *wire.BlobRead:
 		return mayBlob, "store or read blobs"
 	}

@@ -633,6 +633,13 @@ func (c *conn) readLoop() string {
 					continue
 				}
 				a.key = key
+			case *wire.Child:
+				key, err := workunit.KeyOf(m.Spec)
+				if err != nil {
+					c.send(&wire.Error{Req: m.Req, Code: wire.CodeInvalid, Message: "tracker: child: " + err.Error()})
+					continue
+				}
+				a.key = key
 			case *wire.Done:
 				// The table keeps the result for good; a result that aliases a
 				// frame much larger than itself would keep the whole frame
@@ -646,7 +653,7 @@ func (c *conn) readLoop() string {
 				if m.Error != nil {
 					m.Error.Value = unpin(m.Error.Value, size)
 				}
-			case *wire.Watch, *wire.Unwatch, *wire.Info, *wire.Cancel, *wire.Credit, *wire.Return, *wire.Stats, *wire.Print:
+			case *wire.Watch, *wire.Unwatch, *wire.Info, *wire.Cancel, *wire.Credit, *wire.Return, *wire.Stats, *wire.Print, *wire.Wait:
 			case *wire.Hello:
 				return c.violation(&wire.Error{Code: wire.CodeProtocol, Message: "tracker: a second hello"}, wire.CloseProtocolError)
 			default:
@@ -738,7 +745,7 @@ func (c *conn) forbid(m wire.Msg, what string) {
 // about the connection.
 func zeroReq(m wire.Msg) bool {
 	switch m.(type) {
-	case *wire.Submit, *wire.Watch, *wire.Info, *wire.BlobHave, *wire.BlobPut, *wire.BlobGet, *wire.BlobWrite, *wire.BlobRead, *wire.Cancel:
+	case *wire.Submit, *wire.Watch, *wire.Info, *wire.BlobHave, *wire.BlobPut, *wire.BlobGet, *wire.BlobWrite, *wire.BlobRead, *wire.Cancel, *wire.Child:
 		return wire.ReqOf(m) == 0
 	}
 	return false

@@ -347,6 +347,10 @@ func (l *loop) frame(ib *inbound) {
 				l.act.connJob(c, time.Now())
 			}
 			l.act.jobs[c.realm].submitted++
+		case *wire.Child:
+			l.child(c, a.key, m)
+		case *wire.Wait:
+			_ = l.tab.Step(table.Wait{Worker: wid, Key: m.Key, Token: table.Token(m.Token), Waiting: m.Waiting})
 		case *wire.Watch:
 			for i, k := range m.Keys {
 				if err := l.tab.Step(table.Watch{Master: mid, Req: m.Req, Owner: c.realm, Scope: c.scope, Key: k}); err != nil {
@@ -408,8 +412,39 @@ func (l *loop) frame(ib *inbound) {
 	}
 }
 
+// child steps the table with a child's submission: a workunit that a
+// running one submits, from the worker that holds its lease. The table
+// checks the lease, and makes it a submission of the parent's submitter.
+func (l *loop) child(c *conn, key workunit.Key, m *wire.Child) {
+	// The child counts in the parent's job: its owner is the parent's.
+	li, _ := l.tab.Leased(table.WorkerID(c.id), table.Token(m.Token))
+	err := l.tab.Step(table.Submit{
+		Master:  table.MasterID(c.id),
+		Req:     m.Req,
+		Key:     key,
+		Spec:    m.Spec,
+		Options: m.Options,
+		Watch:   m.Watch,
+		Parent:  &table.ParentLease{Worker: table.WorkerID(c.id), Token: table.Token(m.Token), Key: m.Parent},
+	})
+	if err != nil {
+		if errors.Is(err, table.ErrNotHeld) {
+			l.s.log.Warn("child refused: the connection does not hold the parent's lease", "conn", c.name, "parent", m.Parent.Short(), "err", err)
+		}
+		l.push(c, &wire.Error{Req: m.Req, Code: codeFor(err), Message: "tracker: " + err.Error()})
+		return
+	}
+	l.submitted++
+	if js := l.act.jobs[li.Owner]; js != nil {
+		js.submitted++
+	}
+}
+
 // codeFor returns the wire code of an error Step returned.
 func codeFor(err error) wire.Code {
+	if errors.Is(err, table.ErrNotHeld) {
+		return wire.CodeForbidden
+	}
 	if errors.Is(err, table.ErrInvalid) {
 		return wire.CodeInvalid
 	}

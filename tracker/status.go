@@ -101,6 +101,9 @@ type WorkerStatus struct {
 	// Prefetched how many wait in its queue.
 	Running    int `json:"running"`
 	Prefetched int `json:"prefetched"`
+	// Waiting is how many wait for their children, their slots given up
+	// (docs/reference.md, "Workunits that make workunits").
+	Waiting int `json:"waiting,omitempty"`
 }
 
 // Status returns the tracker's state at a glance.
@@ -129,9 +132,9 @@ func (l *loop) status() Status {
 	for _, c := range l.conns {
 		cs := ConnStatus{Name: c.name, Role: string(c.role), Remote: c.remote, Agent: c.agent, Since: c.since.UTC()}
 		if wi, ok := l.tab.Worker(table.WorkerID(c.id)); ok {
-			running := c.runningOf(wi.Leases)
+			running := c.runningOf(wi.Leases - wi.Waiting)
 			st.Workers = append(st.Workers, WorkerStatus{ConnStatus: cs, Slots: c.slots, Prefetch: c.prefetch,
-				GPUs: wi.GPUs, Busy: wi.Leases, Credit: wi.Credit, Running: running, Prefetched: wi.Leases - running})
+				GPUs: wi.GPUs, Busy: wi.Leases, Credit: wi.Credit, Running: running, Prefetched: wi.Leases - wi.Waiting - running, Waiting: wi.Waiting})
 		} else {
 			st.Masters = append(st.Masters, cs)
 		}

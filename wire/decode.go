@@ -130,6 +130,8 @@ type slabs struct {
 	stats       slab[Stats]
 	print       slab[Print]
 	printed     slab[Printed]
+	child       slab[Child]
+	wait        slab[Wait]
 }
 
 func (s *slabs) reset() {
@@ -165,6 +167,8 @@ func (s *slabs) reset() {
 	s.stats.reset()
 	s.print.reset()
 	s.printed.reset()
+	s.child.reset()
+	s.wait.reset()
 }
 
 // get returns a new message of type t, nil for an unknown type.
@@ -234,6 +238,10 @@ func (s *slabs) get(t Type) Msg {
 		return s.print.get()
 	case TypePrinted:
 		return s.printed.get()
+	case TypeChild:
+		return s.child.get()
+	case TypeWait:
+		return s.wait.get()
 	}
 	return nil
 }

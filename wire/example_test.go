@@ -63,7 +63,7 @@ func Example() {
 // A tracker answers a Hello of another version with Refused, which names
 // both versions, then closes with CloseRefused+Code.
 func ExampleVersionMismatch() {
-	frame, _ := wire.Encode(&wire.Hello{Version: 7, Role: wire.RoleWorker, Name: "alfred"})
+	frame, _ := wire.Encode(&wire.Hello{Version: 8, Role: wire.RoleWorker, Name: "alfred"})
 	msgs, _ := wire.Decode(frame)
 	hello := msgs[0].(*wire.Hello)
 	if hello.Version != wire.ProtocolVersion {
@@ -72,6 +72,6 @@ func ExampleVersionMismatch() {
 		fmt.Println("close code", wire.CloseRefused+int(r.Code))
 	}
 	// Output:
-	// protocol version 7 is not this tracker's version 6
+	// protocol version 8 is not this tracker's version 7
 	// close code 4001
 }

@@ -597,3 +597,45 @@ func (m *BlobPart) decodeFields(c *decoder) {
 	c.uint("offset", &m.Offset)
 	c.bytesOrNull("data", &m.Data, &m.Missing, blobLimit)
 }
+
+// encodeFields is (*Child).fields for an encoder.
+func (m *Child) encodeFields(c *encoder) {
+	c.req(&m.Req)
+	c.key("parent", &m.Parent)
+	c.uint("token", &m.Token)
+	c.bytes("spec", &m.Spec, specLimit)
+	c.bool("no-cache", &m.Options.NoCache)
+	c.count("gpus", &m.Options.GPUs)
+	c.millis("timeout", &m.Options.Timeout)
+	c.bool("watch", &m.Watch)
+	c.count("retries", &m.Options.Retries)
+	c.texts("retry-on", &m.Options.RetryOn)
+}
+
+// decodeFields is (*Child).fields for a decoder.
+func (m *Child) decodeFields(c *decoder) {
+	c.req(&m.Req)
+	c.key("parent", &m.Parent)
+	c.uint("token", &m.Token)
+	c.bytes("spec", &m.Spec, specLimit)
+	c.bool("no-cache", &m.Options.NoCache)
+	c.count("gpus", &m.Options.GPUs)
+	c.millis("timeout", &m.Options.Timeout)
+	c.bool("watch", &m.Watch)
+	c.count("retries", &m.Options.Retries)
+	c.texts("retry-on", &m.Options.RetryOn)
+}
+
+// encodeFields is (*Wait).fields for an encoder.
+func (m *Wait) encodeFields(c *encoder) {
+	c.key("key", &m.Key)
+	c.uint("token", &m.Token)
+	c.bool("waiting", &m.Waiting)
+}
+
+// decodeFields is (*Wait).fields for a decoder.
+func (m *Wait) decodeFields(c *decoder) {
+	c.key("key", &m.Key)
+	c.uint("token", &m.Token)
+	c.bool("waiting", &m.Waiting)
+}

@@ -92,7 +92,7 @@ func seedFrames(t testing.TB) map[string][]byte {
 	add("all", sampleMsgs()...)
 	add("empty")
 	add("batch", benchAssigns(3)[0], benchAssigns(3)[1], benchDones(2)[0], benchDones(2)[1], &Credit{N: 2})
-	add("hello-v7", &Hello{Version: 7, Role: "future", Name: "x", Slots: 1})
+	add("hello-v8", &Hello{Version: 8, Role: "future", Name: "x", Slots: 1})
 	return seeds
 }
 

@@ -71,6 +71,8 @@ func ReqOf(m Msg) uint64 {
 		return m.Req
 	case *BlobPart:
 		return m.Req
+	case *Child:
+		return m.Req
 	}
 	return 0
 }
@@ -764,3 +766,58 @@ func (*Print) Type() Type { return TypePrint }
 
 // Type implements Msg.
 func (*Printed) Type() Type { return TypePrinted }
+
+// Child submits a workunit on behalf of a running one (worker → tracker):
+// a child of the workunit Parent, whose lease Token the sending
+// connection holds. The tracker checks the lease, then handles it as a
+// Submit of the master whose submission made the parent run: the same
+// memo scope, realm and quota. It answers with Accepted (Req), and with
+// Finished (Req) when Watch is set, as for a Submit; a connection that
+// does not hold the lease gets an Error (code forbidden).
+type Child struct {
+	Req uint64
+	// Parent is the running workunit's key, Token its lease's token.
+	Parent workunit.Key
+	Token  uint64
+	// Spec, Options and Watch are as in Submit.
+	Spec    []byte
+	Options workunit.Options
+	Watch   bool
+}
+
+func (m *Child) fields(c codec) {
+	c.req(&m.Req)
+	c.key("parent", &m.Parent)
+	c.uint("token", &m.Token)
+	c.bytes("spec", &m.Spec, specLimit)
+	c.bool("no-cache", &m.Options.NoCache)
+	c.count("gpus", &m.Options.GPUs)
+	c.millis("timeout", &m.Options.Timeout)
+	c.bool("watch", &m.Watch)
+	c.count("retries", &m.Options.Retries)
+	c.texts("retry-on", &m.Options.RetryOn)
+}
+
+// Wait says that a running workunit waits for its children, or runs
+// again (worker → tracker): while Waiting, its lease Token does not count
+// in the worker's window, so that the tracker may give the worker other
+// work in its place (a child among them), and its lease has no deadline.
+// Not answered; a Wait for a lease the connection does not hold is
+// ignored.
+type Wait struct {
+	Key     workunit.Key
+	Token   uint64
+	Waiting bool
+}
+
+func (m *Wait) fields(c codec) {
+	c.key("key", &m.Key)
+	c.uint("token", &m.Token)
+	c.bool("waiting", &m.Waiting)
+}
+
+// Type implements Msg.
+func (*Child) Type() Type { return TypeChild }
+
+// Type implements Msg.
+func (*Wait) Type() Type { return TypeWait }

@@ -132,6 +132,8 @@ func samples() []sample {
 		{"blob-part", "[29, req, hash, size, offset, data]", &BlobPart{Req: 16, Hash: blob.Sum([]byte("dictionary")), Size: 10, Offset: 4, Data: []byte("iona")}},
 		{"blob-part-missing", "[29, req, hash, size, offset, null]", &BlobPart{Req: 17, Hash: testHash("gone"), Missing: true}},
 		{"stats", "[30, heap, running]", &Stats{Heap: 812 << 20, Running: 2}},
+		{"child", "[33, req, parent, token, spec, no-cache, gpus, timeout, watch, retries, [retry-on...]]", &Child{Req: 18, Parent: testKey("a"), Token: 1767225600000000001, Spec: []byte{0x87, 0x01, 0x63, '1', '+', '2'}, Options: workunit.Options{GPUs: 1, Timeout: 2 * time.Second, Retries: 2, RetryOn: []string{"TypeError"}}, Watch: true}},
+		{"wait", "[34, key, token, waiting]", &Wait{Key: testKey("a"), Token: 1767225600000000001, Waiting: true}},
 		{"print", "[31, key, token, [[level, text, time-ms]...]]", &Print{Key: testKey("a"), Token: 1767225600000000001, Lines: testLines()}},
 		{"printed", "[32, key, worker, [[level, text, time-ms]...], missed]", &Printed{Key: testKey("a"), Worker: "alfred", Lines: testLines(), Missed: 3}},
 	}

@@ -13,8 +13,9 @@ import (
 // in pieces) and made max-blob-bytes the bound of a whole blob; version 4
 // added Hello's job and memory-limit and the stats message; version 5
 // added print and printed (console lines while a workunit runs); version
-// 6 added Submit's retries and retry-on and a workunit error's attempts.
-const ProtocolVersion = 6
+// 6 added Submit's retries and retry-on and a workunit error's attempts;
+// version 7 added child and wait (workunits that submit workunits).
+const ProtocolVersion = 7
 
 // Transport constants: where and how a client connects. wire does no
 // networking; these are the values the tracker and clients agree on.
@@ -100,8 +101,10 @@ const (
 	TypeStats       Type = 30
 	TypePrint       Type = 31
 	TypePrinted     Type = 32
+	TypeChild       Type = 33
+	TypeWait        Type = 34
 
-	maxType = TypePrinted
+	maxType = TypeWait
 )
 
 // String returns the type's name as docs/protocol.md gives it, such as
@@ -172,6 +175,10 @@ func (t Type) String() string {
 		return "print"
 	case TypePrinted:
 		return "printed"
+	case TypeChild:
+		return "child"
+	case TypeWait:
+		return "wait"
 	}
 	return fmt.Sprintf("Type(%d)", uint8(t))
 }
@@ -183,7 +190,7 @@ func (t Type) FromClient() bool {
 	switch t {
 	case TypeHello, TypeSubmit, TypeWatch, TypeUnwatch, TypeInfo, TypeBlobHave,
 		TypeBlobPut, TypeCredit, TypeDone, TypeFailed, TypeReturn, TypeBlobGet, TypeCancel,
-		TypeBlobWrite, TypeBlobRead, TypeStats, TypePrint:
+		TypeBlobWrite, TypeBlobRead, TypeStats, TypePrint, TypeChild, TypeWait:
 		return true
 	}
 	return false

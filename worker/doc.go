@@ -15,21 +15,31 @@
 //     result and console output, or Failed with the workunit's error (a
 //     throw, a time limit, a memory limit, a result too large), then
 //     grants one credit. A workunit's failure never stops the worker.
-//  4. When the connection drops, the client reconnects; results of leases
+//  4. A workunit submits child workunits (riot.doWork and the rest, package
+//     engine/jschild) within its lease, over the worker's connection (the
+//     child message): the tracker runs them for the job that owns the
+//     parent. While it waits for them, it gives up its slot: the engine lets
+//     another workunit evaluate, the tracker takes the lease out of the
+//     worker's window (the wait message) and gets one credit, and another
+//     slot goroutine runs what comes, its children among it. When they are
+//     done, the parent takes a slot back when one is free; the goroutines
+//     past Slots plus the waiting parents end as they finish. At most
+//     Engine.MaxSeceded (riot-worker --max-waiting-parents) wait at once.
+//  5. When the connection drops, the client reconnects; results of leases
 //     from the old connection are still sent (the tracker discards those
 //     it no longer holds). A reconnect may rename the worker (its name was
 //     taken meanwhile, say by a connection that came back first after a
 //     tracker restart): the workunits that start from then on see the new
 //     name as riot.worker.name, and the logs say it.
-//  5. When ctx ends, it stops gracefully: no more credit, no new work;
+//  6. When ctx ends, it stops gracefully: no more credit, no new work;
 //     running workunits get Grace to finish, less the engine's
 //     AbandonAfter, then are interrupted (one stuck in a built-in call is
 //     abandoned by the end of Grace); every lease not finished
 //     (interrupted, queued, or prefetched) is handed back with Return, and
 //     the connection closes.
-//  6. A workunit stuck in a call that does not return after its stop is
+//  7. A workunit stuck in a call that does not return after its stop is
 //     reported failed, and another goroutine takes its slot; once
-//     Options.MaxStuck are stuck, the worker stops as in 5 and Run returns
+//     Options.MaxStuck are stuck, the worker stops as in 6 and Run returns
 //     an error wrapping ErrStuck.
 //
 // # Usage

@@ -59,17 +59,19 @@ type Flags struct {
 	slots    cliflag.AutoInt
 	prefetch cliflag.AutoInt
 	maxStuck cliflag.AutoInt
-	grace    time.Duration
-	timeout  time.Duration
-	memory   *cliflag.MemoryLimit
-	cache    int
-	token    string
-	tlsCA    string
-	noGPU    bool
-	level    slog.Level
-	format   string
-	metrics  string
-	debug    string
+	// maxWaiting is --max-waiting-parents.
+	maxWaiting cliflag.AutoInt
+	grace      time.Duration
+	timeout    time.Duration
+	memory     *cliflag.MemoryLimit
+	cache      int
+	token      string
+	tlsCA      string
+	noGPU      bool
+	level      slog.Level
+	format     string
+	metrics    string
+	debug      string
 }
 
 // AddFlags defines riot-worker's flags (docs/workers.md) on fs and returns
@@ -82,6 +84,8 @@ func addFlags(fs *pflag.FlagSet, getenv func(string) string) *Flags {
 	fs.StringVar(&f.name, "name", "", "the worker's `name` (default: the host name; the tracker makes it unique)")
 	fs.Var(&f.slots, "slots", "run `N` workunits at once (default: one per CPU)")
 	fs.Var(&f.prefetch, "prefetch", "hold `N` workunits queued beyond the slots; 0 for none (default: sized by the worker from its workunits' durations, 2 to 64 per slot)")
+	fs.Var(&f.maxWaiting, "max-waiting-parents", "let at most `N` workunits wait for their children at once, each with its slot given up to others (default: 64); "+
+		"a workunit that would wait past it throws a RangeError")
 	fs.Var(&f.maxStuck, "max-stuck", "stop, and exit with status 1, once `N` workunits are stuck in calls that do not return, past their limit (default: one per slot)")
 	fs.Var(cliflag.Duration(&f.grace), "grace", "how long running workunits may finish after SIGINT or SIGTERM, a `duration` such as 30s or 2m; 0 for none")
 	fs.Var(cliflag.Duration(&f.timeout), "timeout", "time limit of workunits that set none, a `duration` such as 30s, 5m or 1d (default: none)")
@@ -148,6 +152,10 @@ func (f *Flags) Options(args []string, logs io.Writer) (Options, error) {
 	if f.maxStuck.Given() && maxStuck <= 0 {
 		return Options{}, fmt.Errorf("--max-stuck %d: want at least 1", maxStuck)
 	}
+	maxWaiting := f.maxWaiting.Or(0)
+	if f.maxWaiting.Given() && maxWaiting <= 0 {
+		return Options{}, fmt.Errorf("--max-waiting-parents %d: want at least 1", maxWaiting)
+	}
 	memory, err := f.memory.Bytes()
 	if err != nil {
 		return Options{}, err
@@ -188,7 +196,7 @@ func (f *Flags) Options(args []string, logs io.Writer) (Options, error) {
 		Prefetch:       prefetchOption(prefetch),
 		Grace:          grace,
 		MaxStuck:       maxStuck,
-		Engine:         engine.Options{Timeout: f.timeout, MemoryLimit: memory},
+		Engine:         engine.Options{Timeout: f.timeout, MemoryLimit: memory, MaxSeceded: maxWaiting},
 		BlobCacheBytes: int64(f.cache),
 		Client:         copts,
 		Logger:         logger,

@@ -214,3 +214,15 @@ func TestConfigureOptions(t *testing.T) {
 	_, err = ConfigureOptions(fs, []string{"--help"}, io.Discard)
 	assert.ErrorIs(t, err, pflag.ErrHelp)
 }
+
+func TestFlags_MaxWaitingParents(t *testing.T) {
+	t.Parallel()
+	o, err := parseFlags(t, []string{"alfred"})
+	require.NoError(t, err)
+	assert.Zero(t, o.Engine.MaxSeceded, "the engine's default")
+	o, err = parseFlags(t, []string{"--max-waiting-parents", "8", "alfred"})
+	require.NoError(t, err)
+	assert.Equal(t, 8, o.Engine.MaxSeceded)
+	_, err = parseFlags(t, []string{"--max-waiting-parents", "0", "alfred"})
+	assert.EqualError(t, err, "--max-waiting-parents 0: want at least 1")
+}

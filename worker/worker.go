@@ -15,6 +15,7 @@ import (
 	"github.com/riot-go/riot/blob"
 	"github.com/riot-go/riot/client"
 	"github.com/riot-go/riot/engine"
+	"github.com/riot-go/riot/engine/jschild"
 	"github.com/riot-go/riot/engine/jsgpu"
 	"github.com/riot-go/riot/gpu"
 	"github.com/riot-go/riot/units"
@@ -227,6 +228,14 @@ type worker struct {
 
 	stuck     chan struct{} // closed once MaxStuck workunits are stuck
 	stuckOnce sync.Once
+
+	// goroutines counts the slots' goroutines, seceded the workunits that
+	// wait for their children with their slots given up: a slot's
+	// goroutine that finishes a workunit while there are more than
+	// Slots + seceded ends (see children.go).
+	slotMu     sync.Mutex
+	goroutines int
+	seceded    int
 }
 
 // identity is the name the tracker gave the worker, and the logger that
@@ -319,7 +328,7 @@ func (w *worker) run(ctx context.Context) error {
 	// Workunits see the GPU globals on every worker, with a GPU or
 	// without: the bindings say why there is none.
 	eo.GPUs = jsgpu.Ordinals(w.opts.GPU)
-	eo.Bindings = append([]engine.Binding{jsgpu.Binding(w.opts.GPU)}, eo.Bindings...)
+	eo.Bindings = append([]engine.Binding{jsgpu.Binding(w.opts.GPU), jschild.Binding()}, eo.Bindings...)
 	// A result larger than a done message carries goes as a blob, up to
 	// the tracker's max-blob-bytes (see report).
 	lim := max(c.Limits().MaxResultBytes, c.Limits().MaxBlobBytes)
@@ -531,6 +540,9 @@ type slotEnv struct {
 // workunit (engine.Request.Abandoned) starts another in its place and no
 // longer counts in env.slots: the stop does not wait for it.
 func (w *worker) startSlot(env *slotEnv) {
+	w.slotMu.Lock()
+	w.goroutines++
+	w.slotMu.Unlock()
 	env.slots.Add(1)
 	var once sync.Once
 	done := func() { once.Do(env.slots.Done) }
@@ -559,6 +571,12 @@ func (w *worker) slot(env *slotEnv, replace func()) {
 			case handBack:
 				env.returned.add(j.a.Lease())
 			case abandoned:
+				w.slotMu.Lock()
+				w.goroutines--
+				w.slotMu.Unlock()
+				return
+			}
+			if w.surplus() {
 				return
 			}
 		}
@@ -603,7 +621,9 @@ func (w *worker) evaluate(env *slotEnv, j *job, replace func()) outcome {
 	// has returned (an abandoned run's too, when its stuck call returns).
 	live := w.startLive(a)
 	defer w.live.put(live)
+	host := &parent{w: w, env: env, lease: a.Lease(), calls: map[workunit.Key]*client.Call{}}
 	res, err := w.eng.Run(evalCtx, engine.Request{
+		Host:    host,
 		Spec:    j.spec,
 		Realm:   a.Realm,
 		Timeout: a.Timeout,

@@ -285,7 +285,7 @@ class WebSocket:
 
 # --- riot ------------------------------------------------------------------
 
-VERSION = 6
+VERSION = 7
 T_HELLO, T_WELCOME, T_REFUSED, T_ERROR = 1, 2, 3, 4
 T_SUBMIT, T_ACCEPTED, T_WATCH, T_UNWATCH, T_FINISHED, T_INFO, T_INFO_REPLY = 5, 6, 7, 8, 9, 10, 11
 T_BLOB_HAVE, T_BLOB_NEED, T_BLOB_PUT, T_BLOB_STORED = 12, 13, 14, 15

@@ -119,6 +119,18 @@
 // in its worker's window until the worker answers it, since the worker is
 // presumably still busy with it.
 //
+// # Children
+//
+// A running workunit submits children through its worker (Submit with
+// Parent): the table checks that the worker holds the parent's current
+// lease, and files the child under the parent's owner, quota and scope,
+// so that it is the parent's job's work, memoized with it. Canceling a
+// parent cancels its open children that nothing else waits for, and
+// theirs. A lease whose workunit waits for its children (Wait) leaves its
+// worker's window, so that the worker takes other work in its place, and
+// has no deadline until it runs again. The links between parents and
+// children are not persisted.
+//
 // # Memory
 //
 // A record is about 120 bytes plus 8 to 16 in the key index and the

@@ -26,6 +26,10 @@ var (
 	// Config.MaxWatchesPerMaster. The shell should answer its sender with a
 	// limit error; nothing was stored.
 	ErrLimit = errors.New("table: limit passed")
+	// ErrNotHeld: a child's Submit (Submit.Parent) from a worker that does
+	// not hold the parent's lease (it ended, expired, was revoked, or was
+	// never given). The shell should refuse it: nothing was stored.
+	ErrNotHeld = errors.New("table: parent lease not held")
 	// ErrNotEmpty: Restore on a table that already holds records or
 	// workers.
 	ErrNotEmpty = errors.New("table: restore into a table in use")

@@ -70,6 +70,38 @@ type Submit struct {
 	// Watch also watches the key, as a Watch with the same Req would,
 	// saving the master a message.
 	Watch bool
+	// Parent, when set, makes this a child's submission: a workunit that
+	// the running workunit Parent.Key submits, from the worker that holds
+	// its lease Parent.Token (Parent.Worker; Master is that worker's
+	// connection). The table checks that the worker holds that lease
+	// (not expired, not revoked): if not, Step returns an error wrapping
+	// ErrNotHeld and stores nothing. A child is submitted on behalf of
+	// the parent's submitter: Owner, Quota and Scope are the parent's
+	// (its Record's Owner and Scope, and that owner's quota), whatever
+	// the event gives. The table remembers the child with its parent's
+	// run, so that canceling the parent cancels it (see Cancel).
+	Parent *ParentLease
+}
+
+// ParentLease names the lease of a running workunit that submits a
+// child: the worker that holds it, its token and the workunit's key.
+type ParentLease struct {
+	Worker WorkerID
+	Token  Token
+	Key    workunit.Key
+}
+
+// Wait says that worker Worker's lease Token of Key waits for the
+// workunit's children (Waiting), or runs again (not Waiting). A waiting
+// lease does not count in its worker's window, so that the worker may
+// take other work (its children among them) in its place, and has no
+// deadline while it waits: when it runs again, its clock starts again
+// from that Tick. A Wait for a lease the worker does not hold is ignored.
+type Wait struct {
+	Worker  WorkerID
+	Key     workunit.Key
+	Token   Token
+	Waiting bool
 }
 
 // Watch asks for one Notification to Master when Key is finished: at once
@@ -262,3 +294,4 @@ func (Complete) isEvent()     {}
 func (Fail) isEvent()         {}
 func (Return) isEvent()       {}
 func (Tick) isEvent()         {}
+func (Wait) isEvent()         {}

@@ -25,6 +25,8 @@ package table_test
 //	complete W K [token=N] [result=S] [console=S]     (token defaults to W's lease of K)
 //	fail W K [token=N] [msg=S] [name=S] [timelimit]  (name defaults to Error; timelimit: a TimeoutError of kind time-limit)
 //	return W K[:TOKEN]... [token=N]                   (tokens default to W's leases of the keys)
+//	child W P K [req=N] [token=N] [watch]               W's lease of P submits child K, from the master named W
+//	wait W K [off]                                    W's lease of K waits for its children (off: runs again)
 //	tick D                                            advance the clock by D
 //	restart [config keys]                             a new table restored from what was persisted
 //	hold                                              take the Ready but do not Advance it
@@ -374,6 +376,21 @@ func (e *env) exec(cmd string, a args) {
 		}
 		e.workers[name] = id
 		e.wnames[id] = name
+	case "child":
+		// child W P K: worker W's lease of P submits child K; W's
+		// connection is the master named W.
+		w, p, k := a.arg(t, 0), e.key(a.arg(t, 1)), e.key(a.arg(t, 2))
+		tok := table.Token(a.int(t, "token", int(e.tokens[[2]string{w, a.arg(t, 1)}])))
+		e.step(table.Submit{
+			Master: e.master(w), Req: uint64(a.int(t, "req", 0)), Owner: "ignored", Scope: "ignored", Key: k, Spec: []byte("spec-" + a.arg(t, 2)),
+			Watch:  a.flag["watch"],
+			Parent: &table.ParentLease{Worker: e.worker(w), Token: tok, Key: p},
+		})
+	case "wait":
+		// wait W K [off]: worker W's lease of K waits for its children
+		// (off: runs again).
+		w, k := a.arg(t, 0), a.arg(t, 1)
+		e.step(table.Wait{Worker: e.worker(w), Key: e.key(k), Token: e.tokens[[2]string{w, k}], Waiting: len(a.pos) < 3 || a.pos[2] != "off"})
 	case "credit":
 		e.step(table.WorkerCredit{Worker: e.worker(a.arg(t, 0)), N: a.int(t, "n", 1)})
 	case "lost":

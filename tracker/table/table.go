@@ -53,6 +53,20 @@ type extra struct {
 	retries  int
 	retryOn  []string
 	attempts []workunit.Attempt
+	// children are the workunits this record's current run submitted
+	// (Submit.Parent), parents those that submitted this one.
+	children, parents []recRef
+	// via are the connections that submitted this record as a child
+	// (Submit.Master of a Submit with Parent): their watches are their
+	// parents' waits.
+	via []MasterID
+}
+
+// recRef names a record by index and ID: a forgotten record's index may
+// be reused by another, whose ID differs.
+type recRef struct {
+	idx uint32
+	id  uint64
 }
 
 const (
@@ -86,6 +100,7 @@ type lease struct {
 	gpus     uint8
 	expired  bool  // given up on; still counts in the worker's window
 	canceled bool  // expired because its workunit was canceled
+	waiting  bool  // waits for its children: not in the window, no deadline (Wait)
 	deadline int64 // unix nanoseconds; 0: none
 	// dur is the lease's length (0: none): its deadline is dur after it
 	// was given, or after its worker last made progress towards it (see
@@ -102,10 +117,11 @@ type worker struct {
 	gpus     int
 	gpusUsed int
 	leases   []lease // in the order given
+	waiting  int     // leases that wait for their children (Wait)
 	inReady  bool
 }
 
-func (w *worker) canTake() bool { return w.credit > 0 && len(w.leases) < w.window }
+func (w *worker) canTake() bool { return w.credit > 0 && len(w.leases)-w.waiting < w.window }
 
 // finished is a record that finished at changed, in Table.fin. It is
 // stale once the record has changed since (run again, or forgotten).
@@ -262,6 +278,9 @@ type Table struct {
 
 	counts    [workunit.StatusError + 1]int
 	discarded uint64
+	// cascaded are the children that the Cancel being stepped canceled
+	// with their parents (cancelChildren), for its reply.
+	cascaded []uint32
 
 	// Forgetting (Config.KeepFinished): finished records in the order
 	// they finished (from finHead on), record indices free for reuse,
@@ -408,6 +427,8 @@ func (t *Table) Step(ev Event) error {
 		err = t.stepReturn(&e)
 	case Tick:
 		t.tick(e.Now)
+	case Wait:
+		t.stepWait(e)
 	case nil:
 		err = fmt.Errorf("%w: nil event", ErrInvalid)
 	default:
@@ -631,6 +652,14 @@ func (t *Table) submit(e *Submit) error {
 	if err := validOptions(e.Options, "submit", e.Key); err != nil {
 		return err
 	}
+	var parent recRef
+	if e.Parent != nil {
+		p, err := t.parentOf(e)
+		if err != nil {
+			return err
+		}
+		parent = p
+	}
 	scope := t.internScope(e.Scope)
 	idx, ok, slot, tag := t.index.find(&e.Key, scope, &t.recs)
 	joined := ok && isOpen(t.recs.at(idx).status)
@@ -672,6 +701,9 @@ func (t *Table) submit(e *Submit) error {
 		}
 	}
 	t.needDurable(idx)
+	if e.Parent != nil {
+		t.link(parent, idx, e.Master)
+	}
 	r := t.recs.at(idx)
 	t.out.acks = grow(t.out.acks)
 	m := &t.out.acks[len(t.out.acks)-1]
@@ -1000,6 +1032,7 @@ func (t *Table) cancel(e *Cancel) {
 	reply := &CancelReply{Master: e.Master, Req: e.Req}
 	owner, known := t.nameIdx[e.Owner]
 	unqueue := map[uint32]bool{}
+	t.cascaded = t.cascaded[:0]
 	for _, k := range e.Keys {
 		idx, ok := t.find(e.Scope, &k)
 		if !ok {
@@ -1007,6 +1040,10 @@ func (t *Table) cancel(e *Cancel) {
 		}
 		r := t.recs.at(idx)
 		if !isOpen(r.status) {
+			if slices.Contains(t.cascaded, idx) {
+				// Canceled with its parent, earlier in this Cancel.
+				reply.Keys = append(reply.Keys, k)
+			}
 			continue
 		}
 		msg := "canceled by " + e.By
@@ -1068,6 +1105,9 @@ func (t *Table) stop(idx uint32, werr *workunit.Error, unqueue map[uint32]bool) 
 	t.setStatus(idx, workunit.StatusError)
 	t.markDirty(idx)
 	t.notify(idx, nil, 0)
+	if werr.Kind == workunit.Canceled {
+		t.cancelChildren(idx, unqueue)
+	}
 }
 
 // revoke takes back the lease of running record idx held by the worker
@@ -1214,6 +1254,8 @@ func (t *Table) workerLost(id WorkerID) {
 	if running <= 0 {
 		running = w.window
 	}
+	// A lease that waits for its children gave its slot to another.
+	running += w.waiting
 	// Back to the front in the order given: the first given ends first.
 	for i := len(w.leases) - 1; i >= 0; i-- {
 		l := w.leases[i]
@@ -1307,6 +1349,9 @@ func (t *Table) finish(id WorkerID, key workunit.Key, tok Token, result []byte, 
 	}
 	w.leases = slices.Delete(w.leases, li, li+1)
 	t.leases--
+	if l.waiting {
+		w.waiting--
+	}
 	w.gpusUsed -= int(l.gpus)
 	t.mayDispatch = true // GPUs freed
 	t.addReady(w)
@@ -1377,6 +1422,8 @@ func (t *Table) progress(w *worker, li int) {
 	if running <= 0 {
 		running = w.window
 	}
+	// A lease that waits for its children gave its slot to another.
+	running += w.waiting
 	for j := max(li, running-1); j < len(w.leases); j++ {
 		l := &w.leases[j]
 		if !l.expired && l.dur > 0 {
@@ -1421,6 +1468,9 @@ func (t *Table) stepReturn(e *Return) error {
 		}
 		w.leases = slices.Delete(w.leases, li, li+1)
 		t.leases--
+		if l.waiting {
+			w.waiting--
+		}
 		w.gpusUsed -= int(l.gpus)
 		t.mayDispatch = true // GPUs freed
 		if l.canceled {
@@ -1785,6 +1835,7 @@ func (t *Table) Worker(id WorkerID) (WorkerInfo, bool) {
 		Leases:   len(w.leases),
 		GPUs:     w.gpus,
 		GPUsUsed: w.gpusUsed,
+		Waiting:  w.waiting,
 	}, true
 }
 
@@ -2134,4 +2185,137 @@ func checkRecord(rec *Record) error {
 		return fmt.Errorf("%w: record %s has status %s", ErrInvalid, rec.Key.Short(), rec.Status)
 	}
 	return nil
+}
+
+// parentOf checks that the worker of e.Parent holds the parent's lease,
+// and makes e a submission of the parent's submitter: its Owner, Quota
+// and Scope become the parent record's. It returns the parent record.
+func (t *Table) parentOf(e *Submit) (recRef, error) {
+	p := e.Parent
+	refuse := func(why string) (recRef, error) {
+		return recRef{}, fmt.Errorf("%w: child %s of %s: %s; a workunit submits children only while it runs, "+
+			"from the worker that holds its lease", ErrNotHeld, e.Key.Short(), p.Key.Short(), why)
+	}
+	w, ok := t.workers[p.Worker]
+	if !ok {
+		return refuse("the connection holds no leases (it is not a joined worker)")
+	}
+	for i := range w.leases {
+		l := &w.leases[i]
+		if l.token != p.Token {
+			continue
+		}
+		r := t.recs.at(l.idx)
+		switch {
+		case r.key != p.Key:
+			return refuse("the lease is for another workunit")
+		case l.canceled:
+			return refuse("the parent was canceled")
+		case l.expired:
+			return refuse("the parent's lease expired")
+		}
+		e.Owner = t.names[r.owner]
+		e.Quota = ""
+		if q := t.quotaOf(r.owner); q != r.owner {
+			e.Quota = t.names[q]
+		}
+		e.Scope = t.names[r.scope]
+		return recRef{idx: l.idx, id: r.id}, nil
+	}
+	return refuse("the worker holds no such lease")
+}
+
+// link records child as a child of parent's current run.
+func (t *Table) link(parent recRef, child uint32, via MasterID) {
+	if parent.idx == child {
+		return // a workunit that submits itself: it waits for itself, nothing to cancel
+	}
+	pr, cr := t.recs.at(parent.idx), t.recs.at(child)
+	c := recRef{idx: child, id: cr.id}
+	if pr.ext == nil {
+		pr.ext = &extra{}
+	}
+	if !slices.Contains(pr.ext.children, c) {
+		pr.ext.children = append(pr.ext.children, c)
+	}
+	if cr.ext == nil {
+		cr.ext = &extra{}
+	}
+	if !slices.Contains(cr.ext.parents, parent) {
+		cr.ext.parents = append(cr.ext.parents, parent)
+	}
+	if !slices.Contains(cr.ext.via, via) {
+		cr.ext.via = append(cr.ext.via, via)
+	}
+}
+
+// cancelChildren cancels the open children of canceled record idx that
+// nothing else waits for: no master's watch but their parents' workers',
+// no other parent that is still open.
+func (t *Table) cancelChildren(idx uint32, unqueue map[uint32]bool) {
+	r := t.recs.at(idx)
+	if r.ext == nil || len(r.ext.children) == 0 {
+		return
+	}
+	children := r.ext.children
+	r.ext.children = nil
+	for _, c := range children {
+		if c.idx >= t.recs.n {
+			continue
+		}
+		cr := t.recs.at(c.idx)
+		if cr.id != c.id || !isOpen(cr.status) || t.waitedFor(c.idx, idx) {
+			continue
+		}
+		t.cascaded = append(t.cascaded, c.idx)
+		t.stop(c.idx, &workunit.Error{Kind: workunit.Canceled, Name: "AbortError", Key: cr.key,
+			Message: "canceled: its parent workunit " + r.key.Short() + " was canceled"}, unqueue)
+	}
+}
+
+// waitedFor reports whether something other than canceled parent p waits
+// for child record idx: another parent still open, or the watch of a
+// master that is not a parent's worker.
+func (t *Table) waitedFor(idx, p uint32) bool {
+	cr := t.recs.at(idx)
+	for _, pr := range cr.ext.parents {
+		if pr.idx == p || pr.idx >= t.recs.n {
+			continue
+		}
+		if o := t.recs.at(pr.idx); o.id == pr.id && isOpen(o.status) {
+			return true
+		}
+	}
+	for nd := cr.watch; nd != 0; nd = t.wnodes[nd-1].next {
+		if !slices.Contains(cr.ext.via, t.wnodes[nd-1].master) {
+			return true
+		}
+	}
+	return false
+}
+
+// stepWait marks a lease as waiting for its children, or running again.
+func (t *Table) stepWait(e Wait) {
+	w, ok := t.workers[e.Worker]
+	if !ok {
+		return
+	}
+	for i := range w.leases {
+		l := &w.leases[i]
+		if l.token != e.Token || l.waiting == e.Waiting || t.recs.at(l.idx).key != e.Key {
+			continue
+		}
+		l.waiting = e.Waiting
+		if e.Waiting {
+			w.waiting++
+			l.deadline = 0
+			t.addReady(w)
+		} else {
+			w.waiting--
+			if l.dur > 0 && !l.expired {
+				l.deadline = t.now + l.dur
+			}
+		}
+		return
+	}
 }

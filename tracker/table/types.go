@@ -229,4 +229,7 @@ type WorkerInfo struct {
 	Leases int
 	// GPUs is its number of GPU devices; GPUsUsed how many its leases use.
 	GPUs, GPUsUsed int
+	// Waiting is how many of its leases wait for their children (Wait):
+	// they are not in its window.
+	Waiting int
 }

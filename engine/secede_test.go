@@ -1,0 +1,117 @@
+package engine
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/dop251/goja"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/riot-go/riot/workunit"
+)
+
+// secedeBinding installs wait(): the workunit gives its slot up, waits
+// for the test's channel (or its context), and takes a slot back.
+func secedeBinding(release <-chan struct{}, seceded chan<- struct{}) Binding {
+	return BindingFunc(func(sb *Sandbox) error {
+		return sb.Runtime().Set("wait", func(goja.FunctionCall) goja.Value {
+			if err := sb.Secede(); err != nil {
+				sb.Throw("RangeError", "%v", err)
+			}
+			seceded <- struct{}{}
+			select {
+			case <-release:
+			case <-sb.Context().Done():
+			}
+			if err := sb.Rejoin(); err != nil {
+				sb.Interrupt(err)
+				return goja.Undefined()
+			}
+			return sb.Runtime().ToValue("back")
+		})
+	})
+}
+
+// On one slot, a workunit that gave its slot up lets another run; it
+// takes the slot back after, and the engine ends with its one permit.
+func TestEngine_SecedeGivesTheSlotUp(t *testing.T) {
+	t.Parallel()
+	release, seceded := make(chan struct{}), make(chan struct{}, 4)
+	e, err := New(Options{Slots: 1, MaxSeceded: 1, Bindings: []Binding{secedeBinding(release, seceded)}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = e.Close() })
+	ctx := t.Context()
+
+	type result struct {
+		v   any
+		err error
+	}
+	waiting := make(chan result, 1)
+	go func() {
+		res, err := e.Eval(ctx, "wait()")
+		if err != nil {
+			waiting <- result{err: err}
+			return
+		}
+		v, err := res.Decode()
+		waiting <- result{v, err}
+	}()
+	<-seceded
+	assert.Equal(t, 1, e.Seceded())
+	// The slot runs another workunit while the first waits, in a slot of
+	// its own.
+	res, err := e.Eval(ctx, "riot.worker.slot")
+	require.NoError(t, err)
+	v, err := res.Decode()
+	require.NoError(t, err)
+	assert.Equal(t, 1.0, v, "a second slot, made for the purpose")
+
+	// Past MaxSeceded, Secede refuses.
+	res, err = e.Eval(ctx, "try { wait() } catch (e) { e.name + ': ' + e.message }")
+	require.NoError(t, err)
+	v, err = res.Decode()
+	require.NoError(t, err)
+	assert.Contains(t, v, "RangeError: engine: too many workunits wait with their slots given up")
+
+	close(release)
+	r := <-waiting
+	require.NoError(t, r.err)
+	assert.Equal(t, "back", r.v)
+	assert.Zero(t, e.Seceded())
+	assert.Len(t, e.permits, 1, "the one permit is back")
+}
+
+// A workunit whose time limit passes while it waits with its slot given
+// up fails with its time limit, and gives back no permit it does not
+// hold.
+func TestEngine_RejoinAfterTheTimeLimit(t *testing.T) {
+	t.Parallel()
+	seceded := make(chan struct{}, 1)
+	e, err := New(Options{Slots: 1, Bindings: []Binding{secedeBinding(nil, seceded)}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = e.Close() })
+	// A run holds the slot while the first waits for its limit: the
+	// first cannot take a slot back before its limit passes.
+	block, started := make(chan struct{}), make(chan struct{})
+	go func() {
+		<-seceded
+		_, _ = e.Run(context.Background(), Request{Spec: &workunit.Spec{Kind: workunit.Eval, Source: "1", Name: "eval"},
+			Started: func(func(error)) { close(started); <-block }})
+	}()
+	_, err = e.Run(t.Context(), Request{Spec: &workunit.Spec{Kind: workunit.Eval, Source: "wait()", Name: "eval"}, Timeout: 50 * time.Millisecond})
+	var werr *workunit.Error
+	require.True(t, errors.As(err, &werr), "%v", err)
+	assert.Equal(t, workunit.TimeLimit, werr.Kind)
+	<-started
+	close(block)
+	// The engine runs one workunit at a time still.
+	res, err := e.Eval(t.Context(), "2")
+	require.NoError(t, err)
+	v, err := res.Decode()
+	require.NoError(t, err)
+	assert.Equal(t, 2.0, v)
+	assert.Len(t, e.permits, 1)
+}
