@@ -1,0 +1,43 @@
+package engine
+
+import (
+	"context"
+	"runtime"
+	"strconv"
+	"testing"
+
+	"github.com/riot-go/riot/value"
+	"github.com/riot-go/riot/workunit"
+)
+
+// BenchmarkEngine_RealmMemory reports the heap an idle realm keeps once it
+// has run a trivial workunit: what a slot's cache of runtimes costs per
+// realm (Options.RealmsPerSlot).
+func BenchmarkEngine_RealmMemory(b *testing.B) {
+	const n = 64
+	payload, err := value.Marshal([]any{&value.Function{Source: "(x) => x + 1"}, 41.0})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var per float64
+	for b.Loop() {
+		e := newEngine(b, Options{Slots: 1, RealmsPerSlot: n})
+		ctx := context.Background()
+		if _, err := e.Run(ctx, Request{Spec: &workunit.Spec{Kind: workunit.Fn, Payload: payload}, Realm: "warm"}); err != nil {
+			b.Fatal(err)
+		}
+		runtime.GC()
+		var before, after runtime.MemStats
+		runtime.ReadMemStats(&before)
+		for i := range n - 1 {
+			if _, err := e.Run(ctx, Request{Spec: &workunit.Spec{Kind: workunit.Fn, Payload: payload}, Realm: "r" + strconv.Itoa(i)}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		per = float64(after.HeapAlloc-before.HeapAlloc) / (n - 1)
+		runtime.KeepAlive(e)
+	}
+	b.ReportMetric(per, "bytes/realm")
+}
