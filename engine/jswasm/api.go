@@ -52,7 +52,7 @@ type wasmSandbox struct {
 	key *goja.Symbol
 
 	moduleProto, instanceProto, memoryProto, globalProto *goja.Object
-	compileError, linkError, runtimeError              *goja.Object
+	compileError, linkError, runtimeError                *goja.Object
 
 	// pending is the exception of a JavaScript import that threw, thrown
 	// again once wasm has unwound.
