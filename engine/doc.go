@@ -17,7 +17,8 @@
 // workunit waits for its promise, and none outlives it), riot.worker
 // (name, slot, gpus), and the globals of Options.Bindings: on a worker,
 // the GPU bindings of docs/gpu.md (package engine/jsgpu: deviceCount,
-// deviceResources, ...; without a GPU they say why there is none).
+// deviceResources, ...; without a GPU they say why there is none) and
+// WebAssembly (package engine/jswasm: Module, Instance, Memory, ...).
 // Nothing else: no file system, network, process, environment
 // or require of host modules (a call workunit's require reaches only the
 // modules shipped with it).
@@ -92,6 +93,7 @@
 //     performance, riot.worker, string limits, failures as
 //     *workunit.Error, the seam and standalone sandboxes.
 //   - engine/jsgpu: the GPU bindings over package gpu.
+//   - engine/jswasm: WebAssembly over wazero.
 //   - engine/master: job scripts: the riot object, the client objects,
 //     require, the capture hook, and FormatValue.
 //   - engine/capture: the free-variable analysis that lets the master

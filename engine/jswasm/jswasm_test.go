@@ -260,6 +260,10 @@ func TestTimeLimitStopsWasm(t *testing.T) {
 			assert.Less(t, time.Since(start), 10*time.Second)
 			// The slot goes on.
 			assert.Equal(t, 3.0, mustEval(t, eng, `return new WebAssembly.Instance(new WebAssembly.Module(PLAIN)).exports.inc(2)`))
+			// A JavaScript import that loops, called from wasm, is stopped too.
+			_, err = eval(t, eng, `imports.env.log = () => { for (;;) {} }; const {instance} = await WebAssembly.instantiate(API, imports); try { instance.exports.callLog(1); } catch (e) {} return 1`)
+			require.ErrorAs(t, err, &werr)
+			assert.Equal(t, workunit.TimeLimit, werr.Kind, "%v", err)
 		})
 	}
 }
@@ -356,4 +360,40 @@ func TestNoWasmWithoutBinding(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "undefined", v)
 	_ = errors.New
+}
+
+func TestGlobals(t *testing.T) {
+	eng, _ := newEngine(t, engine.Options{}, jswasm.Options{})
+	v := mustEval(t, eng, `
+		const out = [];
+		const i64 = new WebAssembly.Global({value: 'i64', mutable: true}, -5n);
+		out.push(i64.value, typeof i64.value);
+		i64.value = 2n ** 63n; // wraps, as BigInt.asIntN(64)
+		out.push(i64.value);
+		const f32 = new WebAssembly.Global({value: 'f32'}, 1.1);
+		out.push(f32.value === Math.fround(1.1), f32.valueOf() === f32.value);
+		try { f32.value = 2; } catch (e) { out.push(e.name); }
+		const f64 = new WebAssembly.Global({value: 'f64', mutable: true});
+		out.push(f64.value);
+		try { new WebAssembly.Global({value: 'v128'}); } catch (e) { out.push(e.name); }
+		try { new WebAssembly.Global({value: 'i64'}, 1); } catch (e) { out.push(e.name); }
+		out.push(String(i64), Object.prototype.toString.call(i64));
+		return out`)
+	assert.Equal(t, []any{"-5", "bigint", "-9223372036854775808", true, true, "TypeError", 0.0, "TypeError", "TypeError",
+		"[object WebAssembly.Global]", "[object WebAssembly.Global]"}, normalize(v))
+}
+
+func TestMemoryDescriptor(t *testing.T) {
+	eng, _ := newEngine(t, engine.Options{}, jswasm.Options{})
+	v := mustEval(t, eng, `
+		const out = [];
+		for (const d of [undefined, {}, {initial: -1}, {initial: 2, maximum: 1}, {initial: 70000}, {initial: 1, shared: true}]) {
+			try { new WebAssembly.Memory(d); out.push('made'); } catch (e) { out.push(e.name); }
+		}
+		const m = new WebAssembly.Memory({initial: 1, maximum: 2});
+		try { m.grow(2); } catch (e) { out.push(e.name); }
+		out.push(m.grow(1), m.buffer.byteLength, m.buffer instanceof ArrayBuffer);
+		return out`)
+	assert.Equal(t, []any{"TypeError", "TypeError", "RangeError", "RangeError", "RangeError", "TypeError", "RangeError",
+		1.0, 131072.0, true}, v)
 }
