@@ -397,3 +397,29 @@ func TestMemoryDescriptor(t *testing.T) {
 	assert.Equal(t, []any{"TypeError", "TypeError", "RangeError", "RangeError", "RangeError", "TypeError", "RangeError",
 		1.0, 131072.0, true}, v)
 }
+
+// TestSameInEverySandbox: WebAssembly and its classes list their
+// properties in one order in every sandbox (a workunit's result must not
+// depend on which sandbox ran it).
+func TestSameInEverySandbox(t *testing.T) {
+	eng, _ := newEngine(t, engine.Options{Slots: 2}, jswasm.Options{})
+	src := `[Object.getOwnPropertyNames(globalThis).filter(n => n === 'WebAssembly').length,
+		...['', '.Module', '.Instance', '.Memory', '.Global'].map(p => {
+			const o = eval('WebAssembly' + p);
+			return Object.getOwnPropertyNames(o).join() + '|' + (o.prototype ? Object.getOwnPropertyNames(o.prototype).join() : '');
+		})]`
+	var first any
+	for _, realm := range []string{"a", "b", "c"} {
+		res, err := eng.Run(context.Background(), engine.Request{Realm: realm, Spec: &workunit.Spec{Kind: workunit.Eval, Source: src}})
+		require.NoError(t, err)
+		v, err := res.Decode()
+		require.NoError(t, err)
+		if first == nil {
+			first = v
+			continue
+		}
+		assert.Equal(t, first, v, "realm %s", realm)
+	}
+	assert.Equal(t, 1.0, first.([]any)[0])
+	assert.Equal(t, "validate,compile,instantiate,Module,Instance,Memory,Global,CompileError,LinkError,RuntimeError|", first.([]any)[1])
+}
