@@ -62,35 +62,45 @@ func heapInUse() uint64 {
 }
 
 // checkAlloc throws a RangeError into the calling script when an
-// allocation of n bytes for what would pass the worker's memory: with a
-// MemoryLimit, the limit less the heap in use (collected first, when
-// garbage may be what is in the way); without one, the cap of allocCap.
+// allocation of n bytes for what would pass the worker's memory (see
+// allocRefusal).
 func (rl *realm) checkAlloc(n float64, what string) {
+	if msg := rl.allocRefusal(n, what); msg != "" {
+		rl.throw("RangeError", "%s", msg)
+	}
+}
+
+// allocRefusal says why an allocation of n bytes for what would pass the
+// worker's memory: with a MemoryLimit, the limit less the heap in use
+// (collected first, when garbage may be what is in the way); without one,
+// the cap of allocCap. It is "" when the allocation fits.
+func (rl *realm) allocRefusal(n float64, what string) string {
 	if n < allocCheckMin {
-		return
+		return ""
 	}
 	limit := rl.eng.allocCap
 	if rl.eng.opts.MemoryLimit == 0 {
 		if n > float64(limit) {
-			rl.throw("RangeError", "%s of %s is more than one allocation of this worker may take (%s, half of its memory): "+
+			return fmt.Sprintf("%s of %s is more than one allocation of this worker may take (%s, half of its memory): "+
 				"the worker refused it rather than run out of memory", what, formatSize(n), formatBytes(limit))
 		}
-		return
+		return ""
 	}
 	if n > float64(limit) {
-		rl.throw("RangeError", "%s of %s is more than the worker's memory limit of %s: "+
+		return fmt.Sprintf("%s of %s is more than the worker's memory limit of %s: "+
 			"the worker refused it rather than run out of memory", what, formatSize(n), formatBytes(limit))
 	}
 	heap := heapInUse()
 	if n+float64(heap) <= float64(limit) {
-		return
+		return ""
 	}
 	runtime.GC()
 	heap = heapInUse()
 	if n+float64(heap) > float64(limit) {
-		rl.throw("RangeError", "%s of %s would pass the worker's memory limit of %s (%s in use): "+
+		return fmt.Sprintf("%s of %s would pass the worker's memory limit of %s (%s in use): "+
 			"the worker refused it rather than run out of memory", what, formatSize(n), formatBytes(limit), formatBytes(heap))
 	}
+	return ""
 }
 
 // formatSize is formatBytes of a size that may pass what a uint64 holds.

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -94,6 +95,19 @@ func (sb *Sandbox) Throw(name, format string, args ...any) {
 // whose wait ended with Context calls it with context.Cause, so that the
 // workunit fails as its context says. It may be called from any goroutine.
 func (sb *Sandbox) Interrupt(cause error) { sb.rl.interrupt(cause) }
+
+// CheckAlloc says whether an allocation of n bytes for what (a name for
+// the message: "WebAssembly.Memory") fits in the worker's memory, as the
+// engine checks new ArrayBuffer(n): nil when it does, else an error whose
+// message is the RangeError the engine would throw, naming the size and
+// the limit. Allocations under 1 MiB always fit (the memory guard sees
+// them). It may collect garbage; call it from the sandbox's goroutine.
+func (sb *Sandbox) CheckAlloc(n float64, what string) error {
+	if msg := sb.rl.allocRefusal(n, what); msg != "" {
+		return errors.New(msg)
+	}
+	return nil
+}
 
 // OnClose registers fn to run when the engine drops the sandbox (the
 // engine closes, the slot replaces the runtime, a workunit ran away), to

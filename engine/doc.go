@@ -24,7 +24,8 @@
 // workunit waits for its promise, and none outlives it), riot.worker
 // (name, slot, gpus), and the globals of Options.Bindings: on a worker,
 // the GPU bindings of docs/gpu.md (package engine/jsgpu: deviceCount,
-// deviceResources, ...; without a GPU they say why there is none), and
+// deviceResources, ...; without a GPU they say why there is none),
+// WebAssembly (package engine/jswasm: Module, Instance, Memory, ...), and
 // the riot functions that submit child workunits (package engine/jschild:
 // riot.doWork, riot.waitUntilDone and the rest, through the worker's
 // Request.Host). Nothing else: no file system, network, process, environment
@@ -113,6 +114,7 @@
 //   - engine/jsgpu: the GPU bindings over package gpu.
 //   - engine/jschild: the riot functions of a workunit that submit
 //     children, over a Host the worker implements.
+//   - engine/jswasm: WebAssembly over wazero.
 //   - engine/master: job scripts: the riot object, the client objects,
 //     require, the capture hook, and FormatValue.
 //   - engine/capture: the free-variable analysis that lets the master

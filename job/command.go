@@ -15,6 +15,7 @@ import (
 	"github.com/riot-go/riot/client"
 	"github.com/riot-go/riot/engine"
 	"github.com/riot-go/riot/engine/jsgpu"
+	"github.com/riot-go/riot/engine/jswasm"
 	"github.com/riot-go/riot/engine/master"
 	"github.com/riot-go/riot/wire"
 	"github.com/riot-go/riot/worker"
@@ -133,7 +134,14 @@ func evaluate(ctx context.Context, o Options, source string, stdout, stderr io.W
 	eo.Slots = 1
 	// No driver: in process, the workunit sees the GPU globals as on a
 	// worker without a GPU.
-	eo.Bindings = append([]engine.Binding{jsgpu.Binding(nil)}, eo.Bindings...)
+	// And WebAssembly, as on a worker.
+	wasm, err := jswasm.New(ctx, jswasm.Options{})
+	if err != nil {
+		fmt.Fprintf(stderr, "%s: %v\n", commandName, err)
+		return err
+	}
+	defer wasm.Close(context.WithoutCancel(ctx))
+	eo.Bindings = append([]engine.Binding{jsgpu.Binding(nil), wasm}, eo.Bindings...)
 	eng, err := engine.New(eo)
 	if err != nil {
 		fmt.Fprintf(stderr, "%s: %v\n", commandName, err)

@@ -1,7 +1,7 @@
 // dict.js: compound dictionary words (Riot's manual, section 2): words in
 // the dictionary made by concatenating two other dictionary words.
 //
-//   riot-worker eval scripts/dict.js [--limit N] [--chunk N] [--words FILE]
+//   riot-worker eval scripts/dict.js [--limit N] [--chunk N] [--words FILE] [--all 1]
 //
 // --words  the word list (default /usr/share/dict/words, from Debian's
 //          wamerican package)
@@ -11,17 +11,19 @@
 //          the list, rarely make compounds)
 // --chunk  put N first words in each workunit instead of one: the seed's
 //          third run, "fewer and larger workunits"
+// --all    print every combination, in order, instead of a random sample
+//          (to compare with scripts/dict-wasm.js)
 //
 // The dictionary is read on the master and captured by every workunit. It
 // travels as a blob: uploaded to the tracker once and fetched once by each
 // worker, whatever the number of workunits.
 
 function options(args) {
-  const opts = { words: '/usr/share/dict/words', limit: 0, chunk: 0 };
+  const opts = { words: '/usr/share/dict/words', limit: 0, chunk: 0, all: 0 };
   for (let i = 0; i < args.length; i++) {
     const flag = args[i].replace(/^--?/, '');
     if (!(flag in opts) || i + 1 >= args.length) {
-      throw new Error(`usage: dict.js [--limit N] [--chunk N] [--words FILE] (bad argument ${args[i]})`);
+      throw new Error(`usage: dict.js [--limit N] [--chunk N] [--words FILE] [--all 1] (bad argument ${args[i]})`);
     }
     opts[flag] = flag === 'words' ? args[++i] : Number(args[++i]);
   }
@@ -63,10 +65,14 @@ const combinations = wordCombinations();
 console.log(`real time: ${Math.round(performance.now() - start)} ms`);
 console.log(`There are ${combinations.length} words.`);
 
-// Print a random subset of the results.
-const sample = combinations.slice();
-for (let i = sample.length - 1; i > 0; i--) {
-  const j = Math.floor(Math.random() * (i + 1));
-  [sample[i], sample[j]] = [sample[j], sample[i]];
+if (opts.all) {
+  console.log(JSON.stringify(combinations));
+} else {
+  // Print a random subset of the results.
+  const sample = combinations.slice();
+  for (let i = sample.length - 1; i > 0; i--) {
+    const j = Math.floor(Math.random() * (i + 1));
+    [sample[i], sample[j]] = [sample[j], sample[i]];
+  }
+  console.log(JSON.stringify(sample.slice(0, 20)));
 }
-console.log(JSON.stringify(sample.slice(0, 20)));

@@ -17,6 +17,7 @@ import (
 	"github.com/riot-go/riot/engine"
 	"github.com/riot-go/riot/engine/jschild"
 	"github.com/riot-go/riot/engine/jsgpu"
+	"github.com/riot-go/riot/engine/jswasm"
 	"github.com/riot-go/riot/gpu"
 	"github.com/riot-go/riot/units"
 	"github.com/riot-go/riot/wire"
@@ -90,8 +91,8 @@ type Options struct {
 	// Its Slots, WorkerName, Logger and GPUs are set from these Options
 	// (each workunit's engine.Request.WorkerName is the worker's name at
 	// its start); its MaxResultBytes is at most the tracker's
-	// MaxResultBytes; the GPU bindings (jsgpu.Binding(GPU)) come first in
-	// its Bindings.
+	// MaxResultBytes; the GPU bindings (jsgpu.Binding(GPU)) and
+	// WebAssembly (a jswasm.Binding) come first in its Bindings.
 	Engine engine.Options
 	// GPU gives workunits the CUDA devices of this driver (riot.worker.gpus,
 	// deviceCount, deviceResources and the rest of docs/gpu.md), and the
@@ -328,7 +329,18 @@ func (w *worker) run(ctx context.Context) error {
 	// Workunits see the GPU globals on every worker, with a GPU or
 	// without: the bindings say why there is none.
 	eo.GPUs = jsgpu.Ordinals(w.opts.GPU)
-	eo.Bindings = append([]engine.Binding{jsgpu.Binding(w.opts.GPU), jschild.Binding()}, eo.Bindings...)
+	// And WebAssembly, its compiled modules shared by the slots: closed
+	// after the engine (deferred before it).
+	wasm, err := jswasm.New(ctx, jswasm.Options{})
+	if err != nil {
+		return fmt.Errorf("worker: %w", err)
+	}
+	defer func() {
+		if err := wasm.Close(context.WithoutCancel(ctx)); err != nil {
+			w.opts.Logger.Warn("worker: closing WebAssembly", "err", err)
+		}
+	}()
+	eo.Bindings = append([]engine.Binding{jsgpu.Binding(w.opts.GPU), jschild.Binding(), wasm}, eo.Bindings...)
 	// A result larger than a done message carries goes as a blob, up to
 	// the tracker's max-blob-bytes (see report).
 	lim := max(c.Limits().MaxResultBytes, c.Limits().MaxBlobBytes)
