@@ -82,6 +82,7 @@ function combinationsOf([lo, hi]) {
   return found;
 }
 
+/** @type {[number, number][]} */
 const ranges = [];
 for (let lo = 0; lo < list.length; lo += opts.chunk) {
   ranges.push([lo, Math.min(lo + opts.chunk, list.length)]);

@@ -434,6 +434,56 @@ declare var DOMException: {
   new (message?: string, name?: string): DOMException;
 };
 
+// --- WebAssembly (workunits; docs/engine.md, WebAssembly) ---
+
+/** The WebAssembly JavaScript API of workunits (over wazero); tables are not supported. */
+declare namespace WebAssembly {
+  /** The bytes of a module. */
+  type BufferSource = ArrayBuffer | ArrayBufferView;
+  /** What an instance imports: module name to field name to value. */
+  type Imports = Record<string, Record<string, any>>;
+  /** A compiled module. */
+  class Module {
+    constructor(bytes: BufferSource);
+    /** The module's imports. */
+    static imports(module: Module): { module: string; name: string; kind: string }[];
+    /** The module's exports. */
+    static exports(module: Module): { name: string; kind: string }[];
+  }
+  /** An instance of a module: its exports, frozen, in the module's order. */
+  class Instance {
+    constructor(module: Module, imports?: Imports);
+    readonly exports: Record<string, any>;
+  }
+  /** A linear memory; buffer is the memory itself, detached by grow. */
+  class Memory {
+    constructor(descriptor: { initial: number; maximum?: number });
+    readonly buffer: ArrayBuffer;
+    /** Grows by delta pages of 64 KiB and returns the old size in pages. */
+    grow(delta: number): number;
+  }
+  /** A global of a value type ('i32', 'i64', 'f32', 'f64'). */
+  class Global {
+    constructor(descriptor: { value: string; mutable?: boolean }, value?: any);
+    value: any;
+    valueOf(): any;
+  }
+  /** A module that does not compile. */
+  class CompileError extends Error {}
+  /** Imports that do not link. */
+  class LinkError extends Error {}
+  /** A trap (unreachable, out of bounds, ...). */
+  class RuntimeError extends Error {}
+  /** Whether bytes are a valid module. */
+  function validate(bytes: BufferSource): boolean;
+  /** Compiles bytes into a module. */
+  function compile(bytes: BufferSource): Promise<Module>;
+  /** Compiles and instantiates bytes. */
+  function instantiate(bytes: BufferSource, imports?: Imports): Promise<{ module: Module; instance: Instance }>;
+  /** Instantiates a compiled module. */
+  function instantiate(module: Module, imports?: Imports): Promise<Instance>;
+}
+
 // --- GPU (workunits; docs/gpu.md) ---
 
 /** The number of GPU devices of the worker; 0 without a driver. */
