@@ -69,6 +69,8 @@ type wasmSandbox struct {
 	mu     sync.Mutex
 	live   map[api.Module]struct{}
 	closed bool
+	// closeMu serializes closing modules (see closeMods).
+	closeMu sync.Mutex
 }
 
 // moduleObj is a WebAssembly.Module's Go side.
@@ -82,6 +84,7 @@ type instanceObj struct {
 	mod     api.Module
 	exports *goja.Object
 	keep    []any
+	grp     *closeGroup
 }
 
 // funcObj is an exported function's Go side.
@@ -120,7 +123,10 @@ type globalObj struct {
 
 // holder is a module riot made for a Memory or a Global made in
 // JavaScript.
-type holder struct{ mod api.Module }
+type holder struct {
+	mod api.Module
+	grp *closeGroup
+}
 
 func install(sb *engine.Sandbox, b *Binding) error {
 	rt := sb.Runtime()
@@ -227,41 +233,136 @@ func (ws *wasmSandbox) close() {
 	mods := ws.live
 	ws.live, ws.closed = nil, true
 	ws.mu.Unlock()
+	ws.closeMu.Lock()
+	defer ws.closeMu.Unlock()
 	for m := range mods {
 		_ = m.Close(context.Background())
 	}
 }
 
+// closeGroup is the wazero modules one owner (an instance or a holder)
+// made, closed when the owner is no longer reachable.
+//
+// A module that imports a memory shares the exporter's memory, and wazero
+// frees a memory (drops it from riot's allocator, so that later growth
+// goes uncounted) when any module that holds it closes. So a group whose
+// memory comes from another group is not closed before that one: its
+// modules wait in the other group's deferred list.
+type closeGroup struct {
+	mods []api.Module
+	// mem is the group whose memory these modules import, or nil.
+	mem *closeGroup
+	// done: the owner is unreachable and the group's modules are closed
+	// or waiting in mem's group.
+	done     bool
+	deferred []api.Module
+}
+
+// waiting is the first group from g along the memory's chain whose
+// owner is still in use, or nil: modules that share the memory wait
+// there. The caller holds the sandbox's mu.
+func (g *closeGroup) waiting() *closeGroup {
+	for ; g != nil; g = g.mem {
+		if !g.done {
+			return g
+		}
+	}
+	return nil
+}
+
+// groupOf is owner's close group, or nil.
+func groupOf(owner any) *closeGroup {
+	switch o := owner.(type) {
+	case *instanceObj:
+		return o.grp
+	case *holder:
+		return o.grp
+	}
+	return nil
+}
+
 // track records modules the sandbox made, to be closed with it, and
-// closes them when owner is no longer reachable.
-func (ws *wasmSandbox) track(owner any, mods ...api.Module) {
+// closes them when owner is no longer reachable (see closeGroup); mem is
+// the group whose memory they import, or nil.
+func (ws *wasmSandbox) track(owner any, mem *closeGroup, mods ...api.Module) {
+	g := &closeGroup{mods: mods, mem: mem}
+	switch o := owner.(type) {
+	case *instanceObj:
+		o.grp = g
+		runtime.AddCleanup(o, ws.release, g)
+	case *holder:
+		o.grp = g
+		runtime.AddCleanup(o, ws.release, g)
+	}
 	ws.mu.Lock()
 	if ws.closed {
 		ws.mu.Unlock()
-		for _, m := range mods {
-			_ = m.Close(context.Background())
-		}
+		ws.closeMods(mods)
 		return
 	}
 	for _, m := range mods {
 		ws.live[m] = struct{}{}
 	}
 	ws.mu.Unlock()
-	release := func(mods []api.Module) {
-		ws.mu.Lock()
-		for _, m := range mods {
-			delete(ws.live, m)
-		}
+}
+
+// release closes group g's modules, and those that waited for it, unless
+// the group whose memory they share is still in use.
+func (ws *wasmSandbox) release(g *closeGroup) {
+	ws.mu.Lock()
+	g.done = true
+	mods := append(g.mods, g.deferred...)
+	g.mods, g.deferred = nil, nil
+	if w := g.mem.waiting(); w != nil {
+		w.deferred = append(w.deferred, mods...)
 		ws.mu.Unlock()
-		for _, m := range mods {
-			_ = m.Close(context.Background())
+		if ws.b.onRelease != nil {
+			ws.b.onRelease(0)
 		}
+		return
 	}
-	switch o := owner.(type) {
-	case *instanceObj:
-		runtime.AddCleanup(o, release, mods)
-	case *holder:
-		runtime.AddCleanup(o, release, mods)
+	if ws.closed {
+		ws.mu.Unlock()
+		return // close closed them
+	}
+	for _, m := range mods {
+		delete(ws.live, m)
+	}
+	ws.mu.Unlock()
+	ws.closeMods(mods)
+	if ws.b.onRelease != nil {
+		ws.b.onRelease(len(mods))
+	}
+}
+
+// discard closes modules made for an instantiation that failed; those
+// that share mem's memory wait for mem's group (see closeGroup).
+func (ws *wasmSandbox) discard(mem *closeGroup, mods []api.Module) {
+	if mem == nil {
+		ws.closeMods(mods)
+		return
+	}
+	ws.mu.Lock()
+	if w := mem.waiting(); w != nil && !ws.closed {
+		for _, m := range mods {
+			ws.live[m] = struct{}{}
+		}
+		w.deferred = append(w.deferred, mods...)
+		ws.mu.Unlock()
+		return
+	}
+	ws.mu.Unlock()
+	ws.closeMods(mods)
+}
+
+// closeMods closes modules one at a time: wazero's close of modules
+// that share a memory is not safe to run concurrently, and cleanups run
+// on several goroutines.
+func (ws *wasmSandbox) closeMods(mods []api.Module) {
+	ws.closeMu.Lock()
+	defer ws.closeMu.Unlock()
+	for _, m := range mods {
+		_ = m.Close(context.Background())
 	}
 }
 
@@ -553,7 +654,8 @@ func (ws *wasmSandbox) instantiate(c *compiled, importObj goja.Value) *goja.Obje
 	// Each import's source, in order; JavaScript functions go into one
 	// host module.
 	srcs := make([]source, len(info.imports))
-	var hostFns []int // indexes into info.imports
+	var hostFns []int      // indexes into info.imports
+	var memGrp *closeGroup // the group of the imported memory's owner
 	for i, im := range info.imports {
 		modv := imports.Get(im.module)
 		mo, ok := modv.(*goja.Object)
@@ -580,6 +682,7 @@ func (ws *wasmSandbox) instantiate(c *compiled, importObj goja.Value) *goja.Obje
 			}
 			srcs[i] = source{m.mod, m.name}
 			inst.keep = append(inst.keep, m.owner)
+			memGrp = groupOf(m.owner)
 		case kindGlobal:
 			g, ok := ws.hidden(v).(*globalObj)
 			if !ok {
@@ -601,9 +704,7 @@ func (ws *wasmSandbox) instantiate(c *compiled, importObj goja.Value) *goja.Obje
 	}
 	var made []api.Module
 	fail := func(C *goja.Object, format string, args ...any) {
-		for _, m := range made {
-			_ = m.Close(context.Background())
-		}
+		ws.discard(memGrp, made)
 		ws.throwClass(C, format, args...)
 	}
 	ctx := ws.sb.Context()
@@ -694,16 +795,12 @@ func (ws *wasmSandbox) instantiate(c *compiled, importObj goja.Value) *goja.Obje
 	if ws.pending != nil {
 		p := ws.pending
 		ws.pending = nil
-		for _, m := range made {
-			_ = m.Close(context.Background())
-		}
+		ws.discard(memGrp, made)
 		panic(p)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			for _, m := range made {
-				_ = m.Close(context.Background())
-			}
+			ws.discard(memGrp, made)
 			ws.sb.Interrupt(context.Cause(ctx))
 			panic(rt.NewTypeError("WebAssembly.Instance: interrupted"))
 		}
@@ -716,7 +813,7 @@ func (ws *wasmSandbox) instantiate(c *compiled, importObj goja.Value) *goja.Obje
 	}
 	made = append(made, mod)
 	inst.mod = mod
-	ws.track(inst, made...)
+	ws.track(inst, memGrp, made...)
 
 	exports := rt.NewObject()
 	if err := exports.SetPrototype(nil); err != nil {
@@ -1064,7 +1161,7 @@ func (ws *wasmSandbox) newMemory(call goja.ConstructorCall) *goja.Object {
 		ws.sb.Throw("RangeError", "WebAssembly.Memory: %s", wazeroMessage(err))
 	}
 	h := &holder{mod: mod}
-	ws.track(h, mod)
+	ws.track(h, nil, mod)
 	mem := mod.ExportedMemory("memory")
 	m := &memoryObj{owner: h, mod: mod, name: "memory", mem: mem, lim: l, obj: call.This}
 	ws.hide(call.This, m)
@@ -1169,7 +1266,7 @@ func (ws *wasmSandbox) makeGlobal(t globalType, bits uint64) *globalObj {
 		panic(ws.rt.NewTypeError("WebAssembly.Global: %s", wazeroMessage(err)))
 	}
 	h := &holder{mod: mod}
-	ws.track(h, mod)
+	ws.track(h, nil, mod)
 	return &globalObj{owner: h, mod: mod, name: "global", g: mod.ExportedGlobal("global"), typ: t}
 }
 

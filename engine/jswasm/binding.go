@@ -49,6 +49,11 @@ type Binding struct {
 	hits, misses atomic.Uint64
 	// seq numbers the host modules, whose names wazero wants unique.
 	seq atomic.Uint64
+
+	// onRelease, when set (by tests), is called after a sandbox's cleanup
+	// of an unreachable owner's modules, with the number it closed (0 when
+	// they wait for the memory they share).
+	onRelease func(closed int)
 }
 
 // compiled is one compiled module and what riot read of it.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -422,4 +423,53 @@ func TestSameInEverySandbox(t *testing.T) {
 	}
 	assert.Equal(t, 1.0, first.([]any)[0])
 	assert.Equal(t, "validate,compile,instantiate,Module,Instance,Memory,Global,CompileError,LinkError,RuntimeError|", first.([]any)[1])
+}
+
+// A memory stays counted against the worker's limit after a module that
+// imported it is gone. wazero frees a shared memory (and drops riot's
+// allocator from it) when any module holding it closes; the importer's
+// modules used to be closed as soon as the instance was unreachable, and
+// the memory's later growth then went uncounted: a workunit could grow it
+// past the worker's limit. The race detector also saw two cleanups close
+// modules of one memory at once.
+func TestSharedMemoryOutlivesImporter(t *testing.T) {
+	b, err := jswasm.New(context.Background(), jswasm.Options{})
+	require.NoError(t, err)
+	released := make(chan int, 64)
+	jswasm.SetOnRelease(b, func(n int) { released <- n })
+	eng, err := engine.New(engine.Options{Slots: 1, MemoryLimit: 256 << 20, Bindings: []engine.Binding{b}})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		require.NoError(t, eng.Close())
+		require.NoError(t, b.Close(context.Background()))
+	})
+	grow := moduleLiteral(t, "grow")
+
+	v := mustEval(t, eng, `
+		globalThis.M = new WebAssembly.Memory({initial: 1});
+		new Uint8Array(M.buffer)[7] = 9;
+		globalThis.G = new WebAssembly.Module(`+grow+`);
+		const i = new WebAssembly.Instance(G, {env: {mem: M}});
+		return i.exports.peek(7)`)
+	assert.Equal(t, 9.0, v)
+
+	// The instance is unreachable now; wait for its cleanup. (The
+	// script's own Memory, mem, is a holder of one module, released too.)
+	deadline := time.Now().Add(30 * time.Second)
+	for waiting := true; waiting; {
+		require.True(t, time.Now().Before(deadline), "the instance's cleanup never ran")
+		runtime.GC()
+		select {
+		case n := <-released:
+			require.Less(t, n, 2, "the importer's modules (its shim and itself) were closed while their memory is in use")
+			waiting = n != 0
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+
+	// 512 MiB more is past the worker's 256 MiB: memory.grow gives -1.
+	v = mustEval(t, eng, `
+		const i = new WebAssembly.Instance(G, {env: {mem: M}});
+		return [i.exports.peek(7), i.exports.grow(8192), M.buffer.byteLength, i.exports.grow(1), M.buffer.byteLength]`)
+	assert.Equal(t, []any{9.0, -1.0, 65536.0, 1.0, 131072.0}, v)
 }
