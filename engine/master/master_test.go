@@ -253,7 +253,22 @@ func TestMaster_Unsendable(t *testing.T) {
 
 	sr = runScript(t, map[string]string{"main.js": `riot.doWork((x) => x, {onDone() {}, list: [Math.max]})`})
 	require.Error(t, sr.err)
-	assert.Contains(t, sr.err.Error(), "riot.doWork: args[0].list[0]: function max cannot be sent to a worker: only functions written in the job script can be")
+	assert.Contains(t, sr.err.Error(), "riot.doWork: args[0].list[0]: function max cannot be sent to a worker: only the job script's own functions can be")
+
+	// A function that cannot be sent, as the workunit itself, is named
+	// once (the message said "g (main.js:1:30): g (main.js:1:30) cannot be
+	// sent").
+	sr = runScript(t, map[string]string{"main.js": `function outer() { const g = () => this.v; return g; }
+		riot.doWork(outer.call({v: 1}));`})
+	require.Error(t, sr.err)
+	assert.Contains(t, sr.err.Error(), "riot.doWork: g (main.js:1:30) cannot be sent to a worker: uses `this` of an enclosing function")
+	assert.Equal(t, 1, strings.Count(sr.err.Error(), "main.js:1:30"), sr.err.Error())
+
+	// A getter is the script's own function, but it is not registered.
+	sr = runScript(t, map[string]string{"main.js": `const o = {get x() { return 1; }};
+		riot.doWork(Object.getOwnPropertyDescriptor(o, 'x').get);`})
+	require.Error(t, sr.err)
+	assert.Contains(t, sr.err.Error(), "riot.doWork: the function: function get x cannot be sent to a worker: only the job script's own functions can be, and not all of them (not built-in, bound or eval-made functions, nor getters")
 }
 
 func TestMaster_Files(t *testing.T) {

@@ -148,7 +148,9 @@ func (m *master) captureFunc(fn *goja.Object) (*jsvalue.CapturedFunc, error) {
 		if name == "" {
 			name = "(anonymous)"
 		}
-		return nil, fmt.Errorf("function %s cannot be sent to a worker: only functions written in the job script can be (not built-in, bound or eval-made ones)", name)
+		return nil, fmt.Errorf("function %s cannot be sent to a worker: only the job script's own functions can be, "+
+			"and not all of them (not built-in, bound or eval-made functions, nor getters, setters, private methods "+
+			"or methods with computed keys: pass a plain function or arrow function instead)", name)
 	}
 	k, id, ok := m.registration(reg)
 	if !ok {
@@ -455,6 +457,10 @@ func (m *master) encodeError(op, root string, err error) error {
 	if errors.As(err, &u) {
 		path := u.Path(root)
 		path = freeVariableStep.ReplaceAllString(path, " → free variable $1")
+		if rest, ok := strings.CutPrefix(u.Msg, root+" "); ok && path == root {
+			// The message names the root function already.
+			return fmt.Errorf("%s: %s %s", op, root, rest)
+		}
 		return fmt.Errorf("%s: %s: %s", op, path, u.Msg)
 	}
 	return fmt.Errorf("%s: %w", op, err)
