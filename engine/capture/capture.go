@@ -3,6 +3,11 @@ package capture
 import (
 	"errors"
 	"fmt"
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/dop251/goja/parser"
 )
@@ -18,6 +23,11 @@ type Options struct {
 	// contract). It must be an ASCII identifier that the script itself neither
 	// declares nor uses. Empty means DefaultHook.
 	Hook string
+	// Prefix is text without line breaks that the caller puts before the
+	// script (a module's wrapper function), parsed with it but not part of
+	// the original: positions (Func columns, Insertions, syntax errors)
+	// leave it out, and Script.Insertions count it as inserted text.
+	Prefix string
 }
 
 // Kind says what syntax created a function.
@@ -76,6 +86,54 @@ type Script struct {
 	// with them a position in Source maps back to the original (a source
 	// map of the original carries over to Source).
 	Insertions []Insertion
+
+	// lines are the offsets of the original's line starts.
+	lines []int
+}
+
+// OriginalColumn gives the 1-based column in the original of the 1-based
+// column col of line line of Source (lines are the same in both). A
+// position inside inserted text gives the original position the text was
+// inserted before.
+func (s *Script) OriginalColumn(line, col int) int {
+	if line < 1 || line > len(s.lines) || col < 1 {
+		return col
+	}
+	start := s.lines[line-1]
+	end := math.MaxInt
+	if line < len(s.lines) {
+		end = s.lines[line]
+	}
+	g := col - 1
+	i := sort.Search(len(s.Insertions), func(i int) bool { return s.Insertions[i].At >= start })
+	shift := 0
+	for ; i < len(s.Insertions) && s.Insertions[i].At < end; i++ {
+		in := s.Insertions[i]
+		at := in.At - start + shift // where the insertion starts in Source's line
+		if g < at {
+			break
+		}
+		if g < at+in.Len {
+			return in.At - start + 1
+		}
+		shift += in.Len
+	}
+	return g - shift + 1
+}
+
+// RemapStack rewrites the positions file:line:column in text (a stack
+// trace) that point into Source to the original's columns.
+func (s *Script) RemapStack(text string) string {
+	if len(s.Insertions) == 0 || !strings.Contains(text, s.File+":") {
+		return text
+	}
+	re := regexp.MustCompile(`(^|[\s(])` + regexp.QuoteMeta(s.File) + `:(\d+):(\d+)`)
+	return re.ReplaceAllStringFunc(text, func(m string) string {
+		sub := re.FindStringSubmatch(m)
+		line, _ := strconv.Atoi(sub[2])
+		col, _ := strconv.Atoi(sub[3])
+		return fmt.Sprintf("%s%s:%d:%d", sub[1], s.File, line, s.OriginalColumn(line, col))
+	})
 }
 
 // Insertion is text that the rewrite inserted into the original: Len bytes
@@ -184,12 +242,22 @@ func Instrument(file, src string, opts Options) (*Script, error) {
 	if !isASCIIIdent(hook) || isReserved(hook) {
 		return nil, fmt.Errorf("capture: hook name %q is not an ASCII identifier", hook)
 	}
+	if strings.ContainsAny(opts.Prefix, "\r\n\u2028\u2029") {
+		return nil, fmt.Errorf("capture: the prefix holds a line break")
+	}
+	p := len(opts.Prefix)
+	orig := src
+	src = opts.Prefix + src
 	prog, err := parser.ParseFile(nil, file, src, 0, parser.WithDisableSourceMaps)
 	if err != nil {
 		var list parser.ErrorList
 		if errors.As(err, &list) && len(list) > 0 {
 			first := list[0]
-			return nil, &SyntaxError{File: file, Line: first.Position.Line, Column: first.Position.Column, Message: first.Message, Err: err}
+			col := first.Position.Column
+			if first.Position.Line == 1 && col > p {
+				col -= p
+			}
+			return nil, &SyntaxError{File: file, Line: first.Position.Line, Column: col, Message: first.Message, Err: err}
 		}
 		return nil, fmt.Errorf("capture: parse %s: %w", file, err)
 	}
@@ -199,7 +267,33 @@ func Instrument(file, src string, opts Options) (*Script, error) {
 		return nil, w.err
 	}
 	out, spans := w.render()
-	return &Script{File: file, Source: out, Insertions: spans, Funcs: w.finish()}, nil
+	funcs := w.finish()
+	if p > 0 {
+		// The prefix and what was inserted into it or just after it are
+		// one insertion before the original's first byte.
+		adj := []Insertion{{At: 0, Len: p}}
+		for _, in := range spans {
+			if in.At <= p {
+				adj[0].Len += in.Len
+				continue
+			}
+			adj = append(adj, Insertion{At: in.At - p, Len: in.Len})
+		}
+		spans = adj
+		for i := range funcs {
+			if funcs[i].Line == 1 {
+				funcs[i].Column = max(funcs[i].Column-p, 1)
+			}
+		}
+	}
+	src = orig
+	lines := []int{0}
+	for i := 0; i < len(src); i++ {
+		if src[i] == '\n' {
+			lines = append(lines, i+1)
+		}
+	}
+	return &Script{File: file, Source: out, Insertions: spans, Funcs: funcs, lines: lines}, nil
 }
 
 func isASCIIIdent(s string) bool {

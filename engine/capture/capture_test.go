@@ -2,6 +2,7 @@ package capture
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -382,4 +383,31 @@ func TestInstrument_Insertions(t *testing.T) {
 	assert.Equal(t, src[last:], s.Source[last+shift:])
 	assert.Equal(t, src, b.String())
 	assert.Equal(t, len(src)+shift, len(s.Source))
+}
+
+// Columns in the rewritten source map back to the original's, in and
+// around the text the rewrite inserted.
+func TestOriginalColumn(t *testing.T) {
+	src := "const a = function (x) { return x; }; const b = null; b.foo();\nlet c = 1;\n  const d = () => 2, e = () => 3; e.x.y;\n"
+	s, err := Instrument("t.js", src, Options{})
+	require.NoError(t, err)
+	require.NotEmpty(t, s.Insertions)
+	gen := strings.Split(s.Source, "\n")
+	orig := strings.Split(src, "\n")
+	for line, want := range map[int]string{1: "b.foo", 2: "c = 1", 3: "e.x.y"} {
+		gcol := strings.Index(gen[line-1], want) + 1
+		ocol := strings.Index(orig[line-1], want) + 1
+		require.Positive(t, gcol, "line %d of %q", line, s.Source)
+		assert.Equal(t, ocol, s.OriginalColumn(line, gcol), "line %d", line)
+	}
+	// Every column of an original token maps to itself.
+	for _, want := range []string{"const a", "function (x)", "return x", "const b", "= null;"} {
+		gcol := strings.Index(gen[0], want) + 1
+		assert.Equal(t, strings.Index(orig[0], want)+1, s.OriginalColumn(1, gcol), want)
+	}
+	assert.Equal(t, "TypeError: boom\n    at t.js:1:55\n    at other.js:1:84\n    at f (t.js:3:35)",
+		s.RemapStack(fmt.Sprintf("TypeError: boom\n    at t.js:1:%d\n    at other.js:1:84\n    at f (t.js:3:%d)",
+			strings.Index(gen[0], "b.foo")+1, strings.Index(gen[2], "e.x.y")+1)))
+	// Out of range: unchanged.
+	assert.Equal(t, 7, s.OriginalColumn(9, 7))
 }

@@ -521,13 +521,13 @@ func (m *master) exception(v goja.Value, frames []goja.StackFrame) *ScriptError 
 	o, ok := v.(*goja.Object)
 	if !ok || m.in.Classify(o) != jsvalue.KindError {
 		se.Message = "Uncaught " + inspect.Inspect(m.rt, m.in, v, inspect.Options{})
-		se.Stack = inspect.StackString("", se.Message, frames, 0)
+		se.Stack = m.remapColumns(inspect.StackString("", se.Message, frames, 0))
 		return se
 	}
 	m.rt.Try(func() {
 		se.Name = inspect.SafeString(o.Get("name"))
 		se.Message = inspect.SafeString(o.Get("message"))
-		se.Stack = inspect.NormalizeStack(inspect.SafeString(o.Get("stack")))
+		se.Stack = m.remapColumns(inspect.NormalizeStack(inspect.SafeString(o.Get("stack"))))
 		if w, ok := exportOf(o.GetSymbol(workErrSym)).(*workunit.Error); ok {
 			se.Workunit = w
 			if w.Stack != "" {
@@ -536,9 +536,23 @@ func (m *master) exception(v goja.Value, frames []goja.StackFrame) *ScriptError 
 		}
 	})
 	if se.Stack == "" {
-		se.Stack = inspect.StackString(se.Name, se.Message, frames, 0)
+		se.Stack = m.remapColumns(inspect.StackString(se.Name, se.Message, frames, 0))
 	}
 	return se
+}
+
+// remapColumns gives the positions in a stack of the script's own code
+// their columns in the files as written: the capture pass inserts text
+// into lines that make functions, and goja counts columns in what it ran.
+// (A bundled script's source map has the insertions in it already.)
+func (m *master) remapColumns(stack string) string {
+	for k, s := range m.scripts {
+		if k == 0 && m.srcMap != nil {
+			continue
+		}
+		stack = s.RemapStack(stack)
+	}
+	return stack
 }
 
 // Private symbols: a registered function keeps its capture registration

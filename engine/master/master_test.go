@@ -169,6 +169,14 @@ func TestMaster_Require(t *testing.T) {
 	var se *ScriptError
 	require.True(t, errors.As(sr.err, &se), "%v", sr.err)
 	assert.Contains(t, se.Stack, "Caused by: Error: from a module\n    at bad.js:2:9")
+	// On the module's first line too (its wrapper function used to add
+	// its length to the column the worker was given).
+	sr = runScript(t, map[string]string{
+		"main.js": "riot.waitUntilDone(riot.doWork(require('./bad').boom))",
+		"bad.js":  "exports.boom = () => { throw new Error('from line 1'); };\n",
+	})
+	require.True(t, errors.As(sr.err, &se), "%v", sr.err)
+	assert.Contains(t, se.Stack, "Caused by: Error: from line 1\n    at bad.js:1:38")
 
 	// Syntax errors name the file, line and column as the author wrote
 	// them, in the script and in a module.
@@ -182,6 +190,22 @@ func TestMaster_Require(t *testing.T) {
 	})
 	require.True(t, errors.As(sr.err, &se), "%v", sr.err)
 	assert.Contains(t, se.Stack, "SyntaxError: syn.js:1:42: Unexpected token ;")
+
+	// A throw on a line that makes a function has the column as written,
+	// in the script and in a module (the capture pass inserts text into
+	// such lines: the column was 84 here, where 55 is right; in a module,
+	// its wrapper function added 65 more on line 1).
+	sr = runScript(t, map[string]string{
+		"main.js": "const a = function (x) { return x; }; const b = null; b.foo();\n",
+	})
+	require.True(t, errors.As(sr.err, &se), "%v", sr.err)
+	assert.Contains(t, se.Stack, "\n    at main.js:1:55")
+	sr = runScript(t, map[string]string{
+		"main.js": "require('./mod').f()",
+		"mod.js":  "const g = () => 1; exports.f = function f() { return null.x; };\n",
+	})
+	require.True(t, errors.As(sr.err, &se), "%v", sr.err)
+	assert.Contains(t, se.Stack, "at f (mod.js:1:59)")
 }
 
 func TestMaster_DoWorkCallAndEval(t *testing.T) {

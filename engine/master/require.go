@@ -49,12 +49,8 @@ func (m *master) loadModule(abs string) goja.Value {
 	k := len(m.scripts)
 	hook := capture.DefaultHook + "_" + strconv.Itoa(k)
 	const wrapper = "(function (exports, require, module, __filename, __dirname) {"
-	script, err := capture.Instrument(name, wrapper+src+"\n})", capture.Options{Hook: hook})
+	script, err := capture.Instrument(name, src+"\n})", capture.Options{Hook: hook, Prefix: wrapper})
 	if err != nil {
-		var se *capture.SyntaxError
-		if errors.As(err, &se) && se.Line == 1 && se.Column > len(wrapper) {
-			se.Column -= len(wrapper) // where it is in the module's own text
-		}
 		m.sb.Throw("SyntaxError", "%s", syntaxMessage(err))
 	}
 	m.scripts = append(m.scripts, script)
