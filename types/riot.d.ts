@@ -434,9 +434,9 @@ declare var DOMException: {
   new (message?: string, name?: string): DOMException;
 };
 
-// --- WebAssembly (workunits; docs/engine.md, WebAssembly) ---
+// --- WebAssembly (workunits and job scripts; docs/engine.md, WebAssembly) ---
 
-/** The WebAssembly JavaScript API of workunits (over wazero); tables are not supported. */
+/** The WebAssembly JavaScript API of workunits and job scripts (over wazero); tables are not supported. */
 declare namespace WebAssembly {
   /** The bytes of a module. */
   type BufferSource = ArrayBuffer | ArrayBufferView;

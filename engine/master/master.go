@@ -19,6 +19,7 @@ import (
 	"github.com/riot-go/riot/blob"
 	"github.com/riot-go/riot/engine"
 	"github.com/riot-go/riot/engine/bundle"
+	"github.com/riot-go/riot/engine/jswasm"
 	"github.com/riot-go/riot/engine/capture"
 	"github.com/riot-go/riot/engine/internal/inspect"
 	"github.com/riot-go/riot/engine/internal/jsvalue"
@@ -163,9 +164,15 @@ func RunScript(ctx context.Context, opts ScriptOptions) error {
 		copies:    1,
 		ctx:       ctx,
 	}
+	// WebAssembly, as workunits and Node's scripts have it.
+	wasm, err := jswasm.New(ctx, jswasm.Options{})
+	if err != nil {
+		return err
+	}
+	defer wasm.Close(context.WithoutCancel(ctx))
 	st, err := engine.NewStandalone(ctx, engine.StandaloneOptions{
 		Console:  scriptConsole{stdout: opts.Stdout, stderr: opts.Stderr},
-		Bindings: []engine.Binding{engine.BindingFunc(m.install)},
+		Bindings: []engine.Binding{wasm, engine.BindingFunc(m.install)},
 		Logger:   opts.Logger,
 	})
 	if err != nil {

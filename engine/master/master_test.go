@@ -468,3 +468,16 @@ func TestMaster_ValueChangedInPlaceIsSentAgain(t *testing.T) {
 	require.NoError(t, sr.err)
 	assert.Equal(t, `[[0,0,0,5,5,false],[0,0,0,5,5,false],[1,2,3,4,5,true]]`+"\n", sr.stdout.String())
 }
+
+// Job scripts have WebAssembly, as workunits and Node's scripts do.
+func TestMaster_WebAssembly(t *testing.T) {
+	t.Parallel()
+	sr := runScript(t, map[string]string{"main.js": `
+		// (module (func (export "add") (param i32 i32) (result i32) local.get 0 local.get 1 i32.add))
+		const add = new Uint8Array([0,97,115,109,1,0,0,0,1,7,1,96,2,127,127,1,127,3,2,1,0,7,7,1,3,97,100,100,0,0,10,9,1,7,0,32,0,32,1,106,11]);
+		console.log(WebAssembly.validate(add), new WebAssembly.Instance(new WebAssembly.Module(add)).exports.add(2, 3));
+		try { new WebAssembly.Module(new Uint8Array([1, 2, 3])); } catch (e) { console.log(e instanceof WebAssembly.CompileError); }
+	`})
+	require.NoError(t, sr.err)
+	assert.Equal(t, "true 5\ntrue\n", sr.stdout.String())
+}
