@@ -55,7 +55,7 @@ func checkDeclared(t *testing.T, globals, riotMembers, members []string) {
 		if builtin[g] || strings.HasPrefix(g, "__riot") {
 			continue
 		}
-		re := regexp.MustCompile(`(?m)^declare (function|const|var|class) ` + regexp.QuoteMeta(g) + `\b`)
+		re := regexp.MustCompile(`(?m)^declare (function|const|var|class|namespace) ` + regexp.QuoteMeta(g) + `\b`)
 		assert.Regexp(t, re, dts, "riot.d.ts declares the global %s", g)
 	}
 	for _, m := range append(riotMembers, members...) {

@@ -35,7 +35,7 @@ func TestTypings_DeclareWhatAJobScriptSees(t *testing.T) {
 		if builtin[g] || strings.HasPrefix(g, "__riot") {
 			continue
 		}
-		assert.Regexp(t, `(?m)^declare (function|const|var|class) `+regexp.QuoteMeta(g)+`\b`, dts, "riot.d.ts declares the global %s", g)
+		assert.Regexp(t, `(?m)^declare (function|const|var|class|namespace) `+regexp.QuoteMeta(g)+`\b`, dts, "riot.d.ts declares the global %s", g)
 	}
 	for _, m := range append(lists[1], lists[2]...) {
 		assert.Regexp(t, `(?m)^\s+(readonly\s+)?`+regexp.QuoteMeta(m)+`\??[(<:]`, dts, "riot.d.ts declares the member %s", m)
