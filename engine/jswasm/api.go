@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/big"
+	"reflect"
 	"runtime"
 	"strings"
 	"sync"
@@ -69,8 +70,6 @@ type wasmSandbox struct {
 	mu     sync.Mutex
 	live   map[api.Module]struct{}
 	closed bool
-	// closeMu serializes closing modules (see closeMods).
-	closeMu sync.Mutex
 }
 
 // moduleObj is a WebAssembly.Module's Go side.
@@ -84,7 +83,6 @@ type instanceObj struct {
 	mod     api.Module
 	exports *goja.Object
 	keep    []any
-	grp     *closeGroup
 }
 
 // funcObj is an exported function's Go side.
@@ -123,10 +121,7 @@ type globalObj struct {
 
 // holder is a module riot made for a Memory or a Global made in
 // JavaScript.
-type holder struct {
-	mod api.Module
-	grp *closeGroup
-}
+type holder struct{ mod api.Module }
 
 func install(sb *engine.Sandbox, b *Binding) error {
 	rt := sb.Runtime()
@@ -233,137 +228,63 @@ func (ws *wasmSandbox) close() {
 	mods := ws.live
 	ws.live, ws.closed = nil, true
 	ws.mu.Unlock()
-	ws.closeMu.Lock()
-	defer ws.closeMu.Unlock()
 	for m := range mods {
-		_ = m.Close(context.Background())
+		closeModule(m)
 	}
-}
-
-// closeGroup is the wazero modules one owner (an instance or a holder)
-// made, closed when the owner is no longer reachable.
-//
-// A module that imports a memory shares the exporter's memory, and wazero
-// frees a memory (drops it from riot's allocator, so that later growth
-// goes uncounted) when any module that holds it closes. So a group whose
-// memory comes from another group is not closed before that one: its
-// modules wait in the other group's deferred list.
-type closeGroup struct {
-	mods []api.Module
-	// mem is the group whose memory these modules import, or nil.
-	mem *closeGroup
-	// done: the owner is unreachable and the group's modules are closed
-	// or waiting in mem's group.
-	done     bool
-	deferred []api.Module
-}
-
-// waiting is the first group from g along the memory's chain whose
-// owner is still in use, or nil: modules that share the memory wait
-// there. The caller holds the sandbox's mu.
-func (g *closeGroup) waiting() *closeGroup {
-	for ; g != nil; g = g.mem {
-		if !g.done {
-			return g
-		}
-	}
-	return nil
-}
-
-// groupOf is owner's close group, or nil.
-func groupOf(owner any) *closeGroup {
-	switch o := owner.(type) {
-	case *instanceObj:
-		return o.grp
-	case *holder:
-		return o.grp
-	}
-	return nil
 }
 
 // track records modules the sandbox made, to be closed with it, and
-// closes them when owner is no longer reachable (see closeGroup); mem is
-// the group whose memory they import, or nil.
-func (ws *wasmSandbox) track(owner any, mem *closeGroup, mods ...api.Module) {
-	g := &closeGroup{mods: mods, mem: mem}
-	switch o := owner.(type) {
-	case *instanceObj:
-		o.grp = g
-		runtime.AddCleanup(o, ws.release, g)
-	case *holder:
-		o.grp = g
-		runtime.AddCleanup(o, ws.release, g)
-	}
+// closes them when owner is no longer reachable.
+func (ws *wasmSandbox) track(owner any, mods ...api.Module) {
 	ws.mu.Lock()
 	if ws.closed {
 		ws.mu.Unlock()
-		ws.closeMods(mods)
+		for _, m := range mods {
+			closeModule(m)
+		}
 		return
 	}
 	for _, m := range mods {
 		ws.live[m] = struct{}{}
 	}
 	ws.mu.Unlock()
-}
-
-// release closes group g's modules, and those that waited for it, unless
-// the group whose memory they share is still in use.
-func (ws *wasmSandbox) release(g *closeGroup) {
-	ws.mu.Lock()
-	g.done = true
-	mods := append(g.mods, g.deferred...)
-	g.mods, g.deferred = nil, nil
-	if w := g.mem.waiting(); w != nil {
-		w.deferred = append(w.deferred, mods...)
-		ws.mu.Unlock()
-		if ws.b.onRelease != nil {
-			ws.b.onRelease(0)
-		}
-		return
-	}
-	if ws.closed {
-		ws.mu.Unlock()
-		return // close closed them
-	}
-	for _, m := range mods {
-		delete(ws.live, m)
-	}
-	ws.mu.Unlock()
-	ws.closeMods(mods)
-	if ws.b.onRelease != nil {
-		ws.b.onRelease(len(mods))
-	}
-}
-
-// discard closes modules made for an instantiation that failed; those
-// that share mem's memory wait for mem's group (see closeGroup).
-func (ws *wasmSandbox) discard(mem *closeGroup, mods []api.Module) {
-	if mem == nil {
-		ws.closeMods(mods)
-		return
-	}
-	ws.mu.Lock()
-	if w := mem.waiting(); w != nil && !ws.closed {
+	release := func(mods []api.Module) {
+		ws.mu.Lock()
 		for _, m := range mods {
-			ws.live[m] = struct{}{}
+			delete(ws.live, m)
 		}
-		w.deferred = append(w.deferred, mods...)
 		ws.mu.Unlock()
-		return
+		for _, m := range mods {
+			closeModule(m)
+		}
+		if ws.b.onRelease != nil {
+			ws.b.onRelease(len(mods))
+		}
 	}
-	ws.mu.Unlock()
-	ws.closeMods(mods)
+	switch o := owner.(type) {
+	case *instanceObj:
+		runtime.AddCleanup(o, release, mods)
+	case *holder:
+		runtime.AddCleanup(o, release, mods)
+	}
 }
 
-// closeMods closes modules one at a time: wazero's close of modules
-// that share a memory is not safe to run concurrently, and cleanups run
-// on several goroutines.
-func (ws *wasmSandbox) closeMods(mods []api.Module) {
-	ws.closeMu.Lock()
-	defer ws.closeMu.Unlock()
-	for _, m := range mods {
-		_ = m.Close(context.Background())
+// closeModule closes m without freeing its memory. A module that imports
+// a memory holds the exporter's memory itself, and wazero frees a memory
+// (drops riot's allocator from it, racing with any other close of the
+// same memory) when any module that holds it closes: an instance dropped
+// while its memory's Memory object lives would leave that memory growing
+// uncounted. Memories are riot's Go slices (see allocator), which the
+// garbage collector frees once no module or buffer refers to them, so m
+// lets go of its memory before it closes. (m's MemoryInstance is an
+// exported field of wazero's module type, set here through reflection.)
+func closeModule(m api.Module) {
+	if v := reflect.ValueOf(m); v.Kind() == reflect.Pointer && v.Elem().Kind() == reflect.Struct {
+		if f := v.Elem().FieldByName("MemoryInstance"); f.IsValid() && f.CanSet() {
+			f.SetZero()
+		}
 	}
+	_ = m.Close(context.Background())
 }
 
 // throwClass throws a new instance of class C with message.
@@ -654,8 +575,7 @@ func (ws *wasmSandbox) instantiate(c *compiled, importObj goja.Value) *goja.Obje
 	// Each import's source, in order; JavaScript functions go into one
 	// host module.
 	srcs := make([]source, len(info.imports))
-	var hostFns []int      // indexes into info.imports
-	var memGrp *closeGroup // the group of the imported memory's owner
+	var hostFns []int // indexes into info.imports
 	for i, im := range info.imports {
 		modv := imports.Get(im.module)
 		mo, ok := modv.(*goja.Object)
@@ -682,7 +602,6 @@ func (ws *wasmSandbox) instantiate(c *compiled, importObj goja.Value) *goja.Obje
 			}
 			srcs[i] = source{m.mod, m.name}
 			inst.keep = append(inst.keep, m.owner)
-			memGrp = groupOf(m.owner)
 		case kindGlobal:
 			g, ok := ws.hidden(v).(*globalObj)
 			if !ok {
@@ -704,7 +623,9 @@ func (ws *wasmSandbox) instantiate(c *compiled, importObj goja.Value) *goja.Obje
 	}
 	var made []api.Module
 	fail := func(C *goja.Object, format string, args ...any) {
-		ws.discard(memGrp, made)
+		for _, m := range made {
+			closeModule(m)
+		}
 		ws.throwClass(C, format, args...)
 	}
 	ctx := ws.sb.Context()
@@ -795,12 +716,16 @@ func (ws *wasmSandbox) instantiate(c *compiled, importObj goja.Value) *goja.Obje
 	if ws.pending != nil {
 		p := ws.pending
 		ws.pending = nil
-		ws.discard(memGrp, made)
+		for _, m := range made {
+			closeModule(m)
+		}
 		panic(p)
 	}
 	if err != nil {
 		if ctx.Err() != nil {
-			ws.discard(memGrp, made)
+			for _, m := range made {
+				closeModule(m)
+			}
 			ws.sb.Interrupt(context.Cause(ctx))
 			panic(rt.NewTypeError("WebAssembly.Instance: interrupted"))
 		}
@@ -813,7 +738,7 @@ func (ws *wasmSandbox) instantiate(c *compiled, importObj goja.Value) *goja.Obje
 	}
 	made = append(made, mod)
 	inst.mod = mod
-	ws.track(inst, memGrp, made...)
+	ws.track(inst, made...)
 
 	exports := rt.NewObject()
 	if err := exports.SetPrototype(nil); err != nil {
@@ -1161,7 +1086,7 @@ func (ws *wasmSandbox) newMemory(call goja.ConstructorCall) *goja.Object {
 		ws.sb.Throw("RangeError", "WebAssembly.Memory: %s", wazeroMessage(err))
 	}
 	h := &holder{mod: mod}
-	ws.track(h, nil, mod)
+	ws.track(h, mod)
 	mem := mod.ExportedMemory("memory")
 	m := &memoryObj{owner: h, mod: mod, name: "memory", mem: mem, lim: l, obj: call.This}
 	ws.hide(call.This, m)
@@ -1266,7 +1191,7 @@ func (ws *wasmSandbox) makeGlobal(t globalType, bits uint64) *globalObj {
 		panic(ws.rt.NewTypeError("WebAssembly.Global: %s", wazeroMessage(err)))
 	}
 	h := &holder{mod: mod}
-	ws.track(h, nil, mod)
+	ws.track(h, mod)
 	return &globalObj{owner: h, mod: mod, name: "global", g: mod.ExportedGlobal("global"), typ: t}
 }
 

@@ -426,16 +426,16 @@ func TestSameInEverySandbox(t *testing.T) {
 }
 
 // A memory stays counted against the worker's limit after a module that
-// imported it is gone. wazero frees a shared memory (and drops riot's
-// allocator from it) when any module holding it closes; the importer's
-// modules used to be closed as soon as the instance was unreachable, and
-// the memory's later growth then went uncounted: a workunit could grow it
-// past the worker's limit. The race detector also saw two cleanups close
-// modules of one memory at once.
+// imported it is gone, and dropped importers are closed. wazero frees a
+// shared memory (and drops riot's allocator from it) when any module
+// holding it closes: once a dropped instance was closed, the memory's
+// later growth went uncounted, and a workunit could grow it past the
+// worker's limit. The race detector also saw two cleanups free one memory
+// at once.
 func TestSharedMemoryOutlivesImporter(t *testing.T) {
 	b, err := jswasm.New(context.Background(), jswasm.Options{})
 	require.NoError(t, err)
-	released := make(chan int, 64)
+	released := make(chan int, 1024)
 	jswasm.SetOnRelease(b, func(n int) { released <- n })
 	eng, err := engine.New(engine.Options{Slots: 1, MemoryLimit: 256 << 20, Bindings: []engine.Binding{b}})
 	require.NoError(t, err)
@@ -445,27 +445,34 @@ func TestSharedMemoryOutlivesImporter(t *testing.T) {
 	})
 	grow := moduleLiteral(t, "grow")
 
+	// waitClosed collects cleanups until n importers' modules (a shim and
+	// the instance each) are closed. (The script's own Memory, mem, is a
+	// holder of one module, released too.)
+	waitClosed := func(n int) {
+		t.Helper()
+		deadline := time.Now().Add(30 * time.Second)
+		for got := 0; got < n; {
+			require.True(t, time.Now().Before(deadline), "%d of %d dropped instances were closed", got, n)
+			runtime.GC()
+			select {
+			case k := <-released:
+				if k == 2 {
+					got++
+				}
+			case <-time.After(20 * time.Millisecond):
+			}
+		}
+	}
+
 	v := mustEval(t, eng, `
 		globalThis.M = new WebAssembly.Memory({initial: 1});
 		new Uint8Array(M.buffer)[7] = 9;
 		globalThis.G = new WebAssembly.Module(`+grow+`);
-		const i = new WebAssembly.Instance(G, {env: {mem: M}});
-		return i.exports.peek(7)`)
-	assert.Equal(t, 9.0, v)
-
-	// The instance is unreachable now; wait for its cleanup. (The
-	// script's own Memory, mem, is a holder of one module, released too.)
-	deadline := time.Now().Add(30 * time.Second)
-	for waiting := true; waiting; {
-		require.True(t, time.Now().Before(deadline), "the instance's cleanup never ran")
-		runtime.GC()
-		select {
-		case n := <-released:
-			require.Less(t, n, 2, "the importer's modules (its shim and itself) were closed while their memory is in use")
-			waiting = n != 0
-		case <-time.After(50 * time.Millisecond):
-		}
-	}
+		let sum = 0;
+		for (let k = 0; k < 50; k++) sum += new WebAssembly.Instance(G, {env: {mem: M}}).exports.peek(7);
+		return sum`)
+	assert.Equal(t, 450.0, v)
+	waitClosed(50)
 
 	// 512 MiB more is past the worker's 256 MiB: memory.grow gives -1.
 	v = mustEval(t, eng, `
