@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/dop251/goja"
+
+	"github.com/riot-go/riot/engine/internal/jsvalue"
 )
 
 // Thrower throws a JavaScript error of the built-in class name (such as
@@ -22,8 +24,10 @@ var bigIntType = reflect.TypeOf((*big.Int)(nil))
 var FramePrefix = reflect.TypeOf(guard{}).PkgPath() + "."
 
 // raw is the operators themselves, compiled without the guard: what the
-// guard leaves to them runs here.
-var raw = goja.MustCompile("opguard", "[(a, b) => a ** b, (a, b) => a << b, (a, b) => a >> b]", true)
+// guard leaves to them runs here. It is one of riot's internal scripts,
+// whose frames a stack shown to a user leaves out: an error it throws
+// begins at the operator.
+var raw = goja.MustCompile(jsvalue.InternalFile, "[(a, b) => a ** b, (a, b) => a << b, (a, b) => a >> b]", true)
 
 // probeFunctions makes a function of each kind whose constructor Install
 // replaces.
