@@ -75,9 +75,9 @@ func Install(rt *goja.Runtime, throw Thrower, dynamic bool) error {
 		{"powSet", g.set(opPow)},
 		{"shlSet", g.set(opShl)},
 		{"shrSet", g.set(opShr)},
-		{"powAmount", g.amount(opPow)},
-		{"shlAmount", g.amount(opShl)},
-		{"shrAmount", g.amount(opShr)},
+		{"powPrivate", g.private(opPow)},
+		{"shlPrivate", g.private(opShl)},
+		{"shrPrivate", g.private(opShr)},
 	}
 	for _, f := range fns {
 		if err := obj.DefineDataProperty(f.name, rt.ToValue(f.fn), goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE); err != nil {
@@ -138,22 +138,27 @@ func (g *guard) set(op int) func(goja.FunctionCall) goja.Value {
 	}
 }
 
-// amount bounds the right operand of a compound assignment whose target
-// the guard cannot read (a private field of an expression's value): a
-// BigInt exponent of at most 64, a shift of at most 2^24 bits.
-func (g *guard) amount(op int) func(goja.FunctionCall) goja.Value {
+// private is the guard of a compound assignment to a private field of an
+// expression's value: guard.powPrivate(o, get, set, b) is o.#x **= b, where
+// get and set read and write o.#x (see privateAccess), with b evaluated
+// before o.#x is read, as in set.
+func (g *guard) private(op int) func(goja.FunctionCall) goja.Value {
 	return func(c goja.FunctionCall) goja.Value {
-		b := g.primitive(c.Argument(0))
-		if y, ok := g.bigInt(b); ok {
-			limit := int64(1 << 24)
-			if op == opPow {
-				limit = 64
-			}
-			if !y.IsInt64() || y.Int64() > limit || y.Int64() < -limit {
-				g.tooLarge()
-			}
+		o := c.Argument(0)
+		get, okGet := goja.AssertFunction(c.Argument(1))
+		set, okSet := goja.AssertFunction(c.Argument(2))
+		if !okGet || !okSet {
+			g.throw("TypeError", "%s: the field's accessors are not functions", Name)
 		}
-		return b
+		cur, err := get(goja.Undefined(), o)
+		if err != nil {
+			panic(err)
+		}
+		res := g.apply(op, cur, c.Argument(3))
+		if _, err := set(goja.Undefined(), o, res); err != nil {
+			panic(err)
+		}
+		return res
 	}
 }
 

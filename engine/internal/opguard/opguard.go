@@ -227,8 +227,9 @@ func isNumberLiteral(e ast.Expression) bool {
 // right)`, exactly the operator's order. Another member target goes through
 // the guard's set form, which gets, computes and sets in one call: its
 // right operand is then evaluated before the property is read. A private
-// field of another object keeps its operator, with a right operand the
-// guard bounds on its own.
+// field of another object goes through the private form, given two arrow
+// functions made in place (inside the class, where the field's name means
+// something) that read and write the field of their argument.
 func guardAssign(e *ast.AssignExpression, fn string) ast.Expression {
 	at0, at1 := e.Idx0(), e.Idx1()
 	if again, ok := reread(e.Left); ok {
@@ -241,9 +242,32 @@ func guardAssign(e *ast.AssignExpression, fn string) ast.Expression {
 		return call(at0, at1, fn+"Set", t.Left, key, e.Right)
 	case *ast.BracketExpression:
 		return call(at0, at1, fn+"Set", t.Left, t.Member, e.Right)
+	case *ast.PrivateDotExpression:
+		get, set := privateAccess(t, at0)
+		return call(at0, at1, fn+"Private", t.Left, get, set, e.Right)
 	}
-	e.Right = call(e.Right.Idx0(), e.Right.Idx1(), fn+"Amount", e.Right)
-	return e
+	return nil // not a target the parser gives a compound assignment
+}
+
+// privateAccess returns `(o) => o.#x` and `(o, v) => o.#x = v` for the
+// private field of t, at the position at. Their parameter is named Name,
+// which no source uses: it hides nothing.
+func privateAccess(t *ast.PrivateDotExpression, at file.Idx) (get, set ast.Expression) {
+	ident := func(name string) *ast.Identifier { return &ast.Identifier{Name: unistring.String(name), Idx: at} }
+	field := func() *ast.PrivateDotExpression {
+		return &ast.PrivateDotExpression{Left: ident(Name), Identifier: t.Identifier}
+	}
+	arrow := func(body ast.Expression, params ...string) *ast.ArrowFunctionLiteral {
+		list := &ast.ParameterList{Opening: at, Closing: at}
+		for _, p := range params {
+			list.List = append(list.List, &ast.Binding{Target: ident(p)})
+		}
+		return &ast.ArrowFunctionLiteral{Start: at, ParameterList: list, Body: &ast.ExpressionBody{Expression: body},
+			Source: "() => { [riot's guard] }"}
+	}
+	get = arrow(field(), Name)
+	set = arrow(&ast.AssignExpression{Operator: token.ASSIGN, Left: field(), Right: ident("v")}, Name, "v")
+	return get, set
 }
 
 // reread returns a copy of target to read it again, when that has no side

@@ -137,7 +137,7 @@ func TestGuard_HugeBigInts(t *testing.T) {
 		{`let x = 3n, y = 2n ** 40n; x **= y`, tooLarge},
 		{`let o = {p: 3n}, y = 2n ** 40n; o.p <<= y`, tooLarge},
 		{`let n = 0, o = {p: 3n}, y = 2n ** 40n; (n++, o).p **= y`, tooLarge},
-		{`class A { #x = 2n; static g(a) { return a } static f(a, y) { A.g(a).#x **= y } } A.f(new A(), 65n)`, tooLarge},
+		{`class A { #x = 2n; static g(a) { return a } static f(a, y) { A.g(a).#x **= y } } A.f(new A(), 2n ** 26n)`, tooLarge},
 		{`let x = 12345n, y = 2n ** 64n; x >> y`, "bigint 0"},
 		{`let x = -12345n, y = 2n ** 64n; x >> y`, "bigint -1"},
 		{`let x = 12345n, y = 2n ** 64n + 1n; x >> y`, "bigint 0"},
@@ -229,4 +229,46 @@ func TestGuard_Needed(t *testing.T) {
 	assert.True(t, Needed("a ** b"))
 	assert.True(t, Needed("a >> b"))
 	assert.True(t, Needed("a << b"))
+}
+
+// A compound assignment to a private field of an expression's value is
+// bounded by its result, as every other form is: repeated, it cannot build
+// a BigInt past MaxBigIntBits. A regression test: only its right operand
+// was bounded (a shift of at most 2^24, an exponent of at most 64), so a
+// loop of such shifts went past the bound, and `**= 64n` from a BigInt of
+// 2^24 bits asked math/big for 2^30 bits, and once more for 2^36 (8 GiB),
+// in one call that no interrupt reaches. It still does what the operator
+// does, in the order of the other member forms (the right operand before
+// the field is read).
+func TestGuard_PrivateFieldOfAnExpression(t *testing.T) {
+	t.Parallel()
+	tooLarge := "throw RangeError: Maximum BigInt size exceeded (** and shifts in a workunit make BigInts of at most 2^26 bits)"
+	huge := []string{
+		`class A { #x = 1n; static g(a) { return a } static f(a, y) { for (let i = 0; i < 5; i++) A.g(a).#x <<= y; return a.#x.toString(16).length } } A.f(new A(), 1n << 24n)`,
+		`class A { #x = 1n; static g(a) { return a } static f(a, y) { for (let i = 0; i < 5; i++) A.g(a).#x >>= y; return a.#x.toString(16).length } } A.f(new A(), -(1n << 24n))`,
+		`class A { #x = 1n << (1n << 20n); static g(a) { return a } static f(a, y) { A.g(a).#x **= y } } A.f(new A(), 64n)`,
+	}
+	for _, src := range huge {
+		assert.Equal(t, tooLarge, result(guardedRuntime(t, true), Compile, src), src)
+	}
+	same := []string{
+		`class A { #x = 3n; static g(a) { return a } static f(a, y) { let r = (A.g(a).#x **= y); return [r, a.#x].join() } } A.f(new A(), 3n)`,
+		`class A { #x = 3n; static g(a) { return a } static f(a, y) { A.g(a).#x <<= y; A.g(a).#x >>= 1n; return a.#x } } A.f(new A(), 70n)`,
+		`class A { static #x = 5n; static g() { return A } static f(y) { A.g().#x **= y; return A.#x } } A.f(2n)`,
+		`class A { #x = 2n; static g(a) { return a } static f(a, y) { A.g(a).#x **= y; return a.#x } } try { A.f({}, 2n) } catch (e) { e.name }`,
+		`class A { #x = 2n; static g(a) { return a } static f(a, y) { A.g(a).#x **= y; return a.#x } } try { A.f(new A(), 2) } catch (e) { e.name + ': ' + e.message }`,
+		`class A { #x = 2; static g(a) { return a } static f(a, y) { A.g(a).#x **= y; A.g(a).#x <<= y; return a.#x } } A.f(new A(), 3)`,
+		`class A { #x = 2n; static g(a) { return a } async f(y) { A.g(this).#x **= await y; return this.#x } } let r; new A().f(Promise.resolve(5n)).then(v => r = v); r`,
+		`class A { #x = 2n; static g(a) { return a } *f(y) { A.g(this).#x **= yield y; return this.#x } } let it = new A().f(1n); it.next(); String(it.next(4n).value)`,
+		`class A { #x = 2n; m(y) { const g = () => this; g().#x **= y; return (() => { g().#x <<= y; return this.#x })() } } new A().m(2n)`,
+	}
+	for _, src := range same {
+		assert.Equal(t, result(goja.New(), plainCompile, src), result(guardedRuntime(t, true), Compile, src), src)
+	}
+	got := result(guardedRuntime(t, true), Compile,
+		`let log = []; class A { #x = 2n; static g(a) { log.push('g'); return a } static f(a) { A.g(a).#x **= (log.push('y'), 3n); return [a.#x, log].join() } } A.f(new A())`)
+	assert.Equal(t, "string 8,g,y", got, "the object, then the right operand")
+	got = result(guardedRuntime(t, true), Compile,
+		`class A { #x = 2n; static g(a) { return a } static f(a, y) { A.g(a).#x **= A.g(a).#x **= y; return a.#x } } A.f(new A(), 2n)`)
+	assert.Equal(t, "bigint 256", got, "the field read after the right operand (the operator: 16n)")
 }
