@@ -177,15 +177,17 @@ func (g *guard) apply(op int, a, b goja.Value) goja.Value {
 			}
 		}
 	}
-	a, b = g.primitive(a), g.primitive(b)
+	a = g.primitive(a)
+	if _, ok := a.(*goja.Symbol); ok {
+		// ToNumeric of the left operand throws before the right one is
+		// converted: the operator does both.
+		return g.operator(op, a, b)
+	}
+	b = g.primitive(b)
 	x, okA := g.bigInt(a)
 	y, okB := g.bigInt(b)
 	if !okA || !okB {
-		v, err := g.ops[op](goja.Undefined(), a, b)
-		if err != nil {
-			panic(err)
-		}
-		return v
+		return g.operator(op, a, b)
 	}
 	switch op {
 	case opPow:
@@ -195,6 +197,15 @@ func (g *guard) apply(op int, a, b goja.Value) goja.Value {
 	default:
 		return g.shift(x, y, true)
 	}
+}
+
+// operator is a op b by the operator itself.
+func (g *guard) operator(op int, a, b goja.Value) goja.Value {
+	v, err := g.ops[op](goja.Undefined(), a, b)
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
 
 func (g *guard) pow(x, y *big.Int) goja.Value {
@@ -343,8 +354,13 @@ func (g *guard) installEval() error {
 		return g.run("<eval>", src.String())
 	}
 	fn := g.rt.ToValue(eval).(*goja.Object)
-	if err := fn.DefineDataProperty("name", g.rt.ToValue("eval"), goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE); err != nil {
-		return err
+	for _, p := range []struct {
+		name string
+		v    goja.Value
+	}{{"name", g.rt.ToValue("eval")}, {"length", g.rt.ToValue(1)}} {
+		if err := fn.DefineDataProperty(p.name, p.v, goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE); err != nil {
+			return err
+		}
 	}
 	return g.rt.GlobalObject().DefineDataProperty("eval", fn, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
 }
