@@ -27,7 +27,12 @@ var FramePrefix = reflect.TypeOf(guard{}).PkgPath() + "."
 // guard leaves to them runs here. It is one of riot's internal scripts,
 // whose frames a stack shown to a user leaves out: an error it throws
 // begins at the operator.
-var raw = goja.MustCompile(jsvalue.InternalFile, "[(a, b) => a ** b, (a, b) => a << b, (a, b) => a >> b]", true)
+// It also gets and sets a property as the operators' assignments do, in
+// strict code (setSloppy is the setter of sloppy code).
+var raw = goja.MustCompile(jsvalue.InternalFile,
+	"[(a, b) => a ** b, (a, b) => a << b, (a, b) => a >> b, (o, k) => o[k], (o, k, v) => { o[k] = v }]", true)
+
+var setSloppy = goja.MustCompile(jsvalue.InternalFile, "(function (o, k, v) { o[k] = v })", false)
 
 // probeFunctions makes a function of each kind whose constructor Install
 // replaces.
@@ -38,6 +43,9 @@ type guard struct {
 	rt    *goja.Runtime
 	throw Thrower
 	ops   [3]goja.Callable // pow, shl, shr
+	// getProp and setProp are o[k] and o[k] = v; setSloppy is the latter
+	// in sloppy code.
+	getProp, setProp, setSloppy goja.Callable
 }
 
 const (
@@ -63,6 +71,17 @@ func Install(rt *goja.Runtime, throw Thrower, dynamic bool) error {
 			return errNotFunction
 		}
 		g.ops[i] = fn
+	}
+	var okGet, okSet, okSloppy bool
+	g.getProp, okGet = goja.AssertFunction(arr.Get("3"))
+	g.setProp, okSet = goja.AssertFunction(arr.Get("4"))
+	sv, err := rt.RunProgram(setSloppy)
+	if err != nil {
+		return err
+	}
+	g.setSloppy, okSloppy = goja.AssertFunction(sv)
+	if !okGet || !okSet || !okSloppy {
+		return errNotFunction
 	}
 	obj := rt.NewObject()
 	fns := []struct {
@@ -110,28 +129,26 @@ func (g *guard) binary(op int) func(goja.FunctionCall) goja.Value {
 }
 
 // set is the guard of a compound assignment to a member:
-// guard.powSet(o, k, b) is o[k] **= b, with b evaluated before o[k] is read.
+// guard.powSet(o, k, b, strict) is o[k] **= b, with b evaluated before o[k]
+// is read; strict tells whether the assignment is strict mode code (where
+// a property that cannot be set throws).
 func (g *guard) set(op int) func(goja.FunctionCall) goja.Value {
 	return func(c goja.FunctionCall) goja.Value {
-		o := c.Argument(0).ToObject(g.rt)
+		o := c.Argument(0)
 		key := c.Argument(1)
-		var cur goja.Value
-		sym, isSym := key.(*goja.Symbol)
-		name := ""
-		if isSym {
-			cur = o.GetSymbol(sym)
-		} else {
-			name = key.String()
-			cur = o.Get(name)
+		if _, isSym := key.(*goja.Symbol); !isSym {
+			key = g.rt.ToValue(key.String()) // the key, converted once
+		}
+		cur, err := g.getProp(goja.Undefined(), o, key)
+		if err != nil {
+			panic(err)
 		}
 		res := g.apply(op, cur, c.Argument(2))
-		var err error
-		if isSym {
-			err = o.SetSymbol(sym, res)
-		} else {
-			err = o.Set(name, res)
+		set := g.setSloppy
+		if c.Argument(3).ToBoolean() {
+			set = g.setProp
 		}
-		if err != nil {
+		if _, err := set(goja.Undefined(), o, key, res); err != nil {
 			panic(err)
 		}
 		return res
