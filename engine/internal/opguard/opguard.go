@@ -66,7 +66,7 @@ func Needed(src string) bool {
 // guard (see the package doc). The program must run in a runtime where
 // Install has run.
 func Compile(name, src string) (*goja.Program, error) {
-	if !Needed(src) {
+	if !Needed(src) && !strings.Contains(src, Name) {
 		return goja.Compile(name, src, false)
 	}
 	prg, err := goja.Parse(name, src)

@@ -216,6 +216,10 @@ func TestGuard_NameAndPositions(t *testing.T) {
 	t.Parallel()
 	got := result(guardedRuntime(t, true), Compile, "let a = 2n, b = 3n; a ** b; __riot_guard.pow = null")
 	assert.Contains(t, got, "reserved by riot")
+	// also in a source without the operators
+	got = result(guardedRuntime(t, true), Compile, "function f(__riot_guard) { return 1 }")
+	assert.Contains(t, got, "reserved by riot")
+	assert.Equal(t, "string __riot_guard", result(guardedRuntime(t, true), Compile, "'__riot_guard' // __riot_guard"), "a string or a comment may hold it")
 
 	pc := regexp.MustCompile(`\(\d+\)`) // goja's program counter, which the engine drops
 	stack := func(rt *goja.Runtime, compile func(string, string) (*goja.Program, error), src string) string {
