@@ -58,19 +58,20 @@ func StackString(name, msg string, frames []goja.StackFrame, max int) string {
 }
 
 // WriteFrames appends one "    at ..." line per frame to b, leaving out
-// riot's internal scripts (jsvalue.InternalFile).
+// riot's internal scripts (jsvalue.InternalFile) and the BigInt
+// operators' guard (opguard.FramePrefix).
 func WriteFrames(b *strings.Builder, frames []goja.StackFrame) {
 	for i := range frames {
 		f := &frames[i]
-		b.WriteString("\n    at ")
 		name := f.FuncName()
 		if name == "<anonymous>" {
 			name = ""
 		}
 		pos := f.Position()
-		if pos.Filename == jsvalue.InternalFile {
+		if pos.Filename == jsvalue.InternalFile || strings.HasPrefix(name, opguard.FramePrefix) {
 			continue
 		}
+		b.WriteString("\n    at ")
 		if pos.Filename == "" && pos.Line == 0 {
 			if name == "" {
 				name = "<anonymous>"

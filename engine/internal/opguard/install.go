@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"github.com/dop251/goja"
+
+	"github.com/riot-go/riot/engine/internal/jsvalue"
 )
 
 // Thrower throws a JavaScript error of the built-in class name (such as
@@ -22,8 +24,15 @@ var bigIntType = reflect.TypeOf((*big.Int)(nil))
 var FramePrefix = reflect.TypeOf(guard{}).PkgPath() + "."
 
 // raw is the operators themselves, compiled without the guard: what the
-// guard leaves to them runs here.
-var raw = goja.MustCompile("opguard", "[(a, b) => a ** b, (a, b) => a << b, (a, b) => a >> b]", true)
+// guard leaves to them runs here. It is one of riot's internal scripts,
+// whose frames a stack shown to a user leaves out: an error it throws
+// begins at the operator.
+// It also gets and sets a property as the operators' assignments do, in
+// strict code (setSloppy is the setter of sloppy code).
+var raw = goja.MustCompile(jsvalue.InternalFile,
+	"[(a, b) => a ** b, (a, b) => a << b, (a, b) => a >> b, (o, k) => o[k], (o, k, v) => { o[k] = v }]", true)
+
+var setSloppy = goja.MustCompile(jsvalue.InternalFile, "(function (o, k, v) { o[k] = v })", false)
 
 // probeFunctions makes a function of each kind whose constructor Install
 // replaces.
@@ -34,6 +43,9 @@ type guard struct {
 	rt    *goja.Runtime
 	throw Thrower
 	ops   [3]goja.Callable // pow, shl, shr
+	// getProp and setProp are o[k] and o[k] = v; setSloppy is the latter
+	// in sloppy code.
+	getProp, setProp, setSloppy goja.Callable
 }
 
 const (
@@ -60,6 +72,17 @@ func Install(rt *goja.Runtime, throw Thrower, dynamic bool) error {
 		}
 		g.ops[i] = fn
 	}
+	var okGet, okSet, okSloppy bool
+	g.getProp, okGet = goja.AssertFunction(arr.Get("3"))
+	g.setProp, okSet = goja.AssertFunction(arr.Get("4"))
+	sv, err := rt.RunProgram(setSloppy)
+	if err != nil {
+		return err
+	}
+	g.setSloppy, okSloppy = goja.AssertFunction(sv)
+	if !okGet || !okSet || !okSloppy {
+		return errNotFunction
+	}
 	obj := rt.NewObject()
 	fns := []struct {
 		name string
@@ -71,9 +94,9 @@ func Install(rt *goja.Runtime, throw Thrower, dynamic bool) error {
 		{"powSet", g.set(opPow)},
 		{"shlSet", g.set(opShl)},
 		{"shrSet", g.set(opShr)},
-		{"powAmount", g.amount(opPow)},
-		{"shlAmount", g.amount(opShl)},
-		{"shrAmount", g.amount(opShr)},
+		{"powPrivate", g.private(opPow)},
+		{"shlPrivate", g.private(opShl)},
+		{"shrPrivate", g.private(opShr)},
 	}
 	for _, f := range fns {
 		if err := obj.DefineDataProperty(f.name, rt.ToValue(f.fn), goja.FLAG_FALSE, goja.FLAG_FALSE, goja.FLAG_FALSE); err != nil {
@@ -106,50 +129,53 @@ func (g *guard) binary(op int) func(goja.FunctionCall) goja.Value {
 }
 
 // set is the guard of a compound assignment to a member:
-// guard.powSet(o, k, b) is o[k] **= b, with b evaluated before o[k] is read.
+// guard.powSet(o, k, b, strict) is o[k] **= b, with b evaluated before o[k]
+// is read; strict tells whether the assignment is strict mode code (where
+// a property that cannot be set throws).
 func (g *guard) set(op int) func(goja.FunctionCall) goja.Value {
 	return func(c goja.FunctionCall) goja.Value {
-		o := c.Argument(0).ToObject(g.rt)
+		o := c.Argument(0)
 		key := c.Argument(1)
-		var cur goja.Value
-		sym, isSym := key.(*goja.Symbol)
-		name := ""
-		if isSym {
-			cur = o.GetSymbol(sym)
-		} else {
-			name = key.String()
-			cur = o.Get(name)
+		if _, isSym := key.(*goja.Symbol); !isSym {
+			key = g.rt.ToValue(key.String()) // the key, converted once
+		}
+		cur, err := g.getProp(goja.Undefined(), o, key)
+		if err != nil {
+			panic(err)
 		}
 		res := g.apply(op, cur, c.Argument(2))
-		var err error
-		if isSym {
-			err = o.SetSymbol(sym, res)
-		} else {
-			err = o.Set(name, res)
+		set := g.setSloppy
+		if c.Argument(3).ToBoolean() {
+			set = g.setProp
 		}
-		if err != nil {
+		if _, err := set(goja.Undefined(), o, key, res); err != nil {
 			panic(err)
 		}
 		return res
 	}
 }
 
-// amount bounds the right operand of a compound assignment whose target
-// the guard cannot read (a private field of an expression's value): a
-// BigInt exponent of at most 64, a shift of at most 2^24 bits.
-func (g *guard) amount(op int) func(goja.FunctionCall) goja.Value {
+// private is the guard of a compound assignment to a private field of an
+// expression's value: guard.powPrivate(o, get, set, b) is o.#x **= b, where
+// get and set read and write o.#x (see privateAccess), with b evaluated
+// before o.#x is read, as in set.
+func (g *guard) private(op int) func(goja.FunctionCall) goja.Value {
 	return func(c goja.FunctionCall) goja.Value {
-		b := g.primitive(c.Argument(0))
-		if y, ok := g.bigInt(b); ok {
-			limit := int64(1 << 24)
-			if op == opPow {
-				limit = 64
-			}
-			if !y.IsInt64() || y.Int64() > limit || y.Int64() < -limit {
-				g.tooLarge()
-			}
+		o := c.Argument(0)
+		get, okGet := goja.AssertFunction(c.Argument(1))
+		set, okSet := goja.AssertFunction(c.Argument(2))
+		if !okGet || !okSet {
+			g.throw("TypeError", "%s: the field's accessors are not functions", Name)
 		}
-		return b
+		cur, err := get(goja.Undefined(), o)
+		if err != nil {
+			panic(err)
+		}
+		res := g.apply(op, cur, c.Argument(3))
+		if _, err := set(goja.Undefined(), o, res); err != nil {
+			panic(err)
+		}
+		return res
 	}
 }
 
@@ -168,15 +194,17 @@ func (g *guard) apply(op int, a, b goja.Value) goja.Value {
 			}
 		}
 	}
-	a, b = g.primitive(a), g.primitive(b)
+	a = g.primitive(a)
+	if _, ok := a.(*goja.Symbol); ok {
+		// ToNumeric of the left operand throws before the right one is
+		// converted: the operator does both.
+		return g.operator(op, a, b)
+	}
+	b = g.primitive(b)
 	x, okA := g.bigInt(a)
 	y, okB := g.bigInt(b)
 	if !okA || !okB {
-		v, err := g.ops[op](goja.Undefined(), a, b)
-		if err != nil {
-			panic(err)
-		}
-		return v
+		return g.operator(op, a, b)
 	}
 	switch op {
 	case opPow:
@@ -186,6 +214,15 @@ func (g *guard) apply(op int, a, b goja.Value) goja.Value {
 	default:
 		return g.shift(x, y, true)
 	}
+}
+
+// operator is a op b by the operator itself.
+func (g *guard) operator(op int, a, b goja.Value) goja.Value {
+	v, err := g.ops[op](goja.Undefined(), a, b)
+	if err != nil {
+		panic(err)
+	}
+	return v
 }
 
 func (g *guard) pow(x, y *big.Int) goja.Value {
@@ -334,8 +371,13 @@ func (g *guard) installEval() error {
 		return g.run("<eval>", src.String())
 	}
 	fn := g.rt.ToValue(eval).(*goja.Object)
-	if err := fn.DefineDataProperty("name", g.rt.ToValue("eval"), goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE); err != nil {
-		return err
+	for _, p := range []struct {
+		name string
+		v    goja.Value
+	}{{"name", g.rt.ToValue("eval")}, {"length", g.rt.ToValue(1)}} {
+		if err := fn.DefineDataProperty(p.name, p.v, goja.FLAG_FALSE, goja.FLAG_TRUE, goja.FLAG_FALSE); err != nil {
+			return err
+		}
 	}
 	return g.rt.GlobalObject().DefineDataProperty("eval", fn, goja.FLAG_TRUE, goja.FLAG_TRUE, goja.FLAG_FALSE)
 }

@@ -66,7 +66,7 @@ func Needed(src string) bool {
 // guard (see the package doc). The program must run in a runtime where
 // Install has run.
 func Compile(name, src string) (*goja.Program, error) {
-	if !Needed(src) {
+	if !Needed(src) && !strings.Contains(src, Name) {
 		return goja.Compile(name, src, false)
 	}
 	prg, err := goja.Parse(name, src)
@@ -96,6 +96,10 @@ var (
 type rewriter struct {
 	seen map[uintptr]bool
 	err  error
+	// strict: the code being walked is strict mode code, where an
+	// assignment that cannot be made throws (in sloppy code it does
+	// nothing).
+	strict bool
 }
 
 // walk visits v and every AST node below it, children first, and replaces
@@ -118,7 +122,10 @@ func (w *rewriter) walk(v reflect.Value) {
 			w.fail(id.Idx)
 			return
 		}
+		outer := w.strict
+		w.strict = w.strict || strictNode(v.Interface())
 		w.walk(v.Elem())
+		w.strict = outer
 	case reflect.Struct:
 		if v.Type().PkgPath() != astPkg {
 			return
@@ -155,12 +162,49 @@ func (w *rewriter) slot(f reflect.Value) {
 		if !ok {
 			return
 		}
-		if r := guarded(e); r != nil && reflect.TypeOf(r).AssignableTo(f.Type()) {
+		if r := guarded(e, w.strict); r != nil && reflect.TypeOf(r).AssignableTo(f.Type()) {
 			f.Set(reflect.ValueOf(r))
 		}
 	case reflect.Pointer, reflect.Struct, reflect.Slice:
 		w.walk(f)
 	}
+}
+
+// strictNode reports whether node begins strict mode code: a program or a
+// function whose body begins with the directive "use strict", or a class
+// (all of whose parts are strict).
+func strictNode(node any) bool {
+	switch n := node.(type) {
+	case *ast.Program:
+		return useStrict(n.Body)
+	case *ast.FunctionLiteral:
+		return n.Body != nil && useStrict(n.Body.List)
+	case *ast.ArrowFunctionLiteral:
+		b, ok := n.Body.(*ast.BlockStatement)
+		return ok && useStrict(b.List)
+	case *ast.ClassLiteral:
+		return true
+	}
+	return false
+}
+
+// useStrict reports whether the directive prologue of body (its leading
+// string literal statements) holds "use strict", as goja reads it.
+func useStrict(body []ast.Statement) bool {
+	for _, st := range body {
+		es, ok := st.(*ast.ExpressionStatement)
+		if !ok {
+			return false
+		}
+		lit, ok := es.Expression.(*ast.StringLiteral)
+		if !ok {
+			return false
+		}
+		if lit.Literal == `"use strict"` || lit.Literal == `'use strict'` {
+			return true
+		}
+	}
+	return false
 }
 
 func (w *rewriter) fail(at file.Idx) {
@@ -176,8 +220,9 @@ var opNames = map[token.Token]string{
 	token.SHIFT_RIGHT: "shr",
 }
 
-// guarded returns the expression that replaces e, or nil to leave it.
-func guarded(e ast.Expression) ast.Expression {
+// guarded returns the expression that replaces e, or nil to leave it;
+// strict: e is strict mode code.
+func guarded(e ast.Expression, strict bool) ast.Expression {
 	switch e := e.(type) {
 	case *ast.BinaryExpression:
 		fn, ok := opNames[e.Operator]
@@ -190,7 +235,7 @@ func guarded(e ast.Expression) ast.Expression {
 		if !ok || harmless(e.Operator, nil, e.Right) {
 			return nil
 		}
-		return guardAssign(e, fn)
+		return guardAssign(e, fn, strict)
 	}
 	return nil
 }
@@ -226,24 +271,54 @@ func isNumberLiteral(e ast.Expression) bool {
 // and k are names, this or literals) becomes `target = guard(target,
 // right)`, exactly the operator's order. Another member target goes through
 // the guard's set form, which gets, computes and sets in one call: its
-// right operand is then evaluated before the property is read. A private
-// field of another object keeps its operator, with a right operand the
-// guard bounds on its own.
-func guardAssign(e *ast.AssignExpression, fn string) ast.Expression {
+// right operand is then evaluated before the property is read, and it
+// is told whether the code is strict, which decides whether a property
+// that cannot be set throws. A private
+// field of another object goes through the private form, given two arrow
+// functions made in place (inside the class, where the field's name means
+// something) that read and write the field of their argument.
+func guardAssign(e *ast.AssignExpression, fn string, strict bool) ast.Expression {
 	at0, at1 := e.Idx0(), e.Idx1()
 	if again, ok := reread(e.Left); ok {
 		return &ast.AssignExpression{Operator: token.ASSIGN, Left: e.Left,
 			Right: call(at0, at1, fn, again, e.Right)}
 	}
+	mode := &ast.BooleanLiteral{Idx: at0, Literal: "false"}
+	if strict {
+		mode.Literal, mode.Value = "true", true
+	}
 	switch t := e.Left.(type) {
 	case *ast.DotExpression:
 		key := &ast.StringLiteral{Idx: t.Identifier.Idx, Literal: `"` + string(t.Identifier.Name) + `"`, Value: t.Identifier.Name}
-		return call(at0, at1, fn+"Set", t.Left, key, e.Right)
+		return call(at0, at1, fn+"Set", t.Left, key, e.Right, mode)
 	case *ast.BracketExpression:
-		return call(at0, at1, fn+"Set", t.Left, t.Member, e.Right)
+		return call(at0, at1, fn+"Set", t.Left, t.Member, e.Right, mode)
+	case *ast.PrivateDotExpression:
+		get, set := privateAccess(t, at0)
+		return call(at0, at1, fn+"Private", t.Left, get, set, e.Right)
 	}
-	e.Right = call(e.Right.Idx0(), e.Right.Idx1(), fn+"Amount", e.Right)
-	return e
+	return nil // not a target the parser gives a compound assignment
+}
+
+// privateAccess returns `(o) => o.#x` and `(o, v) => o.#x = v` for the
+// private field of t, at the position at. Their parameter is named Name,
+// which no source uses: it hides nothing.
+func privateAccess(t *ast.PrivateDotExpression, at file.Idx) (get, set ast.Expression) {
+	ident := func(name string) *ast.Identifier { return &ast.Identifier{Name: unistring.String(name), Idx: at} }
+	field := func() *ast.PrivateDotExpression {
+		return &ast.PrivateDotExpression{Left: ident(Name), Identifier: t.Identifier}
+	}
+	arrow := func(body ast.Expression, params ...string) *ast.ArrowFunctionLiteral {
+		list := &ast.ParameterList{Opening: at, Closing: at}
+		for _, p := range params {
+			list.List = append(list.List, &ast.Binding{Target: ident(p)})
+		}
+		return &ast.ArrowFunctionLiteral{Start: at, ParameterList: list, Body: &ast.ExpressionBody{Expression: body},
+			Source: "() => { [riot's guard] }"}
+	}
+	get = arrow(field(), Name)
+	set = arrow(&ast.AssignExpression{Operator: token.ASSIGN, Left: field(), Right: ident("v")}, Name, "v")
+	return get, set
 }
 
 // reread returns a copy of target to read it again, when that has no side

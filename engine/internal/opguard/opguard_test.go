@@ -89,6 +89,9 @@ func TestGuard_SameAsTheOperators(t *testing.T) {
 		`let a = {[Symbol.toPrimitive](h) { return h === 'number' ? 4 : 0 }}, b = 2; a ** b`,
 		`let a = {valueOf() { return {} }, toString() { return '5' }}, b = 2; a ** b`,
 		`let a = Object.create(null), b = 2n; a ** b`,
+		`let log = []; let a = Symbol(), b = {valueOf() { log.push('b'); return 1n }}; try { a ** b } catch (e) { log.push(e.name) } log.join()`,
+		`let log = []; let a = {valueOf() { log.push('a'); return Symbol() }}, b = {valueOf() { log.push('b'); return 1n }}; try { a << b } catch (e) { log.push(e.name) } log.join()`,
+		`let log = []; let a = 1n, b = {valueOf() { log.push('b'); return Symbol() }}; try { a >> b } catch (e) { log.push(e.name) } log.join()`,
 		`let x = 3n, y = 4n; x **= y; x`, `let x = 1n, y = 70n; x <<= y; x`, `let x = -9n, y = 2n; x >>= y; x`,
 		`let o = {p: 2n}, y = 5n; o.p **= y; o.p`, `let o = {p: 2n}, k = 'p', y = 3n; o[k] <<= y; o.p`,
 		`let n = 0, o = {p: 2n}, y = 3n; function f() { n++; return o } f().p **= y; [o.p, n].join()`,
@@ -99,6 +102,17 @@ func TestGuard_SameAsTheOperators(t *testing.T) {
 		`class B { get v() { return this._v } set v(x) { this._v = x } } class C extends B { f(y) { super.v **= y; return this._v } } let c = new C(); c._v = 3n; c.f(3n)`,
 		`'use strict'; const c = 2n; let y = 2n; c **= y`,
 		`let s = Symbol('s'), o = {[s]: 2n}, y = 3n; o[s] **= y; o[s]`,
+		`let o = Object.freeze({p: 2n}); function k() { return 'p' } o[k()] **= 2n; o.p`,
+		`let o = {get p() { return 2n }}; function f() { return o } f().p <<= 2n; o.p`,
+		`let log = []; let o = {get p() { return 3n }, set p(v) { log.push(String(v)) }}; function f() { return o } f().p **= 2n; log.join()`,
+		`'use strict'; let o = Object.freeze({p: 2n}); function k() { return 'p' } try { o[k()] **= 2n; 'no' } catch (e) { e.name }`,
+		`function f() { 'use strict'; let o = Object.freeze({p: 2n}); function k() { return 'p' } try { o[k()] **= 2n; return 'no' } catch (e) { return e.name } } f()`,
+		`function f() { 'use strict'; return () => { let o = Object.freeze({p: 2n}); function k() { return 'p' } try { o[k()] **= 2n; return 'no' } catch (e) { return e.name } } } f()()`,
+		`class C { static f() { let o = Object.freeze({p: 2n}); function k() { return 'p' } try { o[k()] **= 2n; return 'no' } catch (e) { return e.name } } } C.f()`,
+		`function f() { 'use strict' } let o = Object.freeze({p: 2n}); function k() { return 'p' } try { o[k()] **= 2n; 'no' } catch (e) { e.name }`,
+		`String.prototype.x = 2n; let s = 'str'; function k() { return 'x' } s[k()] **= 2n; [s.x, typeof s].join()`,
+		`'use strict'; String.prototype.x = 2n; let s = 'str'; function k() { return 'x' } try { s[k()] **= 2n; 'no' } catch (e) { e.name }`,
+		`'use strict'; Object.defineProperty(String.prototype, 'x', {get() { return typeof this === 'string' ? 2n : 3n }, set(v) {}}); let s = 'str'; function k() { return 'x' } s[k()] **= 2n; s.x`,
 		`let y = 2n; (2n) ** y`, `let y = 3n; 2n ** y ** 2n`,
 		`let f = (a, b) => a ** b; f(3n, 3n)`,
 		`let a = 2n, b = 3n; a ** b === 8n`,
@@ -137,7 +151,7 @@ func TestGuard_HugeBigInts(t *testing.T) {
 		{`let x = 3n, y = 2n ** 40n; x **= y`, tooLarge},
 		{`let o = {p: 3n}, y = 2n ** 40n; o.p <<= y`, tooLarge},
 		{`let n = 0, o = {p: 3n}, y = 2n ** 40n; (n++, o).p **= y`, tooLarge},
-		{`class A { #x = 2n; static g(a) { return a } static f(a, y) { A.g(a).#x **= y } } A.f(new A(), 65n)`, tooLarge},
+		{`class A { #x = 2n; static g(a) { return a } static f(a, y) { A.g(a).#x **= y } } A.f(new A(), 2n ** 26n)`, tooLarge},
 		{`let x = 12345n, y = 2n ** 64n; x >> y`, "bigint 0"},
 		{`let x = -12345n, y = 2n ** 64n; x >> y`, "bigint -1"},
 		{`let x = 12345n, y = 2n ** 64n + 1n; x >> y`, "bigint 0"},
@@ -166,6 +180,7 @@ func TestGuard_CodeMadeAtRunTime(t *testing.T) {
 		{`let r; Object.getPrototypeOf(async function () {}).constructor('return 2n ** (2n ** 40n)')().catch(e => r = e.name); r`, "undefined undefined"},
 		{`eval('1 + 2')`, "int64 3"},
 		{`eval(42)`, "int64 42"},
+		{`eval.name + ' ' + eval.length`, "string eval 1"},
 		{`var g = 5; (function () { var g = 6; return eval('g') })()`, "int64 5"},
 		{`eval('let z = 2n, w = 5n; z ** w')`, "bigint 32"},
 		{`new Function('a', 'b', 'return a ** b')(3, 2)`, "int64 9"},
@@ -201,6 +216,10 @@ func TestGuard_NameAndPositions(t *testing.T) {
 	t.Parallel()
 	got := result(guardedRuntime(t, true), Compile, "let a = 2n, b = 3n; a ** b; __riot_guard.pow = null")
 	assert.Contains(t, got, "reserved by riot")
+	// also in a source without the operators
+	got = result(guardedRuntime(t, true), Compile, "function f(__riot_guard) { return 1 }")
+	assert.Contains(t, got, "reserved by riot")
+	assert.Equal(t, "string __riot_guard", result(guardedRuntime(t, true), Compile, "'__riot_guard' // __riot_guard"), "a string or a comment may hold it")
 
 	pc := regexp.MustCompile(`\(\d+\)`) // goja's program counter, which the engine drops
 	stack := func(rt *goja.Runtime, compile func(string, string) (*goja.Program, error), src string) string {
@@ -229,4 +248,46 @@ func TestGuard_Needed(t *testing.T) {
 	assert.True(t, Needed("a ** b"))
 	assert.True(t, Needed("a >> b"))
 	assert.True(t, Needed("a << b"))
+}
+
+// A compound assignment to a private field of an expression's value is
+// bounded by its result, as every other form is: repeated, it cannot build
+// a BigInt past MaxBigIntBits. A regression test: only its right operand
+// was bounded (a shift of at most 2^24, an exponent of at most 64), so a
+// loop of such shifts went past the bound, and `**= 64n` from a BigInt of
+// 2^24 bits asked math/big for 2^30 bits, and once more for 2^36 (8 GiB),
+// in one call that no interrupt reaches. It still does what the operator
+// does, in the order of the other member forms (the right operand before
+// the field is read).
+func TestGuard_PrivateFieldOfAnExpression(t *testing.T) {
+	t.Parallel()
+	tooLarge := "throw RangeError: Maximum BigInt size exceeded (** and shifts in a workunit make BigInts of at most 2^26 bits)"
+	huge := []string{
+		`class A { #x = 1n; static g(a) { return a } static f(a, y) { for (let i = 0; i < 5; i++) A.g(a).#x <<= y; return a.#x.toString(16).length } } A.f(new A(), 1n << 24n)`,
+		`class A { #x = 1n; static g(a) { return a } static f(a, y) { for (let i = 0; i < 5; i++) A.g(a).#x >>= y; return a.#x.toString(16).length } } A.f(new A(), -(1n << 24n))`,
+		`class A { #x = 1n << (1n << 20n); static g(a) { return a } static f(a, y) { A.g(a).#x **= y } } A.f(new A(), 64n)`,
+	}
+	for _, src := range huge {
+		assert.Equal(t, tooLarge, result(guardedRuntime(t, true), Compile, src), src)
+	}
+	same := []string{
+		`class A { #x = 3n; static g(a) { return a } static f(a, y) { let r = (A.g(a).#x **= y); return [r, a.#x].join() } } A.f(new A(), 3n)`,
+		`class A { #x = 3n; static g(a) { return a } static f(a, y) { A.g(a).#x <<= y; A.g(a).#x >>= 1n; return a.#x } } A.f(new A(), 70n)`,
+		`class A { static #x = 5n; static g() { return A } static f(y) { A.g().#x **= y; return A.#x } } A.f(2n)`,
+		`class A { #x = 2n; static g(a) { return a } static f(a, y) { A.g(a).#x **= y; return a.#x } } try { A.f({}, 2n) } catch (e) { e.name }`,
+		`class A { #x = 2n; static g(a) { return a } static f(a, y) { A.g(a).#x **= y; return a.#x } } try { A.f(new A(), 2) } catch (e) { e.name + ': ' + e.message }`,
+		`class A { #x = 2; static g(a) { return a } static f(a, y) { A.g(a).#x **= y; A.g(a).#x <<= y; return a.#x } } A.f(new A(), 3)`,
+		`class A { #x = 2n; static g(a) { return a } async f(y) { A.g(this).#x **= await y; return this.#x } } let r; new A().f(Promise.resolve(5n)).then(v => r = v); r`,
+		`class A { #x = 2n; static g(a) { return a } *f(y) { A.g(this).#x **= yield y; return this.#x } } let it = new A().f(1n); it.next(); String(it.next(4n).value)`,
+		`class A { #x = 2n; m(y) { const g = () => this; g().#x **= y; return (() => { g().#x <<= y; return this.#x })() } } new A().m(2n)`,
+	}
+	for _, src := range same {
+		assert.Equal(t, result(goja.New(), plainCompile, src), result(guardedRuntime(t, true), Compile, src), src)
+	}
+	got := result(guardedRuntime(t, true), Compile,
+		`let log = []; class A { #x = 2n; static g(a) { log.push('g'); return a } static f(a) { A.g(a).#x **= (log.push('y'), 3n); return [a.#x, log].join() } } A.f(new A())`)
+	assert.Equal(t, "string 8,g,y", got, "the object, then the right operand")
+	got = result(guardedRuntime(t, true), Compile,
+		`class A { #x = 2n; static g(a) { return a } static f(a, y) { A.g(a).#x **= A.g(a).#x **= y; return a.#x } } A.f(new A(), 2n)`)
+	assert.Equal(t, "bigint 256", got, "the field read after the right operand (the operator: 16n)")
 }
