@@ -78,13 +78,16 @@ console.log(riot.waitUntilDone(riot.doWork(spin, 5)), riot.waitUntilDone(riot.do
 	assert.Equal(t, 1, memo)
 	assert.Equal(t, "job.js", procs[1])
 	assert.Equal(t, "local", procs[2])
-	var long int
+	// The longest run is the spin of 60 ms (by Date.now()'s milliseconds),
+	// at least 50 ms. (Only a lower bound: on a loaded machine a spin of
+	// 5 ms can last as long.)
+	var longest float64
 	for _, ev := range tf.TraceEvents {
-		if ev.Cat == "run" && *ev.Dur >= 50_000 { // a spin of 60 ms, by Date.now()'s milliseconds
-			long++
+		if ev.Cat == "run" {
+			longest = max(longest, float64(*ev.Dur))
 		}
 	}
-	assert.Equal(t, 1, long, "the 60 ms workunit's run lasts 50 ms at least")
+	assert.GreaterOrEqual(t, longest, 50_000.0, "the 60 ms workunit's run lasts 50 ms at least")
 	assert.EqualValues(t, 5, tf.OtherData["submissions"])
 	assert.EqualValues(t, 1, tf.OtherData["from_memory"])
 }

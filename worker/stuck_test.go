@@ -81,10 +81,13 @@ func TestWorker_LeaseExpiryStopsStuckWorkunit(t *testing.T) {
 	assert.Equal(t, workunit.WorkersLost, werr.Kind, werr.Message)
 
 	// Both slots are free again, long before the stuck calls return.
+	// (These two have a time limit, so the short lease does not apply to
+	// them: on a loaded machine a fresh runtime's first workunit can take
+	// longer than 300 ms.)
 	free, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
-	a := m.Submit(eval("'a'"), workunit.Options{})
-	b := m.Submit(eval("'b'"), workunit.Options{})
+	a := m.Submit(eval("'a'"), workunit.Options{Timeout: 20 * time.Second})
+	b := m.Submit(eval("'b'"), workunit.Options{Timeout: 20 * time.Second})
 	for _, c := range []*client.Call{a, b} {
 		_, err := c.Wait(free)
 		require.NoError(t, err)
