@@ -254,7 +254,7 @@ func TestFake_WaitFor_ContextUnwatches(t *testing.T) {
 	_, err = c.WaitFor(ctx, key)
 	assert.ErrorIs(t, err, context.Canceled)
 	c.mu.Lock()
-	assert.Empty(t, c.watches)
+	assert.Zero(t, c.watches.len())
 	c.mu.Unlock()
 }
 
