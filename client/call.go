@@ -24,8 +24,18 @@ func errOf(o *workunit.Outcome) error {
 // reader's frame). The error gets the worker and key when the tracker left
 // them out.
 func outcomeOf(o *workunit.Outcome) *workunit.Outcome {
-	out := *o
-	out.Result = bytes.Clone(o.Result)
+	var out *workunit.Outcome
+	if n := len(o.Result); n > 0 && n <= smallResult {
+		// Most results are a few bytes (a number, a short string): they
+		// share the Outcome's allocation.
+		s := &smallOutcome{Outcome: *o}
+		s.Result = append(s.buf[:0:n], o.Result...)
+		out = &s.Outcome
+	} else {
+		out = new(workunit.Outcome)
+		*out = *o
+		out.Result = bytes.Clone(o.Result)
+	}
 	out.Console = bytes.Clone(o.Console)
 	if o.Err != nil {
 		e := *o.Err
@@ -38,7 +48,17 @@ func outcomeOf(o *workunit.Outcome) *workunit.Outcome {
 		}
 		out.Err = &e
 	}
-	return &out
+	return out
+}
+
+// smallResult is the largest result that outcomeOf keeps in the
+// Outcome's own allocation.
+const smallResult = 16
+
+// smallOutcome is an Outcome with room for a small result.
+type smallOutcome struct {
+	workunit.Outcome
+	buf [smallResult]byte
 }
 
 // Call is a submitted workunit: Submit returns it at once, before the

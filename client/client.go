@@ -475,7 +475,10 @@ func (q *callbacks) loop() {
 // DoWork payload, which the spec's encoding copies).
 type scratchPool struct{ p sync.Pool }
 
-type scratch struct{ b []byte }
+type scratch struct {
+	b    []byte
+	args []any
+}
 
 // maxScratch is the largest buffer put back in a scratchPool.
 const maxScratch = 64 << 10
@@ -488,7 +491,7 @@ func (s *scratchPool) get() *scratch {
 }
 
 func (s *scratchPool) put(b *scratch) {
-	if cap(b.b) <= maxScratch {
+	if cap(b.b) <= maxScratch && cap(b.args) <= maxScratch/16 {
 		s.p.Put(b)
 	}
 }

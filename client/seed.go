@@ -101,15 +101,15 @@ func (c *Client) DoWork(fn *value.Function, args ...any) (*Call, error) {
 	if fn == nil {
 		return nil, fmt.Errorf("client: do-work: nil function")
 	}
-	all := make([]any, 1+len(args))
-	all[0] = fn
-	copy(all[1:], args)
 	// The payload is encoded into a buffer of the client's, which
-	// spec.Encode copies: one allocation less per call, and no growing.
+	// spec.Encode copies: no allocation, and no growing, per call.
 	buf := c.scratch.get()
 	defer c.scratch.put(buf)
+	all := append(buf.args[:0], fn)
+	all = append(all, args...)
 	payload, err := value.Encoder{Root: "args"}.AppendEncode(buf.b[:0], all)
-	buf.b = payload[:0]
+	clear(all)
+	buf.b, buf.args = payload[:0], all[:0]
 	if err != nil {
 		// The payload is [fn, args...]: name the path in the caller's
 		// own terms, fn or args[i].
