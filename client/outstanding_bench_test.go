@@ -20,7 +20,7 @@ import (
 // benchmark that needs them), so that the benchmark process holds and
 // spends only the client's share, which is what they report:
 //
-//	go test -run XXX -bench 'Outstanding|RoundTrip' -benchtime 200000x ./client
+//	go test -run XXX -bench 'Outstanding|Pipelined' -benchtime 200000x ./client
 //
 // cpu-ns/call is the process's CPU time (user and system, every thread:
 // the caller, the client's reader, writer and callback goroutines, the
@@ -123,11 +123,11 @@ func BenchmarkOutstanding(b *testing.B) {
 	b.ReportMetric((float64(after)-float64(before))/float64(b.N), "B/outstanding")
 }
 
-// BenchmarkRoundTrip: b.N calls (DoWork of a trivial function) pipelined
+// BenchmarkPipelined: b.N calls (DoWork of a trivial function) pipelined
 // through riotd to two riot-worker processes, every result waited for
 // and checked: what the client spends per call from submission to
 // result.
-func BenchmarkRoundTrip(b *testing.B) {
+func BenchmarkPipelined(b *testing.B) {
 	bins := binsFor(b)
 	tr := bins.StartTracker(b, e2e.TrackerOptions{})
 	for _, name := range []string{"w1", "w2"} {
