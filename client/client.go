@@ -191,16 +191,16 @@ type Client struct {
 	recent      []wire.Msg // results (Done, Failed) written on the current connection
 	recentBytes int
 
-	req     uint64                  // the last request id given
-	pending map[uint64]request      // requests awaiting their answer, by req
-	watches watchTable              // keys waited for
-	batches map[uint64]*watchBatch  // Watch messages on this connection, by req
-	gets    map[blob.Hash]*rpc      // blob fetches in flight, by hash
-	puts    map[blob.Hash]*rpc      // blob uploads in flight, by hash
-	stored  map[blob.Hash]struct{}  // blobs the tracker holds
-	credit  int                     // credit granted and not used by an Assign
-	assigns []*Assignment           // assignments not yet taken
-	live    map[uint64]*Assignment  // assignments not yet answered, by token
+	req     uint64                 // the last request id given
+	pending map[uint64]request     // requests awaiting their answer, by req
+	watches watchTable             // keys waited for
+	batches map[uint64]*watchBatch // Watch messages on this connection, by req
+	gets    map[blob.Hash]*rpc     // blob fetches in flight, by hash
+	puts    map[blob.Hash]*rpc     // blob uploads in flight, by hash
+	stored  map[blob.Hash]struct{} // blobs the tracker holds
+	credit  int                    // credit granted and not used by an Assign
+	assigns []*Assignment          // assignments not yet taken
+	live    map[uint64]*Assignment // assignments not yet answered, by token
 }
 
 // Dial connects to the tracker at addr ("host", "host:port", or a ws:// or
