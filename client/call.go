@@ -466,7 +466,7 @@ func (c *Client) submitAs(spec *workunit.Spec, opts workunit.Options, watched bo
 		w := c.addWatchLocked(k)
 		if w != k {
 			x := w.watchExtra()
-			x.listeners = append(x.listeners, k)
+			x.listeners = append(x.listeners, listener{call: k})
 		}
 		// Only answers to this submission or later requests end the
 		// watch: an older watch may report an earlier run's error.
@@ -650,7 +650,7 @@ func (c *Client) Watch(key workunit.Key) *Call {
 	k.setWatchLocked(w)
 	w.refs++
 	x := w.watchExtra()
-	x.listeners = append(x.listeners, k)
+	x.listeners = append(x.listeners, listener{call: k})
 	return k
 }
 
@@ -702,9 +702,9 @@ func (c *Client) CallWhenDone(key workunit.Key, fn func(*workunit.Outcome, error
 	w := c.watchLocked(key)
 	fn = c.resolving(fn)
 	x := w.watchExtra()
-	x.funcs = append(x.funcs, func(out *workunit.Outcome, err error) {
+	x.listeners = append(x.listeners, listener{fn: func(out *workunit.Outcome, err error) {
 		c.cb.push(func() { fn(out, err) })
-	})
+	}})
 }
 
 // Info returns the workunit's current state at once, without waiting for

@@ -23,12 +23,10 @@ import (
 
 // watchExtra is what some watches need beyond their owner's fields.
 type watchExtra struct {
-	// listeners are the other Calls that end with the watch (later
-	// submissions of the key, Watch's Calls).
-	listeners []*Call
-	// funcs are called with the watch's end, with c.mu held (CallWhenDone's
-	// queue their callbacks): they must not block.
-	funcs []func(*workunit.Outcome, error)
+	// listeners end with the watch, in the order they came: the other
+	// Calls of the key (later submissions, Watch's Calls), and funcs
+	// called with c.mu held (CallWhenDone's, which queue their callbacks).
+	listeners []listener
 	// out and err are how the watch ended when its owner had ended before
 	// (the tracker refused its submission, or answered it from memory
 	// while a later submission of the key went on); ended says they are
@@ -46,6 +44,13 @@ type watchExtra struct {
 	streamed      []wire.Line
 	streamedBytes int
 	streamedCut   int // lines past the bound, not kept
+}
+
+// listener is a Call, or a func that must not block, that ends with a
+// watch.
+type listener struct {
+	call *Call
+	fn   func(*workunit.Outcome, error)
 }
 
 // watchExtra returns w's watchExtra, making it.
@@ -128,14 +133,14 @@ func (c *Client) resolveLocked(w *Call, out *workunit.Outcome, err error) {
 	}
 	w.st.Or(stResolved)
 	if x != nil {
-		for _, k := range x.listeners {
-			k.finishLocked(out, err)
+		for _, l := range x.listeners {
+			if l.call != nil {
+				l.call.finishLocked(out, err)
+			} else {
+				l.fn(out, err)
+			}
 		}
 		x.listeners = nil
-		for _, fn := range x.funcs {
-			fn(out, err)
-		}
-		x.funcs = nil
 	}
 	w.notifyLocked()
 }

@@ -194,3 +194,30 @@ func TestClient_Wait_ContextEnds(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "w", out.Worker)
 }
+
+// The callbacks of one key's outcome run in the order they were given,
+// whether on a Call (OnDone) or on the key (CallWhenDone).
+func TestClient_OneKey_CallbackOrder(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t)
+	m := dial(t, tr.Addr(), client.Options{Name: "m"})
+	ctx := ctxFor(t)
+	order := make(chan string, 4)
+	first := m.Submit(eval("'order'"), workunit.Options{})
+	first.OnDone(func(*workunit.Outcome, error) { order <- "first" })
+	m.CallWhenDone(first.Key, func(*workunit.Outcome, error) { order <- "key" })
+	second := m.Submit(eval("'order'"), workunit.Options{})
+	second.OnDone(func(*workunit.Outcome, error) { order <- "second" })
+	m.CallWhenDone(first.Key, func(*workunit.Outcome, error) { order <- "key again" })
+	for _, k := range []*client.Call{first, second} {
+		_, err := k.Accepted(ctx)
+		require.NoError(t, err)
+	}
+	w := dial(t, tr.Addr(), client.Options{Name: "w", Slots: 1})
+	work(t, w, 1, echo)
+	var got []string
+	for range 4 {
+		got = append(got, <-order)
+	}
+	assert.Equal(t, []string{"first", "key", "second", "key again"}, got)
+}
