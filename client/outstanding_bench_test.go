@@ -30,24 +30,32 @@ import (
 
 var (
 	benchBinsOnce sync.Once
+	benchBinsDir  string
 	benchBins     e2e.Bins
 	benchBinsErr  error
 )
 
+// TestMain removes the commands the benchmarks built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if benchBinsDir != "" {
+		_ = os.RemoveAll(benchBinsDir)
+	}
+	os.Exit(code)
+}
+
 // binsFor builds riotd and riot-worker once for this test binary, into a
-// directory removed by TestMain's caller when the process exits (the
-// operating system's temporary directory).
+// temporary directory that TestMain removes.
 func binsFor(b *testing.B) e2e.Bins {
 	b.Helper()
 	benchBinsOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "riot-client-bench-")
-		if err != nil {
-			benchBinsErr = err
+		benchBinsDir, benchBinsErr = os.MkdirTemp("", "riot-client-bench-")
+		if benchBinsErr != nil {
 			return
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		benchBins, benchBinsErr = e2e.Build(ctx, dir)
+		benchBins, benchBinsErr = e2e.Build(ctx, benchBinsDir)
 	})
 	if benchBinsErr != nil {
 		b.Fatal(benchBinsErr)
