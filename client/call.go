@@ -5,6 +5,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
+	"time"
 
 	"github.com/riot-go/riot/wire"
 	"github.com/riot-go/riot/workunit"
@@ -22,8 +24,18 @@ func errOf(o *workunit.Outcome) error {
 // reader's frame). The error gets the worker and key when the tracker left
 // them out.
 func outcomeOf(o *workunit.Outcome) *workunit.Outcome {
-	out := *o
-	out.Result = bytes.Clone(o.Result)
+	var out *workunit.Outcome
+	if n := len(o.Result); n > 0 && n <= smallResult {
+		// Most results are a few bytes (a number, a short string): they
+		// share the Outcome's allocation.
+		s := &smallOutcome{Outcome: *o}
+		s.Result = append(s.buf[:0:n], o.Result...)
+		out = &s.Outcome
+	} else {
+		out = new(workunit.Outcome)
+		*out = *o
+		out.Result = bytes.Clone(o.Result)
+	}
 	out.Console = bytes.Clone(o.Console)
 	if o.Err != nil {
 		e := *o.Err
@@ -36,175 +48,17 @@ func outcomeOf(o *workunit.Outcome) *workunit.Outcome {
 		}
 		out.Err = &e
 	}
-	return &out
-}
-
-// watch is the client's wait for one key: every waiter, callback and
-// watched Call of the key shares it, so that the tracker gets one Watch
-// per key however many wait. It ends with the first Finished answering a
-// request made since it began (Req ≥ minReq): answers to older requests
-// are stale.
-type watch struct {
-	key       workunit.Key
-	minReq    uint64
-	refs      int
-	resolved  bool
-	done      chan struct{}
-	out       *workunit.Outcome
-	err       error
-	listeners []func(*workunit.Outcome, error) // called with c.mu held; must not block
-	// spec is this client's latest watched submission of the key that
-	// the tracker accepted, sent again when the tracker answers that it
-	// does not know the key.
-	spec *wire.Submit
-	// streamed holds the lines the workunit streamed while it ran, for
-	// a client without Options.OnPrint: its outcome's console gets them
-	// back in front of its own (at most maxStreamedBytes of text).
-	streamed      []wire.Line
-	streamedBytes int
-	streamedCut   int // lines past the bound, not kept
-}
-
-// maxStreamedBytes bounds the streamed lines a watch keeps for its
-// outcome: a workunit's console is at most about that much anyway.
-const maxStreamedBytes = 1 << 20
-
-// keepStreamedLocked keeps m's lines for the outcome of its watch.
-func (c *Client) keepStreamedLocked(m *wire.Printed) {
-	w := c.watches[m.Key]
-	if w == nil || w.resolved {
-		return
-	}
-	for _, l := range m.Lines {
-		if w.streamedBytes+len(l.Text) > maxStreamedBytes {
-			w.streamedCut++
-			continue
-		}
-		w.streamedBytes += len(l.Text)
-		w.streamed = append(w.streamed, l)
-	}
-	w.streamedCut += m.Missed
-}
-
-// withStreamed returns out with w's streamed lines in front of its
-// console's.
-func withStreamed(w *watch, out *workunit.Outcome) *workunit.Outcome {
-	if len(w.streamed) == 0 && w.streamedCut == 0 {
-		return out
-	}
-	var b workunit.ConsoleBuilder
-	for _, l := range w.streamed {
-		b.Add(l.Level, l.Text)
-	}
-	if w.streamedCut > 0 {
-		b.Add(workunit.Level("warn"), fmt.Sprintf("[riot: %d lines the workunit printed while it ran were not kept]", w.streamedCut))
-	}
-	if rest, err := out.Console.Lines(); err == nil {
-		for _, l := range rest {
-			b.Add(l.Level, l.Text)
-		}
-	}
-	out.Console = b.Console()
-	w.streamed, w.streamedBytes, w.streamedCut = nil, 0, 0
 	return out
 }
 
-// watchBatch is a Watch message on the current connection: its keys, and
-// how many of them have not been answered.
-type watchBatch struct {
-	keys []workunit.Key
-	left int
-}
+// smallResult is the largest result that outcomeOf keeps in the
+// Outcome's own allocation.
+const smallResult = 16
 
-// watchLocked returns key's watch with one more reference, making it and
-// sending a Watch when there is none.
-func (c *Client) watchLocked(key workunit.Key) *watch {
-	w := c.watches[key]
-	if w == nil {
-		w = &watch{key: key, minReq: c.req + 1, done: make(chan struct{})}
-		c.watches[key] = w
-		c.sendLocked(c.watchMsgLocked([]workunit.Key{key}))
-	}
-	w.refs++
-	return w
-}
-
-// releaseLocked drops a reference to w; the last one, before w is
-// resolved, unwatches the key.
-func (c *Client) releaseLocked(w *watch) {
-	w.refs--
-	if w.refs > 0 || w.resolved {
-		return
-	}
-	if c.watches[w.key] == w {
-		delete(c.watches, w.key)
-		if c.err == nil {
-			c.sendLocked(&wire.Unwatch{Keys: []workunit.Key{w.key}})
-		}
-	}
-}
-
-// resolveLocked ends w with out and err and tells its listeners.
-func (c *Client) resolveLocked(w *watch, out *workunit.Outcome, err error) {
-	if w.resolved {
-		return
-	}
-	w.resolved = true
-	w.out, w.err = out, err
-	close(w.done)
-	if c.watches[w.key] == w {
-		delete(c.watches, w.key)
-	}
-	for _, l := range w.listeners {
-		l(out, err)
-	}
-	w.listeners = nil
-}
-
-// onFinishedLocked handles a Finished: it ends the key's watch unless the
-// answer is stale.
-func (c *Client) onFinishedLocked(m *wire.Finished) {
-	if b := c.batches[m.Req]; b != nil {
-		if b.left--; b.left <= 0 {
-			delete(c.batches, m.Req)
-		}
-	}
-	w := c.watches[m.Key]
-	if w == nil || m.Req < w.minReq {
-		return
-	}
-	switch m.Status {
-	case workunit.StatusUnknown:
-		if w.spec != nil && c.err == nil && !c.closing {
-			c.resubmitLocked(w)
-			return
-		}
-		c.resolveLocked(w, nil, unknownKeyErr(m.Key))
-	case workunit.StatusDone, workunit.StatusError:
-		out := withStreamed(w, outcomeOf(&m.Outcome))
-		c.resolveLocked(w, out, errOf(out))
-	}
-}
-
-// resubmitLocked submits w's spec again: the tracker accepted it once but
-// does not know the key now, because it forgot the finished workunit
-// (riotd --keep-results) while this client was away, or restarted without
-// a store. The workunit runs again, and w ends with that run. The
-// submission is a Call of its own; if the tracker refuses it, w ends with
-// the refusal.
-func (c *Client) resubmitLocked(w *watch) {
-	k := &Call{Key: w.key, c: c, accepted: make(chan struct{}), done: make(chan struct{}), again: true}
-	k.req = c.nextReqLocked()
-	msg := *w.spec
-	msg.Req = k.req
-	msg.Watch = true
-	k.msg = &msg
-	k.w = w
-	w.minReq = k.req
-	w.refs++
-	c.pending[k.req] = k
-	c.log.Warn("client: the tracker no longer knows a workunit it accepted; submitting it again", "key", w.key.Short())
-	c.sendLocked(k.msg)
+// smallOutcome is an Outcome with room for a small result.
+type smallOutcome struct {
+	workunit.Outcome
+	buf [smallResult]byte
 }
 
 // Call is a submitted workunit: Submit returns it at once, before the
@@ -214,97 +68,253 @@ type Call struct {
 	// the same from the spec).
 	Key workunit.Key
 
-	c        *Client
-	req      uint64
-	msg      *wire.Submit
-	child    *wire.Child // instead of msg: a child's submission (SubmitChild)
-	w        *watch      // the key's watch, when the Call watches
-	accepted chan struct{}
-	acc      *workunit.Outcome // guarded by accepted
-	accErr   error
+	// A master may hold millions of Calls at once: each field here costs
+	// that many times its size, so what only some Calls need is in x.
 
-	// guarded by c.mu, readable after done is closed
-	finished bool
-	done     chan struct{}
-	out      *workunit.Outcome
-	err      error
-	cbs      []func(*workunit.Outcome, error)
-	again    bool // made by resubmitLocked
+	c   *Client
+	req uint64
+	// spec is the submission's encoded spec (nil for Watch's Calls),
+	// kept for the life of the Call: it goes out again after a reconnect
+	// until the tracker accepts it, and after that when the tracker
+	// answers that it no longer knows the key (resubmitLocked).
+	spec []byte
+	// out is how the Call ended, with x.err when not with an outcome.
+	out *workunit.Outcome
+	// x holds what some Calls need: set once, never replaced.
+	x *callExtra
+	// accAt is the accepted outcome's LastChange, in Unix milliseconds (0:
+	// none); its status is in st.
+	accAt int64
+	// st holds the stage the Call has reached and its flags (st*). Bits
+	// are set with c.mu held, after the fields they make readable; the
+	// methods that do not block read them without the lock.
+	st atomic.Uint32
+	// As a watch (w == the Call itself): its references (listeners and
+	// waiters), and the oldest request whose answer may end it.
+	refs   int32
+	minReq uint64
 }
 
-func (k *Call) message() wire.Msg {
-	if k.child != nil {
-		return k.child
+// Bits of Call.st.
+const (
+	// stAccepted: the tracker accepted the submission (or the Call is
+	// Watch's); Accepted returns the outcome that the bits below and
+	// accAt or x.acc describe.
+	stAccepted uint32 = 1 << iota
+	// stNoAcc: Accepted returns (nil, nil): a Call of Watch's.
+	stNoAcc
+	// stAccOut: the accepted outcome is out (the result was known).
+	stAccOut
+	// stAccFull: the accepted outcome is x.acc.
+	stAccFull
+	// stMemo: the tracker answered the submission with the key's result.
+	stMemo
+	// stRefused: the submission failed; x.accErr says why.
+	stRefused
+	// stFinished: the Call ended: out, or x.err.
+	stFinished
+	// stResolved: the Call's watch ended (see resolution).
+	stResolved
+	// stOwnSpec: the tracker accepted this Call, which holds its key's
+	// watch: its spec is the one to send again (setSpecLocked).
+	stOwnSpec
+	// stAgain: made by resubmitLocked.
+	stAgain
+	// stSubmitExtra: x, made with the Call, holds its options or its
+	// parent; the writer reads them.
+	stSubmitExtra
+	// stWatches: the Call ends with its key's watch (see watch); not set
+	// for a submission that does not watch (AddWorkunit).
+	stWatches
+	// stOwnWatch: the Call holds its key's watch itself (it made it); x.of
+	// names the watch otherwise.
+	stOwnWatch
+
+	// The accepted outcome's status takes the bits from stStatusShift.
+	stStatusShift = 16
+)
+
+// callExtra is what some Calls need beyond their fields.
+type callExtra struct {
+	// err is how the Call ended when not with an outcome; accErr why its
+	// submission failed.
+	err, accErr error
+	// sig, when set, is closed at the Call's next change (accepted,
+	// finished, its watch resolved): blocking methods wait on it.
+	sig chan struct{}
+	// cbs are OnDone's and OnFinished's callbacks.
+	cbs []func(*workunit.Outcome, error)
+	// opts are the submission's options when not the zero ones; parent
+	// the running workunit whose child it is (SubmitChild).
+	opts   *workunit.Options
+	parent *wire.Lease
+	// of is the Call holding the watch this Call ends with, when not the
+	// Call itself.
+	of *Call
+	// acc is the accepted outcome when it says more than its status and
+	// its last change (the workunit's worker, say).
+	acc *workunit.Outcome
+	// watch is what the Call's watch needs beyond its fields.
+	watch *watchExtra
+}
+
+// watch returns the Call whose watch this Call ends with (itself when it
+// made the key's watch); nil when the Call does not watch (AddWorkunit).
+// It does not change once the Call is made.
+func (k *Call) watch() *Call {
+	st := k.st.Load()
+	switch {
+	case st&stOwnWatch != 0:
+		return k
+	case st&stWatches != 0:
+		return k.x.of
 	}
-	return k.msg
+	return nil
+}
+
+// setWatchLocked makes k end with w's watch; k is being made.
+func (k *Call) setWatchLocked(w *Call) {
+	if w == k {
+		k.st.Or(stWatches | stOwnWatch)
+		return
+	}
+	k.extra().of = w
+	k.st.Or(stWatches)
+}
+
+// has reports whether every bit of b is set in k.st.
+func (k *Call) has(b uint32) bool { return k.st.Load()&b == b }
+
+// extra returns k's callExtra, making it; c.mu is held.
+func (k *Call) extra() *callExtra {
+	if k.x == nil {
+		k.x = new(callExtra)
+	}
+	return k.x
+}
+
+// sigLocked returns a channel closed at k's next change.
+func (k *Call) sigLocked() <-chan struct{} {
+	x := k.extra()
+	if x.sig == nil {
+		x.sig = make(chan struct{})
+	}
+	return x.sig
+}
+
+// notifyLocked wakes the goroutines waiting for k to change.
+func (k *Call) notifyLocked() {
+	if k.x != nil && k.x.sig != nil {
+		close(k.x.sig)
+		k.x.sig = nil
+	}
+}
+
+// endErr returns the error the Call ended with; k is finished.
+func (k *Call) endErr() error {
+	if k.out != nil {
+		return errOf(k.out)
+	}
+	if k.x != nil {
+		return k.x.err
+	}
+	return nil
+}
+
+// ended returns how the Call ended, and whether it has.
+func (k *Call) ended() (*workunit.Outcome, error, bool) {
+	if k.st.Load()&stFinished == 0 {
+		return nil, nil, false
+	}
+	return k.out, k.endErr(), true
+}
+
+// acceptance returns what Accepted returns, and whether the tracker has
+// answered the submission.
+func (k *Call) acceptance() (*workunit.Outcome, error, bool) {
+	st := k.st.Load()
+	switch {
+	case st&stRefused != 0:
+		return nil, k.x.accErr, true
+	case st&stAccepted == 0:
+		return nil, nil, false
+	case st&stNoAcc != 0:
+		return nil, nil, true
+	case st&stAccOut != 0:
+		return k.out, nil, true
+	case st&stAccFull != 0:
+		acc := *k.x.acc
+		return &acc, nil, true
+	}
+	acc := &workunit.Outcome{Key: k.Key, Status: workunit.Status(st >> stStatusShift)}
+	if k.accAt != 0 {
+		acc.LastChange = time.UnixMilli(k.accAt).UTC()
+	}
+	return acc, nil, true
 }
 
 // Finished reports whether the Call has ended: Wait returns without
 // waiting for the tracker (it may still fetch a result sent as a blob).
-func (k *Call) Finished() bool {
-	select {
-	case <-k.done:
-		return true
-	default:
-		return false
-	}
-}
+func (k *Call) Finished() bool { return k.has(stFinished) }
 
 // FromMemory reports whether the tracker answered the submission with the
 // key's result (a memoized workunit: nothing ran for it). It is false
 // until the tracker has accepted the submission.
-func (k *Call) FromMemory() bool {
-	select {
-	case <-k.accepted:
-		return k.acc != nil && k.acc.Status == workunit.StatusDone
-	default:
-		return false
-	}
-}
+func (k *Call) FromMemory() bool { return k.has(stMemo) }
 
 // fail ends the submission with err (the tracker refused it, or the client
 // ended). A watch it carried is sent again for others waiting on the key;
 // a resubmission's watch ends with err.
 func (k *Call) fail(c *Client, err error) {
+	var accErr error
 	if k.Key == (workunit.Key{}) { // a spec that has no key: nil or invalid
-		k.accErr = fmt.Errorf("client: submit: %w", err)
+		accErr = fmt.Errorf("client: submit: %w", err)
 	} else {
-		k.accErr = fmt.Errorf("client: submit %s: %w", k.Key.Short(), err)
+		accErr = fmt.Errorf("client: submit %s: %w", k.Key.Short(), err)
 	}
-	close(k.accepted)
-	k.finishLocked(nil, k.accErr)
-	if w := k.w; w != nil && !w.resolved && k.again {
+	k.extra().accErr = accErr
+	k.st.Or(stRefused)
+	k.finishLocked(nil, accErr)
+	k.notifyLocked()
+	w := k.watch()
+	if w == nil || w.has(stResolved) {
+		return
+	}
+	if k.has(stAgain) {
 		if c.err == nil {
 			err = fmt.Errorf("client: workunit %s: the tracker no longer knew it, and refused it again: %w", k.Key.Short(), err)
 		}
 		c.resolveLocked(w, nil, err)
 		return
 	}
-	if w := k.w; w != nil && !w.resolved {
-		w.refs--
-		if w.refs == 0 {
-			if c.watches[w.key] == w {
-				delete(c.watches, w.key)
-			}
-		} else if c.err == nil {
-			c.sendLocked(c.watchMsgLocked([]workunit.Key{w.key}))
-		}
+	w.refs--
+	if w.refs == 0 {
+		c.dropWatchLocked(w)
+	} else if c.err == nil {
+		c.sendLocked(c.watchMsgLocked([]workunit.Key{w.Key}))
 	}
 }
 
-// finishLocked ends the Call (the first end wins) and queues its
-// callbacks.
+// finishLocked ends the Call (the first end wins), wakes its waiters and
+// queues its callbacks. err is errOf(out) when out is not nil.
 func (k *Call) finishLocked(out *workunit.Outcome, err error) {
-	if k.finished {
+	if k.has(stFinished) {
 		return
 	}
-	k.finished = true
-	k.out, k.err = out, err
-	close(k.done)
-	for _, fn := range k.cbs {
+	k.out = out
+	if out == nil {
+		k.extra().err = err
+	}
+	k.st.Or(stFinished)
+	x := k.x
+	if x == nil {
+		return
+	}
+	k.notifyLocked()
+	for _, fn := range x.cbs {
 		k.c.cb.push(func() { fn(out, err) })
 	}
-	k.cbs = nil
+	x.cbs = nil
 }
 
 // onAcceptedLocked handles an Accepted: the submission is durable. A
@@ -319,20 +329,42 @@ func (c *Client) onAcceptedLocked(m *wire.Accepted) {
 	if m.Key != k.Key {
 		c.log.Error("client: the tracker computed another key", "want", k.Key.String(), "got", m.Key.String())
 	}
-	out := outcomeOf(&m.Outcome)
-	k.acc = out
-	close(k.accepted)
-	if k.w != nil && k.msg != nil {
+	w := k.watch()
+	if w != nil && (k.x == nil || k.x.parent == nil) {
 		// The tracker took this spec: the one to send again should it
-		// forget the key.
-		k.w.spec = k.msg
+		// forget the key (not a child's: its parent's lease is gone by
+		// then).
+		w.setSpecLocked(k)
 	}
-	if out.Finished() {
-		if k.w != nil && k.w.minReq <= k.req {
-			c.resolveLocked(k.w, out, errOf(out))
+	o := &m.Outcome
+	st := stAccepted | uint32(o.Status)<<stStatusShift
+	if o.Finished() {
+		out := outcomeOf(o)
+		if w != nil && w.minReq <= k.req {
+			c.resolveLocked(w, out, errOf(out))
 		}
 		k.finishLocked(out, errOf(out))
+		if k.out == out {
+			st |= stAccOut
+		} else { // the Call had ended before (its watch did)
+			k.extra().acc = out
+			st |= stAccFull
+		}
+		if out.Status == workunit.StatusDone {
+			st |= stMemo
+		}
+		k.st.Or(st)
+		k.notifyLocked()
+		return
 	}
+	if o.Worker != "" || o.Result != nil || o.Err != nil || len(o.Console) > 0 || o.Elapsed != 0 {
+		k.extra().acc = outcomeOf(o)
+		st |= stAccFull
+	} else if !o.LastChange.IsZero() {
+		k.accAt = o.LastChange.UnixMilli()
+	}
+	k.st.Or(st)
+	k.notifyLocked()
 }
 
 // Submit queues spec for the tracker and returns at once: submissions are
@@ -383,10 +415,17 @@ func (c *Client) WaitChildren(l wire.Lease, waiting bool) {
 	}
 }
 
+var errNilSpec = errors.New("nil spec")
+
+// zeroOptions reports whether o are the default options.
+func zeroOptions(o *workunit.Options) bool {
+	return !o.NoCache && o.GPUs == 0 && o.Timeout == 0 && o.Retries == 0 && len(o.RetryOn) == 0
+}
+
 func (c *Client) submitAs(spec *workunit.Spec, opts workunit.Options, watched bool, parent *wire.Lease) *Call {
-	k := &Call{c: c, accepted: make(chan struct{}), done: make(chan struct{})}
+	k := &Call{c: c}
 	var data []byte
-	err := errors.New("nil spec")
+	err := errNilSpec
 	if spec != nil {
 		if opts.NoCache && len(spec.Nonce) == 0 {
 			own := *spec
@@ -412,27 +451,50 @@ func (c *Client) submitAs(spec *workunit.Spec, opts workunit.Options, watched bo
 		return k
 	}
 	k.req = c.nextReqLocked()
-	if parent != nil {
-		k.child = &wire.Child{Req: k.req, Parent: parent.Key, Token: parent.Token, Spec: data, Options: opts, Watch: watched}
-	} else {
-		k.msg = &wire.Submit{Req: k.req, Spec: data, Options: opts, Watch: watched}
+	k.spec = data
+	if parent != nil || !zeroOptions(&opts) {
+		x := k.extra()
+		if !zeroOptions(&opts) {
+			own := opts
+			x.opts = &own
+		}
+		x.parent = parent
+		k.st.Store(stSubmitExtra)
 	}
 	c.pending[k.req] = k
 	if watched {
-		w := c.watches[k.Key]
-		if w == nil {
-			w = &watch{key: k.Key, done: make(chan struct{})}
-			c.watches[k.Key] = w
+		w := c.addWatchLocked(k)
+		if w != k {
+			x := w.watchExtra()
+			x.listeners = append(x.listeners, listener{call: k})
 		}
 		// Only answers to this submission or later requests end the
 		// watch: an older watch may report an earlier run's error.
 		w.minReq = k.req
 		w.refs++
-		w.listeners = append(w.listeners, k.finishLocked)
-		k.w = w
+		k.setWatchLocked(w)
 	}
-	c.sendLocked(k.message())
+	c.sendCallLocked(k)
 	return k
+}
+
+// submission fills sub or child (by the Call's kind) with k's message and
+// returns it. k's fields that it reads do not change once k is queued.
+func (k *Call) submission(sub *wire.Submit, child *wire.Child) wire.Msg {
+	var opts workunit.Options
+	var parent *wire.Lease
+	if k.has(stSubmitExtra) {
+		if k.x.opts != nil {
+			opts = *k.x.opts
+		}
+		parent = k.x.parent
+	}
+	if parent != nil {
+		*child = wire.Child{Req: k.req, Parent: parent.Key, Token: parent.Token, Spec: k.spec, Options: opts, Watch: k.has(stWatches)}
+		return child
+	}
+	*sub = wire.Submit{Req: k.req, Spec: k.spec, Options: opts, Watch: k.has(stWatches)}
+	return sub
 }
 
 // Accepted waits until the tracker has made the submission durable and
@@ -441,11 +503,22 @@ func (c *Client) submitAs(spec *workunit.Spec, opts workunit.Options, watched bo
 // Watch returns (nil, nil) at once. The error is the tracker's refusal (a
 // *wire.Error: wire.IsCode tells why), ErrClosed, or ctx's.
 func (k *Call) Accepted(ctx context.Context) (*workunit.Outcome, error) {
-	select {
-	case <-k.accepted:
-		return k.acc, k.accErr
-	case <-ctx.Done():
-		return nil, fmt.Errorf("client: submit %s: %w", k.Key.Short(), ctx.Err())
+	for {
+		if acc, err, ok := k.acceptance(); ok {
+			return acc, err
+		}
+		k.c.mu.Lock()
+		if k.st.Load()&(stAccepted|stRefused) != 0 {
+			k.c.mu.Unlock()
+			continue
+		}
+		sig := k.sigLocked()
+		k.c.mu.Unlock()
+		select {
+		case <-sig:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("client: submit %s: %w", k.Key.Short(), ctx.Err())
+		}
 	}
 }
 
@@ -463,11 +536,9 @@ func (k *Call) Wait(ctx context.Context) (*workunit.Outcome, error) {
 }
 
 func (k *Call) wait(ctx context.Context) (*workunit.Outcome, error) {
-	if k.w == nil {
-		select {
-		case <-k.done:
-			return k.out, k.err
-		default:
+	if !k.has(stWatches) {
+		if out, err, ok := k.ended(); ok {
+			return out, err
 		}
 		acc, err := k.Accepted(ctx)
 		if err != nil {
@@ -478,11 +549,22 @@ func (k *Call) wait(ctx context.Context) (*workunit.Outcome, error) {
 		}
 		return k.c.waitFor(ctx, k.Key)
 	}
-	select {
-	case <-k.done:
-		return k.out, k.err
-	case <-ctx.Done():
-		return nil, fmt.Errorf("client: wait for workunit %s: %w", k.Key.Short(), ctx.Err())
+	for {
+		if out, err, ok := k.ended(); ok {
+			return out, err
+		}
+		k.c.mu.Lock()
+		if k.has(stFinished) {
+			k.c.mu.Unlock()
+			continue
+		}
+		sig := k.sigLocked()
+		k.c.mu.Unlock()
+		select {
+		case <-sig:
+		case <-ctx.Done():
+			return nil, fmt.Errorf("client: wait for workunit %s: %w", k.Key.Short(), ctx.Err())
+		}
 	}
 }
 
@@ -492,22 +574,14 @@ func (k *Call) wait(ctx context.Context) (*workunit.Outcome, error) {
 // order their outcomes arrived: it must not block for long, and may call
 // the Client.
 func (k *Call) OnDone(fn func(*workunit.Outcome, error)) {
-	if k.w == nil { // Wait resolves a result sent as a blob
+	if !k.has(stWatches) { // Wait resolves a result sent as a blob
 		go func() {
 			out, err := k.Wait(context.Background())
 			k.c.cb.push(func() { fn(out, err) })
 		}()
 		return
 	}
-	k.c.mu.Lock()
-	defer k.c.mu.Unlock()
-	fn = k.c.resolving(fn)
-	if k.finished {
-		out, err := k.out, k.err
-		k.c.cb.push(func() { fn(out, err) })
-		return
-	}
-	k.cbs = append(k.cbs, fn)
+	k.onEnd(k.c.resolving(fn))
 }
 
 // OnFinished calls fn once the workunit is finished, as OnDone does, but
@@ -517,21 +591,26 @@ func (k *Call) OnDone(fn func(*workunit.Outcome, error)) {
 // workunit ended (its status, console, worker), not its value: fetching a
 // large result for each of them would cost a copy of it each.
 func (k *Call) OnFinished(fn func(*workunit.Outcome, error)) {
-	if k.w == nil {
+	if !k.has(stWatches) {
 		go func() {
 			out, err := k.wait(context.Background())
 			k.c.cb.push(func() { fn(out, err) })
 		}()
 		return
 	}
+	k.onEnd(fn)
+}
+
+// onEnd queues fn for the callback goroutine once the Call has ended.
+func (k *Call) onEnd(fn func(*workunit.Outcome, error)) {
 	k.c.mu.Lock()
 	defer k.c.mu.Unlock()
-	if k.finished {
-		out, err := k.out, k.err
+	if out, err, ok := k.ended(); ok {
 		k.c.cb.push(func() { fn(out, err) })
 		return
 	}
-	k.cbs = append(k.cbs, fn)
+	x := k.extra()
+	x.cbs = append(x.cbs, fn)
 }
 
 // resolving returns fn, called with its outcome's result in place when
@@ -554,17 +633,24 @@ func (c *Client) resolving(fn func(*workunit.Outcome, error)) func(*workunit.Out
 // a key the tracker does not know fails with a *wire.Error of code
 // wire.CodeUnknownKey.
 func (c *Client) Watch(key workunit.Key) *Call {
-	k := &Call{Key: key, c: c, accepted: make(chan struct{}), done: make(chan struct{})}
-	close(k.accepted)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.err != nil {
+		k := &Call{Key: key, c: c}
+		k.st.Store(stAccepted | stNoAcc)
 		k.finishLocked(nil, c.err)
 		return k
 	}
-	w := c.watchLocked(key)
-	k.w = w
-	w.listeners = append(w.listeners, k.finishLocked)
+	w := c.watchOfLocked(key)
+	if w == nil {
+		return c.watchLocked(key) // the watch's own Call
+	}
+	k := &Call{Key: key, c: c}
+	k.st.Store(stAccepted | stNoAcc)
+	k.setWatchLocked(w)
+	w.refs++
+	x := w.watchExtra()
+	x.listeners = append(x.listeners, listener{call: k})
 	return k
 }
 
@@ -579,22 +665,24 @@ func (c *Client) WaitFor(ctx context.Context, key workunit.Key) (*workunit.Outco
 
 func (c *Client) waitFor(ctx context.Context, key workunit.Key) (*workunit.Outcome, error) {
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if c.err != nil {
-		err := c.err
-		c.mu.Unlock()
-		return nil, err
+		return nil, c.err
 	}
 	w := c.watchLocked(key)
-	c.mu.Unlock()
-	select {
-	case <-w.done:
-		return w.out, w.err
-	case <-ctx.Done():
-		c.mu.Lock()
-		c.releaseLocked(w)
+	for !w.has(stResolved) {
+		sig := w.sigLocked()
 		c.mu.Unlock()
-		return nil, fmt.Errorf("client: wait for workunit %s: %w", key.Short(), ctx.Err())
+		select {
+		case <-sig:
+			c.mu.Lock()
+		case <-ctx.Done():
+			c.mu.Lock()
+			c.releaseLocked(w)
+			return nil, fmt.Errorf("client: wait for workunit %s: %w", key.Short(), ctx.Err())
+		}
 	}
+	return w.resolution()
 }
 
 // CallWhenDone calls fn once the workunit key is finished, with what
@@ -613,9 +701,10 @@ func (c *Client) CallWhenDone(key workunit.Key, fn func(*workunit.Outcome, error
 	}
 	w := c.watchLocked(key)
 	fn = c.resolving(fn)
-	w.listeners = append(w.listeners, func(out *workunit.Outcome, err error) {
+	x := w.watchExtra()
+	x.listeners = append(x.listeners, listener{fn: func(out *workunit.Outcome, err error) {
 		c.cb.push(func() { fn(out, err) })
-	})
+	}})
 }
 
 // Info returns the workunit's current state at once, without waiting for

@@ -16,7 +16,6 @@ import (
 
 	"github.com/riot-go/riot/blob"
 	"github.com/riot-go/riot/wire"
-	"github.com/riot-go/riot/workunit"
 )
 
 // Defaults for Options fields left zero.
@@ -175,6 +174,7 @@ type Client struct {
 	ended     chan struct{} // closed when the client ended (err set)
 	runDone   chan struct{} // closed when the connection loop returned
 	cb        callbacks
+	scratch   scratchPool // buffers for encoding payloads (DoWork)
 	// printsQueued counts the OnPrint callbacks queued and not yet run.
 	printsQueued atomic.Int64
 
@@ -186,21 +186,21 @@ type Client struct {
 	closing bool  // Close is flushing
 	flushed chan struct{}
 
-	out         []wire.Msg // queued for the writer
-	spare       []wire.Msg // the writer's last batch, emptied, for reuse
+	out         []outMsg   // queued for the writer
+	spare       []outMsg   // the writer's last batch, emptied, for reuse
 	recent      []wire.Msg // results (Done, Failed) written on the current connection
 	recentBytes int
 
-	req     uint64                  // the last request id given
-	pending map[uint64]request      // requests awaiting their answer, by req
-	watches map[workunit.Key]*watch // keys waited for
-	batches map[uint64]*watchBatch  // Watch messages on this connection, by req
-	gets    map[blob.Hash]*rpc      // blob fetches in flight, by hash
-	puts    map[blob.Hash]*rpc      // blob uploads in flight, by hash
-	stored  map[blob.Hash]struct{}  // blobs the tracker holds
-	credit  int                     // credit granted and not used by an Assign
-	assigns []*Assignment           // assignments not yet taken
-	live    map[uint64]*Assignment  // assignments not yet answered, by token
+	req     uint64                 // the last request id given
+	pending map[uint64]request     // requests awaiting their answer, by req
+	watches watchTable             // keys waited for
+	batches map[uint64]*watchBatch // Watch messages on this connection, by req
+	gets    map[blob.Hash]*rpc     // blob fetches in flight, by hash
+	puts    map[blob.Hash]*rpc     // blob uploads in flight, by hash
+	stored  map[blob.Hash]struct{} // blobs the tracker holds
+	credit  int                    // credit granted and not used by an Assign
+	assigns []*Assignment          // assignments not yet taken
+	live    map[uint64]*Assignment // assignments not yet answered, by token
 }
 
 // Dial connects to the tracker at addr ("host", "host:port", or a ws:// or
@@ -240,7 +240,7 @@ func newClient(opts Options, url string) *Client {
 		runDone:   make(chan struct{}),
 		pending:   make(map[uint64]request),
 		live:      make(map[uint64]*Assignment),
-		watches:   make(map[workunit.Key]*watch),
+		watches:   newWatchTable(),
 		batches:   make(map[uint64]*watchBatch),
 		gets:      make(map[blob.Hash]*rpc),
 		puts:      make(map[blob.Hash]*rpc),
@@ -354,9 +354,7 @@ func (c *Client) end(err error) {
 		delete(c.pending, req)
 		r.fail(c, err)
 	}
-	for _, w := range c.watches {
-		c.resolveLocked(w, nil, err)
-	}
+	c.eachWatchLocked(func(w *Call) { c.resolveLocked(w, nil, err) })
 	for _, r := range c.gets {
 		r.finish(nil, err)
 	}
@@ -378,10 +376,23 @@ func (c *Client) nextReqLocked() uint64 {
 	return c.req
 }
 
+// outMsg is a message queued for the writer: msg, or the submission of
+// call, which the writer encodes from the Call (Call.submission) so that
+// a Call holds no message of its own.
+type outMsg struct {
+	msg  wire.Msg
+	call *Call
+}
+
 // sendLocked queues m for the writer. While disconnected, requests stay
 // in their tables and go out again on reconnect; sendLocked still queues
 // everything, and the reconnect keeps only what must be sent again.
-func (c *Client) sendLocked(m wire.Msg) {
+func (c *Client) sendLocked(m wire.Msg) { c.queueLocked(outMsg{msg: m}) }
+
+// sendCallLocked queues k's submission for the writer.
+func (c *Client) sendCallLocked(k *Call) { c.queueLocked(outMsg{call: k}) }
+
+func (c *Client) queueLocked(m outMsg) {
 	c.out = append(c.out, m)
 	if len(c.out) == 1 {
 		c.wake()
@@ -457,5 +468,30 @@ func (q *callbacks) loop() {
 			}
 			<-q.sig
 		}
+	}
+}
+
+// scratchPool holds buffers for encodings that are copied once made (a
+// DoWork payload, which the spec's encoding copies).
+type scratchPool struct{ p sync.Pool }
+
+type scratch struct {
+	b    []byte
+	args []any
+}
+
+// maxScratch is the largest buffer put back in a scratchPool.
+const maxScratch = 64 << 10
+
+func (s *scratchPool) get() *scratch {
+	if b, ok := s.p.Get().(*scratch); ok {
+		return b
+	}
+	return &scratch{b: make([]byte, 0, 512)}
+}
+
+func (s *scratchPool) put(b *scratch) {
+	if cap(b.b) <= maxScratch && cap(b.args) <= maxScratch/16 {
+		s.p.Put(b)
 	}
 }

@@ -38,6 +38,10 @@ const (
 	maxBatches = 1 << 16
 	// maxWatchKeys is the most keys put in one Watch message.
 	maxWatchKeys = 8192
+	// maxSpare is the largest batch whose array the writer keeps for the
+	// next: a burst of a million submissions should not leave 24 MB
+	// behind.
+	maxSpare = 1 << 12
 )
 
 // conn is one websocket connection: its reader and writer goroutines and
@@ -293,11 +297,13 @@ func (c *Client) redial() *conn {
 // assignments of it that were handed out and not yet answered are revoked,
 // and returned for Options.OnRevoke.
 func (c *Client) resumeLocked() (lost []*Assignment) {
-	out := make([]wire.Msg, 0, len(c.recent)+len(c.out)+len(c.pending)+1)
-	out = append(out, c.recent...)
+	out := make([]outMsg, 0, len(c.recent)+len(c.out)+len(c.pending)+1)
+	for _, m := range c.recent {
+		out = append(out, outMsg{msg: m})
+	}
 	c.recent, c.recentBytes = nil, 0
 	for _, m := range c.out {
-		switch m.(type) {
+		switch m.msg.(type) {
 		case *wire.Done, *wire.Failed, *wire.Return:
 			out = append(out, m)
 		}
@@ -324,43 +330,46 @@ func (c *Client) resumeLocked() (lost []*Assignment) {
 		}
 	}
 	if c.credit > 0 {
-		out = append(out, &wire.Credit{N: c.credit})
+		out = append(out, outMsg{msg: &wire.Credit{N: c.credit}})
 	}
 	reqs := make([]uint64, 0, len(c.pending))
 	for req := range c.pending {
 		reqs = append(reqs, req)
 	}
 	slices.Sort(reqs)
-	covered := make(map[workunit.Key]bool)
+	// Watches that a submission sent again carries: they need no Watch
+	// of their own.
+	covered := make(map[*Call]bool)
 	for _, req := range reqs {
-		r := c.pending[req]
-		m := r.message()
-		switch m.(type) {
-		case *wire.BlobWrite, *wire.BlobRead:
-			// A piece means nothing on a new connection (an upload lives
-			// on one): its transfer starts again (putPieces, fetchPieces).
-			delete(c.pending, req)
-			r.(*rpc).finish(nil, fmt.Errorf("client: %s: %w", r.(*rpc).op, errPieceLost))
-			continue
+		switch r := c.pending[req].(type) {
+		case *Call:
+			if w := r.watch(); w != nil {
+				covered[w] = true
+			}
+			out = append(out, outMsg{call: r})
+		case *rpc:
+			switch r.msg.(type) {
+			case *wire.BlobWrite, *wire.BlobRead:
+				// A piece means nothing on a new connection (an upload
+				// lives on one): its transfer starts again (putPieces,
+				// fetchPieces).
+				delete(c.pending, req)
+				r.finish(nil, fmt.Errorf("client: %s: %w", r.op, errPieceLost))
+				continue
+			}
+			out = append(out, outMsg{msg: r.msg})
 		}
-		if s, ok := m.(*wire.Submit); ok && s.Watch {
-			covered[r.(*Call).Key] = true
-		}
-		if s, ok := m.(*wire.Child); ok && s.Watch {
-			covered[r.(*Call).Key] = true
-		}
-		out = append(out, m)
 	}
 	clear(c.batches)
 	var keys []workunit.Key
-	for k := range c.watches {
-		if !covered[k] {
-			keys = append(keys, k)
+	c.eachWatchLocked(func(w *Call) {
+		if !covered[w] {
+			keys = append(keys, w.Key)
 		}
-	}
+	})
 	for len(keys) > 0 {
 		n := min(len(keys), maxWatchKeys)
-		out = append(out, c.watchMsgLocked(keys[:n]))
+		out = append(out, outMsg{msg: c.watchMsgLocked(keys[:n])})
 		keys = keys[n:]
 	}
 	c.out = out
@@ -383,6 +392,9 @@ func (c *Client) watchMsgLocked(keys []workunit.Key) *wire.Watch {
 func (c *Client) writer(cn *conn) {
 	defer close(cn.writerDone)
 	enc := wire.Encoder{Limits: cn.welcome.Limits}
+	// Submissions are encoded from their Calls through these.
+	var sub wire.Submit
+	var child wire.Child
 	send := func() error {
 		if enc.Len() == 0 {
 			return nil
@@ -413,7 +425,10 @@ func (c *Client) writer(cn *conn) {
 		var err error
 		var instead wire.Msg // the Failed sent in place of an unsendable report
 		for i := 0; i < len(batch); i++ {
-			m := batch[i]
+			m := batch[i].msg
+			if k := batch[i].call; k != nil {
+				m = k.submission(&sub, &child)
+			}
 			aerr := enc.Add(m)
 			if errors.Is(aerr, wire.ErrFrameFull) {
 				if err = send(); err != nil {
@@ -423,7 +438,7 @@ func (c *Client) writer(cn *conn) {
 			}
 			if aerr != nil {
 				if alt := c.unsendable(m, aerr); alt != nil && m != instead {
-					batch[i], instead = alt, alt
+					batch[i], instead = outMsg{msg: alt}, alt
 					i-- // send it now
 				}
 				continue
@@ -441,7 +456,7 @@ func (c *Client) writer(cn *conn) {
 		}
 		clear(batch)
 		c.mu.Lock()
-		if c.spare == nil {
+		if c.spare == nil && cap(batch) <= maxSpare {
 			c.spare = batch[:0]
 		}
 		if c.closing && len(c.out) == 0 && err == nil && c.flushed != nil {
@@ -459,10 +474,10 @@ func (c *Client) writer(cn *conn) {
 // keepRecentLocked remembers the results in batch, to send them again
 // after a reconnect: the tracker may not have read them. Only the latest
 // are kept (maxRecent, maxRecentBytes).
-func (c *Client) keepRecentLocked(batch []wire.Msg) {
+func (c *Client) keepRecentLocked(batch []outMsg) {
 	for _, m := range batch {
 		var n int
-		switch m := m.(type) {
+		switch m := m.msg.(type) {
 		case *wire.Done:
 			n = len(m.Result) + 64
 		case *wire.Failed:
@@ -470,7 +485,7 @@ func (c *Client) keepRecentLocked(batch []wire.Msg) {
 		default:
 			continue
 		}
-		c.recent = append(c.recent, m)
+		c.recent = append(c.recent, m.msg)
 		c.recentBytes += n
 	}
 	if len(c.recent) > maxRecent || c.recentBytes > maxRecentBytes {
@@ -649,7 +664,7 @@ func (c *Client) onErrorLocked(m *wire.Error) {
 		delete(c.batches, m.Req)
 		err := fmt.Errorf("client: watch: %w", copyErr(m))
 		for _, k := range b.keys {
-			if w := c.watches[k]; w != nil && w.minReq <= m.Req {
+			if w := c.watchOfLocked(k); w != nil && w.minReq <= m.Req {
 				c.resolveLocked(w, nil, err)
 			}
 		}

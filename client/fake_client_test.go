@@ -254,7 +254,7 @@ func TestFake_WaitFor_ContextUnwatches(t *testing.T) {
 	_, err = c.WaitFor(ctx, key)
 	assert.ErrorIs(t, err, context.Canceled)
 	c.mu.Lock()
-	assert.Empty(t, c.watches)
+	assert.Zero(t, c.watches.len())
 	c.mu.Unlock()
 }
 
@@ -712,4 +712,51 @@ func TestFake_BlobParts_ChangedDuringUpload(t *testing.T) {
 	_, stored := ft.blobs[h]
 	ft.mu.Unlock()
 	assert.False(t, stored, "nothing stored under a hash its bytes do not have")
+}
+
+// The tracker refuses the submission that made its key's watch, and
+// accepts a later one of the same key: the refused Call ends with the
+// refusal, the client watches the key for the others, and they (a later
+// Call, a WaitFor) end with the key's run.
+func TestFake_Refused_OtherCallOfTheKeyWaits(t *testing.T) {
+	t.Parallel()
+	ft := newFakeTracker(t)
+	refuse := true
+	ft.onSubmit = func(fc *fakeConn, m *wire.Submit) bool {
+		if !refuse {
+			return false
+		}
+		refuse = false
+		fc.send(&wire.Error{Req: m.Req, Code: wire.CodeStore, Message: "disk full"})
+		return true
+	}
+	c := dialFake(t, ft, Options{})
+	ctx := testCtx(t)
+	first := c.Submit(evalSpec("'k'"), workunit.Options{})
+	second := c.Submit(evalSpec("'k'"), workunit.Options{})
+	waited := make(chan error, 1)
+	go func() {
+		out, err := c.WaitFor(ctx, first.Key)
+		if err == nil && out.Worker != "w" {
+			err = fmt.Errorf("worker %q", out.Worker)
+		}
+		waited <- err
+	}()
+	_, err := first.Accepted(ctx)
+	require.True(t, wire.IsCode(err, wire.CodeStore), "%v", err)
+	_, err = first.Wait(ctx)
+	require.True(t, wire.IsCode(err, wire.CodeStore), "%v", err)
+	_, err = second.Accepted(ctx)
+	require.NoError(t, err)
+	assert.False(t, second.Finished())
+
+	w := dialFake(t, ft, Options{Name: "w", Slots: 1})
+	serveOne(t, w, func(s *workunit.Spec) (any, error) { return s.Source, nil })
+	out, err := second.Wait(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "w", out.Worker)
+	require.NoError(t, <-waited)
+	out, err = c.WaitFor(ctx, first.Key) // a new watch: answered at once
+	require.NoError(t, err)
+	assert.Equal(t, workunit.StatusDone, out.Status)
 }

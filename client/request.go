@@ -13,8 +13,6 @@ import (
 // submission (*Call, which also ends a watch) or an rpc. On a reconnect
 // every pending request is sent again.
 type request interface {
-	// message returns the message to send (again).
-	message() wire.Msg
 	// fail ends the request with err; called with c.mu held.
 	fail(c *Client, err error)
 }
@@ -49,8 +47,6 @@ type rpc struct {
 	// callers (FetchBlob): the others get copies.
 	given bool
 }
-
-func (r *rpc) message() wire.Msg { return r.msg }
 
 func (r *rpc) fail(_ *Client, err error) { r.finish(nil, fmt.Errorf("client: %s: %w", r.op, err)) }
 

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/riot-go/riot/value"
 	"github.com/riot-go/riot/workunit"
@@ -100,11 +101,19 @@ func (c *Client) DoWork(fn *value.Function, args ...any) (*Call, error) {
 	if fn == nil {
 		return nil, fmt.Errorf("client: do-work: nil function")
 	}
-	payload, err := value.Encoder{Root: "args"}.Encode(append([]any{fn}, args...))
+	// The payload is encoded into a buffer of the client's, which
+	// spec.Encode copies: no allocation, and no growing, per call.
+	buf := c.scratch.get()
+	defer c.scratch.put(buf)
+	all := append(buf.args[:0], fn)
+	all = append(all, args...)
+	payload, err := value.Encoder{Root: "args"}.AppendEncode(buf.b[:0], all)
+	clear(all)
+	buf.b, buf.args = payload[:0], all[:0]
 	if err != nil {
 		// The payload is [fn, args...]: name the path in the caller's
 		// own terms, fn or args[i].
-		if _, aerr := (value.Encoder{Root: "args"}).Encode(args); aerr != nil {
+		if _, aerr := (value.Encoder{Root: "args"}).Encode(slices.Clone(args)); aerr != nil {
 			err = aerr
 		} else if _, ferr := (value.Encoder{Root: "fn"}).Encode(fn); ferr != nil {
 			err = ferr
