@@ -19,10 +19,10 @@ import (
 	"github.com/riot-go/riot/blob"
 	"github.com/riot-go/riot/engine"
 	"github.com/riot-go/riot/engine/bundle"
-	"github.com/riot-go/riot/engine/jswasm"
 	"github.com/riot-go/riot/engine/capture"
 	"github.com/riot-go/riot/engine/internal/inspect"
 	"github.com/riot-go/riot/engine/internal/jsvalue"
+	"github.com/riot-go/riot/engine/jswasm"
 	"github.com/riot-go/riot/modules"
 	"github.com/riot-go/riot/workunit"
 )
