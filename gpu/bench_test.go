@@ -139,7 +139,8 @@ func BenchmarkGemm(b *testing.B) {
 
 // BenchmarkFanOut is the seed's "fanning out" with real work: a batch is
 // an upload of a 2048×1024 float32 matrix, its product with a 1024×1024
-// one and the download of the 2048×1024 result, 4 batches a worker. Each
+// one and the download of the 2048×1024 result, 4 batches a worker (the
+// sizes are n/2×n/4 and n/4×n/4 for RIOT_GPU_BENCH_N=n, 4096 by default). Each
 // iteration times one worker alone, then four workers at once, each on
 // its own Resources (stream) of device 0, as four workunits on one GPU
 // are. It reports both times and overlap = 4·one/four: 1 when the streams
@@ -148,7 +149,8 @@ func BenchmarkGemm(b *testing.B) {
 func BenchmarkFanOut(b *testing.B) {
 	d := realDriver(b)
 	ctx := context.Background()
-	const rows, cols, batches = 2048, 1024, 4
+	n := benchSize("RIOT_GPU_BENCH_N", 4096)
+	rows, cols, batches := max(n/2, 1), max(n/4, 1), 4
 	host := make([]float32, rows*cols)
 	for i := range host {
 		host[i] = float32(i%7) / 7

@@ -161,6 +161,12 @@ func (d *device) release() error {
 	d.idleBufs = nil
 	d.bufMu.Unlock()
 	for _, b := range bufs {
+		// A buffer under a copy still queued (behind a kernel that never
+		// ends, say) is left to the process's exit: freeing memory under
+		// a DMA is not safe, and cuMemFreeHost could wait for it forever.
+		if b.busy && api.cuEventQuery(b.event) == cudaErrorNotReady {
+			continue
+		}
 		errs = append(errs, d.freeBuf(b))
 	}
 	for _, m := range d.modules {

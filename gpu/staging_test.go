@@ -159,13 +159,14 @@ func TestStaging_WaitEndsWithContext(t *testing.T) {
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	assert.Contains(t, err.Error(), "arrayToHost: staging buffer's copy on device 0 still busy")
 
-	// The copies are still queued behind the kernel: closing keeps their
-	// buffers, and the driver's Close frees them after the stream is gone.
+	// The copies are queued behind a kernel that never ends: closing keeps
+	// their buffers, and the driver's Close leaves them to the process's
+	// exit rather than free them under a DMA.
 	require.NoError(t, r.Close())
 	assert.EqualValues(t, 2, f.counter(t, "live_host_allocs"))
 	require.NoError(t, d.Close())
-	assert.Zero(t, f.counter(t, "live_host_allocs"))
-	assert.Zero(t, f.counter(t, "bad_host_frees"))
+	assert.EqualValues(t, 2, f.counter(t, "live_host_allocs"))
+	assert.Zero(t, f.counter(t, "bad_host_frees"), "none freed under its copy")
 }
 
 func TestStaging_PinnedMemoryExhausted(t *testing.T) {

@@ -16,15 +16,21 @@
 #      riot-worker eval --tracker, checking each one's output: the seed's
 #      section 1.3 (finding, resources, timing, worker, fanning, failures),
 #      the NVRTC example (saxpy) and the short matMul benchmark (gemm);
-#   5. benchmarks the gpu package: Sync overhead, host<->device bandwidth and
-#      gemm TFLOP/s through the binding;
-# and prints a short table last.
+#   5. benchmarks the gpu package: Sync overhead, host<->device bandwidth
+#      (staged and pageable), gemm TFLOP/s (float32, float64, tf32, bf16,
+#      f16) through the binding, and four workunits' streams on one device
+#      (BenchmarkFanOut);
+#   6. builds scripts/gpu/anchor.c against the CUDA toolkit and runs it (the
+#      same copies, sync and products from C), and scripts/gpu/anchor_torch.py
+#      where PyTorch is installed;
+# and prints a short table, then riot's figures beside the anchor's as
+# ratios, with the speed goals (docs/gpu.md, "Speed goals").
 #
 # Usage:
 #   scripts/gpu-check.sh --build DIR
-#       only builds, stripped, what the check runs (gpu.test, jsgpu.test,
-#       riotd, riot-worker: about 50 MB) into DIR, for a GPU machine without
-#       Go; then, there: RIOT_BIN_DIR=DIR scripts/gpu-check.sh
+#       only builds, stripped and gzipped, what the check runs (gpu.test,
+#       jsgpu.test, riotd, riot-worker: about 22 MB) into DIR, for a GPU
+#       machine without Go; then, there: RIOT_BIN_DIR=DIR scripts/gpu-check.sh
 #   scripts/gpu-check.sh
 #       needs Go and the module cache (or network) for the build;
 #   GPU_TEST_BINARY=/path/gpu.test scripts/gpu-check.sh
@@ -52,10 +58,15 @@ if [ "${1:-}" = "--build" ]; then
 	out=${2:?"usage: scripts/gpu-check.sh --build DIR"}
 	mkdir -p "$out" || exit 2
 	flags=(-trimpath -ldflags=-s\ -w)
+	rm -f "$out"/gpu.test "$out"/jsgpu.test "$out"/riotd "$out"/riot-worker "$out"/*.gz
 	CGO_ENABLED=0 go test -c "${flags[@]}" -o "$out/gpu.test" ./gpu/ &&
 		CGO_ENABLED=0 go test -c "${flags[@]}" -o "$out/jsgpu.test" ./engine/jsgpu/ &&
 		CGO_ENABLED=0 go build "${flags[@]}" -o "$out/" ./cmd/riotd ./cmd/riot-worker || exit 2
-	du -ch "$out"/gpu.test "$out"/jsgpu.test "$out"/riotd "$out"/riot-worker | tail -n 1
+	# Compressed, so that they travel with the work tree within the device
+	# tool's 64 MiB (about 66 MB plain, a third of that compressed); the
+	# check unpacks them.
+	gzip -f "$out"/gpu.test "$out"/jsgpu.test "$out"/riotd "$out"/riot-worker || exit 2
+	du -ch "$out"/*.gz | tail -n 1
 	echo "built into $out; on the GPU machine: RIOT_BIN_DIR=$out scripts/gpu-check.sh"
 	exit 0
 fi
@@ -105,6 +116,13 @@ if [ -n "$bin" ]; then
 fi
 if [ -n "$bindir" ]; then
 	bindir=$(cd "$bindir" && pwd)
+	if ls "$bindir"/*.gz >/dev/null 2>&1; then # from --build: unpack
+		mkdir -p "$work/bin"
+		for z in "$bindir"/*.gz; do
+			gzip -dc "$z" >"$work/bin/$(basename "$z" .gz)" && chmod +x "$work/bin/$(basename "$z" .gz)" || exit 2
+		done
+		bindir=$work/bin
+	fi
 	if [ -z "$bin" ] && [ -x "$bindir/gpu.test" ]; then
 		bin=$bindir/gpu.test # from --build
 	fi
@@ -313,7 +331,7 @@ fi
 
 # --- 5. benchmark ---
 echo "== benchmark"
-(cd gpu && RIOT_GPU_REAL=1 RIOT_GPU_BENCH_N="$n" timeout "$(limit 120)" "$bin" -test.run '^$' -test.bench . -test.benchtime 1s -test.count=1) >"$work/bench.log" 2>&1
+(cd gpu && RIOT_GPU_REAL=1 RIOT_GPU_BENCH_N="$n" timeout "$(limit 120)" "$bin" -test.run '^$' -test.bench '^Benchmark(Sync|Copy|Gemm|FanOut)$' -test.benchtime 1s -test.count=1) >"$work/bench.log" 2>&1
 bench_rc=$?
 grep -E '^Benchmark|FAIL|skip' "$work/bench.log"
 if [ $bench_rc -ne 0 ]; then
@@ -327,12 +345,12 @@ awk '
 /^Benchmark/ {
 	name = $1; sub(/-[0-9]+$/, "", name); sub(/^Benchmark/, "", name)
 	for (i = 2; i <= NF; i++) v[$i] = $(i-1)
-	if (name == "Sync/idle") print "sync_us", v["ns/op"] / 1000
-	else if (name == "Sync/empty_kernel") print "launch_us", v["ns/op"] / 1000
-	else if (name ~ /^Copy\/HtoD_.*_staged$/) print "htod_gbs", v["MB/s"] / 1000
-	else if (name ~ /^Copy\/DtoH_.*_staged$/) print "dtoh_gbs", v["MB/s"] / 1000
-	else if (name ~ /^Copy\/HtoD_.*_pageable$/) print "htod_pageable_gbs", v["MB/s"] / 1000
-	else if (name ~ /^Copy\/DtoH_.*_pageable$/) print "dtoh_pageable_gbs", v["MB/s"] / 1000
+	if (name == "Sync/idle") printf "sync_us %.2f\n", v["ns/op"] / 1000
+	else if (name == "Sync/empty_kernel") printf "launch_us %.2f\n", v["ns/op"] / 1000
+	else if (name ~ /^Copy\/HtoD_.*_staged$/) printf "htod_gbs %.2f\n", v["MB/s"] / 1000
+	else if (name ~ /^Copy\/DtoH_.*_staged$/) printf "dtoh_gbs %.2f\n", v["MB/s"] / 1000
+	else if (name ~ /^Copy\/HtoD_.*_pageable$/) printf "htod_pageable_gbs %.2f\n", v["MB/s"] / 1000
+	else if (name ~ /^Copy\/DtoH_.*_pageable$/) printf "dtoh_pageable_gbs %.2f\n", v["MB/s"] / 1000
 	else if (name ~ /^Gemm\/float32_/) print "sgemm", v["TFLOP/s"]
 	else if (name ~ /^Gemm\/float64_/) print "dgemm", v["TFLOP/s"]
 	else if (name ~ /^Gemm\/tf32_/) print "tf32", v["TFLOP/s"]
