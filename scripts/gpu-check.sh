@@ -15,7 +15,8 @@
 #      and runs the job scripts scripts/gpu-*.js against them with
 #      riot-worker eval --tracker, checking each one's output: the seed's
 #      section 1.3 (finding, resources, timing, worker, fanning, failures),
-#      the NVRTC example (saxpy) and the short matMul benchmark (gemm);
+#      the NVRTC example (saxpy), the short matMul benchmark (gemm) and the
+#      fan-out with real work (fanout: four workunits on one device);
 #   5. benchmarks the gpu package: Sync overhead, host<->device bandwidth
 #      (staged and pageable), gemm TFLOP/s (float32, float64, tf32, bf16,
 #      f16) through the binding, and four workunits' streams on one device
@@ -315,6 +316,8 @@ if [ -n "$bindir" ]; then
 		check_script gpu-saxpy 'max \|y - host\| = 0, ok$'
 		script_args=("$n" 5)
 		check_script gpu-gemm '^float32: .* check ok$' '^float64: .* check ok$'
+		script_args=("$n" 8)
+		check_script gpu-fanout '^fan-out on device 0, .* overlap [0-9.]+, check ok$'
 		if [ ${#failed_scripts[@]} -eq 0 ]; then
 			row "job scripts" "$scripts_ok of $scripts_run ok"
 		else
@@ -466,6 +469,8 @@ compare dgemm "dgemm n=$n (TFLOP/s)" "TFLOP/s" ""
 compare tf32 "tf32 n=$n (TFLOP/s)" "TFLOP/s" ""
 compare bf16 "bf16 n=$n (TFLOP/s)" "TFLOP/s" ">=0.90"
 compare f16 "f16 n=$n (TFLOP/s)" "TFLOP/s" ">=0.90"
+js_ov=$(sed -nE 's/^fan-out on .*: one workunit ([0-9.]+) ms, four at once ([0-9.]+) ms, overlap ([0-9.]+), .*/\3 (one \1 ms, four \2 ms)/p' "$work/gpu-fanout.out" 2>/dev/null)
+[ -n "$js_ov" ] || js_ov="- (not run)"
 ov=$(fig overlap "$work/riot.fig")
 goals=$((goals + 1))
 if [ -n "$ov" ] && awk -v o="$ov" 'BEGIN { exit !(o >= 1.5) }'; then
@@ -475,6 +480,7 @@ else
 	ov_verdict="NOT met (>= 1.5)"
 fi
 cmp_rows+=("$(printf '%-30s %10s %10s %8s %10s  %s' "fan-out: 4 streams, overlap" "${ov:--}" "-" "-" "-" "$ov_verdict; one $(fig fan_one_ms "$work/riot.fig") ms, four $(fig fan_four_ms "$work/riot.fig") ms")")
+cmp_rows+=("$(printf '%-30s %10s %10s %8s %10s  %s' "fan-out: 4 workunits (JS)" "${js_ov%% *}" "-" "-" "-" "gpu-fanout.js ${js_ov#* }")")
 row "speed goals" "$goals_met of $goals met (not a failure of the check)"
 row "total time" "${SECONDS} s"
 table
