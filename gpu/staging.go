@@ -18,7 +18,7 @@ const (
 	defaultStagingChunk   = 4 << 20
 	defaultStagingBuffers = 4
 	stagingCopiers        = 8
-	minCopierBytes        = 1 << 20 // a goroutine copies at least this much
+	minCopierBytes        = 512 << 10 // a goroutine copies at least this much: 8 a chunk
 )
 
 // Wait phases of Sync and of staged copies: queries back to back for
