@@ -380,16 +380,23 @@ done
 anchor_state="not built: no CUDA toolkit (include/cuda.h, cublas_v2.h) found"
 if [ -n "$toolkit" ]; then
 	cc=""
-	for c in gcc cc clang "$toolkit/bin/nvcc"; do
+	for c in gcc cc clang; do # nvcc would need one of them as its host compiler
 		if command -v "$c" >/dev/null; then
 			cc=$c
 			break
 		fi
 	done
 	if [ -z "$cc" ]; then
-		anchor_state="not built: no C compiler (gcc, cc, clang, nvcc)"
-	elif timeout "$(limit 60)" "$cc" -O2 -o "$work/anchor" scripts/gpu/anchor.c -I"$toolkit/include" \
-		-L"$toolkit/lib64" -L"$toolkit/lib64/stubs" -lcublas -lcuda -Wl,-rpath,"$toolkit/lib64" >"$work/anchor-build.log" 2>&1; then
+		anchor_state="not built: no C compiler (gcc, cc, clang)"
+	elif {
+		# The toolkit's link names (libcublas.so, the stub libcuda.so), else
+		# the libraries' sonames, libcuda's from the driver's folders.
+		timeout "$(limit 60)" "$cc" -O2 -o "$work/anchor" scripts/gpu/anchor.c -I"$toolkit/include" \
+			-L"$toolkit/lib64" -L"$toolkit/lib64/stubs" -lcublas -lcuda -Wl,-rpath,"$toolkit/lib64" >"$work/anchor-build.log" 2>&1 ||
+			timeout "$(limit 60)" "$cc" -O2 -o "$work/anchor" scripts/gpu/anchor.c -I"$toolkit/include" \
+				-L"$toolkit/lib64" -L/usr/local/nvidia/lib64 -L/usr/lib/x86_64-linux-gnu -L/usr/lib64 \
+				-l:libcublas.so.13 -l:libcuda.so.1 -Wl,-rpath,"$toolkit/lib64" >>"$work/anchor-build.log" 2>&1
+	}; then
 		timeout "$(limit 60)" "$work/anchor" "$n" "${RIOT_GPU_BENCH_MIB:-64}" 1 >"$work/anchor.out" 2>&1
 		anchor_rc=$?
 		cat "$work/anchor.out"
