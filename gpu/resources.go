@@ -40,6 +40,7 @@ type resState struct {
 	// (direct), and exclusively by Close while it frees arrays and
 	// destroys the stream, and by Free.
 	use   sync.RWMutex
+	libMu sync.Mutex // held while a library handle is used on a caller's thread
 	stage staging
 
 	// mu guards the fields below. They change only on the device thread,
@@ -274,6 +275,39 @@ func (s *resState) withHandle(ctx context.Context, lib Library, fn func(handle u
 		if err != nil {
 			return err
 		}
+		return fn(h)
+	})
+}
+
+// withHandleDirect is withHandle for calls made on the caller's thread
+// (direct): the handle is made on the device thread on first use, then fn
+// runs with it under libMu, which keeps the resources' library handles to
+// one thread at a time, as cuBLAS and its kind require. fn must not wait
+// for the device thread.
+func (s *resState) withHandleDirect(ctx context.Context, lib Library, fn func(handle uintptr) error) error {
+	if err := s.drv.loadLibrary(lib); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	h := s.handles[lib]
+	s.mu.Unlock()
+	if h == 0 {
+		if err := s.onThread(ctx, func() error {
+			_, err := s.handleOnThread(lib)
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	return s.direct(func() error {
+		s.mu.Lock()
+		h := s.handles[lib]
+		s.mu.Unlock()
+		if h == 0 { // Close took it after direct's check: it waits for us
+			return errResourcesClosed
+		}
+		s.libMu.Lock()
+		defer s.libMu.Unlock()
 		return fn(h)
 	})
 }

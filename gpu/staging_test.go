@@ -249,3 +249,44 @@ func TestSync_BrokenByCancel(t *testing.T) {
 
 // spinKernel never ends; the fake's "spin" makes its stream busy forever.
 const spinKernel = `extern "C" __global__ void spin() { for (;;) {} }`
+
+// Products from several goroutines on one Resources use its cuBLAS handle
+// one at a time, on their own threads, while others copy.
+func TestGemm_ConcurrentOnOneResources(t *testing.T) {
+	t.Parallel()
+	f := newFakeCUDA(t)
+	r := f.resources(t)
+	ctx := context.Background()
+	x := noErr[*gpu.Array](t)(gpu.NewArray(ctx, r, []float32{1, 2, 3, 4}, 2, 2))
+	done := make(chan error, 4)
+	for range 4 {
+		go func() {
+			for range 20 {
+				c, err := r.MatMul(ctx, x, x)
+				if err != nil {
+					done <- err
+					return
+				}
+				got := make([]float32, 4)
+				if err := gpu.CopyToHost(ctx, c, got); err != nil {
+					done <- err
+					return
+				}
+				if !slices.Equal(got, []float32{7, 10, 15, 22}) {
+					done <- assert.AnError
+					return
+				}
+				if err := c.Free(); err != nil {
+					done <- err
+					return
+				}
+			}
+			done <- nil
+		}()
+	}
+	for range 4 {
+		require.NoError(t, <-done)
+	}
+	assert.EqualValues(t, 80, f.counter(t, "gemms"))
+	assert.EqualValues(t, 1, f.counter(t, "blas_handles"), "one handle, made once")
+}
