@@ -419,7 +419,9 @@ func copyToHost(ctx context.Context, x *Array, dst []byte) error {
 		if err := checkLive(s, x); err != nil {
 			return err
 		}
-		return s.copyOut(ctx, dst, x.a)
+		err := s.copyOut(ctx, dst, x.a)
+		runtime.KeepAlive(x) // its cleanup would free x.a under the copy
+		return err
 	}
 	api := s.drv.api
 	// A copy into pageable memory returns only once it is done, that is
@@ -487,7 +489,9 @@ func copyFromHost(ctx context.Context, x *Array, src []byte) error {
 		if err := checkLive(s, x); err != nil {
 			return err
 		}
-		return s.copyIn(ctx, x.a, src)
+		err := s.copyIn(ctx, x.a, src)
+		runtime.KeepAlive(x) // its cleanup would free x.a under the copy
+		return err
 	}
 	api := s.drv.api
 	return s.onThread(ctx, func() error {

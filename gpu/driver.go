@@ -20,7 +20,8 @@ type config struct {
 	logger     *slog.Logger
 
 	stageChunk   int // bytes per staging buffer; 0: copies are not staged
-	stageBuffers int // staging buffers per Resources, at most
+	stageBuffers int    // staging buffers per Resources, at most
+	chunkHook    func() // tests only: called after each staged chunk is queued
 }
 
 // WithDriverLibrary loads the CUDA driver from path instead of

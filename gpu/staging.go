@@ -279,6 +279,9 @@ func (s *resState) copyIn(ctx context.Context, a *arrState, src []byte) error {
 		}); err != nil {
 			return err
 		}
+		if hook := s.drv.cfg.chunkHook; hook != nil {
+			hook()
+		}
 	}
 	return nil
 }
@@ -327,6 +330,9 @@ func (s *resState) copyOut(ctx context.Context, dst []byte, a *arrState) error {
 			return err
 		}
 		parallelCopy(dst[off:off+m], b.bytes()[:m])
+		if hook := s.drv.cfg.chunkHook; hook != nil {
+			hook()
+		}
 		if i+nbuf < chunks {
 			if err := queue(i + nbuf); err != nil {
 				return err

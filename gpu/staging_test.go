@@ -3,8 +3,11 @@ package gpu_test
 import (
 	"context"
 	"math/rand/v2"
+	"runtime"
 	"slices"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -145,6 +148,10 @@ func TestStaging_Off(t *testing.T) {
 func TestStaging_WaitEndsWithContext(t *testing.T) {
 	t.Parallel()
 	f := newFakeCUDA(t)
+	// The upload's events are done at their first query, so that the
+	// download queues its copies into both buffers, behind the kernel,
+	// before the time limit can end its wait.
+	f.setting(t, "event_not_ready", 0)
 	d := f.open(t, gpu.WithPinnedStaging(64<<10, 128<<10))
 	ctx := context.Background()
 	r, err := d.NewResources(ctx, 0)
@@ -289,4 +296,38 @@ func TestGemm_ConcurrentOnOneResources(t *testing.T) {
 	}
 	assert.EqualValues(t, 80, f.counter(t, "gemms"))
 	assert.EqualValues(t, 1, f.counter(t, "blas_handles"), "one handle, made once")
+}
+
+// An array whose handle is not used after a copy starts stays allocated
+// until the copy ends: its cleanup must not free it between two chunks.
+func TestStaging_ArrayKeptAliveDuringCopy(t *testing.T) {
+	t.Parallel()
+	for _, down := range []bool{false, true} {
+		f := newFakeCUDA(t)
+		var once sync.Once
+		hook := func() {
+			once.Do(func() {
+				before := f.get("live_allocs")
+				runtime.GC()
+				// Give a wrongly queued cleanup time to free the array;
+				// with the handle alive, nothing is freed and this waits
+				// it out.
+				for deadline := time.Now().Add(200 * time.Millisecond); time.Now().Before(deadline); {
+					if f.get("live_allocs") < before {
+						return
+					}
+					runtime.Gosched()
+				}
+			})
+		}
+		r := f.resources(t, gpu.WithPinnedStaging(64<<10, 64<<10), gpu.WithChunkHook(hook))
+		ctx := context.Background()
+		data := randomFloats(40, 64<<10)
+		x := noErr[*gpu.Array](t)(r.Zeros(ctx, gpu.Float32, len(data)))
+		if down {
+			require.NoError(t, gpu.CopyToHost(ctx, x, data), "the array was freed under its download")
+		} else {
+			require.NoError(t, gpu.CopyFromHost(ctx, x, data), "the array was freed under its upload")
+		}
+	}
 }
