@@ -19,7 +19,7 @@ type config struct {
 	cudaHome   string
 	logger     *slog.Logger
 
-	stageChunk   int // bytes per staging buffer; 0: copies are not staged
+	stageChunk   int    // bytes per staging buffer; 0: copies are not staged
 	stageBuffers int    // staging buffers per Resources, at most
 	chunkHook    func() // tests only: called after each staged chunk is queued
 }
