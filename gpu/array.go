@@ -18,15 +18,26 @@ const (
 	Float32 DType = iota + 1
 	// Float64 is double in C, Float64Array in JavaScript.
 	Float64
+	// BFloat16 is bfloat16 (8 exponent bits, 7 mantissa bits; __nv_bfloat16
+	// in CUDA), 'bf16' in JavaScript: made from and read back as float32,
+	// converted on the device with rounding to nearest even.
+	BFloat16
+	// Float16 is IEEE half precision (__half in CUDA), 'f16' in JavaScript,
+	// made and read back as BFloat16 is.
+	Float16
 )
 
-// String returns "float32" or "float64".
+// String returns "float32", "float64", "bf16" or "f16".
 func (t DType) String() string {
 	switch t {
 	case Float32:
 		return "float32"
 	case Float64:
 		return "float64"
+	case BFloat16:
+		return "bf16"
+	case Float16:
+		return "f16"
 	}
 	return fmt.Sprintf("dtype(%d)", int(t))
 }
@@ -38,9 +49,18 @@ func (t DType) Size() int {
 		return 4
 	case Float64:
 		return 8
+	case BFloat16, Float16:
+		return 2
 	}
 	return 0
 }
+
+// half reports whether t is one of the 16-bit types, which the host reads
+// and writes as float32.
+func (t DType) half() bool { return t == BFloat16 || t == Float16 }
+
+// valid reports whether t is a known element type.
+func (t DType) valid() bool { return t >= Float32 && t <= Float16 }
 
 // Float constrains the host element types of device arrays.
 type Float interface {
@@ -137,9 +157,10 @@ func checkShape(shape []int, n int) ([]int, error) {
 
 // NewArray copies data to a new device array of the given shape (by
 // default one-dimensional) on r's stream. data may be reused as soon as
-// NewArray returns: the driver stages a copy from ordinary (pageable) Go
-// memory before it returns. Errors name deviceArray; a lack of device
-// memory is OutOfMemory.
+// NewArray returns: it is copied through the resources' page-locked
+// staging buffers (see WithPinnedStaging), or staged by the driver when
+// staging is off. Errors name deviceArray; a lack of device memory is
+// OutOfMemory.
 func NewArray[T Float](ctx context.Context, r *Resources, data []T, shape ...int) (*Array, error) {
 	if r == nil {
 		return nil, opErrorf(OpDeviceArray, "no resources")
@@ -152,15 +173,72 @@ func NewArray[T Float](ctx context.Context, r *Resources, data []T, shape ...int
 	if len(data) > 0 {
 		src = unsafe.Pointer(&data[0])
 	}
-	x, err := r.newArray(ctx, dtypeOf[T](), shape, len(data), src)
+	var x *Array
+	if r.s.staged(uintptr(len(data)) * unsafe.Sizeof(data[0])) {
+		x, err = r.newStaged(ctx, dtypeOf[T](), shape, asBytes(data))
+	} else {
+		x, err = r.newArray(ctx, dtypeOf[T](), shape, len(data), src)
+	}
 	runtime.KeepAlive(data)
 	return x, opError(OpDeviceArray, err)
+}
+
+// NewArrayOf copies float32 data to a new device array of dtype: Float32
+// as NewArray does, or BFloat16 or Float16, converted on the device by a
+// kernel (compiled with NVRTC on first use) with rounding to nearest even:
+// the data goes up as float32 into a temporary array, freed in stream
+// order once converted. Errors name deviceArray.
+func NewArrayOf(ctx context.Context, r *Resources, dtype DType, data []float32, shape ...int) (*Array, error) {
+	if r == nil {
+		return nil, opErrorf(OpDeviceArray, "no resources")
+	}
+	switch {
+	case dtype == Float32:
+		return NewArray(ctx, r, data, shape...)
+	case !dtype.half():
+		return nil, opErrorf(OpDeviceArray, "%v cannot be made from float32 data", dtype)
+	}
+	shape, err := checkShape(shape, len(data))
+	if err != nil {
+		return nil, opError(OpDeviceArray, err)
+	}
+	x, err := r.newArrayUninitialized(ctx, dtype, shape)
+	if err != nil {
+		return nil, opError(OpDeviceArray, err)
+	}
+	if err := r.fromFloat32(ctx, x, data); err != nil {
+		_ = x.Free()
+		return nil, opError(OpDeviceArray, err)
+	}
+	return x, nil
+}
+
+// newStaged allocates an array and fills it from src through the staging
+// buffers.
+func (r *Resources) newStaged(ctx context.Context, dtype DType, shape []int, src []byte) (*Array, error) {
+	x, err := r.newArrayUninitialized(ctx, dtype, shape)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.s.copyIn(ctx, x.a, src); err != nil {
+		_ = x.Free()
+		return nil, err
+	}
+	return x, nil
+}
+
+// asBytes returns the memory of f as bytes.
+func asBytes[T Float](f []T) []byte {
+	if len(f) == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(&f[0])), len(f)*int(unsafe.Sizeof(f[0])))
 }
 
 // Zeros returns a new device array of zeros of the given type and shape
 // (cuMemsetD8Async on the stream).
 func (r *Resources) Zeros(ctx context.Context, dtype DType, shape ...int) (*Array, error) {
-	if dtype != Float32 && dtype != Float64 {
+	if !dtype.valid() {
 		return nil, opErrorf(OpDeviceArray, "unknown element type %v", dtype)
 	}
 	if len(shape) == 0 {
@@ -279,7 +357,11 @@ func (s *resState) ptrOnThread(x *Array) (uint64, error) {
 // Logic error.
 func (x *Array) Free() error {
 	s := x.a.res
-	err := s.onThread(context.Background(), func() error { return s.freeOnThread(x.a) })
+	err := s.onThread(context.Background(), func() error {
+		s.use.Lock() // not under a copy on a caller's thread (direct)
+		defer s.use.Unlock()
+		return s.freeOnThread(x.a)
+	})
 	if errors.Is(err, errResourcesClosed) || errors.Is(err, errDriverClosed) {
 		err = nil
 	}
@@ -296,32 +378,58 @@ func (a *arrState) collected() {
 		return
 	}
 	go func() {
-		_ = s.onThread(context.Background(), func() error { return s.freeOnThread(a) })
+		_ = s.onThread(context.Background(), func() error {
+			s.use.Lock()
+			defer s.use.Unlock()
+			return s.freeOnThread(a)
+		})
 	}()
 }
 
-// CopyToHost waits for the work queued on the array's stream as Sync does
-// (ctx ends the wait), copies the array into dst, which must have the
-// array's element type and length, and waits for the copy. Errors name
-// arrayToHost.
+// CopyToHost copies the array into dst once the work queued before it on
+// the array's stream has run, waiting as Sync does (ctx ends the wait). dst
+// must have the array's length and element type, or be float32 for a
+// BFloat16 or Float16 array, which is converted on the device into a
+// temporary float32 array first. The copy goes through the staging buffers
+// (see WithPinnedStaging); with staging off, into dst directly, after a
+// Sync. Errors name arrayToHost.
 func CopyToHost[T Float](ctx context.Context, x *Array, dst []T) error {
 	if x == nil {
 		return opErrorf(OpArrayToHost, "no array")
 	}
-	if want := dtypeOf[T](); want != x.a.dtype {
-		return opErrorf(OpArrayToHost, "%v cannot be copied into %v elements", x, want)
-	}
+	want := dtypeOf[T]()
 	if len(dst) != x.a.n {
 		return opErrorf(OpArrayToHost, "%v has %d elements, the destination %d", x, x.a.n, len(dst))
 	}
+	if x.a.dtype.half() && want == Float32 {
+		return opError(OpArrayToHost, x.r.toFloat32(ctx, x, any(dst).([]float32)))
+	}
+	if want != x.a.dtype {
+		return opErrorf(OpArrayToHost, "%v cannot be copied into %v elements", x, want)
+	}
+	err := copyToHost(ctx, x, asBytes(dst))
+	runtime.KeepAlive(dst)
+	return opError(OpArrayToHost, err)
+}
+
+// copyToHost copies all of x into dst, which has x's size.
+func copyToHost(ctx context.Context, x *Array, dst []byte) error {
 	s := x.a.res
+	if s.staged(x.a.bytes) {
+		if err := checkLive(s, x); err != nil {
+			return err
+		}
+		err := s.copyOut(ctx, dst, x.a)
+		runtime.KeepAlive(x) // its cleanup would free x.a under the copy
+		return err
+	}
 	api := s.drv.api
 	// A copy into pageable memory returns only once it is done, that is
 	// after the stream's earlier work: wait for that here, polling, where
 	// ctx can end the wait, rather than in the driver on the device's
 	// thread, which every Resources of the device shares.
 	if err := s.sync(ctx); err != nil {
-		return opError(OpArrayToHost, err)
+		return err
 	}
 	err := s.onThread(ctx, func() error {
 		ptr, err := s.ptrOnThread(x)
@@ -333,33 +441,64 @@ func CopyToHost[T Float](ctx context.Context, x *Array, dst []T) error {
 	if err == nil {
 		err = s.sync(ctx)
 	}
-	runtime.KeepAlive(dst)
-	return opError(OpArrayToHost, err)
+	return err
 }
 
-// CopyFromHost copies src into the array on its stream, which must have
-// the array's element type and length. It returns once the copy is queued;
-// src may be reused at once, since the driver stages a copy from ordinary
-// (pageable) Go memory before it returns. Errors name arrayFromHost.
+// checkLive checks that x is an array of open resources, not freed.
+func checkLive(s *resState, x *Array) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errResourcesClosed
+	}
+	if x.a.freed {
+		return errArrayFreed
+	}
+	return nil
+}
+
+// CopyFromHost copies src into the array on its stream. src must have the
+// array's length and element type, or be float32 for a BFloat16 or
+// Float16 array (converted on the device). It returns once the copy is
+// queued, and src may be reused at once: it is copied through the staging
+// buffers, or staged by the driver when staging is off. Errors name
+// arrayFromHost.
 func CopyFromHost[T Float](ctx context.Context, x *Array, src []T) error {
 	if x == nil {
 		return opErrorf(OpArrayFromHost, "no array")
 	}
-	if want := dtypeOf[T](); want != x.a.dtype {
-		return opErrorf(OpArrayFromHost, "%v cannot be filled from %v elements", x, want)
-	}
+	want := dtypeOf[T]()
 	if len(src) != x.a.n {
 		return opErrorf(OpArrayFromHost, "%v has %d elements, the source %d", x, x.a.n, len(src))
 	}
+	if x.a.dtype.half() && want == Float32 {
+		return opError(OpArrayFromHost, x.r.fromFloat32(ctx, x, any(src).([]float32)))
+	}
+	if want != x.a.dtype {
+		return opErrorf(OpArrayFromHost, "%v cannot be filled from %v elements", x, want)
+	}
+	err := copyFromHost(ctx, x, asBytes(src))
+	runtime.KeepAlive(src)
+	return opError(OpArrayFromHost, err)
+}
+
+// copyFromHost copies src, of x's size, into x.
+func copyFromHost(ctx context.Context, x *Array, src []byte) error {
 	s := x.a.res
+	if s.staged(x.a.bytes) {
+		if err := checkLive(s, x); err != nil {
+			return err
+		}
+		err := s.copyIn(ctx, x.a, src)
+		runtime.KeepAlive(x) // its cleanup would free x.a under the copy
+		return err
+	}
 	api := s.drv.api
-	err := s.onThread(ctx, func() error {
+	return s.onThread(ctx, func() error {
 		ptr, err := s.ptrOnThread(x)
 		if err != nil || x.a.bytes == 0 {
 			return err
 		}
 		return api.check("cuMemcpyHtoDAsync_v2", api.cuMemcpyHtoDAsync(ptr, unsafe.Pointer(&src[0]), x.a.bytes, s.stream))
 	})
-	runtime.KeepAlive(src)
-	return opError(OpArrayFromHost, err)
 }

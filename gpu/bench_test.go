@@ -6,6 +6,7 @@ import (
 	"os"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -53,34 +54,46 @@ func BenchmarkSync(b *testing.B) {
 	})
 }
 
-// BenchmarkCopy measures host↔device bandwidth from ordinary (pageable) Go
-// memory, each copy followed by a Sync.
+// BenchmarkCopy measures host↔device bandwidth of ordinary Go memory,
+// each copy followed by a Sync: staged through the resources' page-locked
+// buffers (the default), and pageable (staging off), as the driver stages
+// it.
 func BenchmarkCopy(b *testing.B) {
-	r := realResources(b)
+	realDriver(b)
 	ctx := context.Background()
 	mib := benchSize("RIOT_GPU_BENCH_MIB", 64)
 	host := make([]float32, mib<<18)
-	x, err := gpu.NewArray(ctx, r, host)
-	require.NoError(b, err)
-	b.Run(fmt.Sprintf("HtoD_%dMiB", mib), func(b *testing.B) {
-		b.SetBytes(int64(len(host) * 4))
-		for b.Loop() {
-			if err := gpu.CopyFromHost(ctx, x, host); err != nil {
-				b.Fatal(err)
+	for _, mode := range []struct {
+		name string
+		opts []gpu.Option
+	}{{"staged", nil}, {"pageable", []gpu.Option{gpu.WithPinnedStaging(0, 0)}}} {
+		d, err := gpu.Open(mode.opts...)
+		require.NoError(b, err)
+		r, err := d.NewResources(ctx, 0)
+		require.NoError(b, err)
+		x, err := gpu.NewArray(ctx, r, host)
+		require.NoError(b, err)
+		b.Run(fmt.Sprintf("HtoD_%dMiB_%s", mib, mode.name), func(b *testing.B) {
+			b.SetBytes(int64(len(host) * 4))
+			for b.Loop() {
+				if err := gpu.CopyFromHost(ctx, x, host); err != nil {
+					b.Fatal(err)
+				}
+				if err := r.Sync(ctx); err != nil {
+					b.Fatal(err)
+				}
 			}
-			if err := r.Sync(ctx); err != nil {
-				b.Fatal(err)
+		})
+		b.Run(fmt.Sprintf("DtoH_%dMiB_%s", mib, mode.name), func(b *testing.B) {
+			b.SetBytes(int64(len(host) * 4))
+			for b.Loop() {
+				if err := gpu.CopyToHost(ctx, x, host); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
-	b.Run(fmt.Sprintf("DtoH_%dMiB", mib), func(b *testing.B) {
-		b.SetBytes(int64(len(host) * 4))
-		for b.Loop() {
-			if err := gpu.CopyToHost(ctx, x, host); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+		})
+		require.NoError(b, d.Close())
+	}
 }
 
 // BenchmarkGemm measures n×n matrix products through the binding (cuBLAS
@@ -92,18 +105,26 @@ func BenchmarkGemm(b *testing.B) {
 	skipWithoutLibrary(b, err)
 	require.NoError(b, err)
 	n := benchSize("RIOT_GPU_BENCH_N", 4096)
-	for _, dtype := range []gpu.DType{gpu.Float32, gpu.Float64} {
-		b.Run(fmt.Sprintf("%v_%d", dtype, n), func(b *testing.B) {
-			a, err := r.Zeros(ctx, dtype, n, n)
+	for _, p := range []struct {
+		dtype gpu.DType
+		tf32  bool
+	}{{gpu.Float32, false}, {gpu.Float64, false}, {gpu.Float32, true}, {gpu.BFloat16, false}, {gpu.Float16, false}} {
+		name := fmt.Sprintf("%v_%d", p.dtype, n)
+		if p.tf32 {
+			name = fmt.Sprintf("tf32_%d", n)
+		}
+		b.Run(name, func(b *testing.B) {
+			a, err := r.Zeros(ctx, p.dtype, n, n)
 			require.NoError(b, err)
-			c, err := r.Zeros(ctx, dtype, n, n)
+			c, err := r.Zeros(ctx, p.dtype, n, n)
 			require.NoError(b, err)
 			defer func() { _, _ = a.Free(), c.Free() }()
+			opt := gpu.ProductOptions{TF32: p.tf32}
 			// One product first: cuBLAS picks and loads its kernels.
-			require.NoError(b, r.Gemm(ctx, false, false, 1, a, a, 0, c))
+			require.NoError(b, r.GemmWith(ctx, opt, false, false, 1, a, a, 0, c))
 			require.NoError(b, r.Sync(ctx))
 			for b.Loop() {
-				if err := r.Gemm(ctx, false, false, 1, a, a, 0, c); err != nil {
+				if err := r.GemmWith(ctx, opt, false, false, 1, a, a, 0, c); err != nil {
 					b.Fatal(err)
 				}
 				if err := r.Sync(ctx); err != nil {
@@ -113,5 +134,81 @@ func BenchmarkGemm(b *testing.B) {
 			flops := 2 * float64(n) * float64(n) * float64(n) * float64(b.N)
 			b.ReportMetric(flops/b.Elapsed().Seconds()/1e12, "TFLOP/s")
 		})
+	}
+}
+
+// BenchmarkFanOut is the seed's "fanning out" with real work: a batch is
+// an upload of a 2048×1024 float32 matrix, its product with a 1024×1024
+// one and the download of the 2048×1024 result, 4 batches a worker (the
+// sizes are n/2×n/4 and n/4×n/4 for RIOT_GPU_BENCH_N=n, 4096 by default). Each
+// iteration times one worker alone, then four workers at once, each on
+// its own Resources (stream) of device 0, as four workunits on one GPU
+// are. It reports both times and overlap = 4·one/four: 1 when the streams
+// run one after another, more when they overlap (copies in both
+// directions and products of different streams run at once).
+func BenchmarkFanOut(b *testing.B) {
+	d := realDriver(b)
+	ctx := context.Background()
+	n := benchSize("RIOT_GPU_BENCH_N", 4096)
+	rows, cols, batches := max(n/2, 1), max(n/4, 1), 4
+	host := make([]float32, rows*cols)
+	for i := range host {
+		host[i] = float32(i%7) / 7
+	}
+	type worker struct {
+		r   *gpu.Resources
+		w   *gpu.Array
+		out []float32
+	}
+	workers := make([]*worker, 4)
+	for i := range workers {
+		r, err := d.NewResources(ctx, 0)
+		require.NoError(b, err)
+		w, err := gpu.NewArray(ctx, r, host[:cols*cols], cols, cols)
+		require.NoError(b, err)
+		workers[i] = &worker{r: r, w: w, out: make([]float32, rows*cols)}
+	}
+	run := func(wk *worker) error {
+		for range batches {
+			x, err := gpu.NewArray(ctx, wk.r, host, rows, cols)
+			if err != nil {
+				return err
+			}
+			y, err := wk.r.MatMul(ctx, x, wk.w)
+			if err != nil {
+				return err
+			}
+			if err := gpu.CopyToHost(ctx, y, wk.out); err != nil {
+				return err
+			}
+			_, _ = x.Free(), y.Free()
+		}
+		return nil
+	}
+	require.NoError(b, run(workers[0])) // cuBLAS, staging buffers, pools warm
+	var one, four time.Duration
+	for b.Loop() {
+		start := time.Now()
+		if err := run(workers[0]); err != nil {
+			b.Fatal(err)
+		}
+		one += time.Since(start)
+		start = time.Now()
+		errs := make(chan error, len(workers))
+		for _, wk := range workers {
+			go func() { errs <- run(wk) }()
+		}
+		for range workers {
+			if err := <-errs; err != nil {
+				b.Fatal(err)
+			}
+		}
+		four += time.Since(start)
+	}
+	b.ReportMetric(float64(one.Microseconds())/1e3/float64(b.N), "one_ms")
+	b.ReportMetric(float64(four.Microseconds())/1e3/float64(b.N), "four_ms")
+	b.ReportMetric(4*one.Seconds()/four.Seconds(), "overlap")
+	for _, wk := range workers {
+		require.NoError(b, wk.r.Close())
 	}
 }

@@ -14,6 +14,7 @@ const (
 	attrComputeCapabilityMinor = 76
 	attrMemoryPoolsSupported   = 115
 	streamNonBlocking          = 0x1
+	eventDisableTiming         = 0x2 // CU_EVENT_DISABLE_TIMING: the cheapest event to record and query
 )
 
 // cudaAPI holds the driver entry points the package calls, bound with
@@ -42,6 +43,12 @@ type cudaAPI struct {
 	cuMemsetD8Async           func(dptr uint64, value uint8, n uintptr, stream uintptr) cuResult
 	cuMemcpyHtoDAsync         func(dst uint64, src unsafe.Pointer, n uintptr, stream uintptr) cuResult
 	cuMemcpyDtoHAsync         func(dst unsafe.Pointer, src uint64, n uintptr, stream uintptr) cuResult
+	cuMemHostAlloc            func(p *unsafe.Pointer, n uintptr, flags uint32) cuResult
+	cuMemFreeHost             func(p unsafe.Pointer) cuResult
+	cuEventCreate             func(event *uintptr, flags uint32) cuResult
+	cuEventRecord             func(event uintptr, stream uintptr) cuResult
+	cuEventQuery              func(event uintptr) cuResult
+	cuEventDestroy            func(event uintptr) cuResult
 	cuModuleLoadData          func(module *uintptr, image unsafe.Pointer) cuResult
 	cuModuleGetFunction       func(fn *uintptr, module uintptr, name string) cuResult
 	cuModuleUnload            func(module uintptr) cuResult
@@ -73,6 +80,12 @@ func (a *cudaAPI) symbols() []symbol {
 		{fptr: &a.cuMemsetD8Async, name: "cuMemsetD8Async"},
 		{fptr: &a.cuMemcpyHtoDAsync, name: "cuMemcpyHtoDAsync_v2"},
 		{fptr: &a.cuMemcpyDtoHAsync, name: "cuMemcpyDtoHAsync_v2"},
+		{fptr: &a.cuMemHostAlloc, name: "cuMemHostAlloc"},
+		{fptr: &a.cuMemFreeHost, name: "cuMemFreeHost"},
+		{fptr: &a.cuEventCreate, name: "cuEventCreate"},
+		{fptr: &a.cuEventRecord, name: "cuEventRecord"},
+		{fptr: &a.cuEventQuery, name: "cuEventQuery"},
+		{fptr: &a.cuEventDestroy, name: "cuEventDestroy_v2", alts: []string{"cuEventDestroy"}},
 		{fptr: &a.cuModuleLoadData, name: "cuModuleLoadData"},
 		{fptr: &a.cuModuleGetFunction, name: "cuModuleGetFunction"},
 		{fptr: &a.cuModuleUnload, name: "cuModuleUnload"},

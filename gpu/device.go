@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"runtime"
+	"sync"
 )
 
 // device is the thread of one device: a goroutine locked to its OS thread
@@ -27,6 +28,9 @@ type device struct {
 	modules map[kernelKey]uintptr // loaded modules by compiled-program key
 	funcs   map[funcKey]uintptr   // kernel functions by module and name
 	idle    []idleHandle          // library handles of closed resources, for the next ones
+
+	bufMu    sync.Mutex
+	idleBufs []*stagingBuf // staging buffers of closed resources, for the next ones; guarded by bufMu
 }
 
 // idleHandle is a library handle that closed resources gave back, unbound
@@ -142,7 +146,8 @@ func (d *device) invoke(fn func() error) (err error) {
 	return fn()
 }
 
-// release destroys the idle library handles, unloads the thread's
+// release destroys the idle library handles, frees the idle staging
+// buffers, unloads the thread's
 // modules and drops its context reference.
 func (d *device) release() error {
 	api := d.api
@@ -151,6 +156,19 @@ func (d *device) release() error {
 		errs = append(errs, libCheck(x.lib, libFunc(x.lib, "Destroy"), x.destroy(x.h)))
 	}
 	d.idle = nil
+	d.bufMu.Lock()
+	bufs := d.idleBufs
+	d.idleBufs = nil
+	d.bufMu.Unlock()
+	for _, b := range bufs {
+		// A buffer under a copy still queued (behind a kernel that never
+		// ends, say) is left to the process's exit: freeing memory under
+		// a DMA is not safe, and cuMemFreeHost could wait for it forever.
+		if b.busy && api.cuEventQuery(b.event) == cudaErrorNotReady {
+			continue
+		}
+		errs = append(errs, d.freeBuf(b))
+	}
 	for _, m := range d.modules {
 		errs = append(errs, api.check("cuModuleUnload", api.cuModuleUnload(m)))
 	}

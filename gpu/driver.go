@@ -18,6 +18,10 @@ type config struct {
 	libPaths   [numLibraries]string
 	cudaHome   string
 	logger     *slog.Logger
+
+	stageChunk   int    // bytes per staging buffer; 0: copies are not staged
+	stageBuffers int    // staging buffers per Resources, at most
+	chunkHook    func() // tests only: called after each staged chunk is queued
 }
 
 // WithDriverLibrary loads the CUDA driver from path instead of
@@ -90,8 +94,10 @@ type Driver struct {
 // use.
 func Open(opts ...Option) (*Driver, error) {
 	cfg := config{
-		driverPath: os.Getenv(driverEnvVar),
-		cudaHome:   os.Getenv("CUDA_HOME"),
+		driverPath:   os.Getenv(driverEnvVar),
+		cudaHome:     os.Getenv("CUDA_HOME"),
+		stageChunk:   defaultStagingChunk,
+		stageBuffers: defaultStagingBuffers,
 	}
 	for lib := CUBLAS; int(lib) < numLibraries; lib++ {
 		cfg.libPaths[lib] = os.Getenv(lib.envVar())

@@ -20,6 +20,11 @@ type blasAPI struct {
 	setStream func(handle uintptr, stream uintptr) libStatus
 	sgemm     func(handle uintptr, transA, transB int32, m, n, k int32, alpha *float32, a uint64, lda int32, b uint64, ldb int32, beta *float32, c uint64, ldc int32) libStatus
 	dgemm     func(handle uintptr, transA, transB int32, m, n, k int32, alpha *float64, a uint64, lda int32, b uint64, ldb int32, beta *float64, c uint64, ldc int32) libStatus
+	// gemmEx is cublasGemmEx: A, B and C with their cudaDataType_t, a
+	// cublasComputeType_t and an algorithm. Optional (cuBLAS 11+).
+	gemmEx func(handle uintptr, transA, transB int32, m, n, k int32, alpha unsafe.Pointer,
+		a uint64, atype int32, lda int32, b uint64, btype int32, ldb int32,
+		beta unsafe.Pointer, c uint64, ctype int32, ldc int32, compute int32, algo int32) libStatus
 }
 
 func (a *blasAPI) symbols() []symbol {
@@ -31,6 +36,7 @@ func (a *blasAPI) symbols() []symbol {
 		// the legacy API's functions, which take alpha and beta by value.
 		{fptr: &a.sgemm, name: "cublasSgemm_v2"},
 		{fptr: &a.dgemm, name: "cublasDgemm_v2"},
+		{fptr: &a.gemmEx, name: "cublasGemmEx", optional: true},
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -217,4 +218,76 @@ func TestReal_SyncCancelled(t *testing.T) {
 	requireKind(t, err, gpu.OpResourcesSync, gpu.Logic)
 	assert.ErrorIs(t, err, context.DeadlineExceeded)
 	require.NoError(t, r.Sync(ctx), "the kernel finishes all the same")
+}
+
+func TestReal_StagedCopies(t *testing.T) {
+	d := realDriver(t)
+	ctx := context.Background()
+	// Small buffers, so that a 10 MiB copy reuses each several times.
+	other, err := gpu.Open(gpu.WithPinnedStaging(256<<10, 512<<10))
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, other.Close()) }()
+	for _, drv := range []*gpu.Driver{d, other} {
+		r, err := drv.NewResources(ctx, 0)
+		require.NoError(t, err)
+		data := make([]float32, 10<<18+12345)
+		rng := rand.New(rand.NewPCG(5, 6))
+		for i := range data {
+			data[i] = rng.Float32()
+		}
+		x := noErr[*gpu.Array](t)(gpu.NewArray(ctx, r, data))
+		got := make([]float32, len(data))
+		require.NoError(t, gpu.CopyToHost(ctx, x, got))
+		require.True(t, slices.Equal(data, got), "staged copies came back changed")
+		n, bytes := r.StagingBuffers()
+		t.Logf("staging: %d buffers, %d KiB", n, bytes>>10)
+		assert.NotZero(t, n)
+		require.NoError(t, r.Close())
+	}
+}
+
+func TestReal_HalfConversions(t *testing.T) {
+	r := realResources(t)
+	ctx := context.Background()
+	in := conversionInputs()
+	for _, dtype := range []gpu.DType{gpu.BFloat16, gpu.Float16} {
+		x, err := gpu.NewArrayOf(ctx, r, dtype, in)
+		skipWithoutLibrary(t, err)
+		require.NoError(t, err)
+		got := make([]float32, len(in))
+		require.NoError(t, gpu.CopyToHost(ctx, x, got))
+		checkConverted(t, dtype, in, got)
+	}
+}
+
+func TestReal_HalfMatMul(t *testing.T) {
+	r := realResources(t)
+	ctx := context.Background()
+	_, err := r.LibraryHandle(ctx, gpu.CUBLAS)
+	skipWithoutLibrary(t, err)
+	const m, k, n = 64, 96, 48
+	a, b := randomFloats(30, m*k), randomFloats(31, k*n)
+	for _, dtype := range []gpu.DType{gpu.BFloat16, gpu.Float16, gpu.Float32} {
+		ref := map[gpu.DType]func(float32) float32{gpu.BFloat16: refBF16, gpu.Float16: refF16,
+			gpu.Float32: func(x float32) float32 { return x }}[dtype]
+		x := noErr[*gpu.Array](t)(gpu.NewArrayOf(ctx, r, dtype, a, m, k))
+		y := noErr[*gpu.Array](t)(gpu.NewArrayOf(ctx, r, dtype, b, k, n))
+		c, err := r.MatMulWith(ctx, gpu.ProductOptions{TF32: true}, x, y)
+		require.NoError(t, err)
+		got := make([]float32, m*n)
+		require.NoError(t, gpu.CopyToHost(ctx, c, got))
+		// TF32 rounds float32 inputs to 10 mantissa bits; 16-bit outputs
+		// are rounded to 7 (bf16) or 10 (f16) bits.
+		rel := map[gpu.DType]float64{gpu.BFloat16: 0x1p-7, gpu.Float16: 0x1p-9, gpu.Float32: 0x1p-8}[dtype]
+		for i := range m {
+			for j := range n {
+				var sum, abs float64
+				for l := range k {
+					p := float64(ref(a[i*k+l])) * float64(ref(b[l*n+j]))
+					sum, abs = sum+p, abs+math.Abs(p)
+				}
+				require.InDelta(t, sum, got[i*n+j], rel*abs+1e-4, "%v C[%d][%d]", dtype, i, j)
+			}
+		}
+	}
 }

@@ -6,17 +6,6 @@ import (
 	"fmt"
 	"runtime"
 	"sync"
-	"time"
-)
-
-// Sync's polling backoff: the first wait, the longest, and the wait below
-// which Sync yields the processor (runtime.Gosched) until the time is up
-// instead of arming a timer, since the runtime's timers do not resolve
-// waits that short.
-const (
-	syncFirstWait = time.Microsecond
-	syncMaxWait   = time.Millisecond
-	syncSpinLimit = 64 * time.Microsecond
 )
 
 // errResourcesClosed is the error of an operation on closed resources.
@@ -46,6 +35,13 @@ type resState struct {
 	dev    *device
 	info   DeviceInfo
 	stream uintptr // CUstream, created with CU_STREAM_NON_BLOCKING
+
+	// use is held shared by the driver calls made on callers' threads
+	// (direct), and exclusively by Close while it frees arrays and
+	// destroys the stream, and by Free.
+	use   sync.RWMutex
+	libMu sync.Mutex // held while a library handle is used on a caller's thread
+	stage staging
 
 	// mu guards the fields below. They change only on the device thread,
 	// so a function running there sees them stable between its own changes.
@@ -151,65 +147,22 @@ func (s *resState) onThread(ctx context.Context, fn func() error) error {
 }
 
 // Sync waits until everything queued on the resources' stream has run. It
-// polls cuStreamQuery, waiting from a microsecond up to a millisecond
-// between polls (yielding the processor for the short waits, sleeping on a
-// timer for the longer ones), so no OS thread blocks in the driver and the
-// wait ends as soon as ctx does: then Sync returns an error that wraps ctx.Err(), and
-// the queued work goes on. A failure of queued work (a kernel's illegal
-// address, say) is reported here. It is resourcesSync in JavaScript.
+// polls cuStreamQuery on the caller's thread (no round trip through the
+// device thread): back to back for the first 20 µs, so that an idle or
+// nearly done stream answers in about a microsecond, then yielding the
+// processor between polls until 200 µs, then on a timer, from 50 µs
+// doubling up to a millisecond. No OS thread blocks in the driver, and the
+// wait ends as soon as ctx does: then Sync returns an error that wraps
+// ctx.Err(), and the queued work goes on. A failure of queued work (a
+// kernel's illegal address, say) is reported here. It is resourcesSync in
+// JavaScript.
 func (r *Resources) Sync(ctx context.Context) error {
 	return opError(OpResourcesSync, r.s.sync(ctx))
 }
 
 func (s *resState) sync(ctx context.Context) error {
 	api := s.drv.api
-	var timer *time.Timer
-	defer func() {
-		if timer != nil {
-			timer.Stop()
-		}
-	}()
-	busy := func() error {
-		return fmt.Errorf("stream of device %d still busy: %w", s.info.Ordinal, ctx.Err())
-	}
-	wait := syncFirstWait
-	for {
-		var r cuResult
-		err := s.onThread(ctx, func() error {
-			r = api.cuStreamQuery(s.stream)
-			return nil
-		})
-		if err != nil {
-			return err
-		}
-		switch r {
-		case cudaSuccess:
-			return nil
-		case cudaErrorNotReady:
-		default:
-			return api.check("cuStreamQuery", r)
-		}
-		if wait < syncSpinLimit {
-			for end := time.Now().Add(wait); time.Now().Before(end); {
-				if ctx.Err() != nil {
-					return busy()
-				}
-				runtime.Gosched()
-			}
-		} else {
-			if timer == nil {
-				timer = time.NewTimer(wait)
-			} else {
-				timer.Reset(wait)
-			}
-			select {
-			case <-ctx.Done():
-				return busy()
-			case <-timer.C:
-			}
-		}
-		wait = min(2*wait, syncMaxWait)
-	}
+	return s.wait(ctx, "cuStreamQuery", "stream", func() cuResult { return api.cuStreamQuery(s.stream) })
 }
 
 // Close releases the resources: it frees their device arrays (in stream
@@ -235,7 +188,13 @@ func (s *resState) close() error {
 		s.closed = true
 		arrays, handles := s.arrays, s.handles
 		s.arrays, s.handles = nil, [numLibraries]uintptr{}
+		bufs := s.releaseStagingLocked()
 		s.mu.Unlock()
+		// Wait out the driver calls in progress on callers' threads
+		// (direct): later ones see closed.
+		s.use.Lock()
+		defer s.use.Unlock()
+		s.dev.putIdleBufsOnThread(bufs, s.drv.cfg.idleStagingBuffers())
 
 		var errs []error
 		for a := range arrays {
@@ -316,6 +275,39 @@ func (s *resState) withHandle(ctx context.Context, lib Library, fn func(handle u
 		if err != nil {
 			return err
 		}
+		return fn(h)
+	})
+}
+
+// withHandleDirect is withHandle for calls made on the caller's thread
+// (direct): the handle is made on the device thread on first use, then fn
+// runs with it under libMu, which keeps the resources' library handles to
+// one thread at a time, as cuBLAS and its kind require. fn must not wait
+// for the device thread.
+func (s *resState) withHandleDirect(ctx context.Context, lib Library, fn func(handle uintptr) error) error {
+	if err := s.drv.loadLibrary(lib); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	h := s.handles[lib]
+	s.mu.Unlock()
+	if h == 0 {
+		if err := s.onThread(ctx, func() error {
+			_, err := s.handleOnThread(lib)
+			return err
+		}); err != nil {
+			return err
+		}
+	}
+	return s.direct(func() error {
+		s.mu.Lock()
+		h := s.handles[lib]
+		s.mu.Unlock()
+		if h == 0 { // Close took it after direct's check: it waits for us
+			return errResourcesClosed
+		}
+		s.libMu.Lock()
+		defer s.libMu.Unlock()
 		return fn(h)
 	})
 }

@@ -102,6 +102,10 @@ var oneGPUCases = []scriptCase{
 		"worker local: 1 GPU device (0: Fake Device 0, 1.0 GiB)",
 		"saxpy on 5000 floats on device 0, compiled with NVRTC: max |y - host| = 0, ok",
 	)},
+	{script: "gpu-fanout.js", args: []string{"32", "2"}, wantRE: []string{
+		regexp.QuoteMeta("worker local: 1 GPU device (0: Fake Device 0, 1.0 GiB)"),
+		`fan-out on device 0, 2 batches of 16×8 · 8×8: one workunit [0-9.]+ ms, four at once [0-9.]+ ms, overlap [0-9.]+, check ok`,
+	}},
 }
 
 // Every script against a tracker and a worker with one (fake) device.
@@ -215,6 +219,8 @@ func TestScripts_NoGPU(t *testing.T) {
 			"The benchmark needs a device: run it against a worker on a machine with an NVIDIA GPU and driver (docs/gpu.md).")},
 		{script: "gpu-saxpy.js", want: lines(noGPU,
 			"The kernel needs a device: run it against a worker on a machine with an NVIDIA GPU and driver (docs/gpu.md).")},
+		{script: "gpu-fanout.js", want: lines(noGPU,
+			"The benchmark needs a device: run it against a worker on a machine with an NVIDIA GPU and driver (docs/gpu.md).")},
 	} {
 		checkScript(t, job.Options{Tracker: tr.Addr()}, tc)
 	}

@@ -15,16 +15,23 @@
 #      and runs the job scripts scripts/gpu-*.js against them with
 #      riot-worker eval --tracker, checking each one's output: the seed's
 #      section 1.3 (finding, resources, timing, worker, fanning, failures),
-#      the NVRTC example (saxpy) and the short matMul benchmark (gemm);
-#   5. benchmarks the gpu package: Sync overhead, host<->device bandwidth and
-#      gemm TFLOP/s through the binding;
-# and prints a short table last.
+#      the NVRTC example (saxpy), the short matMul benchmark (gemm) and the
+#      fan-out with real work (fanout: four workunits on one device);
+#   5. benchmarks the gpu package: Sync overhead, host<->device bandwidth
+#      (staged and pageable), gemm TFLOP/s (float32, float64, tf32, bf16,
+#      f16) through the binding, and four workunits' streams on one device
+#      (BenchmarkFanOut);
+#   6. builds scripts/gpu/anchor.c against the CUDA toolkit and runs it (the
+#      same copies, sync and products from C), and scripts/gpu/anchor_torch.py
+#      where PyTorch is installed;
+# and prints a short table, then riot's figures beside the anchor's as
+# ratios, with the speed goals (docs/gpu.md, "Speed goals").
 #
 # Usage:
 #   scripts/gpu-check.sh --build DIR
-#       only builds, stripped, what the check runs (gpu.test, jsgpu.test,
-#       riotd, riot-worker: about 50 MB) into DIR, for a GPU machine without
-#       Go; then, there: RIOT_BIN_DIR=DIR scripts/gpu-check.sh
+#       only builds, stripped and gzipped, what the check runs (gpu.test,
+#       jsgpu.test, riotd, riot-worker: about 22 MB) into DIR, for a GPU
+#       machine without Go; then, there: RIOT_BIN_DIR=DIR scripts/gpu-check.sh
 #   scripts/gpu-check.sh
 #       needs Go and the module cache (or network) for the build;
 #   GPU_TEST_BINARY=/path/gpu.test scripts/gpu-check.sh
@@ -52,10 +59,15 @@ if [ "${1:-}" = "--build" ]; then
 	out=${2:?"usage: scripts/gpu-check.sh --build DIR"}
 	mkdir -p "$out" || exit 2
 	flags=(-trimpath -ldflags=-s\ -w)
+	rm -f "$out"/gpu.test "$out"/jsgpu.test "$out"/riotd "$out"/riot-worker "$out"/*.gz
 	CGO_ENABLED=0 go test -c "${flags[@]}" -o "$out/gpu.test" ./gpu/ &&
 		CGO_ENABLED=0 go test -c "${flags[@]}" -o "$out/jsgpu.test" ./engine/jsgpu/ &&
 		CGO_ENABLED=0 go build "${flags[@]}" -o "$out/" ./cmd/riotd ./cmd/riot-worker || exit 2
-	du -ch "$out"/gpu.test "$out"/jsgpu.test "$out"/riotd "$out"/riot-worker | tail -n 1
+	# Compressed, so that they travel with the work tree within the device
+	# tool's 64 MiB (about 66 MB plain, a third of that compressed); the
+	# check unpacks them.
+	gzip -f "$out"/gpu.test "$out"/jsgpu.test "$out"/riotd "$out"/riot-worker || exit 2
+	du -ch "$out"/*.gz | tail -n 1
 	echo "built into $out; on the GPU machine: RIOT_BIN_DIR=$out scripts/gpu-check.sh"
 	exit 0
 fi
@@ -105,6 +117,13 @@ if [ -n "$bin" ]; then
 fi
 if [ -n "$bindir" ]; then
 	bindir=$(cd "$bindir" && pwd)
+	if ls "$bindir"/*.gz >/dev/null 2>&1; then # from --build: unpack
+		mkdir -p "$work/bin"
+		for z in "$bindir"/*.gz; do
+			gzip -dc "$z" >"$work/bin/$(basename "$z" .gz)" && chmod +x "$work/bin/$(basename "$z" .gz)" || exit 2
+		done
+		bindir=$work/bin
+	fi
 	if [ -z "$bin" ] && [ -x "$bindir/gpu.test" ]; then
 		bin=$bindir/gpu.test # from --build
 	fi
@@ -297,6 +316,8 @@ if [ -n "$bindir" ]; then
 		check_script gpu-saxpy 'max \|y - host\| = 0, ok$'
 		script_args=("$n" 5)
 		check_script gpu-gemm '^float32: .* check ok$' '^float64: .* check ok$'
+		script_args=("$n" 8)
+		check_script gpu-fanout '^fan-out on device 0, .* overlap [0-9.]+, check ok$'
 		if [ ${#failed_scripts[@]} -eq 0 ]; then
 			row "job scripts" "$scripts_ok of $scripts_run ok"
 		else
@@ -313,40 +334,165 @@ fi
 
 # --- 5. benchmark ---
 echo "== benchmark"
-(cd gpu && RIOT_GPU_REAL=1 RIOT_GPU_BENCH_N="$n" timeout "$(limit 90)" "$bin" -test.run '^$' -test.bench . -test.benchtime 1s -test.count=1) >"$work/bench.log" 2>&1
+(cd gpu && RIOT_GPU_REAL=1 RIOT_GPU_BENCH_N="$n" timeout "$(limit 120)" "$bin" -test.run '^$' -test.bench '^Benchmark(Sync|Copy|Gemm|FanOut)$' -test.benchtime 1s -test.count=1) >"$work/bench.log" 2>&1
 bench_rc=$?
 grep -E '^Benchmark|FAIL|skip' "$work/bench.log"
 if [ $bench_rc -ne 0 ]; then
 	fail=1
 	echo "-- benchmark log (last 40 lines)"
 	tail -n 40 "$work/bench.log"
-fi
-while IFS= read -r line; do
-	rows+=("$line")
-done < <(awk '
-/^Benchmark/ {
-	name = $1; sub(/-[0-9]+$/, "", name); sub(/^Benchmark/, "", name)
-	ns = ""; mbs = ""; tf = ""
-	for (i = 2; i <= NF; i++) {
-		if ($i == "ns/op") ns = $(i-1)
-		if ($i == "MB/s") mbs = $(i-1)
-		if ($i == "TFLOP/s") tf = $(i-1)
-	}
-	label = name
-	if (name == "Sync/idle") label = "sync, idle stream"
-	else if (name == "Sync/empty_kernel") label = "launch + sync, empty kernel"
-	else if (name ~ /^Copy\/HtoD_/) { sub(/^Copy\/HtoD_/, "", name); label = "host->device " name " (pageable)" }
-	else if (name ~ /^Copy\/DtoH_/) { sub(/^Copy\/DtoH_/, "", name); label = "device->host " name " (pageable)" }
-	else if (name ~ /^Gemm\/float32_/) { sub(/^Gemm\/float32_/, "", name); label = "sgemm n=" name }
-	else if (name ~ /^Gemm\/float64_/) { sub(/^Gemm\/float64_/, "", name); label = "dgemm n=" name }
-	if (tf != "") value = sprintf("%.1f TFLOP/s", tf)
-	else if (mbs != "") value = sprintf("%.1f GB/s", mbs / 1000)
-	else value = sprintf("%.1f us", ns / 1000)
-	printf "%-34s %s\n", label, value
-}' "$work/bench.log")
-if [ $bench_rc -ne 0 ]; then
 	row "benchmark" "failed (exit $bench_rc)"
 fi
+# riot's figures as "KEY VALUE" lines, the keys of scripts/gpu/anchor.c.
+awk '
+/^Benchmark/ {
+	name = $1; sub(/-[0-9]+$/, "", name); sub(/^Benchmark/, "", name)
+	for (i = 2; i <= NF; i++) v[$i] = $(i-1)
+	if (name == "Sync/idle") printf "sync_us %.2f\n", v["ns/op"] / 1000
+	else if (name == "Sync/empty_kernel") printf "launch_us %.2f\n", v["ns/op"] / 1000
+	else if (name ~ /^Copy\/HtoD_.*_staged$/) printf "htod_gbs %.2f\n", v["MB/s"] / 1000
+	else if (name ~ /^Copy\/DtoH_.*_staged$/) printf "dtoh_gbs %.2f\n", v["MB/s"] / 1000
+	else if (name ~ /^Copy\/HtoD_.*_pageable$/) printf "htod_pageable_gbs %.2f\n", v["MB/s"] / 1000
+	else if (name ~ /^Copy\/DtoH_.*_pageable$/) printf "dtoh_pageable_gbs %.2f\n", v["MB/s"] / 1000
+	else if (name ~ /^Gemm\/float32_/) print "sgemm", v["TFLOP/s"]
+	else if (name ~ /^Gemm\/float64_/) print "dgemm", v["TFLOP/s"]
+	else if (name ~ /^Gemm\/tf32_/) print "tf32", v["TFLOP/s"]
+	else if (name ~ /^Gemm\/bf16_/) print "bf16", v["TFLOP/s"]
+	else if (name ~ /^Gemm\/f16_/) print "f16", v["TFLOP/s"]
+	else if (name == "FanOut") { print "fan_one_ms", v["one_ms"]; print "fan_four_ms", v["four_ms"]; print "overlap", v["overlap"] }
+	delete v
+}' "$work/bench.log" >"$work/riot.fig"
+
+# --- 6. the anchor: the same copies and products from C, and PyTorch ---
+# scripts/gpu/anchor.c is built here against the CUDA toolkit (its
+# headers, libcublas, and libcuda's link stub) and times, without riot,
+# what the benchmarks above time; riot's figures are printed as fractions
+# of its. PyTorch, where it is installed, is a second column.
+echo "== anchor (C against the CUDA toolkit)"
+toolkit=""
+for d in ${CUDA_HOME:+"$CUDA_HOME"} /usr/local/cuda-13.0 /usr/local/cuda /usr/local/cuda-*; do
+	if [ -f "$d/include/cublas_v2.h" ] && [ -f "$d/include/cuda.h" ]; then
+		toolkit=$d
+		break
+	fi
+done
+: >"$work/anchor.fig"
+anchor_state="not built: no CUDA toolkit (include/cuda.h, cublas_v2.h) found"
+if [ -n "$toolkit" ]; then
+	cc=""
+	for c in gcc cc clang; do # nvcc would need one of them as its host compiler
+		if command -v "$c" >/dev/null; then
+			cc=$c
+			break
+		fi
+	done
+	if [ -z "$cc" ]; then
+		anchor_state="not built: no C compiler (gcc, cc, clang)"
+	elif {
+		# The toolkit's link names (libcublas.so, the stub libcuda.so), else
+		# the libraries' sonames, libcuda's from the driver's folders.
+		timeout "$(limit 60)" "$cc" -O2 -o "$work/anchor" scripts/gpu/anchor.c -I"$toolkit/include" \
+			-L"$toolkit/lib64" -L"$toolkit/lib64/stubs" -lcublas -lcuda -Wl,-rpath,"$toolkit/lib64" >"$work/anchor-build.log" 2>&1 ||
+			timeout "$(limit 60)" "$cc" -O2 -o "$work/anchor" scripts/gpu/anchor.c -I"$toolkit/include" \
+				-L"$toolkit/lib64" -L/usr/local/nvidia/lib64 -L/usr/lib/x86_64-linux-gnu -L/usr/lib64 \
+				-l:libcublas.so.13 -l:libcuda.so.1 -Wl,-rpath,"$toolkit/lib64" >>"$work/anchor-build.log" 2>&1
+	}; then
+		timeout "$(limit 60)" "$work/anchor" "$n" "${RIOT_GPU_BENCH_MIB:-64}" 1 >"$work/anchor.out" 2>&1
+		anchor_rc=$?
+		cat "$work/anchor.out"
+		sed -nE 's/^anchor ([a-z0-9_]+) ([0-9.]+)$/\1 \2/p' "$work/anchor.out" >"$work/anchor.fig"
+		if [ $anchor_rc -eq 0 ]; then
+			anchor_state="ok ($cc, $toolkit)"
+		else
+			anchor_state="FAILED (exit $anchor_rc): $(tail -n 1 "$work/anchor.out")"
+		fi
+	else
+		anchor_state="not built ($cc): $(tail -n 3 "$work/anchor-build.log" | tr '\n' ' ')"
+		cat "$work/anchor-build.log"
+	fi
+fi
+row "anchor (C, cuBLAS)" "$anchor_state"
+: >"$work/torch.fig"
+py=$(command -v python3 || true)
+if [ -n "$py" ]; then
+	timeout "$(limit 90)" "$py" scripts/gpu/anchor_torch.py "$n" "${RIOT_GPU_BENCH_MIB:-64}" 1 >"$work/torch.out" 2>&1
+	torch_rc=$?
+	sed -nE 's/^torch ([a-z0-9_]+) ([0-9.]+)$/\1 \2/p' "$work/torch.out" >"$work/torch.fig"
+	case $torch_rc in
+	0) row "anchor (PyTorch)" "ok, $(grep -m1 '^torch version' "$work/torch.out" | sed 's/^torch //')" ;;
+	2) row "anchor (PyTorch)" "not installed (or no CUDA device for it)" ;;
+	*) row "anchor (PyTorch)" "failed (exit $torch_rc): $(tail -n 1 "$work/torch.out")" ;;
+	esac
+else
+	row "anchor (PyTorch)" "no python3"
+fi
+
+# The comparison: riot, the C anchor, riot as a fraction of it, PyTorch,
+# and the goal. A goal not met is reported, not a failure of the check.
+fig() { awk -v k="$1" '$1 == k { print $2; exit }' "$2"; }
+cmp_rows=()
+goals_met=0
+goals=0
+compare() { # KEY LABEL UNIT GOAL (">=F": riot/C at least F; "<=X": riot's figure at most X; "" none)
+	local key=$1 label=$2 unit=$3 goal=$4
+	local rv cv tv ratio verdict=""
+	rv=$(fig "$key" "$work/riot.fig")
+	cv=$(fig "$key" "$work/anchor.fig")
+	tv=$(fig "$key" "$work/torch.fig")
+	ratio=""
+	if [ -n "$rv" ] && [ -n "$cv" ]; then
+		ratio=$(awk -v r="$rv" -v c="$cv" -v u="$unit" 'BEGIN { if (c > 0) printf "%.2f", (u == "us" ? c / r : r / c) }')
+	fi
+	case $goal in
+	">="*)
+		goals=$((goals + 1))
+		if [ -n "$ratio" ] && awk -v r="$ratio" -v g="${goal#>=}" 'BEGIN { exit !(r >= g) }'; then
+			verdict="met (>= ${goal#>=})"
+			goals_met=$((goals_met + 1))
+		else
+			verdict="NOT met (>= ${goal#>=})"
+		fi
+		;;
+	"<="*)
+		goals=$((goals + 1))
+		if [ -n "$rv" ] && awk -v r="$rv" -v g="${goal#<=}" 'BEGIN { exit !(r <= g) }'; then
+			verdict="met (<= ${goal#<=} $unit)"
+			goals_met=$((goals_met + 1))
+		else
+			verdict="NOT met (<= ${goal#<=} $unit)"
+		fi
+		;;
+	esac
+	cmp_rows+=("$(printf '%-30s %10s %10s %8s %10s  %s' "$label" "${rv:--}" "${cv:--}" "${ratio:--}" "${tv:--}" "$verdict")")
+}
+compare htod_gbs "host->device staged (GB/s)" "GB/s" ">=0.80"
+compare dtoh_gbs "device->host staged (GB/s)" "GB/s" ">=0.80"
+compare htod_pageable_gbs "host->device pageable (GB/s)" "GB/s" ""
+compare dtoh_pageable_gbs "device->host pageable (GB/s)" "GB/s" ""
+compare sync_us "sync, idle stream (us)" "us" "<=10"
+compare launch_us "launch + sync, empty (us)" "us" ""
+compare sgemm "sgemm n=$n (TFLOP/s)" "TFLOP/s" ">=0.95"
+compare dgemm "dgemm n=$n (TFLOP/s)" "TFLOP/s" ""
+compare tf32 "tf32 n=$n (TFLOP/s)" "TFLOP/s" ""
+compare bf16 "bf16 n=$n (TFLOP/s)" "TFLOP/s" ">=0.90"
+compare f16 "f16 n=$n (TFLOP/s)" "TFLOP/s" ">=0.90"
+js_ov=$(sed -nE 's/^fan-out on .*: one workunit ([0-9.]+) ms, four at once ([0-9.]+) ms, overlap ([0-9.]+), .*/\3 (one \1 ms, four \2 ms)/p' "$work/gpu-fanout.out" 2>/dev/null)
+[ -n "$js_ov" ] || js_ov="- (not run)"
+ov=$(fig overlap "$work/riot.fig")
+goals=$((goals + 1))
+if [ -n "$ov" ] && awk -v o="$ov" 'BEGIN { exit !(o >= 1.5) }'; then
+	goals_met=$((goals_met + 1))
+	ov_verdict="met (>= 1.5)"
+else
+	ov_verdict="NOT met (>= 1.5)"
+fi
+cmp_rows+=("$(printf '%-30s %10s %10s %8s %10s  %s' "fan-out: 4 streams, overlap" "${ov:--}" "-" "-" "-" "$ov_verdict; one $(fig fan_one_ms "$work/riot.fig") ms, four $(fig fan_four_ms "$work/riot.fig") ms")")
+cmp_rows+=("$(printf '%-30s %10s %10s %8s %10s  %s' "fan-out: 4 workunits (JS)" "${js_ov%% *}" "-" "-" "-" "gpu-fanout.js ${js_ov#* }")")
+row "speed goals" "$goals_met of $goals met (not a failure of the check)"
 row "total time" "${SECONDS} s"
 table
+echo
+echo "== riot against the anchor (riot/C: a fraction of C's speed; for sync, C's time over riot's)"
+printf '%-30s %10s %10s %8s %10s  %s\n' "what" "riot" "C" "riot/C" "PyTorch" "goal"
+for r in "${cmp_rows[@]}"; do echo "$r"; done
 exit $fail

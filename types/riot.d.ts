@@ -218,8 +218,20 @@ declare namespace riot {
     device?: number;
   }
 
-  /** A GPU array's element type. */
-  type DType = 'float32' | 'float64';
+  /**
+   * A GPU array's element type. 'bf16' (bfloat16) and 'f16' (IEEE half) are
+   * made from float32 data on the device, rounded to nearest even, read back
+   * as Float32Array, and multiplied on the tensor cores with float32
+   * accumulation.
+   */
+  type DType = 'float32' | 'float64' | 'bf16' | 'f16';
+
+  /** Options of matrix products. */
+  interface ProductOptions {
+    resources?: DeviceResources;
+    /** float32 products on the tensor cores, inputs rounded to TF32 (10 mantissa bits). */
+    tf32?: boolean;
+  }
 
   /** The data a device array can be made from. */
   type ArrayData = ArrayLike<number> | ArrayLike<ArrayLike<number>>;
@@ -506,20 +518,20 @@ declare function withDeviceResources<R>(r: DeviceResources, fn: (r: DeviceResour
 declare function deviceArray(data: riot.ArrayData, options?: riot.Placement & { shape?: number[]; dtype?: riot.DType }): DeviceArray;
 /** A zero-filled device array; dtype defaults to 'float64'. */
 declare function deviceZeros(shape: number | number[], options?: riot.Placement & { dtype?: riot.DType }): DeviceArray;
-/** The array's elements, flat and row-major, after the stream ran what was queued before. */
+/** The array's elements, flat and row-major (float32 for bf16 and f16), after the stream ran what was queued before. */
 declare function arrayToHost(a: DeviceArray): Float32Array | Float64Array;
 /** Queues a copy of data into a; returns a. */
 declare function arrayFromHost(a: DeviceArray, data: riot.ArrayData): DeviceArray;
 /** Frees a now (idempotent). */
 declare function arrayFree(a: DeviceArray): void;
-/** A new array a·b, through cuBLAS. */
-declare function matMul(a: DeviceArray, b: DeviceArray, options?: { resources?: DeviceResources }): DeviceArray;
-/** c = alpha·op(a)·op(b) + beta·c, through cuBLAS; returns c. */
+/** A new array a·b of a's dtype, through cuBLAS. */
+declare function matMul(a: DeviceArray, b: DeviceArray, options?: riot.ProductOptions): DeviceArray;
+/** c = alpha·op(a)·op(b) + beta·c, through cuBLAS (c may be float32 for bf16 or f16 a and b); returns c. */
 declare function gemm(
   a: DeviceArray,
   b: DeviceArray,
   c: DeviceArray,
-  options?: { transA?: boolean; transB?: boolean; alpha?: number; beta?: number; resources?: DeviceResources },
+  options?: riot.ProductOptions & { transA?: boolean; transB?: boolean; alpha?: number; beta?: number },
 ): DeviceArray;
 /** Compiles CUDA C with NVRTC and loads the extern "C" __global__ function name. */
 declare function compileKernel(source: string, name: string, options?: riot.Placement & { options?: string[] }): DeviceKernel;
@@ -539,7 +551,7 @@ declare class DeviceResources {
   readonly released: boolean;
 }
 
-/** A row-major float32 or float64 array on a device. */
+/** A row-major float32, float64, bf16 or f16 array on a device. */
 declare class DeviceArray {
   private constructor();
   readonly shape: readonly number[];

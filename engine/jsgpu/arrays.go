@@ -271,10 +271,14 @@ func (b *gpuBinding) dtypeOption(name string, v goja.Value, def gpu.DType) gpu.D
 			return gpu.Float32
 		case "float64":
 			return gpu.Float64
+		case "bf16":
+			return gpu.BFloat16
+		case "f16":
+			return gpu.Float16
 		}
-		b.sb.Throw("TypeError", "%s: options.dtype must be 'float32' or 'float64', not %s", name, inspect.Quote(v.String()))
+		b.sb.Throw("TypeError", "%s: options.dtype must be 'float32', 'float64', 'bf16' or 'f16', not %s", name, inspect.Quote(v.String()))
 	}
-	b.sb.Throw("TypeError", "%s: options.dtype must be 'float32' or 'float64', not %s", name, b.describe(v))
+	b.sb.Throw("TypeError", "%s: options.dtype must be 'float32', 'float64', 'bf16' or 'f16', not %s", name, b.describe(v))
 	return 0
 }
 
@@ -348,10 +352,11 @@ func (b *gpuBinding) deviceArray(call goja.FunctionCall) goja.Value {
 		a   *gpu.Array
 		err error
 	)
-	if dtype == gpu.Float32 {
-		a, err = gpu.NewArray(b.ctx(), h.r, d.float32s(), shape...)
-	} else {
+	switch dtype {
+	case gpu.Float64:
 		a, err = gpu.NewArray(b.ctx(), h.r, d.float64s(), shape...)
+	default: // float32, or a 16-bit type made from float32 on the device
+		a, err = gpu.NewArrayOf(b.ctx(), h.r, dtype, d.float32s(), shape...)
 	}
 	if err != nil {
 		b.fail(name, err)
@@ -375,11 +380,12 @@ func (b *gpuBinding) deviceZeros(call goja.FunctionCall) goja.Value {
 	return b.wrapArray(h, a).obj
 }
 
-// toHost copies the array to a new Float32Array or Float64Array, after
-// everything queued on its stream has run.
+// toHost copies the array to a new Float32Array (for float32, bf16 and
+// f16 arrays) or Float64Array, after everything queued on its stream has
+// run.
 func (b *gpuBinding) toHost(name string, h *arrHandle) goja.Value {
 	n := h.a.Len()
-	if h.a.DType() == gpu.Float32 {
+	if h.a.DType() != gpu.Float64 {
 		f := make([]float32, n)
 		if err := gpu.CopyToHost(b.ctx(), h.a, f); err != nil {
 			b.fail(name, err)
@@ -409,7 +415,7 @@ func (b *gpuBinding) fromHost(name string, h *arrHandle, v goja.Value) goja.Valu
 		b.sb.Throw("RangeError", "%s: the array holds %d elements, the data %d", name, h.a.Len(), d.len())
 	}
 	var err error
-	if h.a.DType() == gpu.Float32 {
+	if h.a.DType() != gpu.Float64 {
 		err = gpu.CopyFromHost(b.ctx(), h.a, d.float32s())
 	} else {
 		err = gpu.CopyFromHost(b.ctx(), h.a, d.float64s())
@@ -489,8 +495,10 @@ func (b *gpuBinding) matMul(call goja.FunctionCall) goja.Value {
 	const name = "matMul"
 	x := b.arrArg(name, "a", call.Argument(0))
 	y := b.arrArg(name, "b", call.Argument(1))
-	res := b.opResources(name, b.optionsArg(name, call.Argument(2)), x)
-	c, err := res.r.MatMul(b.ctx(), x.a, y.a)
+	o := b.optionsArg(name, call.Argument(2))
+	opt := gpu.ProductOptions{TF32: b.boolOption(name, o, "tf32")}
+	res := b.opResources(name, o, x)
+	c, err := res.r.MatMulWith(b.ctx(), opt, x.a, y.a)
 	if err != nil {
 		b.fail(name, err)
 	}
@@ -507,8 +515,9 @@ func (b *gpuBinding) gemm(call goja.FunctionCall) goja.Value {
 	transB := b.boolOption(name, o, "transB")
 	alpha := b.numberOption(name, o, "alpha", 1)
 	beta := b.numberOption(name, o, "beta", 0)
+	opt := gpu.ProductOptions{TF32: b.boolOption(name, o, "tf32")}
 	res := b.opResources(name, o, c)
-	if err := res.r.Gemm(b.ctx(), transA, transB, alpha, x.a, y.a, beta, c.a); err != nil {
+	if err := res.r.GemmWith(b.ctx(), opt, transA, transB, alpha, x.a, y.a, beta, c.a); err != nil {
 		b.fail(name, err)
 	}
 	return c.obj

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -548,6 +549,45 @@ func TestGPU_MatMul(t *testing.T) {
 	assert.EqualValues(t, 6, f.counter(t, "gemms"), "three per dtype; the bad calls fail before cuBLAS")
 }
 
+// bf16 and f16 arrays are made from float32 data on the device, read back
+// as Float32Array, and multiplied on the tensor cores; tf32 is an option of
+// float32 products.
+func TestGPU_HalfPrecision(t *testing.T) {
+	t.Parallel()
+	f := newFakeGPU(t)
+	e := gpuEngine(t, f.open(t, 1), engine.Options{})
+	got, lines := gpuRun(t, e, gpuReq(seedPrelude+`
+		const out = [];
+		for (const dtype of ['bf16', 'f16']) {
+			const a = deviceArray([[1, 2], [3, 4]], {dtype});
+			const third = deviceArray([1 / 3, 65504, 1e6, -0.1], {dtype});
+			const c = matMul(a, a);
+			const c32 = gemm(a, a, deviceZeros([2, 2], {dtype: 'float32'}));
+			const z = deviceZeros(3, {dtype});
+			z.fromHost([0.5, 1.5, 2.5]);
+			out.push([a.dtype, a.toHost() instanceof Float32Array, Array.from(third.toHost()),
+				c.dtype, Array.from(c.toHost()), c32.dtype, Array.from(c32.toHost()), Array.from(z.toHost())]);
+		}
+		const x = deviceArray(new Float32Array([1, 2, 3, 4]), {shape: [2, 2]});
+		out.push(Array.from(matMul(x, x, {tf32: true}).toHost()));
+		out.push(Array.from(gemm(x, x, deviceZeros([2, 2], {dtype: 'float32'}), {tf32: true, alpha: 2}).toHost()));
+		out.push(caught(() => matMul(deviceArray([[1]], {dtype: 'bf16'}), deviceArray([[1]], {dtype: 'f16'}))).slice(0, 2));
+		console.log(deviceArray([1, 2], {dtype: 'bf16'}));
+		out;`))
+	assert.Equal(t, []any{
+		[]any{"bf16", true, []any{0.333984375, 65536.0, 999424.0, -0.10009765625},
+			"bf16", []any{7.0, 10.0, 15.0, 22.0}, "float32", []any{7.0, 10.0, 15.0, 22.0}, []any{0.5, 1.5, 2.5}},
+		[]any{"f16", true, []any{0.333251953125, 65504.0, math.Inf(1), -0.0999755859375},
+			"f16", []any{7.0, 10.0, 15.0, 22.0}, "float32", []any{7.0, 10.0, 15.0, 22.0}, []any{0.5, 1.5, 2.5}},
+		[]any{7.0, 10.0, 15.0, 22.0},
+		[]any{14.0, 20.0, 30.0, 44.0},
+		[]any{"RaftError", "logic"},
+	}, got)
+	assert.Equal(t, []string{"DeviceArray { shape: [ 2 ], dtype: 'bf16' }"}, lines)
+	assert.EqualValues(t, 6, f.counter(t, "gemm_ex"), "two 16-bit products a type, two tf32")
+	assert.EqualValues(t, 77, f.counter(t, "gemm_ex_compute"), "the last: CUBLAS_COMPUTE_32F_FAST_TF32")
+}
+
 func TestGPU_Kernels(t *testing.T) {
 	t.Parallel()
 	f := newFakeGPU(t)
@@ -727,7 +767,8 @@ func TestGPU_BadArguments(t *testing.T) {
 		{`deviceArray([1, 'x'])`, "TypeError", "deviceArray: data[1] is a string, not a number"},
 		{`deviceArray(new BigInt64Array(2))`, "TypeError", "deviceArray: data holds a BigInt64Array; give numbers, not bigints"},
 		{`deviceArray([1, 2, 3], {shape: [2, 2]})`, "RangeError", "deviceArray: options.shape [2, 2] holds 4 elements, the data 3"},
-		{`deviceArray([1], {dtype: 'int8'})`, "TypeError", "deviceArray: options.dtype must be 'float32' or 'float64', not 'int8'"},
+		{`deviceArray([1], {dtype: 'int8'})`, "TypeError", "deviceArray: options.dtype must be 'float32', 'float64', 'bf16' or 'f16', not 'int8'"},
+		{`matMul(deviceArray([[1]]), deviceArray([[1]]), {tf32: 1})`, "TypeError", "matMul: options.tf32 must be a boolean, not a number"},
 		{`deviceArray([1], {device: 0, resources: 1})`, "TypeError", "deviceArray: options.resources must be a DeviceResources (from deviceResources or currentDeviceResources), not a number"},
 		{`deviceArray([1], {device: 2, resources: currentDeviceResources(0)})`, "RangeError", "deviceArray: options.resources are on device 0, options.device is 2"},
 		{`deviceZeros(-1)`, "RangeError", "deviceZeros: shape must be ≥ 0, not -1"},
@@ -789,10 +830,16 @@ func TestGPUReal_Bindings(t *testing.T) {
 		const A = Array.from({length: m}, (_, i) => Array.from({length: k}, (_, j) => (i * k + j) % 7 - 3));
 		const B = Array.from({length: k}, (_, i) => Array.from({length: p}, (_, j) => (i + 2 * j) % 5 - 2));
 		const host = A.map((row) => B[0].map((_, j) => row.reduce((s, x, q) => s + x * B[q][j], 0))).flat();
-		for (const dtype of ['float32', 'float64']) {
-			const c = matMul(deviceArray(A, {dtype}), deviceArray(B, {dtype})).toHost();
+		for (const dtype of ['float32', 'float64', 'bf16', 'f16']) {
+			// Small integers: exact in every type; their sums (up to 288)
+			// need a float32 C for the 16-bit types.
+			const a = deviceArray(A, {dtype}), b = deviceArray(B, {dtype});
+			const c = (dtype.endsWith('16') ? gemm(a, b, deviceZeros([m, p], {dtype: 'float32'})) : matMul(a, b)).toHost();
 			checks['matMul_' + dtype] = c.every((v, i) => v === host[i]);
 		}
+		const c32 = matMul(deviceArray(A, {dtype: 'float32'}), deviceArray(B, {dtype: 'float32'}), {tf32: true}).toHost();
+		checks.matMul_tf32 = c32.every((v, i) => v === host[i]);
+		checks.bf16 = Array.from(deviceArray([1 / 3, 1e6], {dtype: 'bf16'}).toHost()).join() === '0.333984375,999424';
 		const axpy = compileKernel(`+"`"+axpySource+"`"+`, 'axpy_f32');
 		const len = 100000;
 		const x = deviceArray(Float32Array.from({length: len}, (_, i) => i % 100));

@@ -18,7 +18,19 @@
  *   - allocations above `oom_bytes` fail with CUDA_ERROR_OUT_OF_MEMORY;
  *   - copies and kernels check that device pointers fall inside live
  *     allocations; a kernel that does not fails its stream with
- *     CUDA_ERROR_ILLEGAL_ADDRESS, reported by the next cuStreamQuery.
+ *     CUDA_ERROR_ILLEGAL_ADDRESS, reported by the next cuStreamQuery;
+ *   - a copy between device memory and page-locked host memory (from
+ *     cuMemHostAlloc) is asynchronous, as a DMA is: it is only queued, and runs
+ *     when the stream's work is seen to be done (cuStreamQuery answering
+ *     CUDA_SUCCESS, or cuEventQuery on an event recorded after it) or before
+ *     any other operation on the stream; so a binding that reuses a staging
+ *     buffer before its copy is done, or reads one too early, gets wrong data;
+ *   - an event answers CUDA_ERROR_NOT_READY to cuEventQuery `event_not_ready`
+ *     times after each cuEventRecord (forever when the stream spins);
+ *   - the conversion kernels riot_f32_to_bf16, riot_bf16_to_f32,
+ *     riot_f32_to_f16 and riot_f16_to_f32 convert in C, with rounding to
+ *     nearest even, and cublasGemmEx multiplies bf16, f16 and f32 matrices
+ *     with float accumulation.
  *
  * Settings: read from the environment at the first cuInit (FAKECUDA_DEVICE_COUNT,
  * FAKECUDA_OOM_BYTES, FAKECUDA_NOT_READY, FAKECUDA_POOLS) and changed at any
@@ -65,7 +77,34 @@ struct fake_stream {
 	struct fake_ctx *ctx;
 	long long pending; /* NOT_READY answers left; -1: forever */
 	int error;         /* sticky error reported by cuStreamQuery */
+	long long seq;     /* asynchronous copies queued so far */
+	struct fake_copy *copies, *last; /* queued, not yet run */
 	struct fake_stream *next;
+};
+
+/* fake_copy is an asynchronous copy to or from page-locked memory. */
+struct fake_copy {
+	void *dst;
+	const void *src;
+	size_t n;
+	long long seq;
+	struct fake_copy *next;
+};
+
+#define EVENT_MAGIC 0x65767466
+
+struct fake_event {
+	int magic;
+	struct fake_stream *stream; /* NULL until recorded */
+	long long seq;              /* the copies queued before the record */
+	long long pending;          /* NOT_READY answers left; -1: forever */
+	struct fake_event *next;
+};
+
+struct fake_host {
+	unsigned char *p;
+	size_t n;
+	struct fake_host *next;
 };
 
 struct fake_alloc {
@@ -105,11 +144,19 @@ static long long blas_handles, solver_handles, sparse_handles;
 static long long blas_stream_sets, gemms, memsets;
 static long long async_allocs, sync_allocs;
 static long long cubin_loads;
+static long long event_not_ready = 2;
+static long long host_oom_bytes = 1LL << 30; /* page-locked memory in all */
+static long long live_host_allocs, host_alloc_bytes, host_allocs, live_events;
+static long long pinned_copies, pageable_copies, event_queries, bad_host_frees;
+static long long gemm_ex, gemm_ex_compute;
+static long long conversions;
 
 static struct fake_ctx ctxs[MAX_DEVICES];
 static struct fake_stream *streams;
 static struct fake_alloc *allocs;
 static struct fake_module *modules;
+static struct fake_event *events;
+static struct fake_host *hosts;
 static __thread struct fake_ctx *current;
 
 static long long env_ll(const char *name, long long def) {
@@ -156,6 +203,19 @@ static long long *setting(const char *key) {
 	if (strcmp(key, "memsets") == 0) return &memsets;
 	if (strcmp(key, "async_allocs") == 0) return &async_allocs;
 	if (strcmp(key, "sync_allocs") == 0) return &sync_allocs;
+	if (strcmp(key, "event_not_ready") == 0) return &event_not_ready;
+	if (strcmp(key, "host_oom_bytes") == 0) return &host_oom_bytes;
+	if (strcmp(key, "live_host_allocs") == 0) return &live_host_allocs;
+	if (strcmp(key, "host_alloc_bytes") == 0) return &host_alloc_bytes;
+	if (strcmp(key, "host_allocs") == 0) return &host_allocs;
+	if (strcmp(key, "live_events") == 0) return &live_events;
+	if (strcmp(key, "pinned_copies") == 0) return &pinned_copies;
+	if (strcmp(key, "pageable_copies") == 0) return &pageable_copies;
+	if (strcmp(key, "event_queries") == 0) return &event_queries;
+	if (strcmp(key, "bad_host_frees") == 0) return &bad_host_frees;
+	if (strcmp(key, "gemm_ex") == 0) return &gemm_ex;
+	if (strcmp(key, "gemm_ex_compute") == 0) return &gemm_ex_compute;
+	if (strcmp(key, "conversions") == 0) return &conversions;
 	return NULL;
 }
 
@@ -219,6 +279,49 @@ static CUresult need_stream_locked(void *h, struct fake_stream **out) {
 static void queued_locked(struct fake_stream *s) {
 	if (s->pending >= 0)
 		s->pending = not_ready;
+}
+
+/* run_copies_locked runs the stream's queued copies numbered below seq. */
+static void run_copies_locked(struct fake_stream *s, long long seq) {
+	while (s->copies != NULL && s->copies->seq < seq) {
+		struct fake_copy *c = s->copies;
+		memcpy(c->dst, c->src, c->n);
+		s->copies = c->next;
+		if (s->copies == NULL)
+			s->last = NULL;
+		free(c);
+	}
+}
+
+/* flush_locked runs every queued copy of the stream: the stream's next
+ * operation comes after them. */
+static void flush_locked(struct fake_stream *s) { run_copies_locked(s, s->seq + 1); }
+
+static void flush_all_locked(void) {
+	for (struct fake_stream *s = streams; s != NULL; s = s->next)
+		flush_locked(s);
+}
+
+/* pinned_locked reports whether [p, p+n) lies in one page-locked allocation. */
+static int pinned_locked(const void *p, size_t n) {
+	for (struct fake_host *h = hosts; h != NULL; h = h->next)
+		if ((const unsigned char *)p >= h->p && (const unsigned char *)p + n <= h->p + h->n)
+			return 1;
+	return 0;
+}
+
+static void defer_copy_locked(struct fake_stream *s, void *dst, const void *src, size_t n) {
+	struct fake_copy *c = calloc(1, sizeof *c);
+	c->dst = dst;
+	c->src = src;
+	c->n = n;
+	c->seq = ++s->seq;
+	if (s->last != NULL)
+		s->last->next = c;
+	else
+		s->copies = c;
+	s->last = c;
+	pinned_copies++;
 }
 
 /* inside_locked reports whether [p, p+n) lies in one live allocation. */
@@ -409,7 +512,8 @@ CUresult cuStreamQuery(void *h) {
 			if (s->pending > 0)
 				s->pending--;
 			r = CUDA_ERROR_NOT_READY;
-		}
+		} else
+			flush_locked(s);
 	}
 	pthread_mutex_unlock(&mu);
 	return r;
@@ -420,6 +524,10 @@ CUresult cuStreamDestroy_v2(void *h) {
 	struct fake_stream *s = NULL;
 	CUresult r = need_stream_locked(h, &s);
 	if (r == CUDA_SUCCESS) {
+		flush_locked(s); /* queued work runs to its end */
+		for (struct fake_event *e = events; e != NULL; e = e->next)
+			if (e->stream == s)
+				e->stream = NULL;
 		for (struct fake_stream **pp = &streams; *pp != NULL; pp = &(*pp)->next) {
 			if (*pp == s) {
 				*pp = s->next;
@@ -448,8 +556,10 @@ CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t n) {
 CUresult cuMemFree_v2(CUdeviceptr p) {
 	pthread_mutex_lock(&mu);
 	CUresult r = need_ctx_locked();
-	if (r == CUDA_SUCCESS)
+	if (r == CUDA_SUCCESS) {
+		flush_all_locked(); /* cuMemFree synchronizes */
 		r = free_locked(p);
+	}
 	pthread_mutex_unlock(&mu);
 	return r;
 }
@@ -474,8 +584,10 @@ CUresult cuMemFreeAsync(CUdeviceptr p, void *h) {
 	pthread_mutex_lock(&mu);
 	struct fake_stream *s = NULL;
 	CUresult r = need_stream_locked(h, &s);
-	if (r == CUDA_SUCCESS)
+	if (r == CUDA_SUCCESS) {
+		flush_locked(s);
 		r = free_locked(p);
+	}
 	if (r == CUDA_SUCCESS)
 		queued_locked(s);
 	pthread_mutex_unlock(&mu);
@@ -489,6 +601,7 @@ CUresult cuMemsetD8Async(CUdeviceptr p, unsigned char v, size_t n, void *h) {
 	if (r == CUDA_SUCCESS && !inside_locked(p, n))
 		r = CUDA_ERROR_INVALID_VALUE;
 	if (r == CUDA_SUCCESS) {
+		flush_locked(s);
 		memset((void *)(uintptr_t)p, v, n);
 		memsets++;
 		queued_locked(s);
@@ -504,7 +617,13 @@ CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, void *
 	if (r == CUDA_SUCCESS && (src == NULL || !inside_locked(dst, n)))
 		r = CUDA_ERROR_INVALID_VALUE;
 	if (r == CUDA_SUCCESS) {
-		memcpy((void *)(uintptr_t)dst, src, n);
+		if (pinned_locked(src, n))
+			defer_copy_locked(s, (void *)(uintptr_t)dst, src, n);
+		else {
+			flush_locked(s);
+			memcpy((void *)(uintptr_t)dst, src, n);
+			pageable_copies++;
+		}
 		queued_locked(s);
 	}
 	pthread_mutex_unlock(&mu);
@@ -518,7 +637,13 @@ CUresult cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, void *h) {
 	if (r == CUDA_SUCCESS && (dst == NULL || !inside_locked(src, n)))
 		r = CUDA_ERROR_INVALID_VALUE;
 	if (r == CUDA_SUCCESS) {
-		memcpy(dst, (const void *)(uintptr_t)src, n);
+		if (pinned_locked(dst, n))
+			defer_copy_locked(s, dst, (const void *)(uintptr_t)src, n);
+		else {
+			flush_locked(s);
+			memcpy(dst, (const void *)(uintptr_t)src, n);
+			pageable_copies++;
+		}
 		queued_locked(s);
 	}
 	pthread_mutex_unlock(&mu);
@@ -554,7 +679,9 @@ static struct fake_module *find_module_locked(void *h) {
 
 static int known_kernel(const char *name) {
 	return strcmp(name, "axpy_f32") == 0 || strcmp(name, "scale_f64") == 0 ||
-	       strcmp(name, "spin") == 0 || strcmp(name, "poke") == 0;
+	       strcmp(name, "spin") == 0 || strcmp(name, "poke") == 0 ||
+	       strcmp(name, "riot_f32_to_bf16") == 0 || strcmp(name, "riot_bf16_to_f32") == 0 ||
+	       strcmp(name, "riot_f32_to_f16") == 0 || strcmp(name, "riot_f16_to_f32") == 0;
 }
 
 CUresult cuModuleGetFunction(void **fn, void *mod, const char *name) {
@@ -600,6 +727,66 @@ CUresult cuModuleUnload(void *mod) {
 	return r;
 }
 
+/* Conversions with rounding to nearest, ties to even, as the device's
+ * conversion kernels do; bit by bit, so that the tests can check them against
+ * the Go reference, which computes them another way. */
+static unsigned short f32_to_bf16(float f) {
+	uint32_t u;
+	memcpy(&u, &f, 4);
+	if ((u & 0x7fffffff) > 0x7f800000)
+		return (unsigned short)((u >> 16) | 0x40); /* a quiet NaN */
+	u += 0x7fff + ((u >> 16) & 1);
+	return (unsigned short)(u >> 16);
+}
+
+static float bf16_to_f32(unsigned short h) {
+	uint32_t u = (uint32_t)h << 16;
+	float f;
+	memcpy(&f, &u, 4);
+	return f;
+}
+
+static unsigned short f32_to_f16(float f) {
+	uint32_t u;
+	memcpy(&u, &f, 4);
+	unsigned short sign = (unsigned short)((u >> 16) & 0x8000);
+	uint32_t a = u & 0x7fffffff;
+	if (a > 0x7f800000)
+		return sign | 0x7e00 | ((a >> 13) & 0x3ff);
+	if (a >= 0x477ff000) /* 65520 and above round to infinity */
+		return sign | 0x7c00;
+	if (a < 0x38800000) { /* below 2^-14: a subnormal half, or zero */
+		if (a <= 0x33000000) /* up to 2^-25 (a tie) rounds to zero */
+			return sign;
+		uint32_t e = a >> 23, m = (a & 0x7fffff) | 0x800000;
+		int shift = 126 - (int)e;
+		uint32_t q = m >> shift, rem = m & ((1u << shift) - 1), half = 1u << (shift - 1);
+		if (rem > half || (rem == half && (q & 1)))
+			q++;
+		return sign | (unsigned short)q;
+	}
+	uint32_t r = a - 0x38000000; /* rebias the exponent from 127 to 15 */
+	uint32_t q = r >> 13, rem = r & 0x1fff;
+	if (rem > 0x1000 || (rem == 0x1000 && (q & 1)))
+		q++;
+	return sign | (unsigned short)q;
+}
+
+static float f16_to_f32(unsigned short h) {
+	uint32_t sign = (uint32_t)(h & 0x8000) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff, u;
+	float f;
+	if (e == 0x1f)
+		u = sign | 0x7f800000 | (m << 13);
+	else if (e == 0) {
+		f = (float)m / 16777216.0f; /* m·2^-24, exact */
+		memcpy(&u, &f, 4);
+		u |= sign;
+	} else
+		u = sign | ((e + 112) << 23) | (m << 13);
+	memcpy(&f, &u, 4);
+	return f;
+}
+
 /* The fake kernels. Each thread index i in [0, threads) handles element i. */
 static CUresult run_kernel_locked(struct fake_func *f, struct fake_stream *s, long long threads, void **p) {
 	if (strcmp(f->name, "axpy_f32") == 0) { /* (float a, const float *x, float *y, int n) */
@@ -629,6 +816,29 @@ static CUresult run_kernel_locked(struct fake_func *f, struct fake_stream *s, lo
 		(void)x;
 		return CUDA_ERROR_ILLEGAL_ADDRESS;
 	}
+	if (strncmp(f->name, "riot_", 5) == 0) { /* (const T *in, U *out, long long n) */
+		void *in = (void *)(uintptr_t)*(CUdeviceptr *)p[0];
+		void *out = (void *)(uintptr_t)*(CUdeviceptr *)p[1];
+		long long n = *(long long *)p[2];
+		int from32 = strncmp(f->name, "riot_f32_", 9) == 0;
+		size_t insz = from32 ? 4 : 2, outsz = from32 ? 2 : 4;
+		if (!inside_locked((CUdeviceptr)(uintptr_t)in, n * insz) ||
+		    !inside_locked((CUdeviceptr)(uintptr_t)out, n * outsz))
+			return CUDA_ERROR_ILLEGAL_ADDRESS;
+		int bf = strstr(f->name, "bf16") != NULL;
+		(void)threads; /* a grid-stride loop: every element, whatever the grid */
+		for (long long i = 0; i < n; i++) {
+			if (from32) {
+				float x = ((float *)in)[i];
+				((unsigned short *)out)[i] = bf ? f32_to_bf16(x) : f32_to_f16(x);
+			} else {
+				unsigned short x = ((unsigned short *)in)[i];
+				((float *)out)[i] = bf ? bf16_to_f32(x) : f16_to_f32(x);
+			}
+		}
+		conversions++;
+		return CUDA_SUCCESS;
+	}
 	if (strcmp(f->name, "spin") == 0) { /* (): never finishes */
 		s->pending = -1;
 		return CUDA_SUCCESS;
@@ -649,12 +859,163 @@ CUresult cuLaunchKernel(void *fn, unsigned int gx, unsigned int gy, unsigned int
 	if (r == CUDA_SUCCESS && params == NULL && strcmp(((struct fake_func *)fn)->name, "spin") != 0)
 		r = CUDA_ERROR_INVALID_VALUE;
 	if (r == CUDA_SUCCESS) {
+		flush_locked(s);
 		launches++;
 		queued_locked(s);
 		long long threads = (long long)gx * gy * gz * bx * by * bz;
 		CUresult k = run_kernel_locked(fn, s, threads, params);
 		if (k != CUDA_SUCCESS)
 			s->error = k; /* reported later, as a real asynchronous failure is */
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+/* ---- page-locked host memory and events ---- */
+
+CUresult cuMemHostAlloc(void **pp, size_t n, unsigned int flags) {
+	pthread_mutex_lock(&mu);
+	CUresult r = need_ctx_locked();
+	if (r == CUDA_SUCCESS && (pp == NULL || n == 0 || (flags & ~0xfu) != 0))
+		r = CUDA_ERROR_INVALID_VALUE;
+	if (r == CUDA_SUCCESS && host_alloc_bytes + (long long)n > host_oom_bytes)
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+	if (r == CUDA_SUCCESS) {
+		struct fake_host *h = calloc(1, sizeof *h);
+		h->p = calloc(1, n);
+		h->n = n;
+		h->next = hosts;
+		hosts = h;
+		live_host_allocs++;
+		host_allocs++;
+		host_alloc_bytes += (long long)n;
+		*pp = h->p;
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+/* drop_copies_locked forgets the queued copies that touch [p, p+n), counting
+ * them: freeing page-locked memory under a copy is a bug of the binding. */
+static void drop_copies_locked(unsigned char *p, size_t n) {
+	for (struct fake_stream *s = streams; s != NULL; s = s->next) {
+		struct fake_copy **pp = &s->copies, *last = NULL;
+		while (*pp != NULL) {
+			struct fake_copy *c = *pp;
+			const unsigned char *d = c->dst, *src = c->src;
+			if ((d >= p && d < p + n) || (src >= p && src < p + n)) {
+				*pp = c->next;
+				free(c);
+				bad_host_frees++;
+				continue;
+			}
+			last = c;
+			pp = &c->next;
+		}
+		s->last = last;
+	}
+}
+
+CUresult cuMemFreeHost(void *p) {
+	pthread_mutex_lock(&mu);
+	CUresult r = need_ctx_locked();
+	if (r == CUDA_SUCCESS) {
+		r = CUDA_ERROR_INVALID_VALUE;
+		for (struct fake_host **pp = &hosts; *pp != NULL; pp = &(*pp)->next) {
+			struct fake_host *h = *pp;
+			if (h->p == p) {
+				drop_copies_locked(h->p, h->n);
+				*pp = h->next;
+				host_alloc_bytes -= (long long)h->n;
+				free(h->p);
+				free(h);
+				live_host_allocs--;
+				r = CUDA_SUCCESS;
+				break;
+			}
+		}
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+static struct fake_event *find_event_locked(void *h) {
+	for (struct fake_event *e = events; e != NULL; e = e->next)
+		if ((void *)e == h && e->magic == EVENT_MAGIC)
+			return e;
+	return NULL;
+}
+
+CUresult cuEventCreate(void **ph, unsigned int flags) {
+	pthread_mutex_lock(&mu);
+	CUresult r = need_ctx_locked();
+	if (r == CUDA_SUCCESS && (ph == NULL || (flags & ~0x7u) != 0))
+		r = CUDA_ERROR_INVALID_VALUE;
+	if (r == CUDA_SUCCESS) {
+		struct fake_event *e = calloc(1, sizeof *e);
+		e->magic = EVENT_MAGIC;
+		e->next = events;
+		events = e;
+		live_events++;
+		*ph = e;
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+CUresult cuEventRecord(void *ev, void *h) {
+	pthread_mutex_lock(&mu);
+	struct fake_stream *s = NULL;
+	CUresult r = need_stream_locked(h, &s);
+	struct fake_event *e = NULL;
+	if (r == CUDA_SUCCESS && (e = find_event_locked(ev)) == NULL)
+		r = CUDA_ERROR_INVALID_HANDLE;
+	if (r == CUDA_SUCCESS) {
+		e->stream = s;
+		e->seq = s->seq + 1;
+		e->pending = s->pending < 0 ? -1 : event_not_ready;
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+CUresult cuEventQuery(void *ev) {
+	pthread_mutex_lock(&mu);
+	CUresult r = need_ctx_locked();
+	struct fake_event *e = NULL;
+	if (r == CUDA_SUCCESS && (e = find_event_locked(ev)) == NULL)
+		r = CUDA_ERROR_INVALID_HANDLE;
+	if (r == CUDA_SUCCESS) {
+		event_queries++;
+		if (e->stream != NULL && e->stream->error != 0)
+			r = e->stream->error;
+		else if (e->pending != 0) {
+			if (e->pending > 0)
+				e->pending--;
+			r = CUDA_ERROR_NOT_READY;
+		} else if (e->stream != NULL)
+			run_copies_locked(e->stream, e->seq);
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+CUresult cuEventDestroy_v2(void *ev) {
+	pthread_mutex_lock(&mu);
+	CUresult r = need_ctx_locked();
+	if (r == CUDA_SUCCESS) {
+		r = CUDA_ERROR_INVALID_HANDLE;
+		for (struct fake_event **pp = &events; *pp != NULL; pp = &(*pp)->next) {
+			if (*pp == ev && (*pp)->magic == EVENT_MAGIC) {
+				struct fake_event *e = *pp;
+				*pp = e->next;
+				e->magic = 0;
+				free(e);
+				live_events--;
+				r = CUDA_SUCCESS;
+				break;
+			}
+		}
 	}
 	pthread_mutex_unlock(&mu);
 	return r;
@@ -790,6 +1151,7 @@ int cublasSgemm_v2(void *h, int ta, int tb, int m, int n, int k, const float *al
 	int r = gemm_check_locked(bh, ta, tb, m, n, k, (CUdeviceptr)(uintptr_t)A, lda,
 	                          (CUdeviceptr)(uintptr_t)B, ldb, (CUdeviceptr)(uintptr_t)C, ldc, sizeof(float));
 	if (r == 0) {
+		flush_locked(bh->stream);
 		GEMM_BODY(float)
 		gemms++;
 		queued_locked(bh->stream);
@@ -806,8 +1168,71 @@ int cublasDgemm_v2(void *h, int ta, int tb, int m, int n, int k, const double *a
 	int r = gemm_check_locked(bh, ta, tb, m, n, k, (CUdeviceptr)(uintptr_t)A, lda,
 	                          (CUdeviceptr)(uintptr_t)B, ldb, (CUdeviceptr)(uintptr_t)C, ldc, sizeof(double));
 	if (r == 0) {
+		flush_locked(bh->stream);
 		GEMM_BODY(double)
 		gemms++;
+		queued_locked(bh->stream);
+	}
+	pthread_mutex_unlock(&mu);
+	return r;
+}
+
+/* cublasGemmEx with float accumulation: A and B of one type (CUDA_R_32F 0,
+ * CUDA_R_16F 2, CUDA_R_16BF 14), C of theirs or CUDA_R_32F, computeType
+ * CUBLAS_COMPUTE_32F (68) or one of its fast modes (74, 75, 77). */
+static float load_elem(const void *p, int type, size_t i) {
+	switch (type) {
+	case 0: return ((const float *)p)[i];
+	case 2: return f16_to_f32(((const unsigned short *)p)[i]);
+	default: return bf16_to_f32(((const unsigned short *)p)[i]);
+	}
+}
+
+static void store_elem(void *p, int type, size_t i, float v) {
+	switch (type) {
+	case 0: ((float *)p)[i] = v; break;
+	case 2: ((unsigned short *)p)[i] = f32_to_f16(v); break;
+	default: ((unsigned short *)p)[i] = f32_to_bf16(v); break;
+	}
+}
+
+static size_t type_size(int type) { return type == 0 ? 4 : type == 2 || type == 14 ? 2 : 0; }
+
+int cublasGemmEx(void *h, int ta, int tb, int m, int n, int k, const void *alpha,
+                 const void *A, int atype, int lda, const void *B, int btype, int ldb,
+                 const void *beta, void *C, int ctype, int ldc, int compute, int algo) {
+	pthread_mutex_lock(&mu);
+	struct fake_blas *bh = h;
+	int r = 0;
+	if (type_size(atype) == 0 || atype != btype || (ctype != atype && ctype != 0) ||
+	    (compute != 68 && compute != 74 && compute != 75 && compute != 77) || algo != -1)
+		r = 7; /* CUBLAS_STATUS_INVALID_VALUE */
+	if (r == 0 && (ctype != atype || atype != 0) && type_size(ctype) == 0)
+		r = 7;
+	/* gemm_check_locked checks extents in elements of one size, A's and B's;
+	 * C is checked again with its own. */
+	if (r == 0)
+		r = gemm_check_locked(bh, ta, tb, m, n, k, (CUdeviceptr)(uintptr_t)A, lda,
+		                      (CUdeviceptr)(uintptr_t)B, ldb, (CUdeviceptr)(uintptr_t)C, ldc, type_size(atype));
+	if (r == 0 && !inside_locked((CUdeviceptr)(uintptr_t)C, ((size_t)ldc * (n - 1) + m) * type_size(ctype)))
+		r = 13;
+	if (r == 0) {
+		flush_locked(bh->stream);
+		float al = *(const float *)alpha, be = *(const float *)beta;
+		for (int j = 0; j < n; j++) {
+			for (int i = 0; i < m; i++) {
+				float sum = 0;
+				for (int l = 0; l < k; l++) {
+					float a = ta ? load_elem(A, atype, l + (size_t)i * lda) : load_elem(A, atype, i + (size_t)l * lda);
+					float b = tb ? load_elem(B, btype, j + (size_t)l * ldb) : load_elem(B, btype, l + (size_t)j * ldb);
+					sum += a * b;
+				}
+				size_t ci = i + (size_t)j * ldc;
+				store_elem(C, ctype, ci, be == 0 ? al * sum : al * sum + be * load_elem(C, ctype, ci));
+			}
+		}
+		gemm_ex++;
+		gemm_ex_compute = compute;
 		queued_locked(bh->stream);
 	}
 	pthread_mutex_unlock(&mu);
