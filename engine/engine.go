@@ -130,8 +130,9 @@ type Options struct {
 	// Logger receives the engine's logs. Default: slog.Default().
 	Logger *slog.Logger
 	// Bindings are installed, in order, into every sandbox (goja runtime)
-	// the engine makes, after riot's own globals: one per realm per slot,
-	// and again after a workunit ran away. Workers install the GPU
+	// the engine makes, after riot's own globals: one per realm per
+	// workunit of it running at once, and again after a workunit ran away
+	// or once the idle runtimes (IdleRuntimes) closed the realm's. Workers install the GPU
 	// bindings here (jsgpu.Binding); without them a workunit sees no GPU
 	// globals. See Binding.
 	Bindings []Binding

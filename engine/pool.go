@@ -5,9 +5,9 @@ import "sync"
 // RuntimeBytesEstimate is what the engine counts for an idle runtime
 // against Options.IdleRuntimeBytes, besides the blob bytes it keeps: the
 // heap an idle realm keeps once it ran a trivial workunit, as
-// BenchmarkEngine_RealmMemory measures it (about 420 KB), rounded up.
-// The globals that workunits leave in a realm are not counted.
-const RuntimeBytesEstimate = 512 << 10
+// BenchmarkEngine_RealmMemory measures it (about 421,000 bytes), rounded
+// up. The globals that workunits leave in a realm are not counted.
+const RuntimeBytesEstimate = 448 << 10
 
 // runtimePool keeps the engine's idle runtimes, of every realm, for any
 // slot: a run takes one of its realm's (take), or makes a new one, and

@@ -114,16 +114,17 @@ func TestPool_RunawayRuntimeIsNotReused(t *testing.T) {
 	e := newEngine(t, Options{Slots: 2})
 	for _, tc := range []struct {
 		name, src string
+		timeout   time.Duration
 		kind      workunit.ErrorKind
 	}{
-		{"time limit", "for (;;) {}", workunit.TimeLimit},
-		{"stack limit", "(function f() { f() })()", workunit.StackLimit},
+		{"time limit", "for (;;) {}", 20 * time.Millisecond, workunit.TimeLimit},
+		{"stack limit", "(function f() { f() })()", 0, workunit.StackLimit},
 	} {
 		realm := "runaway " + tc.name
 		runIn(t, e, realm, "globalThis.dirty = 1")
 		n, _ := e.IdleRuntimes()
 		req := evalReq(tc.src)
-		req.Realm, req.Timeout = realm, 20*time.Millisecond
+		req.Realm, req.Timeout = realm, tc.timeout
 		werr, _ := evalError(t, e, req)
 		assert.Equal(t, tc.kind, werr.Kind, tc.name)
 		after, _ := e.IdleRuntimes()
