@@ -22,7 +22,10 @@ const (
 	DefaultMaxConsoleBytes  = 1 << 20
 	DefaultMaxErrorBytes    = 64 << 10
 	DefaultMaxThrownBytes   = 1 << 20
-	// DefaultRealmsPerSlot is no longer used: see Options.RealmsPerSlot.
+	// DefaultRealmsPerSlot was Options.RealmsPerSlot's default.
+	//
+	// Deprecated: runtimes are kept by the engine, for every slot
+	// (Options.IdleRuntimes).
 	DefaultRealmsPerSlot = 4
 	// DefaultIdleRuntimes is Options.IdleRuntimes's default: enough for
 	// hundreds of masters' realms on one worker.
