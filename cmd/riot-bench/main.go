@@ -99,6 +99,9 @@ type config struct {
 	// masters, when set, are the numbers of masters of the --masters
 	// runs (they replace the other runs).
 	masters []int
+	// inFlight is how many workunits the --masters masters keep waiting
+	// at most, all together.
+	inFlight int
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
@@ -130,6 +133,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&big, "big", "", "instead of the other runs, send one Float64Array of this `size` (e.g. 512MiB) through riotd to a worker and back, in each of --stores, and report the time and the peak memory of the master, riotd and the worker")
 	var masters string
 	fs.StringVar(&masters, "masters", "", "instead of the other runs, measure --n trivial workunits from each of these numbers of Go client masters at once (`M1,M2`, e.g. 1,50,500), every master a realm of its own, against --workers workers in each of --stores: throughput and the workers' CPU per workunit")
+	fs.IntVar(&c.inFlight, "in-flight", 4000, "workunits the --masters masters keep waiting at most, all together (each a share), so that their workunits interleave")
 	fs.DurationVar(&c.timeout, "timeout", 20*time.Minute, "bound on the whole run")
 	fs.BoolVar(&c.verbose, "v", false, "print the processes' logs when done")
 	fs.BoolVar(&c.dashboard, "dashboard", false, "also measure the throughput with --workers workers with a dashboard open: an event stream and, on each update, the requests a page makes")
@@ -182,6 +186,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 			return nil, fmt.Errorf("--big %q: want a size from 8 bytes to 4GiB, such as 512MiB", big)
 		}
 		c.big = int64(n / 8 * 8)
+	}
+	if c.inFlight < 1 {
+		return nil, errors.New("--in-flight must be at least 1")
 	}
 	for _, s := range splitList(masters) {
 		m, err := strconv.Atoi(s)

@@ -35,6 +35,7 @@ func TestParseFlags(t *testing.T) {
 		{"bad masters", []string{"--masters", "1,lots"}, `--masters: "lots" is not a number of masters`},
 		{"zero masters", []string{"--masters", "0"}, `"0" is not a number of masters`},
 		{"masters", []string{"--masters", "1, 50,500"}, ""},
+		{"zero in flight", []string{"--masters", "5", "--in-flight", "0"}, "--in-flight must be at least 1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -198,12 +199,12 @@ func TestRun_Masters(t *testing.T) {
 	}
 	t.Parallel()
 	var stdout, stderr bytes.Buffer
-	code := run(t.Context(), []string{"--masters", "1,3", "--n", "300", "--warmup", "6", "--stores", "memory", "--slots", "1", "--timeout", "2m"}, &stdout, &stderr)
+	code := run(t.Context(), []string{"--masters", "1,3", "--in-flight", "12", "--n", "300", "--warmup", "6", "--stores", "memory", "--slots", "1", "--timeout", "2m"}, &stdout, &stderr)
 	require.Equal(t, 0, code, "stderr:\n%s", stderr.String())
 	out := stdout.String()
-	assert.Contains(t, out, "| store | masters | workers × slots | workunits | workunits/s | workers' CPU per workunit | CPU vs 1 master |")
-	assert.Contains(t, out, "| memory | 1 | 2 × 1 | 300 | ")
-	assert.Contains(t, out, "| memory | 3 | 2 × 1 | 300 | ")
+	assert.Contains(t, out, "| store | masters | waiting a master | workers × slots | workunits | workunits/s | workers' CPU per workunit | CPU vs 1 master |")
+	assert.Contains(t, out, "| memory | 1 | 12 | 2 × 1 | 300 | ")
+	assert.Contains(t, out, "| memory | 3 | 4 | 2 × 1 | 300 | ")
 }
 
 // fakePython writes a fake Python for --peers dask: it passes the import

@@ -32,7 +32,8 @@ func (r mastersResult) perSecond() float64 { return float64(r.n) / r.elapsed.Sec
 func (r mastersResult) cpuPerWorkunit() time.Duration { return r.workerCPU / time.Duration(r.n) }
 
 // runMasters measures, for each --masters M in each store, --n trivial
-// workunits from M Go client masters at once (--n/M each, pipelined)
+// workunits from M Go client masters at once (--n/M each, pipelined, at
+// most --in-flight waiting in all)
 // against a fresh riotd and --workers workers: every master is a realm
 // of its own, so the workers run workunits of M realms interleaved.
 func (b *bench) runMasters(ctx context.Context, w io.Writer) error {
@@ -52,8 +53,8 @@ func (b *bench) runMasters(ctx context.Context, w io.Writer) error {
 
 func writeMasters(w io.Writer, cfg *config, results []mastersResult) {
 	fmt.Fprintf(w, "riot-bench %s\n%s, load %s\n\n", strings.Join(cfg.args, " "), environment(), loadAverage())
-	fmt.Fprintln(w, "| store | masters | workers × slots | workunits | workunits/s | workers' CPU per workunit | CPU vs 1 master |")
-	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+	fmt.Fprintln(w, "| store | masters | waiting a master | workers × slots | workunits | workunits/s | workers' CPU per workunit | CPU vs 1 master |")
+	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	one := map[string]time.Duration{}
 	for _, r := range results {
 		if r.masters == 1 {
@@ -65,7 +66,7 @@ func writeMasters(w io.Writer, cfg *config, results []mastersResult) {
 		if base, ok := one[r.store]; ok && base > 0 {
 			ratio = fmt.Sprintf("%.2f×", float64(r.cpuPerWorkunit())/float64(base))
 		}
-		fmt.Fprintf(w, "| %s | %d | %d × %d | %d | %.0f | %.1f µs | %s |\n", r.store, r.masters, r.workers, cfg.slots, r.n,
+		fmt.Fprintf(w, "| %s | %d | %d | %d × %d | %d | %.0f | %.1f µs | %s |\n", r.store, r.masters, masterWindow(cfg, r.masters), r.workers, cfg.slots, r.n,
 			r.perSecond(), float64(r.cpuPerWorkunit())/float64(time.Microsecond), ratio)
 	}
 }
@@ -115,6 +116,10 @@ func (b *bench) mastersOnce(ctx context.Context, store string, masters int) (mas
 	return res, nil
 }
 
+// masterWindow is how many workunits each of masters masters keeps
+// waiting at most: --in-flight shared out, one at least.
+func masterWindow(cfg *config, masters int) int { return max(cfg.inFlight/masters, 1) }
+
 // workersCPU is the CPU time the cluster's workers have used.
 func (b *bench) workersCPU(cl *cluster) time.Duration {
 	var t time.Duration
@@ -125,11 +130,14 @@ func (b *bench) workersCPU(cl *cluster) time.Duration {
 }
 
 // interleaved has every master submit per trivial workunits at once, each
-// from a goroutine of its own, pipelined, and waits for them all and
-// checks every result; it returns how long that took.
+// from a goroutine of its own, keeping at most a share of --in-flight of
+// them waiting at a time (so that the masters' workunits interleave in
+// riotd's queue rather than come in one burst a master), and checks
+// every result; it returns how long that took.
 func (b *bench) interleaved(ctx context.Context, ms []*client.Client, per int) (time.Duration, error) {
 	base := b.base
 	b.base += per * len(ms)
+	window := masterWindow(b.cfg, len(ms))
 	fn := &value.Function{Source: trivialFn}
 	var wg sync.WaitGroup
 	errs := make([]error, len(ms))
@@ -141,6 +149,12 @@ func (b *bench) interleaved(ctx context.Context, ms []*client.Client, per int) (
 			first := base + j*per
 			calls := make([]*client.Call, per)
 			for i := range calls {
+				if i >= window {
+					if err := checkResult(ctx, calls[i-window], first+i-window); err != nil {
+						errs[j] = fmt.Errorf("master %d: %w", j+1, err)
+						return
+					}
+				}
 				k, err := m.DoWork(fn, first+i)
 				if err != nil {
 					errs[j] = fmt.Errorf("master %d: %w", j+1, err)
@@ -148,8 +162,8 @@ func (b *bench) interleaved(ctx context.Context, ms []*client.Client, per int) (
 				}
 				calls[i] = k
 			}
-			for i, k := range calls {
-				if err := checkResult(ctx, k, first+i); err != nil {
+			for i := max(per-window, 0); i < per; i++ {
+				if err := checkResult(ctx, calls[i], first+i); err != nil {
 					errs[j] = fmt.Errorf("master %d: %w", j+1, err)
 					return
 				}
