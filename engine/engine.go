@@ -27,12 +27,15 @@ const (
 	// Deprecated: runtimes are kept by the engine, for every slot
 	// (Options.IdleRuntimes).
 	DefaultRealmsPerSlot = 4
-	// DefaultIdleRuntimes is Options.IdleRuntimes's default: enough for
-	// hundreds of masters' realms on one worker.
+	// DefaultIdleRuntimes is Options.IdleRuntimes's default: two
+	// runtimes (one for each of two slots) of each of 500 masters' realms
+	// on one worker. A pool smaller than the realms' working set costs far
+	// more than its memory: masters that take turns find their runtimes
+	// closed each time, least recently used first.
 	DefaultIdleRuntimes = 1024
-	// DefaultIdleRuntimeBytes is Options.IdleRuntimeBytes's default (or a
-	// quarter of Options.MemoryLimit, when that is less): about 500 idle
-	// realms of RuntimeBytesEstimate.
+	// DefaultIdleRuntimeBytes is Options.IdleRuntimeBytes's default when
+	// Options.MemoryLimit is not set (an eighth of it when it is): about
+	// 580 idle runtimes of RuntimeBytesEstimate.
 	DefaultIdleRuntimeBytes = 256 << 20
 	DefaultCompileCacheSize = 4096
 	DefaultBlobCacheSize    = 64
@@ -104,8 +107,8 @@ type Options struct {
 	IdleRuntimes int
 	// IdleRuntimeBytes bounds the memory of the idle runtimes, as the
 	// engine estimates it: RuntimeBytesEstimate per runtime, plus the
-	// bytes of the blobs it keeps. Default: DefaultIdleRuntimeBytes, or
-	// a quarter of MemoryLimit when that is less.
+	// bytes of the blobs it keeps. Default: an eighth of MemoryLimit, or
+	// DefaultIdleRuntimeBytes without a MemoryLimit.
 	IdleRuntimeBytes uint64
 	// RealmsPerSlot, when set and IdleRuntimes is not, sets IdleRuntimes
 	// to RealmsPerSlot × Slots.
@@ -182,7 +185,7 @@ func (o *Options) setDefaults() {
 	if o.IdleRuntimeBytes == 0 {
 		o.IdleRuntimeBytes = DefaultIdleRuntimeBytes
 		if o.MemoryLimit > 0 {
-			o.IdleRuntimeBytes = min(o.IdleRuntimeBytes, o.MemoryLimit/4)
+			o.IdleRuntimeBytes = o.MemoryLimit / 8
 		}
 	}
 	if o.CompileCacheSize <= 0 {
