@@ -221,3 +221,23 @@ func TestPool_SecededRuntimeIsBusy(t *testing.T) {
 	n, _ := e.IdleRuntimes()
 	assert.Equal(t, 2, n, "both runtimes of the realm are kept")
 }
+
+// The pool's bounds default from the memory limit, and a RealmsPerSlot
+// still set bounds the count as it did, RealmsPerSlot for each slot.
+func TestPool_Defaults(t *testing.T) {
+	t.Parallel()
+	o := Options{Slots: 2}
+	o.setDefaults()
+	assert.Equal(t, DefaultIdleRuntimes, o.IdleRuntimes)
+	assert.Equal(t, uint64(DefaultIdleRuntimeBytes), o.IdleRuntimeBytes)
+	o = Options{Slots: 2, MemoryLimit: 8 << 30}
+	o.setDefaults()
+	assert.Equal(t, uint64(1<<30), o.IdleRuntimeBytes, "an eighth of the memory limit")
+	o = Options{Slots: 2, RealmsPerSlot: 3}
+	o.setDefaults()
+	assert.Equal(t, 6, o.IdleRuntimes)
+	o = Options{Slots: 2, RealmsPerSlot: 3, IdleRuntimes: 10, IdleRuntimeBytes: 1 << 20}
+	o.setDefaults()
+	assert.Equal(t, 10, o.IdleRuntimes)
+	assert.Equal(t, uint64(1<<20), o.IdleRuntimeBytes)
+}
