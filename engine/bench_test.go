@@ -130,33 +130,3 @@ func BenchmarkEngine_Shifts(b *testing.B) {
 		})
 	}
 }
-
-// BenchmarkEngine_ManyRealms runs a trivial function workunit for each of
-// n realms in turn (n masters whose workunits interleave on one slot):
-// with more realms than a slot keeps runtimes, each workunit may need a
-// fresh runtime.
-func BenchmarkEngine_ManyRealms(b *testing.B) {
-	for _, n := range []int{1, 4, 50} {
-		b.Run(strconv.Itoa(n), func(b *testing.B) {
-			e := newEngine(b, Options{Slots: 1})
-			ctx := context.Background()
-			payload, err := value.Marshal([]any{&value.Function{Source: "(x) => x + 1"}, 41.0})
-			if err != nil {
-				b.Fatal(err)
-			}
-			realms := make([]string, n)
-			for i := range realms {
-				realms[i] = "realm-" + strconv.Itoa(i)
-			}
-			b.ReportAllocs()
-			i := 0
-			for b.Loop() {
-				req := Request{Spec: &workunit.Spec{Kind: workunit.Fn, Payload: payload}, Realm: realms[i%n]}
-				if _, err := e.Run(ctx, req); err != nil {
-					b.Fatal(err)
-				}
-				i++
-			}
-		})
-	}
-}

@@ -18,7 +18,9 @@ func bindRiot(rl *realm) error {
 	if err := worker.DefineAccessorProperty("name", rl.rt.ToValue(workerName(rl)), nil, goja.FLAG_FALSE, goja.FLAG_TRUE); err != nil {
 		return err
 	}
-	if err := worker.Set("slot", rl.slotID); err != nil {
+	// slot is the running workunit's: a runtime runs on any slot
+	// (runtimePool).
+	if err := worker.DefineAccessorProperty("slot", rl.rt.ToValue(workerSlot(rl)), nil, goja.FLAG_FALSE, goja.FLAG_TRUE); err != nil {
 		return err
 	}
 	// gpus depends on the request too.
@@ -52,6 +54,17 @@ func workerName(rl *realm) func(goja.FunctionCall) goja.Value {
 			last, val = name, rl.rt.ToValue(name)
 		}
 		return val
+	}
+}
+
+// workerSlot returns the getter of riot.worker.slot: the slot that runs
+// the running workunit (0 outside an engine's run).
+func workerSlot(rl *realm) func(goja.FunctionCall) goja.Value {
+	return func(goja.FunctionCall) goja.Value {
+		if rl.cur != nil && rl.cur.slot != nil {
+			return rl.rt.ToValue(rl.cur.slot.id)
+		}
+		return rl.rt.ToValue(0)
 	}
 }
 

@@ -2,9 +2,10 @@
 // workunit runs.
 //
 // An Engine has a number of slots; each slot evaluates one workunit at a
-// time in a goja runtime of its own, which only that slot's goroutine
-// touches. Workunits of different realms (jobs, masters) never share a
-// runtime: a slot keeps a few runtimes, one per realm, and makes a fresh one
+// time in a goja runtime, which only that run's goroutine touches.
+// Workunits of different realms (jobs, masters) never share a runtime: the
+// engine keeps idle runtimes keyed by realm, for any slot
+// (Options.IdleRuntimes, Options.IdleRuntimeBytes), and makes a fresh one
 // when a workunit ran away.
 //
 // # What a workunit sees

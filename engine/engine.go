@@ -22,7 +22,21 @@ const (
 	DefaultMaxConsoleBytes  = 1 << 20
 	DefaultMaxErrorBytes    = 64 << 10
 	DefaultMaxThrownBytes   = 1 << 20
-	DefaultRealmsPerSlot    = 4
+	// DefaultRealmsPerSlot was Options.RealmsPerSlot's default.
+	//
+	// Deprecated: runtimes are kept by the engine, for every slot
+	// (Options.IdleRuntimes).
+	DefaultRealmsPerSlot = 4
+	// DefaultIdleRuntimes is Options.IdleRuntimes's default: two
+	// runtimes (one for each of two slots) of each of 500 masters' realms
+	// on one worker. A pool smaller than the realms' working set costs far
+	// more than its memory: masters that take turns find their runtimes
+	// closed each time, least recently used first.
+	DefaultIdleRuntimes = 1024
+	// DefaultIdleRuntimeBytes is Options.IdleRuntimeBytes's default when
+	// Options.MemoryLimit is not set (an eighth of it when it is): about
+	// 580 idle runtimes of RuntimeBytesEstimate.
+	DefaultIdleRuntimeBytes = 256 << 20
 	DefaultCompileCacheSize = 4096
 	DefaultBlobCacheSize    = 64
 	// DefaultAbandonAfter is how long a stopped workunit has to return
@@ -84,8 +98,23 @@ type Options struct {
 	// The engine checks it every few milliseconds while workunits run.
 	// Zero means no guard.
 	MemoryLimit uint64
-	// RealmsPerSlot is how many runtimes (one per realm) a slot keeps
-	// before it drops the least recently used. Default: DefaultRealmsPerSlot.
+	// IdleRuntimes bounds the number of idle runtimes the engine keeps,
+	// of every realm together, for the next workunit of their realm on
+	// any slot: a workunit takes its realm's runtime for its run, and
+	// gives it back when it ends, unless it ran away (a time, stack or
+	// memory limit, an abandonment), and past the bounds the least
+	// recently used are closed. Default: DefaultIdleRuntimes.
+	IdleRuntimes int
+	// IdleRuntimeBytes bounds the memory of the idle runtimes, as the
+	// engine estimates it: RuntimeBytesEstimate per runtime, plus the
+	// bytes of the blobs it keeps. Default: an eighth of MemoryLimit, or
+	// DefaultIdleRuntimeBytes without a MemoryLimit.
+	IdleRuntimeBytes uint64
+	// RealmsPerSlot, when set and IdleRuntimes is not, sets IdleRuntimes
+	// to RealmsPerSlot × Slots.
+	//
+	// Deprecated: runtimes are no longer kept per slot but by the engine,
+	// for every slot (IdleRuntimes, IdleRuntimeBytes).
 	RealmsPerSlot int
 	// CompileCacheSize bounds the number of compiled programs kept.
 	// Default: DefaultCompileCacheSize.
@@ -107,8 +136,9 @@ type Options struct {
 	// Logger receives the engine's logs. Default: slog.Default().
 	Logger *slog.Logger
 	// Bindings are installed, in order, into every sandbox (goja runtime)
-	// the engine makes, after riot's own globals: one per realm per slot,
-	// and again after a workunit ran away. Workers install the GPU
+	// the engine makes, after riot's own globals: one per realm per
+	// workunit of it running at once, and again after a workunit ran away
+	// or once the idle runtimes (IdleRuntimes) closed the realm's. Workers install the GPU
 	// bindings here (jsgpu.Binding); without them a workunit sees no GPU
 	// globals. See Binding.
 	Bindings []Binding
@@ -146,8 +176,17 @@ func (o *Options) setDefaults() {
 	if o.MaxThrownBytes <= 0 {
 		o.MaxThrownBytes = DefaultMaxThrownBytes
 	}
-	if o.RealmsPerSlot <= 0 {
-		o.RealmsPerSlot = DefaultRealmsPerSlot
+	if o.IdleRuntimes <= 0 {
+		o.IdleRuntimes = DefaultIdleRuntimes
+		if o.RealmsPerSlot > 0 {
+			o.IdleRuntimes = o.RealmsPerSlot * o.Slots
+		}
+	}
+	if o.IdleRuntimeBytes == 0 {
+		o.IdleRuntimeBytes = DefaultIdleRuntimeBytes
+		if o.MemoryLimit > 0 {
+			o.IdleRuntimeBytes = o.MemoryLimit / 8
+		}
 	}
 	if o.CompileCacheSize <= 0 {
 		o.CompileCacheSize = DefaultCompileCacheSize
@@ -262,7 +301,9 @@ func (r *Result) Decode() (any, error) {
 type Engine struct {
 	opts  Options
 	cache *compileCache
-	free  chan *slot
+	// pool keeps the idle runtimes of every realm, for any slot.
+	pool *runtimePool
+	free chan *slot
 	// permits are the runs that may evaluate at once (Options.Slots): a
 	// run takes one with its slot, and gives it back while it waits
 	// (Secede). Slots past Options.Slots are made when a permit finds no
@@ -289,6 +330,7 @@ func New(opts Options) (*Engine, error) {
 	e := &Engine{
 		opts:  opts,
 		cache: newCompileCache(opts.CompileCacheSize),
+		pool:  newRuntimePool(opts.IdleRuntimes, opts.IdleRuntimeBytes),
 		free:  make(chan *slot, opts.Slots+opts.MaxSeceded),
 		done:  make(chan struct{}),
 	}
@@ -321,6 +363,11 @@ func (e *Engine) Stuck() int { return int(e.stuck.Load()) }
 // since or not.
 func (e *Engine) Abandoned() int { return int(e.abandoned.Load()) }
 
+// IdleRuntimes returns the number of idle runtimes the engine keeps
+// (Options.IdleRuntimes) and their estimated bytes
+// (Options.IdleRuntimeBytes).
+func (e *Engine) IdleRuntimes() (n int, bytes uint64) { return e.pool.stats() }
+
 // Close stops the engine: later calls to Run return ErrClosed, and every
 // runtime is released, those of workunits running now when they finish.
 func (e *Engine) Close() error {
@@ -332,10 +379,11 @@ func (e *Engine) Close() error {
 	e.closed = true
 	close(e.done)
 	e.mu.Unlock()
+	e.pool.close()
 	for {
 		select {
 		case s := <-e.free:
-			s.closeRealms()
+			s.stopExecutor()
 			defer func() { e.free <- s }()
 		default:
 			return nil
@@ -343,12 +391,12 @@ func (e *Engine) Close() error {
 	}
 }
 
-// release returns a slot after a workunit; after Close, it releases the
-// slot's runtimes first.
+// release returns a slot after a workunit; after Close, it ends the
+// slot's executor first.
 func (e *Engine) release(s *slot) {
 	select {
 	case <-e.done:
-		s.closeRealms()
+		s.stopExecutor()
 	default:
 	}
 	// A run that could not take its permit back (Sandbox.Rejoin) has

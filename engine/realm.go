@@ -19,11 +19,12 @@ import (
 // realm is one goja runtime with riot's globals, and what it keeps between
 // workunits of one realm: module instances, function factories and the
 // bytes of blob values (checked against their hashes). It is used by one
-// goroutine at a time (its slot's).
+// run at a time, on that run's goroutine; between runs it waits in the
+// engine's idle runtimes (runtimePool), for a run of its realm on any
+// slot.
 type realm struct {
 	key    string
 	eng    *Engine
-	slotID int
 	rt     *goja.Runtime
 	in     *jsvalue.Intrinsics
 	origin time.Time // performance.now() counts from here
@@ -41,6 +42,10 @@ type realm struct {
 	// cur is the workunit running now, for the bindings. It is set and
 	// read on the realm's goroutine only.
 	cur *run
+
+	// pool is the realm's place among the engine's idle runtimes while it
+	// waits there (runtimePool).
+	pool poolLinks
 
 	// closers release what the realm's bindings hold outside the Go heap
 	// (GPU resources: Sandbox.OnClose); close runs them when the realm is
@@ -85,8 +90,8 @@ var workerGlobals = []func(*realm) error{bindOpGuard, bindConsole, bindTimers, b
 
 // newRealm makes a sandbox of the engine for a workunit of realm key: its
 // console output is kept per workunit (Result.Console).
-func newRealm(eng *Engine, slotID int, key string) (*realm, error) {
-	rl, err := makeRealm(eng, slotID, key, nil, workerGlobals, eng.opts.Bindings)
+func newRealm(eng *Engine, key string) (*realm, error) {
+	rl, err := makeRealm(eng, key, nil, workerGlobals, eng.opts.Bindings)
 	if err != nil {
 		return nil, err
 	}
@@ -117,7 +122,7 @@ func (rl *realm) trackRejection(p *goja.Promise, op goja.PromiseRejectionOperati
 // makeRealm makes a runtime with riot's globals (globals) and then
 // bindings, in order. Its console writes to sink; nil keeps each
 // workunit's output with its result.
-func makeRealm(eng *Engine, slotID int, key string, sink ConsoleSink, globals []func(*realm) error, bindings []Binding) (*realm, error) {
+func makeRealm(eng *Engine, key string, sink ConsoleSink, globals []func(*realm) error, bindings []Binding) (*realm, error) {
 	rt := goja.New()
 	rt.SetMaxCallStackSize(eng.opts.MaxCallStackSize)
 	in, err := jsvalue.LoadIntrinsics(rt)
@@ -127,7 +132,6 @@ func makeRealm(eng *Engine, slotID int, key string, sink ConsoleSink, globals []
 	rl := &realm{
 		key:      key,
 		eng:      eng,
-		slotID:   slotID,
 		rt:       rt,
 		in:       in,
 		origin:   time.Now(),

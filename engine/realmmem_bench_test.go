@@ -11,8 +11,8 @@ import (
 )
 
 // BenchmarkEngine_RealmMemory reports the heap an idle realm keeps once it
-// has run a trivial workunit: what a slot's cache of runtimes costs per
-// realm (Options.RealmsPerSlot).
+// has run a trivial workunit: what the engine's idle runtimes cost per
+// realm (Options.IdleRuntimes).
 func BenchmarkEngine_RealmMemory(b *testing.B) {
 	const n = 64
 	payload, err := value.Marshal([]any{&value.Function{Source: "(x) => x + 1"}, 41.0})
@@ -21,7 +21,7 @@ func BenchmarkEngine_RealmMemory(b *testing.B) {
 	}
 	var per float64
 	for b.Loop() {
-		e := newEngine(b, Options{Slots: 1, RealmsPerSlot: n})
+		e := newEngine(b, Options{Slots: 1, IdleRuntimes: n})
 		ctx := context.Background()
 		if _, err := e.Run(ctx, Request{Spec: &workunit.Spec{Kind: workunit.Fn, Payload: payload}, Realm: "warm"}); err != nil {
 			b.Fatal(err)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"runtime"
 	"runtime/debug"
-	"slices"
 	"time"
 
 	"github.com/dop251/goja"
@@ -16,10 +15,11 @@ import (
 	"github.com/riot-go/riot/workunit"
 )
 
-// slot evaluates one workunit at a time. It keeps a few realms, most
-// recently used first, and drops a realm whose workunit ran away (time,
-// stack or memory limit, or a bug), so that the next workunit there starts
-// from a clean runtime.
+// slot evaluates one workunit at a time, in a runtime of the workunit's
+// realm that it takes from the engine's idle ones (runtimePool) or makes,
+// and gives back when the workunit ends; it closes a runtime whose
+// workunit ran away (time, stack or memory limit, or a bug), so that the
+// next workunit of that realm starts from a clean one.
 //
 // A slot evaluates on a goroutine of its own, its executor, and waits for
 // it; or, for a request with Abandoned, on the caller's goroutine. A
@@ -28,10 +28,9 @@ import (
 // not look at interrupts, is abandoned with its runtime and the goroutine
 // that runs it (see abandon), and the slot goes on with fresh ones.
 type slot struct {
-	id     int
-	eng    *Engine
-	realms []*realm
-	exec   *executor // nil until the first run, and after an abandonment
+	id   int
+	eng  *Engine
+	exec *executor // nil until the first run, and after an abandonment
 	// noPermit: the run holds no permit (its Rejoin failed), so release
 	// gives none back.
 	noPermit bool
@@ -69,7 +68,7 @@ func (r *run) evaluate(e *Engine) (returned bool) {
 	r.rl.close()
 	n := e.stuck.Add(-1)
 	e.opts.Logger.Info("engine: an abandoned workunit's call returned at last; its runtime is released",
-		"slot", r.rl.slotID, "stuck", n)
+		"slot", r.slot.id, "stuck", n)
 	return false
 }
 
@@ -142,60 +141,21 @@ func (r *run) armAbandon(e *Engine) {
 	time.AfterFunc(e.opts.AbandonAfter, fire)
 }
 
-func (s *slot) realm(key string) (*realm, error) {
-	for i, rl := range s.realms {
-		if rl.key == key {
-			copy(s.realms[1:i+1], s.realms[:i])
-			s.realms[0] = rl
-			return rl, nil
-		}
+// runtime returns a runtime of realm key for a run on slot: an idle one
+// of the engine's (any slot's), or a new one.
+func (e *Engine) runtime(key string, slot int) (*realm, error) {
+	if rl := e.pool.take(key, slot); rl != nil {
+		return rl, nil
 	}
-	rl, err := newRealm(s.eng, s.id, key)
-	if err != nil {
-		return nil, err
-	}
-	s.realms = append([]*realm{rl}, s.realms...)
-	if n := s.eng.opts.RealmsPerSlot; len(s.realms) > n {
-		for _, old := range s.realms[n:] {
-			old.close()
-		}
-		s.realms = s.realms[:n]
-	}
-	return rl, nil
+	return newRealm(e, key)
 }
 
-func (s *slot) drop(rl *realm) {
-	for i, r := range s.realms {
-		if r == rl {
-			// slices.Delete clears the freed end, which would keep rl's heap.
-			s.realms = slices.Delete(s.realms, i, i+1)
-			rl.close()
-			return
-		}
-	}
-}
-
-// closeRealms drops every realm of the slot, and ends its executor.
-func (s *slot) closeRealms() {
-	for _, rl := range s.realms {
-		rl.close()
-	}
-	s.realms = nil
-	s.stopExecutor()
-}
-
-// abandon gives up realm rl, whose workunit does not return, with x, the
-// executor that runs it, if any (nil: the caller's goroutine runs it): rl leaves the slot unclosed (the stuck
-// goroutine closes it if the call ever returns), and the slot's next run
-// starts a new executor. Nothing the stuck goroutine holds is needed by
-// the slot: a run holds no lock while it evaluates.
-func (s *slot) abandon(rl *realm, x *executor) {
-	for i, r := range s.realms {
-		if r == rl {
-			s.realms = slices.Delete(s.realms, i, i+1)
-			break
-		}
-	}
+// abandon gives up x, the executor that runs an abandoned run, if any
+// (nil: the caller's goroutine runs it): the slot's next run starts a new
+// executor. The run's realm is not given back (the stuck goroutine closes
+// it if the call ever returns). Nothing the stuck goroutine holds is
+// needed by the slot: a run holds no lock while it evaluates.
+func (s *slot) abandon(x *executor) {
 	if x != nil && s.exec == x {
 		s.exec = nil
 	}
@@ -209,7 +169,7 @@ func (e *timeLimitError) Error() string {
 }
 
 func (s *slot) run(parent context.Context, req *Request) (*Result, error) {
-	rl, err := s.realm(req.Realm)
+	rl, err := s.eng.runtime(req.Realm, s.id)
 	if err != nil {
 		return nil, fmt.Errorf("engine: new runtime: %w", err)
 	}
@@ -277,12 +237,14 @@ func (s *slot) run(parent context.Context, req *Request) (*Result, error) {
 
 	res := &Result{Console: r.console.finish(), Slot: s.id, Elapsed: elapsed}
 	if err == nil {
+		// The runtime goes back to the engine's idle ones only after
+		// PutResult: until then no script runs in it, so a buffer among
+		// the parts stays as it was encoded.
+		defer s.eng.pool.put(rl, s.id)
 		if req.PutResult == nil {
 			res.Value = parts.Bytes()
 			return res, nil
 		}
-		// The slot is this run's until it returns: no script runs in the
-		// realm, so a buffer among the parts stays as it was encoded.
 		v, perr := req.PutResult(parent, parts, len(res.Console))
 		if perr != nil {
 			return res, perr
@@ -292,12 +254,14 @@ func (s *slot) run(parent context.Context, req *Request) (*Result, error) {
 	}
 	werr, discard := rl.failure(ctx, err)
 	werr = cutError(werr, s.eng.opts.MaxErrorBytes)
-	if discard {
-		s.drop(rl)
-		if werr.Kind == workunit.MemoryLimit {
-			runtime.GC()
-			debug.FreeOSMemory()
-		}
+	if !discard {
+		s.eng.pool.put(rl, s.id)
+		return res, werr
+	}
+	rl.close()
+	if werr.Kind == workunit.MemoryLimit {
+		runtime.GC()
+		debug.FreeOSMemory()
 	}
 	return res, werr
 }
@@ -308,13 +272,13 @@ func (s *slot) run(parent context.Context, req *Request) (*Result, error) {
 // caller). The console output of r is not read (the stuck goroutine may
 // still write it); a line says it was lost.
 func (s *slot) abandoned(r *run) (*Result, error) {
-	ctx, rl, stop := r.ctx, r.rl, r.unwatch
+	ctx, stop := r.ctx, r.unwatch
 	elapsed := time.Since(r.start)
 	if s.eng.guard != nil {
 		s.eng.guard.remove(r)
 	}
 	stop()
-	s.abandon(rl, r.exec)
+	s.abandon(r.exec)
 	werr := causeError(ctx, context.Cause(ctx), nil)
 	werr.Message += fmt.Sprintf("; it did not stop within %s of its interruption (a long built-in call, such as "+
 		"JSON.stringify of a deeply nested value or a regular expression that backtracks), so its runtime was abandoned", s.eng.opts.AbandonAfter)

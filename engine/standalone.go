@@ -60,7 +60,7 @@ func NewStandalone(ctx context.Context, opts StandaloneOptions) (*Standalone, er
 	if sink == nil {
 		sink = discardConsole{}
 	}
-	rl, err := makeRealm(eng, 0, "", sink, standaloneGlobals, opts.Bindings)
+	rl, err := makeRealm(eng, "", sink, standaloneGlobals, opts.Bindings)
 	if err != nil {
 		return nil, err
 	}

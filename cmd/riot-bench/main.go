@@ -26,6 +26,11 @@
 // processes and threads, through a Python script of riot-bench's) beside
 // riot's figures.
 //
+// With --masters M1,M2 it measures instead, for each M, --n such
+// workunits from M Go client masters at once, each a realm of its own on
+// the workers, interleaved: throughput and the workers' CPU per workunit
+// (from /proc/PID/stat), beside one master's.
+//
 // Without --riotd and --riot-worker it builds both with `go build` into a
 // temporary directory; it must then run inside riot's module.
 package main
@@ -91,6 +96,12 @@ type config struct {
 	// dashboard: measure the many-worker throughput again with a
 	// dashboard open (openDashboard).
 	dashboard bool
+	// masters, when set, are the numbers of masters of the --masters
+	// runs (they replace the other runs).
+	masters []int
+	// inFlight is how many workunits the --masters masters keep waiting
+	// at most, all together.
+	inFlight int
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
@@ -120,6 +131,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&c.python, "python", "", "the Python `path` for --peers dask (default: python3, then /usr/bin/python3, the first that has dask.distributed)")
 	var big string
 	fs.StringVar(&big, "big", "", "instead of the other runs, send one Float64Array of this `size` (e.g. 512MiB) through riotd to a worker and back, in each of --stores, and report the time and the peak memory of the master, riotd and the worker")
+	var masters string
+	fs.StringVar(&masters, "masters", "", "instead of the other runs, measure --n trivial workunits from each of these numbers of Go client masters at once (`M1,M2`, e.g. 1,50,500), every master a realm of its own, against --workers workers in each of --stores: throughput and the workers' CPU per workunit")
+	fs.IntVar(&c.inFlight, "in-flight", 4000, "workunits the --masters masters keep waiting at most, all together (each a share), so that their workunits interleave")
 	fs.DurationVar(&c.timeout, "timeout", 20*time.Minute, "bound on the whole run")
 	fs.BoolVar(&c.verbose, "v", false, "print the processes' logs when done")
 	fs.BoolVar(&c.dashboard, "dashboard", false, "also measure the throughput with --workers workers with a dashboard open: an event stream and, on each update, the requests a page makes")
@@ -173,6 +187,16 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		}
 		c.big = int64(n / 8 * 8)
 	}
+	if c.inFlight < 1 {
+		return nil, errors.New("--in-flight must be at least 1")
+	}
+	for _, s := range splitList(masters) {
+		m, err := strconv.Atoi(s)
+		if err != nil || m < 1 {
+			return nil, fmt.Errorf("--masters: %q is not a number of masters (1 or more)", s)
+		}
+		c.masters = append(c.masters, m)
+	}
 	if c.format != "text" && c.format != "markdown" {
 		return nil, fmt.Errorf("--format %q: want text or markdown", c.format)
 	}
@@ -217,6 +241,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer b.cleanup()
 	if cfg.big > 0 {
 		if err := b.runBig(ctx, stdout); err != nil {
+			fmt.Fprintf(stderr, "riot-bench: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+	if len(cfg.masters) > 0 {
+		if err := b.runMasters(ctx, stdout); err != nil {
 			fmt.Fprintf(stderr, "riot-bench: %v\n", err)
 			return 1
 		}

@@ -32,6 +32,10 @@ func TestParseFlags(t *testing.T) {
 		{"zero peer n", []string{"--peers", "dask", "--peer-n", "0"}, "at least 1"},
 		{"bad big", []string{"--big", "lots"}, "want a size"},
 		{"big", []string{"--big", "512MiB"}, ""},
+		{"bad masters", []string{"--masters", "1,lots"}, `--masters: "lots" is not a number of masters`},
+		{"zero masters", []string{"--masters", "0"}, `"0" is not a number of masters`},
+		{"masters", []string{"--masters", "1, 50,500"}, ""},
+		{"zero in flight", []string{"--masters", "5", "--in-flight", "0"}, "--in-flight must be at least 1"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -49,6 +53,9 @@ func TestParseFlags(t *testing.T) {
 	assert.Equal(t, []string{"durable"}, c.stores)
 	assert.Equal(t, []int{10}, c.dictLimits)
 	assert.Equal(t, 50_000, c.nOne, "a quarter of --n")
+	c, err = parseFlags([]string{"--masters", "1, 50,500"}, io.Discard)
+	require.NoError(t, err)
+	assert.Equal(t, []int{1, 50, 500}, c.masters)
 }
 
 func TestDistribution(t *testing.T) {
@@ -181,6 +188,23 @@ func TestRun_Big(t *testing.T) {
 	require.Equal(t, 0, code, "stderr:\n%s", stderr.String())
 	assert.Contains(t, stdout.String(), "| durable | 4 MiB | ")
 	assert.Contains(t, stdout.String(), "| master peak (VmHWM; when doWork returned) | riotd peak (VmHWM; before) |")
+}
+
+// TestRun_Masters: --masters runs workunits from many masters at once
+// through real riotd and riot-worker processes, and reports the workers'
+// CPU per workunit beside one master's.
+func TestRun_Masters(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs riotd and riot-worker processes")
+	}
+	t.Parallel()
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"--masters", "1,3", "--in-flight", "12", "--n", "300", "--warmup", "6", "--stores", "memory", "--slots", "1", "--timeout", "2m"}, &stdout, &stderr)
+	require.Equal(t, 0, code, "stderr:\n%s", stderr.String())
+	out := stdout.String()
+	assert.Contains(t, out, "| store | masters | waiting a master | workers × slots | workunits | workunits/s | workers' CPU per workunit | CPU vs 1 master |")
+	assert.Contains(t, out, "| memory | 1 | 12 | 2 × 1 | 300 | ")
+	assert.Contains(t, out, "| memory | 3 | 4 | 2 × 1 | 300 | ")
 }
 
 // fakePython writes a fake Python for --peers dask: it passes the import
