@@ -769,6 +769,14 @@ func (s *Server) apiWorkunit(w http.ResponseWriter, r *http.Request, rd reader) 
 	} else if specLen > 0 {
 		det.SpecError = fmt.Sprintf("the spec (%d bytes) is too large to keep once finished", specLen)
 	}
+	if rec.Stored {
+		res, err := s.storedResult(ctx, rec.ID)
+		if err != nil {
+			apiError(w, http.StatusServiceUnavailable, "riotd: the result of %s could not be read from the store: %v", rec.Key.Short(), err)
+			return
+		}
+		rec.Result = res
+	}
 	if rec.Result != nil {
 		p := previewDoc(ctx, rec.Result)
 		det.Result = &p

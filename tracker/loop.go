@@ -492,6 +492,7 @@ func (l *loop) persisted(err error) {
 		l.backoff = 0
 		l.commits++
 		l.records += uint64(len(rd.Persist))
+		l.cacheResults(rd.Persist)
 	}
 	l.deliver(&rd, err)
 	if err != nil {
@@ -525,6 +526,7 @@ func (l *loop) deliver(rd *table.Ready, perr error) {
 			case perr != nil:
 				l.push(c, &wire.Error{Req: m.Req, Code: wire.CodeStore,
 					Message: "tracker: the submission could not be stored: " + perr.Error()})
+			case !l.fillResult(c, m.Req, &m.Outcome, m.Stored):
 			default:
 				if m.Outcome.Status == workunit.StatusDone {
 					if j := l.act.jobs[c.realm]; j != nil {
@@ -534,7 +536,7 @@ func (l *loop) deliver(rd *table.Ready, perr error) {
 				l.push(c, &wire.Accepted{Req: m.Req, Outcome: m.Outcome})
 			}
 		case *table.InfoReply:
-			if c := l.conns[uint64(m.Master)]; c != nil {
+			if c := l.conns[uint64(m.Master)]; c != nil && l.fillResult(c, m.Req, &m.Outcome, m.Stored) {
 				l.push(c, &wire.InfoReply{Req: m.Req, Outcome: m.Outcome})
 			}
 		case *table.CancelReply:
@@ -565,7 +567,7 @@ func (l *loop) deliver(rd *table.Ready, perr error) {
 			break
 		}
 		n := &rd.Notify[i]
-		if c := l.conns[uint64(n.Master)]; c != nil {
+		if c := l.conns[uint64(n.Master)]; c != nil && l.fillResult(c, n.Req, &n.Outcome, n.Stored) {
 			l.push(c, &wire.Finished{Req: n.Req, Outcome: n.Outcome})
 		}
 	}
@@ -596,6 +598,42 @@ func (l *loop) deliver(rd *table.Ready, perr error) {
 				"name", r.Err.Name, "message", r.Err.Message)
 		}
 	}
+}
+
+// cacheResults keeps the results that a durable write just stored in the
+// value cache (the table let go of them), and drops forgotten ones.
+func (l *loop) cacheResults(recs []table.Record) {
+	if l.s.values == nil {
+		return
+	}
+	for i := range recs {
+		r := &recs[i]
+		switch {
+		case r.Status == workunit.StatusDone && !r.Stored:
+			l.s.values.put(r.ID, r.Result)
+		case r.Status == workunit.StatusUnknown:
+			l.s.values.drop(r.ID)
+		}
+	}
+}
+
+// fillResult sets o.Result, when the table left it in the store (stored
+// is its record ID), from the value cache or the store. When the store
+// cannot give it, it tells c so (a wire.Error of req) and returns false:
+// the answer is not sent, never one without its result.
+func (l *loop) fillResult(c *conn, req uint64, o *workunit.Outcome, stored uint64) bool {
+	if stored == 0 {
+		return true
+	}
+	res, err := l.s.storedResult(l.s.baseCtx, stored)
+	if err != nil {
+		l.s.log.Error("stored result unreadable", "key", o.Key.Short(), "record", stored, "err", err)
+		l.push(c, &wire.Error{Req: req, Code: wire.CodeStore,
+			Message: fmt.Sprintf("tracker: the result of %s could not be read from the store: %v", o.Key.Short(), err)})
+		return false
+	}
+	o.Result = res
+	return true
 }
 
 func (l *loop) workerName(id table.WorkerID) string {

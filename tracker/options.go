@@ -132,6 +132,12 @@ type Options struct {
 	// store, and a submission of its key runs it again. 0: kept for good
 	// (Riot's memoization).
 	KeepResults time.Duration
+	// ValueCache bounds, in bytes, the finished results a tracker with a
+	// durable store (DataDir, Store) keeps in memory, the most recently
+	// used: the store has them all, and a result not in memory is read
+	// from it when a master, worker or page asks for it.
+	// DefaultValueCache if zero; negative: none kept.
+	ValueCache int
 	// QueueBytes bounds the messages waiting to be written to one
 	// connection (DefaultQueueBytes); a connection whose peer does not
 	// read them is dropped when they pass it. It is raised to at least
@@ -263,6 +269,8 @@ func addFlags(fs *pflag.FlagSet, getenv func(string) string) *Flags {
 		"`duration` added to a workunit's time limit before the tracker takes it back")
 	fs.Var(cliflag.Duration(&o.KeepResults), "keep-results",
 		"keep a finished workunit's result for this `duration` after it finished, e.g. 30d or 12h, then forget it (0: keep every result)")
+	fs.Var(cliflag.Size(&o.ValueCache), "value-cache",
+		"with --data, keep at most this many `bytes` of finished results in memory, e.g. 256MiB (the store has them all; 0: the default)")
 	fs.IntVar(&o.MaxConns, "max-conns", DefaultMaxConns, "refuse connections beyond `N` (0: no limit)")
 	fs.IntVar(&o.MaxHandshakes, "max-handshakes", DefaultMaxHandshakes,
 		"refuse connections beyond `N` that have not said hello yet, at once (they try again)")
@@ -478,6 +486,12 @@ func (o Options) withDefaults() Options {
 	o.Limits.MaxResultBytes = min(o.Limits.MaxResultBytes, most)
 	// Blobs larger than a frame travel in pieces: MaxBlobBytes bounds a
 	// whole blob, not a message.
+	if o.ValueCache == 0 {
+		o.ValueCache = DefaultValueCache
+	}
+	if o.ValueCache < 0 {
+		o.ValueCache = 0
+	}
 	if o.QueueBytes == 0 {
 		o.QueueBytes = DefaultQueueBytes
 	}

@@ -53,6 +53,7 @@ type Server struct {
 
 	st      store.Store // the store: the loop's persister writes each Ready's records
 	durable bool        // records are written (false: memory mode)
+	values  *valueCache // with durable: the results kept in memory (the store has them all)
 	pieces  sync.Pool   // of *[]byte: buffers of blob-part data, back once written
 	// writeBufs holds the websockets' write buffers between frames.
 	writeBufs sync.Pool
@@ -186,6 +187,9 @@ func New(opts Options) (*Server, error) {
 		st = store.NewMemory()
 	}
 	s.st = st
+	if s.durable {
+		s.values = newValueCache(o.ValueCache)
+	}
 	tab, restored, err := s.restore()
 	if err != nil {
 		s.st.Close()
@@ -286,11 +290,17 @@ func (s *Server) restore() (*table.Table, table.Stats, error) {
 		LeaseGrace:          s.opts.LeaseGrace,
 		MaxWorkerWindow:     s.opts.MaxWorkerWindow,
 		KeepFinished:        s.opts.KeepResults,
+		// A durable store keeps every result: memory keeps a cache.
+		ResultsInStore: s.durable,
 		// Tokens of this run start above any an earlier run reached.
 		FirstToken: table.Token(time.Now().UnixNano()),
 		HashSeed:   binary.LittleEndian.Uint64(seed[:]),
 	})
-	recs, err := s.st.Load(s.baseCtx)
+	load := s.st.Load
+	if s.durable {
+		load = s.st.LoadStored // results stay in the store until asked for
+	}
+	recs, err := load(s.baseCtx)
 	if err != nil {
 		return nil, table.Stats{}, fmt.Errorf("tracker: load: %w", err)
 	}
@@ -298,6 +308,25 @@ func (s *Server) restore() (*table.Table, table.Stats, error) {
 		return nil, table.Stats{}, fmt.Errorf("tracker: restore: %w", err)
 	}
 	return tab, tab.Stats(), nil
+}
+
+// storedResult returns the result of done record id, which the table left
+// in the store: from the value cache, else read from the store (and
+// cached).
+func (s *Server) storedResult(ctx context.Context, id uint64) ([]byte, error) {
+	if s.values != nil {
+		if v, ok := s.values.get(id); ok {
+			return v, nil
+		}
+	}
+	v, err := s.st.Result(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if s.values != nil {
+		s.values.put(id, v)
+	}
+	return v, nil
 }
 
 // Addr returns the address the Server listens on, with the port it got

@@ -349,19 +349,47 @@ func writeErr(op string, err error) error {
 
 // Load implements Store.
 func (s *Bolt) Load(ctx context.Context) ([]table.Record, error) {
+	return s.load(ctx, true)
+}
+
+// LoadStored implements Store. It decodes each record where bbolt maps
+// it and copies out only what the table keeps (a spec, an error's value):
+// a million done records cost their metadata, not their results.
+func (s *Bolt) LoadStored(ctx context.Context) ([]table.Record, error) {
+	return s.load(ctx, false)
+}
+
+func (s *Bolt) load(ctx context.Context, results bool) ([]table.Record, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("store: load: %w", err)
 	}
 	var recs []table.Record
 	err := s.use("load", func(db *bolt.DB) error {
 		return db.View(func(tx *bolt.Tx) error {
-			return tx.Bucket(bucketRecords).ForEach(func(k, v []byte) error {
+			b := tx.Bucket(bucketRecords)
+			if n := b.Stats().KeyN; n > 0 {
+				recs = make([]table.Record, 0, n)
+			}
+			return b.ForEach(func(k, v []byte) error {
 				if len(k) != 8 {
 					return fmt.Errorf("%w: %s: record key %x", ErrCorrupt, s.path, k)
 				}
 				id := binary.BigEndian.Uint64(k)
-				// Copy out of bbolt's memory map: Spec and Result alias data.
-				rec, err := decodeRecord(id, bytes.Clone(v))
+				var rec table.Record
+				var err error
+				if results {
+					// Copy out of bbolt's memory map: Spec and Result alias data.
+					rec, err = decodeRecord(id, bytes.Clone(v))
+				} else {
+					rec, err = decodeRecord(id, v)
+					rec.Spec = bytes.Clone(rec.Spec)
+					if rec.Err != nil {
+						rec.Err.Value = bytes.Clone(rec.Err.Value)
+					}
+					if rec.Status == workunit.StatusDone {
+						rec.Result, rec.Stored = nil, true
+					}
+				}
 				if err != nil {
 					return fmt.Errorf("%w: %s: record %d: %w", ErrCorrupt, s.path, id, err)
 				}
@@ -411,6 +439,16 @@ func (s *Bolt) Apply(ctx context.Context, batch []table.Record) error {
 					}
 					continue
 				}
+				if r.Status == workunit.StatusDone && r.Stored {
+					// Keep the stored result: the table let go of it.
+					res, err := storedResult(rb, k[:8], r.ID)
+					if err != nil {
+						return fmt.Errorf("record %s keeps its stored result: %w", r.Key.Short(), err)
+					}
+					kept := *r
+					kept.Result, kept.Stored = res, false
+					r = &kept
+				}
 				enc := encodeRecord(arena, r)
 				arena = enc[len(enc):]
 				if err := rb.Put(k[:8:8], enc[:len(enc):len(enc)]); err != nil {
@@ -427,6 +465,46 @@ func (s *Bolt) Apply(ctx context.Context, batch []table.Record) error {
 		return writeErr("apply", err)
 	}
 	return nil
+}
+
+// Result implements Store.
+func (s *Bolt) Result(ctx context.Context, id uint64) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("store: result: %w", err)
+	}
+	var res []byte
+	err := s.use("result", func(db *bolt.DB) error {
+		return db.View(func(tx *bolt.Tx) error {
+			k := binary.BigEndian.AppendUint64(nil, id)
+			r, err := storedResult(tx.Bucket(bucketRecords), k, id)
+			res = bytes.Clone(r) // out of bbolt's memory map
+			return err
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("store: result of record %d in %s: %w", id, s.path, err)
+	}
+	if res == nil {
+		res = []byte{}
+	}
+	return res, nil
+}
+
+// storedResult decodes the result of done record id (key k) in b. The
+// bytes are bbolt's: valid only in the transaction.
+func storedResult(b *bolt.Bucket, k []byte, id uint64) ([]byte, error) {
+	v := b.Get(k)
+	if v == nil {
+		return nil, ErrNotFound
+	}
+	rec, err := decodeRecord(id, v)
+	if err != nil {
+		return nil, fmt.Errorf("%w: record %d: %w", ErrCorrupt, id, err)
+	}
+	if rec.Status != workunit.StatusDone {
+		return nil, fmt.Errorf("%w: record %d is %s", ErrNotFound, id, rec.Status)
+	}
+	return rec.Result, nil
 }
 
 // PutBlob implements Store.

@@ -73,14 +73,51 @@ func (m *Memory) Apply(ctx context.Context, batch []table.Record) error {
 		}
 	}
 	for _, r := range batch {
+		if r.Status == workunit.StatusDone && r.Stored {
+			if old, ok := m.recs[r.ID]; !ok || old.Status != workunit.StatusDone {
+				return fmt.Errorf("store: apply: record %d (%s) keeps its stored result, and none is stored: %w", r.ID, r.Key.Short(), ErrNotFound)
+			}
+		}
+	}
+	for _, r := range batch {
 		if r.Status == workunit.StatusUnknown { // a tombstone
 			delete(m.recs, r.ID)
 			continue
+		}
+		if r.Status == workunit.StatusDone && r.Stored {
+			r.Result, r.Stored = m.recs[r.ID].Result, false
 		}
 		r.LostFrom = slices.Clone(r.LostFrom)
 		m.recs[r.ID] = r
 	}
 	return nil
+}
+
+// LoadStored implements Store.
+func (m *Memory) LoadStored(ctx context.Context) ([]table.Record, error) {
+	recs, err := m.Load(ctx)
+	for i := range recs {
+		if recs[i].Status == workunit.StatusDone {
+			recs[i].Result, recs[i].Stored = nil, true
+		}
+	}
+	return recs, err
+}
+
+// Result implements Store.
+func (m *Memory) Result(ctx context.Context, id uint64) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("store: result: %w", err)
+	}
+	if err := m.lock("result"); err != nil {
+		return nil, err
+	}
+	defer m.mu.Unlock()
+	r, ok := m.recs[id]
+	if !ok || r.Status != workunit.StatusDone {
+		return nil, fmt.Errorf("store: result of record %d: %w", id, ErrNotFound)
+	}
+	return r.Result, nil
 }
 
 // PutBlob implements Store.

@@ -19,6 +19,15 @@ type Store interface {
 	// Running records carry their Spec; finished ones do not. The records
 	// and their bytes are the caller's.
 	Load(ctx context.Context) ([]table.Record, error)
+	// LoadStored is Load without the results of done records: they come
+	// with Stored set and a nil Result, for a table with
+	// Config.ResultsInStore, which reads them with Result when it needs
+	// them. It is the cheap way to restart on many finished records.
+	LoadStored(ctx context.Context) ([]table.Record, error)
+	// Result returns the result (the caller's bytes) of done record id, or
+	// an error wrapping ErrNotFound when the store has no done record of
+	// that ID.
+	Result(ctx context.Context, id uint64) ([]byte, error)
 	// Apply writes batch atomically and durably: when it returns nil, every
 	// record is on stable storage (an fsync'd commit); when it returns an
 	// error, none is. A record replaces the stored record of its key (a
@@ -27,7 +36,8 @@ type Store interface {
 	// tombstone: the stored record of its ID is deleted (if there is one);
 	// it comes before any new record of the same key, which has another ID.
 	// Spec is stored as given: set while the workunit is waiting or
-	// running, nil once it is finished. Apply does not keep
+	// running, nil once it is finished. A done record with Stored set (and
+	// no Result) keeps the result stored for its ID; there must be one. Apply does not keep
 	// batch after it returns, but may keep the byte slices its records hold
 	// (Spec, Result, Err.Value): callers must not modify them afterwards
 	// (the table never does).
@@ -72,6 +82,9 @@ var (
 	ErrVersion = errors.New("store: unknown format version")
 	// ErrReadOnly: the store cannot be written (opened read-only).
 	ErrReadOnly = errors.New("store: read-only")
+	// ErrNotFound: Result was asked for a record the store does not have
+	// as done (forgotten, or never finished).
+	ErrNotFound = errors.New("store: no such done record")
 	// ErrBlobMismatch: PutBlob's bytes do not have the given hash.
 	ErrBlobMismatch = errors.New("store: blob does not match its hash")
 )

@@ -573,3 +573,57 @@ func TestRecord_Retries(t *testing.T) {
 	plain := sampleRecords()[3]
 	assert.Equal(t, byte(recordVersion), encodeRecord(nil, &plain)[1])
 }
+
+// TestStore_StoredResults: LoadStored brings done records without their
+// results (Stored), Result reads one back, and a write of a done record
+// with Stored keeps the stored result; for both stores.
+func TestStore_StoredResults(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for name, open := range map[string]func(t *testing.T) Store{
+		"bolt": func(t *testing.T) Store {
+			s, err := OpenBolt(ctx, t.TempDir(), BoltOptions{})
+			require.NoError(t, err)
+			t.Cleanup(func() { s.Close() })
+			return s
+		},
+		"memory": func(*testing.T) Store { return NewMemory() },
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := open(t)
+			done := table.Record{Key: key(1), ID: 1, Status: workunit.StatusDone, Worker: "w", Result: []byte("result")}
+			wait := table.Record{Key: key(2), ID: 2, Status: workunit.StatusWaiting, Spec: []byte("spec")}
+			require.NoError(t, s.Apply(ctx, []table.Record{done, wait}))
+			recs, err := s.LoadStored(ctx)
+			require.NoError(t, err)
+			require.Len(t, recs, 2)
+			assert.True(t, recs[0].Stored)
+			assert.Nil(t, recs[0].Result)
+			assert.Equal(t, "w", recs[0].Worker)
+			assert.Equal(t, []byte("spec"), recs[1].Spec)
+			res, err := s.Result(ctx, 1)
+			require.NoError(t, err)
+			assert.Equal(t, []byte("result"), res)
+			_, err = s.Result(ctx, 2)
+			assert.ErrorIs(t, err, ErrNotFound)
+			_, err = s.Result(ctx, 9)
+			assert.ErrorIs(t, err, ErrNotFound)
+
+			// Rewritten without its result (the table let go of it): kept.
+			again := recs[0]
+			again.Worker = "w2"
+			require.NoError(t, s.Apply(ctx, []table.Record{again}))
+			res, err = s.Result(ctx, 1)
+			require.NoError(t, err)
+			assert.Equal(t, []byte("result"), res)
+			all, err := s.Load(ctx)
+			require.NoError(t, err)
+			assert.Equal(t, []byte("result"), all[0].Result)
+			assert.Equal(t, "w2", all[0].Worker)
+
+			// A Stored record with nothing stored is refused, and writes nothing.
+			lost := table.Record{Key: key(3), ID: 3, Status: workunit.StatusDone, Stored: true}
+			assert.ErrorIs(t, s.Apply(ctx, []table.Record{lost}), ErrNotFound)
+		})
+	}
+}

@@ -99,6 +99,10 @@ type Ack struct {
 	Master MasterID
 	Req    uint64
 	workunit.Outcome
+	// Stored is the record ID whose result the shell must read from its
+	// store, Outcome.Result being nil (Config.ResultsInStore); 0 when
+	// Outcome is complete.
+	Stored uint64
 }
 
 // InfoReply answers a GetInfo: the key's Outcome now (status unknown for a
@@ -107,6 +111,10 @@ type InfoReply struct {
 	Master MasterID
 	Req    uint64
 	workunit.Outcome
+	// Stored is the record ID whose result the shell must read from its
+	// store, Outcome.Result being nil (Config.ResultsInStore); 0 when
+	// Outcome is complete.
+	Stored uint64
 }
 
 // CancelReply answers a Cancel: Keys lists the keys canceled, in the order
@@ -141,6 +149,10 @@ type Notification struct {
 	Master MasterID
 	Req    uint64
 	workunit.Outcome
+	// Stored is the record ID whose result the shell must read from its
+	// store, Outcome.Result being nil (Config.ResultsInStore); 0 when
+	// Outcome is complete.
+	Stored uint64
 	// rec is the record index + 1 whose finished outcome it reports (0:
 	// none, e.g. an unknown key), for PersistFailed, and scope that
 	// record's memo scope (a name index).

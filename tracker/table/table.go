@@ -18,6 +18,7 @@ const (
 	flagInflight             // in the outstanding Ready's Persist, not yet durable
 	flagCanceled             // in error because it was canceled (stop with a Canceled error)
 	flagCrowded              // watched by crowdedWatches masters or more: its watches are in t.wbyKey
+	flagStored               // done, its result in the store and not in data (Config.ResultsInStore)
 )
 
 // record is one workunit. Kept small: a million waiting ones must fit in
@@ -25,7 +26,8 @@ const (
 type record struct {
 	key workunit.Key
 	// data is the spec while waiting or running and the result once done
-	// (nil once errored): the two are never needed at the same time.
+	// (nil once errored, and once done with flagStored): the two are never
+	// needed at the same time.
 	data       []byte
 	ext        *extra // rare state; nil for most records
 	id         uint64 // Record.ID
@@ -475,6 +477,7 @@ func (t *Table) setStatus(idx uint32, s workunit.Status) {
 	}
 	r.status = s
 	r.changed = t.now
+	r.flags &^= flagStored // a new status, new data
 	if s.Finished() && len(t.held) > 0 {
 		delete(t.held, idx) // nobody is to watch this run again
 	}
@@ -590,11 +593,20 @@ func (t *Table) outcome(r *record) workunit.Outcome {
 	o := workunit.Outcome{Key: r.key, Status: r.status, Worker: t.names[r.worker], LastChange: fromUnixNano(r.changed)}
 	switch r.status {
 	case workunit.StatusDone:
-		o.Result = r.data
+		o.Result = r.data // nil with flagStored: see storedID
 	case workunit.StatusError:
 		o.Err = r.ext.err
 	}
 	return o
+}
+
+// storedID returns the ID of record r when its result is in the store
+// rather than in the table (its outcome's Result is nil), else 0.
+func storedID(r *record) uint64 {
+	if r.flags&flagStored != 0 {
+		return r.id
+	}
+	return 0
 }
 
 func (t *Table) queueFor(gpus uint8) *ring {
@@ -707,7 +719,7 @@ func (t *Table) submit(e *Submit) error {
 	r := t.recs.at(idx)
 	t.out.acks = grow(t.out.acks)
 	m := &t.out.acks[len(t.out.acks)-1]
-	*m = Ack{Master: e.Master, Req: e.Req, Outcome: t.outcome(r)}
+	*m = Ack{Master: e.Master, Req: e.Req, Outcome: t.outcome(r), Stored: storedID(r)}
 	t.out.Send = append(t.out.Send, m)
 	if e.Watch {
 		var owner uint32
@@ -835,7 +847,7 @@ func (t *Table) checkWatchOpen(m MasterID, idx uint32, known bool, key workunit.
 func (t *Table) watchFor(m MasterID, req uint64, idx uint32, lim heldLimit) {
 	r := t.recs.at(idx)
 	if r.status.Finished() {
-		t.out.Notify = append(t.out.Notify, Notification{Master: m, Req: req, Outcome: t.outcome(r), rec: idx + 1, scope: r.scope})
+		t.out.Notify = append(t.out.Notify, Notification{Master: m, Req: req, Outcome: t.outcome(r), Stored: storedID(r), rec: idx + 1, scope: r.scope})
 		return
 	}
 	n, dup := t.watchOf(m, idx)
@@ -933,7 +945,7 @@ func (t *Table) notify(idx uint32, console workunit.Console, elapsed time.Durati
 	for r.watch != 0 {
 		n := r.watch
 		wn := &t.wnodes[n-1]
-		t.out.Notify = append(t.out.Notify, Notification{Master: wn.master, Req: wn.req, Outcome: o, rec: idx + 1, scope: r.scope})
+		t.out.Notify = append(t.out.Notify, Notification{Master: wn.master, Req: wn.req, Outcome: o, Stored: storedID(r), rec: idx + 1, scope: r.scope})
 		t.freeWatch(n)
 	}
 	slices.Reverse(t.out.Notify[first:]) // the list is newest first
@@ -1015,12 +1027,14 @@ func (t *Table) expireWatches() {
 
 func (t *Table) getInfo(e GetInfo) error {
 	o := workunit.Outcome{Key: e.Key}
+	var stored uint64
 	if idx, ok := t.find(e.Scope, &e.Key); ok {
-		o = t.outcome(t.recs.at(idx))
+		r := t.recs.at(idx)
+		o, stored = t.outcome(r), storedID(r)
 	}
 	t.out.infos = grow(t.out.infos)
 	m := &t.out.infos[len(t.out.infos)-1]
-	*m = InfoReply{Master: e.Master, Req: e.Req, Outcome: o}
+	*m = InfoReply{Master: e.Master, Req: e.Req, Outcome: o, Stored: stored}
 	t.out.Send = append(t.out.Send, m)
 	return nil
 }
@@ -1770,6 +1784,7 @@ func (t *Table) snapshot(idx uint32) Record {
 		rec.Spec = r.data
 	case workunit.StatusDone:
 		rec.Result = r.data
+		rec.Stored = r.flags&flagStored != 0
 	case workunit.StatusError:
 		rec.Err = r.ext.err
 	}
@@ -1892,7 +1907,14 @@ func (t *Table) Advance(rd Ready) {
 		return
 	}
 	for _, idx := range rd.inflight {
-		t.recs.at(idx).flags &^= flagInflight
+		r := t.recs.at(idx)
+		r.flags &^= flagInflight
+		// Its result is durable now: the store keeps it, unless the record
+		// changed since (pending: its next write decides).
+		if t.cfg.ResultsInStore && r.status == workunit.StatusDone && r.flags&flagPending == 0 {
+			r.data = nil
+			r.flags |= flagStored
+		}
 	}
 	t.recycle(rd)
 }
@@ -1965,7 +1987,7 @@ func (t *Table) reconcile() {
 			continue
 		}
 		if r.status.Finished() {
-			kept = append(kept, Notification{Master: n.Master, Req: n.Req, Outcome: t.outcome(r), rec: idx + 1, scope: r.scope})
+			kept = append(kept, Notification{Master: n.Master, Req: n.Req, Outcome: t.outcome(r), Stored: storedID(r), rec: idx + 1, scope: r.scope})
 			continue
 		}
 		// Waiting or running again: watched again, unless the master
@@ -2100,6 +2122,10 @@ func (t *Table) Restore(recs []Record) error {
 		case workunit.StatusDone:
 			r.status = workunit.StatusDone
 			r.data = rec.Result
+			if rec.Stored || t.cfg.ResultsInStore {
+				r.data = nil // the store has it
+				r.flags |= flagStored
+			}
 			r.worker = t.intern(rec.Worker)
 		case workunit.StatusError:
 			r.status = workunit.StatusError
@@ -2177,6 +2203,9 @@ func checkRecord(rec *Record) error {
 			return fmt.Errorf("%w: record %s is %s without a spec", ErrInvalid, rec.Key.Short(), rec.Status)
 		}
 	case workunit.StatusDone:
+		if rec.Stored && rec.Result != nil {
+			return fmt.Errorf("%w: record %s is stored (Stored) and has a Result too", ErrInvalid, rec.Key.Short())
+		}
 	case workunit.StatusError:
 		if rec.Err == nil {
 			return fmt.Errorf("%w: record %s is error without an error", ErrInvalid, rec.Key.Short())

@@ -71,8 +71,15 @@ type Record struct {
 	// finished it (Done, Error); "" while Waiting, and for an Error that no
 	// worker gave (WorkersLost, Canceled).
 	Worker string
-	// Result is the encoded value of a Done workunit; nil otherwise.
+	// Result is the encoded value of a Done workunit; nil otherwise, and
+	// nil when Stored.
 	Result []byte
+	// Stored says that a Done record's result is in the store, not in the
+	// table (Config.ResultsInStore): Result is nil. A store given such a
+	// record to write keeps the result it holds for its ID. Restore takes
+	// a Done record with Stored (and no Result) as one whose result the
+	// store has.
+	Stored bool
 	// Err is the error of an Error workunit; nil otherwise. Shared: do not
 	// modify it.
 	Err *workunit.Error
@@ -173,6 +180,16 @@ type Config struct {
 	// it again. A memoized answer does not extend it. Zero: kept for good,
 	// as Riot's memoized workunits were.
 	KeepFinished time.Duration
+	// ResultsInStore says that the shell's store keeps every finished
+	// result, and can read it back by record ID: the table lets go of a
+	// done record's result once the Ready that wrote it is advanced (and
+	// of restored ones at Restore), and reports the outcome of such a
+	// record with a nil Result and the record's ID in the Stored field of
+	// its Ack, InfoReply or Notification, for the shell to read it (see
+	// Record.Stored). So the table's memory does not grow with the
+	// results it has handed out. False: the table keeps every result, as
+	// a tracker without a durable store must.
+	ResultsInStore bool
 }
 
 func (c Config) withDefaults() Config {
