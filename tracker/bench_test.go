@@ -1,9 +1,11 @@
 package tracker_test
 
 import (
+	"fmt"
 	"slices"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -20,6 +22,8 @@ type benchConn struct {
 	ws  *websocket.Conn
 	dec wire.Decoder
 	enc wire.Encoder
+	// frames counts the frames read and written.
+	frames atomic.Int64
 }
 
 func benchDial(b *testing.B, tr *trackertest.Tracker, h wire.Hello) *benchConn {
@@ -48,6 +52,7 @@ func (c *benchConn) write(b *testing.B, msgs ...wire.Msg) {
 			return
 		}
 	}
+	c.frames.Add(1)
 	if err := c.ws.WriteMessage(websocket.BinaryMessage, c.enc.Frame()); err != nil {
 		b.Error(err)
 	}
@@ -58,6 +63,7 @@ func (c *benchConn) read(b *testing.B) []wire.Msg {
 	if err != nil {
 		return nil
 	}
+	c.frames.Add(1)
 	msgs, err := c.dec.Decode(frame)
 	if err != nil {
 		b.Error(err)
@@ -114,76 +120,99 @@ func BenchmarkServer_Throughput(b *testing.B) {
 		if durable {
 			name = "bolt"
 		}
-		b.Run(name, func(b *testing.B) {
-			var opts []trackertest.Option
-			if durable {
-				opts = append(opts, trackertest.Durable())
-			}
-			opts = append(opts, trackertest.Quiet())
-			tr := trackertest.Start(b, opts...)
-			const window, batch, slots = 4096, 256, 64
-			var wg sync.WaitGroup
-			var workers []*benchConn
-			for i := range 2 {
-				w := benchDial(b, tr, wire.Hello{Role: wire.RoleWorker, Name: "w" + strconv.Itoa(i), Slots: slots})
-				workers = append(workers, w)
-				wg.Go(func() { benchWorker(b, w, slots) })
-			}
-			tr.WaitFor(b, func(s tracker.Stats) bool { return s.Workers == 2 })
-			m := benchDial(b, tr, wire.Hello{Role: wire.RoleMaster, Name: "m"})
-			specs := benchSpecs(b, b.N)
-			free := make(chan int, window/batch+1)
-			for range window / batch {
-				free <- batch
-			}
-			finished := make(chan struct{})
-			var subs []wire.Submit
-			var out []wire.Msg
+		b.Run(name, func(b *testing.B) { benchThroughput(b, durable, 2, 64) })
+	}
+}
 
-			b.ResetTimer()
-			start := time.Now()
-			go func() {
-				defer close(finished)
-				n, got := 0, 0
-				for n < b.N {
-					msgs := m.read(b)
-					if msgs == nil {
-						b.Error("master: connection ended")
-						return
-					}
-					for _, msg := range msgs {
-						if _, ok := msg.(*wire.Finished); ok {
-							n++
-							if got++; got == batch {
-								free <- got
-								got = 0
-							}
-						}
-					}
-				}
-			}()
-			for i := 0; i < b.N; {
-				<-free
-				subs, out = subs[:0], out[:0]
-				for ; i < b.N && len(subs) < batch; i++ {
-					subs = append(subs, wire.Submit{Req: uint64(i + 1), Spec: specs[i], Options: workunit.Options{}})
-				}
-				for j := range subs {
-					out = append(out, &subs[j])
-				}
-				m.write(b, out...)
-			}
-			<-finished
-			elapsed := time.Since(start)
-			b.StopTimer()
-			b.ReportMetric(float64(b.N)/elapsed.Seconds(), "wu/s")
-			m.ws.Close()
-			for _, w := range workers {
-				w.ws.Close()
-			}
-			wg.Wait()
+// BenchmarkServer_ManyWorkerConns is BenchmarkServer_Throughput's memory
+// run with the same 128 slots spread over many one-slot workers' connections
+// (and, for comparison, over two): frames/wu counts the frames the
+// workers and the master read and wrote per workunit.
+func BenchmarkServer_ManyWorkerConns(b *testing.B) {
+	for _, c := range []struct{ workers, slots int }{{2, 64}, {128, 1}, {1000, 1}} {
+		b.Run(fmt.Sprintf("workers=%d,slots=%d", c.workers, c.slots), func(b *testing.B) {
+			benchThroughput(b, false, c.workers, c.slots)
 		})
 	}
+}
+
+func benchThroughput(b *testing.B, durable bool, nworkers, slots int) {
+	var opts []trackertest.Option
+	if durable {
+		opts = append(opts, trackertest.Durable())
+	}
+	opts = append(opts, trackertest.Quiet())
+	tr := trackertest.Start(b, opts...)
+	const window, batch = 4096, 256
+	var wg sync.WaitGroup
+	var workers []*benchConn
+	for i := range nworkers {
+		w := benchDial(b, tr, wire.Hello{Role: wire.RoleWorker, Name: "w" + strconv.Itoa(i), Slots: slots})
+		workers = append(workers, w)
+		wg.Go(func() { benchWorker(b, w, slots) })
+	}
+	tr.WaitFor(b, func(s tracker.Stats) bool { return s.Workers == nworkers })
+	m := benchDial(b, tr, wire.Hello{Role: wire.RoleMaster, Name: "m"})
+	specs := benchSpecs(b, b.N)
+	free := make(chan int, window/batch+1)
+	for range window / batch {
+		free <- batch
+	}
+	finished := make(chan struct{})
+	var subs []wire.Submit
+	var out []wire.Msg
+	frames0 := m.frames.Load()
+	for _, w := range workers {
+		frames0 += w.frames.Load()
+	}
+
+	b.ResetTimer()
+	start := time.Now()
+	go func() {
+		defer close(finished)
+		n, got := 0, 0
+		for n < b.N {
+			msgs := m.read(b)
+			if msgs == nil {
+				b.Error("master: connection ended")
+				return
+			}
+			for _, msg := range msgs {
+				if _, ok := msg.(*wire.Finished); ok {
+					n++
+					if got++; got == batch {
+						free <- got
+						got = 0
+					}
+				}
+			}
+		}
+	}()
+	for i := 0; i < b.N; {
+		<-free
+		subs, out = subs[:0], out[:0]
+		for ; i < b.N && len(subs) < batch; i++ {
+			subs = append(subs, wire.Submit{Req: uint64(i + 1), Spec: specs[i], Options: workunit.Options{}, Watch: true})
+		}
+		for j := range subs {
+			out = append(out, &subs[j])
+		}
+		m.write(b, out...)
+	}
+	<-finished
+	elapsed := time.Since(start)
+	b.StopTimer()
+	frames := m.frames.Load()
+	for _, w := range workers {
+		frames += w.frames.Load()
+	}
+	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "wu/s")
+	b.ReportMetric(float64(frames-frames0)/float64(b.N), "frames/wu")
+	m.ws.Close()
+	for _, w := range workers {
+		w.ws.Close()
+	}
+	wg.Wait()
 }
 
 // BenchmarkServer_RoundTrip submits one workunit at a time and waits for
@@ -206,7 +235,7 @@ func benchRoundTrip(b *testing.B, opts ...trackertest.Option) {
 	b.ResetTimer()
 	for i := range b.N {
 		start := time.Now()
-		m.write(b, &wire.Submit{Req: uint64(i + 1), Spec: specs[i], Options: workunit.Options{}})
+		m.write(b, &wire.Submit{Req: uint64(i + 1), Spec: specs[i], Options: workunit.Options{}, Watch: true})
 		for done := false; !done; {
 			msgs := m.read(b)
 			if msgs == nil {
