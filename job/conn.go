@@ -40,8 +40,7 @@ type conn struct {
 
 	mu        sync.Mutex
 	work      *client.Client
-	submitted []workunit.Key        // every key submitted, when track is set
-	finished  map[workunit.Key]bool // those known finished, when track is set
+	submitted []*client.Call // every Call submitted, when track is set
 }
 
 var _ master.Conn = (*conn)(nil)
@@ -57,35 +56,18 @@ func (k *conn) Submit(spec *workunit.Spec, opts workunit.Options) master.Submiss
 		k.trace.Track(call)
 	}
 	if k.track {
-		key := call.Key
+		// The Call itself, not its key and a callback: cancelAll asks it
+		// whether it finished, and a forWork over millions of items keeps
+		// one pointer each.
 		k.mu.Lock()
-		k.submitted = append(k.submitted, key)
+		k.submitted = append(k.submitted, call)
 		k.mu.Unlock()
-		call.OnFinished(func(out *workunit.Outcome, err error) {
-			if _, err := outcome(out, err); err != nil {
-				return // the outcome is not known (the client ended)
-			}
-			k.mu.Lock()
-			if k.finished == nil {
-				k.finished = make(map[workunit.Key]bool)
-			}
-			k.finished[key] = true
-			k.mu.Unlock()
-		})
 	}
 	if opts.GPUs > 0 && k.state != nil {
 		k.state.addGPUWork(opts.GPUs, 1)
 		call.OnFinished(func(*workunit.Outcome, error) { k.state.addGPUWork(opts.GPUs, -1) })
 	}
-	sub := submission{call: call, c: k.c, trace: k.trace}
-	if k.state != nil {
-		sub.memo = sync.OnceFunc(func() {
-			if call.FromMemory() {
-				k.state.addMemoized()
-			}
-		})
-	}
-	return sub
+	return &submission{call: call, c: k.c, trace: k.trace, state: k.state}
 }
 
 // maxInfoAfterCancel bounds the workunits whose state cancelAll asks the
@@ -108,8 +90,8 @@ func (k *conn) cancelAll(ctx context.Context) (canceled, error) {
 	k.mu.Lock()
 	seen := make(map[workunit.Key]bool, len(k.submitted))
 	var keys []workunit.Key
-	for _, key := range k.submitted {
-		if !seen[key] && !k.finished[key] {
+	for _, call := range k.submitted {
+		if key := call.Key; !seen[key] && !call.Finished() {
 			seen[key] = true
 			keys = append(keys, key)
 		}
@@ -265,33 +247,40 @@ func (k *conn) Close() error {
 	return k.c.Close()
 }
 
-// submission is a Call as master.Submission. memo, when set, counts the
-// Call once if the tracker answered it from memory: called as its outcome
-// is handed out, so that the count is in before the script, and the UI,
-// have the outcome.
+// submission is a Call as master.Submission. When state is set, it
+// counts the Call once if the tracker answered it from memory: as its
+// outcome is handed out, so that the count is in before the script, and
+// the UI, have the outcome.
 type submission struct {
-	call *client.Call
-	c    *client.Client
-	memo func()
+	call  *client.Call
+	c     *client.Client
+	state *scriptState
+	// counted tells state once (a sync.Once of the struct's own, not a
+	// sync.OnceFunc: that is three allocations a Call).
+	counted sync.Once
 	// trace, when set, is told of the outcome as it is handed out (it
 	// hears of it from the Call too, a moment later).
 	trace *timeline.Recorder
 }
 
-func (s submission) Key() workunit.Key { return s.call.Key }
+func (s *submission) Key() workunit.Key { return s.call.Key }
 
 // taken notes that the outcome of the call, out or err, is being handed
 // out.
-func (s submission) taken(out *workunit.Outcome, err error) {
-	if s.memo != nil {
-		s.memo()
+func (s *submission) taken(out *workunit.Outcome, err error) {
+	if s.state != nil {
+		s.counted.Do(func() {
+			if s.call.FromMemory() {
+				s.state.addMemoized()
+			}
+		})
 	}
 	if s.trace != nil {
 		s.trace.Finished(s.call, out, err)
 	}
 }
 
-func (s submission) Accepted(ctx context.Context) (*workunit.Outcome, error) {
+func (s *submission) Accepted(ctx context.Context) (*workunit.Outcome, error) {
 	out, err := s.call.Accepted(ctx)
 	if err == nil && out.Finished() {
 		s.taken(out, nil)
@@ -299,7 +288,7 @@ func (s submission) Accepted(ctx context.Context) (*workunit.Outcome, error) {
 	return outcome(out, err)
 }
 
-func (s submission) Wait(ctx context.Context) (*workunit.Outcome, error) {
+func (s *submission) Wait(ctx context.Context) (*workunit.Outcome, error) {
 	out, err := s.call.Wait(ctx)
 	// The lines that streamed while it ran show before its outcome's.
 	_ = s.c.AwaitPrints(ctx)
@@ -307,14 +296,14 @@ func (s submission) Wait(ctx context.Context) (*workunit.Outcome, error) {
 	return outcome(out, err)
 }
 
-func (s submission) OnDone(fn func(*workunit.Outcome)) {
+func (s *submission) OnDone(fn func(*workunit.Outcome)) {
 	s.call.OnDone(func(out *workunit.Outcome, err error) {
 		s.taken(out, err)
 		fn(finished(s.call.Key, out, err))
 	})
 }
 
-func (s submission) OnFinished(fn func(*workunit.Outcome)) {
+func (s *submission) OnFinished(fn func(*workunit.Outcome)) {
 	s.call.OnFinished(func(out *workunit.Outcome, err error) {
 		s.taken(out, err)
 		fn(finished(s.call.Key, out, err))
