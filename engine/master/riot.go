@@ -518,14 +518,20 @@ func (m *master) conn(op string) Conn {
 // m.subs remembers by key so that waiting on one later asks the tracker
 // nothing. Outcomes are reported to Events as they come.
 func (m *master) submit(op string, c Conn, specs []*workunit.Spec, opts workunit.Options) []Submission {
+	return m.submitN(op, c, len(specs), func(i int) *workunit.Spec { return specs[i] }, opts)
+}
+
+// submitN is submit of the n specs that spec returns, each called for as
+// it is sent: a forWork's specs need not all exist at once.
+func (m *master) submitN(op string, c Conn, n int, spec func(i int) *workunit.Spec, opts workunit.Options) []Submission {
 	need := make(map[blob.Hash]blob.Parts)
 	up := m.uploaded[c]
 	if up == nil {
 		up = make(map[blob.Hash]bool)
 		m.uploaded[c] = up
 	}
-	for _, s := range specs {
-		for _, h := range s.Blobs {
+	for i := range n {
+		for _, h := range spec(i).Blobs {
 			if !up[h] {
 				need[h] = m.blobBytes(op, h)
 			}
@@ -555,12 +561,12 @@ func (m *master) submit(op string, c Conn, specs []*workunit.Spec, opts workunit
 			debug.FreeOSMemory()
 		}
 	}
-	subs := make([]Submission, len(specs))
-	for i, s := range specs {
-		subs[i] = c.Submit(s, opts)
+	subs := make([]Submission, n)
+	for i := range subs {
+		subs[i] = c.Submit(spec(i), opts)
 	}
 	if m.opts.Events != nil {
-		m.opts.Events.Submitted(len(specs))
+		m.opts.Events.Submitted(n)
 	}
 	for _, sub := range subs {
 		e := subEntry{sub: sub, conn: c, reported: new(sync.Once)}
@@ -702,16 +708,51 @@ func (m *master) submitEach(op string, call goja.FunctionCall, opts workunit.Opt
 		m.sb.Throw("DataCloneError", "%v", m.encodeError(op, m.fnName(fn), err))
 	}
 	mark := enc.Mark()
-	specs := make([]*workunit.Spec, len(items))
+	// Every item is encoded before any is submitted (an item that cannot
+	// be sent fails the call, with nothing submitted), but into one
+	// buffer: a Spec and a payload per item were most of what a forWork
+	// over millions of small items held, and the client keeps each
+	// spec's encoding anyway.
+	all := itemSpecs{name: m.scripts[0].File, ends: make([]int, len(items))}
 	for i, item := range items {
 		enc.Rollback(mark)
 		if err := enc.ValueOrBlob(item); err != nil {
 			m.sb.Throw("DataCloneError", "%v", m.encodeError(op, "items["+jsvalue.Index(i)+"]", err))
 		}
 		enc.Int(int64(i))
-		specs[i] = &workunit.Spec{Kind: workunit.Fn, Name: m.scripts[0].File, Payload: append([]byte(nil), enc.Bytes()...), Blobs: append([]blob.Hash(nil), enc.Blobs()...)}
+		if i == 0 {
+			// Items alike in size are the common case: room for all.
+			all.buf = make([]byte, 0, min(len(items)*(len(enc.Bytes())+4), 1<<30))
+		}
+		all.buf = append(all.buf, enc.Bytes()...)
+		all.ends[i] = len(all.buf)
+		if b := enc.Blobs(); len(b) > 0 {
+			if all.blobs == nil {
+				all.blobs = make(map[int][]blob.Hash)
+			}
+			all.blobs[i] = append([]blob.Hash(nil), b...)
+		}
 	}
-	return c, m.submit(op, c, specs, opts)
+	return c, m.submitN(op, c, len(items), all.spec, opts)
+}
+
+// itemSpecs are the specs of a forWork's items: their payloads one after
+// another in buf, item i's ending at ends[i], and the blobs of those that
+// refer to any.
+type itemSpecs struct {
+	name  string
+	buf   []byte
+	ends  []int
+	blobs map[int][]blob.Hash
+}
+
+// spec returns item i's spec, made anew: the connection may keep it.
+func (s *itemSpecs) spec(i int) *workunit.Spec {
+	start := 0
+	if i > 0 {
+		start = s.ends[i-1]
+	}
+	return &workunit.Spec{Kind: workunit.Fn, Name: s.name, Payload: s.buf[start:s.ends[i]:s.ends[i]], Blobs: s.blobs[i]}
 }
 
 // doWorkEval implements riot.doWorkEval(source[, options]).
