@@ -40,7 +40,8 @@ type conn struct {
 
 	mu        sync.Mutex
 	work      *client.Client
-	submitted []*client.Call // every Call submitted, when track is set
+	submitted []workunit.Key        // every key submitted, when track is set
+	finished  map[workunit.Key]bool // those known finished, when track is set
 }
 
 var _ master.Conn = (*conn)(nil)
@@ -56,12 +57,23 @@ func (k *conn) Submit(spec *workunit.Spec, opts workunit.Options) master.Submiss
 		k.trace.Track(call)
 	}
 	if k.track {
-		// The Call itself, not its key and a callback: cancelAll asks it
-		// whether it finished, and a forWork over millions of items keeps
-		// one pointer each.
+		// The key, not the Call: a Call keeps its outcome (a result of any
+		// size) and its spec's encoding.
+		key := call.Key
 		k.mu.Lock()
-		k.submitted = append(k.submitted, call)
+		k.submitted = append(k.submitted, key)
 		k.mu.Unlock()
+		call.OnFinished(func(out *workunit.Outcome, err error) {
+			if _, err := outcome(out, err); err != nil {
+				return // the outcome is not known (the client ended)
+			}
+			k.mu.Lock()
+			if k.finished == nil {
+				k.finished = make(map[workunit.Key]bool)
+			}
+			k.finished[key] = true
+			k.mu.Unlock()
+		})
 	}
 	if opts.GPUs > 0 && k.state != nil {
 		k.state.addGPUWork(opts.GPUs, 1)
@@ -90,8 +102,8 @@ func (k *conn) cancelAll(ctx context.Context) (canceled, error) {
 	k.mu.Lock()
 	seen := make(map[workunit.Key]bool, len(k.submitted))
 	var keys []workunit.Key
-	for _, call := range k.submitted {
-		if key := call.Key; !seen[key] && !call.Finished() {
+	for _, key := range k.submitted {
+		if !seen[key] && !k.finished[key] {
 			seen[key] = true
 			keys = append(keys, key)
 		}
