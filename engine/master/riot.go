@@ -576,8 +576,10 @@ func (m *master) submitN(op string, c Conn, n int, spec func(i int) *workunit.Sp
 	if !byKey {
 		entries = make([]subEntry, n)
 	}
+	// One allocation for all, not one per workunit.
+	reported := make([]sync.Once, n)
 	for i, sub := range subs {
-		e := subEntry{sub: sub, conn: c, reported: new(sync.Once)}
+		e := subEntry{sub: sub, conn: c, reported: &reported[i]}
 		if byKey {
 			m.subs[sub.Key()] = e
 		} else {
