@@ -57,6 +57,8 @@ func (k *conn) Submit(spec *workunit.Spec, opts workunit.Options) master.Submiss
 		k.trace.Track(call)
 	}
 	if k.track {
+		// The key, not the Call: a Call keeps its outcome (a result of any
+		// size) and its spec's encoding.
 		key := call.Key
 		k.mu.Lock()
 		k.submitted = append(k.submitted, key)
@@ -77,15 +79,7 @@ func (k *conn) Submit(spec *workunit.Spec, opts workunit.Options) master.Submiss
 		k.state.addGPUWork(opts.GPUs, 1)
 		call.OnFinished(func(*workunit.Outcome, error) { k.state.addGPUWork(opts.GPUs, -1) })
 	}
-	sub := submission{call: call, c: k.c, trace: k.trace}
-	if k.state != nil {
-		sub.memo = sync.OnceFunc(func() {
-			if call.FromMemory() {
-				k.state.addMemoized()
-			}
-		})
-	}
-	return sub
+	return &submission{call: call, c: k.c, trace: k.trace, state: k.state}
 }
 
 // maxInfoAfterCancel bounds the workunits whose state cancelAll asks the
@@ -265,33 +259,40 @@ func (k *conn) Close() error {
 	return k.c.Close()
 }
 
-// submission is a Call as master.Submission. memo, when set, counts the
-// Call once if the tracker answered it from memory: called as its outcome
-// is handed out, so that the count is in before the script, and the UI,
-// have the outcome.
+// submission is a Call as master.Submission. When state is set, it
+// counts the Call once if the tracker answered it from memory: as its
+// outcome is handed out, so that the count is in before the script, and
+// the UI, have the outcome.
 type submission struct {
-	call *client.Call
-	c    *client.Client
-	memo func()
+	call  *client.Call
+	c     *client.Client
+	state *scriptState
+	// counted tells state once (a sync.Once of the struct's own, not a
+	// sync.OnceFunc: that is three allocations a Call).
+	counted sync.Once
 	// trace, when set, is told of the outcome as it is handed out (it
 	// hears of it from the Call too, a moment later).
 	trace *timeline.Recorder
 }
 
-func (s submission) Key() workunit.Key { return s.call.Key }
+func (s *submission) Key() workunit.Key { return s.call.Key }
 
 // taken notes that the outcome of the call, out or err, is being handed
 // out.
-func (s submission) taken(out *workunit.Outcome, err error) {
-	if s.memo != nil {
-		s.memo()
+func (s *submission) taken(out *workunit.Outcome, err error) {
+	if s.state != nil {
+		s.counted.Do(func() {
+			if s.call.FromMemory() {
+				s.state.addMemoized()
+			}
+		})
 	}
 	if s.trace != nil {
 		s.trace.Finished(s.call, out, err)
 	}
 }
 
-func (s submission) Accepted(ctx context.Context) (*workunit.Outcome, error) {
+func (s *submission) Accepted(ctx context.Context) (*workunit.Outcome, error) {
 	out, err := s.call.Accepted(ctx)
 	if err == nil && out.Finished() {
 		s.taken(out, nil)
@@ -299,7 +300,7 @@ func (s submission) Accepted(ctx context.Context) (*workunit.Outcome, error) {
 	return outcome(out, err)
 }
 
-func (s submission) Wait(ctx context.Context) (*workunit.Outcome, error) {
+func (s *submission) Wait(ctx context.Context) (*workunit.Outcome, error) {
 	out, err := s.call.Wait(ctx)
 	// The lines that streamed while it ran show before its outcome's.
 	_ = s.c.AwaitPrints(ctx)
@@ -307,14 +308,14 @@ func (s submission) Wait(ctx context.Context) (*workunit.Outcome, error) {
 	return outcome(out, err)
 }
 
-func (s submission) OnDone(fn func(*workunit.Outcome)) {
+func (s *submission) OnDone(fn func(*workunit.Outcome)) {
 	s.call.OnDone(func(out *workunit.Outcome, err error) {
 		s.taken(out, err)
 		fn(finished(s.call.Key, out, err))
 	})
 }
 
-func (s submission) OnFinished(fn func(*workunit.Outcome)) {
+func (s *submission) OnFinished(fn func(*workunit.Outcome)) {
 	s.call.OnFinished(func(out *workunit.Outcome, err error) {
 		s.taken(out, err)
 		fn(finished(s.call.Key, out, err))

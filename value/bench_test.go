@@ -98,3 +98,17 @@ func BenchmarkUnmarshalObject10000Fields(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkMarshalArgs encodes what a Go master's DoWork sends: a few
+// arguments, one of them a small object.
+func BenchmarkMarshalArgs(b *testing.B) {
+	args := []any{42, "item-17", map[string]any{"lo": 0, "hi": 1000, "tags": []any{"a", "b"}}}
+	buf := make([]byte, 0, 256)
+	b.ReportAllocs()
+	for b.Loop() {
+		var err error
+		if buf, err = AppendMarshal(buf[:0], args); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -80,8 +80,13 @@ type encodeState struct {
 	// next is the index the next object written takes.
 	next int
 	// seen maps the identity of each map, slice and pointer already written
-	// to its object index.
-	seen map[refKey]int
+	// to its object index. The first few are in few (most values hold a
+	// handful of objects, and a map per call was most of what encoding
+	// one allocated); seen is made when those are full.
+	seen   map[refKey]int
+	few    [fewRefs]refKey
+	fewIdx [fewRefs]int
+	nfew   int
 	// steps is the path of an error, innermost step first.
 	steps []pathStep
 	// structs caches the fields of struct types; errorTypes caches which
@@ -165,16 +170,43 @@ func (e *encodeState) enter(d int) error {
 // was written before. Otherwise it records k as the object about to be
 // written, whose index is e.next.
 func (e *encodeState) shared(k refKey) bool {
-	if i, ok := e.seen[k]; ok {
+	i, ok := e.seenIndex(k)
+	if ok {
 		e.w.Tag(TagRef)
 		e.w.Head(cbor.MajorUint, uint64(i))
 		return true
 	}
+	if e.seen == nil && e.nfew < fewRefs {
+		e.few[e.nfew] = k
+		e.fewIdx[e.nfew] = e.next
+		e.nfew++
+		return false
+	}
 	if e.seen == nil {
-		e.seen = make(map[refKey]int)
+		e.seen = make(map[refKey]int, 2*fewRefs)
+		for j, f := range e.few {
+			e.seen[f] = e.fewIdx[j]
+		}
 	}
 	e.seen[k] = e.next
 	return false
+}
+
+// fewRefs is how many objects an encoding tracks without a map.
+const fewRefs = 8
+
+// seenIndex returns the object index of k when it was written before.
+func (e *encodeState) seenIndex(k refKey) (int, bool) {
+	if e.seen != nil {
+		i, ok := e.seen[k]
+		return i, ok
+	}
+	for j := range e.nfew {
+		if e.few[j] == k {
+			return e.fewIdx[j], true
+		}
+	}
+	return 0, false
 }
 
 // encodeAny writes x at depth d. The common types are handled here without

@@ -391,6 +391,25 @@ func TestMarshal_Shared(t *testing.T) {
 		assert.Equal(t, reflect.ValueOf(s[1]).Pointer(), reflect.ValueOf(s[2]).Pointer())
 	})
 
+	t.Run("more objects than the encoder tracks without a map", func(t *testing.T) {
+		t.Parallel()
+		// Each map is met once, then again after all the others: the
+		// second meetings of the later ones are found in the map the
+		// encoder makes once its first few are taken.
+		const n = 3 * fewRefs
+		v := make([]any, 2*n)
+		for i := range n {
+			m := map[string]any{"i": i}
+			v[i], v[n+i] = m, m
+		}
+		_, got := roundTrip(t, v)
+		s := got.([]any)
+		for i := range n {
+			s[i].(map[string]any)["z"] = i
+			assert.Equal(t, i, s[n+i].(map[string]any)["z"], "map %d is one map", i)
+		}
+	})
+
 	t.Run("struct pointer", func(t *testing.T) {
 		t.Parallel()
 		n := &node{Name: "x"}

@@ -17,6 +17,9 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"fmt"
+	"hash"
+	"math"
+	"sync"
 
 	"github.com/riot-go/riot/blob"
 	"github.com/riot-go/riot/cbor"
@@ -128,7 +131,9 @@ func (s *Spec) Key() Key {
 // Encode returns the spec's encoding (as MarshalBinary) and its key,
 // computed from those bytes: the spec is serialized once.
 func (s *Spec) Encode() ([]byte, Key) {
-	var w cbor.Writer
+	// A master may keep millions of encodings (one per workunit it
+	// waits for): the buffer is made at its exact size, not grown.
+	w := cbor.NewWriter(make([]byte, 0, s.encodedLen()))
 	if len(s.Nonce) > 0 {
 		w.ArrayHeader(8)
 	} else {
@@ -152,16 +157,55 @@ func (s *Spec) Encode() ([]byte, Key) {
 	return data, keyOf(data[1:end])
 }
 
+// encodedLen returns the length of s's encoding, as Encode writes it.
+func (s *Spec) encodedLen() int {
+	n := 1 + headLen(uint64(s.Kind)) // the array's head (7 or 8), the kind
+	for _, l := range [...]int{len(s.Source), len(s.Name), len(s.Module), len(s.Export), len(s.Payload)} {
+		n += headLen(uint64(l)) + l
+	}
+	if len(s.Nonce) > 0 {
+		n += headLen(uint64(len(s.Nonce))) + len(s.Nonce)
+	}
+	n += headLen(uint64(len(s.Blobs))) + len(s.Blobs)*(headLen(uint64(len(blob.Hash{})))+len(blob.Hash{}))
+	return n
+}
+
+// headLen returns the length of a CBOR head whose argument is n.
+func headLen(n uint64) int {
+	switch {
+	case n < 24:
+		return 1
+	case n <= math.MaxUint8:
+		return 2
+	case n <= math.MaxUint16:
+		return 3
+	case n <= math.MaxUint32:
+		return 5
+	}
+	return 9
+}
+
+// keyPrefix is keyDomain's encoding, hashed before a spec's content.
+var keyPrefix = func() []byte {
+	var w cbor.Writer
+	w.Text(keyDomain)
+	return w.Bytes()
+}()
+
+// hashers keeps SHA-256 states for keyOf: a key is computed for every
+// workunit submitted, and a state is a few hundred bytes to allocate.
+var hashers = sync.Pool{New: func() any { return sha256.New() }}
+
 // keyOf hashes the content items of a spec's encoding (kind to payload,
 // and the nonce when there is one).
 func keyOf(content []byte) Key {
-	h := sha256.New()
-	var w cbor.Writer
-	w.Text(keyDomain)
-	h.Write(w.Bytes())
+	h := hashers.Get().(hash.Hash)
+	h.Reset()
+	h.Write(keyPrefix)
 	h.Write(content)
 	var k Key
 	h.Sum(k[:0])
+	hashers.Put(h)
 	return k
 }
 

@@ -251,3 +251,33 @@ func TestAttemptOf_Cuts(t *testing.T) {
 		t.Errorf("short message: %+v", a)
 	}
 }
+
+// TestEncodeExactSize checks that Encode's buffer is made at the
+// encoding's size, for specs whose lengths cross the CBOR head sizes.
+func TestEncodeExactSize(t *testing.T) {
+	for _, n := range []int{1, 23, 24, 255, 256, 65535, 65536} {
+		s := &Spec{Kind: Fn, Name: "x.js", Source: strings.Repeat("s", n%300), Payload: make([]byte, n), Blobs: make([]blob.Hash, n%3)}
+		for _, nonce := range [][]byte{nil, NewNonce()} {
+			s.Nonce = nonce
+			data, key := s.Encode()
+			if cap(data) != len(data) {
+				t.Errorf("payload %d, nonce %v: cap %d, len %d", n, nonce != nil, cap(data), len(data))
+			}
+			var back Spec
+			if err := back.UnmarshalBinary(data); err != nil {
+				t.Fatal(err)
+			}
+			if _, k2 := back.Encode(); k2 != key {
+				t.Errorf("payload %d: key changed after a round trip", n)
+			}
+		}
+	}
+}
+
+func BenchmarkSpecEncode(b *testing.B) {
+	s := &Spec{Kind: Fn, Name: "script.js", Payload: make([]byte, 60)}
+	b.ReportAllocs()
+	for b.Loop() {
+		s.Encode()
+	}
+}

@@ -518,14 +518,24 @@ func (m *master) conn(op string) Conn {
 // m.subs remembers by key so that waiting on one later asks the tracker
 // nothing. Outcomes are reported to Events as they come.
 func (m *master) submit(op string, c Conn, specs []*workunit.Spec, opts workunit.Options) []Submission {
+	subs, _ := m.submitN(op, c, len(specs), func(i int) *workunit.Spec { return specs[i] }, opts, true)
+	return subs
+}
+
+// submitN is submit of the n specs that spec returns, each called for as
+// it is sent: a forWork's specs need not all exist at once. Unless byKey,
+// m.subs does not remember them: their entries are returned instead, for
+// a caller that waits on each itself (forWork, whose keys the script
+// never sees, and for which m.subs was a map entry per item).
+func (m *master) submitN(op string, c Conn, n int, spec func(i int) *workunit.Spec, opts workunit.Options, byKey bool) ([]Submission, []subEntry) {
 	need := make(map[blob.Hash]blob.Parts)
 	up := m.uploaded[c]
 	if up == nil {
 		up = make(map[blob.Hash]bool)
 		m.uploaded[c] = up
 	}
-	for _, s := range specs {
-		for _, h := range s.Blobs {
+	for i := range n {
+		for _, h := range spec(i).Blobs {
 			if !up[h] {
 				need[h] = m.blobBytes(op, h)
 			}
@@ -555,16 +565,26 @@ func (m *master) submit(op string, c Conn, specs []*workunit.Spec, opts workunit
 			debug.FreeOSMemory()
 		}
 	}
-	subs := make([]Submission, len(specs))
-	for i, s := range specs {
-		subs[i] = c.Submit(s, opts)
+	subs := make([]Submission, n)
+	for i := range subs {
+		subs[i] = c.Submit(spec(i), opts)
 	}
 	if m.opts.Events != nil {
-		m.opts.Events.Submitted(len(specs))
+		m.opts.Events.Submitted(n)
 	}
-	for _, sub := range subs {
-		e := subEntry{sub: sub, conn: c, reported: new(sync.Once)}
-		m.subs[sub.Key()] = e
+	var entries []subEntry
+	if !byKey {
+		entries = make([]subEntry, n)
+	}
+	// One allocation for all, not one per workunit.
+	reported := make([]sync.Once, n)
+	for i, sub := range subs {
+		e := subEntry{sub: sub, conn: c, reported: &reported[i]}
+		if byKey {
+			m.subs[sub.Key()] = e
+		} else {
+			entries[i] = e
+		}
 		if m.opts.Events != nil {
 			// Events need the status and console, not the value: a large
 			// result is not fetched for them.
@@ -576,7 +596,7 @@ func (m *master) submit(op string, c Conn, specs []*workunit.Spec, opts workunit
 			m.sb.Throw("Error", "%s: the tracker refused workunit %s: %v", op, sub.Key().Short(), err)
 		}
 	}
-	return subs
+	return subs, entries
 }
 
 // subEntry is a workunit this script submitted, and the connection it went
@@ -670,10 +690,22 @@ func (m *master) submitFn(op string, call goja.FunctionCall, opts workunit.Optio
 // per item, fn(item, index), results in order.
 func (m *master) forWork(call goja.FunctionCall, opts workunit.Options) goja.Value {
 	const op = "riot.forWork"
-	c, subs := m.submitEach(op, call, opts)
-	results := make([]any, len(subs))
-	for i, s := range subs {
-		results[i] = m.result(op, c, s.Key())
+	c, entries := m.submitItems(op, call, opts)
+	results := make([]any, len(entries))
+	for i := range entries {
+		e := &entries[i]
+		key := e.sub.Key()
+		o, err := e.sub.Wait(m.ctx)
+		if err != nil {
+			m.sb.Throw("Error", "%s: workunit %s: %v", op, key.Short(), err)
+		}
+		// Before the script goes on: its workunits' console output shows
+		// before what the script prints next.
+		m.reportOnce(*e, o)
+		results[i] = m.outcomeValue(op, c, key, o)
+		// The result is in results: the submission, and the outcome it
+		// keeps, can go.
+		*e = subEntry{}
 	}
 	return m.rt.NewArray(results...)
 }
@@ -682,6 +714,23 @@ func (m *master) forWork(call goja.FunctionCall, opts workunit.Options) goja.Val
 // options]) (and of riot.map), one per item, and returns the connection
 // and the submissions, in the items' order.
 func (m *master) submitEach(op string, call goja.FunctionCall, opts workunit.Options) (Conn, []Submission) {
+	c, n, spec, opts := m.itemSpecs(op, call, opts)
+	subs, _ := m.submitN(op, c, n, spec, opts, true)
+	return c, subs
+}
+
+// submitItems is submitEach for forWork, which waits on each submission
+// itself: they are returned as entries, not remembered in m.subs.
+func (m *master) submitItems(op string, call goja.FunctionCall, opts workunit.Options) (Conn, []subEntry) {
+	c, n, spec, opts := m.itemSpecs(op, call, opts)
+	_, entries := m.submitN(op, c, n, spec, opts, false)
+	return c, entries
+}
+
+// itemSpecs encodes the items of riot.forWork(iterable, fn[, options])
+// and returns the connection, how many specs, their maker and the
+// options.
+func (m *master) itemSpecs(op string, call goja.FunctionCall, opts workunit.Options) (Conn, int, func(int) *workunit.Spec, workunit.Options) {
 	var items []goja.Value
 	m.rt.ForOf(call.Argument(0), func(v goja.Value) bool {
 		items = append(items, v)
@@ -702,16 +751,51 @@ func (m *master) submitEach(op string, call goja.FunctionCall, opts workunit.Opt
 		m.sb.Throw("DataCloneError", "%v", m.encodeError(op, m.fnName(fn), err))
 	}
 	mark := enc.Mark()
-	specs := make([]*workunit.Spec, len(items))
+	// Every item is encoded before any is submitted (an item that cannot
+	// be sent fails the call, with nothing submitted), but into one
+	// buffer: a Spec and a payload per item were most of what a forWork
+	// over millions of small items held, and the client keeps each
+	// spec's encoding anyway.
+	all := itemSpecs{name: m.scripts[0].File, ends: make([]int, len(items))}
 	for i, item := range items {
 		enc.Rollback(mark)
 		if err := enc.ValueOrBlob(item); err != nil {
 			m.sb.Throw("DataCloneError", "%v", m.encodeError(op, "items["+jsvalue.Index(i)+"]", err))
 		}
 		enc.Int(int64(i))
-		specs[i] = &workunit.Spec{Kind: workunit.Fn, Name: m.scripts[0].File, Payload: append([]byte(nil), enc.Bytes()...), Blobs: append([]blob.Hash(nil), enc.Blobs()...)}
+		if i == 0 {
+			// Items alike in size are the common case: room for all.
+			all.buf = make([]byte, 0, min(len(items)*(len(enc.Bytes())+4), 1<<30))
+		}
+		all.buf = append(all.buf, enc.Bytes()...)
+		all.ends[i] = len(all.buf)
+		if b := enc.Blobs(); len(b) > 0 {
+			if all.blobs == nil {
+				all.blobs = make(map[int][]blob.Hash)
+			}
+			all.blobs[i] = append([]blob.Hash(nil), b...)
+		}
 	}
-	return c, m.submit(op, c, specs, opts)
+	return c, len(items), all.spec, opts
+}
+
+// itemSpecs are the specs of a forWork's items: their payloads one after
+// another in buf, item i's ending at ends[i], and the blobs of those that
+// refer to any.
+type itemSpecs struct {
+	name  string
+	buf   []byte
+	ends  []int
+	blobs map[int][]blob.Hash
+}
+
+// spec returns item i's spec, made anew: the connection may keep it.
+func (s *itemSpecs) spec(i int) *workunit.Spec {
+	start := 0
+	if i > 0 {
+		start = s.ends[i-1]
+	}
+	return &workunit.Spec{Kind: workunit.Fn, Name: s.name, Payload: s.buf[start:s.ends[i]:s.ends[i]], Blobs: s.blobs[i]}
 }
 
 // doWorkEval implements riot.doWorkEval(source[, options]).
@@ -908,6 +992,11 @@ func (m *master) outcome(op string, c Conn, key workunit.Key, o *workunit.Outcom
 		// before what the script prints next.
 		m.reportOnce(e, o)
 	}
+	return m.outcomeValue(op, c, key, o)
+}
+
+// outcomeValue is outcome once Events were told.
+func (m *master) outcomeValue(op string, c Conn, key workunit.Key, o *workunit.Outcome) goja.Value {
 	if o.Status == workunit.StatusError {
 		panic(m.workunitError(key, o))
 	}
