@@ -463,3 +463,19 @@ func float16ToFloat64(h uint16) float64 {
 	}
 	return f
 }
+
+// HeadLen returns the length of the head of a data item whose argument is
+// n (an array's or a map's count, a string's length, an unsigned integer).
+func HeadLen(n uint64) int {
+	switch {
+	case n < 24:
+		return 1
+	case n <= math.MaxUint8:
+		return 2
+	case n <= math.MaxUint16:
+		return 3
+	case n <= math.MaxUint32:
+		return 5
+	}
+	return 9
+}

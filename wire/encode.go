@@ -2,7 +2,6 @@ package wire
 
 import (
 	"fmt"
-	"math"
 	"reflect"
 	"time"
 
@@ -101,7 +100,7 @@ func (e *Encoder) Add(m Msg) error {
 		return fmt.Errorf("%w: %d messages", ErrFrameFull, e.n)
 	}
 	e.buf = join(e.buf, out)
-	if size := len(e.buf) - headRoom + headLen(uint64(e.n+1)); size > l.MaxFrameBytes {
+	if size := len(e.buf) - headRoom + cbor.HeadLen(uint64(e.n+1)); size > l.MaxFrameBytes {
 		e.buf = e.buf[:mark]
 		if e.n == 0 {
 			return &EncodeError{Type: m.Type(), Err: ErrLimit,
@@ -121,7 +120,7 @@ func (e *Encoder) Size() int {
 	if len(e.buf) < headRoom {
 		return 1
 	}
-	return len(e.buf) - headRoom + headLen(uint64(e.n))
+	return len(e.buf) - headRoom + cbor.HeadLen(uint64(e.n))
 }
 
 // Frame returns the frame of the messages added since the last Reset (an
@@ -131,7 +130,7 @@ func (e *Encoder) Frame() []byte {
 	if len(e.buf) < headRoom {
 		e.buf = make([]byte, headRoom, 4096)
 	}
-	start := headRoom - headLen(uint64(e.n))
+	start := headRoom - cbor.HeadLen(uint64(e.n))
 	w := cbor.NewWriter(e.buf[start:start])
 	w.ArrayHeader(e.n)
 	return e.buf[start:]
@@ -146,21 +145,6 @@ func (e *Encoder) Reset() {
 		e.buf = e.buf[:headRoom]
 	}
 	e.n = 0
-}
-
-// headLen returns the length of the CBOR head of an array of n items.
-func headLen(n uint64) int {
-	switch {
-	case n < 24:
-		return 1
-	case n <= math.MaxUint8:
-		return 2
-	case n <= math.MaxUint16:
-		return 3
-	case n <= math.MaxUint32:
-		return 5
-	}
-	return 9
 }
 
 // encoder is the state of one encoding. It checks each field (ranges,

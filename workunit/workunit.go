@@ -18,7 +18,6 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"hash"
-	"math"
 	"sync"
 
 	"github.com/riot-go/riot/blob"
@@ -159,30 +158,15 @@ func (s *Spec) Encode() ([]byte, Key) {
 
 // encodedLen returns the length of s's encoding, as Encode writes it.
 func (s *Spec) encodedLen() int {
-	n := 1 + headLen(uint64(s.Kind)) // the array's head (7 or 8), the kind
+	n := 1 + cbor.HeadLen(uint64(s.Kind)) // the array's head (7 or 8), the kind
 	for _, l := range [...]int{len(s.Source), len(s.Name), len(s.Module), len(s.Export), len(s.Payload)} {
-		n += headLen(uint64(l)) + l
+		n += cbor.HeadLen(uint64(l)) + l
 	}
 	if len(s.Nonce) > 0 {
-		n += headLen(uint64(len(s.Nonce))) + len(s.Nonce)
+		n += cbor.HeadLen(uint64(len(s.Nonce))) + len(s.Nonce)
 	}
-	n += headLen(uint64(len(s.Blobs))) + len(s.Blobs)*(headLen(uint64(len(blob.Hash{})))+len(blob.Hash{}))
+	n += cbor.HeadLen(uint64(len(s.Blobs))) + len(s.Blobs)*(cbor.HeadLen(uint64(len(blob.Hash{})))+len(blob.Hash{}))
 	return n
-}
-
-// headLen returns the length of a CBOR head whose argument is n.
-func headLen(n uint64) int {
-	switch {
-	case n < 24:
-		return 1
-	case n <= math.MaxUint8:
-		return 2
-	case n <= math.MaxUint16:
-		return 3
-	case n <= math.MaxUint32:
-		return 5
-	}
-	return 9
 }
 
 // keyPrefix is keyDomain's encoding, hashed before a spec's content.
