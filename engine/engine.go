@@ -403,7 +403,14 @@ func (e *Engine) release(s *slot) {
 	// none to give back.
 	noPermit := s.noPermit
 	s.noPermit = false
-	e.free <- s
+	// More slots than free has room for may be out at once: a run whose
+	// Rejoin failed holds its slot to its end without counting among the
+	// seceded. A slot past that room is dropped, not waited for.
+	select {
+	case e.free <- s:
+	default:
+		s.stopExecutor()
+	}
 	if !noPermit {
 		e.permits <- struct{}{}
 	}

@@ -69,10 +69,16 @@ func (p *runtimePool) take(key string, slot int) *realm {
 }
 
 // put gives back rl, idle now after a run on slot, and closes the least
-// recently given back runtimes past the pool's bounds (rl itself, if it
-// alone is past them), and rl after the pool was closed.
+// recently given back runtimes past the pool's bounds; it closes rl itself
+// if it alone is past them, and after the pool was closed.
 func (p *runtimePool) put(rl *realm, slot int) {
 	bytes := rl.idleBytes()
+	// A runtime past the bounds alone would close every other realm's
+	// idle runtime before itself: it is closed at once instead.
+	if p.maxCount <= 0 || bytes > p.maxBytes {
+		rl.close()
+		return
+	}
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()

@@ -241,3 +241,31 @@ func TestPool_Defaults(t *testing.T) {
 	assert.Equal(t, 10, o.IdleRuntimes)
 	assert.Equal(t, uint64(1<<20), o.IdleRuntimeBytes)
 }
+
+// A runtime that alone is past Options.IdleRuntimeBytes (the blobs it
+// keeps) is closed when it is given back, and the other realms keep their
+// idle runtimes: it does not empty the pool first.
+func TestPool_OversizedRuntimeLeavesTheOthers(t *testing.T) {
+	t.Parallel()
+	p := newRuntimePool(10, 3*RuntimeBytesEstimate)
+	closed := map[string]bool{}
+	mk := func(key string, kept int) *realm {
+		rl := &realm{key: key}
+		rl.closers = []func(){func() { closed[key] = true }}
+		if kept > 0 {
+			rl.blobLRU.PushFront(&blobBytes{data: make([]byte, kept)})
+		}
+		return rl
+	}
+	p.put(mk("a", 0), 0)
+	p.put(mk("b", 0), 0)
+	p.put(mk("big", 3*RuntimeBytesEstimate), 0)
+	assert.True(t, closed["big"], "the oversized runtime is closed")
+	assert.False(t, closed["a"] || closed["b"], "the others stay idle: %v", closed)
+	n, bytes := p.stats()
+	assert.Equal(t, 2, n)
+	assert.Equal(t, uint64(2*RuntimeBytesEstimate), bytes)
+	assert.NotNil(t, p.take("a", 0))
+	assert.NotNil(t, p.take("b", 0))
+	assert.Nil(t, p.take("big", 0))
+}

@@ -115,3 +115,72 @@ func TestEngine_RejoinAfterTheTimeLimit(t *testing.T) {
 	assert.Equal(t, 2.0, v)
 	assert.Len(t, e.permits, 1)
 }
+
+// A workunit whose Rejoin failed holds its slot until it returns, but no
+// longer counts as seceded: another may secede meanwhile, and a slot is
+// made for a third. Every slot goes back when its run ends, more of them
+// than Slots+MaxSeceded: none waits for room among the free ones.
+func TestEngine_SlotsPastTheBoundGoBack(t *testing.T) {
+	t.Parallel()
+	releaseB, secededB := make(chan struct{}), make(chan struct{}, 1)
+	aSeceded, aRejoinFailed, holdA := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	gate, gated := make(chan struct{}), make(chan struct{})
+	hold := BindingFunc(func(sb *Sandbox) error {
+		if err := sb.Runtime().Set("hold", func(goja.FunctionCall) goja.Value {
+			if err := sb.Secede(); err != nil {
+				sb.Throw("RangeError", "%v", err)
+			}
+			close(aSeceded)
+			<-sb.Context().Done()
+			if err := sb.Rejoin(); err == nil {
+				sb.Throw("Error", "Rejoin after the stop took a slot")
+			}
+			close(aRejoinFailed)
+			<-holdA
+			return goja.Undefined()
+		}); err != nil {
+			return err
+		}
+		return sb.Runtime().Set("gate", func(goja.FunctionCall) goja.Value {
+			close(gated)
+			<-gate
+			return goja.Undefined()
+		})
+	})
+	e, err := New(Options{Slots: 1, MaxSeceded: 1, AbandonAfter: time.Hour,
+		Bindings: []Binding{secedeBinding(releaseB, secededB), hold}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = e.Close() })
+
+	ctxA, cancelA := context.WithCancel(t.Context())
+	aDone, bDone := make(chan error, 1), make(chan error, 1)
+	go func() {
+		_, err := e.Run(ctxA, Request{Spec: &workunit.Spec{Kind: workunit.Eval, Source: "hold()", Name: "eval"}})
+		aDone <- err
+	}()
+	<-aSeceded
+	go func() {
+		_, err := e.Eval(t.Context(), "gate(); wait()")
+		bDone <- err
+	}()
+	<-gated
+	cancelA()
+	<-aRejoinFailed
+	close(gate)
+	<-secededB
+	res, err := e.Eval(t.Context(), "3")
+	require.NoError(t, err)
+	assert.Equal(t, 2, res.Slot, "a third slot, made while the others are held")
+	close(holdA)
+	assert.Error(t, <-aDone)
+	close(releaseB)
+	select {
+	case err := <-bDone:
+		require.NoError(t, err)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the last run did not end: its slot waits for room among the free slots")
+	}
+	res, err = e.Eval(t.Context(), "4")
+	require.NoError(t, err)
+	assert.Len(t, e.permits, 1)
+}
