@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -202,20 +203,25 @@ func TestEngine_Timers_DoNotOutlive(t *testing.T) {
 func TestEngine_Timers_Order(t *testing.T) {
 	t.Parallel()
 	e := newEngine(t, Options{Slots: 1})
+	// The promise settles once every callback that should run has run (on
+	// a loaded machine the interval's three ticks can take longer than any
+	// fixed wait), and a little after, so that a cleared timer (5 ms) would
+	// have had its chance: the last callback is due at 10 ms at the soonest.
 	got := evalValue(t, e, `new Promise(resolve => {
 		const out = [];
-		setTimeout(() => out.push('b'), 10);
-		setTimeout(() => out.push('a'), 1);
-		const id = setTimeout(() => out.push('never'), 5);
+		const push = (x) => { out.push(x); if (out.length === 6) setTimeout(() => resolve(out), 5); };
+		setTimeout(() => push('b'), 10);
+		setTimeout(() => push('a'), 1);
+		const id = setTimeout(() => push('never'), 5);
 		clearTimeout(id);
 		let n = 0;
-		const iv = setInterval(() => { out.push('i' + n); if (++n === 3) clearInterval(iv) }, 1);
-		queueMicrotask(() => out.push('micro'));
-		setTimeout(() => resolve(out), 30);
+		const iv = setInterval(() => { push('i' + n); if (++n === 3) clearInterval(iv) }, 1);
+		queueMicrotask(() => push('micro'));
 	})`)
 	out := got.([]any)
 	require.Equal(t, "micro", out[0])
 	assert.ElementsMatch(t, []any{"micro", "a", "b", "i0", "i1", "i2"}, out)
+	assert.Less(t, slices.Index(out, "a"), slices.Index(out, "b"), "the 1 ms timer fires before the 10 ms one")
 }
 
 func TestEngine_Sleep(t *testing.T) {
