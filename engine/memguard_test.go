@@ -101,16 +101,29 @@ func TestMemGuard_LateRunJudgedByNextLook(t *testing.T) {
 		return 2, 2
 	}
 	g.collect = func() {}
-	looks := make(chan struct{})
-	g.looked = func() { looks <- struct{}{} }
+	// After each look the guard waits for the test to read what it did
+	// (else the next look, at once since the heap stays over the limit,
+	// could interrupt the late run before the first assertion reads it).
+	looks, resume := make(chan struct{}), make(chan struct{})
 	done := make(chan struct{})
 	defer close(done)
+	g.looked = func() {
+		select {
+		case looks <- struct{}{}:
+			select {
+			case <-resume:
+			case <-done:
+			}
+		case <-done:
+		}
+	}
 	g.add(runs[0])
 	go g.loop(done)
 
 	<-looks
 	assert.Equal(t, int32(1), canceled[0].Load(), "the run the look saw is interrupted")
 	assert.Equal(t, int32(0), canceled[1].Load(), "the late run is left to the next look")
+	resume <- struct{}{}
 	<-looks
 	assert.Equal(t, int32(1), canceled[1].Load(), "the next look interrupts it")
 	g.remove(runs[0])
