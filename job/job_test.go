@@ -355,7 +355,8 @@ func TestRun_ConnectError(t *testing.T) {
 
 // scripts/low-level.js takes its own workunit: where a worker takes it
 // first, the script says so rather than wait for ever (or, when the worker
-// took it after the script looked, the job's hint says so).
+// took it after the script looked, the job's hint says so). Which comes
+// first is a race: when the script wins, it runs as with --workers 0.
 func TestRun_LowLevelWithAWorker(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -363,7 +364,12 @@ func TestRun_LowLevelWithAWorker(t *testing.T) {
 	stderr := &cancelOnLine{mark: "--workers 0", cancel: cancel}
 	var stdout bytes.Buffer
 	err := Run(ctx, Options{Script: "../scripts/low-level.js", Workers: 1, Progress: ProgressAuto, Stdout: &stdout, Stderr: stderr})
-	require.Error(t, err)
+	if err == nil {
+		// The script looked, and took its own workunit, before the worker
+		// took it: it ran as with --workers 0.
+		assert.Contains(t, stdout.String(), "took my own workunit: true")
+		return
+	}
 	assert.Contains(t, err.Error()+stderr.String(), "--workers 0")
 }
 
