@@ -52,21 +52,14 @@ func (c *valueCache) get(id uint64) ([]byte, bool) {
 func (c *valueCache) put(id uint64, val []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if e, ok := c.byID[id]; ok {
-		c.size -= len(e.Value.(*cached).val)
-		c.lru.Remove(e)
-		delete(c.byID, id)
-	}
+	c.removeLocked(id)
 	if len(val) > c.limit {
 		return
 	}
 	c.byID[id] = c.lru.PushFront(&cached{id: id, val: val})
 	c.size += len(val)
 	for c.size > c.limit {
-		e := c.lru.Back()
-		v := c.lru.Remove(e).(*cached)
-		delete(c.byID, v.id)
-		c.size -= len(v.val)
+		c.removeLocked(c.lru.Back().Value.(*cached).id)
 	}
 }
 
@@ -74,6 +67,11 @@ func (c *valueCache) put(id uint64, val []byte) {
 func (c *valueCache) drop(id uint64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.removeLocked(id)
+}
+
+// removeLocked forgets record id's result if it is cached; c.mu is held.
+func (c *valueCache) removeLocked(id uint64) {
 	if e, ok := c.byID[id]; ok {
 		c.size -= len(e.Value.(*cached).val)
 		c.lru.Remove(e)

@@ -88,6 +88,13 @@ type cluster struct {
 	workers []*e2e.Worker
 }
 
+// closeWorkers stops the cluster's workers.
+func (c *cluster) closeWorkers() {
+	for _, w := range c.workers {
+		w.Close()
+	}
+}
+
 func (b *bench) startTracker(ctx context.Context, store string) (*e2e.Tracker, error) {
 	opts := e2e.TrackerOptions{Label: "riotd (" + store + ")"}
 	if store == "durable" {
@@ -164,11 +171,7 @@ func (b *bench) runStore(ctx context.Context, store string) (storeResult, error)
 	}
 	defer tr.Close()
 	cl := &cluster{tr: tr}
-	defer func() {
-		for _, w := range cl.workers {
-			w.Close()
-		}
-	}()
+	defer cl.closeWorkers()
 	if err := b.addWorkers(ctx, cl, tr.Addr(), 1); err != nil {
 		return res, err
 	}

@@ -115,11 +115,7 @@ func (b *bench) runDictJob(ctx context.Context, res dictResult, script string, a
 	}
 	defer mp.Close()
 	cl := &cluster{tr: tr}
-	defer func() {
-		for _, w := range cl.workers {
-			w.Close()
-		}
-	}()
+	defer cl.closeWorkers()
 	if err := b.addWorkers(ctx, cl, wp.Addr(), b.cfg.workers); err != nil {
 		return res, err
 	}

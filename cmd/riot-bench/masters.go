@@ -79,11 +79,7 @@ func (b *bench) mastersOnce(ctx context.Context, store string, masters int) (mas
 	}
 	defer tr.Close()
 	cl := &cluster{tr: tr}
-	defer func() {
-		for _, w := range cl.workers {
-			w.Close()
-		}
-	}()
+	defer cl.closeWorkers()
 	if err := b.addWorkers(ctx, cl, tr.Addr(), b.cfg.workers); err != nil {
 		return res, err
 	}
