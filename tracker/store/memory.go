@@ -21,14 +21,14 @@ import (
 type Memory struct {
 	mu     sync.Mutex
 	recs   map[uint64]table.Record // by ID
-	blobs  map[blob.Hash][]byte
+	blobs  map[blob.Hash]memBlob
 	jobs   map[string]Job
 	closed bool
 }
 
 // NewMemory returns an empty Memory store.
 func NewMemory() *Memory {
-	return &Memory{recs: map[uint64]table.Record{}, blobs: map[blob.Hash][]byte{}}
+	return &Memory{recs: map[uint64]table.Record{}, blobs: map[blob.Hash]memBlob{}}
 }
 
 func (m *Memory) lock(op string) error {
@@ -133,7 +133,7 @@ func (m *Memory) PutBlob(ctx context.Context, h blob.Hash, data []byte) error {
 	}
 	defer m.mu.Unlock()
 	if _, ok := m.blobs[h]; !ok {
-		m.blobs[h] = bytes.Clone(data)
+		m.blobs[h] = wholeBlob(bytes.Clone(data))
 	}
 	return nil
 }
@@ -151,7 +151,10 @@ func (m *Memory) GetBlob(ctx context.Context, h blob.Hash) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("store: get blob %s: %w", h.Short(), blob.ErrNotFound)
 	}
-	return bytes.Clone(b), nil
+	if len(b.chunks) > 1 {
+		return b.bytes(), nil // a new slice already
+	}
+	return bytes.Clone(b.bytes()), nil
 }
 
 // HasBlob implements Store.

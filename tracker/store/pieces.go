@@ -197,34 +197,50 @@ func (w *fileWriter) Abort() {
 	w.fd = nil
 }
 
-// memWriter is a Memory store's BlobWriter.
+// memWriter is a Memory store's BlobWriter: the pieces are copied into
+// chunks of memChunk bytes, each made when the bytes for it come (a
+// claim alone, whose pieces may never come, costs nothing), and hashed
+// on the way, so that Commit does not read the blob again.
 type memWriter struct {
-	m    *Memory
-	h    blob.Hash
-	size int64
-	buf  []byte
-	done bool
+	m      *Memory
+	h      blob.Hash
+	size   int64
+	n      int64
+	chunks [][]byte
+	sum    hash.Hash
+	done   bool
 }
 
-func (w *memWriter) Written() int64 { return int64(len(w.buf)) }
+func (w *memWriter) Written() int64 { return w.n }
 
 func (w *memWriter) Write(p []byte) (int, error) {
 	if w.done {
 		return 0, fmt.Errorf("store: blob %s: written after its end", w.h.Short())
 	}
-	if int64(len(w.buf)+len(p)) > w.size {
-		return 0, fmt.Errorf("store: blob %s: %d bytes past its size of %d", w.h.Short(), int64(len(w.buf)+len(p))-w.size, w.size)
+	if w.n+int64(len(p)) > w.size {
+		return 0, fmt.Errorf("store: blob %s: %d bytes past its size of %d", w.h.Short(), w.n+int64(len(p))-w.size, w.size)
 	}
-	if need := len(w.buf) + len(p); need > cap(w.buf) {
-		// Room grows with what came (twice as much, up to the size
-		// claimed): a claim alone, whose pieces may never come, costs
-		// nothing.
-		buf := make([]byte, len(w.buf), min(max(2*cap(w.buf), need), int(w.size)))
-		copy(buf, w.buf)
-		w.buf = buf
+	written := len(p)
+	if w.sum == nil {
+		w.sum = sha256.New()
 	}
-	w.buf = append(w.buf, p...)
-	return len(p), nil
+	w.sum.Write(p)
+	w.n += int64(len(p))
+	for len(p) > 0 {
+		last := len(w.chunks) - 1
+		if last < 0 || len(w.chunks[last]) == cap(w.chunks[last]) {
+			// The chunk's size is known: memChunk, or what is left of the
+			// blob.
+			had := int64(len(w.chunks)) * memChunk
+			w.chunks = append(w.chunks, make([]byte, 0, min(memChunk, w.size-had)))
+			last++
+		}
+		c := w.chunks[last]
+		k := min(len(p), cap(c)-len(c))
+		w.chunks[last] = append(c, p[:k]...)
+		p = p[k:]
+	}
+	return written, nil
 }
 
 func (w *memWriter) Commit(ctx context.Context) error {
@@ -232,12 +248,16 @@ func (w *memWriter) Commit(ctx context.Context) error {
 		return fmt.Errorf("store: blob %s: committed twice", w.h.Short())
 	}
 	w.done = true
-	buf := w.buf
-	w.buf = nil
-	if int64(len(buf)) != w.size {
-		return fmt.Errorf("store: blob %s: %d bytes of %d written", w.h.Short(), len(buf), w.size)
+	chunks := w.chunks
+	w.chunks = nil
+	if w.n != w.size {
+		return fmt.Errorf("store: blob %s: %d bytes of %d written", w.h.Short(), w.n, w.size)
 	}
-	if got := blob.Sum(buf); got != w.h {
+	got := blob.Sum(nil)
+	if w.sum != nil {
+		got = blob.Hash(w.sum.Sum(nil))
+	}
+	if got != w.h {
 		return fmt.Errorf("%w: %s (its bytes hash to %s)", ErrBlobMismatch, w.h.Short(), got.Short())
 	}
 	if err := w.m.lock("put blob"); err != nil {
@@ -245,12 +265,15 @@ func (w *memWriter) Commit(ctx context.Context) error {
 	}
 	defer w.m.mu.Unlock()
 	if _, ok := w.m.blobs[w.h]; !ok {
-		w.m.blobs[w.h] = buf
+		if chunks == nil {
+			chunks = [][]byte{{}}
+		}
+		w.m.blobs[w.h] = memBlob{chunks: chunks, size: w.size}
 	}
 	return nil
 }
 
-func (w *memWriter) Abort() { w.done, w.buf = true, nil }
+func (w *memWriter) Abort() { w.done, w.chunks = true, nil }
 
 // CreateBlob implements Store.
 func (m *Memory) CreateBlob(ctx context.Context, h blob.Hash, size int64) (BlobWriter, error) {
@@ -260,7 +283,8 @@ func (m *Memory) CreateBlob(ctx context.Context, h blob.Hash, size int64) (BlobW
 	if size < 0 {
 		return nil, fmt.Errorf("store: create blob %s: size %d", h.Short(), size)
 	}
-	// No room yet: the pieces may never come (Write grows it).
+	// No room yet: the pieces may never come (Write makes each chunk as
+	// its bytes come).
 	return &memWriter{m: m, h: h, size: size}, nil
 }
 
@@ -277,7 +301,7 @@ func (m *Memory) ReadBlob(ctx context.Context, h blob.Hash, off int64, p []byte)
 	if !ok {
 		return 0, 0, fmt.Errorf("store: read blob %s: %w", h.Short(), blob.ErrNotFound)
 	}
-	return readSlice(h, b, off, p)
+	return b.readAt(h, off, p)
 }
 
 // readSlice copies b[off:] into p.
