@@ -351,7 +351,6 @@ func (c *conn) writeLoop() {
 	o := &c.s.opts
 	ping := time.NewTicker(o.PingInterval)
 	defer ping.Stop()
-	enc := wire.Encoder{Limits: o.Limits}
 	var spare []wire.Msg
 	for {
 		select {
@@ -367,11 +366,14 @@ func (c *conn) writeLoop() {
 		if st == qDead {
 			return
 		}
-		if err := c.writeAll(&enc, msgs); err != nil {
+		if err := c.writeAll(msgs); err != nil {
 			c.writeFailed(err)
 			return
 		}
 		clear(msgs)
+		if cap(msgs) > maxSpareMsgs {
+			msgs = nil // a burst's queue does not stay with an idle connection
+		}
 		spare = msgs[:0]
 		if st == qClosing {
 			_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text),
@@ -384,11 +386,32 @@ func (c *conn) writeLoop() {
 	}
 }
 
+// maxSpareMsgs is the capacity of the queue a writer keeps for the next
+// round: a bigger one, from a burst, is let go.
+const maxSpareMsgs = 256
+
+// encoder returns an encoder for a frame, from the server's pool.
+func (s *Server) encoder() *wire.Encoder {
+	if e, _ := s.encoders.Get().(*wire.Encoder); e != nil {
+		return e
+	}
+	return &wire.Encoder{Limits: s.opts.Limits}
+}
+
 // writeAll encodes msgs into frames and writes them. Welcome and Refused
 // go alone in their frame; a BlobPart ends its frame, so that the client
 // can handle each piece (and ask for the next) while the following ones
-// are on their way.
-func (c *conn) writeAll(enc *wire.Encoder, msgs []wire.Msg) error {
+// are on their way. The encoder, and its buffer, come from the server's
+// pool and go back to it: an idle connection holds none.
+func (c *conn) writeAll(msgs []wire.Msg) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	enc := c.s.encoder()
+	defer func() {
+		enc.Reset()
+		c.s.encoders.Put(enc)
+	}()
 	for _, m := range msgs {
 		err := enc.Add(m)
 		if errors.Is(err, wire.ErrFrameFull) {
