@@ -39,12 +39,12 @@ type wsClient struct {
 }
 
 type dialOpts struct {
-	noRead bool        // do not read at all (a peer that stops reading)
-	noPong bool        // read, but never answer pings
+	noRead bool // do not read at all (a peer that stops reading)
+	noPong bool // read, but never answer pings
 	// pings, when not nil, is told of each ping read (and answered), when
 	// it has room.
 	pings chan<- struct{}
-	tls    *tls.Config // for a tracker with TLS
+	tls   *tls.Config // for a tracker with TLS
 }
 
 // dialRaw opens a websocket to tr without saying hello.
