@@ -420,7 +420,9 @@ func (c *conn) endWriter() {
 	c.ended = true
 	c.spare = nil
 	c.mu.Unlock()
-	c.pinger.Stop()
+	if c.pinger != nil { // nil only for a connection never served
+		c.pinger.Stop()
+	}
 	close(c.done)
 }
 
