@@ -154,7 +154,7 @@ func (p *connsPeer) read() ([]wire.Msg, error) {
 
 // work answers assigns until the connection ends.
 func (p *connsPeer) work() {
-	res := []byte{0xf6} // CBOR null: the value undefined's encoding does not matter here
+	res := []byte{0xf6} // a result of one byte: riotd keeps results without decoding them
 	var dones []wire.Done
 	var out []wire.Msg
 	for {
