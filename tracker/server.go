@@ -57,6 +57,10 @@ type Server struct {
 	pieces  sync.Pool   // of *[]byte: buffers of blob-part data, back once written
 	// writeBufs holds the websockets' write buffers between frames.
 	writeBufs sync.Pool
+	// encoders holds the connections' frame encoders (*wire.Encoder, with
+	// the options' limits) between writes: a writer holds one, and its
+	// buffer, only while it writes (see conn.writeAll).
+	encoders sync.Pool
 
 	ln       net.Listener
 	tls      bool           // ln serves TLS

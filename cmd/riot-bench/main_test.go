@@ -36,6 +36,9 @@ func TestParseFlags(t *testing.T) {
 		{"zero masters", []string{"--masters", "0"}, `"0" is not a number of masters`},
 		{"masters", []string{"--masters", "1, 50,500"}, ""},
 		{"zero in flight", []string{"--masters", "5", "--in-flight", "0"}, "--in-flight must be at least 1"},
+		{"bad conns", []string{"--conns", "10,many"}, `--conns: "many" is not a number of connections`},
+		{"zero conns", []string{"--conns", "0"}, `"0" is not a number of connections`},
+		{"conns", []string{"--conns", "1000, 10000"}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -205,6 +208,22 @@ func TestRun_Masters(t *testing.T) {
 	assert.Contains(t, out, "| store | masters | waiting a master | workers × slots | workunits | workunits/s | workers' CPU per workunit | CPU vs 1 master |")
 	assert.Contains(t, out, "| memory | 1 | 12 | 2 × 1 | 300 | ")
 	assert.Contains(t, out, "| memory | 3 | 4 | 2 × 1 | 300 | ")
+}
+
+// TestRun_Conns: --conns holds worker connections on a real riotd
+// process, reports what each costs it, and runs workunits through them.
+func TestRun_Conns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs riotd processes")
+	}
+	t.Parallel()
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"--conns", "20", "--n", "500", "--prefetch", "2", "--timeout", "2m"}, &stdout, &stderr)
+	require.Equal(t, 0, code, "stderr:\n%s", stderr.String())
+	out := stdout.String()
+	assert.Contains(t, out, "| connections | riotd RSS per idle connection | heap per idle connection | stacks per idle connection | goroutines per connection |")
+	assert.Contains(t, out, "| 20 | ")
+	assert.Contains(t, out, " | 500 | ")
 }
 
 // fakePython writes a fake Python for --peers dask: it passes the import
