@@ -55,7 +55,8 @@ type BoltOptions struct {
 	// without the write-ahead log (wal.go): the store's behaviour before
 	// the log, kept for comparison (benchmarks) and for tests. Not for
 	// riotd: it costs a round trip a commit of the tree (two fsyncs and
-	// its pages) where the log costs one fdatasync of the batch.
+	// its pages) where the log costs one fdatasync of the batch. A log
+	// left in the directory is still applied at open.
 	DirectCommits bool
 	// Logger receives the store's warnings (an entry a crash cut short,
 	// a checkpoint that failed); nil: none.
@@ -149,8 +150,8 @@ func OpenBolt(ctx context.Context, dir string, opts BoltOptions) (*Bolt, error) 
 	}
 	s := &Bolt{path: path, files: fileBlobs{dir: filepath.Join(dir, BlobDir)}, readOnly: opts.ReadOnly, db: db, log: opts.Logger}
 	err = s.start(txid)
-	if err == nil && !opts.DirectCommits {
-		err = s.openWal(dir, cmp.Or(opts.checkpointEvery, checkpointEvery))
+	if err == nil {
+		err = s.openWal(dir, cmp.Or(opts.checkpointEvery, checkpointEvery), opts.DirectCommits)
 	}
 	if err != nil {
 		db.Close()

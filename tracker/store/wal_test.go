@@ -308,3 +308,34 @@ func TestBolt_Log_ResultBeforeCheckpoint(t *testing.T) {
 	_, err = s.Result(ctx, 3)
 	assert.ErrorIs(t, err, ErrNotFound)
 }
+
+// TestBolt_Log_DirectCommitsReplays: a store opened with DirectCommits on
+// a directory whose log a crash left applies that log first (it once
+// served the bbolt file alone: the log's batches, acknowledged, were
+// lost) and removes it.
+func TestBolt_Log_DirectCommitsReplays(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := OpenBolt(ctx, dir, noCheckpoints)
+	require.NoError(t, err)
+	defer s.Close()
+	first, second := walBatches()
+	require.NoError(t, s.Apply(ctx, first))
+	require.NoError(t, s.Apply(ctx, second))
+	crashed := crashCopy(t, dir)
+
+	r, err := OpenBolt(ctx, crashed, BoltOptions{DirectCommits: true})
+	require.NoError(t, err)
+	got, err := r.Load(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, normalize(walExpected()), normalize(got))
+	files, err := walFiles(crashed)
+	require.NoError(t, err)
+	assert.Empty(t, files, "the log, applied, is removed")
+	require.NoError(t, r.Apply(ctx, []table.Record{{Key: key(5), ID: 5, Seq: 5, Status: workunit.StatusWaiting, Spec: []byte("five")}}))
+	require.NoError(t, r.Close())
+	files, err = walFiles(crashed)
+	require.NoError(t, err)
+	assert.Empty(t, files, "a direct commit writes no log")
+}

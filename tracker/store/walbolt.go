@@ -46,9 +46,10 @@ type walState struct {
 }
 
 // openWal replays the log of the store in dir into the bbolt file (or,
-// read-only, into the overlay) and, unless read-only, starts a new log
-// file and the checkpointer.
-func (s *Bolt) openWal(dir string, every time.Duration) error {
+// read-only, into the overlay) and, unless read-only or direct (each
+// Apply a bbolt transaction: DirectCommits), starts a new log file and
+// the checkpointer.
+func (s *Bolt) openWal(dir string, every time.Duration, direct bool) error {
 	files, err := walFiles(dir)
 	if err != nil {
 		return err
@@ -109,6 +110,9 @@ func (s *Bolt) openWal(dir string, every time.Duration) error {
 		if err := os.Remove(f.path); err != nil {
 			return fmt.Errorf("store: %w", err)
 		}
+	}
+	if direct {
+		return nil
 	}
 	w, err := createWal(dir, s.wal.nextN)
 	if err != nil {
