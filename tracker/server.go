@@ -181,7 +181,7 @@ func New(opts Options) (*Server, error) {
 	case o.Store != nil:
 		st, s.durable = o.Store, true
 	case o.DataDir != "":
-		b, err := store.OpenBolt(s.baseCtx, o.DataDir, store.BoltOptions{})
+		b, err := store.OpenBolt(s.baseCtx, o.DataDir, store.BoltOptions{Logger: s.log})
 		if err != nil {
 			ln.Close()
 			return nil, fmt.Errorf("tracker: %w", err)
