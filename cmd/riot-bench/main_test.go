@@ -39,6 +39,9 @@ func TestParseFlags(t *testing.T) {
 		{"bad conns", []string{"--conns", "10,many"}, `--conns: "many" is not a number of connections`},
 		{"zero conns", []string{"--conns", "0"}, `"0" is not a number of connections`},
 		{"conns", []string{"--conns", "1000, 10000"}, ""},
+		{"bad restart", []string{"--restart", "1e6"}, `--restart: "1e6" is not a number of workunits`},
+		{"zero restart", []string{"--restart", "0"}, `"0" is not a number of workunits`},
+		{"restart", []string{"--restart", "1000, 1000000"}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -224,6 +227,24 @@ func TestRun_Conns(t *testing.T) {
 	assert.Contains(t, out, "| connections | riotd RSS per idle connection | heap per idle connection | stacks per idle connection | goroutines per connection |")
 	assert.Contains(t, out, "| 20 | ")
 	assert.Contains(t, out, " | 500 | ")
+}
+
+// TestRun_Restart: --restart fills a real durable riotd, kills it and
+// stops it, and reports each start, the store's workunits all restored
+// and the first one answered from it.
+func TestRun_Restart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs riotd processes")
+	}
+	t.Parallel()
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"--restart", "300", "--slots", "1", "--timeout", "2m"}, &stdout, &stderr)
+	require.Equal(t, 0, code, "stderr:\n%s", stderr.String())
+	out := stdout.String()
+	assert.Contains(t, out, "| records | riotd ended by | serving after | first memoized answer after | RSS (live) | heap in use (live) | RSS ÷ live |")
+	assert.Contains(t, out, "| 300 | (built live in ")
+	assert.Contains(t, out, "| 300 | SIGKILL | ")
+	assert.Contains(t, out, "| 300 | stop (SIGTERM) | ")
 }
 
 // fakePython writes a fake Python for --peers dask: it passes the import
