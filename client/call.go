@@ -76,7 +76,9 @@ type Call struct {
 	// spec is the submission's encoded spec (nil for Watch's Calls),
 	// kept for the life of the Call: it goes out again after a reconnect
 	// until the tracker accepts it, and after that when the tracker
-	// answers that it no longer knows the key (resubmitLocked).
+	// answers that it no longer knows the key (resubmitLocked). With
+	// Options.DropAcceptedSpecs it is dropped once the tracker accepts
+	// it. Written and read with c.mu held (the writer gets it in outMsg).
 	spec []byte
 	// out is how the Call ended, with x.err when not with an outcome.
 	out *workunit.Outcome
@@ -330,7 +332,10 @@ func (c *Client) onAcceptedLocked(m *wire.Accepted) {
 		c.log.Error("client: the tracker computed another key", "want", k.Key.String(), "got", m.Key.String())
 	}
 	w := k.watch()
-	if w != nil && (k.x == nil || k.x.parent == nil) {
+	if c.opts.DropAcceptedSpecs {
+		// Nothing will send it again (see Options.DropAcceptedSpecs).
+		k.spec = nil
+	} else if w != nil && (k.x == nil || k.x.parent == nil) {
 		// The tracker took this spec: the one to send again should it
 		// forget the key (not a child's: its parent's lease is gone by
 		// then).
@@ -478,9 +483,10 @@ func (c *Client) submitAs(spec *workunit.Spec, opts workunit.Options, watched bo
 	return k
 }
 
-// submission fills sub or child (by the Call's kind) with k's message and
-// returns it. k's fields that it reads do not change once k is queued.
-func (k *Call) submission(sub *wire.Submit, child *wire.Child) wire.Msg {
+// submission fills sub or child (by the Call's kind) with k's message, of
+// spec (k's, read when it was queued), and returns it. k's fields that it
+// reads do not change once k is queued.
+func (k *Call) submission(spec []byte, sub *wire.Submit, child *wire.Child) wire.Msg {
 	var opts workunit.Options
 	var parent *wire.Lease
 	if k.has(stSubmitExtra) {
@@ -490,10 +496,10 @@ func (k *Call) submission(sub *wire.Submit, child *wire.Child) wire.Msg {
 		parent = k.x.parent
 	}
 	if parent != nil {
-		*child = wire.Child{Req: k.req, Parent: parent.Key, Token: parent.Token, Spec: k.spec, Options: opts, Watch: k.has(stWatches)}
+		*child = wire.Child{Req: k.req, Parent: parent.Key, Token: parent.Token, Spec: spec, Options: opts, Watch: k.has(stWatches)}
 		return child
 	}
-	*sub = wire.Submit{Req: k.req, Spec: k.spec, Options: opts, Watch: k.has(stWatches)}
+	*sub = wire.Submit{Req: k.req, Spec: spec, Options: opts, Watch: k.has(stWatches)}
 	return sub
 }
 

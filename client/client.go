@@ -103,6 +103,19 @@ type Options struct {
 	// 1 MiB of text a workunit) and puts them back in front of the
 	// outcome's console, so that Outcome.Console holds the whole run's.
 	OnPrint func(*wire.Printed)
+	// DropAcceptedSpecs, when set, has each Call drop its spec's encoding
+	// once the tracker has accepted the submission, rather than keep it
+	// for the life of the Call. The encoding still goes out again after a
+	// reconnect until the tracker accepts it; but should the tracker
+	// answer later that it no longer knows the key (it forgot the finished
+	// workunit, riotd --keep-results, or restarted without a store), the
+	// Call ends with that error (a *wire.Error of wire.CodeUnknownKey)
+	// instead of being submitted again. It is for a tracker that cannot
+	// forget what it accepted while this Client uses it, such as one in
+	// the same process that keeps every result (riot-worker eval's
+	// embedded default): a master with a million calls outstanding then
+	// holds no spec bytes for them.
+	DropAcceptedSpecs bool
 }
 
 func (o *Options) setDefaults() error {
@@ -382,6 +395,10 @@ func (c *Client) nextReqLocked() uint64 {
 type outMsg struct {
 	msg  wire.Msg
 	call *Call
+	// spec is call's spec, read with the client's lock held when it is
+	// queued: the Call may drop its own once the tracker has accepted it
+	// (Options.DropAcceptedSpecs) while the writer encodes this.
+	spec []byte
 }
 
 // sendLocked queues m for the writer. While disconnected, requests stay
@@ -390,7 +407,7 @@ type outMsg struct {
 func (c *Client) sendLocked(m wire.Msg) { c.queueLocked(outMsg{msg: m}) }
 
 // sendCallLocked queues k's submission for the writer.
-func (c *Client) sendCallLocked(k *Call) { c.queueLocked(outMsg{call: k}) }
+func (c *Client) sendCallLocked(k *Call) { c.queueLocked(outMsg{call: k, spec: k.spec}) }
 
 func (c *Client) queueLocked(m outMsg) {
 	c.out = append(c.out, m)

@@ -416,6 +416,37 @@ func TestClient_Reconnect_TrackerForgot(t *testing.T) {
 	require.NoError(t, <-waited)
 }
 
+// TestClient_DropAcceptedSpecs_TrackerForgot: with DropAcceptedSpecs the
+// client keeps no spec once the tracker accepted it, so when the tracker
+// comes back without the workunit the Call ends with the unknown-key error
+// (and is not submitted again); a Call accepted after the restart runs.
+func TestClient_DropAcceptedSpecs_TrackerForgot(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t)
+	m := dial(t, tr.Addr(), client.Options{Name: "m", DropAcceptedSpecs: true})
+	ctx := ctxFor(t)
+	k := m.Submit(eval("'lost'"), workunit.Options{})
+	_, err := k.Accepted(ctx)
+	require.NoError(t, err)
+
+	tr.Restart(t) // in memory: it comes back empty
+	_, err = k.Wait(ctx)
+	require.Error(t, err)
+	assert.True(t, wire.IsCode(err, wire.CodeUnknownKey), "%v", err)
+	_, known := tr.Lookup(t, k.Key)
+	assert.False(t, known, "the forgotten workunit was submitted again")
+
+	// The client goes on working: a new submission runs.
+	again := m.Submit(eval("'new'"), workunit.Options{})
+	w := dial(t, tr.Addr(), client.Options{Name: "w", Slots: 1})
+	work(t, w, 1, echo)
+	out, err := again.Wait(ctx)
+	require.NoError(t, err)
+	v, err := out.Value()
+	require.NoError(t, err)
+	assert.Equal(t, "'new'", v)
+}
+
 // TestClient_Reconnect_TrackerForgot_Refused: a resubmission the tracker
 // refuses ends the Call with the refusal.
 func TestClient_Reconnect_TrackerForgot_Refused(t *testing.T) {

@@ -346,7 +346,7 @@ func (c *Client) resumeLocked() (lost []*Assignment) {
 			if w := r.watch(); w != nil {
 				covered[w] = true
 			}
-			out = append(out, outMsg{call: r})
+			out = append(out, outMsg{call: r, spec: r.spec})
 		case *rpc:
 			switch r.msg.(type) {
 			case *wire.BlobWrite, *wire.BlobRead:
@@ -427,7 +427,7 @@ func (c *Client) writer(cn *conn) {
 		for i := 0; i < len(batch); i++ {
 			m := batch[i].msg
 			if k := batch[i].call; k != nil {
-				m = k.submission(&sub, &child)
+				m = k.submission(batch[i].spec, &sub, &child)
 			}
 			aerr := enc.Add(m)
 			if errors.Is(aerr, wire.ErrFrameFull) {
