@@ -39,6 +39,44 @@ func unpin(b []byte, size int) []byte {
 	return b
 }
 
+// ownSpecs copies the specs of a large frame's submissions (Submit,
+// Child) into one allocation of their exact total size, which the table
+// keeps while they wait or run, so that the frame itself (its other
+// messages' bytes, and the slack of the buffer it was read into: up to a
+// quarter of a large frame) is garbage once its messages are handled.
+// A small frame's specs alias it, as unpin's results do.
+func ownSpecs(msgs []wire.Msg, size int) {
+	if size <= keepFrameBytes {
+		return
+	}
+	n := 0
+	for _, m := range msgs {
+		switch m := m.(type) {
+		case *wire.Submit:
+			n += len(m.Spec)
+		case *wire.Child:
+			n += len(m.Spec)
+		}
+	}
+	if n == 0 || n == size {
+		return
+	}
+	arena := make([]byte, 0, n)
+	own := func(b []byte) []byte {
+		i := len(arena)
+		arena = append(arena, b...)
+		return arena[i:len(arena):len(arena)]
+	}
+	for _, m := range msgs {
+		switch m := m.(type) {
+		case *wire.Submit:
+			m.Spec = own(m.Spec)
+		case *wire.Child:
+			m.Spec = own(m.Spec)
+		}
+	}
+}
+
 // maxCloseText is the most text a close frame carries (125 bytes of
 // payload, 2 of them the code).
 const maxCloseText = 123
@@ -738,6 +776,7 @@ func (c *conn) readLoop() string {
 			c.reuse(c.last)
 		}
 		c.last = nil
+		ownSpecs(ib.msgs, size)
 		if len(ib.msgs) > 0 && !c.hand() {
 			c.discard()
 			return "tracker shutting down"
