@@ -876,8 +876,9 @@ func checkHello(h *wire.Hello) error {
 
 // readFrame reads and decodes the next frame that holds messages, and
 // returns them with the frame's size. Each frame is read into a buffer of
-// its own, which the messages' byte slices alias (the table keeps specs
-// and results without copying them). When the connection ends or the
+// its own, which the messages' byte slices alias (the table keeps a
+// small frame's specs and results without copying them; a large frame's
+// are copied out: ownSpecs, unpin). When the connection ends or the
 // frame is bad, it returns why and false. A frame of more than most bytes
 // is bad: the reader stops at its most+1st byte. Before the hello, most is
 // firstFrameBytes, so that a peer without credentials cannot make the
