@@ -78,7 +78,7 @@ type Call struct {
 	// until the tracker accepts it, and after that when the tracker
 	// answers that it no longer knows the key (resubmitLocked). With
 	// Options.DropAcceptedSpecs it is dropped once the tracker accepts
-	// it. Written and read with c.mu held (the writer gets it in outMsg).
+	// it (dropSpecLocked).
 	spec []byte
 	// out is how the Call ended, with x.err when not with an outcome.
 	out *workunit.Outcome
@@ -131,6 +131,13 @@ const (
 	// stOwnWatch: the Call holds its key's watch itself (it made it); x.of
 	// names the watch otherwise.
 	stOwnWatch
+	// stQueued: the Call is in the writer's queue or its batch, which
+	// reads its spec without the lock (set with Options.DropAcceptedSpecs
+	// only).
+	stQueued
+	// stDropSpec: the tracker accepted the Call while stQueued: the writer
+	// drops its spec when done with it.
+	stDropSpec
 
 	// The accepted outcome's status takes the bits from stStatusShift.
 	stStatusShift = 16
@@ -334,7 +341,7 @@ func (c *Client) onAcceptedLocked(m *wire.Accepted) {
 	w := k.watch()
 	if c.opts.DropAcceptedSpecs {
 		// Nothing will send it again (see Options.DropAcceptedSpecs).
-		k.spec = nil
+		c.dropSpecLocked(k)
 	} else if w != nil && (k.x == nil || k.x.parent == nil) {
 		// The tracker took this spec: the one to send again should it
 		// forget the key (not a child's: its parent's lease is gone by
@@ -483,10 +490,12 @@ func (c *Client) submitAs(spec *workunit.Spec, opts workunit.Options, watched bo
 	return k
 }
 
-// submission fills sub or child (by the Call's kind) with k's message, of
-// spec (k's, read when it was queued), and returns it. k's fields that it
-// reads do not change once k is queued.
-func (k *Call) submission(spec []byte, sub *wire.Submit, child *wire.Child) wire.Msg {
+// submission fills sub or child (by the Call's kind) with k's message and
+// returns it. k's fields that it reads do not change once k is queued (a
+// spec dropped once accepted is dropped when the writer is done with it:
+// dropSpecLocked).
+func (k *Call) submission(sub *wire.Submit, child *wire.Child) wire.Msg {
+	spec := k.spec
 	var opts workunit.Options
 	var parent *wire.Lease
 	if k.has(stSubmitExtra) {

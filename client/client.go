@@ -395,10 +395,6 @@ func (c *Client) nextReqLocked() uint64 {
 type outMsg struct {
 	msg  wire.Msg
 	call *Call
-	// spec is call's spec, read with the client's lock held when it is
-	// queued: the Call may drop its own once the tracker has accepted it
-	// (Options.DropAcceptedSpecs) while the writer encodes this.
-	spec []byte
 }
 
 // sendLocked queues m for the writer. While disconnected, requests stay
@@ -407,7 +403,46 @@ type outMsg struct {
 func (c *Client) sendLocked(m wire.Msg) { c.queueLocked(outMsg{msg: m}) }
 
 // sendCallLocked queues k's submission for the writer.
-func (c *Client) sendCallLocked(k *Call) { c.queueLocked(outMsg{call: k, spec: k.spec}) }
+func (c *Client) sendCallLocked(k *Call) {
+	c.markQueuedLocked(k)
+	c.queueLocked(outMsg{call: k})
+}
+
+// markQueuedLocked notes, for Options.DropAcceptedSpecs, that k is in the
+// writer's queue: its spec is the writer's to read until the writer is done
+// with the batch that holds it (dropSpecsLocked).
+func (c *Client) markQueuedLocked(k *Call) {
+	if c.opts.DropAcceptedSpecs {
+		k.st.Or(stQueued)
+	}
+}
+
+// dropSpecLocked drops k's spec once the tracker accepted it
+// (Options.DropAcceptedSpecs): at once, or, when k is in the writer's
+// queue or batch, when the writer is done with it.
+func (c *Client) dropSpecLocked(k *Call) {
+	if k.has(stQueued) {
+		k.st.Or(stDropSpec)
+		return
+	}
+	k.spec = nil
+}
+
+// doneWithLocked is the writer's, when it is done with batch: the Calls in
+// it are no longer queued, and those accepted meanwhile drop their specs.
+func (c *Client) doneWithLocked(batch []outMsg) {
+	if !c.opts.DropAcceptedSpecs {
+		return
+	}
+	for _, m := range batch {
+		if k := m.call; k != nil {
+			if k.has(stDropSpec) {
+				k.spec = nil
+			}
+			k.st.And(^(stQueued | stDropSpec))
+		}
+	}
+}
 
 func (c *Client) queueLocked(m outMsg) {
 	c.out = append(c.out, m)

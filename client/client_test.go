@@ -416,6 +416,46 @@ func TestClient_Reconnect_TrackerForgot(t *testing.T) {
 	require.NoError(t, <-waited)
 }
 
+// TestClient_DropAcceptedSpecs_Restart: with DropAcceptedSpecs, calls in
+// flight when a durable tracker stops (some accepted, their specs dropped,
+// some not yet, sent again) all end with their own results once it is
+// back: none lost, none answered with another's.
+func TestClient_DropAcceptedSpecs_Restart(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t, trackertest.Durable())
+	m := dial(t, tr.Addr(), client.Options{Name: "m", DropAcceptedSpecs: true})
+	ctx := ctxFor(t)
+	const n = 300
+	calls := make([]*client.Call, 0, 2*n)
+	for i := range n {
+		calls = append(calls, m.Submit(eval(fmt.Sprintf("'a%d'", i)), workunit.Options{}))
+	}
+	_, err := calls[n/2].Accepted(ctx) // some accepted, maybe not all
+	require.NoError(t, err)
+	tr.Stop(t)
+	for i := range n { // made while the tracker is down
+		calls = append(calls, m.Submit(eval(fmt.Sprintf("'b%d'", i)), workunit.Options{}))
+	}
+	tr.Restart(t)
+	for _, k := range calls {
+		_, err := k.Accepted(ctx)
+		require.NoError(t, err)
+	}
+	w := dial(t, tr.Addr(), client.Options{Name: "w", Slots: 1})
+	work(t, w, len(calls), echo)
+	for i, k := range calls {
+		out, err := k.Wait(ctx)
+		require.NoError(t, err)
+		v, err := out.Value()
+		require.NoError(t, err)
+		want := fmt.Sprintf("'a%d'", i)
+		if i >= n {
+			want = fmt.Sprintf("'b%d'", i-n)
+		}
+		assert.Equal(t, want, v)
+	}
+}
+
 // TestClient_DropAcceptedSpecs_TrackerForgot: with DropAcceptedSpecs the
 // client keeps no spec once the tracker accepted it, so when the tracker
 // comes back without the workunit the Call ends with the unknown-key error

@@ -346,7 +346,8 @@ func (c *Client) resumeLocked() (lost []*Assignment) {
 			if w := r.watch(); w != nil {
 				covered[w] = true
 			}
-			out = append(out, outMsg{call: r, spec: r.spec})
+			c.markQueuedLocked(r)
+			out = append(out, outMsg{call: r})
 		case *rpc:
 			switch r.msg.(type) {
 			case *wire.BlobWrite, *wire.BlobRead:
@@ -427,7 +428,7 @@ func (c *Client) writer(cn *conn) {
 		for i := 0; i < len(batch); i++ {
 			m := batch[i].msg
 			if k := batch[i].call; k != nil {
-				m = k.submission(batch[i].spec, &sub, &child)
+				m = k.submission(&sub, &child)
 			}
 			aerr := enc.Add(m)
 			if errors.Is(aerr, wire.ErrFrameFull) {
@@ -454,8 +455,9 @@ func (c *Client) writer(cn *conn) {
 		if err == nil {
 			err = send()
 		}
-		clear(batch)
 		c.mu.Lock()
+		c.doneWithLocked(batch)
+		clear(batch)
 		if c.spare == nil && cap(batch) <= maxSpare {
 			c.spare = batch[:0]
 		}
