@@ -10,8 +10,9 @@ import (
 )
 
 // TestUnpin: a small value out of a large frame is copied, so that what
-// the table keeps does not hold the frame; a value that is most of its
-// frame, or out of a small frame, is kept as it is.
+// the table keeps does not hold the frame; so is one out of a small frame
+// (a worker's Done of a small result); a value that is most of its frame
+// is kept as it is.
 func TestUnpin(t *testing.T) {
 	frame := make([]byte, 1<<20)
 	small := frame[100:200]
@@ -23,9 +24,18 @@ func TestUnpin(t *testing.T) {
 	got = unpin(most, len(frame))
 	assert.Same(t, &most[0], &got[0])
 
+	// A Done's frame of a few hundred bytes, in io.ReadAll's first buffer
+	// (512 bytes): its 3-byte result would hold all 512.
+	buf := make([]byte, 300, 512)
+	res := buf[200:203]
+	got = unpin(res, cap(buf))
+	assert.Equal(t, res, got)
+	assert.NotSame(t, &res[0], &got[0], "a small value out of a small frame is copied too")
+	assert.LessOrEqual(t, cap(got), 8, "the copy holds the value alone (in its size class)")
+
 	tiny := make([]byte, 100)
-	got = unpin(tiny[:10], len(tiny))
-	assert.Same(t, &tiny[0], &got[0])
+	got = unpin(tiny[:60], len(tiny))
+	assert.Same(t, &tiny[0], &got[0], "most of a small frame is kept as it is")
 	assert.Nil(t, unpin(nil, len(frame)))
 }
 
