@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -403,39 +404,9 @@ func (s *Bolt) load(ctx context.Context, results bool) ([]table.Record, error) {
 			}
 		}
 		return db.View(func(tx *bolt.Tx) error {
-			b := tx.Bucket(bucketRecords)
-			if n := b.Stats().KeyN; n > 0 {
-				recs = make([]table.Record, 0, n)
-			}
-			return b.ForEach(func(k, v []byte) error {
-				if len(k) != 8 {
-					return fmt.Errorf("%w: %s: record key %x", ErrCorrupt, s.path, k)
-				}
-				id := binary.BigEndian.Uint64(k)
-				var rec table.Record
-				var err error
-				if results {
-					// Copy out of bbolt's memory map: Spec and Result alias data.
-					rec, err = decodeRecord(id, bytes.Clone(v))
-				} else {
-					rec, err = decodeRecord(id, v)
-					rec.Spec = bytes.Clone(rec.Spec)
-					if rec.Err != nil {
-						rec.Err.Value = bytes.Clone(rec.Err.Value)
-					}
-					if rec.Status == workunit.StatusDone {
-						rec.Result, rec.Stored = nil, true
-					}
-				}
-				if err != nil {
-					return fmt.Errorf("%w: %s: record %d: %w", ErrCorrupt, s.path, id, err)
-				}
-				if (rec.Status == workunit.StatusWaiting || rec.Status == workunit.StatusRunning) && rec.Spec == nil {
-					return fmt.Errorf("%w: %s: record %d (%s) is %s without a spec", ErrCorrupt, s.path, id, rec.Key, rec.Status)
-				}
-				recs = append(recs, rec)
-				return nil
-			})
+			var err error
+			recs, err = s.decodeRecords(tx.Bucket(bucketRecords), results)
+			return err
 		})
 	})
 	if err != nil {
@@ -445,6 +416,128 @@ func (s *Bolt) load(ctx context.Context, results bool) ([]table.Record, error) {
 		return nil, fmt.Errorf("store: load %s: %w", s.path, err)
 	}
 	return s.mergeOverlay(recs, results)
+}
+
+// loadChunk is how many records one decoder of decodeRecords takes at a
+// time.
+const loadChunk = 4096
+
+// decodeRecords decodes every record of bucket b, in ID order: on every
+// core, since decoding is most of a start's time on a large store (a
+// million records: about 1 s of CPU), while this goroutine walks the
+// tree and hands out chunks of it. The values alias bbolt's memory map,
+// so every decoder is done before it returns (and the transaction ends).
+func (s *Bolt) decodeRecords(b *bolt.Bucket, results bool) ([]table.Record, error) {
+	n := b.Stats().KeyN
+	workers := min(runtime.GOMAXPROCS(0), 8)
+	if n < 2*loadChunk || workers < 2 {
+		workers = 0 // decode here: not worth the goroutines
+	}
+	recs := make([]table.Record, n)
+	type chunk struct {
+		off  int
+		ids  []uint64
+		vals [][]byte
+	}
+	var (
+		mu       sync.Mutex
+		firstErr error
+		errID    uint64
+	)
+	fail := func(id uint64, err error) {
+		mu.Lock()
+		if firstErr == nil || id < errID {
+			firstErr, errID = err, id
+		}
+		mu.Unlock()
+	}
+	decodeChunk := func(c chunk) {
+		for i, id := range c.ids {
+			rec, err := s.decodeLoaded(id, c.vals[i], results)
+			if err != nil {
+				fail(id, err)
+				return
+			}
+			recs[c.off+i] = rec
+		}
+	}
+	work := make(chan chunk, workers)
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Go(func() {
+			for c := range work {
+				decodeChunk(c)
+			}
+		})
+	}
+	var extra []table.Record // past the count Stats gave (not expected)
+	cur := chunk{}
+	i := 0
+	walkErr := b.ForEach(func(k, v []byte) error {
+		if len(k) != 8 {
+			return fmt.Errorf("%w: %s: record key %x", ErrCorrupt, s.path, k)
+		}
+		id := binary.BigEndian.Uint64(k)
+		if i >= n {
+			rec, err := s.decodeLoaded(id, v, results)
+			if err != nil {
+				return err
+			}
+			extra = append(extra, rec)
+			return nil
+		}
+		cur.ids, cur.vals = append(cur.ids, id), append(cur.vals, v)
+		i++
+		if len(cur.ids) == loadChunk {
+			if workers == 0 {
+				decodeChunk(cur)
+				cur = chunk{off: i, ids: cur.ids[:0], vals: cur.vals[:0]}
+			} else {
+				work <- cur
+				cur = chunk{off: i}
+			}
+		}
+		return nil
+	})
+	if len(cur.ids) > 0 && walkErr == nil {
+		decodeChunk(cur)
+	}
+	close(work)
+	wg.Wait()
+	if walkErr != nil {
+		return nil, walkErr
+	}
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	return append(recs[:i], extra...), nil
+}
+
+// decodeLoaded decodes record id for Load (results: its result copied
+// out) or LoadStored (a done record's result left in the store); the
+// bytes kept are copied out of v, which is bbolt's.
+func (s *Bolt) decodeLoaded(id uint64, v []byte, results bool) (table.Record, error) {
+	var rec table.Record
+	var err error
+	if results {
+		rec, err = decodeRecord(id, bytes.Clone(v))
+	} else {
+		rec, err = decodeRecord(id, v)
+		rec.Spec = bytes.Clone(rec.Spec)
+		if rec.Err != nil {
+			rec.Err.Value = bytes.Clone(rec.Err.Value)
+		}
+		if rec.Status == workunit.StatusDone {
+			rec.Result, rec.Stored = nil, true
+		}
+	}
+	if err != nil {
+		return rec, fmt.Errorf("%w: %s: record %d: %w", ErrCorrupt, s.path, id, err)
+	}
+	if (rec.Status == workunit.StatusWaiting || rec.Status == workunit.StatusRunning) && rec.Spec == nil {
+		return rec, fmt.Errorf("%w: %s: record %d (%s) is %s without a spec", ErrCorrupt, s.path, id, rec.Key, rec.Status)
+	}
+	return rec, nil
 }
 
 // Apply implements Store: the batch is appended to the write-ahead log
