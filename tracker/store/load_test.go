@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"fmt"
@@ -16,7 +17,8 @@ import (
 )
 
 // TestBolt_Load_ManyChunks: a store large enough to be decoded in
-// chunks on several goroutines loads every record once, in ID order,
+// chunks on several goroutines (and to be a tree of several levels, with
+// overflow pages, for the check at open) loads every record once, in ID order,
 // as written, with Load and with LoadStored; and a damaged record among
 // them fails the load with ErrCorrupt naming the first damaged one.
 func TestBolt_Load_ManyChunks(t *testing.T) {
@@ -38,11 +40,20 @@ func TestBolt_Load_ManyChunks(t *testing.T) {
 		} else {
 			r.Status, r.Result, r.Worker = workunit.StatusDone, fmt.Appendf(nil, "result %d", id), "w"
 		}
+		if i%1000 == 1 {
+			r.Result = bytes.Repeat([]byte{byte(i)}, 10_000) // overflow pages
+		}
 		want[i] = r
 	}
 	for i := 0; i < n; i += 1000 {
 		require.NoError(t, s.Apply(ctx, want[i:min(i+1000, n)]))
 	}
+	// Reopened: the check at open walks a tree of branches, leaves and
+	// overflow pages, and finds it whole.
+	require.NoError(t, s.Close())
+	s, err = OpenBolt(ctx, dir, BoltOptions{DirectCommits: true})
+	require.NoError(t, err)
+	defer s.Close()
 
 	got, err := s.Load(ctx)
 	require.NoError(t, err)
