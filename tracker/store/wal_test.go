@@ -45,6 +45,31 @@ func crashCopy(t *testing.T, dir string) string {
 	return out
 }
 
+// withBothBatches opens a store in dir without checkpoints and applies
+// walBatches to it: what the log holds, the bbolt file not yet. The
+// caller closes it.
+func withBothBatches(t *testing.T, dir string) *Bolt {
+	t.Helper()
+	s, err := OpenBolt(context.Background(), dir, noCheckpoints)
+	require.NoError(t, err)
+	first, second := walBatches()
+	require.NoError(t, s.Apply(context.Background(), first))
+	require.NoError(t, s.Apply(context.Background(), second))
+	return s
+}
+
+// reopenLoad opens the store in dir with opts and returns it (closed
+// when the test ends) with what its Load gives.
+func reopenLoad(t *testing.T, dir string, opts BoltOptions) (*Bolt, []table.Record) {
+	t.Helper()
+	s, err := OpenBolt(context.Background(), dir, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	got, err := s.Load(context.Background())
+	require.NoError(t, err)
+	return s, got
+}
+
 // walBatches are two batches: records made, then one finished (its
 // result stored), one forgotten, one done kept with its stored result.
 func walBatches() (first, second []table.Record) {
@@ -83,12 +108,9 @@ func TestBolt_Log_CrashBeforeCheckpoint(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
-	s, err := OpenBolt(ctx, dir, noCheckpoints)
-	require.NoError(t, err)
+	s := withBothBatches(t, dir)
 	defer s.Close()
-	first, second := walBatches()
-	require.NoError(t, s.Apply(ctx, first))
-	require.NoError(t, s.Apply(ctx, second))
+	first, _ := walBatches()
 	crashed := crashCopy(t, dir) // before the reads below, which checkpoint
 	files, err := walFiles(crashed)
 	require.NoError(t, err)
@@ -125,11 +147,7 @@ func TestBolt_Log_CrashBeforeCheckpoint(t *testing.T) {
 	assert.Empty(t, files, "a closed store has applied and removed its log")
 
 	// And once more, from the bbolt file alone.
-	r, err = OpenBolt(ctx, crashed, BoltOptions{DirectCommits: true})
-	require.NoError(t, err)
-	defer r.Close()
-	got, err = r.Load(ctx)
-	require.NoError(t, err)
+	_, got = reopenLoad(t, crashed, BoltOptions{DirectCommits: true})
 	assert.Equal(t, normalize(walExpected()), normalize(got), "the bbolt file after the replay")
 }
 
@@ -266,22 +284,15 @@ func TestBolt_Log_ReadOnly(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
-	s, err := OpenBolt(ctx, dir, noCheckpoints)
-	require.NoError(t, err)
-	first, second := walBatches()
-	require.NoError(t, s.Apply(ctx, first))
-	require.NoError(t, s.Apply(ctx, second))
+	s := withBothBatches(t, dir)
 	crashed := crashCopy(t, dir)
 	require.NoError(t, s.Close())
-	r, err := OpenBolt(ctx, crashed, BoltOptions{ReadOnly: true})
-	require.NoError(t, err)
-	defer r.Close()
-	got, err := r.Load(ctx)
-	require.NoError(t, err)
+	r, got := reopenLoad(t, crashed, BoltOptions{ReadOnly: true})
 	assert.Equal(t, normalize(walExpected()), normalize(got))
 	files, err := walFiles(crashed)
 	require.NoError(t, err)
 	assert.Len(t, files, 1, "the log is left as it was")
+	_, second := walBatches()
 	assert.ErrorIs(t, r.Apply(ctx, second), ErrReadOnly)
 }
 
@@ -317,18 +328,11 @@ func TestBolt_Log_DirectCommitsReplays(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
-	s, err := OpenBolt(ctx, dir, noCheckpoints)
-	require.NoError(t, err)
+	s := withBothBatches(t, dir)
 	defer s.Close()
-	first, second := walBatches()
-	require.NoError(t, s.Apply(ctx, first))
-	require.NoError(t, s.Apply(ctx, second))
 	crashed := crashCopy(t, dir)
 
-	r, err := OpenBolt(ctx, crashed, BoltOptions{DirectCommits: true})
-	require.NoError(t, err)
-	got, err := r.Load(ctx)
-	require.NoError(t, err)
+	r, got := reopenLoad(t, crashed, BoltOptions{DirectCommits: true})
 	assert.Equal(t, normalize(walExpected()), normalize(got))
 	files, err := walFiles(crashed)
 	require.NoError(t, err)
