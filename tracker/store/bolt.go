@@ -11,7 +11,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"runtime/debug"
 	"sync"
 	"time"
@@ -418,99 +417,26 @@ func (s *Bolt) load(ctx context.Context, results bool) ([]table.Record, error) {
 	return s.mergeOverlay(recs, results)
 }
 
-// loadChunk is how many records one decoder of decodeRecords takes at a
-// time.
-const loadChunk = 4096
-
-// decodeRecords decodes every record of bucket b, in ID order: on every
-// core, since decoding is most of a start's time on a large store (a
-// million records: about 1 s of CPU), while this goroutine walks the
-// tree and hands out chunks of it. The values alias bbolt's memory map,
-// so every decoder is done before it returns (and the transaction ends).
+// decodeRecords decodes every record of bucket b, in ID order. (Decoding
+// on both cores in chunks was tried: no faster on a million records, the
+// decoding being mostly allocation; docs/benchmarks.md.)
 func (s *Bolt) decodeRecords(b *bolt.Bucket, results bool) ([]table.Record, error) {
-	n := b.Stats().KeyN
-	workers := min(runtime.GOMAXPROCS(0), 8)
-	if n < 2*loadChunk || workers < 2 {
-		workers = 0 // decode here: not worth the goroutines
+	var recs []table.Record
+	if n := b.Stats().KeyN; n > 0 {
+		recs = make([]table.Record, 0, n)
 	}
-	recs := make([]table.Record, n)
-	type chunk struct {
-		off  int
-		ids  []uint64
-		vals [][]byte
-	}
-	var (
-		mu       sync.Mutex
-		firstErr error
-		errID    uint64
-	)
-	fail := func(id uint64, err error) {
-		mu.Lock()
-		if firstErr == nil || id < errID {
-			firstErr, errID = err, id
-		}
-		mu.Unlock()
-	}
-	decodeChunk := func(c chunk) {
-		for i, id := range c.ids {
-			rec, err := s.decodeLoaded(id, c.vals[i], results)
-			if err != nil {
-				fail(id, err)
-				return
-			}
-			recs[c.off+i] = rec
-		}
-	}
-	work := make(chan chunk, workers)
-	var wg sync.WaitGroup
-	for range workers {
-		wg.Go(func() {
-			for c := range work {
-				decodeChunk(c)
-			}
-		})
-	}
-	var extra []table.Record // past the count Stats gave (not expected)
-	cur := chunk{}
-	i := 0
-	walkErr := b.ForEach(func(k, v []byte) error {
+	err := b.ForEach(func(k, v []byte) error {
 		if len(k) != 8 {
 			return fmt.Errorf("%w: %s: record key %x", ErrCorrupt, s.path, k)
 		}
-		id := binary.BigEndian.Uint64(k)
-		if i >= n {
-			rec, err := s.decodeLoaded(id, v, results)
-			if err != nil {
-				return err
-			}
-			extra = append(extra, rec)
-			return nil
+		rec, err := s.decodeLoaded(binary.BigEndian.Uint64(k), v, results)
+		if err != nil {
+			return err
 		}
-		cur.ids, cur.vals = append(cur.ids, id), append(cur.vals, v)
-		i++
-		if len(cur.ids) == loadChunk {
-			if workers == 0 {
-				decodeChunk(cur)
-				cur = chunk{off: i, ids: cur.ids[:0], vals: cur.vals[:0]}
-			} else {
-				work <- cur
-				cur = chunk{off: i}
-			}
-		}
+		recs = append(recs, rec)
 		return nil
 	})
-	if len(cur.ids) > 0 && walkErr == nil {
-		decodeChunk(cur)
-	}
-	close(work)
-	wg.Wait()
-	if walkErr != nil {
-		return nil, walkErr
-	}
-	if firstErr != nil {
-		return nil, firstErr
-	}
-	return append(recs[:i], extra...), nil
+	return recs, err
 }
 
 // decodeLoaded decodes record id for Load (results: its result copied

@@ -16,19 +16,18 @@ import (
 	"github.com/riot-go/riot/workunit"
 )
 
-// TestBolt_Load_ManyChunks: a store large enough to be decoded in
-// chunks on several goroutines (and to be a tree of several levels, with
-// overflow pages, for the check at open) loads every record once, in ID order,
-// as written, with Load and with LoadStored; and a damaged record among
-// them fails the load with ErrCorrupt naming the first damaged one.
-func TestBolt_Load_ManyChunks(t *testing.T) {
+// TestBolt_Load_ManyRecords: a store of a tree of several levels, with
+// overflow pages (for the check at open), loads every record once, in ID
+// order, as written, with Load and with LoadStored; and a damaged record
+// among them fails the load with ErrCorrupt naming the first damaged one.
+func TestBolt_Load_ManyRecords(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
 	s, err := OpenBolt(ctx, dir, BoltOptions{DirectCommits: true})
 	require.NoError(t, err)
 	defer s.Close()
-	const n = 3*loadChunk + 17
+	const n, chunk = 3*4096 + 17, 4096
 	want := make([]table.Record, n)
 	for i := range want {
 		id := uint64(i + 1)
@@ -80,7 +79,7 @@ func TestBolt_Load_ManyChunks(t *testing.T) {
 	// Damage two records in different chunks: the load names the first.
 	require.NoError(t, s.db.Update(func(tx *bolt.Tx) error {
 		b := tx.Bucket(bucketRecords)
-		for _, id := range []uint64{2*loadChunk + 5, loadChunk + 3} {
+		for _, id := range []uint64{2*chunk + 5, chunk + 3} {
 			if err := b.Put(binary.BigEndian.AppendUint64(nil, id), []byte("not a record")); err != nil {
 				return err
 			}
@@ -90,6 +89,6 @@ func TestBolt_Load_ManyChunks(t *testing.T) {
 	for _, load := range []func(context.Context) ([]table.Record, error){s.Load, s.LoadStored} {
 		_, err = load(ctx)
 		require.ErrorIs(t, err, ErrCorrupt)
-		assert.ErrorContains(t, err, fmt.Sprintf("record %d:", loadChunk+3))
+		assert.ErrorContains(t, err, fmt.Sprintf("record %d:", chunk+3))
 	}
 }
