@@ -10,6 +10,7 @@ import (
 
 	"github.com/riot-go/riot/tracker/store"
 	"github.com/riot-go/riot/tracker/table"
+	"github.com/riot-go/riot/units"
 	"github.com/riot-go/riot/wire"
 	"github.com/riot-go/riot/workunit"
 )
@@ -339,7 +340,7 @@ func (l *loop) frame(ib *inbound) {
 				Watch:   m.Watch,
 			})
 			if err != nil {
-				l.push(c, &wire.Error{Req: m.Req, Code: codeFor(err), Message: err.Error()})
+				l.push(c, &wire.Error{Req: m.Req, Code: codeFor(err), Message: l.refusal(err, err.Error())})
 				continue
 			}
 			l.submitted++
@@ -431,7 +432,7 @@ func (l *loop) child(c *conn, key workunit.Key, m *wire.Child) {
 		if errors.Is(err, table.ErrNotHeld) {
 			l.s.log.Warn("child refused: the connection does not hold the parent's lease", "conn", c.name, "parent", m.Parent.Short(), "err", err)
 		}
-		l.push(c, &wire.Error{Req: m.Req, Code: codeFor(err), Message: "tracker: " + err.Error()})
+		l.push(c, &wire.Error{Req: m.Req, Code: codeFor(err), Message: l.refusal(err, "tracker: "+err.Error())})
 		return
 	}
 	l.submitted++
@@ -440,8 +441,29 @@ func (l *loop) child(c *conn, key workunit.Key, m *wire.Child) {
 	}
 }
 
+// refusal returns the message of the Error that answers a submission
+// Step refused with err: for a full table, what is full, how full, and
+// what to do; else other.
+func (l *loop) refusal(err error, other string) string {
+	var full *table.FullError
+	if !errors.As(err, &full) {
+		return other
+	}
+	what := "raise --max-memory, let jobs end and their results be forgotten (--keep-results), or cancel work that is waiting"
+	if !l.s.durable {
+		what = "raise --max-memory, run riotd with --data (results then stay on disk, not in memory), " +
+			"let jobs end and their results be forgotten (--keep-results), or cancel work that is waiting"
+	}
+	return fmt.Sprintf("tracker: memory full: workunit %s refused: the tracker holds %s for %d workunits (their records, specs and results), "+
+		"and this one needs %s more, past its --max-memory of %s. Nothing already accepted is dropped; to submit more, %s",
+		full.Key.Short(), units.FormatBytes(full.Held), full.Records, units.FormatBytes(full.Need), units.FormatBytes(full.Limit), what)
+}
+
 // codeFor returns the wire code of an error Step returned.
 func codeFor(err error) wire.Code {
+	if errors.Is(err, table.ErrFull) {
+		return wire.CodeFull
+	}
 	if errors.Is(err, table.ErrNotHeld) {
 		return wire.CodeForbidden
 	}
