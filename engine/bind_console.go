@@ -114,7 +114,7 @@ const maxConsoleLabels = 10000
 // console of riot: a workunit's and a job script's.
 func bindConsole(rl *realm) error {
 	con := rl.rt.NewObject()
-	v, err := rl.rt.RunScript(jsvalue.InternalFile, "(() => { const has = Object.prototype.hasOwnProperty; return (o, k) => has.call(o, k) })()")
+	v, err := hasOwnScript.Run(rl.rt)
 	if err != nil {
 		return err
 	}
@@ -307,3 +307,9 @@ func tableColumns(p *goja.Object) []string {
 	}
 	return names
 }
+
+// hasOwnScript gives (o, k) => whether o has an own property k, with the
+// realm's Object.prototype.hasOwnProperty as it was made. It is compiled
+// once: a program compiled per realm was kept by the function it made, in
+// every idle realm.
+var hasOwnScript = jsvalue.NewScript("(() => { const has = Object.prototype.hasOwnProperty; return (o, k) => has.call(o, k) })()")

@@ -109,7 +109,14 @@ func (rl *realm) gpus() []int {
 // "RangeError: Invalid string length" past MaxStringLength, as V8 does,
 // instead of building a string of gigabytes in one uninterruptible call.
 func bindStringLimits(rl *realm) error {
-	_, err := rl.rt.RunScript(jsvalue.InternalFile, `(function (max) {
+	_, err := stringLimitsScript.Run(rl.rt)
+	return err
+}
+
+// stringLimitsScript is bindStringLimits' script, compiled once: a program
+// compiled per realm was kept by the functions it made, in every idle
+// realm.
+var stringLimitsScript = jsvalue.NewScript(`(function (max) {
 		const S = String.prototype;
 		const origRepeat = S.repeat, origPadStart = S.padStart, origPadEnd = S.padEnd;
 		const str = (v, name) => {
@@ -129,7 +136,5 @@ func bindStringLimits(rl *realm) error {
 			const s = str(this, 'padEnd'); if (Number(len) > max) throw new RangeError('Invalid string length');
 			return origPadEnd.call(s, len, fill);
 		}});
-	})(`+jsvalue.Index(MaxStringLength)+`);
+	})(` + jsvalue.Index(MaxStringLength) + `);
 	delete globalThis.GoError;`)
-	return err
-}

@@ -1191,8 +1191,8 @@ func (w *web) formEncode(call goja.FunctionCall) goja.Value {
 }
 
 const urlScript = `
-function installURL(go, global, tag, methodsOf) {
-	const StringC = String, isArray = Array.isArray, iterator = Symbol.iterator;
+function installURL(go, P, global, tag, methodsOf) {
+	const StringC = P.String, isArray = P.isArray, iterator = P.iterator;
 	const invalidThis = (what) => go.throwCode('TypeError', 'ERR_INVALID_THIS', 'Value of "this" must be of type ' + what);
 
 	class URLSearchParams {
@@ -1309,7 +1309,7 @@ function installURL(go, global, tag, methodsOf) {
 	}
 	const attach = URLSearchParams._attach;
 	delete URLSearchParams._attach;
-	Object.defineProperty(URLSearchParams.prototype, iterator, { value: URLSearchParams.prototype.entries, writable: true, configurable: true });
+	P.defineProperty(URLSearchParams.prototype, iterator, { __proto__: null, value: URLSearchParams.prototype.entries, writable: true, configurable: true });
 	tag(URLSearchParams, 'URLSearchParams');
 	methodsOf(URLSearchParams, ['size', 'append', 'delete', 'get', 'getAll', 'has', 'set', 'sort', 'forEach', 'entries', 'keys', 'values', 'toString']);
 

@@ -28,12 +28,58 @@ type web struct {
 
 // bindWeb installs the globals of the web platform that Node has too:
 // DOMException, structuredClone, TextEncoder, TextDecoder, atob, btoa,
-// URL, URLSearchParams and crypto (getRandomValues, randomUUID). Their
-// classes are JavaScript (webScript), over Go functions that only it
+// URL, URLSearchParams, Crypto and crypto (getRandomValues, randomUUID).
+// Their classes are JavaScript (webScript), over Go functions that only it
 // holds; what they allocate is checked against the worker's memory
 // (checkAlloc) before it is allocated.
+//
+// They are built on first use: bindWeb defines each global as an accessor
+// (lazyWebScript) that builds them all (buildWeb) when a script first
+// reads or assigns one of them, and then replaces every one of them that
+// is still its accessor by a data property, as Node has it. A realm whose
+// workunits never touch them (most) keeps none of their objects, which
+// every collection of the Go heap would mark. What the classes take from
+// the built-ins when they are built (String, Uint8Array, Error,
+// Object.defineProperty, Symbol, Array.isArray) is taken here, before any
+// user script ran, so that a workunit that rewrote those globals first
+// gets the same classes.
 func bindWeb(rl *realm) error {
+	prg, err := lazyWebProgram()
+	if err != nil {
+		return err
+	}
+	v, err := rl.rt.RunProgram(prg)
+	if err != nil {
+		return err
+	}
+	lazy, ok := goja.AssertFunction(v)
+	if !ok {
+		return fmt.Errorf("engine: the lazy web globals script gave %v, not a function", v)
+	}
 	w := &web{rl: rl}
+	_, err = lazy(goja.Undefined(), rl.rt.ToValue(w.build))
+	return err
+}
+
+// build is buildWeb for the lazy web globals' accessors: it throws what
+// building threw.
+func (w *web) build(call goja.FunctionCall) goja.Value {
+	list, err := w.buildWeb(call.Argument(0))
+	if err != nil {
+		if jsErr, ok := err.(*goja.Exception); ok {
+			panic(jsErr.Value())
+		}
+		panic(w.rl.rt.NewGoError(err))
+	}
+	return list
+}
+
+// buildWeb builds the web globals with the built-ins that prims holds
+// (taken when the realm was made), and returns them as the null-prototype
+// object {0: name, 1: value, 2: enumerable, 3: name, ...} for the lazy
+// accessors to define; it keeps their DOMException for throwDOM.
+func (w *web) buildWeb(prims goja.Value) (goja.Value, error) {
+	rl := w.rl
 	helpers := rl.rt.NewObject()
 	if err := rl.setFuncs(helpers, []Func{
 		{"structuredClone", w.structuredClone},
@@ -55,29 +101,91 @@ func bindWeb(rl *realm) error {
 			return nil
 		}},
 	}); err != nil {
-		return err
+		return nil, err
 	}
 	prg, err := webProgram()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	v, err := rl.rt.RunProgram(prg)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	install, ok := goja.AssertFunction(v)
 	if !ok {
-		return fmt.Errorf("engine: the web globals script gave %v, not a function", v)
+		return nil, fmt.Errorf("engine: the web globals script gave %v, not a function", v)
 	}
-	dv, err := install(goja.Undefined(), helpers)
+	list, err := install(goja.Undefined(), helpers, prims)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	if w.domExc, ok = goja.AssertConstructor(dv); !ok {
-		return fmt.Errorf("engine: the web globals script gave %v, not DOMException", dv)
+	obj, ok := list.(*goja.Object)
+	if !ok {
+		return nil, fmt.Errorf("engine: the web globals script gave %v, not its globals", list)
 	}
-	return nil
+	if w.domExc, ok = goja.AssertConstructor(obj.Get("1")); !ok || obj.Get("0").String() != "DOMException" {
+		return nil, fmt.Errorf("engine: the web globals script did not give DOMException first")
+	}
+	return obj, nil
 }
+
+// webNames are the web globals, in the order that webScript makes them,
+// and whether each is enumerable (a class is not, a function is, as in
+// Node).
+const webNames = `['DOMException', false, 'structuredClone', true, 'TextEncoder', false, 'TextDecoder', false,
+	'atob', true, 'btoa', true, 'Crypto', false, 'crypto', true, 'URL', false, 'URLSearchParams', false]`
+
+// lazyWebScript defines the web globals as accessors that build them
+// (build: web.build) on first use, and takes the built-ins that building
+// them needs. An accessor replaced by a data property before the others
+// were built (assigned, deleted, redefined by the script) is left as the
+// script made it.
+const lazyWebScript = `(function () {
+'use strict';
+return function lazy(build) {
+	const G = globalThis, defineProperty = Object.defineProperty, getOwn = Object.getOwnPropertyDescriptor;
+	const prims = { __proto__: null, defineProperty, String, Uint8Array, Error, Symbol, isArray: Array.isArray,
+		iterator: Symbol.iterator, toStringTag: Symbol.toStringTag };
+	const names = ` + webNames + `;
+	const getters = { __proto__: null };
+	let built = null;
+	const load = () => {
+		if (built !== null) return built;
+		const list = build(prims);
+		const values = { __proto__: null };
+		for (let i = 0; list[i] !== undefined; i += 3) values[list[i]] = list[i + 1];
+		built = values;
+		for (let i = 0; list[i] !== undefined; i += 3) {
+			const name = list[i], d = getOwn(G, name);
+			if (d !== undefined && d.get === getters[name] && d.configurable) {
+				defineProperty(G, name, { __proto__: null, value: list[i + 1], writable: true, configurable: true, enumerable: list[i + 2] });
+			}
+		}
+		return built;
+	};
+	for (let i = 0; i < names.length; i += 2) {
+		const name = names[i], enumerable = names[i + 1];
+		const get = () => load()[name];
+		const set = (v) => {
+			load();
+			const d = getOwn(G, name);
+			if (d !== undefined && d.get === get) {
+				if (!d.configurable) throw new TypeError('Cannot assign to read only property \'' + name + '\' of object');
+				defineProperty(G, name, { __proto__: null, value: v, writable: true, configurable: true, enumerable });
+				return;
+			}
+			G[name] = v;
+		};
+		getters[name] = get;
+		defineProperty(G, name, { __proto__: null, get, set, configurable: true, enumerable });
+	}
+};
+})()`
+
+// lazyWebProgram is lazyWebScript compiled, once per process.
+var lazyWebProgram = sync.OnceValues(func() (*goja.Program, error) {
+	return goja.Compile(jsvalue.InternalFile, lazyWebScript, true)
+})
 
 // webProgram is webScript compiled, once per process: a goja program is
 // immutable and runs in any runtime.
@@ -508,14 +616,21 @@ func (w *web) randomUUID(goja.FunctionCall) goja.Value {
 // webScript returns the function that installs the web globals; urlScript
 // comes before it, in the same function.
 const webScript = `
-return function install(go) {
-	const G = globalThis;
-	const defineProperty = Object.defineProperty;
-	const U8 = Uint8Array, StringC = String;
+// It runs when a workunit first touches one of them (bindWeb), and uses
+// only the built-ins of P, taken before any user script ran: it returns
+// the globals as {0: name, 1: value, 2: enumerable, ...}, DOMException
+// first, for lazyWebScript to define.
+return function install(go, P) {
+	const defineProperty = P.defineProperty;
+	const U8 = P.Uint8Array, StringC = P.String, ErrorC = P.Error, SymbolC = P.Symbol;
+	const out = { __proto__: null };
+	let n = 0;
 	// A global as Node has it: a class is not enumerable, a function is.
-	const global = (name, value, enumerable) => defineProperty(G, name, { value, writable: true, configurable: true, enumerable });
-	const tag = (C, name) => defineProperty(C.prototype, Symbol.toStringTag, { value: name, configurable: true });
-	const methodsOf = (C, names) => { for (const n of names) defineProperty(C.prototype, n, { enumerable: true }); };
+	const global = (name, value, enumerable) => { out[n++] = name; out[n++] = value; out[n++] = enumerable; };
+	const tag = (C, name) => defineProperty(C.prototype, P.toStringTag, { __proto__: null, value: name, configurable: true });
+	const methodsOf = (C, names) => {
+		for (let i = 0; i < names.length; i++) defineProperty(C.prototype, names[i], { __proto__: null, enumerable: true });
+	};
 
 	const codes = {
 		IndexSizeError: 1, HierarchyRequestError: 3, WrongDocumentError: 4, InvalidCharacterError: 5,
@@ -524,12 +639,12 @@ return function install(go) {
 		TypeMismatchError: 17, SecurityError: 18, NetworkError: 19, AbortError: 20, URLMismatchError: 21,
 		QuotaExceededError: 22, TimeoutError: 23, InvalidNodeTypeError: 24, DataCloneError: 25,
 	};
-	class DOMException extends Error {
+	class DOMException extends ErrorC {
 		#code;
 		constructor(message = '', options = 'Error') {
 			super(StringC(message));
 			const name = options !== null && typeof options === 'object' ? StringC(options.name === undefined ? 'Error' : options.name) : StringC(options);
-			defineProperty(this, 'name', { value: name, writable: true, configurable: true });
+			defineProperty(this, 'name', { __proto__: null, value: name, writable: true, configurable: true });
 			this.#code = codes[name] || 0;
 		}
 		get code() { return this.#code; }
@@ -584,7 +699,7 @@ return function install(go) {
 	global('atob', function atob(input) { return arguments.length === 0 ? go.atob() : go.atob(StringC(input)); }, true);
 	global('btoa', function btoa(input) { return arguments.length === 0 ? go.btoa() : go.btoa(StringC(input)); }, true);
 
-	const cryptoKey = Symbol('riot:crypto');
+	const cryptoKey = SymbolC('riot:crypto');
 	class Crypto {
 		constructor(key = undefined) {
 			if (key !== cryptoKey) go.throwCode('TypeError', 'ERR_ILLEGAL_CONSTRUCTOR', 'Illegal constructor');
@@ -597,7 +712,7 @@ return function install(go) {
 	global('Crypto', Crypto, false);
 	global('crypto', new Crypto(cryptoKey), true);
 
-	installURL(go, global, tag, methodsOf);
-	return DOMException;
+	installURL(go, P, global, tag, methodsOf);
+	return out;
 };
 `

@@ -1,6 +1,7 @@
 package engine
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -339,4 +340,54 @@ func TestWeb_Bounded(t *testing.T) {
 	}
 	// The engine still serves.
 	assert.Equal(t, "aGk=", evalValue(t, e, "btoa('hi')"))
+}
+
+// The web globals are built when a workunit first touches one of them
+// (bindWeb): each case runs first in a realm of its own, so that it is
+// what touches them first, and gets what the globals gave when they were
+// built with the realm.
+func TestWeb_LazyGlobals(t *testing.T) {
+	t.Parallel()
+	e := newEngine(t, Options{Slots: 1})
+	cases := []struct{ name, src, want string }{
+		{"same names, same order, same enumerability",
+			"Object.keys(globalThis).filter(k => ['structuredClone', 'atob', 'btoa', 'crypto'].includes(k)).join() + ' ' + " +
+				"Object.getOwnPropertyNames(globalThis).filter(k => /^(DOMException|TextEncoder|TextDecoder|URL|URLSearchParams|Crypto)$/.test(k)).join()",
+			"structuredClone,atob,btoa,crypto DOMException,TextEncoder,TextDecoder,Crypto,URL,URLSearchParams"},
+		{"a data property once touched",
+			"{ typeof URL; const d = Object.getOwnPropertyDescriptor(globalThis, 'TextEncoder'); " +
+				"return [typeof d.value, d.writable, d.enumerable, d.configurable, 'get' in d].join() }",
+			"function,true,false,true,false"},
+		{"one realm, one set of classes",
+			"{ const a = URL, b = URL; try { atob('%') } catch (e) { return [a === b, e instanceof DOMException, e.name].join() } }",
+			"true,true,InvalidCharacterError"},
+		{"built with the built-ins the realm was made with",
+			"{ globalThis.String = null; globalThis.Uint8Array = null; globalThis.Error = null; Object.defineProperty = null; " +
+				"Array.prototype[Symbol.iterator] = null; Object.prototype.get = () => 1; " +
+				"const bytes = new TextEncoder().encode('hé'); " +
+				"return [bytes.length, new URL('http://a/b?x=1').searchParams.get('x'), new DOMException('m', 'DataCloneError').code].join() }",
+			"3,1,25"},
+		{"assigned before it is touched",
+			"{ URL = 5; TextEncoder = 6; const d = Object.getOwnPropertyDescriptor(globalThis, 'URL'); " +
+				"return [URL, TextEncoder, d.enumerable, typeof URLSearchParams].join() }",
+			"5,6,false,function"},
+		{"deleted before it is touched",
+			"{ delete globalThis.URL; return [typeof URL, 'URL' in globalThis, typeof URLSearchParams, 'URL' in globalThis].join() }",
+			"undefined,false,function,false"},
+		{"redefined before it is touched",
+			"{ Object.defineProperty(globalThis, 'crypto', { value: 7, configurable: true }); return [crypto, typeof Crypto, crypto].join() }",
+			"7,function,7"},
+		{"a frozen global object",
+			"{ Object.freeze(globalThis); let err = ''; try { (() => { 'use strict'; URL = 1 })() } catch (e) { err = e.name } " +
+				"return [typeof URL, err].join() }",
+			"function,TypeError"},
+	}
+	for i, c := range cases {
+		src := c.src
+		if strings.HasPrefix(src, "{") {
+			src = "(() => " + src + ")()"
+		}
+		v, _ := runIn(t, e, "lazy-"+strconv.Itoa(i), src)
+		assert.Equal(t, c.want, v, c.name)
+	}
 }

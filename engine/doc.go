@@ -19,7 +19,8 @@
 // carries values between master and workers; TextEncoder and TextDecoder,
 // UTF-8 only; URL and URLSearchParams, the WHATWG parser; atob and btoa;
 // crypto.getRandomValues and crypto.randomUUID; DOMException, which they
-// throw), performance.now(), sleep(seconds) (blocks
+// throw; all built when a workunit first touches one of them, see
+// docs/engine.md), performance.now(), sleep(seconds) (blocks
 // the workunit; its time limit interrupts it), setTimeout, setInterval,
 // clearTimeout, clearInterval and queueMicrotask (they run while the
 // workunit waits for its promise, and none outlives it), riot.worker

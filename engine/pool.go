@@ -5,8 +5,9 @@ import "sync"
 // RuntimeBytesEstimate is what the engine counts for an idle runtime
 // against Options.IdleRuntimeBytes, besides the blob bytes it keeps: the
 // heap an idle realm keeps once it ran a trivial workunit, as
-// BenchmarkEngine_RealmMemory measures it (about 421,000 bytes), rounded
-// up. The globals that workunits leave in a realm are not counted.
+// BenchmarkEngine_RealmMemory measured it (about 421,000 bytes; 362,000
+// since the web globals are built on first use), rounded up, and kept so
+// that the bounds hold as many runtimes as they did. The globals that workunits leave in a realm are not counted.
 const RuntimeBytesEstimate = 448 << 10
 
 // runtimePool keeps the engine's idle runtimes, of every realm, for any

@@ -120,23 +120,27 @@ func BenchmarkServer_Throughput(b *testing.B) {
 		if durable {
 			name = "bolt"
 		}
-		b.Run(name, func(b *testing.B) { benchThroughput(b, durable, 2, 64) })
+		b.Run(name, func(b *testing.B) { benchThroughput(b, durable, 2, 64, 0) })
 	}
 }
 
 // BenchmarkServer_ManyWorkerConns is BenchmarkServer_Throughput's memory
 // run with the same 128 slots spread over many one-slot workers' connections
 // (and, for comparison, over two): frames/wu counts the frames the
-// workers and the master read and wrote per workunit.
+// workers and the master read and wrote per workunit. The runs with
+// prefetch give each worker that much credit beyond its slots, as
+// riot-worker does (it sizes its prefetch up to 64 per slot).
 func BenchmarkServer_ManyWorkerConns(b *testing.B) {
-	for _, c := range []struct{ workers, slots int }{{2, 64}, {128, 1}, {1000, 1}} {
-		b.Run(fmt.Sprintf("workers=%d,slots=%d", c.workers, c.slots), func(b *testing.B) {
-			benchThroughput(b, false, c.workers, c.slots)
+	for _, c := range []struct{ workers, slots, prefetch int }{
+		{2, 64, 0}, {128, 1, 0}, {1000, 1, 0}, {1000, 1, 3}, {1000, 1, 64},
+	} {
+		b.Run(fmt.Sprintf("workers=%d,slots=%d,prefetch=%d", c.workers, c.slots, c.prefetch), func(b *testing.B) {
+			benchThroughput(b, false, c.workers, c.slots, c.prefetch)
 		})
 	}
 }
 
-func benchThroughput(b *testing.B, durable bool, nworkers, slots int) {
+func benchThroughput(b *testing.B, durable bool, nworkers, slots, prefetch int) {
 	var opts []trackertest.Option
 	if durable {
 		opts = append(opts, trackertest.Durable())
@@ -147,9 +151,9 @@ func benchThroughput(b *testing.B, durable bool, nworkers, slots int) {
 	var wg sync.WaitGroup
 	var workers []*benchConn
 	for i := range nworkers {
-		w := benchDial(b, tr, wire.Hello{Role: wire.RoleWorker, Name: "w" + strconv.Itoa(i), Slots: slots})
+		w := benchDial(b, tr, wire.Hello{Role: wire.RoleWorker, Name: "w" + strconv.Itoa(i), Slots: slots, Prefetch: prefetch})
 		workers = append(workers, w)
-		wg.Go(func() { benchWorker(b, w, slots) })
+		wg.Go(func() { benchWorker(b, w, slots+prefetch) })
 	}
 	tr.WaitFor(b, func(s tracker.Stats) bool { return s.Workers == nworkers })
 	m := benchDial(b, tr, wire.Hello{Role: wire.RoleMaster, Name: "m"})

@@ -79,10 +79,12 @@ const (
 	qDead                  // write nothing more
 )
 
-// conn is one websocket: a master or a worker. Its reader is the HTTP
-// handler's goroutine (serve), its writer a goroutine of its own
-// (writeLoop). Messages to send go through its queue, which the table's
-// loop and the reader fill and the writer empties.
+// conn is one websocket: a master or a worker. Its reader is a goroutine
+// (serve); its writer (write) is a goroutine that runs only while there
+// is something to write: messages, a ping, the close. Messages to send go
+// through its queue, which the table's loop and the reader fill and the
+// writer empties. An idle connection has its reader's goroutine, its
+// websocket's read buffer and a ping timer, and no writer.
 type conn struct {
 	s      *Server
 	id     uint64 // also its table.WorkerID and table.MasterID
@@ -116,9 +118,14 @@ type conn struct {
 	// (until its hello is accepted). Owned by the reader.
 	inHandshake bool
 
-	closeSent atomic.Bool // the writer sent a close frame
-	wake      chan struct{}
-	done      chan struct{} // closed when the writer has ended
+	closeSent atomic.Bool   // the writer sent a close frame
+	done      chan struct{} // closed when the writer has ended for good
+	// pinger pings the peer every PingInterval: it sets pingDue and wakes
+	// the writer, which sends the ping and sets it again. Set before the
+	// reader starts.
+	pinger *time.Timer
+	// spare is the queue's other buffer; only the writer running holds it.
+	spare []wire.Msg
 
 	mu         sync.Mutex // guards what follows
 	name       string     // unique; set by the loop at the hello
@@ -128,6 +135,9 @@ type conn struct {
 	closeCode  int
 	closeText  string
 	dropReason string // why the server dropped it, if it did
+	writing    bool   // a writer runs (or is starting): wakeup starts none
+	ended      bool   // the writer has ended for good: done is closed
+	pingDue    bool   // the writer is to send a ping
 
 	// Owned by the loop.
 	touched bool // has messages pushed in this round, to wake
@@ -164,7 +174,6 @@ func newConn(s *Server, ws *websocket.Conn, remote string) *conn {
 		remote: remote,
 		since:  time.Now(),
 		ack:    make(chan struct{}, 1),
-		wake:   make(chan struct{}, 1),
 		done:   make(chan struct{}),
 	}
 	c.inb.c = c
@@ -284,11 +293,25 @@ func (c *conn) send(m wire.Msg) {
 	}
 }
 
+// wakeup starts the writer when it has something to do and none runs.
 func (c *conn) wakeup() {
-	select {
-	case c.wake <- struct{}{}:
-	default:
+	c.mu.Lock()
+	start := !c.writing && !c.ended && (len(c.queue) > 0 || c.state != qOpen || c.pingDue)
+	if start {
+		c.writing = true
 	}
+	c.mu.Unlock()
+	if start {
+		go c.write()
+	}
+}
+
+// pingSoon is the pinger's function: the writer is to send a ping.
+func (c *conn) pingSoon() {
+	c.mu.Lock()
+	c.pingDue = true
+	c.mu.Unlock()
+	c.wakeup()
 }
 
 // closeAfter makes the writer send what is queued, then a close frame
@@ -315,16 +338,6 @@ func (c *conn) stop() {
 	c.wakeup()
 }
 
-// take hands the writer what is queued, giving the queue buf to fill next.
-func (c *conn) take(buf []wire.Msg) ([]wire.Msg, qstate, int, string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	msgs := c.queue
-	c.queue = buf[:0]
-	c.qbytes = 0
-	return msgs, c.state, c.closeCode, c.closeText
-}
-
 // writeFailed drops the connection after a failed write. It counts a drop
 // only when the connection was not dead already: a write fails too when
 // push has just dropped the connection (counted there) or when the reader
@@ -343,52 +356,102 @@ func (c *conn) writeFailed(err error) {
 	c.ws.Close()
 }
 
-// writeLoop is the connection's writer: it pings every PingInterval and
-// writes every message that is ready, batched into as few frames as the
-// limits allow.
-func (c *conn) writeLoop() {
-	defer close(c.done)
+// write is the connection's writer: it writes every message that is
+// ready, batched into as few frames as the limits allow, and a ping when
+// one is due, until there is nothing left to write; then it returns, and
+// the next wakeup starts it again. It ends for good (closing done) when
+// the connection is dead, once it has sent the close frame, or when a
+// write fails.
+func (c *conn) write() {
 	o := &c.s.opts
-	ping := time.NewTicker(o.PingInterval)
-	defer ping.Stop()
-	enc := wire.Encoder{Limits: o.Limits}
-	var spare []wire.Msg
 	for {
-		select {
-		case <-c.wake:
-		case <-ping.C:
-			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(o.WriteTimeout)); err != nil {
-				c.writeFailed(err)
-				return
-			}
-			continue
-		}
-		msgs, st, code, text := c.take(spare)
-		if st == qDead {
+		c.mu.Lock()
+		ping := c.pingDue && c.state == qOpen
+		c.pingDue = false
+		st, code, text := c.state, c.closeCode, c.closeText
+		if st == qOpen && len(c.queue) == 0 && !ping {
+			c.writing = false
+			c.mu.Unlock()
 			return
 		}
-		if err := c.writeAll(&enc, msgs); err != nil {
+		if st == qDead {
+			c.mu.Unlock()
+			c.endWriter()
+			return
+		}
+		msgs := c.queue
+		c.queue = c.spare[:0]
+		c.spare = nil
+		c.qbytes = 0
+		c.mu.Unlock()
+		if ping {
+			if err := c.ws.WriteControl(websocket.PingMessage, nil, time.Now().Add(o.WriteTimeout)); err != nil {
+				c.writeFailed(err)
+				c.endWriter()
+				return
+			}
+			c.pinger.Reset(o.PingInterval)
+		}
+		if err := c.writeAll(msgs); err != nil {
 			c.writeFailed(err)
+			c.endWriter()
 			return
 		}
 		clear(msgs)
-		spare = msgs[:0]
+		if cap(msgs) > maxSpareMsgs {
+			msgs = nil // a burst's queue does not stay with an idle connection
+		}
+		c.spare = msgs[:0]
 		if st == qClosing {
 			_ = c.ws.WriteControl(websocket.CloseMessage, websocket.FormatCloseMessage(code, text),
 				time.Now().Add(o.WriteTimeout))
 			// The reader waits a little for the peer's close, then ends.
 			c.closeSent.Store(true)
 			_ = c.ws.NetConn().SetReadDeadline(time.Now().Add(closeGrace))
+			c.endWriter()
 			return
 		}
 	}
 }
 
+// endWriter ends the writer for good: no other starts, and done is closed.
+func (c *conn) endWriter() {
+	c.mu.Lock()
+	c.ended = true
+	c.spare = nil
+	c.mu.Unlock()
+	if c.pinger != nil { // nil only for a connection never served
+		c.pinger.Stop()
+	}
+	close(c.done)
+}
+
+// maxSpareMsgs is the capacity of the queue a writer keeps for the next
+// round: a bigger one, from a burst, is let go.
+const maxSpareMsgs = 256
+
+// encoder returns an encoder for a frame, from the server's pool.
+func (s *Server) encoder() *wire.Encoder {
+	if e, _ := s.encoders.Get().(*wire.Encoder); e != nil {
+		return e
+	}
+	return &wire.Encoder{Limits: s.opts.Limits}
+}
+
 // writeAll encodes msgs into frames and writes them. Welcome and Refused
 // go alone in their frame; a BlobPart ends its frame, so that the client
 // can handle each piece (and ask for the next) while the following ones
-// are on their way.
-func (c *conn) writeAll(enc *wire.Encoder, msgs []wire.Msg) error {
+// are on their way. The encoder, and its buffer, come from the server's
+// pool and go back to it: an idle connection holds none.
+func (c *conn) writeAll(msgs []wire.Msg) error {
+	if len(msgs) == 0 {
+		return nil
+	}
+	enc := c.s.encoder()
+	defer func() {
+		enc.Reset()
+		c.s.encoders.Put(enc)
+	}()
 	for _, m := range msgs {
 		err := enc.Add(m)
 		if errors.Is(err, wire.ErrFrameFull) {
@@ -448,7 +511,7 @@ func (c *conn) writeFrame(enc *wire.Encoder) error {
 }
 
 // serveWS is the handler of wire.Path: it upgrades to a websocket and
-// serves it until it ends.
+// starts serving it.
 func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 	if !s.hostAllowed(r) {
 		refuseHost(w, r)
@@ -475,8 +538,15 @@ func (s *Server) serveWS(w http.ResponseWriter, r *http.Request) {
 		refuseEarly(ws, wire.CodeFull, fmt.Sprintf("tracker: full (%d connections)", s.opts.MaxConns))
 		return
 	}
-	defer s.untrack(c)
-	c.serve()
+	// The connection runs in a goroutine of its own, and the handler
+	// returns: net/http then lets go of what it held for the request
+	// (its HTTP connection's write buffer, the request, its context and
+	// headers), which an idle websocket does not need. The websocket
+	// reads through the HTTP connection's read buffer, which it took over.
+	go func() {
+		defer s.untrack(c)
+		c.serve()
+	}()
 }
 
 // refuseEarly refuses a websocket without starting its pumps or reading
@@ -490,9 +560,10 @@ func refuseEarly(ws *websocket.Conn, code wire.Code, msg string) {
 	ws.Close()
 }
 
-// serve runs the connection: its writer in a goroutine, its reader here.
+// serve runs the connection: its reader here, its writer in a goroutine
+// when there is something to write (see write).
 func (c *conn) serve() {
-	go c.writeLoop()
+	c.pinger = time.AfterFunc(c.s.opts.PingInterval, c.pingSoon)
 	reason := c.readLoop()
 	c.leaveHandshake()
 	c.abortUploads()

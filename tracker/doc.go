@@ -28,12 +28,18 @@
 //     fsync'd commit) so that the loop never blocks on fsync. The loop has
 //     at most one Ready with it at a time: that is the group commit, and
 //     the store needs none of its own.
-//   - Per websocket, a reader (the HTTP handler's goroutine) and a writer.
-//     The reader reads and decodes frames, computes workunit keys, answers
-//     blob requests from the store, and hands the rest to the loop; it
-//     waits for the loop to take a frame before it decodes the next, which
-//     is the connection's back-pressure. The writer pings, and writes every
-//     message that is ready batched into as few frames as fit.
+//   - Per websocket, a reader, and a writer while there is something to
+//     write. The reader is a goroutine of its own (the HTTP handler
+//     returns once it has upgraded, so that net/http lets go of the
+//     request); it reads and decodes frames, computes workunit keys,
+//     answers blob requests from the store, and hands the rest to the loop;
+//     it waits for the loop to take a frame before it decodes the next,
+//     which is the connection's back-pressure. The writer is started when
+//     messages are queued, a ping is due (a timer per connection) or the
+//     connection closes; it writes every message that is ready batched
+//     into as few frames as fit, with an encoder from a pool, and returns
+//     when nothing is left. An idle connection holds one goroutine, its
+//     websocket's 4 KiB read buffer and its state.
 //   - The HTTP server's.
 //
 // # Protocol choices

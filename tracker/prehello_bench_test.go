@@ -25,7 +25,9 @@ func rawUpgrade(tb testing.TB, srv *Server) net.Conn {
 	tb.Helper()
 	nc, err := net.Dial("tcp", srv.Addr().String())
 	require.NoError(tb, err)
-	req := "GET " + wire.Path + " HTTP/1.1\r\nHost: riotd\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
+	// The Host is the address dialed: riotd refuses other hosts (403,
+	// against DNS rebinding), which it named before riotd checked hosts.
+	req := "GET " + wire.Path + " HTTP/1.1\r\nHost: " + srv.Addr().String() + "\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n" +
 		"Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n" +
 		"Sec-WebSocket-Protocol: " + wire.Subprotocol + "\r\n\r\n"
 	_, err = nc.Write([]byte(req))

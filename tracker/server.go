@@ -57,6 +57,10 @@ type Server struct {
 	pieces  sync.Pool   // of *[]byte: buffers of blob-part data, back once written
 	// writeBufs holds the websockets' write buffers between frames.
 	writeBufs sync.Pool
+	// encoders holds the connections' frame encoders (*wire.Encoder, with
+	// the options' limits) between writes: a writer holds one, and its
+	// buffer, only while it writes (see conn.writeAll).
+	encoders sync.Pool
 
 	ln       net.Listener
 	tls      bool           // ln serves TLS
@@ -177,7 +181,7 @@ func New(opts Options) (*Server, error) {
 	case o.Store != nil:
 		st, s.durable = o.Store, true
 	case o.DataDir != "":
-		b, err := store.OpenBolt(s.baseCtx, o.DataDir, store.BoltOptions{})
+		b, err := store.OpenBolt(s.baseCtx, o.DataDir, store.BoltOptions{Logger: s.log})
 		if err != nil {
 			ln.Close()
 			return nil, fmt.Errorf("tracker: %w", err)

@@ -379,6 +379,35 @@ func TestServer_MissedPong_Dropped(t *testing.T) {
 	assert.Equal(t, websocket.CloseAbnormalClosure, ce.Code, "no close frame: %v", ce)
 }
 
+// TestServer_IdleConn_Pinged: a connection with nothing to receive is
+// pinged again and again (its writer runs only when there is something to
+// write: a ping is), and stays connected while it answers, past its read
+// timeout many times over; then work still reaches it.
+func TestServer_IdleConn_Pinged(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t, trackertest.WithOptions(func(o *tracker.Options) {
+		o.PingInterval = 20 * time.Millisecond
+	}))
+	pings := make(chan struct{}, 1)
+	w := worker(t, tr, "idle", 1, dialOpts{pings: pings})
+	// wire.ReadTimeout(20ms) is a few pings: 20 pings outlast it.
+	for i := range 20 {
+		select {
+		case <-pings:
+		case <-w.done:
+			t.Fatalf("dropped after %d pings: %v", i, w.readErr)
+		case <-time.After(waitLimit):
+			t.Fatalf("ping %d never came", i+1)
+		}
+	}
+	st := tr.WaitFor(t, func(s tracker.Stats) bool { return true })
+	assert.Equal(t, 1, st.Workers)
+	m := master(t, tr, "m")
+	key, _ := m.submit("1")
+	a := recv[*wire.Assign](w)
+	assert.Equal(t, key, a.Key)
+}
+
 // TestServer_NoSubprotocol: the riot subprotocol is optional: a client
 // that asks for none is served (and gets none).
 func TestServer_NoSubprotocol(t *testing.T) {

@@ -39,9 +39,12 @@ type wsClient struct {
 }
 
 type dialOpts struct {
-	noRead bool        // do not read at all (a peer that stops reading)
-	noPong bool        // read, but never answer pings
-	tls    *tls.Config // for a tracker with TLS
+	noRead bool // do not read at all (a peer that stops reading)
+	noPong bool // read, but never answer pings
+	// pings, when not nil, is told of each ping read (and answered), when
+	// it has room.
+	pings chan<- struct{}
+	tls   *tls.Config // for a tracker with TLS
 }
 
 // dialRaw opens a websocket to tr without saying hello.
@@ -54,8 +57,21 @@ func dialRaw(t *testing.T, tr *trackertest.Tracker, o dialOpts) *wsClient {
 	require.Equal(t, wire.Subprotocol, ws.Subprotocol())
 	c := &wsClient{t: t, ws: ws, in: make(chan wire.Msg, 1<<14), done: make(chan struct{}), resume: make(chan struct{})}
 	t.Cleanup(func() { close(c.resume) })
-	if o.noPong {
+	switch {
+	case o.noPong:
 		ws.SetPingHandler(func(string) error { return nil })
+	case o.pings != nil:
+		ws.SetPingHandler(func(data string) error {
+			select {
+			case o.pings <- struct{}{}:
+			default:
+			}
+			err := ws.WriteControl(websocket.PongMessage, []byte(data), time.Now().Add(waitLimit))
+			if errors.Is(err, websocket.ErrCloseSent) {
+				return nil
+			}
+			return err
+		})
 	}
 	t.Cleanup(func() { ws.Close() })
 	if o.noRead {

@@ -26,6 +26,21 @@
 // processes and threads, through a Python script of riot-bench's) beside
 // riot's figures.
 //
+// With --conns N1,N2 it measures instead, for each N, a fresh riotd
+// --memory holding N one-slot worker connections (lean protocol peers in
+// riot-bench's own process): riotd's resident memory, heap and
+// goroutines per idle connection, then --n trivial workunits through
+// them, answered at once: throughput, riotd's CPU and frames per
+// workunit. It raises its open-files limit to fit, or says why it cannot.
+//
+// With --restart N1,N2 it measures instead, for each N, a fresh durable
+// riotd filled with N finished workunits through --workers workers, then
+// killed (SIGKILL: its store's log is replayed) and started again, then
+// stopped and started again: the time from each start until it serves
+// (its status page answers) and until a master's first memoized answer,
+// and its resident memory and heap in use beside the same records built
+// live.
+//
 // With --masters M1,M2 it measures instead, for each M, --n such
 // workunits from M Go client masters at once, each a realm of its own on
 // the workers, interleaved: throughput and the workers' CPU per workunit
@@ -102,6 +117,12 @@ type config struct {
 	// inFlight is how many workunits the --masters masters keep waiting
 	// at most, all together.
 	inFlight int
+	// conns, when set, are the numbers of worker connections of the
+	// --conns runs (they replace the other runs).
+	conns []int
+	// restart, when set, are the numbers of finished workunits of the
+	// --restart runs (they replace the other runs).
+	restart []int
 }
 
 func parseFlags(args []string, stderr io.Writer) (*config, error) {
@@ -133,6 +154,10 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.StringVar(&big, "big", "", "instead of the other runs, send one Float64Array of this `size` (e.g. 512MiB) through riotd to a worker and back, in each of --stores, and report the time and the peak memory of the master, riotd and the worker")
 	var masters string
 	fs.StringVar(&masters, "masters", "", "instead of the other runs, measure --n trivial workunits from each of these numbers of Go client masters at once (`M1,M2`, e.g. 1,50,500), every master a realm of its own, against --workers workers in each of --stores: throughput and the workers' CPU per workunit")
+	var conns string
+	fs.StringVar(&conns, "conns", "", "instead of the other runs, hold each of these numbers of one-slot worker connections (`N1,N2`, e.g. 1000,10000; lean peers in riot-bench's process) on a fresh riotd --memory: its memory per idle connection, then --n trivial workunits through them (--prefetch: each connection's prefetch)")
+	var restart string
+	fs.StringVar(&restart, "restart", "", "instead of the other runs, fill a fresh durable riotd with each of these numbers of finished trivial workunits (`N1,N2`, e.g. 1000000) through --workers workers, then kill it and start it again, and stop it and start it again: the time until it serves and answers a memoized workunit, and its memory beside the same records built live")
 	fs.IntVar(&c.inFlight, "in-flight", 4000, "workunits the --masters masters keep waiting at most, all together (each a share), so that their workunits interleave")
 	fs.DurationVar(&c.timeout, "timeout", 20*time.Minute, "bound on the whole run")
 	fs.BoolVar(&c.verbose, "v", false, "print the processes' logs when done")
@@ -197,6 +222,20 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		}
 		c.masters = append(c.masters, m)
 	}
+	for _, s := range splitList(conns) {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 || n > 1<<20 {
+			return nil, fmt.Errorf("--conns: %q is not a number of connections (1 to %d)", s, 1<<20)
+		}
+		c.conns = append(c.conns, n)
+	}
+	for _, s := range splitList(restart) {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("--restart: %q is not a number of workunits (1 or more)", s)
+		}
+		c.restart = append(c.restart, n)
+	}
 	if c.format != "text" && c.format != "markdown" {
 		return nil, fmt.Errorf("--format %q: want text or markdown", c.format)
 	}
@@ -241,6 +280,20 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	defer b.cleanup()
 	if cfg.big > 0 {
 		if err := b.runBig(ctx, stdout); err != nil {
+			fmt.Fprintf(stderr, "riot-bench: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+	if len(cfg.conns) > 0 {
+		if err := b.runConns(ctx, stdout); err != nil {
+			fmt.Fprintf(stderr, "riot-bench: %v\n", err)
+			return 1
+		}
+		return 0
+	}
+	if len(cfg.restart) > 0 {
+		if err := b.runRestart(ctx, stdout); err != nil {
 			fmt.Fprintf(stderr, "riot-bench: %v\n", err)
 			return 1
 		}

@@ -36,6 +36,12 @@ func TestParseFlags(t *testing.T) {
 		{"zero masters", []string{"--masters", "0"}, `"0" is not a number of masters`},
 		{"masters", []string{"--masters", "1, 50,500"}, ""},
 		{"zero in flight", []string{"--masters", "5", "--in-flight", "0"}, "--in-flight must be at least 1"},
+		{"bad conns", []string{"--conns", "10,many"}, `--conns: "many" is not a number of connections`},
+		{"zero conns", []string{"--conns", "0"}, `"0" is not a number of connections`},
+		{"conns", []string{"--conns", "1000, 10000"}, ""},
+		{"bad restart", []string{"--restart", "1e6"}, `--restart: "1e6" is not a number of workunits`},
+		{"zero restart", []string{"--restart", "0"}, `"0" is not a number of workunits`},
+		{"restart", []string{"--restart", "1000, 1000000"}, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -205,6 +211,40 @@ func TestRun_Masters(t *testing.T) {
 	assert.Contains(t, out, "| store | masters | waiting a master | workers × slots | workunits | workunits/s | workers' CPU per workunit | CPU vs 1 master |")
 	assert.Contains(t, out, "| memory | 1 | 12 | 2 × 1 | 300 | ")
 	assert.Contains(t, out, "| memory | 3 | 4 | 2 × 1 | 300 | ")
+}
+
+// TestRun_Conns: --conns holds worker connections on a real riotd
+// process, reports what each costs it, and runs workunits through them.
+func TestRun_Conns(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs riotd processes")
+	}
+	t.Parallel()
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"--conns", "20", "--n", "500", "--prefetch", "2", "--timeout", "2m"}, &stdout, &stderr)
+	require.Equal(t, 0, code, "stderr:\n%s", stderr.String())
+	out := stdout.String()
+	assert.Contains(t, out, "| connections | riotd RSS per idle connection | heap per idle connection | stacks per idle connection | goroutines per connection |")
+	assert.Contains(t, out, "| 20 | ")
+	assert.Contains(t, out, " | 500 | ")
+}
+
+// TestRun_Restart: --restart fills a real durable riotd, kills it and
+// stops it, and reports each start, the store's workunits all restored
+// and the first one answered from it.
+func TestRun_Restart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs riotd processes")
+	}
+	t.Parallel()
+	var stdout, stderr bytes.Buffer
+	code := run(t.Context(), []string{"--restart", "300", "--slots", "1", "--timeout", "2m"}, &stdout, &stderr)
+	require.Equal(t, 0, code, "stderr:\n%s", stderr.String())
+	out := stdout.String()
+	assert.Contains(t, out, "| records | riotd ended by | serving after | first memoized answer after | RSS (live) | heap in use (live) | RSS ÷ live |")
+	assert.Contains(t, out, "| 300 | (built live in ")
+	assert.Contains(t, out, "| 300 | SIGKILL | ")
+	assert.Contains(t, out, "| 300 | stop (SIGTERM) | ")
 }
 
 // fakePython writes a fake Python for --peers dask: it passes the import

@@ -27,6 +27,11 @@ const pageSize = 65536
 // maxPages is the most pages a 32-bit memory has.
 const maxPages = 65536
 
+// classesProgram is classesJS compiled, once per process: a program
+// compiled per sandbox was kept by the classes it made, in every idle
+// realm. (Its name is "", as rt.RunString gave it.)
+var classesProgram = sync.OnceValues(func() (*goja.Program, error) { return goja.Compile("", classesJS, false) })
+
 // classesJS makes the error classes, real Error subclasses.
 const classesJS = `(function () {
 	'use strict';
@@ -128,7 +133,11 @@ func install(sb *engine.Sandbox, b *Binding) error {
 	ws := &wasmSandbox{b: b, sb: sb, rt: rt, key: goja.NewSymbol("riot.wasm"),
 		mems: map[api.Memory]weak.Pointer[memoryObj]{}, live: map[api.Module]struct{}{}}
 	sb.OnClose(ws.close)
-	v, err := rt.RunString(classesJS)
+	prg, err := classesProgram()
+	if err != nil {
+		return fmt.Errorf("jswasm: the error classes: %w", err)
+	}
+	v, err := rt.RunProgram(prg)
 	if err != nil {
 		return fmt.Errorf("jswasm: the error classes: %w", err)
 	}

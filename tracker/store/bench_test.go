@@ -20,31 +20,48 @@ func benchRecord(n uint64) table.Record {
 		Spec: []byte("a small workunit spec, about as long as a trivial one"), LastChange: time.Unix(1_700_000_000, 0)}
 }
 
-// BenchmarkBolt_Apply writes batches of new waiting records, one fsync'd
-// commit per batch, and reports records per second.
+// benchCommits are the two ways a Bolt store commits an Apply: through
+// the write-ahead log (riotd's), and a bbolt transaction each (before the
+// log), benchmarked side by side.
+var benchCommits = []struct {
+	name string
+	opts BoltOptions
+}{
+	{"commit=log", BoltOptions{}},
+	{"commit=direct", BoltOptions{DirectCommits: true}},
+}
+
+// BenchmarkBolt_Apply writes batches of new waiting records, each Apply
+// durable when it returns, and reports records per second.
 func BenchmarkBolt_Apply(b *testing.B) {
-	for _, size := range []int{1, 64, 1024} {
-		b.Run(fmt.Sprintf("batch=%d", size), func(b *testing.B) {
-			s, err := OpenBolt(context.Background(), b.TempDir(), BoltOptions{})
-			if err != nil {
-				b.Fatal(err)
-			}
-			defer s.Close()
-			batch := make([]table.Record, size)
-			var n uint64
-			b.ResetTimer()
-			for i := 0; i < b.N; i++ {
-				for j := range batch {
-					n++
-					batch[j] = benchRecord(n)
-				}
-				if err := s.Apply(context.Background(), batch); err != nil {
-					b.Fatal(err)
-				}
-			}
-			b.ReportMetric(float64(b.N*size)/b.Elapsed().Seconds(), "records/s")
-		})
+	for _, c := range benchCommits {
+		for _, size := range []int{1, 64, 1024} {
+			b.Run(fmt.Sprintf("%s/batch=%d", c.name, size), func(b *testing.B) {
+				benchApply(b, c.opts, size)
+			})
+		}
 	}
+}
+
+func benchApply(b *testing.B, opts BoltOptions, size int) {
+	s, err := OpenBolt(context.Background(), b.TempDir(), opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer s.Close()
+	batch := make([]table.Record, size)
+	var n uint64
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		for j := range batch {
+			n++
+			batch[j] = benchRecord(n)
+		}
+		if err := s.Apply(context.Background(), batch); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(b.N*size)/b.Elapsed().Seconds(), "records/s")
 }
 
 // BenchmarkBolt_Apply_Lifecycle writes what a busy table persists: each
@@ -52,7 +69,13 @@ func BenchmarkBolt_Apply(b *testing.B) {
 // waiting and running writes of one Ready into one) and the results of the
 // 1024 of the commit before. Reports workunits per second.
 func BenchmarkBolt_Apply_Lifecycle(b *testing.B) {
-	s, err := OpenBolt(context.Background(), b.TempDir(), BoltOptions{})
+	for _, c := range benchCommits {
+		b.Run(c.name, func(b *testing.B) { benchLifecycle(b, c.opts) })
+	}
+}
+
+func benchLifecycle(b *testing.B, opts BoltOptions) {
+	s, err := OpenBolt(context.Background(), b.TempDir(), opts)
 	if err != nil {
 		b.Fatal(err)
 	}

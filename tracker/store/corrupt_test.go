@@ -133,8 +133,12 @@ func TestBolt_Open_Damaged(t *testing.T) {
 		}, true},
 		{"a page number out of bounds", func(t *testing.T, dir string) {
 			rewrite(t, dir, func(b []byte) []byte {
-				// The root bucket's page (meta's root) now points far away.
+				// The root bucket's page (the newer meta's root) now points
+				// far away.
 				m := parseMeta(b[:psize])
+				if tx := metaTxids(t, b, psize); tx[1] > tx[0] {
+					m = parseMeta(b[psize : 2*psize])
+				}
 				binary.LittleEndian.PutUint64(b[m.root*uint64(psize):], 1<<40)
 				return b
 			})

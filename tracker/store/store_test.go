@@ -394,6 +394,7 @@ func TestBolt_Load_CorruptRecord(t *testing.T) {
 			require.NoError(t, err)
 			defer s.Close()
 			require.NoError(t, s.Apply(ctx, sampleRecords()))
+			checkpointNow(t, s) // the bbolt file has them, to be damaged
 			require.NoError(t, s.db.Update(func(tx *bolt.Tx) error {
 				return tx.Bucket(bucketRecords).Put(binary.BigEndian.AppendUint64(nil, 3), tt.value)
 			}))

@@ -1,0 +1,341 @@
+package store
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/riot-go/riot/tracker/table"
+	"github.com/riot-go/riot/workunit"
+)
+
+// noCheckpoints are options under which no checkpoint runs but those a
+// test calls (and Close's).
+var noCheckpoints = BoltOptions{checkpointEvery: time.Hour}
+
+// checkpointNow runs a checkpoint of s.
+func checkpointNow(t *testing.T, s *Bolt) {
+	t.Helper()
+	require.NoError(t, s.use("checkpoint", func(*bolt.DB) error { return s.checkpoint() }))
+}
+
+// crashCopy copies the store's files in dir to a new directory, as a
+// crash would leave them: what was written, the bbolt file without what
+// the log holds.
+func crashCopy(t *testing.T, dir string) string {
+	t.Helper()
+	out := t.TempDir()
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	for _, e := range ents {
+		if e.IsDir() {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(filepath.Join(out, e.Name()), b, 0o600))
+	}
+	return out
+}
+
+// walBatches are two batches: records made, then one finished (its
+// result stored), one forgotten, one done kept with its stored result.
+func walBatches() (first, second []table.Record) {
+	first = sampleRecords()
+	second = []table.Record{
+		{Key: key(1), ID: 1, Seq: 1, Status: workunit.StatusDone, Result: []byte("one's result"), Worker: "w9"},
+		{Key: key(4), ID: 4}, // a tombstone
+		{Key: key(3), ID: 3, Seq: 3, Status: workunit.StatusDone, Stored: true}, // keeps its result
+	}
+	return first, second
+}
+
+// walExpected is what a store holds after walBatches.
+func walExpected() []table.Record {
+	recs := sampleRecords()
+	out := recs[:0]
+	for _, r := range recs {
+		switch r.ID {
+		case 1:
+			r = table.Record{Key: key(1), ID: 1, Seq: 1, Status: workunit.StatusDone, Result: []byte("one's result"), Worker: "w9"}
+		case 3:
+			r = table.Record{Key: key(3), ID: 3, Seq: 3, Status: workunit.StatusDone, Result: recs[2].Result}
+		case 4:
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
+}
+
+// TestBolt_Log_CrashBeforeCheckpoint: what Apply acknowledged is read
+// from the log's overlay while the bbolt file lacks it, and a store
+// opened on what a crash left (the log, the bbolt file without it)
+// replays it.
+func TestBolt_Log_CrashBeforeCheckpoint(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := OpenBolt(ctx, dir, noCheckpoints)
+	require.NoError(t, err)
+	defer s.Close()
+	first, second := walBatches()
+	require.NoError(t, s.Apply(ctx, first))
+	require.NoError(t, s.Apply(ctx, second))
+	crashed := crashCopy(t, dir) // before the reads below, which checkpoint
+	files, err := walFiles(crashed)
+	require.NoError(t, err)
+	require.Len(t, files, 1)
+
+	got, err := s.Load(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, normalize(walExpected()), normalize(got), "Load before a checkpoint")
+	res, err := s.Result(ctx, 3)
+	require.NoError(t, err)
+	assert.Equal(t, first[2].Result, res, "a result kept from before")
+	res, err = s.Result(ctx, 1)
+	require.NoError(t, err)
+	assert.Equal(t, []byte("one's result"), res)
+	_, err = s.Result(ctx, 4)
+	assert.ErrorIs(t, err, ErrNotFound, "a forgotten record")
+
+	r, err := OpenBolt(ctx, crashed, noCheckpoints)
+	require.NoError(t, err)
+	got, err = r.Load(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, normalize(walExpected()), normalize(got), "Load after the crash")
+	stored, err := r.LoadStored(ctx)
+	require.NoError(t, err)
+	for _, rec := range stored {
+		if rec.Status == workunit.StatusDone {
+			assert.True(t, rec.Stored, "record %d", rec.ID)
+			assert.Nil(t, rec.Result, "record %d", rec.ID)
+		}
+	}
+	require.NoError(t, r.Close())
+	files, err = walFiles(crashed)
+	require.NoError(t, err)
+	assert.Empty(t, files, "a closed store has applied and removed its log")
+
+	// And once more, from the bbolt file alone.
+	r, err = OpenBolt(ctx, crashed, BoltOptions{DirectCommits: true})
+	require.NoError(t, err)
+	defer r.Close()
+	got, err = r.Load(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, normalize(walExpected()), normalize(got), "the bbolt file after the replay")
+}
+
+// TestBolt_Log_Checkpoint: a checkpoint moves the log's batches to the
+// bbolt file and removes the log files that held them, and Apply goes on
+// in a new one.
+func TestBolt_Log_Checkpoint(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := OpenBolt(ctx, dir, noCheckpoints)
+	require.NoError(t, err)
+	defer s.Close()
+	first, second := walBatches()
+	require.NoError(t, s.Apply(ctx, first))
+	before, err := walFiles(dir)
+	require.NoError(t, err)
+	require.Len(t, before, 1)
+	checkpointNow(t, s)
+	after, err := walFiles(dir)
+	require.NoError(t, err)
+	require.Len(t, after, 1)
+	assert.NotEqual(t, before[0].path, after[0].path, "the old file is gone, a new one is written")
+	s.walMu.Lock()
+	assert.Empty(t, s.wal.marks, "nothing is marked once checkpointed")
+	s.walMu.Unlock()
+	require.NoError(t, s.Apply(ctx, second))
+
+	crashed := crashCopy(t, dir)
+	r, err := OpenBolt(ctx, crashed, noCheckpoints)
+	require.NoError(t, err)
+	defer r.Close()
+	got, err := r.Load(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, normalize(walExpected()), normalize(got))
+}
+
+// TestBolt_Log_TornTail: an entry a crash cut short at the end of the
+// log (never acknowledged) is dropped at open; the entries before it are
+// applied.
+func TestBolt_Log_TornTail(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	for _, cut := range []int{3, walHeader + 5} {
+		dir := t.TempDir()
+		s, err := OpenBolt(ctx, dir, noCheckpoints)
+		require.NoError(t, err)
+		first, _ := walBatches()
+		require.NoError(t, s.Apply(ctx, first))
+		crashed := crashCopy(t, dir)
+		require.NoError(t, s.Close())
+		files, err := walFiles(crashed)
+		require.NoError(t, err)
+		require.Len(t, files, 1)
+		// Half of a second entry.
+		e := walEntry{seq: 2, recs: []walRec{{kind: walPut, rec: table.Record{Key: key(50), ID: 50, Status: workunit.StatusDone, Result: []byte("x")}}}}
+		part := appendWalEntry(nil, &e)[:cut]
+		f, err := os.OpenFile(files[0].path, os.O_APPEND|os.O_WRONLY, 0)
+		require.NoError(t, err)
+		_, err = f.Write(part)
+		require.NoError(t, err)
+		require.NoError(t, f.Close())
+
+		r, err := OpenBolt(ctx, crashed, noCheckpoints)
+		require.NoError(t, err, "cut after %d bytes", cut)
+		got, err := r.Load(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, normalize(sampleRecords()), normalize(got), "cut after %d bytes", cut)
+		// The next Apply is entry 2 again, in a file of its own.
+		require.NoError(t, r.Apply(ctx, []table.Record{e.recs[0].rec}))
+		require.NoError(t, r.Close())
+		r, err = OpenBolt(ctx, crashed, noCheckpoints)
+		require.NoError(t, err)
+		res, err := r.Result(ctx, 50)
+		require.NoError(t, err)
+		assert.Equal(t, []byte("x"), res)
+		require.NoError(t, r.Close())
+	}
+}
+
+// TestBolt_Log_Gap: entries missing from the middle of the log fail the
+// open with ErrCorrupt, naming the file: acknowledged batches are lost.
+func TestBolt_Log_Gap(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := OpenBolt(ctx, dir, noCheckpoints)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	var b []byte
+	for _, seq := range []uint64{1, 3} {
+		e := walEntry{seq: seq, recs: []walRec{{kind: walPut, rec: table.Record{Key: key(int(seq)), ID: seq, Status: workunit.StatusDone, Result: []byte("r")}}}}
+		b = appendWalEntry(b, &e)
+	}
+	p := filepath.Join(dir, walPrefix+"7")
+	require.NoError(t, os.WriteFile(p, b, 0o600))
+	_, err = OpenBolt(ctx, dir, noCheckpoints)
+	require.ErrorIs(t, err, ErrCorrupt)
+	assert.Contains(t, err.Error(), p)
+	assert.Contains(t, err.Error(), "missing")
+}
+
+// TestBolt_Log_LeftoverFileSkipped: a log file left behind after its
+// checkpoint (a crash before its removal) holds entries the bbolt file
+// has: the open skips them rather than apply them again.
+func TestBolt_Log_LeftoverFileSkipped(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := OpenBolt(ctx, dir, noCheckpoints)
+	require.NoError(t, err)
+	first, second := walBatches()
+	require.NoError(t, s.Apply(ctx, first))
+	files, err := walFiles(dir)
+	require.NoError(t, err)
+	old, err := os.ReadFile(files[0].path)
+	require.NoError(t, err)
+	require.NoError(t, s.Apply(ctx, second))
+	require.NoError(t, s.Close())
+	// The first entry's file comes back: replayed, it would bring back
+	// the forgotten record 4 and record 1 as it was.
+	require.NoError(t, os.WriteFile(files[0].path, old, 0o600))
+	r, err := OpenBolt(ctx, dir, noCheckpoints)
+	require.NoError(t, err)
+	defer r.Close()
+	got, err := r.Load(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, normalize(walExpected()), normalize(got))
+}
+
+// TestBolt_Log_ReadOnly: a read-only store reads what the log holds
+// without applying it.
+func TestBolt_Log_ReadOnly(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := OpenBolt(ctx, dir, noCheckpoints)
+	require.NoError(t, err)
+	first, second := walBatches()
+	require.NoError(t, s.Apply(ctx, first))
+	require.NoError(t, s.Apply(ctx, second))
+	crashed := crashCopy(t, dir)
+	require.NoError(t, s.Close())
+	r, err := OpenBolt(ctx, crashed, BoltOptions{ReadOnly: true})
+	require.NoError(t, err)
+	defer r.Close()
+	got, err := r.Load(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, normalize(walExpected()), normalize(got))
+	files, err := walFiles(crashed)
+	require.NoError(t, err)
+	assert.Len(t, files, 1, "the log is left as it was")
+	assert.ErrorIs(t, r.Apply(ctx, second), ErrReadOnly)
+}
+
+// TestBolt_Log_ResultBeforeCheckpoint: Result of a record the log holds
+// and the bbolt file not yet is read (the store checkpoints first), and
+// a kept result is checked against the log.
+func TestBolt_Log_ResultBeforeCheckpoint(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, err := OpenBolt(ctx, t.TempDir(), noCheckpoints)
+	require.NoError(t, err)
+	defer s.Close()
+	require.NoError(t, s.Apply(ctx, []table.Record{{Key: key(1), ID: 1, Status: workunit.StatusDone, Result: []byte("r1")}}))
+	require.NoError(t, s.Apply(ctx, []table.Record{{Key: key(1), ID: 1, Status: workunit.StatusDone, Stored: true}}),
+		"a result kept that only the log holds")
+	err = s.Apply(ctx, []table.Record{{Key: key(2), ID: 2, Status: workunit.StatusDone, Stored: true}})
+	require.ErrorIs(t, err, ErrNotFound, "a result kept that nothing holds")
+	require.NoError(t, s.Apply(ctx, []table.Record{{Key: key(3), ID: 3, Status: workunit.StatusWaiting, Spec: []byte("s")}}))
+	err = s.Apply(ctx, []table.Record{{Key: key(3), ID: 3, Status: workunit.StatusDone, Stored: true}})
+	require.ErrorIs(t, err, ErrNotFound, "a result kept of a record the log holds as waiting")
+	res, err := s.Result(ctx, 1)
+	require.NoError(t, err)
+	assert.Equal(t, []byte("r1"), res)
+	_, err = s.Result(ctx, 3)
+	assert.ErrorIs(t, err, ErrNotFound)
+}
+
+// TestBolt_Log_DirectCommitsReplays: a store opened with DirectCommits on
+// a directory whose log a crash left applies that log first (it once
+// served the bbolt file alone: the log's batches, acknowledged, were
+// lost) and removes it.
+func TestBolt_Log_DirectCommitsReplays(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := OpenBolt(ctx, dir, noCheckpoints)
+	require.NoError(t, err)
+	defer s.Close()
+	first, second := walBatches()
+	require.NoError(t, s.Apply(ctx, first))
+	require.NoError(t, s.Apply(ctx, second))
+	crashed := crashCopy(t, dir)
+
+	r, err := OpenBolt(ctx, crashed, BoltOptions{DirectCommits: true})
+	require.NoError(t, err)
+	got, err := r.Load(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, normalize(walExpected()), normalize(got))
+	files, err := walFiles(crashed)
+	require.NoError(t, err)
+	assert.Empty(t, files, "the log, applied, is removed")
+	require.NoError(t, r.Apply(ctx, []table.Record{{Key: key(5), ID: 5, Seq: 5, Status: workunit.StatusWaiting, Spec: []byte("five")}}))
+	require.NoError(t, r.Close())
+	files, err = walFiles(crashed)
+	require.NoError(t, err)
+	assert.Empty(t, files, "a direct commit writes no log")
+}
