@@ -462,7 +462,7 @@ func (l *loop) refusal(err error, other string) string {
 // codeFor returns the wire code of an error Step returned.
 func codeFor(err error) wire.Code {
 	if errors.Is(err, table.ErrFull) {
-		return wire.CodeFull
+		return wire.CodeMemoryFull
 	}
 	if errors.Is(err, table.ErrNotHeld) {
 		return wire.CodeForbidden
