@@ -449,14 +449,20 @@ func (l *loop) refusal(err error, other string) string {
 	if !errors.As(err, &full) {
 		return other
 	}
-	what := "raise --max-memory, let jobs end and their results be forgotten (--keep-results), or cancel work that is waiting"
+	what := "specs of waiting and running work, results not yet in the store, errors"
+	todo := "wait for running work to finish and be written to the store, let results be forgotten (--keep-results), cancel work that is waiting, or raise --max-memory"
 	if !l.s.durable {
-		what = "raise --max-memory, run riotd with --data (results then stay on disk, not in memory), " +
-			"let jobs end and their results be forgotten (--keep-results), or cancel work that is waiting"
+		what = "specs of waiting and running work, results and errors"
+		todo = "let results be forgotten (--keep-results), cancel work that is waiting, raise --max-memory, " +
+			"or run riotd with --data (results then stay on disk, not in memory)"
 	}
-	return fmt.Sprintf("tracker: memory full: workunit %s refused: the tracker holds %s for %d workunits (their records, specs and results), "+
+	noun := "workunits"
+	if full.Records == 1 {
+		noun = "workunit"
+	}
+	return fmt.Sprintf("tracker: memory full: workunit %s refused: the tracker holds %s for %d %s (records, %s), "+
 		"and this one needs %s more, past its --max-memory of %s. Nothing already accepted is dropped; to submit more, %s",
-		full.Key.Short(), units.FormatBytes(full.Held), full.Records, units.FormatBytes(full.Need), units.FormatBytes(full.Limit), what)
+		full.Key.Short(), units.FormatBytes(full.Held), full.Records, noun, what, units.FormatBytes(full.Need), units.FormatBytes(full.Limit), todo)
 }
 
 // codeFor returns the wire code of an error Step returned.
