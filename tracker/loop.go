@@ -64,6 +64,8 @@ type loop struct {
 
 	submitted, completed, failed, canceled uint64
 	storeErrors, commits, records          uint64
+	// refusedMemory counts submissions refused for MaxMemory.
+	refusedMemory uint64
 }
 
 type waiter struct {
@@ -449,6 +451,7 @@ func (l *loop) refusal(err error, other string) string {
 	if !errors.As(err, &full) {
 		return other
 	}
+	l.refusedMemory++
 	what := "specs of waiting and running work, results not yet in the store, errors"
 	todo := "wait for running work to finish and be written to the store, let results be forgotten (--keep-results), cancel work that is waiting, or raise --max-memory"
 	if !l.s.durable {
@@ -683,6 +686,8 @@ func (l *loop) stats() Stats {
 		StoreErrors: l.storeErrors,
 		Commits:     l.commits,
 		Records:     l.records,
+
+		RefusedMemory: l.refusedMemory,
 	}
 }
 

@@ -1,6 +1,8 @@
 package tracker_test
 
 import (
+	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -50,7 +52,23 @@ func TestServer_MaxMemory(t *testing.T) {
 	msg := refusedMemory(t, tr, m, padded("b"))
 	assert.Contains(t, msg, "run riotd with --data", "in memory, the message suggests a durable store")
 	assert.Contains(t, msg, "for 1 workunit (records,")
-	assert.Equal(t, uint64(1), tr.Stats(t).Submitted, "the refusal is not counted as a submission")
+	st := tr.Stats(t)
+	assert.Equal(t, uint64(1), st.Submitted, "the refusal is not counted as a submission")
+	assert.Equal(t, uint64(1), st.RefusedMemory)
+	assert.Equal(t, 1, st.Watches, "the refused submission's watch is not kept")
+	assert.Equal(t, 1, st.Waiting)
+	assert.True(t, st.Bytes > 1000 && st.Bytes <= 1536, "held %d", st.Bytes)
+	status, err := tr.Server().Status(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, st.Bytes, status.HeldBytes)
+	assert.Equal(t, int64(1536), status.MaxMemoryBytes)
+	assert.Equal(t, uint64(1), status.RefusedMemory)
+	text, _ := get(t, "http://"+tr.Addr()+"/")
+	assert.Contains(t, text, "memory for workunits: ")
+	assert.Contains(t, text, " held of --max-memory 1536 bytes (1.5 KiB); 1 submissions refused")
+	metrics, _ := get(t, "http://"+tr.Addr()+"/metrics")
+	assert.Contains(t, metrics, fmt.Sprintf("riot_held_bytes %d\n", st.Bytes))
+	assert.Contains(t, metrics, "riot_submissions_refused_memory_total 1\n")
 
 	other := master(t, tr, "other")
 	_, acc := other.submit(padded("a")) // joins the waiting one
