@@ -108,3 +108,29 @@ func TestServer_MaxMemory_Durable(t *testing.T) {
 	assert.Equal(t, int64(160), st.Bytes, "only the record: its result is in the store")
 	m.submit(padded("b"))
 }
+
+// TestServer_MaxMemory_Child: a running workunit's child past MaxMemory is
+// refused to its worker with memory-full and the same message, not
+// stored; the parent keeps its lease and finishes.
+func TestServer_MaxMemory_Child(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t, trackertest.WithOptions(func(o *tracker.Options) { o.MaxMemory = 1536 }))
+	m := master(t, tr, "m")
+	parent, _ := m.submit(padded("parent"))
+	w := worker(t, tr, "w", 1)
+	pa := recv[*wire.Assign](w)
+	require.Equal(t, parent, pa.Key)
+
+	child, childKey := spec(t, padded("child"))
+	w.send(&wire.Child{Req: 9, Parent: pa.Key, Token: pa.Token, Spec: child, Watch: true})
+	e := recv[*wire.Error](w)
+	assert.Equal(t, uint64(9), e.Req)
+	assert.Equal(t, wire.CodeMemoryFull, e.Code, e.Message)
+	assert.Contains(t, e.Message, "tracker: memory full: workunit "+childKey.Short()+" refused")
+	assert.Contains(t, e.Message, "past its --max-memory of 1536 bytes (1.5 KiB)")
+	_, ok := tr.Lookup(t, childKey)
+	assert.False(t, ok, "refused: not stored")
+
+	w.complete(pa, result(4))
+	assert.Equal(t, result(4), recv[*wire.Finished](m).Result)
+}
