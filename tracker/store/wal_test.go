@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -342,4 +343,68 @@ func TestBolt_Log_DirectCommitsReplays(t *testing.T) {
 	files, err = walFiles(crashed)
 	require.NoError(t, err)
 	assert.Empty(t, files, "a direct commit writes no log")
+}
+
+// logEntry is the bytes of log entry seq putting done record id with
+// result res.
+func logEntry(seq, id uint64, res string) []byte {
+	e := walEntry{seq: seq, recs: []walRec{{kind: walPut, rec: table.Record{Key: key(int(id)), ID: id, Status: workunit.StatusDone, Result: []byte(res)}}}}
+	return appendWalEntry(nil, &e)
+}
+
+// emptyStore makes a store in a new directory and closes it.
+func emptyStore(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	s, err := OpenBolt(context.Background(), dir, noCheckpoints)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	return dir
+}
+
+// TestBolt_Log_DamageBeforeEntries: an entry whose checksum fails with
+// entries after it is damage, not a write a crash cut short: the open
+// fails (it opened, and dropped the acknowledged entry 3).
+func TestBolt_Log_DamageBeforeEntries(t *testing.T) {
+	t.Parallel()
+	dir := emptyStore(t)
+	damaged := logEntry(2, 2, "b")
+	damaged[len(damaged)-1] ^= 0xff
+	b := slices.Concat(logEntry(1, 1, "a"), damaged, logEntry(3, 3, "c"))
+	p := filepath.Join(dir, walPrefix+"0")
+	require.NoError(t, os.WriteFile(p, b, 0o600))
+	_, err := OpenBolt(context.Background(), dir, noCheckpoints)
+	require.ErrorIs(t, err, ErrCorrupt)
+	assert.ErrorContains(t, err, p)
+	assert.ErrorContains(t, err, "checksum")
+}
+
+// TestBolt_Log_ZeroTail: zero bytes after the last entry (the file's size
+// reached the disk, its bytes not) are a write a crash interrupted: the
+// open drops them (it failed with ErrCorrupt).
+func TestBolt_Log_ZeroTail(t *testing.T) {
+	t.Parallel()
+	dir := emptyStore(t)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, walPrefix+"0"), append(logEntry(1, 1, "a"), make([]byte, 64)...), 0o600))
+	_, got := reopenLoad(t, dir, noCheckpoints)
+	require.Len(t, got, 1)
+	assert.Equal(t, uint64(1), got[0].ID)
+}
+
+// TestBolt_Log_RewrittenAfterFailedSync: an entry whose sync failed (not
+// acknowledged, yet whole in its file) and that the writer wrote again,
+// with the same number, in the next file: the later one counts (the open
+// failed, saying entries were missing).
+func TestBolt_Log_RewrittenAfterFailedSync(t *testing.T) {
+	t.Parallel()
+	dir := emptyStore(t)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, walPrefix+"0"), slices.Concat(logEntry(1, 1, "a"), logEntry(2, 2, "not acknowledged")), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, walPrefix+"1"), logEntry(2, 2, "acknowledged"), 0o600))
+	s, _ := reopenLoad(t, dir, noCheckpoints)
+	res, err := s.Result(context.Background(), 2)
+	require.NoError(t, err)
+	assert.Equal(t, "acknowledged", string(res))
+	res, err = s.Result(context.Background(), 1)
+	require.NoError(t, err)
+	assert.Equal(t, "a", string(res))
 }
