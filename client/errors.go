@@ -15,6 +15,13 @@ var (
 	// ErrNotFinished: Outcome.Value was asked of a workunit that is not
 	// finished (waiting, running or unknown).
 	ErrNotFinished = errors.New("client: workunit not finished")
+	// ErrMemoryFull: the tracker refused a submission because it holds as
+	// much for workunits as its memory bound (riotd --max-memory) allows.
+	// The error is also a *wire.Error of code wire.CodeMemoryFull, whose
+	// message says how much the tracker holds and what to do. Nothing of
+	// the refused workunit was kept, by the tracker or the client; work
+	// accepted before it is served. Submit it again later.
+	ErrMemoryFull = wire.ErrMemoryFull
 )
 
 // VersionError reports that the tracker speaks another protocol version:

@@ -63,8 +63,11 @@
 //     is refused with a reason), specs, results and blobs (wire.Limits),
 //     workunits waiting per master (Options.MaxWaitingPerMaster, counted
 //     by the table per credential: see quotaOf), keys watched per master connection
-//     (Options.MaxWatchesPerMaster, counted by the table), connections
-//     (Options.MaxConns, with a slack for handshakes). Lines about
+//     (Options.MaxWatchesPerMaster, counted by the table), the bytes held
+//     for all workunits (Options.MaxMemory, the table's Config.MaxBytes: a
+//     new workunit past it is refused with wire.CodeMemoryFull and a
+//     message that says what is full and what to do; see loop.refusal),
+//     connections (Options.MaxConns, with a slack for handshakes). Lines about
 //     connections are bounded too (logLimiter): a flood of hellos logs a
 //     summary, not a line each.
 //   - Welcome.Resumed is always false: the tracker keeps no state of a

@@ -10,6 +10,7 @@ import (
 
 	"github.com/riot-go/riot/tracker/store"
 	"github.com/riot-go/riot/tracker/table"
+	"github.com/riot-go/riot/units"
 	"github.com/riot-go/riot/wire"
 	"github.com/riot-go/riot/workunit"
 )
@@ -63,6 +64,8 @@ type loop struct {
 
 	submitted, completed, failed, canceled uint64
 	storeErrors, commits, records          uint64
+	// refusedMemory counts submissions refused for MaxMemory.
+	refusedMemory uint64
 }
 
 type waiter struct {
@@ -339,7 +342,7 @@ func (l *loop) frame(ib *inbound) {
 				Watch:   m.Watch,
 			})
 			if err != nil {
-				l.push(c, &wire.Error{Req: m.Req, Code: codeFor(err), Message: err.Error()})
+				l.push(c, &wire.Error{Req: m.Req, Code: codeFor(err), Message: l.refusal(err, err.Error())})
 				continue
 			}
 			l.submitted++
@@ -431,7 +434,7 @@ func (l *loop) child(c *conn, key workunit.Key, m *wire.Child) {
 		if errors.Is(err, table.ErrNotHeld) {
 			l.s.log.Warn("child refused: the connection does not hold the parent's lease", "conn", c.name, "parent", m.Parent.Short(), "err", err)
 		}
-		l.push(c, &wire.Error{Req: m.Req, Code: codeFor(err), Message: "tracker: " + err.Error()})
+		l.push(c, &wire.Error{Req: m.Req, Code: codeFor(err), Message: l.refusal(err, "tracker: "+err.Error())})
 		return
 	}
 	l.submitted++
@@ -440,8 +443,36 @@ func (l *loop) child(c *conn, key workunit.Key, m *wire.Child) {
 	}
 }
 
+// refusal returns the message of the Error that answers a submission
+// Step refused with err: for a full table, what is full, how full, and
+// what to do; else other.
+func (l *loop) refusal(err error, other string) string {
+	var full *table.FullError
+	if !errors.As(err, &full) {
+		return other
+	}
+	l.refusedMemory++
+	what := "specs of waiting and running work, results not yet in the store, errors"
+	todo := "wait for running work to finish and be written to the store, let results be forgotten (--keep-results), cancel work that is waiting, or raise --max-memory"
+	if !l.s.durable {
+		what = "specs of waiting and running work, results and errors"
+		todo = "let results be forgotten (--keep-results), cancel work that is waiting, raise --max-memory, " +
+			"or run riotd with --data (results then stay on disk, not in memory)"
+	}
+	noun := "workunits"
+	if full.Records == 1 {
+		noun = "workunit"
+	}
+	return fmt.Sprintf("tracker: memory full: workunit %s refused: the tracker holds %s for %d %s (records, %s), "+
+		"and this one needs %s more, past its --max-memory of %s. Nothing already accepted is dropped; to submit more, %s",
+		full.Key.Short(), units.FormatBytes(full.Held), full.Records, noun, what, units.FormatBytes(full.Need), units.FormatBytes(full.Limit), todo)
+}
+
 // codeFor returns the wire code of an error Step returned.
 func codeFor(err error) wire.Code {
+	if errors.Is(err, table.ErrFull) {
+		return wire.CodeMemoryFull
+	}
 	if errors.Is(err, table.ErrNotHeld) {
 		return wire.CodeForbidden
 	}
@@ -655,6 +686,8 @@ func (l *loop) stats() Stats {
 		StoreErrors: l.storeErrors,
 		Commits:     l.commits,
 		Records:     l.records,
+
+		RefusedMemory: l.refusedMemory,
 	}
 }
 

@@ -138,6 +138,19 @@ type Options struct {
 	// from it when a master, worker or page asks for it.
 	// DefaultValueCache if zero; negative: none kept.
 	ValueCache int
+	// MaxMemory bounds, in bytes, what the tracker holds in memory for
+	// workunits: about 160 bytes a workunit it knows (table.RecordBytes),
+	// the specs of waiting and running ones, the results of done ones
+	// that are not in the store (all of them without a durable store;
+	// with one, only those not written yet) and the errors of failed
+	// ones. The value cache (ValueCache), connection queues and blobs are
+	// bounded apart. A submission of a new workunit that would pass it
+	// is refused with wire.CodeMemoryFull (wire.ErrMemoryFull) and a
+	// message that says how much is held and what to do; nothing of it
+	// is stored. Submissions that join open work or are answered from a
+	// kept result are served, and the results of accepted work are taken
+	// past it. 0: no bound.
+	MaxMemory int
 	// QueueBytes bounds the messages waiting to be written to one
 	// connection (DefaultQueueBytes); a connection whose peer does not
 	// read them is dropped when they pass it. It is raised to at least
@@ -271,6 +284,10 @@ func addFlags(fs *pflag.FlagSet, getenv func(string) string) *Flags {
 		"keep a finished workunit's result for this `duration` after it finished, e.g. 30d or 12h, then forget it (0: keep every result)")
 	fs.Var(cliflag.Size(&o.ValueCache), "value-cache",
 		"with --data, keep at most this many `bytes` of finished results in memory, e.g. 256MiB (the store has them all; 0: the default)")
+	fs.Var(cliflag.Size(&o.MaxMemory), "max-memory",
+		"refuse new workunits while the tracker holds this many `bytes` for workunits, e.g. 2GiB: about 160 bytes each, "+
+			"the specs of waiting and running ones, and the results and errors of finished ones (with --data, results written to the store "+
+			"are not counted: --value-cache bounds those kept in memory); work already accepted is kept (0: no limit)")
 	fs.IntVar(&o.MaxConns, "max-conns", DefaultMaxConns, "refuse connections beyond `N` (0: no limit)")
 	fs.IntVar(&o.MaxHandshakes, "max-handshakes", DefaultMaxHandshakes,
 		"refuse connections beyond `N` that have not said hello yet, at once (they try again)")
@@ -423,6 +440,8 @@ func (o *Options) check() error {
 	switch {
 	case o.MaxWaitingPerMaster < 0:
 		return fmt.Errorf("tracker: max waiting %d is negative", o.MaxWaitingPerMaster)
+	case o.MaxMemory < 0:
+		return fmt.Errorf("tracker: max memory %d is negative (0: no limit)", o.MaxMemory)
 	case o.MaxWatchesPerMaster < 0:
 		return fmt.Errorf("tracker: max watches %d is negative (0: no limit)", o.MaxWatchesPerMaster)
 	case (o.TLSCertFile == "") != (o.TLSKeyFile == ""):

@@ -294,6 +294,7 @@ func (s *Server) restore() (*table.Table, table.Stats, error) {
 		LeaseGrace:          s.opts.LeaseGrace,
 		MaxWorkerWindow:     s.opts.MaxWorkerWindow,
 		KeepFinished:        s.opts.KeepResults,
+		MaxBytes:            int64(s.opts.MaxMemory),
 		// A durable store keeps every result: memory keeps a cache.
 		ResultsInStore: s.durable,
 		// Tokens of this run start above any an earlier run reached.
@@ -310,6 +311,10 @@ func (s *Server) restore() (*table.Table, table.Stats, error) {
 	}
 	if err := tab.Restore(recs); err != nil {
 		return nil, table.Stats{}, fmt.Errorf("tracker: restore: %w", err)
+	}
+	if st := tab.Stats(); s.opts.MaxMemory > 0 && st.Bytes >= int64(s.opts.MaxMemory) {
+		s.log.Warn("the stored workunits fill --max-memory: new workunits are refused until some are forgotten (--keep-results) or the bound is raised",
+			"held", units.FormatBytes(st.Bytes), "max_memory", units.FormatBytes(int64(s.opts.MaxMemory)), "workunits", st.Waiting+st.Running+st.Done+st.Error)
 	}
 	return tab, tab.Stats(), nil
 }

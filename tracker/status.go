@@ -37,6 +37,9 @@ type Stats struct {
 	// that succeeded (one fsync each, for every record that a Ready
 	// persists) and Records the records they wrote.
 	StoreErrors, Commits, Records uint64
+	// RefusedMemory counts the submissions of new workunits refused since
+	// the start because the table held Options.MaxMemory (Stats.Bytes).
+	RefusedMemory uint64
 }
 
 // Status is the tracker's state at a glance, as GET /status gives it (in
@@ -68,6 +71,13 @@ type Status struct {
 	// good).
 	Forgotten          uint64  `json:"forgotten"`
 	KeepResultsSeconds float64 `json:"keep_results_seconds"`
+	// HeldBytes is what --max-memory bounds: what the tracker holds in
+	// memory for its workunits (about 160 bytes each, specs, results not
+	// in the store, errors); MaxMemoryBytes the bound (0: none), and
+	// RefusedMemory the submissions it refused since the start.
+	HeldBytes      int64  `json:"held_bytes"`
+	MaxMemoryBytes int64  `json:"max_memory_bytes"`
+	RefusedMemory  uint64 `json:"refused_memory"`
 	// FinishedPerSecond is the rate of results and errors over the last
 	// ten seconds.
 	FinishedPerSecond float64        `json:"finished_per_second"`
@@ -126,6 +136,7 @@ func (l *loop) status() Status {
 	st.Leases, st.Watches, st.Discarded = ts.Leases, ts.Watches, ts.Discarded
 	st.Forgotten, st.KeepResultsSeconds = ts.Forgotten, l.s.opts.KeepResults.Seconds()
 	st.Submitted, st.Completed, st.Failed, st.Canceled = l.submitted, l.completed, l.failed, l.canceled
+	st.HeldBytes, st.MaxMemoryBytes, st.RefusedMemory = ts.Bytes, int64(l.s.opts.MaxMemory), l.refusedMemory
 	st.FinishedPerSecond = l.rate.perSecond()
 	st.Workers = []WorkerStatus{}
 	st.Masters = []ConnStatus{}
@@ -302,6 +313,10 @@ func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "results kept for %s after they finish; %d forgotten\n",
 			units.FormatDuration(time.Duration(st.KeepResultsSeconds*float64(time.Second))), st.Forgotten)
 	}
+	if st.MaxMemoryBytes > 0 {
+		fmt.Fprintf(w, "memory for workunits: %s held of --max-memory %s; %d submissions refused\n",
+			units.FormatBytes(st.HeldBytes), units.FormatBytes(st.MaxMemoryBytes), st.RefusedMemory)
+	}
 	fmt.Fprintf(w, "workers: %d\n", len(st.Workers))
 	for _, wk := range st.Workers {
 		fmt.Fprintf(w, "  %-24s running %d of %d slots, %d prefetched (up to %d), %d GPUs, %s\n",
@@ -365,6 +380,7 @@ type collector struct {
 	forgotten                                            *prometheus.Desc
 	records, frames, messages, bytes, dropped            *prometheus.Desc
 	authFailures, forbidden, refusedFull                 *prometheus.Desc
+	heldBytes, refusedMemory                             *prometheus.Desc
 	jobs, jobWorkunits                                   *prometheus.Desc
 }
 
@@ -395,7 +411,10 @@ func newCollector(s *Server) *collector {
 			"Hellos and status requests refused for their credentials (missing, unknown, or a worker's token for a master)."),
 		forbidden:   desc("requests_forbidden_total", "Requests refused because the connection's token does not allow them."),
 		refusedFull: desc("connections_refused_full_total", "Connections refused because the tracker was full (--max-conns, --max-handshakes)."),
-		jobs:        desc("jobs", "Jobs the tracker knows, by state: running (their master is connected) or ended (in the last hour).", "state"),
+		heldBytes: desc("held_bytes",
+			"Bytes the tracker holds in memory for workunits, as --max-memory counts them: about 160 a workunit, specs, results not in the store, errors."),
+		refusedMemory: desc("submissions_refused_memory_total", "Submissions of new workunits refused because the tracker held --max-memory."),
+		jobs:          desc("jobs", "Jobs the tracker knows, by state: running (their master is connected) or ended (in the last hour).", "state"),
 		jobWorkunits: desc("job_workunits", "The workunits of each running job, by its id and status (from_memory: answered at once from earlier results); GET /api/v1/jobs names the ids.",
 			"job_id", "status"),
 	}
@@ -406,6 +425,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.workunits, c.workers, c.masters, c.conns, c.leases,
 		c.watches, c.submitted, c.finished, c.discarded, c.storeErrors, c.commits, c.records,
 		c.frames, c.messages, c.bytes, c.dropped, c.authFailures, c.forbidden, c.refusedFull, c.forgotten,
+		c.heldBytes, c.refusedMemory,
 		c.jobs, c.jobWorkunits} {
 		ch <- d
 	}
@@ -454,6 +474,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.authFailures, ioc.authFailures.Load())
 	counter(c.forbidden, ioc.forbidden.Load())
 	counter(c.refusedFull, ioc.refusedFull.Load())
+	gauge(c.heldBytes, float64(st.Bytes))
+	counter(c.refusedMemory, st.RefusedMemory)
 	var jobs []JobInfo
 	if c.s.do(ctx, func(l *loop) { jobs = l.jobInfos(reader{all: true}) }) != nil {
 		return

@@ -110,6 +110,24 @@ func (e *Error) Error() string {
 	return "wire: " + e.Code.String() + ": " + e.Message
 }
 
+// ErrMemoryFull matches (errors.Is) an *Error or *Refused of code
+// CodeMemoryFull: the tracker refused a new workunit because it holds as
+// much for workunits as its memory bound allows. The *Error's Message
+// says how much it holds and what to do. It is the only code with a
+// sentinel; wire.IsCode tests any code.
+var ErrMemoryFull = errors.New("wire: tracker memory full")
+
+// Is reports whether target is the sentinel of e's code: ErrMemoryFull
+// for CodeMemoryFull.
+func (e *Error) Is(target error) bool { return isCode(target, e.Code) }
+
+// Is reports whether target is the sentinel of r's code: ErrMemoryFull
+// for CodeMemoryFull.
+func (r *Refused) Is(target error) bool { return isCode(target, r.Code) }
+
+// isCode reports whether target is the sentinel of code c.
+func isCode(target error, c Code) bool { return target == ErrMemoryFull && c == CodeMemoryFull }
+
 // Error returns "wire: refused: <code>: <message>".
 func (e *Refused) Error() string {
 	return "wire: refused: " + e.Code.String() + ": " + e.Message

@@ -257,6 +257,14 @@ const (
 	// Clients that do not know the code treat it as final, as they treat
 	// bad-credentials.
 	CodeThrottled Code = 12
+	// CodeMemoryFull: in an Error answering a submission (Submit or
+	// Child), the tracker holds as much for workunits as its memory bound
+	// (riotd --max-memory) allows, and refused the new workunit: nothing
+	// was stored. Work already accepted is kept and served; a submission
+	// may succeed once results are forgotten or the bound is raised.
+	// Unlike CodeFull, which refuses a connection, the connection stays
+	// open. Clients that do not know the code treat it as final.
+	CodeMemoryFull Code = 13
 )
 
 // String returns the code's name, such as "version-mismatch".
@@ -286,6 +294,8 @@ func (c Code) String() string {
 		return "forbidden"
 	case CodeThrottled:
 		return "throttled"
+	case CodeMemoryFull:
+		return "memory-full"
 	}
 	return fmt.Sprintf("Code(%d)", uint16(c))
 }

@@ -320,7 +320,7 @@ func TestTypes_Named(t *testing.T) {
 	assert.Zero(t, Type(99).items())
 	assert.True(t, fromClient[TypeHello] && fromClient[TypeDone] && fromClient[TypeSubmit])
 	assert.False(t, fromClient[TypeAssign] || fromClient[TypeWelcome] || fromClient[TypeFinished])
-	for c := CodeVersion; c <= CodeThrottled; c++ {
+	for c := CodeVersion; c <= CodeMemoryFull; c++ {
 		assert.NotContains(t, c.String(), "Code(")
 	}
 	// Each sample's type is its message's.
@@ -329,6 +329,20 @@ func TestTypes_Named(t *testing.T) {
 		seen[s.msg.Type()] = true
 	}
 	assert.Len(t, seen, int(maxType), "a sample of every type")
+}
+
+// A submission refused for memory is told apart from a connection refused
+// for a full tracker, with errors.Is through wrapping.
+func TestErrors_MemoryFull(t *testing.T) {
+	t.Parallel()
+	e := fmt.Errorf("client: submit 1a2b: %w", &Error{Req: 3, Code: CodeMemoryFull, Message: "tracker: memory full"})
+	assert.ErrorIs(t, e, ErrMemoryFull)
+	assert.True(t, IsCode(e, CodeMemoryFull))
+	assert.Equal(t, "memory-full", CodeMemoryFull.String())
+	assert.NotErrorIs(t, &Error{Code: CodeFull}, ErrMemoryFull)
+	assert.NotErrorIs(t, &Refused{Code: CodeFull}, ErrMemoryFull)
+	assert.NotErrorIs(t, &Error{Code: CodeLimit}, ErrMemoryFull)
+	assert.ErrorIs(t, &Refused{Code: CodeMemoryFull}, ErrMemoryFull)
 }
 
 func TestErrors_Codes(t *testing.T) {

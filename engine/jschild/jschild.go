@@ -10,7 +10,11 @@
 // worker implements over its tracker connection (package worker). A
 // workunit that waits for children gives up its engine slot while it
 // waits (Sandbox.Secede), so that its children, and others, run in its
-// place on the same worker: one slot finishes a recursive job.
+// place on the same worker: one slot finishes a recursive job. A child
+// the tracker refused is thrown at its wait, as the Host's Wait says: one
+// refused for the tracker's memory bound (wire.ErrMemoryFull, riotd
+// --max-memory) as a TrackerMemoryFullError, the name a master's
+// riot.doWork throws; others as an Error.
 //
 // Functions travel as the master's do, as source and free variables: a
 // workunit sends on a function it received (its own function, so that
@@ -35,6 +39,7 @@ import (
 
 	"github.com/riot-go/riot/engine"
 	"github.com/riot-go/riot/engine/internal/jsvalue"
+	"github.com/riot-go/riot/wire"
 	"github.com/riot-go/riot/workunit"
 )
 
@@ -403,6 +408,18 @@ func (b *binding) parseID(op string, v goja.Value) workunit.Key {
 	return k
 }
 
+// refusalName returns the name of the JavaScript error thrown for a
+// child whose outcome is not known because of err: TrackerMemoryFullError
+// when the tracker refused it for its memory bound (wire.ErrMemoryFull,
+// the name a master's riot.doWork throws), so that a workunit can tell it
+// apart and submit less; else Error.
+func refusalName(err error) string {
+	if errors.Is(err, wire.ErrMemoryFull) {
+		return "TrackerMemoryFullError"
+	}
+	return "Error"
+}
+
 // waitUntilDone implements riot.waitUntilDone(id) in a workunit.
 func (b *binding) waitUntilDone(call goja.FunctionCall) goja.Value {
 	const op = "riot.waitUntilDone"
@@ -464,7 +481,7 @@ func (b *binding) results(op string, keys []workunit.Key) []any {
 	res := make([]any, len(keys))
 	for i, k := range keys {
 		if errs[i] != nil && outs[i] == nil {
-			b.sb.Throw("Error", "%s: workunit %s: %v", op, k.Short(), errs[i])
+			b.sb.Throw(refusalName(errs[i]), "%s: workunit %s: %v", op, k.Short(), errs[i])
 		}
 		o := outs[i]
 		if o.Status == workunit.StatusError {

@@ -23,6 +23,7 @@ import (
 	"github.com/riot-go/riot/engine/internal/jsvalue"
 	"github.com/riot-go/riot/units"
 	"github.com/riot-go/riot/value"
+	"github.com/riot-go/riot/wire"
 	"github.com/riot-go/riot/workunit"
 )
 
@@ -597,7 +598,11 @@ func (m *master) submitN(op string, c Conn, n int, spec func(i int) *workunit.Sp
 	}
 	for _, sub := range subs {
 		if _, err := sub.Accepted(m.ctx); err != nil {
-			m.sb.Throw("Error", "%s: the tracker refused workunit %s: %v", op, sub.Key().Short(), err)
+			name := "Error"
+			if errors.Is(err, wire.ErrMemoryFull) {
+				name = "TrackerMemoryFullError" // a script can tell it apart, and retry later
+			}
+			m.sb.Throw(name, "%s: the tracker refused workunit %s: %v", op, sub.Key().Short(), err)
 		}
 	}
 	return subs, entries

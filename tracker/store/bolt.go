@@ -403,39 +403,9 @@ func (s *Bolt) load(ctx context.Context, results bool) ([]table.Record, error) {
 			}
 		}
 		return db.View(func(tx *bolt.Tx) error {
-			b := tx.Bucket(bucketRecords)
-			if n := b.Stats().KeyN; n > 0 {
-				recs = make([]table.Record, 0, n)
-			}
-			return b.ForEach(func(k, v []byte) error {
-				if len(k) != 8 {
-					return fmt.Errorf("%w: %s: record key %x", ErrCorrupt, s.path, k)
-				}
-				id := binary.BigEndian.Uint64(k)
-				var rec table.Record
-				var err error
-				if results {
-					// Copy out of bbolt's memory map: Spec and Result alias data.
-					rec, err = decodeRecord(id, bytes.Clone(v))
-				} else {
-					rec, err = decodeRecord(id, v)
-					rec.Spec = bytes.Clone(rec.Spec)
-					if rec.Err != nil {
-						rec.Err.Value = bytes.Clone(rec.Err.Value)
-					}
-					if rec.Status == workunit.StatusDone {
-						rec.Result, rec.Stored = nil, true
-					}
-				}
-				if err != nil {
-					return fmt.Errorf("%w: %s: record %d: %w", ErrCorrupt, s.path, id, err)
-				}
-				if (rec.Status == workunit.StatusWaiting || rec.Status == workunit.StatusRunning) && rec.Spec == nil {
-					return fmt.Errorf("%w: %s: record %d (%s) is %s without a spec", ErrCorrupt, s.path, id, rec.Key, rec.Status)
-				}
-				recs = append(recs, rec)
-				return nil
-			})
+			var err error
+			recs, err = s.decodeRecords(tx.Bucket(bucketRecords), results)
+			return err
 		})
 	})
 	if err != nil {
@@ -445,6 +415,55 @@ func (s *Bolt) load(ctx context.Context, results bool) ([]table.Record, error) {
 		return nil, fmt.Errorf("store: load %s: %w", s.path, err)
 	}
 	return s.mergeOverlay(recs, results)
+}
+
+// decodeRecords decodes every record of bucket b, in ID order. (Decoding
+// on both cores in chunks was tried: no faster on a million records, the
+// decoding being mostly allocation; docs/benchmarks.md.)
+func (s *Bolt) decodeRecords(b *bolt.Bucket, results bool) ([]table.Record, error) {
+	var recs []table.Record
+	if n := b.Stats().KeyN; n > 0 {
+		recs = make([]table.Record, 0, n)
+	}
+	err := b.ForEach(func(k, v []byte) error {
+		if len(k) != 8 {
+			return fmt.Errorf("%w: %s: record key %x", ErrCorrupt, s.path, k)
+		}
+		rec, err := s.decodeLoaded(binary.BigEndian.Uint64(k), v, results)
+		if err != nil {
+			return err
+		}
+		recs = append(recs, rec)
+		return nil
+	})
+	return recs, err
+}
+
+// decodeLoaded decodes record id for Load (results: its result copied
+// out) or LoadStored (a done record's result left in the store); the
+// bytes kept are copied out of v, which is bbolt's.
+func (s *Bolt) decodeLoaded(id uint64, v []byte, results bool) (table.Record, error) {
+	var rec table.Record
+	var err error
+	if results {
+		rec, err = decodeRecord(id, bytes.Clone(v))
+	} else {
+		rec, err = decodeRecord(id, v)
+		rec.Spec = bytes.Clone(rec.Spec)
+		if rec.Err != nil {
+			rec.Err.Value = bytes.Clone(rec.Err.Value)
+		}
+		if rec.Status == workunit.StatusDone {
+			rec.Result, rec.Stored = nil, true
+		}
+	}
+	if err != nil {
+		return rec, fmt.Errorf("%w: %s: record %d: %w", ErrCorrupt, s.path, id, err)
+	}
+	if (rec.Status == workunit.StatusWaiting || rec.Status == workunit.StatusRunning) && rec.Spec == nil {
+		return rec, fmt.Errorf("%w: %s: record %d (%s) is %s without a spec", ErrCorrupt, s.path, id, rec.Key, rec.Status)
+	}
+	return rec, nil
 }
 
 // Apply implements Store: the batch is appended to the write-ahead log

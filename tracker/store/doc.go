@@ -62,14 +62,18 @@
 // 110 µs). The checkpointer, every 100 ms or after 8192 records, starts
 // the next log file, applies the entries of the earlier ones to the bbolt
 // file in one transaction that also notes the last entry applied (meta
-// key "walseq"), and then removes those files. Until then Load and Result
-// read the records from memory, so the log is read only at open, where
+// key "walseq"), and then removes those files. Load and Result of a record
+// the log holds run a checkpoint first (a read-only store reads them from
+// memory), so the log is read only at open, where
 // the entries past "walseq" are applied before the store serves; Close
 // checkpoints what is left and removes the log. An entry carries its
-// length, a CRC-32C and a sequence number: one cut short at the end (a
-// crash during its write, never acknowledged) is dropped with a warning;
-// any other damage, or a gap in the numbers (a log file lost, or a bbolt
-// file older than its log), fails the open with ErrCorrupt.
+// length, a CRC-32C and a sequence number: one cut short or failing its
+// checksum at the end of a file, or zero bytes there (a crash during its
+// write, never acknowledged), is dropped with a warning; a file whose first
+// number repeats the last file's replaces those entries (a write or sync
+// failed there, and the next Apply wrote them again in a new file); any
+// other damage, or a gap in the numbers (a log file lost, or a bbolt file
+// older than its log), fails the open with ErrCorrupt.
 // BoltOptions.DirectCommits writes each Apply as a bbolt transaction
 // instead, as before the log (for benchmarks and tests); a log left in
 // the directory is applied at open either way.

@@ -266,7 +266,9 @@ func TestBolt_Restart_TableRestore(t *testing.T) {
 	require.NoError(t, err)
 	tab2 := table.New(table.Config{FirstToken: 1000})
 	require.NoError(t, tab2.Restore(recs))
-	assert.Equal(t, table.Stats{Waiting: 2, Done: 1, Error: 1}, tab2.Stats())
+	// Bytes: four records, two specs of a byte, a result, an error.
+	assert.Equal(t, table.Stats{Waiting: 2, Done: 1, Error: 1,
+		Bytes: 4*table.RecordBytes + 2 + int64(len("zero")+len("Error")+len("no"))}, tab2.Stats())
 	r0, _ := tab2.Lookup(key(0))
 	assert.Equal(t, workunit.StatusDone, r0.Status)
 	assert.Equal(t, []byte("zero"), r0.Result)

@@ -160,7 +160,9 @@ func readWalFile(path string) (entries []walEntry, torn bool, err error) {
 	}
 	off := 0
 	for off < len(data) {
-		if len(data)-off < walHeader {
+		if len(data)-off < walHeader || allZero(data[off:]) {
+			// Cut short, or a size the file took before its bytes
+			// reached the disk.
 			return entries, true, nil
 		}
 		n := int(binary.BigEndian.Uint32(data[off:]))
@@ -170,7 +172,10 @@ func readWalFile(path string) (entries []walEntry, torn bool, err error) {
 		}
 		payload := data[off+walHeader : off+walHeader+n]
 		if crc32.Checksum(payload, crcTable) != sum {
-			return entries, true, nil
+			if off+walHeader+n == len(data) {
+				return entries, true, nil // the last entry, half written
+			}
+			return nil, false, fmt.Errorf("%w: %s: the entry at byte %d fails its checksum, and entries follow it", ErrCorrupt, path, off)
 		}
 		e, err := decodeWalEntry(payload)
 		if err != nil {
@@ -180,6 +185,16 @@ func readWalFile(path string) (entries []walEntry, torn bool, err error) {
 		off += walHeader + n
 	}
 	return entries, false, nil
+}
+
+// allZero says whether b is all zero bytes.
+func allZero(b []byte) bool {
+	for _, c := range b {
+		if c != 0 {
+			return false
+		}
+	}
+	return true
 }
 
 // decodeWalEntry decodes a checked payload. The records alias it.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -45,6 +46,31 @@ func crashCopy(t *testing.T, dir string) string {
 	return out
 }
 
+// withBothBatches opens a store in dir without checkpoints and applies
+// walBatches to it: what the log holds, the bbolt file not yet. The
+// caller closes it.
+func withBothBatches(t *testing.T, dir string) *Bolt {
+	t.Helper()
+	s, err := OpenBolt(context.Background(), dir, noCheckpoints)
+	require.NoError(t, err)
+	first, second := walBatches()
+	require.NoError(t, s.Apply(context.Background(), first))
+	require.NoError(t, s.Apply(context.Background(), second))
+	return s
+}
+
+// reopenLoad opens the store in dir with opts and returns it (closed
+// when the test ends) with what its Load gives.
+func reopenLoad(t *testing.T, dir string, opts BoltOptions) (*Bolt, []table.Record) {
+	t.Helper()
+	s, err := OpenBolt(context.Background(), dir, opts)
+	require.NoError(t, err)
+	t.Cleanup(func() { s.Close() })
+	got, err := s.Load(context.Background())
+	require.NoError(t, err)
+	return s, got
+}
+
 // walBatches are two batches: records made, then one finished (its
 // result stored), one forgotten, one done kept with its stored result.
 func walBatches() (first, second []table.Record) {
@@ -83,12 +109,9 @@ func TestBolt_Log_CrashBeforeCheckpoint(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
-	s, err := OpenBolt(ctx, dir, noCheckpoints)
-	require.NoError(t, err)
+	s := withBothBatches(t, dir)
 	defer s.Close()
-	first, second := walBatches()
-	require.NoError(t, s.Apply(ctx, first))
-	require.NoError(t, s.Apply(ctx, second))
+	first, _ := walBatches()
 	crashed := crashCopy(t, dir) // before the reads below, which checkpoint
 	files, err := walFiles(crashed)
 	require.NoError(t, err)
@@ -125,11 +148,7 @@ func TestBolt_Log_CrashBeforeCheckpoint(t *testing.T) {
 	assert.Empty(t, files, "a closed store has applied and removed its log")
 
 	// And once more, from the bbolt file alone.
-	r, err = OpenBolt(ctx, crashed, BoltOptions{DirectCommits: true})
-	require.NoError(t, err)
-	defer r.Close()
-	got, err = r.Load(ctx)
-	require.NoError(t, err)
+	_, got = reopenLoad(t, crashed, BoltOptions{DirectCommits: true})
 	assert.Equal(t, normalize(walExpected()), normalize(got), "the bbolt file after the replay")
 }
 
@@ -266,22 +285,15 @@ func TestBolt_Log_ReadOnly(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
-	s, err := OpenBolt(ctx, dir, noCheckpoints)
-	require.NoError(t, err)
-	first, second := walBatches()
-	require.NoError(t, s.Apply(ctx, first))
-	require.NoError(t, s.Apply(ctx, second))
+	s := withBothBatches(t, dir)
 	crashed := crashCopy(t, dir)
 	require.NoError(t, s.Close())
-	r, err := OpenBolt(ctx, crashed, BoltOptions{ReadOnly: true})
-	require.NoError(t, err)
-	defer r.Close()
-	got, err := r.Load(ctx)
-	require.NoError(t, err)
+	r, got := reopenLoad(t, crashed, BoltOptions{ReadOnly: true})
 	assert.Equal(t, normalize(walExpected()), normalize(got))
 	files, err := walFiles(crashed)
 	require.NoError(t, err)
 	assert.Len(t, files, 1, "the log is left as it was")
+	_, second := walBatches()
 	assert.ErrorIs(t, r.Apply(ctx, second), ErrReadOnly)
 }
 
@@ -317,18 +329,11 @@ func TestBolt_Log_DirectCommitsReplays(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	dir := t.TempDir()
-	s, err := OpenBolt(ctx, dir, noCheckpoints)
-	require.NoError(t, err)
+	s := withBothBatches(t, dir)
 	defer s.Close()
-	first, second := walBatches()
-	require.NoError(t, s.Apply(ctx, first))
-	require.NoError(t, s.Apply(ctx, second))
 	crashed := crashCopy(t, dir)
 
-	r, err := OpenBolt(ctx, crashed, BoltOptions{DirectCommits: true})
-	require.NoError(t, err)
-	got, err := r.Load(ctx)
-	require.NoError(t, err)
+	r, got := reopenLoad(t, crashed, BoltOptions{DirectCommits: true})
 	assert.Equal(t, normalize(walExpected()), normalize(got))
 	files, err := walFiles(crashed)
 	require.NoError(t, err)
@@ -338,4 +343,68 @@ func TestBolt_Log_DirectCommitsReplays(t *testing.T) {
 	files, err = walFiles(crashed)
 	require.NoError(t, err)
 	assert.Empty(t, files, "a direct commit writes no log")
+}
+
+// logEntry is the bytes of log entry seq putting done record id with
+// result res.
+func logEntry(seq, id uint64, res string) []byte {
+	e := walEntry{seq: seq, recs: []walRec{{kind: walPut, rec: table.Record{Key: key(int(id)), ID: id, Status: workunit.StatusDone, Result: []byte(res)}}}}
+	return appendWalEntry(nil, &e)
+}
+
+// emptyStore makes a store in a new directory and closes it.
+func emptyStore(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	s, err := OpenBolt(context.Background(), dir, noCheckpoints)
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+	return dir
+}
+
+// TestBolt_Log_DamageBeforeEntries: an entry whose checksum fails with
+// entries after it is damage, not a write a crash cut short: the open
+// fails (it opened, and dropped the acknowledged entry 3).
+func TestBolt_Log_DamageBeforeEntries(t *testing.T) {
+	t.Parallel()
+	dir := emptyStore(t)
+	damaged := logEntry(2, 2, "b")
+	damaged[len(damaged)-1] ^= 0xff
+	b := slices.Concat(logEntry(1, 1, "a"), damaged, logEntry(3, 3, "c"))
+	p := filepath.Join(dir, walPrefix+"0")
+	require.NoError(t, os.WriteFile(p, b, 0o600))
+	_, err := OpenBolt(context.Background(), dir, noCheckpoints)
+	require.ErrorIs(t, err, ErrCorrupt)
+	assert.ErrorContains(t, err, p)
+	assert.ErrorContains(t, err, "checksum")
+}
+
+// TestBolt_Log_ZeroTail: zero bytes after the last entry (the file's size
+// reached the disk, its bytes not) are a write a crash interrupted: the
+// open drops them (it failed with ErrCorrupt).
+func TestBolt_Log_ZeroTail(t *testing.T) {
+	t.Parallel()
+	dir := emptyStore(t)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, walPrefix+"0"), append(logEntry(1, 1, "a"), make([]byte, 64)...), 0o600))
+	_, got := reopenLoad(t, dir, noCheckpoints)
+	require.Len(t, got, 1)
+	assert.Equal(t, uint64(1), got[0].ID)
+}
+
+// TestBolt_Log_RewrittenAfterFailedSync: an entry whose sync failed (not
+// acknowledged, yet whole in its file) and that the writer wrote again,
+// with the same number, in the next file: the later one counts (the open
+// failed, saying entries were missing).
+func TestBolt_Log_RewrittenAfterFailedSync(t *testing.T) {
+	t.Parallel()
+	dir := emptyStore(t)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, walPrefix+"0"), slices.Concat(logEntry(1, 1, "a"), logEntry(2, 2, "not acknowledged")), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, walPrefix+"1"), logEntry(2, 2, "acknowledged"), 0o600))
+	s, _ := reopenLoad(t, dir, noCheckpoints)
+	res, err := s.Result(context.Background(), 2)
+	require.NoError(t, err)
+	assert.Equal(t, "acknowledged", string(res))
+	res, err = s.Result(context.Background(), 1)
+	require.NoError(t, err)
+	assert.Equal(t, "a", string(res))
 }

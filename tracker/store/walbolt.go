@@ -75,9 +75,17 @@ func (s *Bolt) openWal(dir string, every time.Duration, direct bool) error {
 		if err != nil {
 			return err
 		}
-		for _, e := range entries {
+		for j, e := range entries {
 			if e.seq <= applied {
 				continue
+			}
+			if j == 0 && e.seq <= last {
+				// The file before this one was left broken by a write
+				// or sync that failed (never acknowledged), and the
+				// writer wrote those numbers again here: this file's
+				// entries replace them.
+				todo = slices.DeleteFunc(todo, func(p walEntry) bool { return p.seq >= e.seq })
+				last = e.seq - 1
 			}
 			if e.seq != last+1 {
 				return fmt.Errorf("%w: %s: log entry %d follows entry %d: the entries between are missing", ErrCorrupt, f.path, e.seq, last)

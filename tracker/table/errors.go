@@ -1,6 +1,11 @@
 package table
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+
+	"github.com/riot-go/riot/workunit"
+)
 
 // Errors returned by Step and Restore, wrapped with details; test with
 // errors.Is. An event that Step rejects with an error leaves the table as
@@ -26,6 +31,11 @@ var (
 	// Config.MaxWatchesPerMaster. The shell should answer its sender with a
 	// limit error; nothing was stored.
 	ErrLimit = errors.New("table: limit passed")
+	// ErrFull: a Submit that would make the table hold more bytes than
+	// Config.MaxBytes. The error is a *FullError, which says how much.
+	// The shell should answer its sender with an error that says the
+	// tracker's memory is full; nothing was stored.
+	ErrFull = errors.New("table: memory bound reached")
 	// ErrNotHeld: a child's Submit (Submit.Parent) from a worker that does
 	// not hold the parent's lease (it ended, expired, was revoked, or was
 	// never given). The shell should refuse it: nothing was stored.
@@ -34,3 +44,27 @@ var (
 	// workers.
 	ErrNotEmpty = errors.New("table: restore into a table in use")
 )
+
+// FullError is the error of a Submit refused because the table would hold
+// more than Config.MaxBytes. errors.Is(err, ErrFull) holds.
+type FullError struct {
+	// Key is the refused workunit's key.
+	Key workunit.Key
+	// Held is what the table holds (Stats.Bytes), Need what the
+	// submission would add (its spec, and a record if it is new), Limit
+	// Config.MaxBytes.
+	Held, Need, Limit int64
+	// Records is the number of records the table holds.
+	Records int
+}
+
+// Error returns e.g. "table: memory bound reached: submit 1a2b3c4d: the
+// table holds 1048000 bytes for 5000 workunits, and 300 more would pass
+// its bound of 1048576".
+func (e *FullError) Error() string {
+	return fmt.Sprintf("%v: submit %s: the table holds %d bytes for %d workunits, and %d more would pass its bound of %d",
+		ErrFull, e.Key.Short(), e.Held, e.Records, e.Need, e.Limit)
+}
+
+// Unwrap returns ErrFull.
+func (e *FullError) Unwrap() error { return ErrFull }

@@ -36,6 +36,7 @@ func checkInvariants(t *testing.T, tab *Table, where string) {
 	}
 	var counts [workunit.StatusError + 1]int
 	n := 0
+	var data int64
 	for idx := uint32(0); idx < tab.recs.n; idx++ {
 		r := tab.recs.at(idx)
 		if free[idx] {
@@ -46,6 +47,14 @@ func checkInvariants(t *testing.T, tab *Table, where string) {
 		}
 		counts[r.status]++
 		n++
+		data += int64(len(r.data))
+		if r.ext != nil && r.ext.err != nil {
+			e := r.ext.err
+			data += int64(len(e.Name) + len(e.Message) + len(e.Stack) + len(e.Value))
+		}
+		if r.flags&flagStored != 0 && r.data != nil {
+			t.Fatalf("%s: idx %d is stored and holds %d bytes of result", where, idx, len(r.data))
+		}
 		got, ok := tab.index.get(&r.key, r.scope, &tab.recs)
 		if !ok || got != idx {
 			t.Fatalf("%s: idx %d key %x not in index (%v %d)", where, idx, r.key[0], ok, got)
@@ -59,6 +68,9 @@ func checkInvariants(t *testing.T, tab *Table, where string) {
 	}
 	if counts != tab.counts {
 		t.Fatalf("%s: counts %v want %v", where, tab.counts, counts)
+	}
+	if want := data + RecordBytes*int64(n); tab.Stats().Bytes != want {
+		t.Fatalf("%s: Stats.Bytes %d, the records hold %d (%d records, %d bytes of data)", where, tab.Stats().Bytes, want, n, data)
 	}
 	for _, idx := range tab.pending {
 		if free[idx] || tab.recs.at(idx).flags&flagPending == 0 {
@@ -202,17 +214,23 @@ func checkWatchLists(t *testing.T, tab *Table, where string) {
 
 // TestTable_ForgetModel drives tables that forget (KeepFinished) with
 // random events; the shell holds some Readies and fails some writes. After
-// every step the books balance (checkInvariants), every Ack of a waiting
-// or running workunit is durable in the model store (keyed by ID, as
-// bolt), and the store restores (every 25 steps).
+// every step the books balance (checkInvariants, the bytes held among
+// them), every Ack of a waiting or running workunit is durable in the
+// model store (keyed by ID, as bolt), and the store restores (every 25
+// steps). Even seeds keep results in the store (Config.ResultsInStore);
+// most seeds bound the bytes held (Config.MaxBytes): a submission refused
+// for it changes nothing, and one accepted leaves the table within it.
 func TestTable_ForgetModel(t *testing.T) {
 	t.Parallel()
-	var totForgot, totDisc, totLimit, totNotified, totCrowded uint64
+	var totForgot, totDisc, totLimit, totFull, totStored, totNotified, totCrowded uint64
 	defer func() {
-		t.Logf("forgotten %d, discarded %d, refused for a bound %d, finished checked against the store %d, steps with a crowded record %d",
-			totForgot, totDisc, totLimit, totNotified, totCrowded)
+		t.Logf("forgotten %d, discarded %d, refused for a bound %d, for memory %d, finished checked against the store %d (%d read from it), steps with a crowded record %d",
+			totForgot, totDisc, totLimit, totFull, totNotified, totStored, totCrowded)
 		if totCrowded == 0 {
 			t.Error("no record was ever crowded: the test misses that path")
+		}
+		if totFull == 0 || totStored == 0 {
+			t.Error("no submission was refused for memory, or no result was read from the store: the test misses that path")
 		}
 	}()
 	for seed := uint64(1); seed <= 50; seed++ {
@@ -224,8 +242,16 @@ func TestTable_ForgetModel(t *testing.T) {
 			masters, keys = 3*crowdedWatches, 2
 		}
 		// A bound on watches that the masters reach now and then.
+		// A bound on bytes, for most seeds, of a few records and their
+		// specs and results.
+		var maxBytes int64
+		if seed%5 != 0 {
+			maxBytes = RecordBytes*int64(2+seed%6) + int64(rng.IntN(200))
+		}
+		inStore := seed%2 == 0
 		tab := New(Config{KeepFinished: time.Hour, LeaseTimeout: 20 * time.Minute, MaxLost: 3, FirstToken: 1, HashSeed: seed,
-			MaxWatchesPerMaster: 3 + int(seed%4)})
+			MaxWatchesPerMaster: 3 + int(seed%4), ResultsInStore: inStore, MaxBytes: maxBytes})
+		bytes := func(n int) []byte { return make([]byte, 1+rng.IntN(n)) }
 		base := time.Unix(1_000_000, 0)
 		now := base
 		if rng.IntN(2) == 0 {
@@ -244,9 +270,18 @@ func TestTable_ForgetModel(t *testing.T) {
 		apply := func(rd Ready, ok bool) {
 			if ok {
 				for _, r := range rd.Persist {
-					if r.Status == workunit.StatusUnknown {
+					switch {
+					case r.Status == workunit.StatusUnknown:
 						delete(store, r.ID)
-					} else {
+					case r.Stored:
+						// The store keeps the result it has for the ID.
+						old, had := store[r.ID]
+						if !had || old.Result == nil {
+							t.Fatalf("seed %d: %x written as stored, and the store has no result for ID %d", seed, r.Key[0], r.ID)
+						}
+						r.Result = old.Result
+						store[r.ID] = r
+					default:
 						store[r.ID] = r
 					}
 				}
@@ -276,7 +311,16 @@ func TestTable_ForgetModel(t *testing.T) {
 							stored = &r
 						}
 					}
-					if stored == nil || stored.Status != n.Status || string(stored.Result) != string(n.Result) || (n.Err != nil) != (stored.Err != nil) ||
+					result := n.Result
+					if n.Stored != 0 {
+						// The shell reads it from the store, by ID.
+						if !inStore || n.Result != nil || stored == nil || stored.ID != n.Stored {
+							t.Fatalf("seed %d: a Finished of %x is stored as ID %d with %d bytes of result; the store has %+v", seed, n.Key[0], n.Stored, len(n.Result), stored)
+						}
+						result = stored.Result
+						totStored++
+					}
+					if stored == nil || stored.Status != n.Status || string(stored.Result) != string(result) || (n.Err != nil) != (stored.Err != nil) ||
 						(n.Err != nil && n.Err.Message != stored.Err.Message) {
 						t.Fatalf("seed %d: a Finished of %x says %v %q, the store has %+v", seed, n.Key[0], n.Status, n.Result, stored)
 					}
@@ -316,7 +360,7 @@ func TestTable_ForgetModel(t *testing.T) {
 				if rng.IntN(3) == 0 {
 					owner = "b"
 				}
-				ev = Submit{Master: MasterID(1 + rng.IntN(masters)), Req: uint64(step), Owner: owner, Scope: scope(), Key: key(), Spec: []byte("s"), Watch: rng.IntN(2) == 0,
+				ev = Submit{Master: MasterID(1 + rng.IntN(masters)), Req: uint64(step), Owner: owner, Scope: scope(), Key: key(), Spec: bytes(40), Watch: rng.IntN(2) == 0,
 					Options: workunit.Options{NoCache: rng.IntN(5) == 0, Timeout: timeout, Retries: max(0, rng.IntN(5)-2)}}
 			case 3:
 				ev = Tick{Now: now.Add(time.Duration(rng.IntN(90)) * time.Minute)}
@@ -340,11 +384,11 @@ func TestTable_ForgetModel(t *testing.T) {
 						k = key()
 					}
 					if rng.IntN(3) == 0 {
-						ev = Fail{Worker: l.w, Key: k, Token: l.tok, Err: &workunit.Error{Kind: workunit.Thrown, Name: "Error", Message: "x"}}
+						ev = Fail{Worker: l.w, Key: k, Token: l.tok, Err: &workunit.Error{Kind: workunit.Thrown, Name: "Error", Message: "x", Value: bytes(20)}}
 					} else if rng.IntN(6) == 0 {
 						ev = Return{Worker: l.w, Leases: []LeaseRef{{Key: k, Token: l.tok}}}
 					} else {
-						ev = Complete{Worker: l.w, Key: k, Token: l.tok, Result: []byte("r")}
+						ev = Complete{Worker: l.w, Key: k, Token: l.tok, Result: bytes(60)}
 					}
 				}
 			case 9:
@@ -377,8 +421,22 @@ func TestTable_ForgetModel(t *testing.T) {
 				// watch given back after a failed write may pass it: see
 				// reconcile).
 				err := tab.Step(ev)
-				if errors.Is(err, ErrLimit) {
-					totLimit++
+				var full *FullError
+				if errors.As(err, &full) {
+					totFull++
+					if !errors.Is(err, ErrFull) || full.Limit != maxBytes || full.Held != before.Bytes || full.Held+full.Need <= maxBytes {
+						t.Fatalf("seed %d step %d: %v: held %d (Stats %d), need %d, limit %d (bound %d)", seed, step, err, full.Held, before.Bytes, full.Need, full.Limit, maxBytes)
+					}
+				}
+				if sub, isSub := ev.(Submit); isSub && err == nil && maxBytes > 0 {
+					if after := tab.Stats().Bytes; after > before.Bytes && after > maxBytes {
+						t.Fatalf("seed %d step %d: submit %x took the table from %d to %d bytes, past its bound %d", seed, step, sub.Key[0], before.Bytes, after, maxBytes)
+					}
+				}
+				if errors.Is(err, ErrLimit) || errors.Is(err, ErrFull) {
+					if errors.Is(err, ErrLimit) {
+						totLimit++
+					}
 					if after := tab.Stats(); after != before || tab.HasReady() != had {
 						t.Fatalf("seed %d step %d: %v changed the table: %+v, then %+v", seed, step, err, before, after)
 					}
@@ -418,7 +476,7 @@ func TestTable_ForgetModel(t *testing.T) {
 			for _, r := range store {
 				recs = append(recs, r)
 			}
-			t2 := New(Config{KeepFinished: time.Hour})
+			t2 := New(Config{KeepFinished: time.Hour, ResultsInStore: inStore})
 			if err := t2.Restore(recs); err != nil {
 				t.Fatalf("seed %d step %d: restore: %v", seed, step, err)
 			}

@@ -246,15 +246,19 @@ type heldLimit struct {
 //
 // A Table is not safe for concurrent use: one goroutine owns it.
 type Table struct {
-	cfg     Config
-	now     int64
-	ticked  bool
-	recs    slab
-	index   index
-	queues  []gpuQueue // by gpus, ascending
-	queued  int
-	backSeq int64 // last seq given at the back
-	frontSq int64 // last seq given at the front (≤ 0)
+	cfg Config
+	// dataBytes is the sum of dataBytes over the records: the specs,
+	// results and errors the table holds (Stats.Bytes adds RecordBytes a
+	// record).
+	dataBytes int64
+	now       int64
+	ticked    bool
+	recs      slab
+	index     index
+	queues    []gpuQueue // by gpus, ascending
+	queued    int
+	backSeq   int64 // last seq given at the back
+	frontSq   int64 // last seq given at the front (≤ 0)
 
 	names   []string // interned names; names[0] == ""
 	nameIdx map[string]uint32
@@ -588,6 +592,52 @@ func (t *Table) checkOpen(e *Submit) error {
 	return nil
 }
 
+// dataBytes returns the bytes record r holds besides itself: its spec or
+// result, and its error's name, message, stack and thrown value.
+func dataBytes(r *record) int64 {
+	n := int64(len(r.data))
+	if r.ext != nil && r.ext.err != nil {
+		n += errBytes(r.ext.err)
+	}
+	return n
+}
+
+// errBytes returns the bytes of e's name, message, stack and thrown value.
+func errBytes(e *workunit.Error) int64 {
+	return int64(len(e.Name) + len(e.Message) + len(e.Stack) + len(e.Value))
+}
+
+// heldBytes returns what Stats.Bytes counts.
+func (t *Table) heldBytes() int64 {
+	return t.dataBytes + RecordBytes*int64(t.records())
+}
+
+// records returns the number of records the table holds.
+func (t *Table) records() int {
+	n := 0
+	for _, c := range t.counts {
+		n += c
+	}
+	return n
+}
+
+// checkBytes refuses a submission that would make the table hold more
+// than Config.MaxBytes: its spec, and a record when it makes one (fresh).
+func (t *Table) checkBytes(e *Submit, fresh bool) error {
+	limit := t.cfg.MaxBytes
+	if limit <= 0 {
+		return nil
+	}
+	need := int64(len(e.Spec))
+	if fresh {
+		need += RecordBytes
+	}
+	if held := t.heldBytes(); held+need > limit {
+		return &FullError{Key: e.Key, Held: held, Need: need, Limit: limit, Records: t.records()}
+	}
+	return nil
+}
+
 // outcome returns what the table says of record r.
 func (t *Table) outcome(r *record) workunit.Outcome {
 	o := workunit.Outcome{Key: r.key, Status: r.status, Worker: t.names[r.worker], LastChange: fromUnixNano(r.changed)}
@@ -682,6 +732,11 @@ func (t *Table) submit(e *Submit) error {
 			return err
 		}
 	}
+	if becomesOpen {
+		if err := t.checkBytes(e, !ok); err != nil {
+			return err
+		}
+	}
 	if e.Watch && (becomesOpen || joined) {
 		if err := t.checkWatchOpen(e.Master, idx, ok, e.Key); err != nil {
 			return err
@@ -762,6 +817,8 @@ func (t *Table) reset(idx uint32, e *Submit) {
 		t.countRec(r, 1)
 	}
 	r.queued = t.now
+	was := dataBytes(r)
+	defer func() { t.dataBytes += dataBytes(r) - was }()
 	r.data = e.Spec
 	r.gpus = uint8(e.Options.GPUs)
 	r.timeout = uint32(e.Options.Timeout / time.Millisecond)
@@ -1107,11 +1164,13 @@ func (t *Table) stop(idx uint32, werr *workunit.Error, unqueue map[uint32]bool) 
 	} else {
 		t.revoke(idx, r.worker)
 	}
+	was := dataBytes(r)
 	if r.ext == nil {
 		r.ext = &extra{}
 	}
 	r.ext.err = werr
 	r.data = nil
+	t.dataBytes += dataBytes(r) - was
 	r.worker = 0
 	if werr.Kind == workunit.Canceled {
 		r.flags |= flagCanceled // before setStatus: it counts the record as it becomes
@@ -1311,6 +1370,7 @@ func (t *Table) lose(idx uint32, name uint32) {
 	r.worker = 0
 	t.markDirty(idx)
 	if len(r.ext.lost) >= t.cfg.MaxLost {
+		was := dataBytes(r)
 		names := make([]string, len(r.ext.lost))
 		for i, n := range r.ext.lost {
 			names[i] = t.names[n]
@@ -1323,6 +1383,7 @@ func (t *Table) lose(idx uint32, name uint32) {
 			Attempts: slices.Clone(r.ext.attempts),
 		}
 		r.data = nil
+		t.dataBytes += dataBytes(r) - was
 		t.setStatus(idx, workunit.StatusError)
 		t.notify(idx, nil, 0)
 		return
@@ -1378,10 +1439,12 @@ func (t *Table) finish(id WorkerID, key workunit.Key, tok Token, result []byte, 
 	}
 	r.worker = w.name
 	if err == nil {
+		was := dataBytes(r)
 		r.data = result
 		if r.ext != nil {
 			r.ext.err = nil
 		}
+		t.dataBytes += dataBytes(r) - was
 		t.setStatus(l.idx, workunit.StatusDone)
 	} else {
 		e := *err
@@ -1399,8 +1462,10 @@ func (t *Table) finish(id WorkerID, key workunit.Key, tok Token, result []byte, 
 			}
 			e.Attempts = attempts
 		}
+		was := dataBytes(r)
 		r.ext.err = &e
 		r.data = nil
+		t.dataBytes += dataBytes(r) - was
 		t.setStatus(l.idx, workunit.StatusError)
 	}
 	t.markDirty(l.idx)
@@ -1619,6 +1684,7 @@ func (t *Table) forget(idx uint32) {
 	t.index.remove(&r.key, r.scope, &t.recs)
 	t.counts[r.status]--
 	t.countRec(r, -1)
+	t.dataBytes -= dataBytes(r)
 	*r = record{}
 	t.free = append(t.free, idx)
 	t.forgotten++
@@ -1833,6 +1899,7 @@ func (t *Table) Stats() Stats {
 		Watches:   t.nwatches,
 		Discarded: t.discarded,
 		Forgotten: t.forgotten,
+		Bytes:     t.heldBytes(),
 	}
 }
 
@@ -1912,6 +1979,7 @@ func (t *Table) Advance(rd Ready) {
 		// Its result is durable now: the store keeps it, unless the record
 		// changed since (pending: its next write decides).
 		if t.cfg.ResultsInStore && r.status == workunit.StatusDone && r.flags&flagPending == 0 {
+			t.dataBytes -= int64(len(r.data))
 			r.data = nil
 			r.flags |= flagStored
 		}
@@ -2140,6 +2208,7 @@ func (t *Table) Restore(recs []Record) error {
 		}
 		t.counts[r.status]++
 		t.countRec(r, 1)
+		t.dataBytes += dataBytes(r)
 		r.queued, r.assigned = unixNano(rec.Submitted), unixNano(rec.Assigned)
 		if isOpen(r.status) {
 			t.addOpen(r.owner, 1)

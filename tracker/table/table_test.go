@@ -430,7 +430,7 @@ func TestTable_Restore_RunsAgain(t *testing.T) {
 	}
 	b := table.New(table.Config{FirstToken: 1 << 40})
 	require.NoError(t, b.Restore(recs))
-	assert.Equal(t, table.Stats{Waiting: 2, Done: 1}, b.Stats())
+	assert.Equal(t, table.Stats{Waiting: 2, Done: 1, Bytes: 3*table.RecordBytes + int64(2*len("spec")+len("one"))}, b.Stats())
 	assert.False(t, b.HasReady(), "restored records are durable")
 	step(t, b, table.Submit{Master: 2, Key: key(1), Spec: []byte("spec"), Watch: true},
 		table.WorkerJoin{Worker: 7, Name: "w7", Slots: 5, Credit: 5})

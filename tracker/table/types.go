@@ -190,7 +190,25 @@ type Config struct {
 	// results it has handed out. False: the table keeps every result, as
 	// a tracker without a durable store must.
 	ResultsInStore bool
+	// MaxBytes bounds the bytes the table holds for workunits, as
+	// Stats.Bytes counts them: RecordBytes for each record, and the specs
+	// of waiting and running ones, the results of done ones (until they
+	// are in the store, with ResultsInStore) and the errors of failed
+	// ones. A Submit that would make the table hold more, with its spec
+	// and its record, is refused with a *FullError (ErrFull) and changes
+	// nothing; one that joins a waiting or running workunit, or is
+	// answered from memory, is never refused. Nothing accepted is
+	// dropped: the results of accepted work are taken even past the bound,
+	// and submissions are refused until the table holds less (records
+	// forgotten, Config.KeepFinished; results written, ResultsInStore).
+	// Zero or negative: no bound.
+	MaxBytes int64
 }
+
+// RecordBytes is what Config.MaxBytes counts for a record besides its
+// spec, result and error: the record itself, its place in the key index
+// and the queue, rounded up (see BenchmarkTable_Memory_MillionWaiting).
+const RecordBytes int64 = 160
 
 func (c Config) withDefaults() Config {
 	if c.MaxLost <= 0 {
@@ -230,6 +248,9 @@ type Stats struct {
 	// Forgotten counts finished workunits forgotten so far
 	// (Config.KeepFinished).
 	Forgotten uint64
+	// Bytes is what Config.MaxBytes bounds: RecordBytes a record, and the
+	// specs, results and errors the table holds.
+	Bytes int64
 }
 
 // WorkerInfo describes a joined worker, for status pages.

@@ -1,0 +1,123 @@
+package e2e_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/riot-go/riot/client"
+	"github.com/riot-go/riot/e2e"
+	"github.com/riot-go/riot/tracker"
+	"github.com/riot-go/riot/wire"
+	"github.com/riot-go/riot/workunit"
+)
+
+// memboundScript runs workunits that return 32 KiB each, one after the
+// other, until riotd refuses one for its --max-memory; then it checks
+// every result it got and prints what the refusal said.
+const memboundScript = `
+async function main() {
+	const results = [];
+	let refusal;
+	for (let i = 0; i < 1000 && !refusal; i++) {
+		try {
+			results.push(await riot.run((i) => i + ':' + 'x'.repeat(32 << 10), i));
+		} catch (e) {
+			refusal = e;
+		}
+	}
+	const bad = results.filter((r, i) => r !== i + ':' + 'x'.repeat(32 << 10));
+	console.log('got', results.length > 1 ? 'several' : results.length, 'results,', bad.length, 'wrong');
+	console.log(refusal && refusal.name);
+	console.log(refusal && refusal.message.replace(/[0-9a-f]{12}/, 'KEY'));
+}
+main();
+`
+
+// TestE2E_MaxMemory: riotd --memory --max-memory refuses a job's workunit
+// once it holds its bound, with a typed error that says what is full and
+// what to do (a JavaScript master's TrackerMemoryFullError, a Go
+// master's client.ErrMemoryFull); every result accepted before it comes
+// back right; a Go master then sees the refusal too.
+func TestE2E_MaxMemory(t *testing.T) {
+	t.Parallel()
+	tr := bins.StartTracker(t, e2e.TrackerOptions{Args: []string{"--max-memory", "256KiB"}})
+	bins.StartWorker(t, tr.Addr(), e2e.WorkerOptions{Name: "w", Slots: 1})
+	tr.WaitFor(t, workers(1))
+
+	res := bins.RunEval(t, "--tracker", tr.Addr(), writeScript(t, "membound.js", memboundScript))
+	require.Equal(t, 0, res.Code, res)
+	lines := strings.Split(strings.TrimSpace(res.Stdout), "\n")
+	require.Len(t, lines, 3, res)
+	assert.Equal(t, "got several results, 0 wrong", lines[0])
+	assert.Equal(t, "TrackerMemoryFullError", lines[1])
+	assert.Contains(t, lines[2], "riot.run: the tracker refused workunit KEY")
+	assert.Contains(t, lines[2], "memory full")
+	assert.Contains(t, lines[2], "past its --max-memory of 262144 bytes (256.0 KiB)")
+	assert.Contains(t, lines[2], "run riotd with --data")
+
+	m := dial(t, tr.Addr(), "master")
+	ctx := e2e.Context(t, e2e.DefaultWait)
+	_, err := m.Submit(fnSpec(t, "(s) => s.length", strings.Repeat("y", 1024)), workunit.Options{}).Wait(ctx)
+	require.ErrorIs(t, err, client.ErrMemoryFull)
+	assert.True(t, wire.IsCode(err, wire.CodeMemoryFull))
+	assert.Contains(t, err.Error(), "memory full")
+}
+
+// TestE2E_MaxMemory_Forgotten: a Go master fills riotd's --max-memory
+// with waiting work (no worker yet) until a submission is refused with
+// client.ErrMemoryFull; the refused call leaves nothing pending; once a
+// worker has run the accepted work and riotd has forgotten the results
+// (--keep-results), the refused workunit is accepted and runs.
+func TestE2E_MaxMemory_Forgotten(t *testing.T) {
+	t.Parallel()
+	tr := bins.StartTracker(t, e2e.TrackerOptions{Args: []string{"--max-memory", "64KiB", "--keep-results", "1ms"}})
+	m := dial(t, tr.Addr(), "master")
+	ctx := e2e.Context(t, e2e.DefaultWait)
+	pad := strings.Repeat("z", 8<<10)
+	spec := func(i int) *workunit.Spec { return fnSpec(t, "(i, pad) => i * 2 + pad.length", i, pad) }
+	var accepted []*client.Call
+	refused := -1
+	for i := range 100 {
+		c := m.Submit(spec(i), workunit.Options{})
+		if _, err := c.Accepted(ctx); err != nil {
+			require.ErrorIs(t, err, client.ErrMemoryFull)
+			var we *wire.Error
+			require.True(t, errors.As(err, &we), "%v", err)
+			assert.Contains(t, we.Message, "past its --max-memory of 65536 bytes (64.0 KiB)")
+			refused = i
+			break
+		}
+		accepted = append(accepted, c)
+	}
+	require.Positive(t, refused, "a submission past 64 KiB of 8 KiB specs is refused")
+	assert.Len(t, accepted, refused)
+	st := tr.WaitFor(t, func(s tracker.Status) bool { return s.Workunits.Waiting == refused })
+	assert.Equal(t, refused, st.Workunits.Waiting, "nothing of the refused one is kept")
+
+	bins.StartWorker(t, tr.Addr(), e2e.WorkerOptions{Name: "w", Slots: 2})
+	for i, c := range accepted {
+		out, err := c.Wait(ctx)
+		require.NoError(t, err)
+		assert.Equal(t, float64(i*2+len(pad)), decodeNumber(t, out), "workunit %d", i)
+	}
+	tr.WaitFor(t, func(s tracker.Status) bool {
+		return s.Workunits.Waiting+s.Workunits.Running+s.Workunits.Done == 0
+	})
+	out, err := m.Submit(spec(refused), workunit.Options{}).Wait(ctx)
+	require.NoError(t, err, "room again once the results are forgotten")
+	assert.Equal(t, float64(refused*2+len(pad)), decodeNumber(t, out))
+}
+
+// decodeNumber returns the number a finished workunit returned.
+func decodeNumber(t *testing.T, out *workunit.Outcome) float64 {
+	t.Helper()
+	v, err := out.Value()
+	require.NoError(t, err)
+	n, ok := v.(float64)
+	require.True(t, ok, "%T %v", v, v)
+	return n
+}
