@@ -56,6 +56,26 @@ func runAll(t *testing.T, tab *table.Table, held []table.Assign, d time.Duration
 	}
 }
 
+// warmed is packTable after owner's first four workunits, one to each
+// worker (their run time unknown), ran in d each.
+func warmed(t *testing.T, budget time.Duration, owner string, d time.Duration) *table.Table {
+	t.Helper()
+	tab := packTable(t, budget)
+	tab.BeginBatch()
+	for i := range 4 {
+		step(t, tab, ownerSubmit(owner, i))
+	}
+	tab.EndBatch()
+	first := assigns(drain(t, tab))
+	require.Len(t, first, 4)
+	for i, a := range first {
+		assert.Equal(t, table.WorkerID(i+1), a.Worker, "unknown run time: one each")
+	}
+	runAll(t, tab, first, d)
+	drain(t, tab)
+	return tab
+}
+
 // counts returns the workers' counts in worker order.
 func counts(given map[table.WorkerID]int) []int {
 	return []int{given[1], given[2], given[3], given[4]}
@@ -66,45 +86,18 @@ func counts(given map[table.WorkerID]int) []int {
 // goes to a worker MaxPack at a time; a slow master's, one at a time.
 func TestTable_Dispatch_Pack(t *testing.T) {
 	t.Parallel()
-	tab := packTable(t, time.Millisecond)
-	tab.BeginBatch()
-	for i := range 4 {
-		step(t, tab, ownerSubmit("fast", i))
-	}
-	tab.EndBatch()
-	first := assigns(drain(t, tab))
-	require.Len(t, first, 4)
-	for i, a := range first {
-		assert.Equal(t, table.WorkerID(i+1), a.Worker, "unknown run time: one each")
-	}
-	runAll(t, tab, first, 10*time.Microsecond)
-	drain(t, tab)
+	tab := warmed(t, time.Millisecond, "fast", 10*time.Microsecond)
 
 	assert.Equal(t, []int{16, 16, 8, 0}, counts(batch(t, tab, "fast", 100, 140)),
 		"runs of 10 µs under a budget of 1 ms: packs of MaxPack (16)")
 
 	// Another owner's workunits of a second each: one to each worker in
 	// turn, whatever the first owner's are.
-	tab2 := packTable(t, time.Millisecond)
-	tab2.BeginBatch()
-	for i := range 4 {
-		step(t, tab2, ownerSubmit("slow", i))
-	}
-	tab2.EndBatch()
-	held := assigns(drain(t, tab2))
-	runAll(t, tab2, held, time.Second)
-	drain(t, tab2)
+	tab2 := warmed(t, time.Millisecond, "slow", time.Second)
 	assert.Equal(t, []int{2, 2, 2, 2}, counts(batch(t, tab2, "slow", 100, 108)))
 
 	// Runs of 250 µs: packs of 4.
-	tab3 := packTable(t, time.Millisecond)
-	tab3.BeginBatch()
-	for i := range 4 {
-		step(t, tab3, ownerSubmit("mid", i))
-	}
-	tab3.EndBatch()
-	runAll(t, tab3, assigns(drain(t, tab3)), 250*time.Microsecond)
-	drain(t, tab3)
+	tab3 := warmed(t, time.Millisecond, "mid", 250*time.Microsecond)
 	assert.Equal(t, []int{4, 4, 4, 4}, counts(batch(t, tab3, "mid", 100, 116)))
 }
 
@@ -131,14 +124,7 @@ func TestTable_Dispatch_PackBounds(t *testing.T) {
 	}
 	assert.Equal(t, map[table.WorkerID]int{1: 3, 2: 3}, given, "each takes its window of 3, no more")
 
-	off := packTable(t, 0)
-	off.BeginBatch()
-	for i := range 4 {
-		step(t, off, ownerSubmit("fast", i))
-	}
-	off.EndBatch()
-	runAll(t, off, assigns(drain(t, off)), time.Microsecond)
-	drain(t, off)
+	off := warmed(t, 0, "fast", time.Microsecond)
 	assert.Equal(t, []int{10, 10, 10, 10}, counts(batch(t, off, "fast", 100, 140)), "no budget: round the workers, one each")
 }
 
