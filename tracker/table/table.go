@@ -133,7 +133,7 @@ const MaxPack = 16
 // moves it an eighth of the way to its own time.
 type runTime struct {
 	mean int64 // nanoseconds
-	n    uint32
+	seen bool  // a run was measured
 }
 
 // ran adds a run of d by owner's workunit to its mean.
@@ -145,21 +145,18 @@ func (t *Table) ran(owner uint32, d time.Duration) {
 		t.runs = append(t.runs, make([]runTime, int(owner)+1-len(t.runs))...)
 	}
 	rt := &t.runs[owner]
-	if rt.n == 0 {
-		rt.mean = int64(d)
-	} else {
-		rt.mean += (int64(d) - rt.mean) / 8
+	if !rt.seen {
+		rt.mean, rt.seen = int64(d), true
+		return
 	}
-	if rt.n < math.MaxUint32 {
-		rt.n++
-	}
+	rt.mean += (int64(d) - rt.mean) / 8
 }
 
 // pack is how many of owner's workunits the dispatch gives a worker in a
 // row: Config.PackBudget over their mean run time (a microsecond at
 // least), from 1 to MaxPack; 1 until one has run.
 func (t *Table) pack(owner uint32) int {
-	if t.cfg.PackBudget <= 0 || int(owner) >= len(t.runs) || t.runs[owner].n == 0 {
+	if t.cfg.PackBudget <= 0 || int(owner) >= len(t.runs) || !t.runs[owner].seen {
 		return 1
 	}
 	n := int64(t.cfg.PackBudget) / max(t.runs[owner].mean, int64(time.Microsecond))
