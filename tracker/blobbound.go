@@ -67,9 +67,9 @@ func (b *blobBound) elsewhere() int64 {
 	if b.held == nil || b.limit <= 0 {
 		return 0
 	}
-	n, _ := b.held.BlobBytes()
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	n, _ := b.held.BlobBytes()
 	return n + b.pending
 }
 
@@ -86,10 +86,15 @@ func (b *blobBound) reserve(op string, req uint64, h blob.Hash, size int64) (ref
 	if b.held == nil || b.limit <= 0 {
 		return nil
 	}
-	n, count := b.held.BlobBytes()
 	tab := b.table.Load()
+	// The store is read with b.mu held: an upload reserved, stored and
+	// released by another reader in between would otherwise be in
+	// neither n nor b.pending (release takes b.mu, after the store
+	// counts the blob), and two such uploads could pass the bound. Read
+	// under the lock it counts in one or, for a moment, both.
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	n, count := b.held.BlobBytes()
 	if tab+n+b.pending+size <= b.limit {
 		b.pending += size
 		return nil
