@@ -39,10 +39,13 @@ type blobBound struct {
 }
 
 // newBlobBound returns the bound of MaxMemory limit on st's blobs, which
-// count only when st keeps them in memory (not durable).
-func newBlobBound(limit int, st any, durable bool) *blobBound {
+// count when st keeps them in memory (it is a memBlobs: store.Memory),
+// whether the tracker made it (no data directory) or was given it
+// (Options.Store): a store that keeps its blobs in files (store.Bolt)
+// holds none in memory.
+func newBlobBound(limit int, st any) *blobBound {
 	b := &blobBound{limit: int64(limit)}
-	if m, ok := st.(memBlobs); ok && !durable {
+	if m, ok := st.(memBlobs); ok {
 		b.held = m
 	}
 	return b

@@ -12,6 +12,7 @@ import (
 
 	"github.com/riot-go/riot/blob"
 	"github.com/riot-go/riot/tracker"
+	"github.com/riot-go/riot/tracker/store"
 	"github.com/riot-go/riot/tracker/trackertest"
 	"github.com/riot-go/riot/wire"
 	"github.com/riot-go/riot/workunit"
@@ -283,4 +284,25 @@ func TestServer_MaxMemory_BlobsDurable(t *testing.T) {
 	st := tr.Stats(t)
 	assert.Zero(t, st.BlobBytes)
 	assert.Zero(t, st.RefusedBlobs)
+}
+
+// TestServer_MaxMemory_BlobsGivenMemoryStore: a tracker given a Memory
+// store (Options.Store) writes its records to it as to a durable one, but
+// its blobs are in memory all the same: they count toward MaxMemory, and
+// an upload past it is refused.
+func TestServer_MaxMemory_BlobsGivenMemoryStore(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t, trackertest.WithStore(store.NewMemory()), trackertest.WithOptions(func(o *tracker.Options) {
+		o.MaxMemory = 16 << 10
+	}))
+	m := master(t, tr, "m")
+	a, ha := sizedBlob('a', 12000)
+	m.send(&wire.BlobPut{Req: 1, Hash: ha, Data: a})
+	assert.Equal(t, ha, recv[*wire.BlobStored](m).Hash)
+	b, hb := sizedBlob('b', 6000)
+	m.send(&wire.BlobPut{Req: 2, Hash: hb, Data: b})
+	refusedBlob(t, recv[*wire.Error](m), 2, "blob-put", hb)
+	st := tr.Stats(t)
+	assert.Equal(t, int64(12000), st.BlobBytes)
+	assert.Equal(t, uint64(1), st.RefusedBlobs)
 }
