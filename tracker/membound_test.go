@@ -306,3 +306,46 @@ func TestServer_MaxMemory_BlobsGivenMemoryStore(t *testing.T) {
 	assert.Equal(t, int64(12000), st.BlobBytes)
 	assert.Equal(t, uint64(1), st.RefusedBlobs)
 }
+
+// TestServer_MaxMemory_BlobUploadFails: an upload in pieces that fails
+// (a piece out of order, a size that changes, bytes that do not match
+// the hash, a fresh start at offset 0) gives back the room its first
+// piece reserved, each time: after them all, a blob of the whole bound
+// fits.
+func TestServer_MaxMemory_BlobUploadFails(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t, trackertest.WithOptions(func(o *tracker.Options) {
+		o.MaxMemory = 16 << 10
+	}))
+	m := master(t, tr, "m")
+	a, ha := sizedBlob('a', 10000)
+	first := func(req uint64) {
+		t.Helper()
+		m.send(&wire.BlobWrite{Req: req, Hash: ha, Size: uint64(len(a)), Data: a[:4000]})
+		assert.Equal(t, uint64(4000), recv[*wire.BlobWritten](m).Written)
+	}
+	invalid := func(req uint64, contains string) {
+		t.Helper()
+		e := recv[*wire.Error](m)
+		assert.Equal(t, req, e.Req)
+		assert.Equal(t, wire.CodeInvalid, e.Code, e.Message)
+		assert.Contains(t, e.Message, contains)
+	}
+	first(1)
+	m.send(&wire.BlobWrite{Req: 2, Hash: ha, Size: uint64(len(a)), Offset: 5000, Data: a[5000:]})
+	invalid(2, "pieces go in order")
+	first(3)
+	m.send(&wire.BlobWrite{Req: 4, Hash: ha, Size: uint64(len(a)) + 1, Offset: 4000, Data: a[4000:]})
+	invalid(4, "after a first piece that gave")
+	first(5)
+	first(6) // starts again: the first upload is dropped, its room with it
+	wrong := bytes.Repeat([]byte{'z'}, len(a)-4000)
+	m.send(&wire.BlobWrite{Req: 7, Hash: ha, Size: uint64(len(a)), Offset: 4000, Data: wrong})
+	invalid(7, "its bytes hash to")
+
+	st := tr.Stats(t)
+	assert.Zero(t, st.BlobBytes, "nothing stored")
+	b, hb := sizedBlob('b', 16<<10) // nothing else is held: the whole bound
+	m.send(&wire.BlobPut{Req: 8, Hash: hb, Data: b})
+	assert.Equal(t, hb, recv[*wire.BlobStored](m).Hash, "every failed upload gave its room back")
+}
