@@ -189,3 +189,43 @@ func TestE2E_MaxMemory_Blobs(t *testing.T) {
 	assert.LessOrEqual(t, st.HeldBytes, int64(limit), "the blobs and the workunits within --max-memory")
 	assert.GreaterOrEqual(t, st.HeldBytes, st.BlobBytes)
 }
+
+// memboundResultScript runs a workunit whose result (3 MiB) is over a
+// message, so that its worker uploads it as a blob, and one after it.
+const memboundResultScript = `
+async function main() {
+	try {
+		const r = await riot.run(() => new Uint8Array(3 << 20));
+		console.log('got', r.length);
+	} catch (e) {
+		console.log(e.name, e.kind);
+		console.log(e.message.replace(/[0-9a-f]{12}/g, 'HASH'));
+	}
+	console.log('after', await riot.run(() => 'small'));
+}
+main();
+`
+
+// TestE2E_MaxMemory_ResultBlob: a worker whose result riotd --memory
+// refuses to keep as a blob for its --max-memory fails that workunit with
+// an error that says so (result-limit, the worker's
+// TrackerMemoryFullError with riotd's message), rather than losing it;
+// the worker goes on with the next workunit.
+func TestE2E_MaxMemory_ResultBlob(t *testing.T) {
+	t.Parallel()
+	tr := bins.StartTracker(t, e2e.TrackerOptions{Args: []string{"--max-memory", "2MiB", "--max-frame-bytes", "1MiB"}})
+	bins.StartWorker(t, tr.Addr(), e2e.WorkerOptions{Name: "w", Slots: 1})
+	tr.WaitFor(t, workers(1))
+
+	res := bins.RunEval(t, "--tracker", tr.Addr(), writeScript(t, "memboundresult.js", memboundResultScript))
+	require.Equal(t, 0, res.Code, res)
+	lines := strings.Split(strings.TrimSpace(res.Stdout), "\n")
+	require.Len(t, lines, 3, res)
+	assert.Equal(t, "WorkunitError result-limit", lines[0])
+	assert.Contains(t, lines[1], "failed on worker w: TrackerMemoryFullError: result: 3145735 bytes (3.0 MiB), too large for a message, and the tracker refused to keep it as a blob")
+	assert.Contains(t, lines[1], "memory full: blob-write of blob HASH refused")
+	assert.Contains(t, lines[1], "past its --max-memory of 2097152 bytes (2.0 MiB)")
+	assert.Equal(t, "after small", lines[2])
+	st := tr.WaitFor(t, func(s tracker.Status) bool { return s.RefusedBlobs == 1 })
+	assert.Zero(t, st.Blobs, "nothing of the refused result kept")
+}
