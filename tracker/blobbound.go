@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/riot-go/riot/blob"
 	"github.com/riot-go/riot/units"
@@ -36,17 +37,24 @@ type blobBound struct {
 
 	mu      sync.Mutex
 	pending int64 // bytes of uploads reserved and not yet stored
+	free    blobFree
 }
 
 // newBlobBound returns the bound of MaxMemory limit on st's blobs, which
 // count when st keeps them in memory (it is a memBlobs: store.Memory),
 // whether the tracker made it (no data directory) or was given it
 // (Options.Store): a store that keeps its blobs in files (store.Bolt)
-// holds none in memory.
-func newBlobBound(limit int, st any) *blobBound {
+// holds none in memory. With free (the tracker made st, and keeps every
+// result in the table, where it can see which blobs they name) the blobs
+// nothing names are freed grace after (blobFree), whatever limit.
+func newBlobBound(limit int, st any, free bool, grace time.Duration) *blobBound {
 	b := &blobBound{limit: int64(limit)}
 	if m, ok := st.(memBlobs); ok {
 		b.held = m
+	}
+	if d, ok := st.(blobDeleter); ok && free {
+		b.free = blobFree{del: d, grace: grace, refs: make(map[blob.Hash]int32),
+			holds: make(map[blob.Hash]int32), idleSince: make(map[blob.Hash]uint64)}
 	}
 	return b
 }

@@ -111,6 +111,9 @@ type inbound struct {
 // aux is what the reader works out for a message, off the table's loop.
 type aux struct {
 	key workunit.Key // Submit: the key of its spec
+	// blobs are the blobs its spec names (Submit, Child), read only when
+	// the tracker frees blobs (blobBound.frees).
+	blobs []blob.Hash
 }
 
 // qstate is the state of a connection's outgoing queue.
@@ -207,8 +210,10 @@ type conn struct {
 	// uploadReserved the bytes it holds of the memory bound (blobBound).
 	uploadSize     map[blob.Hash]uint64
 	uploadReserved map[blob.Hash]int64
-	rbuf           []byte
-	last           []byte // the frame read last
+	// held are the blobs the connection holds (holdBlob), the reader's.
+	held map[blob.Hash]struct{}
+	rbuf []byte
+	last []byte // the frame read last
 }
 
 func newConn(s *Server, ws *websocket.Conn, remote string) *conn {
@@ -612,6 +617,7 @@ func (c *conn) serve() {
 	reason := c.readLoop()
 	c.leaveHandshake()
 	c.abortUploads()
+	c.unholdBlobs()
 	c.stop()
 	if c.accepted {
 		c.inb.kind = inGone
@@ -746,19 +752,19 @@ func (c *conn) readLoop() string {
 				c.blob(m)
 				continue
 			case *wire.Submit:
-				key, err := workunit.KeyOf(m.Spec)
+				key, blobs, err := c.specKey(m.Spec)
 				if err != nil {
 					c.send(&wire.Error{Req: m.Req, Code: wire.CodeInvalid, Message: "tracker: submit: " + err.Error()})
 					continue
 				}
-				a.key = key
+				a.key, a.blobs = key, blobs
 			case *wire.Child:
-				key, err := workunit.KeyOf(m.Spec)
+				key, blobs, err := c.specKey(m.Spec)
 				if err != nil {
 					c.send(&wire.Error{Req: m.Req, Code: wire.CodeInvalid, Message: "tracker: child: " + err.Error()})
 					continue
 				}
-				a.key = key
+				a.key, a.blobs = key, blobs
 			case *wire.Done:
 				// The table keeps the result for good; a result that aliases a
 				// buffer much larger than itself would keep the whole buffer
@@ -1025,6 +1031,7 @@ func (c *conn) blob(m wire.Msg) {
 	case *wire.BlobHave:
 		var missing []blob.Hash
 		for _, h := range m.Hashes {
+			c.holdBlob(h) // before asking: a blob said held stays so
 			ok, err := st.HasBlob(ctx, h)
 			if err != nil {
 				c.storeFailed(m.Req, "blob-have", err)
@@ -1048,6 +1055,7 @@ func (c *conn) blob(m wire.Msg) {
 			}
 			defer c.s.blobs.release(n) // once stored, the store counts it
 		}
+		c.holdBlob(m.Hash) // before storing: not freed between the store and the answer
 		if err := st.PutBlob(ctx, m.Hash, m.Data); err != nil {
 			c.storeFailed(m.Req, "blob-put", err)
 			return
@@ -1123,6 +1131,7 @@ func (c *conn) blobWrite(m *wire.BlobWrite) {
 			}
 			reserved = int64(m.Size)
 		}
+		c.holdBlob(m.Hash) // before the commit: not freed between it and the answer
 		var err error
 		if w, err = c.s.st.CreateBlob(c.s.baseCtx, m.Hash, int64(m.Size)); err != nil {
 			c.s.blobs.release(reserved)
@@ -1255,6 +1264,41 @@ func (c *conn) dropUpload(h blob.Hash) {
 	delete(c.uploads, h)
 	delete(c.uploadSize, h)
 	delete(c.uploadReserved, h)
+}
+
+// holdBlob makes the connection hold blob h until it closes, when the
+// tracker frees blobs (blobFree): a client takes a blob it uploaded, or
+// that blob-need left out, as stored for as long as it stays connected.
+func (c *conn) holdBlob(h blob.Hash) {
+	if !c.s.blobs.frees() {
+		return
+	}
+	if _, ok := c.held[h]; ok {
+		return
+	}
+	if c.held == nil {
+		c.held = make(map[blob.Hash]struct{})
+	}
+	c.held[h] = struct{}{}
+	c.s.blobs.hold(h)
+}
+
+// unholdBlobs ends the connection's holds, as it closes.
+func (c *conn) unholdBlobs() {
+	if len(c.held) > 0 {
+		c.s.blobs.unhold(c.held, time.Now())
+		c.held = nil
+	}
+}
+
+// specKey returns the key of a submitted spec and, when the tracker frees
+// blobs, the blobs it names.
+func (c *conn) specKey(spec []byte) (workunit.Key, []blob.Hash, error) {
+	if c.s.blobs.frees() {
+		return workunit.BlobsOf(spec)
+	}
+	key, err := workunit.KeyOf(spec)
+	return key, nil, err
 }
 
 // has reports whether the store holds blob h already: an upload of it

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/riot-go/riot/blob"
 	"github.com/riot-go/riot/tracker/store"
 	"github.com/riot-go/riot/tracker/table"
 	"github.com/riot-go/riot/units"
@@ -34,6 +35,9 @@ const maxBatch = 64
 type loop struct {
 	s   *Server
 	tab *table.Table
+	// recBlobs are the blobs each record of the table names, by ID, when
+	// the tracker frees blobs (trackRecords).
+	recBlobs map[uint64][]blob.Hash
 
 	conns   map[uint64]*conn // accepted connections by id
 	names   map[string]*conn // by name
@@ -85,6 +89,7 @@ func newLoop(s *Server, tab *table.Table) *loop {
 		persistDone: make(chan error, 1),
 		act:         act,
 		cancels:     make(map[uint64]chan cancelResult),
+		recBlobs:    make(map[uint64][]blob.Hash),
 		jobsDone:    make(chan jobsWrite, 1),
 	}
 }
@@ -126,6 +131,7 @@ func (l *loop) run() {
 			l.rate.sample(now, l.completed+l.failed)
 			l.act.sample(now, l.completed, l.failed, l.tab.CountsOf)
 			l.s.connLog.flush(now)
+			l.s.blobs.sweep(now)
 		case f := <-l.s.calls:
 			f(l)
 		case <-l.s.quit:
@@ -339,6 +345,10 @@ func (l *loop) frame(ib *inbound) {
 		a := &ib.aux[i]
 		switch m := m.(type) {
 		case *wire.Submit:
+			if e := l.missingBlob(m.Req, "submit", a.blobs); e != nil {
+				l.push(c, e)
+				continue
+			}
 			err := l.tab.Step(table.Submit{
 				Master:  mid,
 				Req:     m.Req,
@@ -362,6 +372,10 @@ func (l *loop) frame(ib *inbound) {
 			}
 			l.act.jobs[c.realm].submitted++
 		case *wire.Child:
+			if e := l.missingBlob(m.Req, "child", a.blobs); e != nil {
+				l.push(c, e)
+				continue
+			}
 			l.child(c, a.key, m)
 		case *wire.Wait:
 			_ = l.tab.Step(table.Wait{Worker: wid, Key: m.Key, Token: table.Token(m.Token), Waiting: m.Waiting})
@@ -513,6 +527,7 @@ func (l *loop) pump() {
 	}
 	for !l.outstanding && l.tab.HasReady() {
 		rd := l.tab.Ready()
+		l.trackRecords(rd.Persist, time.Now())
 		if l.s.durable && len(rd.Persist) > 0 {
 			l.rd = rd
 			l.outstanding = true

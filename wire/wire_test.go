@@ -320,7 +320,7 @@ func TestTypes_Named(t *testing.T) {
 	assert.Zero(t, Type(99).items())
 	assert.True(t, fromClient[TypeHello] && fromClient[TypeDone] && fromClient[TypeSubmit])
 	assert.False(t, fromClient[TypeAssign] || fromClient[TypeWelcome] || fromClient[TypeFinished])
-	for c := CodeVersion; c <= CodeMemoryFull; c++ {
+	for c := CodeVersion; c <= CodeUnknownBlob; c++ {
 		assert.NotContains(t, c.String(), "Code(")
 	}
 	// Each sample's type is its message's.
