@@ -1,0 +1,346 @@
+package replica
+
+import (
+	"bufio"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/riot-go/riot/blob"
+	"github.com/riot-go/riot/tracker/store"
+)
+
+// The commands of the Raft log: one byte of kind, then the payload.
+const (
+	cmdRecords byte = 'R' // store.EncodeBatch of a batch: Store.Apply
+	cmdBlob    byte = 'B' // a blob's hash (32 bytes), then its bytes: PutBlob, CreateBlob
+	cmdJobs    byte = 'J' // JSON of jobsCmd: PutJobs
+)
+
+// jobsCmd is the payload of cmdJobs.
+type jobsCmd struct {
+	Jobs   []store.Job `json:"jobs"`
+	Forget []string    `json:"forget"`
+}
+
+// pieceThreshold: a blob larger than this goes to the local store in
+// pieces (a file of store.BlobDir), as the single riotd stores blobs that
+// came in pieces; smaller ones with PutBlob.
+const pieceThreshold = 1 << 20
+
+// fsm is the replica's raft.FSM: it applies each committed command to the
+// replica's local store, a store.Bolt in its state directory. The local
+// store is derived state: it is emptied at every start and rebuilt from
+// the last snapshot (Restore) and the log after it, so that a command is
+// applied to it exactly once whatever a crash interrupted, and it need not
+// sync (store.BoltOptions.NoSync): the Raft log is durable before a
+// command is applied.
+//
+// raft calls Apply, Snapshot and Restore from one goroutine; the tracker
+// reads the local store (through Store) from others: mu guards local
+// against Restore replacing it.
+type fsm struct {
+	dir string // the local store's directory
+	log *slog.Logger
+	// fatal is called when a command fails to apply on this replica (its
+	// local store failed): the replica must stop, and rebuild at its next
+	// start, rather than go on with a store that lacks a command.
+	fatal func(error)
+
+	mu      sync.RWMutex
+	local   *store.Bolt
+	applied atomic.Uint64 // the index of the last command applied
+}
+
+// openFSM empties dir and opens an empty local store in it.
+func openFSM(ctx context.Context, dir string, log *slog.Logger, fatal func(error)) (*fsm, error) {
+	if err := os.RemoveAll(dir); err != nil {
+		return nil, fmt.Errorf("replica: empty the local store: %w", err)
+	}
+	local, err := openLocal(ctx, dir, log)
+	if err != nil {
+		return nil, err
+	}
+	return &fsm{dir: dir, log: log, fatal: fatal, local: local}, nil
+}
+
+func openLocal(ctx context.Context, dir string, log *slog.Logger) (*store.Bolt, error) {
+	local, err := store.OpenBolt(ctx, dir, store.BoltOptions{NoSync: true, Logger: log})
+	if err != nil {
+		return nil, fmt.Errorf("replica: local store: %w", err)
+	}
+	return local, nil
+}
+
+// use runs f with the local store, under the read lock.
+func (f *fsm) use(g func(*store.Bolt) error) error {
+	f.mu.RLock()
+	defer f.mu.RUnlock()
+	if f.local == nil {
+		return fmt.Errorf("replica: local store: %w", store.ErrClosed)
+	}
+	return g(f.local)
+}
+
+// Applied returns the index of the last command applied.
+func (f *fsm) Applied() uint64 { return f.applied.Load() }
+
+// Apply implements raft.FSM. It returns nil or the error of the command.
+func (f *fsm) Apply(l *raft.Log) any {
+	if l.Type != raft.LogCommand {
+		return nil
+	}
+	err := f.use(func(local *store.Bolt) error { return applyCmd(local, l.Data) })
+	if err != nil {
+		err = fmt.Errorf("replica: apply log entry %d: %w", l.Index, err)
+		f.log.Error("replica: a committed entry failed to apply to the local store; the replica stops (it rebuilds its store from the log at its next start)",
+			"index", l.Index, "err", err)
+		if f.fatal != nil {
+			f.fatal(err)
+		}
+		return err
+	}
+	f.applied.Store(l.Index)
+	return nil
+}
+
+// applyCmd applies one command to local.
+func applyCmd(local *store.Bolt, data []byte) error {
+	ctx := context.Background()
+	if len(data) == 0 {
+		return errors.New("an empty command")
+	}
+	body := data[1:]
+	switch data[0] {
+	case cmdRecords:
+		batch, err := store.DecodeBatch(body)
+		if err != nil {
+			return err
+		}
+		return local.Apply(ctx, batch)
+	case cmdBlob:
+		if len(body) < len(blob.Hash{}) {
+			return errors.New("a blob command cut short")
+		}
+		var h blob.Hash
+		copy(h[:], body)
+		b := body[len(h):]
+		if len(b) <= pieceThreshold {
+			return local.PutBlob(ctx, h, b)
+		}
+		if ok, err := local.HasBlob(ctx, h); err != nil || ok {
+			return err
+		}
+		w, err := local.CreateBlob(ctx, h, int64(len(b)))
+		if err != nil {
+			return err
+		}
+		defer w.Abort()
+		if _, err := w.Write(b); err != nil {
+			return err
+		}
+		return w.Commit(ctx)
+	case cmdJobs:
+		var c jobsCmd
+		if err := json.Unmarshal(body, &c); err != nil {
+			return fmt.Errorf("a jobs command: %w", err)
+		}
+		return local.PutJobs(ctx, c.Jobs, c.Forget)
+	default:
+		return fmt.Errorf("unknown command %q (written by a newer riotd?)", data[0])
+	}
+}
+
+// The snapshot's format: snapMagic, the bbolt file's size (8 bytes,
+// big-endian) and bytes, then for each blob of store.BlobDir a 1, its hash
+// (32 bytes), its size (8 bytes) and bytes, and a 0 at the end.
+const snapMagic = "riotsnap1\n"
+
+// Snapshot implements raft.FSM: a read transaction of the local store,
+// written out by Persist while commands go on being applied.
+func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
+	var c *store.Copy
+	err := f.use(func(local *store.Bolt) error {
+		var err error
+		c, err = local.BeginCopy()
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("replica: snapshot: %w", err)
+	}
+	return &snapshot{copy: c, blobDir: filepath.Join(f.dir, store.BlobDir)}, nil
+}
+
+type snapshot struct {
+	copy    *store.Copy
+	blobDir string
+}
+
+// Persist implements raft.FSMSnapshot.
+func (s *snapshot) Persist(sink raft.SnapshotSink) error {
+	err := s.write(sink)
+	if err != nil {
+		_ = sink.Cancel()
+		return fmt.Errorf("replica: snapshot: %w", err)
+	}
+	return sink.Close()
+}
+
+func (s *snapshot) write(sink io.Writer) error {
+	w := bufio.NewWriterSize(sink, 1<<20)
+	w.WriteString(snapMagic)
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(s.copy.Size()))
+	w.Write(n[:])
+	if _, err := s.copy.WriteTo(w); err != nil {
+		return err
+	}
+	ents, err := os.ReadDir(s.blobDir)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	// Blobs are written once and never removed: those stored after the
+	// copy began may be in it too, which is harmless (a later command
+	// stores them again as a no-op).
+	for _, e := range ents {
+		h, err := blob.Parse(e.Name())
+		if err != nil || !e.Type().IsRegular() {
+			continue // a .part file, or not a blob
+		}
+		if err := writeBlobFile(w, h, filepath.Join(s.blobDir, e.Name())); err != nil {
+			return err
+		}
+	}
+	w.WriteByte(0)
+	return w.Flush()
+}
+
+func writeBlobFile(w *bufio.Writer, h blob.Hash, path string) error {
+	fd, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer fd.Close()
+	fi, err := fd.Stat()
+	if err != nil {
+		return err
+	}
+	w.WriteByte(1)
+	w.Write(h[:])
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(fi.Size()))
+	w.Write(n[:])
+	if _, err := io.CopyN(w, fd, fi.Size()); err != nil {
+		return fmt.Errorf("blob %s: %w", h.Short(), err)
+	}
+	return nil
+}
+
+// Release implements raft.FSMSnapshot.
+func (s *snapshot) Release() { _ = s.copy.Close() }
+
+// Restore implements raft.FSM: it replaces the local store with the
+// snapshot's. The new store is written beside the old one and swapped in
+// whole, so that a failure leaves the old one.
+func (f *fsm) Restore(rc io.ReadCloser) error {
+	defer rc.Close()
+	tmp := f.dir + ".restore"
+	if err := os.RemoveAll(tmp); err != nil {
+		return fmt.Errorf("replica: restore: %w", err)
+	}
+	if err := readSnapshot(bufio.NewReaderSize(rc, 1<<20), tmp); err != nil {
+		_ = os.RemoveAll(tmp)
+		return fmt.Errorf("replica: restore: %w", err)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.local != nil {
+		if err := f.local.Close(); err != nil {
+			f.log.Warn("replica: close the local store before a restore", "err", err)
+		}
+		f.local = nil
+	}
+	if err := os.RemoveAll(f.dir); err != nil {
+		return fmt.Errorf("replica: restore: %w", err)
+	}
+	if err := os.Rename(tmp, f.dir); err != nil {
+		return fmt.Errorf("replica: restore: %w", err)
+	}
+	local, err := openLocal(context.Background(), f.dir, f.log)
+	if err != nil {
+		return fmt.Errorf("replica: restore: %w", err)
+	}
+	f.local = local
+	return nil
+}
+
+// readSnapshot writes the store of a snapshot into dir.
+func readSnapshot(r *bufio.Reader, dir string) error {
+	magic := make([]byte, len(snapMagic))
+	if _, err := io.ReadFull(r, magic); err != nil || string(magic) != snapMagic {
+		return fmt.Errorf("not a riot snapshot (magic %q)", magic)
+	}
+	var n [8]byte
+	if _, err := io.ReadFull(r, n[:]); err != nil {
+		return fmt.Errorf("snapshot cut short: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Join(dir, store.BlobDir), 0o700); err != nil {
+		return err
+	}
+	if err := copyToFile(filepath.Join(dir, store.FileName), r, int64(binary.BigEndian.Uint64(n[:]))); err != nil {
+		return err
+	}
+	for {
+		tag, err := r.ReadByte()
+		if err != nil {
+			return fmt.Errorf("snapshot cut short: %w", err)
+		}
+		if tag == 0 {
+			return nil
+		}
+		var h blob.Hash
+		if _, err := io.ReadFull(r, h[:]); err != nil {
+			return fmt.Errorf("snapshot cut short: %w", err)
+		}
+		if _, err := io.ReadFull(r, n[:]); err != nil {
+			return fmt.Errorf("snapshot cut short: %w", err)
+		}
+		if err := copyToFile(filepath.Join(dir, store.BlobDir, h.String()), r, int64(binary.BigEndian.Uint64(n[:]))); err != nil {
+			return err
+		}
+	}
+}
+
+func copyToFile(path string, r io.Reader, size int64) error {
+	fd, err := os.OpenFile(path, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := io.CopyN(fd, r, size); err != nil {
+		fd.Close()
+		return fmt.Errorf("snapshot cut short in %s: %w", filepath.Base(path), err)
+	}
+	return fd.Close()
+}
+
+// close closes the local store.
+func (f *fsm) close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.local == nil {
+		return nil
+	}
+	err := f.local.Close()
+	f.local = nil
+	return err
+}
