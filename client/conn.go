@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	neturl "net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -87,8 +88,55 @@ func withCtxErr(ctx context.Context, err error) error {
 	return err
 }
 
-// connect dials the tracker and does the Hello/Welcome handshake.
+// connect dials the tracker and does the Hello/Welcome handshake. Given
+// several addresses (the replicas of a replicated tracker), it tries them
+// in turn from the one that answered last, and follows a replica that
+// names its leader (an HTTP 307 with LeaderHeader) there.
 func (c *Client) connect(ctx context.Context) (*conn, error) {
+	var errs []error
+	n := len(c.urls)
+	for i := range n {
+		idx := (c.good + i) % n
+		u := c.urls[idx]
+		cn, leader, err := c.connectURL(ctx, u)
+		if err == nil {
+			c.good = idx
+			return cn, nil
+		}
+		if leader != "" {
+			var lerr error
+			if cn, _, lerr = c.connectURL(ctx, leader); lerr == nil {
+				if j := slices.Index(c.urls, leader); j >= 0 {
+					c.good = j
+				}
+				return cn, nil
+			}
+			err = fmt.Errorf("%w; and its leader: %w", err, lerr)
+		}
+		if !retryable(err) || ctx.Err() != nil || n == 1 {
+			return nil, err
+		}
+		errs = append(errs, err)
+	}
+	return nil, errors.Join(errs...)
+}
+
+// LeaderHeader is the HTTP header in which a replica of a replicated
+// tracker that does not lead names its leader's client address, when it
+// answers a websocket's upgrade with a redirect (307) there (see
+// docs/replicas.md).
+const LeaderHeader = "Riot-Leader"
+
+// ErrNotLeader: the address dialed is a replica of a replicated tracker
+// that does not lead (it named its leader, which the client tried next),
+// or one that knows no leader yet (HTTP 503). It is retried like a
+// network error.
+var ErrNotLeader = errors.New("client: the replica does not lead")
+
+// connectURL dials url and does the handshake. A replica that does not
+// lead answers with its leader's websocket URL, returned with an error
+// wrapping ErrNotLeader.
+func (c *Client) connectURL(ctx context.Context, url string) (*conn, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.DialTimeout)
 	defer cancel()
 	d := websocket.Dialer{
@@ -99,39 +147,51 @@ func (c *Client) connect(ctx context.Context) (*conn, error) {
 		ReadBufferSize:   64 << 10,
 		WriteBufferSize:  64 << 10,
 	}
-	ws, resp, err := d.DialContext(ctx, c.url, nil)
+	ws, resp, err := d.DialContext(ctx, url, nil)
 	if resp != nil && resp.Body != nil {
 		_ = resp.Body.Close()
 	}
 	if err != nil {
+		if errors.Is(err, websocket.ErrBadHandshake) && resp != nil {
+			switch resp.StatusCode {
+			case http.StatusTemporaryRedirect:
+				leader := resp.Header.Get("Location")
+				if lu, perr := neturl.Parse(leader); perr != nil || (lu.Scheme != "ws" && lu.Scheme != "wss") || lu.Host == "" {
+					return nil, "", fmt.Errorf("client: dial %s: %w, and its redirect %q is not a websocket URL", url, ErrNotLeader, leader)
+				}
+				return nil, leader, fmt.Errorf("client: dial %s: %w: the leader is at %s", url, ErrNotLeader, resp.Header.Get(LeaderHeader))
+			case http.StatusServiceUnavailable:
+				return nil, "", fmt.Errorf("client: dial %s: %w, and no leader is elected yet (HTTP 503)", url, ErrNotLeader)
+			}
+		}
 		if errors.Is(err, websocket.ErrBadHandshake) && resp != nil && resp.StatusCode == http.StatusBadRequest &&
-			strings.HasPrefix(c.url, "ws://") {
+			strings.HasPrefix(url, "ws://") {
 			// What a TLS server answers a plain HTTP request.
-			return nil, fmt.Errorf("client: dial %s: %w (HTTP 400: does the tracker serve TLS? then reach it with wss://, or give --tls-ca / $RIOT_TLS_CA)", c.url, err)
+			return nil, "", fmt.Errorf("client: dial %s: %w (HTTP 400: does the tracker serve TLS? then reach it with wss://, or give --tls-ca / $RIOT_TLS_CA)", url, err)
 		}
 		var unknownCA x509.UnknownAuthorityError
 		var notTLS tls.RecordHeaderError
 		switch {
 		case errors.As(err, &unknownCA):
-			return nil, fmt.Errorf("client: dial %s: %w (give --tls-ca FILE or $RIOT_TLS_CA: the authority that signed the tracker's certificate)", c.url, err)
+			return nil, "", fmt.Errorf("client: dial %s: %w (give --tls-ca FILE or $RIOT_TLS_CA: the authority that signed the tracker's certificate)", url, err)
 		case errors.As(err, &notTLS):
-			return nil, fmt.Errorf("client: dial %s: %w (the tracker does not serve TLS: reach it with ws://, without --tls-ca)", c.url, err)
+			return nil, "", fmt.Errorf("client: dial %s: %w (the tracker does not serve TLS: reach it with ws://, without --tls-ca)", url, err)
 		}
-		return nil, fmt.Errorf("client: dial %s: %w", c.url, withCtxErr(ctx, err))
+		return nil, "", fmt.Errorf("client: dial %s: %w", url, withCtxErr(ctx, err))
 	}
 	stop := context.AfterFunc(ctx, func() { _ = ws.Close() })
-	cn, err := c.handshake(ctx, ws)
+	cn, err := c.handshake(ctx, ws, url)
 	if !stop() && err == nil {
 		err = ctx.Err()
 	}
 	if err != nil {
 		_ = ws.Close()
-		return nil, withCtxErr(ctx, err)
+		return nil, "", withCtxErr(ctx, err)
 	}
-	return cn, nil
+	return cn, "", nil
 }
 
-func (c *Client) handshake(ctx context.Context, ws *websocket.Conn) (*conn, error) {
+func (c *Client) handshake(ctx context.Context, ws *websocket.Conn, url string) (*conn, error) {
 	hello := &wire.Hello{
 		Version:     wire.ProtocolVersion,
 		Role:        c.opts.Role,
@@ -152,26 +212,26 @@ func (c *Client) handshake(ctx context.Context, ws *websocket.Conn) (*conn, erro
 	deadline, _ := ctx.Deadline()
 	_ = ws.SetWriteDeadline(deadline)
 	if err := ws.WriteMessage(websocket.BinaryMessage, frame); err != nil {
-		return nil, fmt.Errorf("client: send hello to %s: %w", c.url, err)
+		return nil, fmt.Errorf("client: send hello to %s: %w", url, err)
 	}
 	_ = ws.SetReadDeadline(deadline)
 	typ, frame, err := ws.ReadMessage()
 	if err != nil {
 		var ce *websocket.CloseError
 		if errors.As(err, &ce) && ce.Code > wire.CloseRefused && ce.Code < wire.CloseRefused+1000 {
-			return nil, refusedErr(c.url, &wire.Refused{Code: wire.Code(ce.Code - wire.CloseRefused), Message: ce.Text})
+			return nil, refusedErr(url, &wire.Refused{Code: wire.Code(ce.Code - wire.CloseRefused), Message: ce.Text})
 		}
-		return nil, fmt.Errorf("client: read welcome from %s: %w", c.url, err)
+		return nil, fmt.Errorf("client: read welcome from %s: %w", url, err)
 	}
 	if typ != websocket.BinaryMessage {
-		return nil, fmt.Errorf("client: %s answered the hello with a text message", c.url)
+		return nil, fmt.Errorf("client: %s answered the hello with a text message", url)
 	}
 	msgs, err := wire.Decode(frame)
 	if err != nil {
-		return nil, fmt.Errorf("client: welcome from %s: %w", c.url, err)
+		return nil, fmt.Errorf("client: welcome from %s: %w", url, err)
 	}
 	if len(msgs) != 1 {
-		return nil, fmt.Errorf("client: %s answered the hello with %d messages, want a welcome", c.url, len(msgs))
+		return nil, fmt.Errorf("client: %s answered the hello with %d messages, want a welcome", url, len(msgs))
 	}
 	switch m := msgs[0].(type) {
 	case *wire.Welcome:
@@ -193,9 +253,9 @@ func (c *Client) handshake(ctx context.Context, ws *websocket.Conn) (*conn, erro
 			writerDone: make(chan struct{}),
 		}, nil
 	case *wire.Refused:
-		return nil, refusedErr(c.url, m)
+		return nil, refusedErr(url, m)
 	default:
-		return nil, fmt.Errorf("client: %s answered the hello with %s, want a welcome", c.url, m.Type())
+		return nil, fmt.Errorf("client: %s answered the hello with %s, want a welcome", url, m.Type())
 	}
 }
 

@@ -1,0 +1,100 @@
+package client_test
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/riot-go/riot/client"
+	"github.com/riot-go/riot/tracker"
+	"github.com/riot-go/riot/workunit"
+	"github.com/riot-go/riot/tracker/trackertest"
+)
+
+// notLeader starts an HTTP server that answers as a replica that does not
+// lead: a redirect to leader (host:port), or 503 when leader is "".
+func notLeader(t *testing.T, leader string) string {
+	t.Helper()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if leader == "" {
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "no leader is elected yet", http.StatusServiceUnavailable)
+			return
+		}
+		w.Header().Set(client.LeaderHeader, leader)
+		w.Header().Set("Location", "ws://"+leader+r.URL.Path)
+		w.WriteHeader(http.StatusTemporaryRedirect)
+	}))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://")
+}
+
+// deadAddr returns a loopback address where nothing listens.
+func deadAddr(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close())
+	return addr
+}
+
+func TestDial_Replicas_FollowsTheLeader(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t, trackertest.Quiet())
+	follower := notLeader(t, tr.Addr())
+	c := dial(t, follower+","+deadAddr(t), client.Options{Name: "m"})
+	assert.Equal(t, tr.Server().Name(), c.Tracker(), "welcomed by the leader")
+}
+
+func TestDial_Replicas_SkipsTheDeadAndTheLeaderless(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t, trackertest.Quiet())
+	c := dial(t, strings.Join([]string{deadAddr(t), notLeader(t, ""), tr.Addr()}, ","), client.Options{Name: "m"})
+	assert.Equal(t, tr.Server().Name(), c.Tracker(), "welcomed by the tracker that answers")
+}
+
+func TestDial_Replicas_NoneAnswers(t *testing.T) {
+	t.Parallel()
+	addrs := deadAddr(t) + "," + notLeader(t, "")
+	_, err := client.Dial(ctxFor(t), addrs, client.Options{})
+	require.Error(t, err)
+	assert.True(t, errors.Is(err, client.ErrNotLeader), "err %v: want it to say the replica does not lead", err)
+	assert.Contains(t, err.Error(), "no leader is elected yet")
+}
+
+func TestTrackerURLs(t *testing.T) {
+	t.Parallel()
+	got, err := client.TrackerURLs("a:1, b:2,ws://c:3")
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ws://a:1/riot", "ws://b:2/riot", "ws://c:3/riot"}, got)
+	for _, bad := range []string{"a:1,,b:2", "a:1,", "a:1,http://b"} {
+		_, err := client.TrackerURLs(bad)
+		assert.Error(t, err, fmt.Sprintf("TrackerURLs(%q)", bad))
+	}
+}
+
+func TestClient_Replicas_ReconnectsToAnother(t *testing.T) {
+	t.Parallel()
+	tr1 := trackertest.Start(t, trackertest.Quiet())
+	tr2 := trackertest.Start(t, trackertest.Quiet())
+	c := dial(t, tr1.Addr()+","+tr2.Addr(), client.Options{Name: "m"})
+	require.Equal(t, tr1.Server().Name(), c.Tracker())
+	tr1.Stop(t) // the leader is lost: the next address takes the client
+	tr2.WaitFor(t, func(st tracker.Stats) bool { return st.Masters == 1 })
+	// A workunit submitted now is the other tracker's, and a worker of
+	// it answers it.
+	call := c.Submit(eval("1 + 1"), workunit.Options{})
+	w := dial(t, tr2.Addr(), client.Options{Name: "w", Slots: 1})
+	work(t, w, 1, func(*workunit.Spec) (any, error) { return 2, nil })
+	out, err := call.Wait(ctxFor(t))
+	require.NoError(t, err)
+	assert.Equal(t, workunit.StatusDone, out.Status)
+}
