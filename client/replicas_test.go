@@ -14,8 +14,8 @@ import (
 
 	"github.com/riot-go/riot/client"
 	"github.com/riot-go/riot/tracker"
-	"github.com/riot-go/riot/workunit"
 	"github.com/riot-go/riot/tracker/trackertest"
+	"github.com/riot-go/riot/workunit"
 )
 
 // notLeader starts an HTTP server that answers as a replica that does not
