@@ -1,0 +1,171 @@
+package faults_test
+
+import (
+	"encoding/json"
+	"regexp"
+	"sort"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/riot-go/riot/client"
+	"github.com/riot-go/riot/e2e"
+	"github.com/riot-go/riot/workunit"
+)
+
+// listeningLine matches riotd's whole "riotd listening" line, which counts
+// the workunits it restored.
+var listeningLine = regexp.MustCompile(`^\{.*"msg":"riotd listening".*\}$`)
+
+// TestFaults_ReplicaLeaderKilled: three riotd replicas on loopback (real
+// processes, Raft over TCP), two workers and a master given all three
+// addresses. During the job the leader is killed with SIGKILL several
+// times; each time another replica is elected and serves, the killed one
+// is started again on its --data and rejoins as a follower; and a
+// follower is cut off (SIGSTOP) and healed (SIGCONT). The checker: every
+// workunit answered, with the right result, once; each new leader
+// restores at least what was acknowledged before the kill; finished work
+// is not run again (the nonce of each result is the one the master first
+// received). It logs the failover times: leader killed to a new leader
+// serving, and to the first workunit finished through it.
+func TestFaults_ReplicaLeaderKilled(t *testing.T) {
+	n, kills := 3000, 5
+	if testing.Short() {
+		n, kills = 1000, 2
+	}
+	const sleep = 0.004
+	ctx := e2e.Context(t, jobWait)
+	rs := bins.StartReplicas(t, 3)
+	for _, name := range []string{"w1", "w2"} {
+		bins.StartWorker(t, rs.Addrs(), e2e.WorkerOptions{Name: name, Slots: 2})
+	}
+	m := master(t, rs.Addrs())
+
+	keys := make([]workunit.Key, n)
+	calls := make([]*client.Call, n)
+	first := make([]float64, n)
+	var mu sync.Mutex
+	var accepted, received atomic.Int64
+	for i := range n {
+		spec := squareSpec(i, sleep)
+		keys[i] = spec.Key()
+		calls[i] = m.Submit(spec, workunit.Options{})
+		go func() {
+			if _, err := calls[i].Accepted(ctx); err == nil {
+				accepted.Add(1)
+			}
+		}()
+		calls[i].OnDone(func(out *workunit.Outcome, err error) {
+			if err == nil {
+				if s, err := checkSquare(i, out.Result); err == nil {
+					mu.Lock()
+					first[i] = s.nonce
+					mu.Unlock()
+				}
+			}
+			received.Add(1)
+		})
+	}
+	waitReceived := func(target int64) {
+		t.Helper()
+		err := e2e.CheckFor(ctx, time.Millisecond, func() error {
+			if received.Load() < target {
+				return errNotYet
+			}
+			return nil
+		})
+		require.NoError(t, err, "waiting for %d results (have %d)", target, received.Load())
+	}
+
+	var elections, failovers []time.Duration
+	for k := range kills {
+		waitReceived(int64((k + 1) * n / (kills + 2)))
+		old, err := rs.Leader(ctx)
+		require.NoError(t, err)
+		marks := make([]int, rs.Len())
+		for i := range marks {
+			marks[i] = rs.Proc(i).Mark()
+		}
+		accBefore, recvBefore := accepted.Load(), received.Load()
+		killed := time.Now()
+		require.NoError(t, rs.Proc(old).Kill())
+		r0 := received.Load()
+		leader, err := rs.WaitLeader(ctx, old)
+		require.NoError(t, err)
+		elections = append(elections, time.Since(killed))
+		waitReceived(r0 + 1)
+		failovers = append(failovers, time.Since(killed))
+
+		line, err := rs.Proc(leader).WaitLogAfter(ctx, marks[leader], listeningLine)
+		require.NoError(t, err)
+		var restored struct{ Done, Waiting, Error int }
+		require.NoError(t, json.Unmarshal([]byte(line[0]), &restored))
+		t.Logf("kill %d of leader %s: before it %d accepted, %d delivered; %s leads after %v, restored %d done, %d waiting, %d error; first result through it after %v",
+			k+1, rs.ID(old), accBefore, recvBefore, rs.ID(leader), elections[k].Round(time.Millisecond),
+			restored.Done, restored.Waiting, restored.Error, failovers[k].Round(time.Millisecond))
+		assert.GreaterOrEqual(t, int64(restored.Done), recvBefore, "every delivered result survives")
+		assert.GreaterOrEqual(t, int64(restored.Done+restored.Waiting+restored.Error), accBefore, "every accepted workunit survives")
+		assert.Zero(t, restored.Error)
+
+		// The killed replica comes back on its --data and follows.
+		require.NoError(t, rs.Proc(old).Start())
+		_, err = rs.Proc(old).WaitLog(ctx, e2e.LogMsg("replica: following: clients are sent to the leader"))
+		require.NoError(t, err)
+	}
+
+	// A follower cut off (stopped) while the job goes on, then healed.
+	leader, err := rs.Leader(ctx)
+	require.NoError(t, err)
+	cut := (leader + 1) % rs.Len()
+	require.NoError(t, rs.Proc(cut).Signal(syscall.SIGSTOP))
+	waitReceived(received.Load() + int64(n/(kills+2)/2))
+	require.NoError(t, rs.Proc(cut).Signal(syscall.SIGCONT))
+	if received.Load() == int64(n) {
+		t.Fatal(errJobDone)
+	}
+
+	lost, wrong := collectSquares(t, ctx, calls)
+	leader, err = rs.Leader(ctx)
+	require.NoError(t, err)
+	count, results := watch(t, rs.Client(leader), keys).wait(t, ctx, n)
+	dups := duplicates(count)
+	rerun := 0
+	mu.Lock()
+	for i, key := range keys {
+		s, err := checkSquare(i, results[key])
+		switch {
+		case err != nil:
+			wrong++
+			t.Error(err)
+		case s.nonce != first[i]:
+			rerun++
+			t.Errorf("workunit %d ran again after its result was delivered", i)
+		}
+	}
+	mu.Unlock()
+	// The follower that was cut off has caught up with the leader's log.
+	err = e2e.CheckFor(ctx, 10*time.Millisecond, func() error {
+		st, err := rs.Status(ctx, cut)
+		if err != nil {
+			return err
+		}
+		if st.LeaderClient != rs.Client(leader) {
+			return errNotYet
+		}
+		return nil
+	})
+	assert.NoError(t, err, "the healed follower follows the leader")
+
+	sort.Slice(failovers, func(i, j int) bool { return failovers[i] < failovers[j] })
+	t.Logf("replicas: leader kills %d, workunits %d, results lost %d, wrong %d, duplicates delivered %d, finished work run again %d; failover to the first result (sorted) %v",
+		kills, n, lost, wrong, dups, rerun, failovers)
+	assert.Zero(t, lost, "results lost")
+	assert.Zero(t, wrong, "wrong results")
+	assert.Zero(t, dups, "duplicates delivered")
+	assert.Zero(t, rerun, "finished work run again")
+}
