@@ -76,7 +76,8 @@ func runReplica(ctx context.Context, f *replicaFlags, opts tracker.Options, data
 	if err != nil {
 		return cli.Usage(err)
 	}
-	rp, err := replica.New(ctx, cfg)
+	// The store opens whole even if a signal came meanwhile; Run then stops.
+	rp, err := replica.New(context.WithoutCancel(ctx), cfg)
 	if err != nil {
 		return cli.Fail(err)
 	}
