@@ -219,3 +219,16 @@ func (rs *Replicas) Close() {
 		p.Close()
 	}
 }
+
+// Tracker returns replica i as a Tracker, to read its status page and
+// metrics while it leads (Status, WaitStatus, Metrics; a follower
+// redirects them). Restart does not apply to it: start the replica's
+// process again (Proc(i).Start).
+func (rs *Replicas) Tracker(i int) *Tracker {
+	return &Tracker{
+		Process: rs.procs[i],
+		opts:    TrackerOptions{Label: rs.procs[i].Label, Scheme: "http"},
+		http:    &http.Client{Timeout: 5 * time.Second},
+		addr:    rs.clients[i],
+	}
+}
