@@ -11,6 +11,7 @@ import (
 
 	"github.com/hashicorp/raft"
 	raftboltdb "github.com/hashicorp/raft-boltdb/v2"
+	"go.etcd.io/bbolt"
 )
 
 // A replica's data directory holds:
@@ -25,6 +26,11 @@ const (
 	stateDirName = "state"
 	// snapshotsKept is how many snapshots raft keeps on disk.
 	snapshotsKept = 2
+	// logCacheEntries is how many recent log entries stay in memory.
+	logCacheEntries = 512
+	// lockWait bounds the wait for raft.db's file lock (another riotd on
+	// the same --data).
+	lockWait = 10 * time.Second
 )
 
 // Timing are raft's timeouts and its snapshot policy; zero fields take
@@ -99,7 +105,14 @@ func openNode(ctx context.Context, nc nodeConfig) (*node, error) {
 	if err != nil {
 		return nil, err
 	}
-	logs, err := raftboltdb.New(raftboltdb.Options{Path: filepath.Join(raftDir, raftDBName)})
+	logs, err := raftboltdb.New(raftboltdb.Options{
+		Path: filepath.Join(raftDir, raftDBName),
+		// As Consul's raft_logstore.boltdb.no_freelist_sync: the log is
+		// written at its end and deleted at its start after each snapshot,
+		// so bbolt's free list grows, and writing it at every commit
+		// costs more than rebuilding it at open.
+		BoltOptions: &bbolt.Options{Timeout: lockWait, NoFreelistSync: true, FreelistType: bbolt.FreelistMapType},
+	})
 	if err != nil {
 		f.close()
 		return nil, fmt.Errorf("replica: raft log %s: %w", filepath.Join(raftDir, raftDBName), err)
@@ -132,7 +145,15 @@ func openNode(ctx context.Context, nc nodeConfig) (*node, error) {
 			}
 		}
 	}
-	r, err := raft.NewRaft(conf, f, logs, logs, snaps, nc.trans)
+	// The leader reads back the entries it sends to followers: keep the
+	// recent ones decoded in memory, as Consul and Nomad do.
+	cached, err := raft.NewLogCache(logCacheEntries, logs)
+	if err != nil {
+		logs.Close()
+		f.close()
+		return nil, fmt.Errorf("replica: raft log cache: %w", err)
+	}
+	r, err := raft.NewRaft(conf, f, cached, logs, snaps, nc.trans)
 	if err != nil {
 		logs.Close()
 		f.close()

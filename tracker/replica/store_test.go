@@ -35,7 +35,7 @@ var fastTiming = Timing{
 
 // inmemCluster is three (or more) nodes on the in-memory transport.
 type inmemCluster struct {
-	t      *testing.T
+	t      testing.TB
 	dirs   []string
 	addrs  []raft.ServerAddress
 	nodes  []*node // nil: stopped
@@ -44,7 +44,7 @@ type inmemCluster struct {
 	fatal  chan error
 }
 
-func newInmemCluster(t *testing.T, n int, timing Timing) *inmemCluster {
+func newInmemCluster(t testing.TB, n int, timing Timing) *inmemCluster {
 	t.Helper()
 	c := &inmemCluster{t: t, timing: timing, fatal: make(chan error, 16)}
 	var servers []raft.Server
@@ -476,6 +476,22 @@ func TestBatch_RoundTrip(t *testing.T) {
 	for _, cut := range []int{0, 1, 5, len(enc) - 1} {
 		if _, err := store.DecodeBatch(enc[:cut]); !errors.Is(err, store.ErrCorrupt) {
 			t.Errorf("a batch cut to %d bytes: %v, want ErrCorrupt", cut, err)
+		}
+	}
+}
+
+// BenchmarkStore_Apply: one record a write, one write at a time (the
+// tracker's round trip makes two), through three replicas on raft's
+// in-memory transport with real logs on disk.
+func BenchmarkStore_Apply(b *testing.B) {
+	ctx := context.Background()
+	c := newInmemCluster(b, 3, Timing{})
+	l := c.leader(ctx)
+	st := c.store(l)
+	b.ResetTimer()
+	for i := range b.N {
+		if err := st.Apply(ctx, batchOf(uint64(i+1), uint64(i+1), workunit.StatusWaiting)); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
