@@ -34,7 +34,7 @@ var listeningLine = regexp.MustCompile(`^\{.*"msg":"riotd listening".*\}$`)
 // received). It logs the failover times: leader killed to a new leader
 // serving, and to the first workunit finished through it.
 func TestFaults_ReplicaLeaderKilled(t *testing.T) {
-	n, kills := 3000, 5
+	n, kills := 10000, 5
 	if testing.Short() {
 		n, kills = 1000, 2
 	}
