@@ -1,9 +1,11 @@
 package tracker
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riot-go/riot/internal/logfmt"
 	"github.com/riot-go/riot/internal/loopback"
 	"io"
@@ -186,6 +188,15 @@ type Options struct {
 	// ShutdownTimeout bounds the graceful shutdown that Run does when its
 	// context ends (DefaultShutdownTimeout).
 	ShutdownTimeout time.Duration
+	// Replicas, when not nil, reports the replicas of a replicated
+	// tracker (package tracker/replica, which sets it) for the status
+	// page: GET /status's "replicas", and a line each on GET /. It is
+	// called on each request, off the table's loop. Nil for a single
+	// riotd.
+	Replicas func(ctx context.Context) []ReplicaStatus
+	// Collectors are more Prometheus collectors for GET /metrics (a
+	// replicated tracker's riot_replica_* metrics).
+	Collectors []prometheus.Collector
 	// Logger receives the tracker's logs. Nil: a handler of LogFormat at
 	// LogLevel, writing to standard error.
 	Logger *slog.Logger

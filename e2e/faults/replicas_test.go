@@ -160,6 +160,16 @@ func TestFaults_ReplicaLeaderKilled(t *testing.T) {
 		return nil
 	})
 	assert.NoError(t, err, "the healed follower follows the leader")
+	// The leader's status page shows the three replicas and their states.
+	st, err := rs.Tracker(leader).Status(ctx)
+	require.NoError(t, err)
+	if assert.Len(t, st.Replicas, 3, "the leader's /status replicas") {
+		assert.Equal(t, rs.ID(leader), st.Replicas[0].ID)
+		assert.Equal(t, "Leader", st.Replicas[0].State)
+		for _, r := range st.Replicas[1:] {
+			assert.Equal(t, "Follower", r.State, "replica %s", r.ID)
+		}
+	}
 
 	sort.Slice(failovers, func(i, j int) bool { return failovers[i] < failovers[j] })
 	t.Logf("replicas: leader kills %d, workunits %d, results lost %d, wrong %d, duplicates delivered %d, finished work run again %d; failover to the first result (sorted) %v",

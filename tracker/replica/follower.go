@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/riot-go/riot/wire"
 )
@@ -23,8 +24,8 @@ const LeaderHeader = "Riot-Leader"
 // while this replica does not lead: a request (the websocket's upgrade
 // included) is redirected (307) to the same path on the leader, with
 // LeaderHeader; while no leader is known it is refused with 503 and
-// Retry-After. GET /healthz answers "follower" (200) and GET /replica the
-// replica's state as JSON, here rather than on the leader.
+// Retry-After. GET /healthz answers "follower" (200), GET /replica the
+// replica's state as JSON, and GET /metrics its riot_replica_* metrics.
 type follower struct {
 	srv *http.Server
 	ln  net.Listener
@@ -52,6 +53,7 @@ func (rp *Replica) startFollower() (*follower, error) {
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) {
 		fmt.Fprintln(w, "follower")
 	})
+	mux.Handle("GET /metrics", promhttp.HandlerFor(rp.registry, promhttp.HandlerOpts{}))
 	mux.HandleFunc("GET /replica", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(rp.Status())

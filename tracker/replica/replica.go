@@ -7,12 +7,15 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/riot-go/riot/internal/logfmt"
 	"github.com/riot-go/riot/internal/loopback"
@@ -142,6 +145,11 @@ type Replica struct {
 	self  Peer
 	node  *node
 	fatal chan error
+	http  *http.Client // asks the other replicas for their state
+	// metrics are the replica's collectors, and a registry of them for a
+	// follower's /metrics.
+	metrics  []prometheus.Collector
+	registry *prometheus.Registry
 }
 
 // New checks cfg, opens the replica's Raft in cfg.DataDir (a new
@@ -198,6 +206,11 @@ func New(ctx context.Context, cfg Config) (*Replica, error) {
 		return nil, err
 	}
 	rp.node = n
+	rp.http = &http.Client{Timeout: replicaQueryTimeout,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	rp.metrics = rp.collectors()
+	rp.registry = prometheus.NewRegistry()
+	rp.registry.MustRegister(rp.metrics...)
 	log.Info("replica started", "raft", self.Raft, "client", self.Client, "peers", len(cfg.Peers), "data", cfg.DataDir)
 	return rp, nil
 }
@@ -328,6 +341,8 @@ func (rp *Replica) lead(ctx context.Context) (*leadership, error) {
 	st := newStore(rp.node.raft, rp.node.fsm, rp.leaderClient, rp.cfg.ApplyTimeout)
 	opts := rp.cfg.Tracker
 	opts.Store = st
+	opts.Replicas = rp.replicas
+	opts.Collectors = append(slices.Clip(opts.Collectors), rp.metrics...)
 	opts.DataDir = ""
 	if opts.Name == "" {
 		opts.Name = rp.self.Client
