@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -21,9 +22,13 @@ import (
 //
 // A Replicas is safe for concurrent use.
 type Replicas struct {
+	bins    Bins
+	opts    ReplicasOptions
+	mu      sync.Mutex
 	procs   []*Process
 	ids     []string
 	clients []string // client addresses, host:port
+	rafts   []string // replication addresses, host:port
 	http    *http.Client
 }
 
@@ -74,7 +79,7 @@ func LaunchReplicas(ctx context.Context, bins Bins, opts ReplicasOptions) (*Repl
 	if err != nil {
 		return nil, fmt.Errorf("e2e: launch replicas: %w", err)
 	}
-	rs := &Replicas{http: &http.Client{Timeout: 5 * time.Second,
+	rs := &Replicas{bins: bins, opts: opts, http: &http.Client{Timeout: 5 * time.Second,
 		// A follower's redirect is what Leader looks for: not followed.
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}}
 	var peers []string
@@ -82,6 +87,7 @@ func LaunchReplicas(ctx context.Context, bins Bins, opts ReplicasOptions) (*Repl
 		id := string(rune('a' + i))
 		rs.ids = append(rs.ids, id)
 		rs.clients = append(rs.clients, fmt.Sprintf("127.0.0.1:%d", ports[2*i]))
+		rs.rafts = append(rs.rafts, fmt.Sprintf("127.0.0.1:%d", ports[2*i+1]))
 		peers = append(peers, fmt.Sprintf("%s=127.0.0.1:%d=%s", id, ports[2*i+1], rs.clients[i]))
 	}
 	for i, id := range rs.ids {
@@ -123,31 +129,90 @@ func (b Bins) StartReplicas(t testing.TB, n int, args ...string) *Replicas {
 }
 
 // Len returns how many replicas there are.
-func (rs *Replicas) Len() int { return len(rs.procs) }
+func (rs *Replicas) Len() int {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return len(rs.procs)
+}
 
 // Proc returns replica i's process (to Kill it, Start it again, read its
 // log).
-func (rs *Replicas) Proc(i int) *Process { return rs.procs[i] }
+func (rs *Replicas) Proc(i int) *Process {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.procs[i]
+}
 
 // ID returns replica i's ID.
-func (rs *Replicas) ID(i int) string { return rs.ids[i] }
+func (rs *Replicas) ID(i int) string {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.ids[i]
+}
 
 // Client returns replica i's client address.
-func (rs *Replicas) Client(i int) string { return rs.clients[i] }
+func (rs *Replicas) Client(i int) string {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.clients[i]
+}
+
+// Raft returns replica i's replication address.
+func (rs *Replicas) Raft(i int) string {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return rs.rafts[i]
+}
 
 // Addrs returns every replica's client address, separated by commas: what
 // masters and workers are given (--tracker a,b,c).
-func (rs *Replicas) Addrs() string { return strings.Join(rs.clients, ",") }
+func (rs *Replicas) Addrs() string {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	return strings.Join(rs.clients, ",")
+}
+
+// Join starts one more replica, with --join (it waits to be added by the
+// leader: POST /api/v1/replicas), and returns its index once it follows.
+// The caller must end it (Close ends every replica).
+func (rs *Replicas) Join(ctx context.Context) (int, error) {
+	ports, err := freePorts(2)
+	if err != nil {
+		return -1, fmt.Errorf("e2e: join: %w", err)
+	}
+	rs.mu.Lock()
+	i := len(rs.procs)
+	id := string(rune('a' + i))
+	client, rft := fmt.Sprintf("127.0.0.1:%d", ports[0]), fmt.Sprintf("127.0.0.1:%d", ports[1])
+	data := filepath.Join(rs.opts.Dir, id)
+	rs.mu.Unlock()
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		return -1, fmt.Errorf("e2e: join: %w", err)
+	}
+	args := []string{"--replica-id", id, "--join", "--peers", id + "=" + rft + "=" + client, "--data", data,
+		"--listen", client, "--log-format", "json"}
+	p := NewProcess("riotd "+id, rs.bins.Riotd, append(args, rs.opts.Args...), nil, rs.bins.Root)
+	rs.mu.Lock()
+	rs.procs, rs.ids, rs.clients, rs.rafts = append(rs.procs, p), append(rs.ids, id), append(rs.clients, client), append(rs.rafts, rft)
+	rs.mu.Unlock()
+	if err := p.Start(); err != nil {
+		return -1, err
+	}
+	if _, err := p.WaitLog(ctx, LogMsg("replica: following: clients are sent to the leader")); err != nil {
+		return -1, err
+	}
+	return i, nil
+}
 
 // Leader returns the replica that leads and serves now: the one whose
 // /healthz is the tracker's ("ok"; a follower answers "follower"), or
 // ErrNoLeader.
 func (rs *Replicas) Leader(ctx context.Context) (int, error) {
-	for i, p := range rs.procs {
-		if !p.Running() {
+	for i := range rs.Len() {
+		if !rs.Proc(i).Running() {
 			continue
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+rs.clients[i]+"/healthz", nil)
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+rs.Client(i)+"/healthz", nil)
 		if err != nil {
 			return -1, err
 		}
@@ -174,7 +239,7 @@ func (rs *Replicas) WaitLeader(ctx context.Context, not int) (int, error) {
 			return err
 		}
 		if i == not {
-			return fmt.Errorf("replica %s still leads", rs.ids[i])
+			return fmt.Errorf("replica %s still leads", rs.ID(i))
 		}
 		leader = i
 		return nil
@@ -198,7 +263,7 @@ type ReplicaStatus struct {
 // Status returns follower i's GET /replica.
 func (rs *Replicas) Status(ctx context.Context, i int) (ReplicaStatus, error) {
 	var st ReplicaStatus
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+rs.clients[i]+"/replica", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+rs.Client(i)+"/replica", nil)
 	if err != nil {
 		return st, err
 	}
@@ -208,15 +273,15 @@ func (rs *Replicas) Status(ctx context.Context, i int) (ReplicaStatus, error) {
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
-		return st, fmt.Errorf("e2e: replica %s: GET /replica: %s", rs.ids[i], resp.Status)
+		return st, fmt.Errorf("e2e: replica %s: GET /replica: %s", rs.ID(i), resp.Status)
 	}
 	return st, json.NewDecoder(resp.Body).Decode(&st)
 }
 
 // Close ends every replica.
 func (rs *Replicas) Close() {
-	for _, p := range rs.procs {
-		p.Close()
+	for i := range rs.Len() {
+		rs.Proc(i).Close()
 	}
 }
 
@@ -225,10 +290,11 @@ func (rs *Replicas) Close() {
 // redirects them). Restart does not apply to it: start the replica's
 // process again (Proc(i).Start).
 func (rs *Replicas) Tracker(i int) *Tracker {
+	p := rs.Proc(i)
 	return &Tracker{
-		Process: rs.procs[i],
-		opts:    TrackerOptions{Label: rs.procs[i].Label, Scheme: "http"},
+		Process: p,
+		opts:    TrackerOptions{Label: p.Label, Scheme: "http"},
 		http:    &http.Client{Timeout: 5 * time.Second},
-		addr:    rs.clients[i],
+		addr:    rs.Client(i),
 	}
 }

@@ -5,18 +5,19 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/riot-go/riot/internal/logfmt"
 	"github.com/riot-go/riot/internal/loopback"
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
 	"github.com/riot-go/riot/internal/cliflag"
@@ -194,6 +195,12 @@ type Options struct {
 	// called on each request, off the table's loop. Nil for a single
 	// riotd.
 	Replicas func(ctx context.Context) []ReplicaStatus
+	// AdminRoutes are more HTTP handlers that change state, by pattern
+	// (http.ServeMux's, e.g. "POST /api/v1/replicas"): a replicated
+	// tracker's membership changes. They need a master's token, as the
+	// API's cancels do (and a request let in by the dashboard's cookie
+	// must come from riotd's own origin).
+	AdminRoutes map[string]http.HandlerFunc
 	// Collectors are more Prometheus collectors for GET /metrics (a
 	// replicated tracker's riot_replica_* metrics).
 	Collectors []prometheus.Collector

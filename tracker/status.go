@@ -218,6 +218,9 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/v1/stream", s.api(s.apiStream))
 	mux.HandleFunc("GET /api/v1/events", s.api(s.apiEvents))
 	s.dashboardRoutes(mux)
+	for pattern, h := range s.opts.AdminRoutes {
+		mux.HandleFunc(pattern, s.apiChange(func(w http.ResponseWriter, r *http.Request, _ canceler) { h(w, r) }))
+	}
 	return mux
 }
 

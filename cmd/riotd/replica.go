@@ -19,6 +19,7 @@ import (
 // (docs/replicas.md).
 type replicaFlags struct {
 	id, raftListen, peers, secretFile string
+	join                              bool
 }
 
 func addReplicaFlags(fs *pflag.FlagSet) *replicaFlags {
@@ -27,6 +28,7 @@ func addReplicaFlags(fs *pflag.FlagSet) *replicaFlags {
 	fs.StringVar(&f.peers, "peers", "", "with --replica-id: every replica, this one included, as `ID=RAFTHOST:PORT=CLIENTHOST:PORT,...`")
 	fs.StringVar(&f.raftListen, "raft-listen", "", "with --replica-id: the `HOST:PORT` the replication port listens on (default: this replica's RAFTHOST:PORT in --peers)")
 	fs.StringVar(&f.secretFile, "raft-secret-file", "", "with --replica-id: a `FILE` holding the replicas' shared secret, which authenticates them to each other (needed unless the replication port is on loopback)")
+	fs.BoolVar(&f.join, "join", false, "with --replica-id: a new replica of a cluster that serves: wait to be added by its leader (POST /api/v1/replicas, docs/replicas.md) instead of bootstrapping a cluster of --peers")
 	return f
 }
 
@@ -45,7 +47,7 @@ func (f *replicaFlags) config(opts tracker.Options, dataSet bool) (replica.Confi
 	if err != nil {
 		return replica.Config{}, err
 	}
-	cfg := replica.Config{ID: f.id, DataDir: opts.DataDir, Peers: peers, RaftListen: f.raftListen, Tracker: opts}
+	cfg := replica.Config{ID: f.id, DataDir: opts.DataDir, Peers: peers, RaftListen: f.raftListen, Join: f.join, Tracker: opts}
 	if f.secretFile != "" {
 		b, err := os.ReadFile(f.secretFile)
 		if err != nil {
@@ -62,7 +64,7 @@ func (f *replicaFlags) config(opts tracker.Options, dataSet bool) (replica.Confi
 
 // notWithout reports replica flags given without --replica-id.
 func (f *replicaFlags) notWithout(fs *pflag.FlagSet) error {
-	for _, name := range []string{"peers", "raft-listen", "raft-secret-file"} {
+	for _, name := range []string{"peers", "raft-listen", "raft-secret-file", "join"} {
 		if fs.Changed(name) {
 			return fmt.Errorf("riotd: --%s needs --replica-id", name)
 		}

@@ -25,7 +25,18 @@ const (
 	cmdRecords byte = 'R' // store.EncodeBatch of a batch: Store.Apply
 	cmdBlob    byte = 'B' // a blob's hash (32 bytes), then its bytes: PutBlob, CreateBlob
 	cmdJobs    byte = 'J' // JSON of jobsCmd: PutJobs
+	cmdPeer    byte = 'P' // JSON of peerCmd: a replica's client address
 )
+
+// peerCmd is the payload of cmdPeer: the client address of a replica
+// (where clients are sent while it leads), or, with Client empty, its
+// removal. Raft's configuration has the replicas' IDs and replication
+// addresses; this keeps their client addresses beside them, replicated
+// too, so that a replica added while the cluster serves is known to all.
+type peerCmd struct {
+	ID     string `json:"id"`
+	Client string `json:"client"`
+}
 
 // jobsCmd is the payload of cmdJobs.
 type jobsCmd struct {
@@ -60,6 +71,37 @@ type fsm struct {
 	mu      sync.RWMutex
 	local   *store.Bolt
 	applied atomic.Uint64 // the index of the last command applied
+
+	peersMu sync.Mutex
+	peers   map[string]string // replica ID → client address (cmdPeer)
+}
+
+// peerClient returns the client address of replica id that the log
+// gave, or "".
+func (f *fsm) peerClient(id string) string {
+	f.peersMu.Lock()
+	defer f.peersMu.Unlock()
+	return f.peers[id]
+}
+
+func (f *fsm) setPeer(c peerCmd) {
+	f.peersMu.Lock()
+	defer f.peersMu.Unlock()
+	if c.Client == "" {
+		delete(f.peers, c.ID)
+		return
+	}
+	f.peers[c.ID] = c.Client
+}
+
+func (f *fsm) peerList() []peerCmd {
+	f.peersMu.Lock()
+	defer f.peersMu.Unlock()
+	out := make([]peerCmd, 0, len(f.peers))
+	for id, c := range f.peers {
+		out = append(out, peerCmd{ID: id, Client: c})
+	}
+	return out
 }
 
 // openFSM empties dir and opens an empty local store in it.
@@ -71,7 +113,7 @@ func openFSM(ctx context.Context, dir string, log *slog.Logger, fatal func(error
 	if err != nil {
 		return nil, err
 	}
-	return &fsm{dir: dir, log: log, fatal: fatal, local: local}, nil
+	return &fsm{dir: dir, log: log, fatal: fatal, local: local, peers: map[string]string{}}, nil
 }
 
 func openLocal(ctx context.Context, dir string, log *slog.Logger) (*store.Bolt, error) {
@@ -100,7 +142,15 @@ func (f *fsm) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
 		return nil
 	}
-	err := f.use(func(local *store.Bolt) error { return applyCmd(local, l.Data) })
+	var err error
+	if len(l.Data) > 0 && l.Data[0] == cmdPeer {
+		var c peerCmd
+		if err = json.Unmarshal(l.Data[1:], &c); err == nil {
+			f.setPeer(c)
+		}
+	} else {
+		err = f.use(func(local *store.Bolt) error { return applyCmd(local, l.Data) })
+	}
 	if err != nil {
 		err = fmt.Errorf("replica: apply log entry %d: %w", l.Index, err)
 		f.log.Error("replica: a committed entry failed to apply to the local store; the replica stops (it rebuilds its store from the log at its next start)",
@@ -161,10 +211,12 @@ func applyCmd(local *store.Bolt, data []byte) error {
 	}
 }
 
-// The snapshot's format: snapMagic, the bbolt file's size (8 bytes,
-// big-endian) and bytes, then for each blob of store.BlobDir a 1, its hash
-// (32 bytes), its size (8 bytes) and bytes, and a 0 at the end.
-const snapMagic = "riotsnap1\n"
+// The snapshot's format: snapMagic, the JSON of the replicas' client
+// addresses (its size in 8 bytes, big-endian, then its bytes), the bbolt
+// file's size (8 bytes) and bytes, then for each blob of store.BlobDir a
+// 1, its hash (32 bytes), its size (8 bytes) and bytes, and a 0 at the
+// end.
+const snapMagic = "riotsnap2\n"
 
 // Snapshot implements raft.FSM: a read transaction of the local store,
 // written out by Persist while commands go on being applied.
@@ -178,12 +230,18 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replica: snapshot: %w", err)
 	}
-	return &snapshot{copy: c, blobDir: filepath.Join(f.dir, store.BlobDir)}, nil
+	peers, err := json.Marshal(f.peerList())
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("replica: snapshot: %w", err)
+	}
+	return &snapshot{copy: c, blobDir: filepath.Join(f.dir, store.BlobDir), peers: peers}, nil
 }
 
 type snapshot struct {
 	copy    *store.Copy
 	blobDir string
+	peers   []byte // JSON of []peerCmd
 }
 
 // Persist implements raft.FSMSnapshot.
@@ -200,6 +258,9 @@ func (s *snapshot) write(sink io.Writer) error {
 	w := bufio.NewWriterSize(sink, 1<<20)
 	w.WriteString(snapMagic)
 	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(len(s.peers)))
+	w.Write(n[:])
+	w.Write(s.peers)
 	binary.BigEndian.PutUint64(n[:], uint64(s.copy.Size()))
 	w.Write(n[:])
 	if _, err := s.copy.WriteTo(w); err != nil {
@@ -258,7 +319,8 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	if err := os.RemoveAll(tmp); err != nil {
 		return fmt.Errorf("replica: restore: %w", err)
 	}
-	if err := readSnapshot(bufio.NewReaderSize(rc, 1<<20), tmp); err != nil {
+	peers, err := readSnapshot(bufio.NewReaderSize(rc, 1<<20), tmp)
+	if err != nil {
 		_ = os.RemoveAll(tmp)
 		return fmt.Errorf("replica: restore: %w", err)
 	}
@@ -281,42 +343,67 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 		return fmt.Errorf("replica: restore: %w", err)
 	}
 	f.local = local
+	f.peersMu.Lock()
+	f.peers = map[string]string{}
+	for _, p := range peers {
+		f.peers[p.ID] = p.Client
+	}
+	f.peersMu.Unlock()
 	return nil
 }
 
-// readSnapshot writes the store of a snapshot into dir.
-func readSnapshot(r *bufio.Reader, dir string) error {
+// maxSnapPeers bounds the peers' section of a snapshot.
+const maxSnapPeers = 1 << 20
+
+// readSnapshot writes the store of a snapshot into dir, and returns its
+// replicas' client addresses.
+func readSnapshot(r *bufio.Reader, dir string) ([]peerCmd, error) {
 	magic := make([]byte, len(snapMagic))
 	if _, err := io.ReadFull(r, magic); err != nil || string(magic) != snapMagic {
-		return fmt.Errorf("not a riot snapshot (magic %q)", magic)
+		return nil, fmt.Errorf("not a riot snapshot (magic %q)", magic)
 	}
 	var n [8]byte
 	if _, err := io.ReadFull(r, n[:]); err != nil {
-		return fmt.Errorf("snapshot cut short: %w", err)
+		return nil, fmt.Errorf("snapshot cut short: %w", err)
+	}
+	size := binary.BigEndian.Uint64(n[:])
+	if size > maxSnapPeers {
+		return nil, fmt.Errorf("snapshot: a peers section of %d bytes", size)
+	}
+	pj := make([]byte, size)
+	if _, err := io.ReadFull(r, pj); err != nil {
+		return nil, fmt.Errorf("snapshot cut short: %w", err)
+	}
+	var peers []peerCmd
+	if err := json.Unmarshal(pj, &peers); err != nil {
+		return nil, fmt.Errorf("snapshot: its peers: %w", err)
+	}
+	if _, err := io.ReadFull(r, n[:]); err != nil {
+		return nil, fmt.Errorf("snapshot cut short: %w", err)
 	}
 	if err := os.MkdirAll(filepath.Join(dir, store.BlobDir), 0o700); err != nil {
-		return err
+		return nil, err
 	}
 	if err := copyToFile(filepath.Join(dir, store.FileName), r, int64(binary.BigEndian.Uint64(n[:]))); err != nil {
-		return err
+		return nil, err
 	}
 	for {
 		tag, err := r.ReadByte()
 		if err != nil {
-			return fmt.Errorf("snapshot cut short: %w", err)
+			return nil, fmt.Errorf("snapshot cut short: %w", err)
 		}
 		if tag == 0 {
-			return nil
+			return peers, nil
 		}
 		var h blob.Hash
 		if _, err := io.ReadFull(r, h[:]); err != nil {
-			return fmt.Errorf("snapshot cut short: %w", err)
+			return nil, fmt.Errorf("snapshot cut short: %w", err)
 		}
 		if _, err := io.ReadFull(r, n[:]); err != nil {
-			return fmt.Errorf("snapshot cut short: %w", err)
+			return nil, fmt.Errorf("snapshot cut short: %w", err)
 		}
 		if err := copyToFile(filepath.Join(dir, store.BlobDir, h.String()), r, int64(binary.BigEndian.Uint64(n[:]))); err != nil {
-			return err
+			return nil, err
 		}
 	}
 }

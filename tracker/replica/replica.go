@@ -73,6 +73,10 @@ type Config struct {
 	// first configuration of a new cluster, and where clients are sent to
 	// find the leader.
 	Peers []Peer
+	// Join makes a new replica wait to be added by the leader (POST
+	// /api/v1/replicas) instead of bootstrapping a cluster of Peers; a
+	// replica with Raft state ignores it.
+	Join bool
 	// RaftListen is the address the replication port listens on
 	// (default: this replica's Raft address in Peers, which the others
 	// dial; set it to listen on every interface, e.g. ":2356").
@@ -191,6 +195,9 @@ func New(ctx context.Context, cfg Config) (*Replica, error) {
 	for _, p := range cfg.Peers {
 		servers = append(servers, raft.Server{ID: raft.ServerID(p.ID), Address: raft.ServerAddress(p.Raft), Suffrage: raft.Voter})
 	}
+	if cfg.Join {
+		servers = nil // no bootstrap: the leader adds this replica
+	}
 	n, err := openNode(ctx, nodeConfig{
 		id: raft.ServerID(cfg.ID), dir: cfg.DataDir, trans: trans, log: log, timing: cfg.Timing,
 		bootstrap: servers,
@@ -218,6 +225,12 @@ func New(ctx context.Context, cfg Config) (*Replica, error) {
 // leaderClient returns the client address of the leader, or "".
 func (rp *Replica) leaderClient() string {
 	_, id := rp.node.raft.LeaderWithID()
+	if id == "" {
+		return ""
+	}
+	if c := rp.node.fsm.peerClient(string(id)); c != "" {
+		return c
+	}
 	for _, p := range rp.cfg.Peers {
 		if raft.ServerID(p.ID) == id {
 			return p.Client
@@ -338,10 +351,14 @@ func (rp *Replica) lead(ctx context.Context) (*leadership, error) {
 	if err := rp.node.raft.Barrier(30 * time.Second).Error(); err != nil {
 		return nil, fmt.Errorf("replica: barrier: %w", err)
 	}
+	if err := rp.recordPeers(ctx); err != nil {
+		return nil, fmt.Errorf("replica: record the replicas' client addresses: %w", err)
+	}
 	st := newStore(rp.node.raft, rp.node.fsm, rp.leaderClient, rp.cfg.ApplyTimeout)
 	opts := rp.cfg.Tracker
 	opts.Store = st
 	opts.Replicas = rp.replicas
+	opts.AdminRoutes = rp.adminRoutes()
 	opts.Collectors = append(slices.Clip(opts.Collectors), rp.metrics...)
 	opts.DataDir = ""
 	if opts.Name == "" {

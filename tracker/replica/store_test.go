@@ -367,6 +367,10 @@ func TestStore_Snapshot_FollowerThatWasDown_CatchesUp(t *testing.T) {
 	if err := st.PutBlob(ctx, blob.Sum(big), big); err != nil {
 		t.Fatal(err)
 	}
+	// A replica's client address, which snapshots carry too.
+	if err := st.apply(ctx, "peer", append([]byte{cmdPeer}, `{"id":"r9","client":"10.0.0.9:2355"}`...)); err != nil {
+		t.Fatal(err)
+	}
 	for i := uint64(0); i < 20; i++ {
 		if err := st.Apply(ctx, batchOf(i*10+1, i*10+10, workunit.StatusWaiting)); err != nil {
 			t.Fatal(err)
@@ -393,6 +397,9 @@ func TestStore_Snapshot_FollowerThatWasDown_CatchesUp(t *testing.T) {
 	got, err := c.store(f).GetBlob(ctx, blob.Sum(big))
 	if err != nil || !bytes.Equal(got, big) {
 		t.Fatalf("the follower's blob from the snapshot: %d bytes, %v", len(got), err)
+	}
+	if got := c.nodes[f].fsm.peerClient("r9"); got != "10.0.0.9:2355" {
+		t.Fatalf("the follower's client address of r9 from the snapshot: %q", got)
 	}
 }
 
