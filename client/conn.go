@@ -301,6 +301,13 @@ func (c *Client) run(cn *conn) {
 			return
 		}
 		c.log.Warn("client: connection lost; reconnecting", "name", cn.welcome.Name, "err", cn.err)
+		if len(c.urls) > 1 {
+			// Of a tracker's replicas, the one that was lost may be the
+			// one that is gone, or hangs (a dial to it would wait the
+			// whole DialTimeout): start with the next. If it still leads,
+			// the next sends the client back to it.
+			c.good = (c.good + 1) % len(c.urls)
+		}
 		if cn = c.redial(); cn == nil {
 			return
 		}

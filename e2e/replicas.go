@@ -212,16 +212,22 @@ func (rs *Replicas) Leader(ctx context.Context) (int, error) {
 		if !rs.Proc(i).Running() {
 			continue
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+rs.Client(i)+"/healthz", nil)
+		// A replica that is stopped (SIGSTOP) takes the connection and
+		// never answers: ask each for a moment only.
+		hctx, cancel := context.WithTimeout(ctx, 500*time.Millisecond)
+		req, err := http.NewRequestWithContext(hctx, http.MethodGet, "http://"+rs.Client(i)+"/healthz", nil)
 		if err != nil {
+			cancel()
 			return -1, err
 		}
 		resp, err := rs.http.Do(req)
 		if err != nil {
+			cancel()
 			continue
 		}
 		body, _ := io.ReadAll(io.LimitReader(resp.Body, 64))
 		resp.Body.Close()
+		cancel()
 		if resp.StatusCode == http.StatusOK && strings.TrimSpace(string(body)) == "ok" {
 			return i, nil
 		}

@@ -27,7 +27,8 @@ var listeningLine = regexp.MustCompile(`^\{.*"msg":"riotd listening".*\}$`)
 // addresses. During the job the leader is killed with SIGKILL several
 // times; each time another replica is elected and serves, the killed one
 // is started again on its --data and rejoins as a follower; and a
-// follower is cut off (SIGSTOP) and healed (SIGCONT). The checker: every
+// follower is cut off (SIGSTOP) and healed (SIGCONT), then the leader
+// is paused (SIGSTOP) until another leads, and continued. The checker: every
 // workunit answered, with the right result, once; each new leader
 // restores at least what was acknowledged before the kill; finished work
 // is not run again (the nonce of each result is the one the master first
@@ -125,6 +126,27 @@ func TestFaults_ReplicaLeaderKilled(t *testing.T) {
 	require.NoError(t, rs.Proc(cut).Signal(syscall.SIGSTOP))
 	waitReceived(received.Load() + int64(n/(kills+2)/2))
 	require.NoError(t, rs.Proc(cut).Signal(syscall.SIGCONT))
+	// The leader paused (SIGSTOP): the others elect another, which
+	// serves; the old one, continued, finds a newer term, stops its
+	// tracker and follows. Whatever it held in flight was not
+	// acknowledged through it.
+	paused := leader
+	mark := rs.Proc(paused).Mark()
+	pausedAt := time.Now()
+	require.NoError(t, rs.Proc(paused).Signal(syscall.SIGSTOP))
+	next, err := rs.WaitLeader(ctx, paused)
+	require.NoError(t, err)
+	elected := time.Since(pausedAt)
+	r0 := received.Load()
+	waitReceived(r0 + 1)
+	// Clients connected to the paused leader notice only when its pings
+	// stop (riotd --ping-interval: two missed, 10 s by default).
+	firstAfterPause := time.Since(pausedAt)
+	require.NoError(t, rs.Proc(paused).Signal(syscall.SIGCONT))
+	_, err = rs.Proc(paused).WaitLogAfter(ctx, mark, e2e.LogMsg("replica: following: clients are sent to the leader"))
+	require.NoError(t, err)
+	t.Logf("leader %s paused: %s leads after %v, the first result through it after %v; %s, continued, follows",
+		rs.ID(paused), rs.ID(next), elected.Round(time.Millisecond), firstAfterPause.Round(time.Millisecond), rs.ID(paused))
 	if received.Load() == int64(n) {
 		t.Fatal(errJobDone)
 	}
