@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/riot-go/riot/e2e"
+	"github.com/riot-go/riot/tracker/trackertest"
 )
 
 // adminDo sends a membership change to the leader's HTTP API and returns
@@ -108,4 +111,26 @@ func TestReplicas_AddAndRemove_WhileServing(t *testing.T) {
 	assert.GreaterOrEqual(t, st.Workunits.Done, 4, "workunits done")
 	assert.Zero(t, st.Workunits.Error)
 	assert.Len(t, st.Replicas, 3)
+}
+
+// TestReplicas_RaftTLS: replicas that speak TLS and the shared secret
+// to each other elect a leader, serve a job, and fail over.
+func TestReplicas_RaftTLS(t *testing.T) {
+	ctx := e2e.Context(t, 2*e2e.DefaultWait)
+	cert := trackertest.NewCert(t, "127.0.0.1")
+	secret := filepath.Join(t.TempDir(), "raft-secret")
+	require.NoError(t, os.WriteFile(secret, []byte("0123456789abcdef0123456789abcdef\n"), 0o600))
+	rs := bins.StartReplicas(t, 3, "--raft-secret-file", secret,
+		"--raft-tls-cert", cert.CertFile, "--raft-tls-key", cert.KeyFile, "--raft-tls-ca", cert.CAFile)
+	bins.StartWorker(t, rs.Addrs(), e2e.WorkerOptions{Name: "w1", Slots: 2})
+	res := bins.RunEval(t, "--tracker", rs.Addrs(), "-e", "riot.forWork([1, 2, 3], (x) => x + 1)")
+	require.Equal(t, 0, res.Code, res.String())
+	leader, err := rs.Leader(ctx)
+	require.NoError(t, err)
+	require.NoError(t, rs.Proc(leader).Kill())
+	_, err = rs.WaitLeader(ctx, leader)
+	require.NoError(t, err)
+	res = bins.RunEval(t, "--tracker", rs.Addrs(), "-e", "riot.forWork([1, 2, 3, 4], (x) => x + 1)")
+	require.Equal(t, 0, res.Code, res.String())
+	assert.Equal(t, "[2,3,4,5]", strings.Join(strings.Fields(res.Stdout), ""))
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/spf13/pflag"
 
+	"github.com/riot-go/riot/client"
 	"github.com/riot-go/riot/internal/cli"
 	"github.com/riot-go/riot/internal/debugserver"
 	"github.com/riot-go/riot/tracker"
@@ -19,6 +21,7 @@ import (
 // (docs/replicas.md).
 type replicaFlags struct {
 	id, raftListen, peers, secretFile string
+	tlsCert, tlsKey, tlsCA            string
 	join                              bool
 }
 
@@ -28,6 +31,9 @@ func addReplicaFlags(fs *pflag.FlagSet) *replicaFlags {
 	fs.StringVar(&f.peers, "peers", "", "with --replica-id: every replica, this one included, as `ID=RAFTHOST:PORT=CLIENTHOST:PORT,...`")
 	fs.StringVar(&f.raftListen, "raft-listen", "", "with --replica-id: the `HOST:PORT` the replication port listens on (default: this replica's RAFTHOST:PORT in --peers)")
 	fs.StringVar(&f.secretFile, "raft-secret-file", "", "with --replica-id: a `FILE` holding the replicas' shared secret, which authenticates them to each other (needed unless the replication port is on loopback)")
+	fs.StringVar(&f.tlsCert, "raft-tls-cert", "", "with --replica-id: this replica's certificate `FILE` (PEM) for the replication port, naming its RAFTHOST; with --raft-tls-key and --raft-tls-ca, the replicas speak TLS to each other")
+	fs.StringVar(&f.tlsKey, "raft-tls-key", "", "with --raft-tls-cert: its key `FILE` (PEM)")
+	fs.StringVar(&f.tlsCA, "raft-tls-ca", "", "with --raft-tls-cert: the authority `FILE` (PEM) that signed every replica's certificate")
 	fs.BoolVar(&f.join, "join", false, "with --replica-id: a new replica of a cluster that serves: wait to be added by its leader (POST /api/v1/replicas, docs/replicas.md) instead of bootstrapping a cluster of --peers")
 	return f
 }
@@ -59,12 +65,34 @@ func (f *replicaFlags) config(opts tracker.Options, dataSet bool) (replica.Confi
 		}
 		cfg.Secret = []byte(secret)
 	}
+	switch n := btoi(f.tlsCert != "") + btoi(f.tlsKey != "") + btoi(f.tlsCA != ""); n {
+	case 0:
+	case 3:
+		pair, err := tls.LoadX509KeyPair(f.tlsCert, f.tlsKey)
+		if err != nil {
+			return replica.Config{}, fmt.Errorf("riotd: --raft-tls-cert, --raft-tls-key: %w", err)
+		}
+		ca, err := client.TLSConfigWithCA(f.tlsCA)
+		if err != nil {
+			return replica.Config{}, fmt.Errorf("riotd: --raft-tls-ca: %w", err)
+		}
+		cfg.RaftTLS = &tls.Config{Certificates: []tls.Certificate{pair}, RootCAs: ca.RootCAs, MinVersion: tls.VersionTLS12}
+	default:
+		return replica.Config{}, errors.New("riotd: --raft-tls-cert, --raft-tls-key and --raft-tls-ca go together: give all three or none")
+	}
 	return cfg, nil
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // notWithout reports replica flags given without --replica-id.
 func (f *replicaFlags) notWithout(fs *pflag.FlagSet) error {
-	for _, name := range []string{"peers", "raft-listen", "raft-secret-file", "join"} {
+	for _, name := range []string{"peers", "raft-listen", "raft-secret-file", "join", "raft-tls-cert", "raft-tls-key", "raft-tls-ca"} {
 		if fs.Changed(name) {
 			return fmt.Errorf("riotd: --%s needs --replica-id", name)
 		}

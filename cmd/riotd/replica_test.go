@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/riot-go/riot/tracker/trackertest"
 )
 
 func TestRun_ReplicaFlags(t *testing.T) {
@@ -18,6 +20,7 @@ func TestRun_ReplicaFlags(t *testing.T) {
 	peers := "a=127.0.0.1:0=127.0.0.1:0"
 	secret := filepath.Join(t.TempDir(), "secret")
 	require.NoError(t, os.WriteFile(secret, []byte("0123456789abcdef0123456789abcdef\n"), 0o600))
+	cert := trackertest.NewCert(t, "127.0.0.1")
 	empty := filepath.Join(t.TempDir(), "empty")
 	require.NoError(t, os.WriteFile(empty, nil, 0o600))
 	tests := []struct {
@@ -37,6 +40,11 @@ func TestRun_ReplicaFlags(t *testing.T) {
 			code: 1, out: "--raft-secret-file"},
 		{name: "empty secret", args: []string{"--replica-id", "a", "--data", t.TempDir(), "--peers", peers, "--raft-secret-file", empty},
 			code: 2, out: "is empty"},
+		{name: "raft TLS, partly", args: []string{"--replica-id", "a", "--data", t.TempDir(), "--peers", peers, "--raft-tls-cert", secret},
+			code: 2, out: "go together"},
+		{name: "start and stop with raft TLS", args: []string{"--replica-id", "a", "--data", t.TempDir(), "--peers", peers, "--raft-secret-file", secret,
+			"--raft-tls-cert", cert.CertFile, "--raft-tls-key", cert.KeyFile, "--raft-tls-ca", cert.CAFile,
+			"--listen", "127.0.0.1:0", "--log-level", "warn"}, ctx: canceled, code: 0},
 		{name: "start and stop", args: []string{"--replica-id", "a", "--data", t.TempDir(), "--peers", peers, "--raft-secret-file", secret,
 			"--listen", "127.0.0.1:0", "--log-level", "warn"}, ctx: canceled, code: 0},
 	}

@@ -3,6 +3,7 @@ package replica
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -85,6 +86,12 @@ type Config struct {
 	// port (see stream.go). Without it, the replication port must be on
 	// loopback: anyone who reaches it could append to the log.
 	Secret []byte
+	// RaftTLS, when not nil, wraps the replication port in TLS: its
+	// Certificates are this replica's (naming its host in Peers' Raft
+	// address), and its RootCAs the authority that signed every
+	// replica's; a replica checks the certificate of each it dials.
+	// Entries are then encrypted as well as authenticated (Secret).
+	RaftTLS *tls.Config
 	// Tracker are the options of the tracker this replica runs while it
 	// leads; its Listen is the client address (this replica's in Peers).
 	// Store and DataDir are set by the Replica.
@@ -131,6 +138,9 @@ func (c *Config) check() error {
 				return fmt.Errorf("replica: the replication port %s is not on loopback, and there is no --raft-secret-file: anyone who reaches it could write the tracker's state; give the replicas a shared secret file", a)
 			}
 		}
+	}
+	if c.RaftTLS != nil && (len(c.RaftTLS.Certificates) == 0 || c.RaftTLS.RootCAs == nil) {
+		return errors.New("replica: the replication port's TLS needs this replica's certificate and key and the authority that signed the replicas' (--raft-tls-cert, --raft-tls-key, --raft-tls-ca)")
 	}
 	if c.Secret != nil && len(c.Secret) < 16 {
 		return fmt.Errorf("replica: the replicas' secret has %d bytes: at least 16 (e.g. openssl rand -hex 32)", len(c.Secret))
@@ -184,7 +194,12 @@ func New(ctx context.Context, cfg Config) (*Replica, error) {
 	if err != nil {
 		return nil, fmt.Errorf("replica: replication port: %w", err)
 	}
-	layer := newAuthLayer(ln, cfg.Secret, log)
+	var serverTLS, clientTLS *tls.Config
+	if cfg.RaftTLS != nil {
+		serverTLS = cfg.RaftTLS.Clone()
+		clientTLS = &tls.Config{RootCAs: cfg.RaftTLS.RootCAs, MinVersion: tls.VersionTLS12}
+	}
+	layer := newAuthLayer(ln, cfg.Secret, serverTLS, clientTLS, log)
 	trans := raft.NewNetworkTransportWithConfig(&raft.NetworkTransportConfig{
 		Stream:  layer,
 		MaxPool: 3,

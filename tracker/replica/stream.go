@@ -4,6 +4,7 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
@@ -49,6 +50,10 @@ type authLayer struct {
 	ln     net.Listener
 	secret []byte
 	log    *slog.Logger
+	// serverTLS and clientTLS, when not nil, wrap every connection in
+	// TLS before the handshake (Config.RaftTLS): the accepting side
+	// shows its certificate, the dialing side checks it.
+	serverTLS, clientTLS *tls.Config
 
 	conns     chan net.Conn
 	slots     chan struct{}
@@ -59,14 +64,16 @@ type authLayer struct {
 
 var _ raft.StreamLayer = (*authLayer)(nil)
 
-func newAuthLayer(ln net.Listener, secret []byte, log *slog.Logger) *authLayer {
+func newAuthLayer(ln net.Listener, secret []byte, serverTLS, clientTLS *tls.Config, log *slog.Logger) *authLayer {
 	l := &authLayer{
-		ln:     ln,
-		secret: secret,
-		log:    log,
-		conns:  make(chan net.Conn),
-		slots:  make(chan struct{}, maxHandshakes),
-		closed: make(chan struct{}),
+		ln:        ln,
+		secret:    secret,
+		serverTLS: serverTLS,
+		clientTLS: clientTLS,
+		log:       log,
+		conns:     make(chan net.Conn),
+		slots:     make(chan struct{}, maxHandshakes),
+		closed:    make(chan struct{}),
 	}
 	l.wg.Go(l.acceptLoop)
 	return l
@@ -98,7 +105,8 @@ func (l *authLayer) acceptLoop() {
 		}
 		go func() {
 			defer func() { <-l.slots }()
-			if err := l.serverHandshake(c); err != nil {
+			c, err := l.serverHandshake(c)
+			if err != nil {
 				l.log.Warn("replica: replication port: a peer failed its handshake", "remote", c.RemoteAddr().String(), "err", err)
 				c.Close()
 				return
@@ -120,12 +128,26 @@ func (l *authLayer) mac(label string, a, b []byte) []byte {
 	return m.Sum(nil)
 }
 
-func (l *authLayer) serverHandshake(c net.Conn) error {
+// serverHandshake runs TLS (when configured) and the secret's handshake
+// on an accepted connection, and returns the connection to hand raft.
+func (l *authLayer) serverHandshake(raw net.Conn) (net.Conn, error) {
+	_ = raw.SetDeadline(time.Now().Add(handshakeTimeout))
+	defer raw.SetDeadline(time.Time{})
+	c := raw
+	if l.serverTLS != nil {
+		tc := tls.Server(raw, l.serverTLS)
+		if err := tc.Handshake(); err != nil {
+			return raw, fmt.Errorf("%w: TLS: %w", ErrHandshake, err)
+		}
+		c = tc
+	}
+	return c, l.secretServer(c)
+}
+
+func (l *authLayer) secretServer(c net.Conn) error {
 	if l.secret == nil {
 		return nil
 	}
-	_ = c.SetDeadline(time.Now().Add(handshakeTimeout))
-	defer c.SetDeadline(time.Time{})
 	var ours [nonceBytes]byte
 	_, _ = rand.Read(ours[:])
 	if _, err := c.Write(ours[:]); err != nil {
@@ -146,12 +168,35 @@ func (l *authLayer) serverHandshake(c net.Conn) error {
 	return err
 }
 
-func (l *authLayer) clientHandshake(c net.Conn, timeout time.Duration) error {
+// clientHandshake runs TLS (when configured) and the secret's handshake
+// on a dialed connection to address, and returns the connection to hand
+// raft.
+func (l *authLayer) clientHandshake(raw net.Conn, address string, timeout time.Duration) (net.Conn, error) {
+	_ = raw.SetDeadline(time.Now().Add(max(timeout, handshakeTimeout)))
+	defer raw.SetDeadline(time.Time{})
+	c := raw
+	if l.clientTLS != nil {
+		conf := l.clientTLS.Clone()
+		if conf.ServerName == "" {
+			host, _, err := net.SplitHostPort(address)
+			if err != nil {
+				return raw, err
+			}
+			conf.ServerName = host
+		}
+		tc := tls.Client(raw, conf)
+		if err := tc.Handshake(); err != nil {
+			return raw, fmt.Errorf("%w: TLS: %w", ErrHandshake, err)
+		}
+		c = tc
+	}
+	return c, l.secretClient(c)
+}
+
+func (l *authLayer) secretClient(c net.Conn) error {
 	if l.secret == nil {
 		return nil
 	}
-	_ = c.SetDeadline(time.Now().Add(max(timeout, handshakeTimeout)))
-	defer c.SetDeadline(time.Time{})
 	var server [nonceBytes]byte
 	if _, err := io.ReadFull(c, server[:]); err != nil {
 		return fmt.Errorf("%w: %w", ErrHandshake, err)
@@ -207,9 +252,10 @@ func (l *authLayer) Dial(address raft.ServerAddress, timeout time.Duration) (net
 	if err != nil {
 		return nil, err
 	}
-	if err := l.clientHandshake(c, timeout); err != nil {
+	tc, err := l.clientHandshake(c, string(address), timeout)
+	if err != nil {
 		c.Close()
 		return nil, fmt.Errorf("replica: dial %s: %w", address, err)
 	}
-	return c, nil
+	return tc, nil
 }

@@ -2,6 +2,7 @@ package replica
 
 import (
 	"bytes"
+	"crypto/tls"
 	"errors"
 	"io"
 	"log/slog"
@@ -10,6 +11,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/riot-go/riot/tracker/trackertest"
 )
 
 // These tests use real TCP on loopback.
@@ -20,7 +23,7 @@ func listenLayer(t *testing.T, secret []byte) *authLayer {
 	if err != nil {
 		t.Fatal(err)
 	}
-	l := newAuthLayer(ln, secret, slog.New(slog.DiscardHandler))
+	l := newAuthLayer(ln, secret, nil, nil, slog.New(slog.DiscardHandler))
 	t.Cleanup(func() { l.Close() })
 	return l
 }
@@ -189,5 +192,66 @@ func TestParsePeers(t *testing.T) {
 		if _, err := ParsePeers(bad); err == nil {
 			t.Errorf("ParsePeers(%q) succeeded", bad)
 		}
+	}
+}
+
+func tlsLayer(t *testing.T, secret []byte, cert *trackertest.Cert, roots *trackertest.Cert) *authLayer {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := tls.LoadX509KeyPair(cert.CertFile, cert.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}
+	client := &tls.Config{RootCAs: roots.Pool, MinVersion: tls.VersionTLS12}
+	l := newAuthLayer(ln, secret, server, client, slog.New(slog.DiscardHandler))
+	t.Cleanup(func() { l.Close() })
+	return l
+}
+
+func TestAuthLayer_TLS(t *testing.T) {
+	t.Parallel()
+	secret := []byte("0123456789abcdef0123456789abcdef")
+	cert := trackertest.NewCert(t, "127.0.0.1")
+	srv := tlsLayer(t, secret, cert, cert)
+	dialer := tlsLayer(t, secret, cert, cert)
+	c, err := dialer.Dial(raft.ServerAddress(srv.Addr().String()), time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, ok := c.(*tls.Conn); !ok {
+		t.Fatalf("the dialed connection is a %T, want TLS", c)
+	}
+	s := accepted(srv, 5*time.Second)
+	if s == nil {
+		t.Fatal("the layer handed raft no connection")
+	}
+	defer s.Close()
+	if _, err := c.Write([]byte("ping")); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, 4)
+	if _, err := io.ReadFull(s, got); err != nil || string(got) != "ping" {
+		t.Fatalf("read %q, %v", got, err)
+	}
+
+	// A replica that trusts another authority refuses the certificate.
+	other := trackertest.NewCert(t, "127.0.0.1")
+	stranger := tlsLayer(t, secret, other, other)
+	if _, err := stranger.Dial(raft.ServerAddress(srv.Addr().String()), time.Second); !errors.Is(err, ErrHandshake) {
+		t.Fatalf("Dial trusting another authority: %v, want ErrHandshake", err)
+	}
+	// A peer without TLS gets nothing.
+	plain := listenLayer(t, secret)
+	if _, err := plain.Dial(raft.ServerAddress(srv.Addr().String()), time.Second); err == nil {
+		t.Fatal("a peer without TLS passed the handshake")
+	}
+	if c := accepted(srv, 200*time.Millisecond); c != nil {
+		c.Close()
+		t.Fatal("the layer handed raft a connection that failed TLS")
 	}
 }
