@@ -76,7 +76,9 @@ type Call struct {
 	// spec is the submission's encoded spec (nil for Watch's Calls),
 	// kept for the life of the Call: it goes out again after a reconnect
 	// until the tracker accepts it, and after that when the tracker
-	// answers that it no longer knows the key (resubmitLocked).
+	// answers that it no longer knows the key (resubmitLocked). With
+	// Options.DropAcceptedSpecs it is dropped once the tracker accepts
+	// it (dropSpecLocked).
 	spec []byte
 	// out is how the Call ended, with x.err when not with an outcome.
 	out *workunit.Outcome
@@ -129,6 +131,13 @@ const (
 	// stOwnWatch: the Call holds its key's watch itself (it made it); x.of
 	// names the watch otherwise.
 	stOwnWatch
+	// stQueued: the Call is in the writer's queue or its batch, which
+	// reads its spec without the lock (set with Options.DropAcceptedSpecs
+	// only).
+	stQueued
+	// stDropSpec: the tracker accepted the Call while stQueued: the writer
+	// drops its spec when done with it.
+	stDropSpec
 
 	// The accepted outcome's status takes the bits from stStatusShift.
 	stStatusShift = 16
@@ -330,7 +339,10 @@ func (c *Client) onAcceptedLocked(m *wire.Accepted) {
 		c.log.Error("client: the tracker computed another key", "want", k.Key.String(), "got", m.Key.String())
 	}
 	w := k.watch()
-	if w != nil && (k.x == nil || k.x.parent == nil) {
+	if c.opts.DropAcceptedSpecs {
+		// Nothing will send it again (see Options.DropAcceptedSpecs).
+		c.dropSpecLocked(k)
+	} else if w != nil && (k.x == nil || k.x.parent == nil) {
 		// The tracker took this spec: the one to send again should it
 		// forget the key (not a child's: its parent's lease is gone by
 		// then).
@@ -479,8 +491,11 @@ func (c *Client) submitAs(spec *workunit.Spec, opts workunit.Options, watched bo
 }
 
 // submission fills sub or child (by the Call's kind) with k's message and
-// returns it. k's fields that it reads do not change once k is queued.
+// returns it. k's fields that it reads do not change once k is queued (a
+// spec dropped once accepted is dropped when the writer is done with it:
+// dropSpecLocked).
 func (k *Call) submission(sub *wire.Submit, child *wire.Child) wire.Msg {
+	spec := k.spec
 	var opts workunit.Options
 	var parent *wire.Lease
 	if k.has(stSubmitExtra) {
@@ -490,10 +505,10 @@ func (k *Call) submission(sub *wire.Submit, child *wire.Child) wire.Msg {
 		parent = k.x.parent
 	}
 	if parent != nil {
-		*child = wire.Child{Req: k.req, Parent: parent.Key, Token: parent.Token, Spec: k.spec, Options: opts, Watch: k.has(stWatches)}
+		*child = wire.Child{Req: k.req, Parent: parent.Key, Token: parent.Token, Spec: spec, Options: opts, Watch: k.has(stWatches)}
 		return child
 	}
-	*sub = wire.Submit{Req: k.req, Spec: k.spec, Options: opts, Watch: k.has(stWatches)}
+	*sub = wire.Submit{Req: k.req, Spec: spec, Options: opts, Watch: k.has(stWatches)}
 	return sub
 }
 

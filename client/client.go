@@ -104,6 +104,19 @@ type Options struct {
 	// 1 MiB of text a workunit) and puts them back in front of the
 	// outcome's console, so that Outcome.Console holds the whole run's.
 	OnPrint func(*wire.Printed)
+	// DropAcceptedSpecs, when set, has each Call drop its spec's encoding
+	// once the tracker has accepted the submission, rather than keep it
+	// for the life of the Call. The encoding still goes out again after a
+	// reconnect until the tracker accepts it; but should the tracker
+	// answer later that it no longer knows the key (it forgot the finished
+	// workunit, riotd --keep-results, or restarted without a store), the
+	// Call ends with that error (a *wire.Error of wire.CodeUnknownKey)
+	// instead of being submitted again. It is for a tracker that cannot
+	// forget what it accepted while this Client uses it, such as one in
+	// the same process that keeps every result (riot-worker eval's
+	// embedded default): a master with a million calls outstanding then
+	// holds no spec bytes for them.
+	DropAcceptedSpecs bool
 }
 
 func (o *Options) setDefaults() error {
@@ -398,7 +411,46 @@ type outMsg struct {
 func (c *Client) sendLocked(m wire.Msg) { c.queueLocked(outMsg{msg: m}) }
 
 // sendCallLocked queues k's submission for the writer.
-func (c *Client) sendCallLocked(k *Call) { c.queueLocked(outMsg{call: k}) }
+func (c *Client) sendCallLocked(k *Call) {
+	c.markQueuedLocked(k)
+	c.queueLocked(outMsg{call: k})
+}
+
+// markQueuedLocked notes, for Options.DropAcceptedSpecs, that k is in the
+// writer's queue: its spec is the writer's to read until the writer is done
+// with the batch that holds it (dropSpecsLocked).
+func (c *Client) markQueuedLocked(k *Call) {
+	if c.opts.DropAcceptedSpecs {
+		k.st.Or(stQueued)
+	}
+}
+
+// dropSpecLocked drops k's spec once the tracker accepted it
+// (Options.DropAcceptedSpecs): at once, or, when k is in the writer's
+// queue or batch, when the writer is done with it.
+func (c *Client) dropSpecLocked(k *Call) {
+	if k.has(stQueued) {
+		k.st.Or(stDropSpec)
+		return
+	}
+	k.spec = nil
+}
+
+// doneWithLocked is the writer's, when it is done with batch: the Calls in
+// it are no longer queued, and those accepted meanwhile drop their specs.
+func (c *Client) doneWithLocked(batch []outMsg) {
+	if !c.opts.DropAcceptedSpecs {
+		return
+	}
+	for _, m := range batch {
+		if k := m.call; k != nil {
+			if k.has(stDropSpec) {
+				k.spec = nil
+			}
+			k.st.And(^(stQueued | stDropSpec))
+		}
+	}
+}
 
 func (c *Client) queueLocked(m outMsg) {
 	c.out = append(c.out, m)

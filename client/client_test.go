@@ -416,6 +416,77 @@ func TestClient_Reconnect_TrackerForgot(t *testing.T) {
 	require.NoError(t, <-waited)
 }
 
+// TestClient_DropAcceptedSpecs_Restart: with DropAcceptedSpecs, calls in
+// flight when a durable tracker stops (some accepted, their specs dropped,
+// some not yet, sent again) all end with their own results once it is
+// back: none lost, none answered with another's.
+func TestClient_DropAcceptedSpecs_Restart(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t, trackertest.Durable())
+	m := dial(t, tr.Addr(), client.Options{Name: "m", DropAcceptedSpecs: true})
+	ctx := ctxFor(t)
+	const n = 300
+	calls := make([]*client.Call, 0, 2*n)
+	for i := range n {
+		calls = append(calls, m.Submit(eval(fmt.Sprintf("'a%d'", i)), workunit.Options{}))
+	}
+	_, err := calls[n/2].Accepted(ctx) // some accepted, maybe not all
+	require.NoError(t, err)
+	tr.Stop(t)
+	for i := range n { // made while the tracker is down
+		calls = append(calls, m.Submit(eval(fmt.Sprintf("'b%d'", i)), workunit.Options{}))
+	}
+	tr.Restart(t)
+	for _, k := range calls {
+		_, err := k.Accepted(ctx)
+		require.NoError(t, err)
+	}
+	w := dial(t, tr.Addr(), client.Options{Name: "w", Slots: 1})
+	work(t, w, len(calls), echo)
+	for i, k := range calls {
+		out, err := k.Wait(ctx)
+		require.NoError(t, err)
+		v, err := out.Value()
+		require.NoError(t, err)
+		want := fmt.Sprintf("'a%d'", i)
+		if i >= n {
+			want = fmt.Sprintf("'b%d'", i-n)
+		}
+		assert.Equal(t, want, v)
+	}
+}
+
+// TestClient_DropAcceptedSpecs_TrackerForgot: with DropAcceptedSpecs the
+// client keeps no spec once the tracker accepted it, so when the tracker
+// comes back without the workunit the Call ends with the unknown-key error
+// (and is not submitted again); a Call accepted after the restart runs.
+func TestClient_DropAcceptedSpecs_TrackerForgot(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t)
+	m := dial(t, tr.Addr(), client.Options{Name: "m", DropAcceptedSpecs: true})
+	ctx := ctxFor(t)
+	k := m.Submit(eval("'lost'"), workunit.Options{})
+	_, err := k.Accepted(ctx)
+	require.NoError(t, err)
+
+	tr.Restart(t) // in memory: it comes back empty
+	_, err = k.Wait(ctx)
+	require.Error(t, err)
+	assert.True(t, wire.IsCode(err, wire.CodeUnknownKey), "%v", err)
+	_, known := tr.Lookup(t, k.Key)
+	assert.False(t, known, "the forgotten workunit was submitted again")
+
+	// The client goes on working: a new submission runs.
+	again := m.Submit(eval("'new'"), workunit.Options{})
+	w := dial(t, tr.Addr(), client.Options{Name: "w", Slots: 1})
+	work(t, w, 1, echo)
+	out, err := again.Wait(ctx)
+	require.NoError(t, err)
+	v, err := out.Value()
+	require.NoError(t, err)
+	assert.Equal(t, "'new'", v)
+}
+
 // TestClient_Reconnect_TrackerForgot_Refused: a resubmission the tracker
 // refuses ends the Call with the refusal.
 func TestClient_Reconnect_TrackerForgot_Refused(t *testing.T) {

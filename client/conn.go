@@ -413,6 +413,7 @@ func (c *Client) resumeLocked() (lost []*Assignment) {
 			if w := r.watch(); w != nil {
 				covered[w] = true
 			}
+			c.markQueuedLocked(r)
 			out = append(out, outMsg{call: r})
 		case *rpc:
 			switch r.msg.(type) {
@@ -521,8 +522,9 @@ func (c *Client) writer(cn *conn) {
 		if err == nil {
 			err = send()
 		}
-		clear(batch)
 		c.mu.Lock()
+		c.doneWithLocked(batch)
+		clear(batch)
 		if c.spare == nil && cap(batch) <= maxSpare {
 			c.spare = batch[:0]
 		}

@@ -47,14 +47,17 @@ func (sb *Sandbox) EncodeArgs(what string, args []goja.Value) ([]byte, []blob.Ha
 }
 
 // Secede gives up the running workunit's slot while it waits for work
-// done elsewhere (its children), as Engine.Secede does; Rejoin takes it
-// back before the script goes on. Outside an engine's run (a standalone
-// sandbox) both do nothing.
+// done elsewhere (its children): another workunit may run meanwhile, in a
+// slot of its own; Rejoin takes it back before the script goes on. Past
+// Options.MaxSeceded waiting at once, it returns an error wrapping
+// ErrTooManySeceded and the workunit keeps its slot. Outside an engine's
+// run (a standalone sandbox) both do nothing.
 func (sb *Sandbox) Secede() error {
-	if sb.rl.cur == nil || sb.rl.eng.permits == nil {
+	r := sb.rl.cur
+	if r == nil || sb.rl.eng.permits == nil {
 		return nil
 	}
-	return sb.rl.eng.Secede()
+	return sb.rl.eng.secede(r)
 }
 
 // Rejoin takes back the slot the running workunit gave up with Secede,
@@ -65,11 +68,7 @@ func (sb *Sandbox) Rejoin() error {
 	if r == nil || sb.rl.eng.permits == nil {
 		return nil
 	}
-	err := sb.rl.eng.Rejoin(r.ctx)
-	if err != nil && r.slot != nil {
-		r.slot.noPermit = true
-	}
-	return err
+	return sb.rl.eng.rejoin(r.ctx, r)
 }
 
 // ErrNotShippable is what EncodeCall's error wraps for a function that a

@@ -51,7 +51,7 @@
 // # Waiting with the slot given up
 //
 // A workunit that waits for work done elsewhere (its children) may give
-// up its slot (Sandbox.Secede, Engine.Secede) and take one back when it
+// up its slot (Sandbox.Secede) and take one back when it
 // runs again (Rejoin): Options.Slots bounds the workunits that evaluate
 // at once, not the runtimes. A slot whose permit comes while every slot
 // is held by a waiting workunit is made for the purpose, with runtimes of

@@ -399,10 +399,14 @@ func (e *Engine) release(s *slot) {
 		s.stopExecutor()
 	default:
 	}
-	// A run that could not take its permit back (Sandbox.Rejoin) has
-	// none to give back.
-	noPermit := s.noPermit
-	s.noPermit = false
+	// A run that waits with its slot given up, or could not take a
+	// permit back (Sandbox.Rejoin), has none to give back; a run that
+	// failed before it started holds the one it was given.
+	holds := true
+	if r := s.cur; r != nil {
+		holds = r.permit.Swap(permitGone) == permitHeld
+		s.cur = nil
+	}
 	// More slots than free has room for may be out at once: a run whose
 	// Rejoin failed holds its slot to its end without counting among the
 	// seceded. A slot past that room is dropped, not waited for.
@@ -411,7 +415,7 @@ func (e *Engine) release(s *slot) {
 	default:
 		s.stopExecutor()
 	}
-	if !noPermit {
+	if holds {
 		e.permits <- struct{}{}
 	}
 }
@@ -420,32 +424,46 @@ func (e *Engine) release(s *slot) {
 // Options.MaxSeceded.
 var ErrTooManySeceded = errors.New("engine: too many workunits wait with their slots given up")
 
-// Secede gives up the slot of the workunit that calls it, while it waits
-// for something other workunits do (its children): another workunit may
-// run meanwhile, in a slot of its own. The caller keeps its runtime, and
-// must call Rejoin before its script runs again. Only a binding's Go
-// function calls it, on its run's goroutine. Past Options.MaxSeceded
-// waiting at once, it returns an error wrapping ErrTooManySeceded and
-// the caller keeps its slot.
-func (e *Engine) Secede() error {
+// secede gives up the slot of run r, which calls it, while it waits for
+// something other workunits do (its children): another workunit may run
+// meanwhile, in a slot of its own. The run keeps its runtime, and must
+// call rejoin before its script runs again. Only a binding's Go function
+// calls it, on its run's goroutine (Sandbox.Secede). Past
+// Options.MaxSeceded waiting at once, it returns an error wrapping
+// ErrTooManySeceded and the run keeps its slot.
+func (e *Engine) secede(r *run) error {
 	if n := e.seceded.Add(1); n > int64(e.opts.MaxSeceded) {
 		e.seceded.Add(-1)
 		return fmt.Errorf("%w: %d already (the most: %d)", ErrTooManySeceded, n-1, e.opts.MaxSeceded)
 	}
-	e.permits <- struct{}{}
+	if r.permit.CompareAndSwap(permitHeld, permitSeceded) {
+		e.permits <- struct{}{}
+	}
+	// Else the run was abandoned, its slot and permit released: it has
+	// none to give, and its rejoin takes none.
 	return nil
 }
 
-// Rejoin takes a slot back after Secede: it waits until fewer than
-// Options.Slots workunits run, or ctx ends. Then it returns ctx's cause,
-// wrapped, and the caller has no slot: it must not run script, and its
-// run gives no slot back when it ends (Sandbox.Rejoin sees to it).
-func (e *Engine) Rejoin(ctx context.Context) error {
+// rejoin takes a slot back for run r after secede: it waits until fewer
+// than Options.Slots workunits run, or ctx ends. Then it returns ctx's
+// cause, wrapped, and the run has no slot: it must not run script, and
+// its slot's release gives no permit back.
+func (e *Engine) rejoin(ctx context.Context, r *run) error {
 	defer e.seceded.Add(-1)
+	if r.permit.Load() == permitGone {
+		return fmt.Errorf("engine: waiting for a slot again: %w", context.Cause(ctx))
+	}
 	select {
 	case <-e.permits:
+		if !r.permit.CompareAndSwap(permitSeceded, permitHeld) {
+			// Abandoned meanwhile: its slot is gone, and so must the
+			// permit be.
+			e.permits <- struct{}{}
+			return fmt.Errorf("engine: waiting for a slot again: %w", context.Cause(ctx))
+		}
 		return nil
 	case <-ctx.Done():
+		r.permit.CompareAndSwap(permitSeceded, permitGone)
 		return fmt.Errorf("engine: waiting for a slot again: %w", context.Cause(ctx))
 	}
 }

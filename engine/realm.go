@@ -542,13 +542,15 @@ type run struct {
 	// caller's goroutine evaluates it (exec nil), with onAbandon
 	// (Request.Abandoned). unwatch stops the watch of the caller's
 	// context.
-	rl        *realm
-	spec      *workunit.Spec
-	data      blob.Parts
-	err       error
-	start     time.Time
-	state     atomic.Int32
-	stopped   atomic.Bool
+	rl      *realm
+	spec    *workunit.Spec
+	data    blob.Parts
+	err     error
+	start   time.Time
+	state   atomic.Int32
+	stopped atomic.Bool
+	// permit says whether the run holds its permit (permitHeld...).
+	permit    atomic.Int32
 	slot      *slot
 	exec      *executor
 	onAbandon func(*Result, error)

@@ -184,3 +184,56 @@ func TestEngine_SlotsPastTheBoundGoBack(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, e.permits, 1)
 }
+
+// A workunit abandoned while it waits with its slot given up (its call
+// ignores the stop past AbandonAfter) gave its permit back when it
+// seceded: its slot's release gives none, and the call's Rejoin, when it
+// returns at last, keeps none. Before, the release gave a second permit:
+// two workunits ran on one slot, and the next release blocked on the
+// full channel.
+func TestEngine_AbandonedWhileSeceded(t *testing.T) {
+	t.Parallel()
+	seceded, unstick, rejoined := make(chan struct{}), make(chan struct{}), make(chan error, 1)
+	stuck := BindingFunc(func(sb *Sandbox) error {
+		return sb.Runtime().Set("stuck", func(goja.FunctionCall) goja.Value {
+			if err := sb.Secede(); err != nil {
+				sb.Throw("RangeError", "%v", err)
+			}
+			close(seceded)
+			<-unstick // deaf to the stop, as a long built-in call is
+			err := sb.Rejoin()
+			rejoined <- err
+			if err != nil {
+				sb.Interrupt(err)
+			}
+			return goja.Undefined()
+		})
+	})
+	e, err := New(Options{Slots: 1, MaxSeceded: 1, AbandonAfter: 20 * time.Millisecond, Bindings: []Binding{stuck}})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = e.Close() })
+
+	ctx, cancel := context.WithCancel(t.Context())
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.Run(ctx, Request{Spec: &workunit.Spec{Kind: workunit.Eval, Source: "stuck()", Name: "eval"}})
+		done <- err
+	}()
+	<-seceded
+	cancel()
+	var werr *workunit.Error
+	require.ErrorAs(t, <-done, &werr, "the stopped workunit fails once abandoned")
+	assert.Contains(t, werr.Message, "abandoned")
+	assert.Len(t, e.permits, 1, "one slot: one permit, not two")
+
+	// Two workunits in turn on the one slot: each release has room for
+	// its permit.
+	for _, src := range []string{"1", "2"} {
+		_, err := e.Eval(t.Context(), src)
+		require.NoError(t, err)
+	}
+	close(unstick)
+	require.Error(t, <-rejoined, "the abandoned call gets no slot back")
+	assert.Len(t, e.permits, 1)
+	assert.Zero(t, e.Seceded())
+}

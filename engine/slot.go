@@ -31,9 +31,10 @@ type slot struct {
 	id   int
 	eng  *Engine
 	exec *executor // nil until the first run, and after an abandonment
-	// noPermit: the run holds no permit (its Rejoin failed), so release
-	// gives none back.
-	noPermit bool
+	// cur is the slot's run, from its start until release: release gives
+	// back the permit it holds, if it holds one (run.permit). Nil when
+	// the run failed before it started.
+	cur *run
 }
 
 // executor is the goroutine that runs a slot's workunits, one at a time:
@@ -53,6 +54,21 @@ const (
 	runEvaluating
 	runReturned
 	runAbandoned
+)
+
+// Permit states of a run (run.permit). A run starts holding the permit it
+// was given with its slot; it gives it back to the engine while it waits
+// with its slot given up (Sandbox.Secede) and takes one again to go on
+// (Sandbox.Rejoin). When the run's slot is released (its end, or its
+// abandonment), the permit goes back only if the run holds it: the state
+// becomes permitGone either way, and a Secede or Rejoin that finds it so
+// (a stuck call of an abandoned run that returned at last) gives back
+// what it took. Every permit so goes back once: two would block a later
+// release on the full channel, and none would lose a slot.
+const (
+	permitHeld int32 = iota
+	permitSeceded
+	permitGone
 )
 
 // evaluate evaluates r's code on the calling goroutine and reports whether
@@ -169,6 +185,7 @@ func (e *timeLimitError) Error() string {
 }
 
 func (s *slot) run(parent context.Context, req *Request) (*Result, error) {
+	s.cur = nil
 	rl, err := s.eng.runtime(req.Realm, s.id)
 	if err != nil {
 		return nil, fmt.Errorf("engine: new runtime: %w", err)
@@ -177,6 +194,7 @@ func (s *slot) run(parent context.Context, req *Request) (*Result, error) {
 	defer cancel(nil)
 	r := &run{ctx: ctx, blobs: req.Blobs, gpus: req.GPUs, workerName: req.WorkerName, rl: rl, spec: req.Spec,
 		slot: s, onAbandon: req.Abandoned, host: req.Host}
+	s.cur = r
 	if req.Abandoned == nil {
 		// Run must return even if the workunit does not: the executor
 		// evaluates, and Run waits for it.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"math"
 	"math/rand/v2"
+	"runtime"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -103,6 +104,9 @@ func TestHalf_Conversions(t *testing.T) {
 	r := f.resources(t)
 	ctx := context.Background()
 	in := conversionInputs()
+	// The arrays are kept to the end: one the GC collects is freed by
+	// its cleanup, which the live_allocs count below would miss.
+	var keep []*gpu.Array
 	for _, dtype := range []gpu.DType{gpu.BFloat16, gpu.Float16} {
 		x, err := gpu.NewArrayOf(ctx, r, dtype, in)
 		require.NoError(t, err)
@@ -123,10 +127,12 @@ func TestHalf_Conversions(t *testing.T) {
 		zs := []float32{9, 9, 9}
 		require.NoError(t, gpu.CopyToHost(ctx, z, zs))
 		assert.Equal(t, []float32{0, 0, 0}, zs)
+		keep = append(keep, x, z)
 	}
 	assert.EqualValues(t, 10, f.counter(t, "conversions"), "5 a type: up, down, up, down, and the zeros down")
 	assert.EqualValues(t, 4, f.counter(t, "live_allocs"), "the temporaries are freed: the arrays and the zeros are left")
 	assert.EqualValues(t, 1, f.counter(t, "compiles"), "one program for the four kernels")
+	runtime.KeepAlive(keep)
 }
 
 func itoa(n int) string {

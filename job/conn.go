@@ -79,7 +79,7 @@ func (k *conn) Submit(spec *workunit.Spec, opts workunit.Options) master.Submiss
 		k.state.addGPUWork(opts.GPUs, 1)
 		call.OnFinished(func(*workunit.Outcome, error) { k.state.addGPUWork(opts.GPUs, -1) })
 	}
-	return &submission{call: call, c: k.c, trace: k.trace, state: k.state}
+	return &submission{call: call, k: k}
 }
 
 // maxInfoAfterCancel bounds the workunits whose state cancelAll asks the
@@ -259,20 +259,20 @@ func (k *conn) Close() error {
 	return k.c.Close()
 }
 
-// submission is a Call as master.Submission. When state is set, it
-// counts the Call once if the tracker answered it from memory: as its
-// outcome is handed out, so that the count is in before the script, and
-// the UI, have the outcome.
+// submission is a Call as master.Submission. When its connection's state
+// is set, it counts the Call once if the tracker answered it from memory:
+// as its outcome is handed out, so that the count is in before the script,
+// and the UI, have the outcome. When the connection's trace is set, it is
+// told of the outcome as it is handed out (it hears of it from the Call
+// too, a moment later). A script may hold a million submissions at once
+// (riot.forWork): 32 bytes each, the connection's fields read through k
+// rather than copied into each.
 type submission struct {
-	call  *client.Call
-	c     *client.Client
-	state *scriptState
+	call *client.Call
+	k    *conn
 	// counted tells state once (a sync.Once of the struct's own, not a
 	// sync.OnceFunc: that is three allocations a Call).
 	counted sync.Once
-	// trace, when set, is told of the outcome as it is handed out (it
-	// hears of it from the Call too, a moment later).
-	trace *timeline.Recorder
 }
 
 func (s *submission) Key() workunit.Key { return s.call.Key }
@@ -280,15 +280,15 @@ func (s *submission) Key() workunit.Key { return s.call.Key }
 // taken notes that the outcome of the call, out or err, is being handed
 // out.
 func (s *submission) taken(out *workunit.Outcome, err error) {
-	if s.state != nil {
+	if state := s.k.state; state != nil {
 		s.counted.Do(func() {
 			if s.call.FromMemory() {
-				s.state.addMemoized()
+				state.addMemoized()
 			}
 		})
 	}
-	if s.trace != nil {
-		s.trace.Finished(s.call, out, err)
+	if s.k.trace != nil {
+		s.k.trace.Finished(s.call, out, err)
 	}
 }
 
@@ -303,7 +303,7 @@ func (s *submission) Accepted(ctx context.Context) (*workunit.Outcome, error) {
 func (s *submission) Wait(ctx context.Context) (*workunit.Outcome, error) {
 	out, err := s.call.Wait(ctx)
 	// The lines that streamed while it ran show before its outcome's.
-	_ = s.c.AwaitPrints(ctx)
+	_ = s.k.c.AwaitPrints(ctx)
 	s.taken(out, err)
 	return outcome(out, err)
 }

@@ -180,6 +180,10 @@ func Run(ctx context.Context, opts Options) error {
 					u.Printed(p)
 				}
 			}}
+		// The embedded tracker lives and dies with this process and keeps
+		// every result: it never forgets what it accepted, so the client
+		// need not keep the specs to submit them again.
+		copts.DropAcceptedSpecs = opts.Tracker == "" && target == addr
 		c, err := client.Dial(ctx, target, copts)
 		if err != nil {
 			return nil, err

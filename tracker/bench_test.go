@@ -2,6 +2,7 @@ package tracker_test
 
 import (
 	"fmt"
+	"runtime"
 	"slices"
 	"strconv"
 	"sync"
@@ -140,6 +141,23 @@ func BenchmarkServer_ManyWorkerConns(b *testing.B) {
 	}
 }
 
+// BenchmarkServer_FinishedHeap is BenchmarkServer_Throughput's memory run
+// with two one-slot workers, as a riot-worker of few slots answers: each
+// result comes in a small frame of its own. B/finished is the tracker's
+// heap in use per finished workunit that it keeps (the memory store keeps
+// every record and result), after a collection.
+func BenchmarkServer_FinishedHeap(b *testing.B) {
+	benchThroughput(b, false, 2, 1, 0)
+}
+
+// heapInuse is the heap in use after a collection.
+func heapInuse() uint64 {
+	runtime.GC()
+	var ms runtime.MemStats
+	runtime.ReadMemStats(&ms)
+	return ms.HeapInuse
+}
+
 func benchThroughput(b *testing.B, durable bool, nworkers, slots, prefetch int) {
 	var opts []trackertest.Option
 	if durable {
@@ -169,6 +187,7 @@ func benchThroughput(b *testing.B, durable bool, nworkers, slots, prefetch int) 
 	for _, w := range workers {
 		frames0 += w.frames.Load()
 	}
+	heap0 := heapInuse()
 
 	b.ResetTimer()
 	start := time.Now()
@@ -212,6 +231,8 @@ func benchThroughput(b *testing.B, durable bool, nworkers, slots, prefetch int) 
 	}
 	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "wu/s")
 	b.ReportMetric(float64(frames-frames0)/float64(b.N), "frames/wu")
+	b.ReportMetric((float64(heapInuse())-float64(heap0))/float64(b.N), "B/finished")
+	runtime.KeepAlive(specs)
 	m.ws.Close()
 	for _, w := range workers {
 		w.ws.Close()

@@ -25,18 +25,61 @@ import (
 // after sending its own, before it closes the TCP connection.
 const closeGrace = 2 * time.Second
 
-// keepFrameBytes is the frame size below which results are kept aliasing
-// their frame rather than copied.
+// keepFrameBytes is the frame size below which submission specs, which
+// the table keeps only while their workunits wait or run, are kept
+// aliasing their frame rather than copied (ownSpecs).
 const keepFrameBytes = 16 << 10
 
-// unpin returns b, which aliases a frame of size bytes, or a copy of it
-// when the frame is much larger than b: what the table keeps for good
-// must not keep a whole large frame alive.
-func unpin(b []byte, size int) []byte {
-	if size > keepFrameBytes && len(b) < size/2 {
+// unpin returns b, which aliases a frame read into a buffer of held
+// bytes, or a copy of it when the buffer is more than twice b's length:
+// what the table keeps for good (a result, an error's value) must not
+// keep the rest of the buffer alive. Small frames are no exception: a
+// worker's Done of a small result comes in a frame of a few hundred
+// bytes, read into a buffer of at least 512, which aliasing would keep
+// for as long as the result (for good in the embedded default).
+func unpin(b []byte, held int) []byte {
+	if len(b) > 0 && len(b) < held/2 {
 		return bytes.Clone(b)
 	}
 	return b
+}
+
+// ownSpecs copies the specs of a large frame's submissions (Submit,
+// Child) into one allocation of their exact total size, which the table
+// keeps while they wait or run, so that the frame itself (its other
+// messages' bytes, and the slack of the buffer it was read into: up to a
+// quarter of a large frame) is garbage once its messages are handled.
+// A small frame's specs alias it, as unpin's results do.
+func ownSpecs(msgs []wire.Msg, size int) {
+	if size <= keepFrameBytes {
+		return
+	}
+	n := 0
+	for _, m := range msgs {
+		switch m := m.(type) {
+		case *wire.Submit:
+			n += len(m.Spec)
+		case *wire.Child:
+			n += len(m.Spec)
+		}
+	}
+	if n == 0 || n == size {
+		return
+	}
+	arena := make([]byte, 0, n)
+	own := func(b []byte) []byte {
+		i := len(arena)
+		arena = append(arena, b...)
+		return arena[i:len(arena):len(arena)]
+	}
+	for _, m := range msgs {
+		switch m := m.(type) {
+		case *wire.Submit:
+			m.Spec = own(m.Spec)
+		case *wire.Child:
+			m.Spec = own(m.Spec)
+		}
+	}
 }
 
 // maxCloseText is the most text a close frame carries (125 bytes of
@@ -680,6 +723,9 @@ func (c *conn) readLoop() string {
 		if !ok {
 			return reason
 		}
+		// What a message's bytes kept for good would hold: the whole
+		// buffer the frame was read into (see unpin).
+		held := max(size, cap(c.last))
 		ib.kind = inFrame
 		ib.msgs, ib.aux = ib.msgs[:0], ib.aux[:0]
 		for _, m := range msgs {
@@ -713,16 +759,16 @@ func (c *conn) readLoop() string {
 				a.key = key
 			case *wire.Done:
 				// The table keeps the result for good; a result that aliases a
-				// frame much larger than itself would keep the whole frame
+				// buffer much larger than itself would keep the whole buffer
 				// alive, so copy it out.
-				m.Result = unpin(m.Result, size)
+				m.Result = unpin(m.Result, held)
 				// The console (like the rest of the message) aliases the frame,
 				// which is the reader's alone: the table keeps it only until the
 				// notifications it goes into have been sent.
 			case *wire.Failed:
 				// The table keeps the error for good too, and its value with it.
 				if m.Error != nil {
-					m.Error.Value = unpin(m.Error.Value, size)
+					m.Error.Value = unpin(m.Error.Value, held)
 				}
 			case *wire.Watch, *wire.Unwatch, *wire.Info, *wire.Cancel, *wire.Credit, *wire.Return, *wire.Stats, *wire.Print, *wire.Wait:
 			case *wire.Hello:
@@ -738,6 +784,7 @@ func (c *conn) readLoop() string {
 			c.reuse(c.last)
 		}
 		c.last = nil
+		ownSpecs(ib.msgs, size)
 		if len(ib.msgs) > 0 && !c.hand() {
 			c.discard()
 			return "tracker shutting down"
@@ -837,8 +884,9 @@ func checkHello(h *wire.Hello) error {
 
 // readFrame reads and decodes the next frame that holds messages, and
 // returns them with the frame's size. Each frame is read into a buffer of
-// its own, which the messages' byte slices alias (the table keeps specs
-// and results without copying them). When the connection ends or the
+// its own, which the messages' byte slices alias (the table keeps a
+// small frame's specs and results without copying them; a large frame's
+// are copied out: ownSpecs, unpin). When the connection ends or the
 // frame is bad, it returns why and false. A frame of more than most bytes
 // is bad: the reader stops at its most+1st byte. Before the hello, most is
 // firstFrameBytes, so that a peer without credentials cannot make the

@@ -78,8 +78,17 @@ func main() {
 		fmt.Fprintln(os.Stderr, "riot-worker: interrupted again; exiting now")
 		os.Exit(130)
 	}()
+	var prof *peakProfiler
+	if path := os.Getenv(memProfileEnv); path != "" {
+		prof = startPeakProfile(path)
+	}
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
+	if prof != nil {
+		if err := prof.Stop(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+	}
 	os.Exit(code)
 }
 

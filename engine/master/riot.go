@@ -580,7 +580,8 @@ func (m *master) submitN(op string, c Conn, n int, spec func(i int) *workunit.Sp
 	// One allocation for all, not one per workunit.
 	reported := make([]sync.Once, n)
 	for i, sub := range subs {
-		e := subEntry{sub: sub, conn: c, reported: &reported[i]}
+		r := &reported[i]
+		e := subEntry{sub: sub, conn: c, reported: r}
 		if byKey {
 			m.subs[sub.Key()] = e
 		} else {
@@ -588,8 +589,11 @@ func (m *master) submitN(op string, c Conn, n int, spec func(i int) *workunit.Sp
 		}
 		if m.opts.Events != nil {
 			// Events need the status and console, not the value: a large
-			// result is not fetched for them.
-			sub.OnFinished(func(o *workunit.Outcome) { m.reportOnce(e, o) })
+			// result is not fetched for them. The callback holds only its
+			// Once (a forWork of a million items holds a million of them
+			// until their workunits finish: 24 bytes each, not the 64 of
+			// one that holds the whole entry).
+			sub.OnFinished(func(o *workunit.Outcome) { m.reportAt(r, o) })
 		}
 	}
 	for _, sub := range subs {
@@ -617,9 +621,12 @@ type subEntry struct {
 }
 
 // reportOnce gives Events a submission's outcome, once.
-func (m *master) reportOnce(e subEntry, o *workunit.Outcome) {
+func (m *master) reportOnce(e subEntry, o *workunit.Outcome) { m.reportAt(e.reported, o) }
+
+// reportAt gives Events a submission's outcome once, by its Once.
+func (m *master) reportAt(once *sync.Once, o *workunit.Outcome) {
 	if m.opts.Events != nil {
-		e.reported.Do(func() { m.report(o) })
+		once.Do(func() { m.report(o) })
 	}
 }
 
