@@ -326,6 +326,10 @@ func (l *loop) frame(ib *inbound) {
 		return
 	}
 	wid, mid := table.WorkerID(c.id), table.MasterID(c.id)
+	// The frame's submissions, and the room its worker gives, are handed
+	// out together: a worker may get several short workunits in a frame.
+	l.tab.BeginBatch()
+	defer l.tab.EndBatch()
 	for i, m := range ib.msgs {
 		a := &ib.aux[i]
 		switch m := m.(type) {

@@ -135,6 +135,18 @@ type Options struct {
 	// store, and a submission of its key runs it again. 0: kept for good
 	// (Riot's memoization).
 	KeepResults time.Duration
+	// PackBudget lets the tracker give a worker several short workunits
+	// at once (in one frame), rather than one to each of as many
+	// workers: a worker with room takes up to PackBudget divided by the
+	// mean run time of the same master's recent workunits, at most
+	// table.MaxPack (see table.Config.PackBudget), so each waits behind
+	// the others of its pack about PackBudget at most. It is what keeps
+	// many workers of few slots fed with trivial work. A master whose
+	// workunits turn from short to long at once may see up to
+	// table.MaxPack of the first long ones given to one worker, run one
+	// after the other there. DefaultPackBudget if zero; negative: one
+	// workunit a worker in turn, always.
+	PackBudget time.Duration
 	// ValueCache bounds, in bytes, the finished results a tracker with a
 	// durable store (DataDir, Store) keeps in memory, the most recently
 	// used: the store has them all, and a result not in memory is read
@@ -259,6 +271,7 @@ type Flags struct {
 	o       Options
 	port    int
 	memory  bool
+	pack    time.Duration
 	defData string
 }
 
@@ -268,7 +281,7 @@ type Flags struct {
 func AddFlags(fs *pflag.FlagSet) *Flags { return addFlags(fs, os.Getenv) }
 
 func addFlags(fs *pflag.FlagSet, getenv func(string) string) *Flags {
-	f := &Flags{fs: fs, defData: DefaultDataDir(getenv)}
+	f := &Flags{fs: fs, defData: DefaultDataDir(getenv), pack: DefaultPackBudget}
 	o := &f.o
 	fs.IntVar(&f.port, "port", wire.DefaultPort, "TCP `port` to listen on")
 	fs.StringVar(&o.Listen, "listen", "", "address to listen on, `HOST[:PORT]` (default: every interface with --token-file, else 127.0.0.1; --port)")
@@ -300,6 +313,9 @@ func addFlags(fs *pflag.FlagSet, getenv func(string) string) *Flags {
 		"`duration` added to a workunit's time limit before the tracker takes it back")
 	fs.Var(cliflag.Duration(&o.KeepResults), "keep-results",
 		"keep a finished workunit's result for this `duration` after it finished, e.g. 30d or 12h, then forget it (0: keep every result)")
+	fs.Var(cliflag.Duration(&f.pack), "pack-budget",
+		"give a worker several short workunits at once, each waiting behind the others at most about this `duration` "+
+			"(by the recent run times of its master's workunits; 0: one at a time to each worker in turn)")
 	fs.Var(cliflag.Size(&o.ValueCache), "value-cache",
 		"with --data, keep at most this many `bytes` of finished results in memory, e.g. 256MiB (the store has them all; 0: the default)")
 	fs.Var(cliflag.Size(&o.MaxMemory), "max-memory",
@@ -367,6 +383,12 @@ func (f *Flags) Options(args []string) (Options, error) {
 		if set(name) && zero {
 			return Options{}, fmt.Errorf("tracker: --%s 0: want more than 0 (leave the flag out for its default)", name)
 		}
+	}
+	// --pack-budget 0 is off (negative in Options; the flag takes no
+	// negative duration).
+	o.PackBudget = f.pack
+	if f.pack == 0 {
+		o.PackBudget = -1
 	}
 	if f.memory {
 		if set("data") && o.DataDir != "" {

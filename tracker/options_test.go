@@ -175,6 +175,19 @@ func TestConfigureOptions(t *testing.T) {
 			check: func(t *testing.T, o Options) { assert.Equal(t, 1<<30, o.Limits.MaxBlobBytes) },
 		},
 		{name: "zero max blob bytes", args: []string{"--max-blob-bytes", "0"}, getenv: home, err: "--max-blob-bytes 0: want more than 0"},
+		{
+			name: "pack budget by default", getenv: home,
+			check: func(t *testing.T, o Options) { assert.Equal(t, DefaultPackBudget, o.PackBudget) },
+		},
+		{
+			name: "pack budget", args: []string{"--pack-budget", "5ms"}, getenv: home,
+			check: func(t *testing.T, o Options) { assert.Equal(t, 5*time.Millisecond, o.PackBudget) },
+		},
+		{
+			name: "no packing", args: []string{"--pack-budget", "0"}, getenv: home,
+			check: func(t *testing.T, o Options) { assert.Negative(t, o.PackBudget, "off, not the default") },
+		},
+		{name: "negative pack budget", args: []string{"--pack-budget", "-1ms"}, getenv: home, err: `"--pack-budget" flag: want a duration of 0 or more`},
 		{name: "arguments", args: []string{"localhost"}, getenv: home, err: "unexpected argument"},
 		{name: "unknown flag", args: []string{"--bogus"}, getenv: home, err: "unknown flag: --bogus"},
 		{name: "unknown one-dash flag", args: []string{"-bogus"}, getenv: home, err: "unknown flag: --bogus"},

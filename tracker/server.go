@@ -128,6 +128,11 @@ type ioCounters struct {
 // restores the table from it, and listens on opts.Listen. Serve with Run.
 // The store and the listener are the Server's: Run and Shutdown close
 // them, and so does New when it fails.
+// DefaultPackBudget is Options.PackBudget's default: a short workunit
+// waits about a millisecond at most behind the others given to its
+// worker at once.
+const DefaultPackBudget = time.Millisecond
+
 func New(opts Options) (*Server, error) {
 	if err := opts.check(); err != nil {
 		return nil, err
@@ -297,6 +302,8 @@ func (s *Server) restore() (*table.Table, table.Stats, error) {
 		MaxBytes:            int64(s.opts.MaxMemory),
 		// A durable store keeps every result: memory keeps a cache.
 		ResultsInStore: s.durable,
+		// Short workunits go to a worker several at a time (one frame).
+		PackBudget: packBudget(s.opts.PackBudget),
 		// Tokens of this run start above any an earlier run reached.
 		FirstToken: table.Token(time.Now().UnixNano()),
 		HashSeed:   binary.LittleEndian.Uint64(seed[:]),
@@ -602,4 +609,15 @@ func (s *Server) LookupIn(ctx context.Context, scope string, key workunit.Key) (
 	var ok bool
 	err := s.do(ctx, func(l *loop) { rec, ok = l.tab.LookupIn(scope, key) })
 	return rec, ok, err
+}
+
+// packBudget is the table's Config.PackBudget for Options.PackBudget.
+func packBudget(d time.Duration) time.Duration {
+	switch {
+	case d == 0:
+		return DefaultPackBudget
+	case d < 0:
+		return 0
+	}
+	return d
 }

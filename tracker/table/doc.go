@@ -37,6 +37,11 @@
 //		}
 //	}
 //
+// Events that arrive together (the messages of one frame) may be stepped
+// between BeginBatch and EndBatch: the table then hands out work once, at
+// EndBatch, so that a worker can be given several short workunits at once
+// (Config.PackBudget) rather than one per event.
+//
 // The shell may keep stepping events while a Ready is being persisted
 // (Ready is then empty until Advance): what they produce goes into the next
 // Ready, which so batches everything that arrived during the commit.

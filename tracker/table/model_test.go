@@ -249,8 +249,15 @@ func TestTable_ForgetModel(t *testing.T) {
 			maxBytes = RecordBytes*int64(2+seed%6) + int64(rng.IntN(200))
 		}
 		inStore := seed%2 == 0
+		// Packing for some seeds, with run times around its threshold,
+		// and steps now and then in batches (BeginBatch), as frames are.
+		var pack time.Duration
+		if seed%3 != 0 {
+			pack = time.Millisecond
+		}
+		elapsed := func() time.Duration { return time.Duration(rng.IntN(1200)) * time.Microsecond }
 		tab := New(Config{KeepFinished: time.Hour, LeaseTimeout: 20 * time.Minute, MaxLost: 3, FirstToken: 1, HashSeed: seed,
-			MaxWatchesPerMaster: 3 + int(seed%4), ResultsInStore: inStore, MaxBytes: maxBytes})
+			MaxWatchesPerMaster: 3 + int(seed%4), ResultsInStore: inStore, MaxBytes: maxBytes, PackBudget: pack})
 		bytes := func(n int) []byte { return make([]byte, 1+rng.IntN(n)) }
 		base := time.Unix(1_000_000, 0)
 		now := base
@@ -384,11 +391,11 @@ func TestTable_ForgetModel(t *testing.T) {
 						k = key()
 					}
 					if rng.IntN(3) == 0 {
-						ev = Fail{Worker: l.w, Key: k, Token: l.tok, Err: &workunit.Error{Kind: workunit.Thrown, Name: "Error", Message: "x", Value: bytes(20)}}
+						ev = Fail{Worker: l.w, Key: k, Token: l.tok, Err: &workunit.Error{Kind: workunit.Thrown, Name: "Error", Message: "x", Value: bytes(20)}, Elapsed: elapsed()}
 					} else if rng.IntN(6) == 0 {
 						ev = Return{Worker: l.w, Leases: []LeaseRef{{Key: k, Token: l.tok}}}
 					} else {
-						ev = Complete{Worker: l.w, Key: k, Token: l.tok, Result: bytes(60)}
+						ev = Complete{Worker: l.w, Key: k, Token: l.tok, Result: bytes(60), Elapsed: elapsed()}
 					}
 				}
 			case 9:
@@ -405,6 +412,13 @@ func TestTable_ForgetModel(t *testing.T) {
 				ev = MasterLost{Master: MasterID(1 + rng.IntN(masters))}
 			case 13:
 				ev = GetInfo{Master: 1, Scope: scope(), Key: key()}
+			}
+			if rng.IntN(10) == 0 {
+				if tab.batching {
+					tab.EndBatch()
+				} else {
+					tab.BeginBatch()
+				}
 			}
 			if ev != nil {
 				before, had := tab.Stats(), tab.HasReady()

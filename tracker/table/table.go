@@ -125,6 +125,44 @@ type worker struct {
 
 func (w *worker) canTake() bool { return w.credit > 0 && len(w.leases)-w.waiting < w.window }
 
+// MaxPack is the most workunits the dispatch gives one worker in a row
+// (Config.PackBudget).
+const MaxPack = 16
+
+// runTime is a moving mean of an owner's workunits' run times: each run
+// moves it an eighth of the way to its own time.
+type runTime struct {
+	mean int64 // nanoseconds
+	seen bool  // a run was measured
+}
+
+// ran adds a run of d by owner's workunit to its mean.
+func (t *Table) ran(owner uint32, d time.Duration) {
+	if t.cfg.PackBudget <= 0 {
+		return
+	}
+	if int(owner) >= len(t.runs) {
+		t.runs = append(t.runs, make([]runTime, int(owner)+1-len(t.runs))...)
+	}
+	rt := &t.runs[owner]
+	if !rt.seen {
+		rt.mean, rt.seen = int64(d), true
+		return
+	}
+	rt.mean += (int64(d) - rt.mean) / 8
+}
+
+// pack is how many of owner's workunits the dispatch gives a worker in a
+// row: Config.PackBudget over their mean run time (a microsecond at
+// least), from 1 to MaxPack; 1 until one has run.
+func (t *Table) pack(owner uint32) int {
+	if t.cfg.PackBudget <= 0 || int(owner) >= len(t.runs) || !t.runs[owner].seen {
+		return 1
+	}
+	n := int64(t.cfg.PackBudget) / max(t.runs[owner].mean, int64(time.Microsecond))
+	return int(min(max(n, 1), MaxPack))
+}
+
 // finished is a record that finished at changed, in Table.fin. It is
 // stale once the record has changed since (run again, or forgotten).
 type finished struct {
@@ -247,6 +285,11 @@ type heldLimit struct {
 // A Table is not safe for concurrent use: one goroutine owns it.
 type Table struct {
 	cfg Config
+	// runs is the recent run time of each owner's workunits (by name
+	// index), for Config.PackBudget.
+	runs []runTime
+	// batching: Steps do not dispatch (BeginBatch).
+	batching bool
 	// dataBytes is the sum of dataBytes over the records: the specs,
 	// results and errors the table holds (Stats.Bytes adds RecordBytes a
 	// record).
@@ -442,8 +485,24 @@ func (t *Table) Step(ev Event) error {
 		// heap at every call site.
 		err = fmt.Errorf("%w: unknown event", ErrInvalid)
 	}
-	t.dispatch()
+	if !t.batching {
+		t.dispatch()
+	}
 	return err
+}
+
+// BeginBatch starts a batch of Steps, such as the messages of one frame:
+// until EndBatch, the table hands out no work, so that what the batch
+// submits, and the room its workers give, are handed out together (a
+// worker may then get several workunits at once: Config.PackBudget).
+// Everything else about the Steps is as without a batch.
+func (t *Table) BeginBatch() { t.batching = true }
+
+// EndBatch ends the batch BeginBatch began, and hands out the work it
+// made possible.
+func (t *Table) EndBatch() {
+	t.batching = false
+	t.dispatch()
 }
 
 // markDirty lists record idx for the next Ready's Persist.
@@ -1438,6 +1497,7 @@ func (t *Table) finish(id WorkerID, key workunit.Key, tok Token, result []byte, 
 		return t.discard(id, key, tok, "lease expired")
 	}
 	r.worker = w.name
+	t.ran(r.owner, elapsed)
 	if err == nil {
 		was := dataBytes(r)
 		r.data = result
@@ -1713,7 +1773,7 @@ func (t *Table) dispatch() {
 			t.rr = 0
 		}
 		w := t.ready[t.rr]
-		if t.assign(w) {
+		if t.assignPack(w) {
 			misses = 0
 		} else {
 			misses++
@@ -1726,8 +1786,30 @@ func (t *Table) dispatch() {
 	}
 }
 
-// assign leases the oldest waiting workunit that w can run to w.
-func (t *Table) assign(w *worker) bool {
+// assignPack leases w the oldest waiting workunit it can run, and more
+// after it while they are short (pack) and w can take them. It reports
+// whether it leased any.
+func (t *Table) assignPack(w *worker) bool {
+	owner, ok := t.assign(w)
+	if !ok {
+		return false
+	}
+	for n := t.pack(owner); n > 1 && t.queued > 0 && w.canTake(); n-- {
+		next, ok := t.assign(w)
+		if !ok {
+			break
+		}
+		if next != owner {
+			// Another owner's: its own pack from here.
+			owner, n = next, t.pack(next)+1
+		}
+	}
+	return true
+}
+
+// assign leases the oldest waiting workunit that w can run to w, and
+// returns its owner.
+func (t *Table) assign(w *worker) (owner uint32, ok bool) {
 	free := uint8(w.gpus - w.gpusUsed)
 	var best *ring
 	var bestSeq int64
@@ -1744,10 +1826,10 @@ func (t *Table) assign(w *worker) bool {
 		}
 	}
 	if best == nil {
-		return false
+		return 0, false
 	}
 	if t.retriedOn(w, best.front()) {
-		return false // another worker takes it (see retriedOn)
+		return 0, false // another worker takes it (see retriedOn)
 	}
 	idx := best.popFront()
 	t.queued--
@@ -1788,7 +1870,7 @@ func (t *Table) assign(w *worker) bool {
 		Owner:    t.names[r.owner],
 		Delivery: int(r.deliveries),
 	}
-	return true
+	return r.owner, true
 }
 
 // retriedOn reports whether record idx is a retry whose last attempt

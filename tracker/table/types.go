@@ -203,6 +203,16 @@ type Config struct {
 	// forgotten, Config.KeepFinished; results written, ResultsInStore).
 	// Zero or negative: no bound.
 	MaxBytes int64
+	// PackBudget lets the dispatch give one worker several workunits at
+	// once when they are short, so that they go out in one message frame
+	// (and come back in one) rather than one frame a workunit to as many
+	// workers: a worker with room gets up to PackBudget divided by the
+	// mean run time of its owner's recent workunits (Complete's and
+	// Fail's Elapsed), at most MaxPack, before the next worker gets any.
+	// The budget is so the most a packed workunit waits behind the others
+	// of its pack. Until an owner's workunits have run, and with zero, the
+	// dispatch goes round the workers one workunit each.
+	PackBudget time.Duration
 }
 
 // RecordBytes is what Config.MaxBytes counts for a record besides its
