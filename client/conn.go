@@ -10,8 +10,10 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/netip"
 	neturl "net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -91,7 +93,9 @@ func withCtxErr(ctx context.Context, err error) error {
 // connect dials the tracker and does the Hello/Welcome handshake. Given
 // several addresses (the replicas of a replicated tracker), it tries them
 // in turn from the one that answered last, and follows a replica that
-// names its leader (an HTTP 307 with LeaderHeader) there.
+// names its leader (an HTTP 307 with LeaderHeader) there, but only to one
+// of its own addresses, and never from wss:// to ws:// (see
+// leaderAmong): the Hello carries the client's token.
 func (c *Client) connect(ctx context.Context) (*conn, error) {
 	var errs []error
 	n := len(c.urls)
@@ -104,14 +108,17 @@ func (c *Client) connect(ctx context.Context) (*conn, error) {
 			return cn, nil
 		}
 		if leader != "" {
-			var lerr error
-			if cn, _, lerr = c.connectURL(ctx, leader); lerr == nil {
-				if j := slices.Index(c.urls, leader); j >= 0 {
+			if j, rerr := leaderAmong(c.urls, u, leader); rerr != nil {
+				c.log.Warn("client: a replica's redirect not followed", "replica", u, "err", rerr)
+				err = fmt.Errorf("%w; %w", err, rerr)
+			} else {
+				var lerr error
+				if cn, _, lerr = c.connectURL(ctx, c.urls[j]); lerr == nil {
 					c.good = j
+					return cn, nil
 				}
-				return cn, nil
+				err = fmt.Errorf("%w; and its leader: %w", err, lerr)
 			}
-			err = fmt.Errorf("%w; and its leader: %w", err, lerr)
 		}
 		if !retryable(err) || ctx.Err() != nil || n == 1 {
 			return nil, err
@@ -119,6 +126,84 @@ func (c *Client) connect(ctx context.Context) (*conn, error) {
 		errs = append(errs, err)
 	}
 	return nil, errors.Join(errs...)
+}
+
+// leaderAmong returns the index in urls of the leader that the replica
+// at from redirected to (leader, a websocket URL): the address of urls
+// with the same scheme and host:port (see endpointOf), whose path is the
+// same when several are. It is an error when none is (a follower, or
+// whoever answers on a listed address, would otherwise get the client and
+// its token sent to any host), and when the redirect goes from wss:// to
+// ws:// (the token would leave without TLS).
+func leaderAmong(urls []string, from, leader string) (int, error) {
+	lu, err := neturl.Parse(leader)
+	if err != nil {
+		return -1, fmt.Errorf("its redirect to %q is not a URL: not followed", leader)
+	}
+	shown := lu.Redacted()
+	le, ok := endpointOf(lu)
+	if !ok {
+		return -1, fmt.Errorf("its redirect to %s is not a ws:// or wss:// URL with a host: not followed", shown)
+	}
+	if fu, err := neturl.Parse(from); err == nil && strings.EqualFold(fu.Scheme, "wss") && le.scheme == "ws" {
+		return -1, fmt.Errorf("its redirect goes from wss:// to plain ws:// (%s): not followed, the token would go out without TLS; "+
+			"give every replica the same --tls-cert and --tls-key", shown)
+	}
+	found := -1
+	for j, u := range urls {
+		pu, err := neturl.Parse(u)
+		if err != nil {
+			continue
+		}
+		if e, ok := endpointOf(pu); ok && e == le {
+			if pu.Path == lu.Path {
+				return j, nil
+			}
+			if found < 0 {
+				found = j
+			}
+		}
+	}
+	if found < 0 {
+		return -1, fmt.Errorf("it names its leader %s, which is not among the tracker's addresses (%s): not followed; "+
+			"give the client every replica's address (--tracker, riot-worker's argument), as riotd's --peers names them (ID=RAFT=CLIENT)", shown, strings.Join(urls, ","))
+	}
+	return found, nil
+}
+
+// endpoint is where a websocket URL connects: its scheme and host:port,
+// normalised (lower case, the scheme's default port made explicit, an IP
+// address in its canonical form, a host name's final dot dropped).
+type endpoint struct {
+	scheme, hostport string
+}
+
+// endpointOf returns u's endpoint, or false when u is not a ws:// or
+// wss:// URL with a host and a valid port.
+func endpointOf(u *neturl.URL) (endpoint, bool) {
+	scheme := strings.ToLower(u.Scheme)
+	port := u.Port()
+	switch {
+	case scheme != "ws" && scheme != "wss":
+		return endpoint{}, false
+	case port == "" && scheme == "ws":
+		port = "80"
+	case port == "":
+		port = "443"
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p <= 0 || p > 65535 {
+		return endpoint{}, false
+	}
+	port = strconv.Itoa(p) // "0080" is 80
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	if host == "" {
+		return endpoint{}, false
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		host = ip.Unmap().String()
+	}
+	return endpoint{scheme: scheme, hostport: net.JoinHostPort(host, port)}, true
 }
 
 // LeaderHeader is the HTTP header in which a replica of a replicated

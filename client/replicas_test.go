@@ -50,7 +50,9 @@ func TestDial_Replicas_FollowsTheLeader(t *testing.T) {
 	t.Parallel()
 	tr := trackertest.Start(t, trackertest.Quiet())
 	follower := notLeader(t, tr.Addr())
-	c := dial(t, follower+","+deadAddr(t), client.Options{Name: "m"})
+	// The leader is listed, last: the redirect takes the client there
+	// before the dead address.
+	c := dial(t, follower+","+deadAddr(t)+","+tr.Addr(), client.Options{Name: "m"})
 	assert.Equal(t, tr.Server().Name(), c.Tracker(), "welcomed by the leader")
 }
 
