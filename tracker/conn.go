@@ -815,6 +815,9 @@ func (c *conn) authenticate(h *wire.Hello) *wire.Refused {
 		if cred.role == RoleViewer {
 			return refused(wire.CodeAuth, "tracker: a viewer's token is for the dashboard and the HTTP API (docs/http.md), not for masters or workers: use a master's or a worker's token")
 		}
+		if cred.role == RoleAdmin {
+			return refused(wire.CodeAuth, "tracker: an admin's token is for a replicated tracker's membership changes and the dashboard, not for masters or workers: use a master's or a worker's token")
+		}
 		if cred.role == wire.RoleWorker && h.Role != wire.RoleWorker {
 			return refused(wire.CodeAuth, fmt.Sprintf("tracker: a worker's token cannot connect as %q: workers take work, masters submit it", string(h.Role)))
 		}

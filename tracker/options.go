@@ -209,9 +209,10 @@ type Options struct {
 	Replicas func(ctx context.Context) []ReplicaStatus
 	// AdminRoutes are more HTTP handlers that change state, by pattern
 	// (http.ServeMux's, e.g. "POST /api/v1/replicas"): a replicated
-	// tracker's membership changes. They need a master's token, as the
-	// API's cancels do (and a request let in by the dashboard's cookie
-	// must come from riotd's own origin).
+	// tracker's membership changes. With credentials they need an admin's
+	// token (RoleAdmin) in the request's Authorization header (not a
+	// master's: a replica added gets every job's data); without, a
+	// request for a loopback host from riotd's own origin.
 	AdminRoutes map[string]http.HandlerFunc
 	// Collectors are more Prometheus collectors for GET /metrics (a
 	// replicated tracker's riot_replica_* metrics).
@@ -285,7 +286,7 @@ func addFlags(fs *pflag.FlagSet, getenv func(string) string) *Flags {
 	o := &f.o
 	fs.IntVar(&f.port, "port", wire.DefaultPort, "TCP `port` to listen on")
 	fs.StringVar(&o.Listen, "listen", "", "address to listen on, `HOST[:PORT]` (default: every interface with --token-file, else 127.0.0.1; --port)")
-	fs.StringVar(&o.TokenFile, "token-file", "", "`file` of credentials, lines of \"master TOKEN\", \"worker TOKEN\" or \"viewer TOKEN\" (default: none checked, loopback only)")
+	fs.StringVar(&o.TokenFile, "token-file", "", "`file` of credentials, lines of \"master TOKEN\", \"worker TOKEN\", \"viewer TOKEN\" or \"admin TOKEN\" (default: none checked, loopback only)")
 	fs.BoolVar(&o.UnsafeNoAuth, "unsafe-no-auth", false,
 		"allow --listen on an address other than loopback without --token-file: anyone who reaches it can run code on the workers")
 	fs.StringVar(&o.TLSCertFile, "tls-cert", "", "serve TLS (wss://) with this certificate chain `file` (PEM); needs --tls-key")

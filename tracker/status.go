@@ -219,7 +219,7 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/v1/events", s.api(s.apiEvents))
 	s.dashboardRoutes(mux)
 	for pattern, h := range s.opts.AdminRoutes {
-		mux.HandleFunc(pattern, s.apiChange(func(w http.ResponseWriter, r *http.Request, _ canceler) { h(w, r) }))
+		mux.HandleFunc(pattern, s.apiAdmin(h))
 	}
 	return mux
 }
@@ -246,7 +246,7 @@ func (s *Server) needMaster(h http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		cred, valid := s.auth.check(strings.TrimSpace(tok))
-		if found && valid && (cred.role == wire.RoleMaster || cred.role == RoleViewer) {
+		if found && valid && (cred.role == wire.RoleMaster || cred.role == RoleViewer || cred.role == RoleAdmin) {
 			h(w, r)
 			return
 		}

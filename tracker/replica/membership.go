@@ -50,7 +50,7 @@ type AddRequest struct {
 }
 
 // adminRoutes are the leader's membership changes, on its tracker's HTTP
-// port (tracker.Options.AdminRoutes: a master's token):
+// port (tracker.Options.AdminRoutes: an admin's token, tracker.RoleAdmin):
 //
 //	POST   /api/v1/replicas        {"id", "raft", "client"}: add a voter
 //	DELETE /api/v1/replicas/{id}   remove a replica
