@@ -1,6 +1,8 @@
 package tracker_test
 
 import (
+	"context"
+	"io"
 	"net/http"
 	"net/http/cookiejar"
 	"net/url"
@@ -112,4 +114,45 @@ func TestAdminRoutes_NoCredentials(t *testing.T) {
 	assert.Zero(t, reached.Load())
 	assert.Equal(t, http.StatusOK, apiDo(t, nil, "POST", base+adminRouteAdd, nil, &struct{}{}))
 	assert.Equal(t, int64(1), reached.Load())
+}
+
+// TestAPI_Replicas: a replicated tracker's GET /api/v1/replicas lists its
+// replicas (Options.Replicas; a fake here) for whoever reads the API, and
+// its dashboard links the Replicas page; a single tracker has neither.
+func TestAPI_Replicas(t *testing.T) {
+	t.Parallel()
+	fakeReplicas := func(context.Context) []tracker.ReplicaStatus {
+		return []tracker.ReplicaStatus{
+			{ID: "a", Client: "127.0.0.1:1", Raft: "127.0.0.1:2", State: "Leader", Voter: true, Term: 3, AppliedIndex: 40},
+			{ID: "b", Client: "127.0.0.1:3", Raft: "127.0.0.1:4", State: "unreachable", Voter: true, Error: "refused"},
+		}
+	}
+	tr := trackertest.Start(t, trackertest.Tokens(
+		tracker.Credential{Role: tracker.RoleViewer, Token: adminViewTok, Name: "ops"},
+		tracker.Credential{Role: wire.RoleWorker, Token: workerTok, Name: "workers"},
+	), trackertest.WithOptions(func(o *tracker.Options) { o.Replicas = fakeReplicas }))
+	base := "http://" + tr.Addr()
+	var got struct{ Replicas []tracker.ReplicaStatus }
+	assert.Equal(t, http.StatusUnauthorized, apiDo(t, nil, "GET", base+"/api/v1/replicas", nil, &got))
+	assert.Equal(t, http.StatusForbidden, apiDo(t, nil, "GET", base+"/api/v1/replicas", map[string]string{"Authorization": "Bearer " + workerTok}, &got))
+	require.Equal(t, http.StatusOK, apiDo(t, nil, "GET", base+"/api/v1/replicas", map[string]string{"Authorization": "Bearer " + adminViewTok}, &got))
+	assert.Equal(t, fakeReplicas(t.Context()), got.Replicas)
+
+	single := trackertest.Start(t)
+	assert.Equal(t, http.StatusNotFound, apiDo(t, nil, "GET", "http://"+single.Addr()+"/api/v1/replicas", nil, nil))
+	page := func(addr string) string {
+		req, err := http.NewRequest("GET", "http://"+addr+"/", nil)
+		require.NoError(t, err)
+		req.Header.Set("Accept", "text/html")
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		require.Equal(t, http.StatusOK, resp.StatusCode)
+		b, err := io.ReadAll(resp.Body)
+		require.NoError(t, err)
+		return string(b)
+	}
+	assert.NotContains(t, page(single.Addr()), `data-route="replicas"`)
+	replicated := trackertest.Start(t, trackertest.WithOptions(func(o *tracker.Options) { o.Replicas = fakeReplicas }))
+	assert.Contains(t, page(replicated.Addr()), `data-route="replicas"`)
 }

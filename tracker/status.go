@@ -217,11 +217,26 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/v1/failures", s.api(s.apiFailures))
 	mux.HandleFunc("GET /api/v1/stream", s.api(s.apiStream))
 	mux.HandleFunc("GET /api/v1/events", s.api(s.apiEvents))
+	if s.opts.Replicas != nil {
+		mux.HandleFunc("GET /api/v1/replicas", s.api(s.apiReplicas))
+	}
 	s.dashboardRoutes(mux)
 	for pattern, h := range s.opts.AdminRoutes {
 		mux.HandleFunc(pattern, s.apiAdmin(h))
 	}
 	return mux
+}
+
+// apiReplicas answers GET /api/v1/replicas, for a replicated tracker:
+// {"replicas": [...]}, each as GET /status's replicas (ReplicaStatus).
+func (s *Server) apiReplicas(w http.ResponseWriter, r *http.Request, _ reader) {
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	rs := s.opts.Replicas(ctx)
+	if rs == nil {
+		rs = []ReplicaStatus{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"replicas": rs})
 }
 
 // needMaster wraps a handler of the status pages, which name every
