@@ -223,7 +223,8 @@ type Client struct {
 // Dial connects to the tracker at addr ("host", "host:port", or a ws:// or
 // wss:// URL; see TrackerURL), or at one of several addresses separated
 // by commas (the replicas of a replicated tracker: Dial and every
-// reconnect try them in turn, and follow a replica that names its leader;
+// reconnect try them in turn, and follow a replica that names its leader
+// when the leader is one of them (never from wss:// to ws://);
 // see TrackerURLs), and returns the Client once the tracker has
 // welcomed it. A tracker that refuses the Hello gives a *VersionError or a
 // *RefusedError; a tracker that cannot be reached gives the network error

@@ -213,9 +213,9 @@ func endpointOf(u *neturl.URL) (endpoint, bool) {
 const LeaderHeader = "Riot-Leader"
 
 // ErrNotLeader: the address dialed is a replica of a replicated tracker
-// that does not lead (it named its leader, which the client tried next),
-// or one that knows no leader yet (HTTP 503). It is retried like a
-// network error.
+// that does not lead (it named its leader, which the client tried next
+// when it was one of its addresses), or one that knows no leader yet
+// (HTTP 503). It is retried like a network error.
 var ErrNotLeader = errors.New("client: the replica does not lead")
 
 // connectURL dials url and does the handshake. A replica that does not
