@@ -134,3 +134,52 @@ func TestReplicas_RaftTLS(t *testing.T) {
 	require.Equal(t, 0, res.Code, res.String())
 	assert.Equal(t, "[2,3,4,5]", strings.Join(strings.Fields(res.Stdout), ""))
 }
+
+// TestReplicas_Membership_NeedsAnAdminToken: replicas with --token-file
+// take membership changes with an admin's token only (docs/replicas.md):
+// a master's is refused before the change is looked at, an admin's gets
+// as far as the change itself (here a bad one, so nothing changes).
+func TestReplicas_Membership_NeedsAnAdminToken(t *testing.T) {
+	const (
+		masterTok = "master-0123456789abcdef0123456789"
+		adminTok  = "admin-0123456789abcdef0123456789ab"
+	)
+	ctx := e2e.Context(t, e2e.DefaultWait)
+	file := filepath.Join(t.TempDir(), "tokens")
+	require.NoError(t, os.WriteFile(file, []byte("master "+masterTok+"\nadmin "+adminTok+" ops\n"), 0o600))
+	rs := bins.StartReplicas(t, 3, "--token-file", file)
+	t.Cleanup(rs.Close)
+	leader, err := rs.WaitLeader(ctx, -1)
+	require.NoError(t, err)
+	api := "http://" + rs.Client(leader) + "/api/v1/replicas"
+	change := func(method, url, tok string, body string) (int, string) {
+		req, err := http.NewRequestWithContext(ctx, method, url, strings.NewReader(body))
+		require.NoError(t, err)
+		if tok != "" {
+			req.Header.Set("Authorization", "Bearer "+tok)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer resp.Body.Close()
+		var out struct{ Error string }
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		return resp.StatusCode, out.Error
+	}
+	bad := `{"id": "d", "raft": "nonsense", "client": "127.0.0.1:1"}`
+	code, msg := change(http.MethodPost, api, "", bad)
+	assert.Equal(t, http.StatusUnauthorized, code, msg)
+	code, msg = change(http.MethodPost, api, masterTok, bad)
+	assert.Equal(t, http.StatusForbidden, code, msg)
+	assert.Contains(t, msg, "admin's token")
+	code, msg = change(http.MethodDelete, api+"/"+rs.ID((leader+1)%3), masterTok, "")
+	assert.Equal(t, http.StatusForbidden, code, msg)
+	code, msg = change(http.MethodPost, api, adminTok, bad)
+	assert.Equal(t, http.StatusBadRequest, code, msg)
+	assert.Contains(t, msg, `address "nonsense"`)
+	code, msg = change(http.MethodDelete, api+"/nobody", adminTok, "")
+	assert.Equal(t, http.StatusBadRequest, code, msg)
+	assert.Contains(t, msg, `no replica "nobody"`)
+	st, err := rs.Status(ctx, (leader+1)%3)
+	require.NoError(t, err)
+	assert.Equal(t, "Follower", st.State, "the follower a master asked to remove")
+}
