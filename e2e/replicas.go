@@ -40,6 +40,11 @@ type ReplicasOptions struct {
 	Dir string
 	// Args are more flags for every riotd.
 	Args []string
+	// Netns, when set, runs each replica in its namespace of Netns (see
+	// StartNetns), listening on its addresses there, with a shared
+	// secret on the replication port and --unsafe-no-auth on the client
+	// port (neither is on loopback); else every replica is on loopback.
+	Netns *Netns
 }
 
 // ErrNoLeader: no replica leads (yet).
@@ -86,18 +91,34 @@ func LaunchReplicas(ctx context.Context, bins Bins, opts ReplicasOptions) (*Repl
 	for i := range opts.N {
 		id := string(rune('a' + i))
 		rs.ids = append(rs.ids, id)
-		rs.clients = append(rs.clients, fmt.Sprintf("127.0.0.1:%d", ports[2*i]))
-		rs.rafts = append(rs.rafts, fmt.Sprintf("127.0.0.1:%d", ports[2*i+1]))
-		peers = append(peers, fmt.Sprintf("%s=127.0.0.1:%d=%s", id, ports[2*i+1], rs.clients[i]))
+		client, rft := fmt.Sprintf("127.0.0.1:%d", ports[2*i]), fmt.Sprintf("127.0.0.1:%d", ports[2*i+1])
+		if opts.Netns != nil {
+			client, rft = opts.Netns.ClientHost(i)+":2355", opts.Netns.RaftHost(i)+":2356"
+		}
+		rs.clients = append(rs.clients, client)
+		rs.rafts = append(rs.rafts, rft)
+		peers = append(peers, id+"="+rft+"="+client)
+	}
+	more := opts.Args
+	if opts.Netns != nil {
+		secret := filepath.Join(opts.Dir, "raft-secret")
+		if err := os.WriteFile(secret, []byte("e2e-netns-secret-0123456789abcdef\n"), 0o600); err != nil {
+			return nil, fmt.Errorf("e2e: launch replicas: %w", err)
+		}
+		more = append([]string{"--raft-secret-file", secret, "--unsafe-no-auth"}, more...)
 	}
 	for i, id := range rs.ids {
 		data := filepath.Join(opts.Dir, id)
 		if err := os.MkdirAll(data, 0o700); err != nil {
 			return nil, fmt.Errorf("e2e: launch replicas: %w", err)
 		}
-		args := []string{"--replica-id", id, "--peers", strings.Join(peers, ","), "--data", data,
-			"--listen", rs.clients[i], "--log-format", "json"}
-		p := NewProcess("riotd "+id, bins.Riotd, append(args, opts.Args...), nil, bins.Root)
+		args := append([]string{"--replica-id", id, "--peers", strings.Join(peers, ","), "--data", data,
+			"--listen", rs.clients[i], "--log-format", "json"}, more...)
+		path := bins.Riotd
+		if opts.Netns != nil {
+			path, args = opts.Netns.Command(i, path, args...)
+		}
+		p := NewProcess("riotd "+id, path, args, nil, bins.Root)
 		rs.procs = append(rs.procs, p)
 		if err := p.Start(); err != nil {
 			rs.Close()
@@ -116,9 +137,19 @@ func LaunchReplicas(ctx context.Context, bins Bins, opts ReplicasOptions) (*Repl
 // to the test's output if the test failed (or always with RIOT_E2E_LOG=1).
 func (b Bins) StartReplicas(t testing.TB, n int, args ...string) *Replicas {
 	t.Helper()
+	return b.StartReplicasWith(t, ReplicasOptions{N: n, Args: args})
+}
+
+// StartReplicasWith is StartReplicas with options (Dir is the test's
+// t.TempDir() when empty).
+func (b Bins) StartReplicasWith(t testing.TB, opts ReplicasOptions) *Replicas {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(t.Context(), DefaultWait)
 	defer cancel()
-	rs, err := LaunchReplicas(ctx, b, ReplicasOptions{N: n, Dir: t.TempDir(), Args: args})
+	if opts.Dir == "" {
+		opts.Dir = t.TempDir()
+	}
+	rs, err := LaunchReplicas(ctx, b, opts)
 	if err != nil {
 		t.Fatalf("%v", err)
 	}

@@ -22,6 +22,7 @@ import (
 type replicaFlags struct {
 	id, raftListen, peers, secretFile string
 	tlsCert, tlsKey, tlsCA            string
+	restore                           string
 	join                              bool
 }
 
@@ -35,6 +36,7 @@ func addReplicaFlags(fs *pflag.FlagSet) *replicaFlags {
 	fs.StringVar(&f.tlsKey, "raft-tls-key", "", "with --raft-tls-cert: its key `FILE` (PEM)")
 	fs.StringVar(&f.tlsCA, "raft-tls-ca", "", "with --raft-tls-cert: the authority `FILE` (PEM) that signed every replica's certificate")
 	fs.BoolVar(&f.join, "join", false, "with --replica-id: a new replica of a cluster that serves: wait to be added by its leader (POST /api/v1/replicas, docs/replicas.md) instead of bootstrapping a cluster of --peers")
+	fs.StringVar(&f.restore, "raft-restore", "", "with --replica-id: start a new cluster from this backup `FILE` (GET /api/v1/replicas/backup); --data must hold no Raft state yet; give every new replica the same file")
 	return f
 }
 
@@ -53,7 +55,7 @@ func (f *replicaFlags) config(opts tracker.Options, dataSet bool) (replica.Confi
 	if err != nil {
 		return replica.Config{}, err
 	}
-	cfg := replica.Config{ID: f.id, DataDir: opts.DataDir, Peers: peers, RaftListen: f.raftListen, Join: f.join, Tracker: opts}
+	cfg := replica.Config{ID: f.id, DataDir: opts.DataDir, Peers: peers, RaftListen: f.raftListen, Join: f.join, Restore: f.restore, Tracker: opts}
 	if f.secretFile != "" {
 		b, err := os.ReadFile(f.secretFile)
 		if err != nil {
@@ -92,7 +94,7 @@ func btoi(b bool) int {
 
 // notWithout reports replica flags given without --replica-id.
 func (f *replicaFlags) notWithout(fs *pflag.FlagSet) error {
-	for _, name := range []string{"peers", "raft-listen", "raft-secret-file", "join", "raft-tls-cert", "raft-tls-key", "raft-tls-ca"} {
+	for _, name := range []string{"peers", "raft-listen", "raft-secret-file", "join", "raft-tls-cert", "raft-tls-key", "raft-tls-ca", "raft-restore"} {
 		if fs.Changed(name) {
 			return fmt.Errorf("riotd: --%s needs --replica-id", name)
 		}

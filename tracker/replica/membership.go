@@ -54,6 +54,7 @@ type AddRequest struct {
 //
 //	POST   /api/v1/replicas        {"id", "raft", "client"}: add a voter
 //	DELETE /api/v1/replicas/{id}   remove a replica
+//	GET    /api/v1/replicas/backup a backup of the store (backup.go)
 //
 // Each answers 200 with the configuration after the change (JSON), 400
 // for a bad request, 409 when this replica no longer leads (with
@@ -63,6 +64,7 @@ func (rp *Replica) adminRoutes() map[string]http.HandlerFunc {
 	return map[string]http.HandlerFunc{
 		"POST /api/v1/replicas":        rp.serveAdd,
 		"DELETE /api/v1/replicas/{id}": rp.serveRemove,
+		"GET /api/v1/replicas/backup":  rp.serveBackup,
 	}
 }
 

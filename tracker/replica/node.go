@@ -79,6 +79,7 @@ type node struct {
 	fsm    *fsm
 	logs   *raftboltdb.BoltStore
 	trans  raft.Transport
+	snaps  raft.SnapshotStore
 	notify chan bool // raft's leadership changes (Config.NotifyCh)
 }
 
@@ -90,6 +91,7 @@ type nodeConfig struct {
 	log       *slog.Logger
 	timing    Timing
 	bootstrap []raft.Server // the first configuration, for a new replica; nil: join one
+	restore   string        // a backup to start a new cluster from (see restoreBackup); "": none
 	fatal     func(error)
 }
 
@@ -128,9 +130,15 @@ func openNode(ctx context.Context, nc nodeConfig) (*node, error) {
 	conf.LocalID = nc.id
 	conf.Logger = hl
 	nc.timing.apply(conf)
-	n := &node{id: nc.id, fsm: f, logs: logs, trans: nc.trans, notify: make(chan bool, 64)}
+	n := &node{id: nc.id, fsm: f, logs: logs, trans: nc.trans, snaps: snaps, notify: make(chan bool, 64)}
 	conf.NotifyCh = n.notify
-	if nc.bootstrap != nil {
+	if nc.restore != "" {
+		if err := restoreBackup(nc.restore, raftDir, logs, logs, snaps, nc.trans, nc.bootstrap); err != nil {
+			logs.Close()
+			f.close()
+			return nil, err
+		}
+	} else if nc.bootstrap != nil {
 		has, err := raft.HasExistingState(logs, logs, snaps)
 		if err != nil {
 			logs.Close()

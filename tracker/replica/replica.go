@@ -78,6 +78,12 @@ type Config struct {
 	// /api/v1/replicas) instead of bootstrapping a cluster of Peers; a
 	// replica with Raft state ignores it.
 	Join bool
+	// Restore, when set, is a backup (GET /api/v1/replicas/backup) that
+	// a new cluster starts from: this replica's data directory must have
+	// no Raft state, and it must not Join. Give every replica of the new
+	// cluster the same backup (or start one with it and Peers of itself
+	// alone, and add the others).
+	Restore string
 	// RaftListen is the address the replication port listens on
 	// (default: this replica's Raft address in Peers, which the others
 	// dial; set it to listen on every interface, e.g. ":2356").
@@ -138,6 +144,9 @@ func (c *Config) check() error {
 				return fmt.Errorf("replica: the replication port %s is not on loopback, and there is no --raft-secret-file: anyone who reaches it could write the tracker's state; give the replicas a shared secret file", a)
 			}
 		}
+	}
+	if c.Restore != "" && c.Join {
+		return errors.New("replica: --raft-restore starts a new cluster from a backup, and --join joins one that serves: give one of them")
 	}
 	if c.RaftTLS != nil && (len(c.RaftTLS.Certificates) == 0 || c.RaftTLS.RootCAs == nil) {
 		return errors.New("replica: the replication port's TLS needs this replica's certificate and key and the authority that signed the replicas' (--raft-tls-cert, --raft-tls-key, --raft-tls-ca)")
@@ -215,7 +224,7 @@ func New(ctx context.Context, cfg Config) (*Replica, error) {
 	}
 	n, err := openNode(ctx, nodeConfig{
 		id: raft.ServerID(cfg.ID), dir: cfg.DataDir, trans: trans, log: log, timing: cfg.Timing,
-		bootstrap: servers,
+		bootstrap: servers, restore: cfg.Restore,
 		fatal: func(err error) {
 			select {
 			case rp.fatal <- err:

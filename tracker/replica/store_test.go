@@ -42,11 +42,20 @@ type inmemCluster struct {
 	trans  []*raft.InmemTransport
 	timing Timing
 	fatal  chan error
+	// restore is the backup each node starts from (nodeConfig.restore).
+	restore string
 }
 
 func newInmemCluster(t testing.TB, n int, timing Timing) *inmemCluster {
 	t.Helper()
-	c := &inmemCluster{t: t, timing: timing, fatal: make(chan error, 16)}
+	return newRestoredCluster(t, n, timing, "")
+}
+
+// newRestoredCluster is newInmemCluster with every node started from the
+// backup at restore ("": none).
+func newRestoredCluster(t testing.TB, n int, timing Timing, restore string) *inmemCluster {
+	t.Helper()
+	c := &inmemCluster{t: t, timing: timing, fatal: make(chan error, 16), restore: restore}
 	var servers []raft.Server
 	for i := range n {
 		c.dirs = append(c.dirs, t.TempDir())
@@ -78,16 +87,20 @@ func (c *inmemCluster) start(i int, bootstrap []raft.Server) {
 			other.Connect(c.addrs[i], tr)
 		}
 	}
-	log := slog.New(slog.DiscardHandler)
-	n, err := openNode(context.Background(), nodeConfig{
-		id: raft.ServerID(fmt.Sprintf("r%d", i)), dir: c.dirs[i], trans: tr, log: log,
-		timing: c.timing, bootstrap: bootstrap,
-		fatal: func(err error) { c.fatal <- err },
-	})
+	n, err := c.open(i, tr, bootstrap)
 	if err != nil {
 		c.t.Fatalf("open node %d: %v", i, err)
 	}
 	c.nodes[i] = n
+}
+
+// open opens node i's raft on its directory and transport tr.
+func (c *inmemCluster) open(i int, tr raft.Transport, bootstrap []raft.Server) (*node, error) {
+	return openNode(context.Background(), nodeConfig{
+		id: raft.ServerID(fmt.Sprintf("r%d", i)), dir: c.dirs[i], trans: tr, log: slog.New(slog.DiscardHandler),
+		timing: c.timing, bootstrap: bootstrap, restore: c.restore,
+		fatal: func(err error) { c.fatal <- err },
+	})
 }
 
 // stop shuts node i down (as a crash would, but for the process).

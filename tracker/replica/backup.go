@@ -1,0 +1,173 @@
+package replica
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/hashicorp/raft"
+)
+
+// A backup of a replicated tracker is one of its snapshots: the bytes the
+// FSM's Persist writes (snapMagic, the replicas' client addresses, the
+// bbolt file, the blobs), as the leader's GET /api/v1/replicas/backup
+// answers them. A new cluster starts from one with riotd --raft-restore:
+// each replica's raft takes it as its first snapshot, at index 1 of term
+// 1, with the configuration of --peers, so that replicas given the same
+// backup start equal and elect a leader as a new cluster does.
+
+// restoredName is the file in a replica's raft directory that names the
+// backup it started from (its SHA-256): a restart with the same
+// --raft-restore goes on from the replica's own state, and any other
+// backup is refused rather than silently ignored.
+const restoredName = "restored-from"
+
+// restoreBackup makes the backup at path the first snapshot of a new
+// replica whose raft has no state yet, with the configuration servers.
+// On a replica that started from this very backup before, it does
+// nothing; on one with other state, it fails.
+func restoreBackup(path, raftDir string, stable raft.StableStore, logs raft.LogStore, snaps raft.SnapshotStore, trans raft.Transport, servers []raft.Server) error {
+	sum, err := checkBackup(path, raftDir)
+	if err != nil {
+		return fmt.Errorf("replica: --raft-restore %s: %w", path, err)
+	}
+	has, err := raft.HasExistingState(logs, stable, snaps)
+	if err != nil {
+		return fmt.Errorf("replica: raft state: %w", err)
+	}
+	marker := filepath.Join(raftDir, restoredName)
+	if has {
+		was, _ := os.ReadFile(marker)
+		if strings.TrimSpace(string(was)) == sum {
+			return nil // a restart of the replica restored from it
+		}
+		return fmt.Errorf("replica: --raft-restore %s: %s already holds a replica's raft state, which a restore would replace: "+
+			"start the restored cluster on empty --data directories, or start this one without --raft-restore", path, raftDir)
+	}
+	if len(servers) == 0 {
+		return fmt.Errorf("replica: --raft-restore %s: a restored cluster is a new one: give its replicas in --peers, without --join", path)
+	}
+	fd, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("replica: --raft-restore: %w", err)
+	}
+	defer fd.Close()
+	conf := raft.Configuration{Servers: servers}
+	sink, err := snaps.Create(raft.SnapshotVersionMax, 1, 1, conf, 1, trans)
+	if err != nil {
+		return fmt.Errorf("replica: --raft-restore %s: %w", path, err)
+	}
+	if _, err := io.Copy(sink, fd); err != nil {
+		_ = sink.Cancel()
+		return fmt.Errorf("replica: --raft-restore %s: %w", path, err)
+	}
+	if err := sink.Close(); err != nil {
+		return fmt.Errorf("replica: --raft-restore %s: %w", path, err)
+	}
+	// As a bootstrap does: the term of the last entry is this replica's.
+	if err := stable.SetUint64([]byte("CurrentTerm"), 1); err != nil {
+		return fmt.Errorf("replica: --raft-restore %s: %w", path, err)
+	}
+	if err := os.WriteFile(marker, []byte(sum+"\n"), 0o600); err != nil {
+		return fmt.Errorf("replica: --raft-restore %s: %w", path, err)
+	}
+	return nil
+}
+
+// checkBackup reads the backup at path whole, as a restore would, into a
+// directory it then removes, and returns its SHA-256 in hex. A file that
+// is not a backup, is cut short or has bytes past its end is an error
+// that says so.
+func checkBackup(path, tmpParent string) (string, error) {
+	fd, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer fd.Close()
+	tmp, err := os.MkdirTemp(tmpParent, "restore-check-")
+	if err != nil {
+		return "", err
+	}
+	defer os.RemoveAll(tmp)
+	h := sha256.New()
+	r := bufio.NewReaderSize(io.TeeReader(fd, h), 1<<20)
+	if _, err := readSnapshot(r, filepath.Join(tmp, "state")); err != nil {
+		return "", fmt.Errorf("not a whole backup of a replicated riotd (GET /api/v1/replicas/backup): %w", err)
+	}
+	if n, _ := io.Copy(io.Discard, r); n > 0 {
+		return "", fmt.Errorf("not a backup of a replicated riotd: %d bytes past its end", n)
+	}
+	return hex.EncodeToString(h.Sum(nil)), nil
+}
+
+// backupTimeout bounds the snapshot a backup asks raft for; streaming it
+// to the client then takes as long as the client reads.
+const backupTimeout = 5 * time.Minute
+
+// serveBackup answers GET /api/v1/replicas/backup on the leader: raft
+// takes a snapshot now (or, when nothing was applied since the last one,
+// the last one is sent), and the answer's body is its bytes, a file that
+// riotd --raft-restore starts a new cluster from. Riot-Snapshot-Index and
+// Riot-Snapshot-Term say where in the log it was taken.
+func (rp *Replica) serveBackup(w http.ResponseWriter, r *http.Request) {
+	meta, rc, err := rp.openBackup()
+	if err != nil {
+		rp.adminFailed(w, "back up", err)
+		return
+	}
+	defer rc.Close()
+	// A large store takes longer to send than the HTTP server's write
+	// timeout allows an answer.
+	_ = http.NewResponseController(w).SetWriteDeadline(time.Time{})
+	h := w.Header()
+	h.Set("Content-Type", "application/octet-stream")
+	h.Set("Content-Length", strconv.FormatInt(meta.Size, 10))
+	h.Set("Content-Disposition", fmt.Sprintf(`attachment; filename="riot-backup-%d.snap"`, meta.Index))
+	h.Set("Riot-Snapshot-Index", strconv.FormatUint(meta.Index, 10))
+	h.Set("Riot-Snapshot-Term", strconv.FormatUint(meta.Term, 10))
+	if _, err := io.Copy(w, rc); err != nil {
+		rp.log.Warn("replica: a backup was not sent whole", "index", meta.Index, "err", err)
+		return
+	}
+	rp.log.Info("replica: a backup was sent", "index", meta.Index, "bytes", meta.Size)
+}
+
+// openBackup takes a snapshot and opens it, or opens the last one when
+// nothing is new since.
+func (rp *Replica) openBackup() (*raft.SnapshotMeta, io.ReadCloser, error) {
+	if st := rp.node.raft.State(); st != raft.Leader {
+		return nil, nil, fmt.Errorf("%w (it is %s)", raft.ErrNotLeader, st)
+	}
+	f := rp.node.raft.Snapshot()
+	done := make(chan error, 1)
+	go func() { done <- f.Error() }()
+	var err error
+	select {
+	case err = <-done:
+	case <-time.After(backupTimeout):
+		return nil, nil, fmt.Errorf("the snapshot took more than %v", backupTimeout)
+	}
+	if err == nil {
+		return f.Open()
+	}
+	if !errors.Is(err, raft.ErrNothingNewToSnapshot) {
+		return nil, nil, fmt.Errorf("snapshot: %w", err)
+	}
+	list, err := rp.node.snaps.List()
+	if err != nil {
+		return nil, nil, fmt.Errorf("snapshots: %w", err)
+	}
+	if len(list) == 0 {
+		return nil, nil, errors.New("nothing to back up yet: the cluster has applied nothing")
+	}
+	return rp.node.snaps.Open(list[0].ID)
+}

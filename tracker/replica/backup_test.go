@@ -1,0 +1,161 @@
+package replica
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/riot-go/riot/workunit"
+)
+
+// backupOf writes a backup of the cluster c, taken on its leader l, to a
+// file and returns its path.
+func backupOf(t *testing.T, c *inmemCluster, l int) string {
+	t.Helper()
+	rp := &Replica{node: c.nodes[l]}
+	meta, rc, err := rp.openBackup()
+	if err != nil {
+		t.Fatalf("backup: %v", err)
+	}
+	defer rc.Close()
+	path := filepath.Join(t.TempDir(), "backup.snap")
+	fd, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, err := io.Copy(fd, rc)
+	if err != nil || n != meta.Size {
+		t.Fatalf("backup: %d bytes of %d: %v", n, meta.Size, err)
+	}
+	if err := fd.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func servers(c *inmemCluster) []raft.Server {
+	var s []raft.Server
+	for i, a := range c.addrs {
+		s = append(s, raft.Server{ID: raft.ServerID(fmt.Sprintf("r%d", i)), Address: a, Suffrage: raft.Voter})
+	}
+	return s
+}
+
+// TestBackup_RestoreStartsANewCluster: a backup taken on the leader
+// starts a new cluster of three with the old one's store; the restored
+// cluster serves (applies more), and its replicas restarted with the same
+// --raft-restore go on from their own state rather than the backup's.
+func TestBackup_RestoreStartsANewCluster(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	old := newInmemCluster(t, 3, fastTiming)
+	l := old.leader(ctx)
+	if err := old.store(l).Apply(ctx, batchOf(1, 20, workunit.StatusWaiting)); err != nil {
+		t.Fatal(err)
+	}
+	if err := old.store(l).Apply(ctx, batchOf(1, 8, workunit.StatusDone)); err != nil {
+		t.Fatal(err)
+	}
+	want := append(batchOf(1, 8, workunit.StatusDone), batchOf(9, 20, workunit.StatusWaiting)...)
+	path := backupOf(t, old, l)
+	// Nothing new since: the same snapshot again.
+	if again := backupOf(t, old, l); again == "" {
+		t.Fatal("no second backup")
+	}
+	for i := range old.nodes {
+		old.stop(i)
+	}
+
+	c := newRestoredCluster(t, 3, fastTiming, path)
+	l = c.leader(ctx)
+	if err := c.nodes[l].raft.Barrier(0).Error(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range c.nodes {
+		wantSame(t, fmt.Sprintf("restored node %d", i), c.localLoad(i), want)
+	}
+	if err := c.store(l).Apply(ctx, batchOf(9, 12, workunit.StatusDone)); err != nil {
+		t.Fatal(err)
+	}
+	want = append(batchOf(1, 12, workunit.StatusDone), batchOf(13, 20, workunit.StatusWaiting)...)
+	for i := range c.nodes {
+		c.stop(i)
+	}
+	for i := range c.nodes {
+		c.start(i, servers(c))
+	}
+	l = c.leader(ctx)
+	if err := c.nodes[l].raft.Barrier(0).Error(); err != nil {
+		t.Fatal(err)
+	}
+	for i := range c.nodes {
+		c.waitApplied(ctx, i, c.nodes[l].fsm.Applied())
+		wantSame(t, fmt.Sprintf("node %d restarted with the same backup", i), c.localLoad(i), want)
+	}
+}
+
+// TestBackup_RestoreRefuses: a file that is not a whole backup, and a
+// data directory that holds another replica's state, are refused with
+// errors that say so, and leave the directory as it was.
+func TestBackup_RestoreRefuses(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	c := newInmemCluster(t, 3, fastTiming)
+	l := c.leader(ctx)
+	if err := c.store(l).Apply(ctx, batchOf(1, 5, workunit.StatusWaiting)); err != nil {
+		t.Fatal(err)
+	}
+	path := backupOf(t, c, l)
+	whole, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name  string
+		bytes []byte
+		want  string
+	}{
+		{"not a backup", []byte("hello, riot\n"), "not a whole backup"},
+		{"cut short", whole[:len(whole)-10], "cut short"},
+		{"bytes past its end", append(append([]byte{}, whole...), "more"...), "4 bytes past its end"},
+	} {
+		bad := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "-"))
+		if err := os.WriteFile(bad, tc.bytes, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		c.stop(0)
+		c.restore = bad
+		_, tr := raft.NewInmemTransport(c.addrs[0])
+		n, err := c.open(0, tr, servers(c))
+		if err == nil {
+			n.close()
+			t.Fatalf("%s: restored", tc.name)
+		}
+		if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), bad) {
+			t.Errorf("%s: error %q; want it to name the file and say %q", tc.name, err, tc.want)
+		}
+		// A whole backup over the node's own state is refused too.
+		c.restore = path
+		if n, err := c.open(0, tr, servers(c)); err == nil {
+			n.close()
+			t.Fatal("a backup replaced a replica's state")
+		} else if !strings.Contains(err.Error(), "already holds a replica's raft state") {
+			t.Errorf("over existing state: %v", err)
+		}
+		c.restore = ""
+		c.start(0, nil)
+	}
+	// The node kept its own state through the refusals.
+	l = c.leader(ctx)
+	if err := c.nodes[l].raft.Barrier(0).Error(); err != nil {
+		t.Fatal(err)
+	}
+	c.waitApplied(ctx, 0, c.nodes[l].fsm.Applied())
+	wantSame(t, "node 0 after the refusals", c.localLoad(0), batchOf(1, 5, workunit.StatusWaiting))
+}
