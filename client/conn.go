@@ -95,7 +95,7 @@ func withCtxErr(ctx context.Context, err error) error {
 // in turn from the one that answered last, and follows a replica that
 // names its leader (an HTTP 307 with LeaderHeader) there, but only to one
 // of its own addresses, and never from wss:// to ws:// (see
-// leaderAmong): the Hello carries the client's token.
+// leaderAmong, leaderResolvesAmong): the Hello carries the client's token.
 func (c *Client) connect(ctx context.Context) (*conn, error) {
 	var errs []error
 	n := len(c.urls)
@@ -108,13 +108,25 @@ func (c *Client) connect(ctx context.Context) (*conn, error) {
 			return cn, nil
 		}
 		if leader != "" {
-			if j, rerr := leaderAmong(c.urls, u, leader); rerr != nil {
+			j, rerr := leaderAmong(c.urls, u, leader)
+			target := ""
+			switch {
+			case rerr == nil:
+				target = c.urls[j]
+			case errors.Is(rerr, errLeaderNotListed) && leaderResolvesAmong(ctx, c.urls, leader):
+				// A listed DNS name (one for every replica) has the
+				// leader's address among its own.
+				target, j = leader, -1
+			default:
 				c.log.Warn("client: a replica's redirect not followed", "replica", u, "err", rerr)
 				err = fmt.Errorf("%w; %w", err, rerr)
-			} else {
+			}
+			if target != "" {
 				var lerr error
-				if cn, _, lerr = c.connectURL(ctx, c.urls[j]); lerr == nil {
-					c.good = j
+				if cn, _, lerr = c.connectURL(ctx, target); lerr == nil {
+					if j >= 0 {
+						c.good = j
+					}
 					return cn, nil
 				}
 				err = fmt.Errorf("%w; and its leader: %w", err, lerr)
@@ -165,10 +177,84 @@ func leaderAmong(urls []string, from, leader string) (int, error) {
 		}
 	}
 	if found < 0 {
-		return -1, fmt.Errorf("it names its leader %s, which is not among the tracker's addresses (%s): not followed; "+
-			"give the client every replica's address (--tracker, riot-worker's argument), as riotd's --peers names them (ID=RAFT=CLIENT)", shown, strings.Join(urls, ","))
+		return -1, fmt.Errorf("it names its leader %s, which is not among the tracker's addresses (%s), nor an address of a name among them: not followed; "+
+			"give the client every replica's address (--tracker, riot-worker's argument), as riotd's --peers names them (ID=RAFT=CLIENT), or one DNS name with all of them: %w",
+			shown, strings.Join(urls, ","), errLeaderNotListed)
 	}
 	return found, nil
+}
+
+// errLeaderNotListed: a replica's redirect names a leader whose endpoint
+// is not one of the client's addresses.
+var errLeaderNotListed = errors.New("the leader is not listed")
+
+// resolveTimeout bounds the DNS lookups of leaderResolvesAmong.
+const resolveTimeout = 2 * time.Second
+
+// leaderResolvesAmong reports whether the leader's host (a websocket URL
+// of a replica's redirect) has an IP address that a host name of urls
+// resolves to, with the same scheme and port: a DNS name listed for every
+// replica (a headless Kubernetes Service) names the leader's address too,
+// so the client would dial that address, with its token, through the
+// listed name anyway. The leader's own URL is then dialed (its host name
+// is what its TLS certificate names).
+func leaderResolvesAmong(ctx context.Context, urls []string, leader string) bool {
+	lu, err := neturl.Parse(leader)
+	if err != nil {
+		return false
+	}
+	le, ok := endpointOf(lu)
+	if !ok {
+		return false
+	}
+	_, port, _ := net.SplitHostPort(le.hostport)
+	ctx, cancel := context.WithTimeout(ctx, resolveTimeout)
+	defer cancel()
+	var leaderAddrs []netip.Addr // resolved when a listed name needs them
+	for _, u := range urls {
+		pu, err := neturl.Parse(u)
+		if err != nil {
+			continue
+		}
+		e, ok := endpointOf(pu)
+		if !ok || e.scheme != le.scheme {
+			continue
+		}
+		host, p, _ := net.SplitHostPort(e.hostport)
+		if p != port {
+			continue
+		}
+		if _, err := netip.ParseAddr(host); err == nil {
+			continue // an address, not a name: leaderAmong compared it
+		}
+		if leaderAddrs == nil {
+			if leaderAddrs = lookup(ctx, lu.Hostname()); len(leaderAddrs) == 0 {
+				return false
+			}
+		}
+		for _, a := range lookup(ctx, host) {
+			if slices.Contains(leaderAddrs, a) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// lookup returns host's addresses (host itself when it is one), unmapped,
+// or none when it does not resolve.
+func lookup(ctx context.Context, host string) []netip.Addr {
+	if a, err := netip.ParseAddr(host); err == nil {
+		return []netip.Addr{a.Unmap()}
+	}
+	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return nil
+	}
+	for i := range addrs {
+		addrs[i] = addrs[i].Unmap()
+	}
+	return addrs
 }
 
 // endpoint is where a websocket URL connects: its scheme and host:port,

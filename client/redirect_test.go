@@ -170,3 +170,33 @@ func TestDial_Redirect_ToAListedAddress_Followed(t *testing.T) {
 	conns, _ := between.seen(redirectTok)
 	assert.Zero(t, conns, "the address listed between the follower and the leader was dialed")
 }
+
+// TestDial_Redirect_ToAnAddressOfAListedName_Followed: the client is given
+// a host name (as one DNS name for every replica), and a follower names
+// its leader by an address that name resolves to, on the same port: the
+// client follows it, before the addresses listed between them. A leader
+// on another port is refused, and gets no connection.
+func TestDial_Redirect_ToAnAddressOfAListedName_Followed(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t, trackertest.Quiet())
+	_, port, err := net.SplitHostPort(tr.Addr())
+	require.NoError(t, err)
+	byName := "localhost:" + port
+	between := startRecorder(t, nil)
+	follower := redirector(t, "ws://"+tr.Addr()+wire.Path, nil)
+	addrs := strings.Join([]string{strings.TrimPrefix(follower.URL, "http://"), between.addr(), byName}, ",")
+	c := dial(t, addrs, client.Options{Name: "m", Token: redirectTok})
+	assert.Equal(t, tr.Server().Name(), c.Tracker(), "welcomed by the leader")
+	conns, _ := between.seen(redirectTok)
+	assert.Zero(t, conns, "the address listed between the follower and the leader was dialed")
+
+	// An address of the name, but on a port no listed address has.
+	other := startRecorder(t, nil)
+	stray := redirector(t, "ws://"+other.addr()+wire.Path, nil)
+	_, err = client.Dial(ctxFor(t), strings.TrimPrefix(stray.URL, "http://")+",localhost:1", client.Options{Token: redirectTok})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "nor an address of a name among them")
+	conns, leaked := other.seen(redirectTok)
+	assert.Zero(t, conns, "connections to the address the redirect named")
+	assert.False(t, leaked)
+}
