@@ -154,13 +154,9 @@ func openNode(ctx context.Context, nc nodeConfig) (*node, error) {
 		}
 	}
 	// The leader reads back the entries it sends to followers: keep the
-	// recent ones decoded in memory, as Consul and Nomad do.
-	cached, err := raft.NewLogCache(logCacheEntries, logs)
-	if err != nil {
-		logs.Close()
-		f.close()
-		return nil, fmt.Errorf("replica: raft log cache: %w", err)
-	}
+	// recent small ones decoded in memory, as Consul and Nomad do (but
+	// not blobs: see logCache).
+	cached := newLogCache(logCacheEntries, logs)
 	r, err := raft.NewRaft(conf, f, cached, logs, snaps, nc.trans)
 	if err != nil {
 		logs.Close()
