@@ -26,7 +26,25 @@ const (
 	cmdBlob    byte = 'B' // a blob's hash (32 bytes), then its bytes: PutBlob, CreateBlob
 	cmdJobs    byte = 'J' // JSON of jobsCmd: PutJobs
 	cmdPeer    byte = 'P' // JSON of peerCmd: a replica's client address
+	// cmdTermed wraps one of the above with the Raft term of the tracker
+	// that wrote it (8 bytes, big-endian): the command applies only if
+	// raft appended it in that term (see errStaleTerm).
+	cmdTermed byte = 'T'
 )
+
+// termedHeader is the size of cmdTermed's header: its kind and the term.
+const termedHeader = 1 + 8
+
+// errStaleTerm: a command written by a tracker opened in an earlier term
+// than the one raft appended it in, which no replica applies. A replica
+// that loses the lead and wins it back (a newer term) may still run the
+// tracker it opened in the earlier term for a moment; another leader may
+// have written the store in between, which that tracker's table does not
+// know: its writes must not land on top (a stale record over a newer one,
+// an ID that the other leader gave another workunit). The term in the
+// command and the entry's term are both in the log, so every replica
+// rejects the same commands.
+var errStaleTerm = errors.New("written by the tracker of an earlier term (this replica lost the lead since)")
 
 // peerCmd is the payload of cmdPeer: the client address of a replica
 // (where clients are sent while it leads), or, with Client empty, its
@@ -142,26 +160,43 @@ func (f *fsm) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
 		return nil
 	}
+	data := l.Data
+	if len(data) > 0 && data[0] == cmdTermed {
+		if len(data) < termedHeader {
+			return f.failed(l, errors.New("a termed command cut short"))
+		}
+		if term := binary.BigEndian.Uint64(data[1:termedHeader]); term != l.Term {
+			// Not applied, on any replica: an answer to its writer only.
+			f.applied.Store(l.Index)
+			return fmt.Errorf("replica: log entry %d of term %d: %w (its tracker's term %d)", l.Index, l.Term, errStaleTerm, term)
+		}
+		data = data[termedHeader:]
+	}
 	var err error
-	if len(l.Data) > 0 && l.Data[0] == cmdPeer {
+	if len(data) > 0 && data[0] == cmdPeer {
 		var c peerCmd
-		if err = json.Unmarshal(l.Data[1:], &c); err == nil {
+		if err = json.Unmarshal(data[1:], &c); err == nil {
 			f.setPeer(c)
 		}
 	} else {
-		err = f.use(func(local *store.Bolt) error { return applyCmd(local, l.Data) })
+		err = f.use(func(local *store.Bolt) error { return applyCmd(local, data) })
 	}
 	if err != nil {
-		err = fmt.Errorf("replica: apply log entry %d: %w", l.Index, err)
-		f.log.Error("replica: a committed entry failed to apply to the local store; the replica stops (it rebuilds its store from the log at its next start)",
-			"index", l.Index, "err", err)
-		if f.fatal != nil {
-			f.fatal(err)
-		}
-		return err
+		return f.failed(l, err)
 	}
 	f.applied.Store(l.Index)
 	return nil
+}
+
+// failed reports a committed entry that did not apply: the replica stops.
+func (f *fsm) failed(l *raft.Log, err error) error {
+	err = fmt.Errorf("replica: apply log entry %d: %w", l.Index, err)
+	f.log.Error("replica: a committed entry failed to apply to the local store; the replica stops (it rebuilds its store from the log at its next start)",
+		"index", l.Index, "err", err)
+	if f.fatal != nil {
+		f.fatal(err)
+	}
+	return err
 }
 
 // applyCmd applies one command to local.

@@ -363,13 +363,22 @@ func (l *leadership) stop() {
 // as riotd restarts on its store, and serves.
 func (rp *Replica) lead(ctx context.Context) (*leadership, error) {
 	start := time.Now()
-	if err := rp.node.raft.Barrier(30 * time.Second).Error(); err != nil {
+	// The term first: if raft loses the lead and wins it again before
+	// the barrier, the barrier is of the newer term, and the tracker's
+	// writes, of this term, fail (errStaleTerm) rather than land on what
+	// another leader wrote in between, which the tracker did not load.
+	r := rp.node.raft
+	term := r.CurrentTerm()
+	if err := r.Barrier(30 * time.Second).Error(); err != nil {
 		return nil, fmt.Errorf("replica: barrier: %w", err)
+	}
+	if r.State() != raft.Leader || r.CurrentTerm() != term {
+		return nil, fmt.Errorf("replica: lost the lead (term %d, now %d, %s) while applying what earlier leaders committed", term, r.CurrentTerm(), r.State())
 	}
 	if err := rp.recordPeers(ctx); err != nil {
 		return nil, fmt.Errorf("replica: record the replicas' client addresses: %w", err)
 	}
-	st := newStore(rp.node.raft, rp.node.fsm, rp.leaderClient, rp.cfg.ApplyTimeout)
+	st := newStore(r, rp.node.fsm, rp.leaderClient, rp.cfg.ApplyTimeout, term)
 	opts := rp.cfg.Tracker
 	opts.Store = st
 	opts.Replicas = rp.replicas

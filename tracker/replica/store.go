@@ -3,6 +3,7 @@ package replica
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -81,7 +82,12 @@ type Store struct {
 	fsm     *fsm
 	leader  func() string // the leader's client address, for NotLeaderError
 	timeout time.Duration
-	closed  atomic.Bool
+	// term, when not 0, is the Raft term this replica led in when its
+	// tracker was opened (before raft.Barrier): every write carries it
+	// (cmdTermed), and no replica applies one that raft appended in
+	// another term (errStaleTerm).
+	term   uint64
+	closed atomic.Bool
 }
 
 var (
@@ -89,14 +95,29 @@ var (
 	_ store.JobStore = (*Store)(nil)
 )
 
-func newStore(r *raft.Raft, f *fsm, leader func() string, timeout time.Duration) *Store {
+// newStore returns the Store of a tracker opened while this replica led
+// in term (0: writes that any term may apply, for the replicas' client
+// addresses).
+func newStore(r *raft.Raft, f *fsm, leader func() string, timeout time.Duration, term uint64) *Store {
 	if timeout <= 0 {
 		timeout = DefaultApplyTimeout
 	}
 	if leader == nil {
 		leader = func() string { return "" }
 	}
-	return &Store{r: r, fsm: f, leader: leader, timeout: timeout}
+	return &Store{r: r, fsm: f, leader: leader, timeout: timeout, term: term}
+}
+
+// command returns a command of kind with room for n bytes of payload,
+// to be appended: with the Store's term in front when it has one.
+func (s *Store) command(kind byte, n int) []byte {
+	if s.term == 0 {
+		return append(make([]byte, 0, 1+n), kind)
+	}
+	cmd := make([]byte, 0, termedHeader+1+n)
+	cmd = append(cmd, cmdTermed)
+	cmd = binary.BigEndian.AppendUint64(cmd, s.term)
+	return append(cmd, kind)
 }
 
 // apply writes one command through Raft and waits for it to be applied
@@ -130,6 +151,9 @@ func (s *Store) apply(ctx context.Context, op string, cmd []byte) error {
 		return fmt.Errorf("replica: %s: %w", op, err)
 	}
 	if rerr, ok := f.Response().(error); ok && rerr != nil {
+		if errors.Is(rerr, errStaleTerm) {
+			return fmt.Errorf("replica: %s: %w", op, &NotLeaderError{Leader: s.leader(), Err: rerr})
+		}
 		return fmt.Errorf("replica: %s: %w", op, rerr)
 	}
 	return nil
@@ -146,8 +170,7 @@ func (s *Store) Apply(ctx context.Context, batch []table.Record) error {
 		}
 	}
 	enc := store.EncodeBatch(batch)
-	cmd := make([]byte, 0, 1+len(enc))
-	cmd = append(append(cmd, cmdRecords), enc...)
+	cmd := append(s.command(cmdRecords, len(enc)), enc...)
 	return s.apply(ctx, "apply", cmd)
 }
 
@@ -162,8 +185,7 @@ func (s *Store) PutBlob(ctx context.Context, h blob.Hash, data []byte) error {
 	if ok, err := s.HasBlob(ctx, h); err == nil && ok {
 		return nil
 	}
-	cmd := make([]byte, 0, 1+len(h)+len(data))
-	cmd = append(append(append(cmd, cmdBlob), h[:]...), data...)
+	cmd := append(append(s.command(cmdBlob, len(h)+len(data)), h[:]...), data...)
 	return s.apply(ctx, "put blob", cmd)
 }
 
@@ -229,7 +251,7 @@ func (s *Store) PutJobs(ctx context.Context, jobs []store.Job, forget []string) 
 	if err != nil {
 		return fmt.Errorf("replica: put jobs: %w", err)
 	}
-	return s.apply(ctx, "put jobs", append([]byte{cmdJobs}, body...))
+	return s.apply(ctx, "put jobs", append(s.command(cmdJobs, len(body)), body...))
 }
 
 // read runs f on the local store, unless the Store is closed.
