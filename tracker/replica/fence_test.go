@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/riot-go/riot/tracker/store"
 	"github.com/riot-go/riot/tracker/table"
 	"github.com/riot-go/riot/workunit"
 )
@@ -99,6 +100,9 @@ func TestStore_TrackerOfEarlierTerm_WritesRefusedAfterTheLeadIsWonBack(t *testin
 	err := stale.Apply(ctx, []table.Record{again})
 	if !errors.Is(err, ErrNotLeader) {
 		t.Fatalf("a write of the earlier term's tracker: %v; want ErrNotLeader", err)
+	}
+	if !errors.Is(err, store.ErrFenced) {
+		t.Errorf("the error %q is not store.ErrFenced: the tracker would go on serving", err)
 	}
 	if !errors.Is(err, errStaleTerm) {
 		t.Errorf("the error %q does not say the tracker is of an earlier term", err)

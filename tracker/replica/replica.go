@@ -21,6 +21,7 @@ import (
 	"github.com/riot-go/riot/internal/logfmt"
 	"github.com/riot-go/riot/internal/loopback"
 	"github.com/riot-go/riot/tracker"
+	"github.com/riot-go/riot/tracker/store"
 )
 
 // Peer is one replica of the cluster: its stable ID, the address of its
@@ -325,9 +326,17 @@ func (rp *Replica) Run(ctx context.Context) (err error) {
 				startFollower()
 			}
 		case lerr := <-leadEnd:
+			lead, leadEnd = nil, nil
+			if errors.Is(lerr, store.ErrFenced) {
+				// Its writes failed as this replica no longer leads (in its
+				// term): raft says so on notify too; if it won the lead
+				// again, a new tracker opens then.
+				rp.log.Info("replica: the tracker stopped: this replica lost the lead it was opened in", "err", lerr)
+				startFollower()
+				continue
+			}
 			// The tracker ended by itself while this replica leads.
 			rp.log.Error("replica: the tracker stopped while leading: handing the lead on", "err", lerr)
-			lead, leadEnd = nil, nil
 			_ = rp.node.raft.LeadershipTransfer()
 			startFollower()
 		case <-retry.C:

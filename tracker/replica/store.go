@@ -39,8 +39,10 @@ func (e *NotLeaderError) Error() string {
 	return fmt.Sprintf("replica: not the leader: the leader is at %s (%v)", e.Leader, e.Err)
 }
 
-// Is makes errors.Is(err, ErrNotLeader) hold.
-func (e *NotLeaderError) Is(target error) bool { return target == ErrNotLeader }
+// Is makes errors.Is(err, ErrNotLeader) hold, and errors.Is(err,
+// store.ErrFenced): the tracker that got it stops, and its clients go to
+// the leader.
+func (e *NotLeaderError) Is(target error) bool { return target == ErrNotLeader || target == store.ErrFenced }
 
 // Unwrap returns raft's error.
 func (e *NotLeaderError) Unwrap() error { return e.Err }
@@ -143,12 +145,15 @@ func (s *Store) apply(ctx context.Context, op string, cmd []byte) error {
 		return fmt.Errorf("replica: %s: %w (the write may still be committed)", op, ctx.Err())
 	}
 	if err != nil {
-		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) ||
-			errors.Is(err, raft.ErrLeadershipTransferInProgress) || errors.Is(err, raft.ErrRaftShutdown) ||
-			errors.Is(err, raft.ErrEnqueueTimeout) {
+		// raft.ErrLeadershipLost: the entry may still be committed by the
+		// next leader, which then has it before it serves (its barrier).
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrRaftShutdown) {
 			return fmt.Errorf("replica: %s: %w", op, &NotLeaderError{Leader: s.leader(), Err: err})
 		}
-		return fmt.Errorf("replica: %s: %w", op, err)
+		// raft.ErrLeadershipTransferInProgress, raft.ErrEnqueueTimeout:
+		// this replica may still lead when it is over, and its tracker
+		// goes on: a store error.
+		return fmt.Errorf("replica: %s: %w (this replica still leads; the write may be tried again)", op, err)
 	}
 	if rerr, ok := f.Response().(error); ok && rerr != nil {
 		if errors.Is(rerr, errStaleTerm) {

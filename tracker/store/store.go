@@ -87,6 +87,13 @@ var (
 	ErrNotFound = errors.New("store: no such done record")
 	// ErrBlobMismatch: PutBlob's bytes do not have the given hash.
 	ErrBlobMismatch = errors.New("store: blob does not match its hash")
+	// ErrFenced: this tracker can no longer write the store, because
+	// another one writes it now (a replicated store whose replica lost
+	// the lead). The failed write may or may not be in the store, for the
+	// tracker that writes it now to find: the caller acknowledges nothing
+	// of it, and stops, so that its clients go to the other tracker and
+	// send again what was not acknowledged.
+	ErrFenced = errors.New("store: fenced: another tracker writes this store now")
 )
 
 var (
