@@ -42,7 +42,9 @@ func (e *NotLeaderError) Error() string {
 // Is makes errors.Is(err, ErrNotLeader) hold, and errors.Is(err,
 // store.ErrFenced): the tracker that got it stops, and its clients go to
 // the leader.
-func (e *NotLeaderError) Is(target error) bool { return target == ErrNotLeader || target == store.ErrFenced }
+func (e *NotLeaderError) Is(target error) bool {
+	return target == ErrNotLeader || target == store.ErrFenced
+}
 
 // Unwrap returns raft's error.
 func (e *NotLeaderError) Unwrap() error { return e.Err }
