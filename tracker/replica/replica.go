@@ -165,6 +165,9 @@ type Replica struct {
 	// follower's /metrics.
 	metrics  []prometheus.Collector
 	registry *prometheus.Registry
+	// onLead, when not nil, is told the tracker's address each time it
+	// serves (for tests).
+	onLead func(addr string)
 }
 
 // New checks cfg, opens the replica's Raft in cfg.DataDir (a new
@@ -319,6 +322,9 @@ func (rp *Replica) Run(ctx context.Context) (err error) {
 					continue
 				}
 				lead, leadEnd = l, l.done
+				if rp.onLead != nil {
+					rp.onLead(l.srv.Addr().String())
+				}
 			case !isLeader && lead != nil:
 				rp.log.Info("replica: lost the lead: the tracker stops; clients go to the new leader")
 				lead.stop()
