@@ -552,11 +552,17 @@ func (l *loop) persisted(err error) {
 // notifications wait (Table.PersistFailed gives them back).
 func (l *loop) deliver(rd *table.Ready, perr error) {
 	for _, m := range rd.Send {
+		if l.fenced {
+			// Another tracker writes the store now: it hands out the
+			// work and answers; this one only refuses what waited.
+			switch m.(type) {
+			case *table.Ack, *table.CancelReply:
+			default:
+				continue
+			}
+		}
 		switch m := m.(type) {
 		case *table.Assign:
-			if l.fenced {
-				continue // the tracker that writes the store now hands it out
-			}
 			if c := l.conns[uint64(m.Worker)]; c != nil {
 				l.push(c, &wire.Assign{
 					Key:     m.Key,
