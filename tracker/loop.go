@@ -498,6 +498,11 @@ func (l *loop) pump() {
 	if l.fenced {
 		return // nothing more is sent: the Server stops
 	}
+	if l.tab.HasReady() && l.s.fencedNow() {
+		l.fenced = true
+		l.s.log.Warn("store fenced: another tracker writes the store now; sending nothing more")
+		return
+	}
 	if !l.retryAt.IsZero() {
 		if time.Now().Before(l.retryAt) {
 			return // the ticker brings the loop back

@@ -438,6 +438,17 @@ func (s *Server) fencedBy(err error) bool {
 	return true
 }
 
+// fencedNow asks a store that is a store.Fencer whether another tracker
+// writes it now, and stops the Server if so (fencedBy).
+func (s *Server) fencedNow() bool {
+	f, ok := s.st.(store.Fencer)
+	if !ok {
+		return false
+	}
+	err := f.Fenced()
+	return err != nil && s.fencedBy(err)
+}
+
 // Shutdown stops the Server gracefully: it stops accepting connections,
 // lets the table's loop persist and send what it has, closes every
 // websocket with CloseGoingAway (http.Server.Shutdown does not close

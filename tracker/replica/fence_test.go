@@ -79,10 +79,16 @@ func TestStore_TrackerOfEarlierTerm_WritesRefusedAfterTheLeadIsWonBack(t *testin
 	if err := stale.Apply(ctx, batchOf(1, 2, workunit.StatusWaiting)); err != nil {
 		t.Fatal(err)
 	}
+	if err := stale.Fenced(); err != nil {
+		t.Fatalf("Fenced on the leader of the Store's term: %v", err)
+	}
 	if err := c.nodes[l].raft.LeadershipTransfer().Error(); err != nil {
 		t.Fatalf("hand the lead on: %v", err)
 	}
 	m := c.leaderOtherThan(ctx, l)
+	if err := stale.Fenced(); !errors.Is(err, store.ErrFenced) || !errors.Is(err, ErrNotLeader) {
+		t.Fatalf("Fenced after the lead went to node %d: %v; want store.ErrFenced", m, err)
+	}
 	if err := c.nodes[m].raft.Barrier(5 * time.Second).Error(); err != nil {
 		t.Fatal(err)
 	}
@@ -94,6 +100,9 @@ func TestStore_TrackerOfEarlierTerm_WritesRefusedAfterTheLeadIsWonBack(t *testin
 		t.Fatalf("hand the lead back: %v", err)
 	}
 	c.waitLeads(ctx, l)
+	if err := stale.Fenced(); !errors.Is(err, store.ErrFenced) {
+		t.Fatalf("Fenced with the lead won back in a newer term: %v; want store.ErrFenced", err)
+	}
 
 	again := testRecord(1, workunit.StatusWaiting)
 	again.Spec = []byte("the stale tracker's")

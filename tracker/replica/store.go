@@ -97,6 +97,7 @@ type Store struct {
 var (
 	_ store.Store    = (*Store)(nil)
 	_ store.JobStore = (*Store)(nil)
+	_ store.Fencer   = (*Store)(nil)
 )
 
 // newStore returns the Store of a tracker opened while this replica led
@@ -162,6 +163,23 @@ func (s *Store) apply(ctx context.Context, op string, cmd []byte) error {
 			return fmt.Errorf("replica: %s: %w", op, &NotLeaderError{Leader: s.leader(), Err: rerr})
 		}
 		return fmt.Errorf("replica: %s: %w", op, rerr)
+	}
+	return nil
+}
+
+// errDeposed: raft no longer leads in the term of the Store's tracker.
+var errDeposed = errors.New("this replica no longer leads in the term its tracker was opened in")
+
+// Fenced implements store.Fencer: a *NotLeaderError once raft no longer
+// leads in the Store's term (it stepped down: a newer term, or its lease
+// ran out without a majority), so that the tracker sends nothing more,
+// not even what needs no write. nil for a Store without a term.
+func (s *Store) Fenced() error {
+	if s.term == 0 {
+		return nil
+	}
+	if s.r.State() != raft.Leader || s.r.CurrentTerm() != s.term {
+		return &NotLeaderError{Leader: s.leader(), Err: errDeposed}
 	}
 	return nil
 }

@@ -65,6 +65,17 @@ type Store interface {
 	Close() error
 }
 
+// Fencer is a Store that can tell, without a write, that its tracker can
+// no longer write it because another one does (a replicated store whose
+// replica lost the lead). The tracker asks before it sends what needs no
+// write (assignments, answers from its table), so that it stops at once
+// rather than at its next write.
+type Fencer interface {
+	// Fenced returns nil while the tracker may write the store, and an
+	// error wrapping ErrFenced once it may not.
+	Fenced() error
+}
+
 // Errors, wrapped with details; test with errors.Is.
 var (
 	// ErrClosed: the store is closed.
