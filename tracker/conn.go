@@ -1238,6 +1238,11 @@ func (c *conn) abortUploads() {
 }
 
 func (c *conn) storeFailed(req uint64, op string, err error) {
+	if c.s.fencedBy(err) {
+		c.s.log.Warn("store fenced: another tracker writes the store now", "op", op, "conn", c.label(), "err", err)
+		c.send(storeRefusal(req, op, err))
+		return
+	}
 	c.s.log.Error("store failed", "op", op, "conn", c.label(), "err", err)
 	c.send(&wire.Error{Req: req, Code: wire.CodeStore, Message: "tracker: " + op + ": " + err.Error()})
 }

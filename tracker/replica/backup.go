@@ -100,7 +100,7 @@ func checkBackup(path, tmpParent string) (string, error) {
 	defer os.RemoveAll(tmp)
 	h := sha256.New()
 	r := bufio.NewReaderSize(io.TeeReader(fd, h), 1<<20)
-	if _, err := readSnapshot(r, filepath.Join(tmp, "state")); err != nil {
+	if _, _, err := readSnapshot(r, filepath.Join(tmp, "state")); err != nil {
 		return "", fmt.Errorf("not a whole backup of a replicated riotd (GET /api/v1/replicas/backup): %w", err)
 	}
 	if n, _ := io.Copy(io.Discard, r); n > 0 {

@@ -26,7 +26,25 @@ const (
 	cmdBlob    byte = 'B' // a blob's hash (32 bytes), then its bytes: PutBlob, CreateBlob
 	cmdJobs    byte = 'J' // JSON of jobsCmd: PutJobs
 	cmdPeer    byte = 'P' // JSON of peerCmd: a replica's client address
+	// cmdTermed wraps one of the above with the Raft term of the tracker
+	// that wrote it (8 bytes, big-endian): the command applies only if
+	// raft appended it in that term (see errStaleTerm).
+	cmdTermed byte = 'T'
 )
+
+// termedHeader is the size of cmdTermed's header: its kind and the term.
+const termedHeader = 1 + 8
+
+// errStaleTerm: a command written by a tracker opened in an earlier term
+// than the one raft appended it in, which no replica applies. A replica
+// that loses the lead and wins it back (a newer term) may still run the
+// tracker it opened in the earlier term for a moment; another leader may
+// have written the store in between, which that tracker's table does not
+// know: its writes must not land on top (a stale record over a newer one,
+// an ID that the other leader gave another workunit). The term in the
+// command and the entry's term are both in the log, so every replica
+// rejects the same commands.
+var errStaleTerm = errors.New("written by the tracker of an earlier term (this replica lost the lead since)")
 
 // peerCmd is the payload of cmdPeer: the client address of a replica
 // (where clients are sent while it leads), or, with Client empty, its
@@ -142,26 +160,43 @@ func (f *fsm) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
 		return nil
 	}
+	data := l.Data
+	if len(data) > 0 && data[0] == cmdTermed {
+		if len(data) < termedHeader {
+			return f.failed(l, errors.New("a termed command cut short"))
+		}
+		if term := binary.BigEndian.Uint64(data[1:termedHeader]); term != l.Term {
+			// Not applied, on any replica: an answer to its writer only.
+			f.applied.Store(l.Index)
+			return fmt.Errorf("replica: log entry %d of term %d: %w (its tracker's term %d)", l.Index, l.Term, errStaleTerm, term)
+		}
+		data = data[termedHeader:]
+	}
 	var err error
-	if len(l.Data) > 0 && l.Data[0] == cmdPeer {
+	if len(data) > 0 && data[0] == cmdPeer {
 		var c peerCmd
-		if err = json.Unmarshal(l.Data[1:], &c); err == nil {
+		if err = json.Unmarshal(data[1:], &c); err == nil {
 			f.setPeer(c)
 		}
 	} else {
-		err = f.use(func(local *store.Bolt) error { return applyCmd(local, l.Data) })
+		err = f.use(func(local *store.Bolt) error { return applyCmd(local, data) })
 	}
 	if err != nil {
-		err = fmt.Errorf("replica: apply log entry %d: %w", l.Index, err)
-		f.log.Error("replica: a committed entry failed to apply to the local store; the replica stops (it rebuilds its store from the log at its next start)",
-			"index", l.Index, "err", err)
-		if f.fatal != nil {
-			f.fatal(err)
-		}
-		return err
+		return f.failed(l, err)
 	}
 	f.applied.Store(l.Index)
 	return nil
+}
+
+// failed reports a committed entry that did not apply: the replica stops.
+func (f *fsm) failed(l *raft.Log, err error) error {
+	err = fmt.Errorf("replica: apply log entry %d: %w", l.Index, err)
+	f.log.Error("replica: a committed entry failed to apply to the local store; the replica stops (it rebuilds its store from the log at its next start)",
+		"index", l.Index, "err", err)
+	if f.fatal != nil {
+		f.fatal(err)
+	}
+	return err
 }
 
 // applyCmd applies one command to local.
@@ -211,12 +246,16 @@ func applyCmd(local *store.Bolt, data []byte) error {
 	}
 }
 
-// The snapshot's format: snapMagic, the JSON of the replicas' client
-// addresses (its size in 8 bytes, big-endian, then its bytes), the bbolt
-// file's size (8 bytes) and bytes, then for each blob of store.BlobDir a
-// 1, its hash (32 bytes), its size (8 bytes) and bytes, and a 0 at the
-// end.
-const snapMagic = "riotsnap2\n"
+// The snapshot's format: snapMagic, the index of the last command applied
+// (8 bytes, big-endian), the JSON of the replicas' client addresses (its
+// size in 8 bytes, then its bytes), the bbolt file's size (8 bytes) and
+// bytes, then for each blob of store.BlobDir a 1, its hash (32 bytes), its
+// size (8 bytes) and bytes, and a 0 at the end. snapMagic2's format, read
+// too, is the same without the index.
+const (
+	snapMagic  = "riotsnap3\n"
+	snapMagic2 = "riotsnap2\n"
+)
 
 // Snapshot implements raft.FSM: a read transaction of the local store,
 // written out by Persist while commands go on being applied.
@@ -235,13 +274,16 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 		c.Close()
 		return nil, fmt.Errorf("replica: snapshot: %w", err)
 	}
-	return &snapshot{copy: c, blobDir: filepath.Join(f.dir, store.BlobDir), peers: peers}, nil
+	// On raft's FSM goroutine, as BeginCopy: the copy holds exactly the
+	// commands up to this one.
+	return &snapshot{copy: c, blobDir: filepath.Join(f.dir, store.BlobDir), peers: peers, applied: f.applied.Load()}, nil
 }
 
 type snapshot struct {
 	copy    *store.Copy
 	blobDir string
 	peers   []byte // JSON of []peerCmd
+	applied uint64 // the index of the last command in copy
 }
 
 // Persist implements raft.FSMSnapshot.
@@ -258,6 +300,8 @@ func (s *snapshot) write(sink io.Writer) error {
 	w := bufio.NewWriterSize(sink, 1<<20)
 	w.WriteString(snapMagic)
 	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], s.applied)
+	w.Write(n[:])
 	binary.BigEndian.PutUint64(n[:], uint64(len(s.peers)))
 	w.Write(n[:])
 	w.Write(s.peers)
@@ -319,7 +363,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	if err := os.RemoveAll(tmp); err != nil {
 		return fmt.Errorf("replica: restore: %w", err)
 	}
-	peers, err := readSnapshot(bufio.NewReaderSize(rc, 1<<20), tmp)
+	peers, applied, err := readSnapshot(bufio.NewReaderSize(rc, 1<<20), tmp)
 	if err != nil {
 		_ = os.RemoveAll(tmp)
 		return fmt.Errorf("replica: restore: %w", err)
@@ -343,6 +387,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 		return fmt.Errorf("replica: restore: %w", err)
 	}
 	f.local = local
+	f.applied.Store(applied)
 	f.peersMu.Lock()
 	f.peers = map[string]string{}
 	for _, p := range peers {
@@ -356,54 +401,62 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 const maxSnapPeers = 1 << 20
 
 // readSnapshot writes the store of a snapshot into dir, and returns its
-// replicas' client addresses.
-func readSnapshot(r *bufio.Reader, dir string) ([]peerCmd, error) {
+// replicas' client addresses and the index of its last command (0 in a
+// snapshot of snapMagic2).
+func readSnapshot(r *bufio.Reader, dir string) ([]peerCmd, uint64, error) {
 	magic := make([]byte, len(snapMagic))
-	if _, err := io.ReadFull(r, magic); err != nil || string(magic) != snapMagic {
-		return nil, fmt.Errorf("not a riot snapshot (magic %q)", magic)
+	if _, err := io.ReadFull(r, magic); err != nil || (string(magic) != snapMagic && string(magic) != snapMagic2) {
+		return nil, 0, fmt.Errorf("not a riot snapshot (magic %q)", magic)
 	}
 	var n [8]byte
+	var applied uint64
+	if string(magic) == snapMagic {
+		if _, err := io.ReadFull(r, n[:]); err != nil {
+			return nil, 0, fmt.Errorf("snapshot cut short: %w", err)
+		}
+		applied = binary.BigEndian.Uint64(n[:])
+	}
 	if _, err := io.ReadFull(r, n[:]); err != nil {
-		return nil, fmt.Errorf("snapshot cut short: %w", err)
+		return nil, 0, fmt.Errorf("snapshot cut short: %w", err)
 	}
 	size := binary.BigEndian.Uint64(n[:])
 	if size > maxSnapPeers {
-		return nil, fmt.Errorf("snapshot: a peers section of %d bytes", size)
+		return nil, 0, fmt.Errorf("snapshot: a peers section of %d bytes", size)
 	}
 	pj := make([]byte, size)
 	if _, err := io.ReadFull(r, pj); err != nil {
-		return nil, fmt.Errorf("snapshot cut short: %w", err)
+		return nil, 0, fmt.Errorf("snapshot cut short: %w", err)
 	}
 	var peers []peerCmd
 	if err := json.Unmarshal(pj, &peers); err != nil {
-		return nil, fmt.Errorf("snapshot: its peers: %w", err)
+		return nil, 0, fmt.Errorf("snapshot: its peers: %w", err)
 	}
 	if _, err := io.ReadFull(r, n[:]); err != nil {
-		return nil, fmt.Errorf("snapshot cut short: %w", err)
+		return nil, 0, fmt.Errorf("snapshot cut short: %w", err)
 	}
 	if err := os.MkdirAll(filepath.Join(dir, store.BlobDir), 0o700); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	if err := copyToFile(filepath.Join(dir, store.FileName), r, int64(binary.BigEndian.Uint64(n[:]))); err != nil {
-		return nil, err
+		return nil, 0, err
 	}
 	for {
 		tag, err := r.ReadByte()
 		if err != nil {
-			return nil, fmt.Errorf("snapshot cut short: %w", err)
+			return nil, 0, fmt.Errorf("snapshot cut short: %w", err)
 		}
 		if tag == 0 {
-			return peers, nil
+			return peers, applied, nil
 		}
 		var h blob.Hash
 		if _, err := io.ReadFull(r, h[:]); err != nil {
-			return nil, fmt.Errorf("snapshot cut short: %w", err)
+			return nil, 0, fmt.Errorf("snapshot cut short: %w", err)
 		}
 		if _, err := io.ReadFull(r, n[:]); err != nil {
-			return nil, fmt.Errorf("snapshot cut short: %w", err)
+			return nil, 0, fmt.Errorf("snapshot cut short: %w", err)
 		}
 		if err := copyToFile(filepath.Join(dir, store.BlobDir, h.String()), r, int64(binary.BigEndian.Uint64(n[:]))); err != nil {
-			return nil, err
+			return nil, 0, err
 		}
 	}
 }

@@ -22,7 +22,7 @@ func (rp *Replica) addPeer(ctx context.Context, c peerCmd) error {
 	if err != nil {
 		return err
 	}
-	st := newStore(rp.node.raft, rp.node.fsm, rp.leaderClient, rp.cfg.ApplyTimeout)
+	st := newStore(rp.node.raft, rp.node.fsm, rp.leaderClient, rp.cfg.ApplyTimeout, 0)
 	return st.apply(ctx, "record a replica", append([]byte{cmdPeer}, body...))
 }
 

@@ -21,6 +21,7 @@ import (
 	"github.com/riot-go/riot/internal/logfmt"
 	"github.com/riot-go/riot/internal/loopback"
 	"github.com/riot-go/riot/tracker"
+	"github.com/riot-go/riot/tracker/store"
 )
 
 // Peer is one replica of the cluster: its stable ID, the address of its
@@ -173,6 +174,9 @@ type Replica struct {
 	// follower's /metrics.
 	metrics  []prometheus.Collector
 	registry *prometheus.Registry
+	// onLead, when not nil, is told the tracker's address each time it
+	// serves (for tests).
+	onLead func(addr string)
 }
 
 // New checks cfg, opens the replica's Raft in cfg.DataDir (a new
@@ -327,6 +331,9 @@ func (rp *Replica) Run(ctx context.Context) (err error) {
 					continue
 				}
 				lead, leadEnd = l, l.done
+				if rp.onLead != nil {
+					rp.onLead(l.srv.Addr().String())
+				}
 			case !isLeader && lead != nil:
 				rp.log.Info("replica: lost the lead: the tracker stops; clients go to the new leader")
 				lead.stop()
@@ -334,9 +341,17 @@ func (rp *Replica) Run(ctx context.Context) (err error) {
 				startFollower()
 			}
 		case lerr := <-leadEnd:
+			lead, leadEnd = nil, nil
+			if errors.Is(lerr, store.ErrFenced) {
+				// Its writes failed as this replica no longer leads (in its
+				// term): raft says so on notify too; if it won the lead
+				// again, a new tracker opens then.
+				rp.log.Info("replica: the tracker stopped: this replica lost the lead it was opened in", "err", lerr)
+				startFollower()
+				continue
+			}
 			// The tracker ended by itself while this replica leads.
 			rp.log.Error("replica: the tracker stopped while leading: handing the lead on", "err", lerr)
-			lead, leadEnd = nil, nil
 			_ = rp.node.raft.LeadershipTransfer()
 			startFollower()
 		case <-retry.C:
@@ -372,13 +387,22 @@ func (l *leadership) stop() {
 // as riotd restarts on its store, and serves.
 func (rp *Replica) lead(ctx context.Context) (*leadership, error) {
 	start := time.Now()
-	if err := rp.node.raft.Barrier(30 * time.Second).Error(); err != nil {
+	// The term first: if raft loses the lead and wins it again before
+	// the barrier, the barrier is of the newer term, and the tracker's
+	// writes, of this term, fail (errStaleTerm) rather than land on what
+	// another leader wrote in between, which the tracker did not load.
+	r := rp.node.raft
+	term := r.CurrentTerm()
+	if err := r.Barrier(30 * time.Second).Error(); err != nil {
 		return nil, fmt.Errorf("replica: barrier: %w", err)
+	}
+	if r.State() != raft.Leader || r.CurrentTerm() != term {
+		return nil, fmt.Errorf("replica: lost the lead (term %d, now %d, %s) while applying what earlier leaders committed", term, r.CurrentTerm(), r.State())
 	}
 	if err := rp.recordPeers(ctx); err != nil {
 		return nil, fmt.Errorf("replica: record the replicas' client addresses: %w", err)
 	}
-	st := newStore(rp.node.raft, rp.node.fsm, rp.leaderClient, rp.cfg.ApplyTimeout)
+	st := newStore(r, rp.node.fsm, rp.leaderClient, rp.cfg.ApplyTimeout, term)
 	opts := rp.cfg.Tracker
 	opts.Store = st
 	opts.Replicas = rp.replicas

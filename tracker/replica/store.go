@@ -3,6 +3,7 @@ package replica
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -38,8 +39,12 @@ func (e *NotLeaderError) Error() string {
 	return fmt.Sprintf("replica: not the leader: the leader is at %s (%v)", e.Leader, e.Err)
 }
 
-// Is makes errors.Is(err, ErrNotLeader) hold.
-func (e *NotLeaderError) Is(target error) bool { return target == ErrNotLeader }
+// Is makes errors.Is(err, ErrNotLeader) hold, and errors.Is(err,
+// store.ErrFenced): the tracker that got it stops, and its clients go to
+// the leader.
+func (e *NotLeaderError) Is(target error) bool {
+	return target == ErrNotLeader || target == store.ErrFenced
+}
 
 // Unwrap returns raft's error.
 func (e *NotLeaderError) Unwrap() error { return e.Err }
@@ -81,22 +86,43 @@ type Store struct {
 	fsm     *fsm
 	leader  func() string // the leader's client address, for NotLeaderError
 	timeout time.Duration
-	closed  atomic.Bool
+	// term, when not 0, is the Raft term this replica led in when its
+	// tracker was opened (before raft.Barrier): every write carries it
+	// (cmdTermed), and no replica applies one that raft appended in
+	// another term (errStaleTerm).
+	term   uint64
+	closed atomic.Bool
 }
 
 var (
 	_ store.Store    = (*Store)(nil)
 	_ store.JobStore = (*Store)(nil)
+	_ store.Fencer   = (*Store)(nil)
 )
 
-func newStore(r *raft.Raft, f *fsm, leader func() string, timeout time.Duration) *Store {
+// newStore returns the Store of a tracker opened while this replica led
+// in term (0: writes that any term may apply, for the replicas' client
+// addresses).
+func newStore(r *raft.Raft, f *fsm, leader func() string, timeout time.Duration, term uint64) *Store {
 	if timeout <= 0 {
 		timeout = DefaultApplyTimeout
 	}
 	if leader == nil {
 		leader = func() string { return "" }
 	}
-	return &Store{r: r, fsm: f, leader: leader, timeout: timeout}
+	return &Store{r: r, fsm: f, leader: leader, timeout: timeout, term: term}
+}
+
+// command returns a command of kind with room for n bytes of payload,
+// to be appended: with the Store's term in front when it has one.
+func (s *Store) command(kind byte, n int) []byte {
+	if s.term == 0 {
+		return append(make([]byte, 0, 1+n), kind)
+	}
+	cmd := make([]byte, 0, termedHeader+1+n)
+	cmd = append(cmd, cmdTermed)
+	cmd = binary.BigEndian.AppendUint64(cmd, s.term)
+	return append(cmd, kind)
 }
 
 // apply writes one command through Raft and waits for it to be applied
@@ -122,15 +148,38 @@ func (s *Store) apply(ctx context.Context, op string, cmd []byte) error {
 		return fmt.Errorf("replica: %s: %w (the write may still be committed)", op, ctx.Err())
 	}
 	if err != nil {
-		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) ||
-			errors.Is(err, raft.ErrLeadershipTransferInProgress) || errors.Is(err, raft.ErrRaftShutdown) ||
-			errors.Is(err, raft.ErrEnqueueTimeout) {
+		// raft.ErrLeadershipLost: the entry may still be committed by the
+		// next leader, which then has it before it serves (its barrier).
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrRaftShutdown) {
 			return fmt.Errorf("replica: %s: %w", op, &NotLeaderError{Leader: s.leader(), Err: err})
 		}
-		return fmt.Errorf("replica: %s: %w", op, err)
+		// raft.ErrLeadershipTransferInProgress, raft.ErrEnqueueTimeout:
+		// this replica may still lead when it is over, and its tracker
+		// goes on: a store error.
+		return fmt.Errorf("replica: %s: %w (this replica still leads; the write may be tried again)", op, err)
 	}
 	if rerr, ok := f.Response().(error); ok && rerr != nil {
+		if errors.Is(rerr, errStaleTerm) {
+			return fmt.Errorf("replica: %s: %w", op, &NotLeaderError{Leader: s.leader(), Err: rerr})
+		}
 		return fmt.Errorf("replica: %s: %w", op, rerr)
+	}
+	return nil
+}
+
+// errDeposed: raft no longer leads in the term of the Store's tracker.
+var errDeposed = errors.New("this replica no longer leads in the term its tracker was opened in")
+
+// Fenced implements store.Fencer: a *NotLeaderError once raft no longer
+// leads in the Store's term (it stepped down: a newer term, or its lease
+// ran out without a majority), so that the tracker sends nothing more,
+// not even what needs no write. nil for a Store without a term.
+func (s *Store) Fenced() error {
+	if s.term == 0 {
+		return nil
+	}
+	if s.r.State() != raft.Leader || s.r.CurrentTerm() != s.term {
+		return &NotLeaderError{Leader: s.leader(), Err: errDeposed}
 	}
 	return nil
 }
@@ -146,8 +195,7 @@ func (s *Store) Apply(ctx context.Context, batch []table.Record) error {
 		}
 	}
 	enc := store.EncodeBatch(batch)
-	cmd := make([]byte, 0, 1+len(enc))
-	cmd = append(append(cmd, cmdRecords), enc...)
+	cmd := append(s.command(cmdRecords, len(enc)), enc...)
 	return s.apply(ctx, "apply", cmd)
 }
 
@@ -162,8 +210,7 @@ func (s *Store) PutBlob(ctx context.Context, h blob.Hash, data []byte) error {
 	if ok, err := s.HasBlob(ctx, h); err == nil && ok {
 		return nil
 	}
-	cmd := make([]byte, 0, 1+len(h)+len(data))
-	cmd = append(append(append(cmd, cmdBlob), h[:]...), data...)
+	cmd := append(append(s.command(cmdBlob, len(h)+len(data)), h[:]...), data...)
 	return s.apply(ctx, "put blob", cmd)
 }
 
@@ -229,7 +276,7 @@ func (s *Store) PutJobs(ctx context.Context, jobs []store.Job, forget []string) 
 	if err != nil {
 		return fmt.Errorf("replica: put jobs: %w", err)
 	}
-	return s.apply(ctx, "put jobs", append([]byte{cmdJobs}, body...))
+	return s.apply(ctx, "put jobs", append(s.command(cmdJobs, len(body)), body...))
 }
 
 // read runs f on the local store, unless the Store is closed.

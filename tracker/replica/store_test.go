@@ -152,7 +152,7 @@ func (c *inmemCluster) leader(ctx context.Context) int {
 
 // store returns the replicated Store of node i.
 func (c *inmemCluster) store(i int) *Store {
-	return newStore(c.nodes[i].raft, c.nodes[i].fsm, func() string { return "" }, 5*time.Second)
+	return newStore(c.nodes[i].raft, c.nodes[i].fsm, func() string { return "" }, 5*time.Second, c.nodes[i].raft.CurrentTerm())
 }
 
 // waitApplied waits until node i has applied index.
@@ -270,7 +270,7 @@ func TestStore_Apply_OnFollower_NotLeader(t *testing.T) {
 	c := newInmemCluster(t, 3, fastTiming)
 	l := c.leader(ctx)
 	f := (l + 1) % 3
-	st := newStore(c.nodes[f].raft, c.nodes[f].fsm, func() string { return "leader.example:2355" }, time.Second)
+	st := newStore(c.nodes[f].raft, c.nodes[f].fsm, func() string { return "leader.example:2355" }, time.Second, c.nodes[f].raft.CurrentTerm())
 	err := st.Apply(ctx, batchOf(1, 1, workunit.StatusWaiting))
 	var nl *NotLeaderError
 	if !errors.Is(err, ErrNotLeader) || !errors.As(err, &nl) || nl.Leader != "leader.example:2355" {
