@@ -3,6 +3,7 @@ package replica
 import (
 	"bufio"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -66,7 +67,7 @@ func restoreBackup(path, raftDir string, stable raft.StableStore, logs raft.LogS
 	if err != nil {
 		return fmt.Errorf("replica: --raft-restore %s: %w", path, err)
 	}
-	if _, err := io.Copy(sink, fd); err != nil {
+	if err := copyBackup(sink, fd); err != nil {
 		_ = sink.Cancel()
 		return fmt.Errorf("replica: --raft-restore %s: %w", path, err)
 	}
@@ -81,6 +82,32 @@ func restoreBackup(path, raftDir string, stable raft.StableStore, logs raft.LogS
 		return fmt.Errorf("replica: --raft-restore %s: %w", path, err)
 	}
 	return nil
+}
+
+// copyBackup copies a backup into the new cluster's first snapshot. The
+// index of the last command applied that it records is the old
+// cluster's; in the new one the snapshot is at index 1, which it records
+// instead (an older backup, without the index, is copied as it is).
+func copyBackup(w io.Writer, r io.Reader) error {
+	magic := make([]byte, len(snapMagic))
+	if _, err := io.ReadFull(r, magic); err != nil {
+		return err
+	}
+	if _, err := w.Write(magic); err != nil {
+		return err
+	}
+	if string(magic) == snapMagic {
+		var n [8]byte
+		if _, err := io.ReadFull(r, n[:]); err != nil {
+			return err
+		}
+		binary.BigEndian.PutUint64(n[:], 1)
+		if _, err := w.Write(n[:]); err != nil {
+			return err
+		}
+	}
+	_, err := io.Copy(w, r)
+	return err
 }
 
 // checkBackup reads the backup at path whole, as a restore would, into a
