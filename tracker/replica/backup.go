@@ -96,7 +96,7 @@ func copyBackup(w io.Writer, r io.Reader) error {
 	if _, err := w.Write(magic); err != nil {
 		return err
 	}
-	if string(magic) == snapMagic {
+	if string(magic) == snapMagic || string(magic) == snapMagic3 {
 		var n [8]byte
 		if _, err := io.ReadFull(r, n[:]); err != nil {
 			return err
@@ -127,7 +127,7 @@ func checkBackup(path, tmpParent string) (string, error) {
 	defer os.RemoveAll(tmp)
 	h := sha256.New()
 	r := bufio.NewReaderSize(io.TeeReader(fd, h), 1<<20)
-	if _, _, err := readSnapshot(r, filepath.Join(tmp, "state")); err != nil {
+	if _, err := readSnapshot(r, filepath.Join(tmp, "state")); err != nil {
 		return "", fmt.Errorf("not a whole backup of a replicated riotd (GET /api/v1/replicas/backup): %w", err)
 	}
 	if n, _ := io.Copy(io.Discard, r); n > 0 {

@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -26,6 +27,12 @@ const (
 	cmdBlob    byte = 'B' // a blob's hash (32 bytes), then its bytes: PutBlob, CreateBlob
 	cmdJobs    byte = 'J' // JSON of jobsCmd: PutJobs
 	cmdPeer    byte = 'P' // JSON of peerCmd: a replica's client address
+	// cmdStage and cmdCommit carry a command too large for one log entry
+	// (see maxEntryBytes) in pieces: each cmdStage (a stage ID, 8 bytes,
+	// then a piece) appends its piece to the stage; cmdCommit (the stage
+	// ID) applies the stage's bytes as one command, and drops it.
+	cmdStage  byte = 'S'
+	cmdCommit byte = 'C'
 	// cmdTermed wraps one of the above with the Raft term of the tracker
 	// that wrote it (8 bytes, big-endian): the command applies only if
 	// raft appended it in that term (see errStaleTerm).
@@ -92,6 +99,14 @@ type fsm struct {
 
 	peersMu sync.Mutex
 	peers   map[string]string // replica ID → client address (cmdPeer)
+
+	// stages are the commands being written in pieces (cmdStage), by
+	// stage ID: only raft's FSM goroutine (Apply, Snapshot, Restore) uses
+	// them.
+	stages map[uint64][]byte
+	// stageSeq numbers the stages this replica's Stores write (a stage ID
+	// is the writer's term and this number).
+	stageSeq atomic.Uint64
 }
 
 // peerClient returns the client address of replica id that the log
@@ -160,7 +175,12 @@ func (f *fsm) Apply(l *raft.Log) any {
 	if l.Type != raft.LogCommand {
 		return nil
 	}
-	data := l.Data
+	return f.apply(l, l.Data)
+}
+
+// apply applies one command of entry l: the entry's data, or a command
+// it committed from a stage.
+func (f *fsm) apply(l *raft.Log, data []byte) any {
 	if len(data) > 0 && data[0] == cmdTermed {
 		if len(data) < termedHeader {
 			return f.failed(l, errors.New("a termed command cut short"))
@@ -171,14 +191,38 @@ func (f *fsm) Apply(l *raft.Log) any {
 			return fmt.Errorf("replica: log entry %d of term %d: %w (its tracker's term %d)", l.Index, l.Term, errStaleTerm, term)
 		}
 		data = data[termedHeader:]
+		f.dropStages(l.Term)
 	}
 	var err error
-	if len(data) > 0 && data[0] == cmdPeer {
+	switch {
+	case len(data) > 0 && data[0] == cmdPeer:
 		var c peerCmd
 		if err = json.Unmarshal(data[1:], &c); err == nil {
 			f.setPeer(c)
 		}
-	} else {
+	case len(data) > 0 && (data[0] == cmdStage || data[0] == cmdCommit):
+		if len(data) < 1+8 {
+			return f.failed(l, errors.New("a staged command cut short"))
+		}
+		id := binary.BigEndian.Uint64(data[1:9])
+		if data[0] == cmdStage {
+			if f.stages == nil {
+				f.stages = map[uint64][]byte{}
+			}
+			f.stages[id] = append(f.stages[id], data[9:]...)
+			f.applied.Store(l.Index)
+			return nil
+		}
+		cmd, ok := f.stages[id]
+		delete(f.stages, id)
+		if !ok {
+			// The same on every replica (snapshots keep the stages):
+			// an answer to its writer only.
+			f.applied.Store(l.Index)
+			return fmt.Errorf("replica: log entry %d commits stage %x, which has no pieces", l.Index, id)
+		}
+		return f.apply(l, cmd)
+	default:
 		err = f.use(func(local *store.Bolt) error { return applyCmd(local, data) })
 	}
 	if err != nil {
@@ -186,6 +230,18 @@ func (f *fsm) Apply(l *raft.Log) any {
 	}
 	f.applied.Store(l.Index)
 	return nil
+}
+
+// dropStages drops the stages of trackers of terms before term (a stage
+// ID's upper 32 bits are its term's lower ones): a tracker that lost the
+// lead mid-command never commits them. (Stages of a Store without a term
+// are its own to commit.)
+func (f *fsm) dropStages(term uint64) {
+	for id := range f.stages {
+		if t := id >> 32; t != 0 && t < term&(1<<32-1) {
+			delete(f.stages, id)
+		}
+	}
 }
 
 // failed reports a committed entry that did not apply: the replica stops.
@@ -253,7 +309,8 @@ func applyCmd(local *store.Bolt, data []byte) error {
 // size (8 bytes) and bytes, and a 0 at the end. snapMagic2's format, read
 // too, is the same without the index.
 const (
-	snapMagic  = "riotsnap3\n"
+	snapMagic  = "riotsnap4\n"
+	snapMagic3 = "riotsnap3\n"
 	snapMagic2 = "riotsnap2\n"
 )
 
@@ -276,7 +333,11 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	}
 	// On raft's FSM goroutine, as BeginCopy: the copy holds exactly the
 	// commands up to this one.
-	return &snapshot{copy: c, blobDir: filepath.Join(f.dir, store.BlobDir), peers: peers, applied: f.applied.Load()}, nil
+	stages := make(map[uint64][]byte, len(f.stages))
+	for id, b := range f.stages {
+		stages[id] = slices.Clone(b)
+	}
+	return &snapshot{copy: c, blobDir: filepath.Join(f.dir, store.BlobDir), peers: peers, applied: f.applied.Load(), stages: stages}, nil
 }
 
 type snapshot struct {
@@ -284,6 +345,7 @@ type snapshot struct {
 	blobDir string
 	peers   []byte // JSON of []peerCmd
 	applied uint64 // the index of the last command in copy
+	stages  map[uint64][]byte
 }
 
 // Persist implements raft.FSMSnapshot.
@@ -326,6 +388,14 @@ func (s *snapshot) write(sink io.Writer) error {
 			return err
 		}
 	}
+	for id, b := range s.stages {
+		w.WriteByte(2)
+		binary.BigEndian.PutUint64(n[:], id)
+		w.Write(n[:])
+		binary.BigEndian.PutUint64(n[:], uint64(len(b)))
+		w.Write(n[:])
+		w.Write(b)
+	}
 	w.WriteByte(0)
 	return w.Flush()
 }
@@ -363,7 +433,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	if err := os.RemoveAll(tmp); err != nil {
 		return fmt.Errorf("replica: restore: %w", err)
 	}
-	peers, applied, err := readSnapshot(bufio.NewReaderSize(rc, 1<<20), tmp)
+	got, err := readSnapshot(bufio.NewReaderSize(rc, 1<<20), tmp)
 	if err != nil {
 		_ = os.RemoveAll(tmp)
 		return fmt.Errorf("replica: restore: %w", err)
@@ -387,10 +457,11 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 		return fmt.Errorf("replica: restore: %w", err)
 	}
 	f.local = local
-	f.applied.Store(applied)
+	f.applied.Store(got.applied)
+	f.stages = got.stages
 	f.peersMu.Lock()
 	f.peers = map[string]string{}
-	for _, p := range peers {
+	for _, p := range got.peers {
 		f.peers[p.ID] = p.Client
 	}
 	f.peersMu.Unlock()
@@ -400,63 +471,93 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 // maxSnapPeers bounds the peers' section of a snapshot.
 const maxSnapPeers = 1 << 20
 
-// readSnapshot writes the store of a snapshot into dir, and returns its
-// replicas' client addresses and the index of its last command (0 in a
-// snapshot of snapMagic2).
-func readSnapshot(r *bufio.Reader, dir string) ([]peerCmd, uint64, error) {
+// snapContents is what a snapshot holds besides the store.
+type snapContents struct {
+	peers   []peerCmd
+	applied uint64            // the index of its last command (0 in snapMagic2's)
+	stages  map[uint64][]byte // commands being written in pieces (snapMagic's)
+}
+
+// maxStageBytes bounds a stage read from a snapshot.
+const maxStageBytes = 4 << 30
+
+// readSnapshot writes the store of a snapshot into dir, and returns the
+// rest of it.
+func readSnapshot(r *bufio.Reader, dir string) (snapContents, error) {
+	var got snapContents
+	cut := func(err error) (snapContents, error) { return snapContents{}, fmt.Errorf("snapshot cut short: %w", err) }
 	magic := make([]byte, len(snapMagic))
-	if _, err := io.ReadFull(r, magic); err != nil || (string(magic) != snapMagic && string(magic) != snapMagic2) {
-		return nil, 0, fmt.Errorf("not a riot snapshot (magic %q)", magic)
+	if _, err := io.ReadFull(r, magic); err != nil || (string(magic) != snapMagic && string(magic) != snapMagic3 && string(magic) != snapMagic2) {
+		return got, fmt.Errorf("not a riot snapshot (magic %q)", magic)
 	}
 	var n [8]byte
-	var applied uint64
-	if string(magic) == snapMagic {
+	if string(magic) != snapMagic2 {
 		if _, err := io.ReadFull(r, n[:]); err != nil {
-			return nil, 0, fmt.Errorf("snapshot cut short: %w", err)
+			return cut(err)
 		}
-		applied = binary.BigEndian.Uint64(n[:])
+		got.applied = binary.BigEndian.Uint64(n[:])
 	}
 	if _, err := io.ReadFull(r, n[:]); err != nil {
-		return nil, 0, fmt.Errorf("snapshot cut short: %w", err)
+		return cut(err)
 	}
 	size := binary.BigEndian.Uint64(n[:])
 	if size > maxSnapPeers {
-		return nil, 0, fmt.Errorf("snapshot: a peers section of %d bytes", size)
+		return snapContents{}, fmt.Errorf("snapshot: a peers section of %d bytes", size)
 	}
 	pj := make([]byte, size)
 	if _, err := io.ReadFull(r, pj); err != nil {
-		return nil, 0, fmt.Errorf("snapshot cut short: %w", err)
+		return cut(err)
 	}
-	var peers []peerCmd
-	if err := json.Unmarshal(pj, &peers); err != nil {
-		return nil, 0, fmt.Errorf("snapshot: its peers: %w", err)
+	if err := json.Unmarshal(pj, &got.peers); err != nil {
+		return snapContents{}, fmt.Errorf("snapshot: its peers: %w", err)
 	}
 	if _, err := io.ReadFull(r, n[:]); err != nil {
-		return nil, 0, fmt.Errorf("snapshot cut short: %w", err)
+		return cut(err)
 	}
 	if err := os.MkdirAll(filepath.Join(dir, store.BlobDir), 0o700); err != nil {
-		return nil, 0, err
+		return snapContents{}, err
 	}
 	if err := copyToFile(filepath.Join(dir, store.FileName), r, int64(binary.BigEndian.Uint64(n[:]))); err != nil {
-		return nil, 0, err
+		return snapContents{}, err
 	}
 	for {
 		tag, err := r.ReadByte()
 		if err != nil {
-			return nil, 0, fmt.Errorf("snapshot cut short: %w", err)
+			return cut(err)
 		}
-		if tag == 0 {
-			return peers, applied, nil
-		}
-		var h blob.Hash
-		if _, err := io.ReadFull(r, h[:]); err != nil {
-			return nil, 0, fmt.Errorf("snapshot cut short: %w", err)
-		}
-		if _, err := io.ReadFull(r, n[:]); err != nil {
-			return nil, 0, fmt.Errorf("snapshot cut short: %w", err)
-		}
-		if err := copyToFile(filepath.Join(dir, store.BlobDir, h.String()), r, int64(binary.BigEndian.Uint64(n[:]))); err != nil {
-			return nil, 0, err
+		switch tag {
+		case 0:
+			return got, nil
+		case 1:
+			var h blob.Hash
+			if _, err := io.ReadFull(r, h[:]); err != nil {
+				return cut(err)
+			}
+			if _, err := io.ReadFull(r, n[:]); err != nil {
+				return cut(err)
+			}
+			if err := copyToFile(filepath.Join(dir, store.BlobDir, h.String()), r, int64(binary.BigEndian.Uint64(n[:]))); err != nil {
+				return snapContents{}, err
+			}
+		case 2:
+			var hdr [16]byte
+			if _, err := io.ReadFull(r, hdr[:]); err != nil {
+				return cut(err)
+			}
+			id, size := binary.BigEndian.Uint64(hdr[:8]), binary.BigEndian.Uint64(hdr[8:])
+			if size > maxStageBytes || string(magic) != snapMagic {
+				return snapContents{}, fmt.Errorf("snapshot: a staged command of %d bytes", size)
+			}
+			b := make([]byte, size)
+			if _, err := io.ReadFull(r, b); err != nil {
+				return cut(err)
+			}
+			if got.stages == nil {
+				got.stages = map[uint64][]byte{}
+			}
+			got.stages[id] = b
+		default:
+			return snapContents{}, fmt.Errorf("snapshot: an unknown section %d (written by a newer riotd?)", tag)
 		}
 	}
 }

@@ -26,6 +26,8 @@ const (
 	stateDirName = "state"
 	// snapshotsKept is how many snapshots raft keeps on disk.
 	snapshotsKept = 2
+	// maxAppendEntries is raft's MaxAppendEntries (see openNode).
+	maxAppendEntries = 8
 	// logCacheEntries is how many recent log entries stay in memory.
 	logCacheEntries = 512
 	// lockWait bounds the wait for raft.db's file lock (another riotd on
@@ -129,6 +131,10 @@ func openNode(ctx context.Context, nc nodeConfig) (*node, error) {
 	conf := raft.DefaultConfig()
 	conf.LocalID = nc.id
 	conf.Logger = hl
+	// An append RPC carries at most this many entries (raft's default is
+	// 64): entries can be blobs of a megabyte or more, and a follower
+	// must take a whole RPC within the transport's timeout.
+	conf.MaxAppendEntries = maxAppendEntries
 	nc.timing.apply(conf)
 	n := &node{id: nc.id, fsm: f, logs: logs, trans: nc.trans, snaps: snaps, notify: make(chan bool, 64)}
 	conf.NotifyCh = n.notify
@@ -154,9 +160,9 @@ func openNode(ctx context.Context, nc nodeConfig) (*node, error) {
 		}
 	}
 	// The leader reads back the entries it sends to followers: keep the
-	// recent small ones decoded in memory, as Consul and Nomad do (but
-	// not blobs: see logCache).
-	cached := newLogCache(logCacheEntries, logs)
+	// recent ones decoded in memory, as Consul and Nomad do (within a
+	// bound of bytes: see logCache).
+	cached := newLogCache(logCacheEntries, logCacheBytes, logs)
 	r, err := raft.NewRaft(conf, f, cached, logs, snaps, nc.trans)
 	if err != nil {
 		logs.Close()

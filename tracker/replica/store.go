@@ -113,6 +113,15 @@ func newStore(r *raft.Raft, f *fsm, leader func() string, timeout time.Duration,
 	return &Store{r: r, fsm: f, leader: leader, timeout: timeout, term: term}
 }
 
+// maxEntryBytes is the largest command a Store writes as one Raft log
+// entry; a larger one goes in pieces. raft's codec (go-msgpack) decodes a
+// byte slice in steps of 256 KiB, copying what it has at each, so an
+// entry of N bytes costs about N²/512 KiB of copying at every decode
+// (each follower's, and the leader's read back of what it sends): a batch
+// of 35 MB cost seconds, past the transport's timeout, and replication
+// stalled.
+const maxEntryBytes = 1 << 20
+
 // command returns a command of kind with room for n bytes of payload,
 // to be appended: with the Store's term in front when it has one.
 func (s *Store) command(kind byte, n int) []byte {
@@ -138,9 +147,31 @@ func (s *Store) apply(ctx context.Context, op string, cmd []byte) error {
 	if dl, ok := ctx.Deadline(); ok {
 		timeout = max(min(timeout, time.Until(dl)), time.Millisecond)
 	}
+	// A command past maxEntryBytes goes as pieces of a stage and a commit
+	// (cmdStage, cmdCommit), entries raft writes in this order; only the
+	// commit's answer says whether the command applied.
+	var pieces []raft.ApplyFuture
+	if len(cmd) > maxEntryBytes {
+		id := s.term<<32 | s.fsm.stageSeq.Add(1)&(1<<32-1)
+		for rest := cmd; len(rest) > 0; {
+			n := min(len(rest), maxEntryBytes)
+			piece := binary.BigEndian.AppendUint64(s.command(cmdStage, 8+n), id)
+			pieces = append(pieces, s.r.Apply(append(piece, rest[:n]...), timeout))
+			rest = rest[n:]
+		}
+		cmd = binary.BigEndian.AppendUint64(s.command(cmdCommit, 8), id)
+	}
 	f := s.r.Apply(cmd, timeout)
 	done := make(chan error, 1)
-	go func() { done <- f.Error() }()
+	go func() {
+		for _, p := range pieces {
+			if err := p.Error(); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- f.Error()
+	}()
 	var err error
 	select {
 	case err = <-done:

@@ -1,0 +1,150 @@
+package replica
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/riot-go/riot/tracker/store"
+	"github.com/riot-go/riot/tracker/table"
+	"github.com/riot-go/riot/workunit"
+)
+
+// bigBatch is n done records with results of size bytes each.
+func bigBatch(n, size int) []table.Record {
+	var batch []table.Record
+	for i := range n {
+		r := testRecord(uint64(i+1), workunit.StatusDone)
+		r.Result = bytes.Repeat([]byte{byte('a' + i)}, size)
+		batch = append(batch, r)
+	}
+	return batch
+}
+
+// TestStore_LargeBatch_GoesInPieces: a batch far past maxEntryBytes is
+// written as log entries of at most about maxEntryBytes each, and every
+// replica's local store has it whole.
+func TestStore_LargeBatch_GoesInPieces(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	c := newInmemCluster(t, 3, fastTiming)
+	l := c.leader(ctx)
+	batch := bigBatch(5, 1<<20) // about 5 MiB encoded
+	if err := c.store(l).Apply(ctx, batch); err != nil {
+		t.Fatal(err)
+	}
+	n := c.nodes[l]
+	first, _ := n.logs.FirstIndex()
+	last, _ := n.logs.LastIndex()
+	pieces := 0
+	for i := first; i <= last; i++ {
+		var e raft.Log
+		if err := n.logs.GetLog(i, &e); err != nil {
+			t.Fatal(err)
+		}
+		if len(e.Data) > maxEntryBytes+termedHeader+1+8 {
+			t.Errorf("log entry %d has %d bytes, past maxEntryBytes", i, len(e.Data))
+		}
+		d := e.Data
+		if len(d) > termedHeader && d[0] == cmdTermed {
+			d = d[termedHeader:]
+		}
+		if len(d) > 0 && d[0] == cmdStage {
+			pieces++
+		}
+	}
+	if pieces < 5 {
+		t.Errorf("%d pieces for a batch of 5 MiB", pieces)
+	}
+	index := n.fsm.Applied()
+	for i := range c.nodes {
+		c.waitApplied(ctx, i, index)
+		wantSame(t, fmt.Sprintf("node %d", i), c.localLoad(i), batch)
+	}
+}
+
+func stageEntry(index, term, id uint64, kind byte, piece []byte) *raft.Log {
+	data := binary.BigEndian.AppendUint64([]byte{cmdTermed}, term)
+	data = append(data, kind)
+	data = binary.BigEndian.AppendUint64(data, id)
+	return &raft.Log{Index: index, Term: term, Type: raft.LogCommand, Data: append(data, piece...)}
+}
+
+// TestFSM_Stage_SnapshotKeepsIt_NewTermDropsIt: a command staged in part
+// when a snapshot is taken is whole after a restore from it (the commit
+// applies it); a stage of an earlier term is dropped at the first command
+// of a newer one, and its commit answers an error, not a failure.
+func TestFSM_Stage_SnapshotKeepsIt_NewTermDropsIt(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	log := slog.New(slog.DiscardHandler)
+	failed := func(err error) { t.Errorf("fatal: %v", err) }
+	f, err := openFSM(ctx, filepath.Join(t.TempDir(), "state"), log, failed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.close()
+	batch := bigBatch(2, 10)
+	cmd := append(binary.BigEndian.AppendUint64([]byte{cmdTermed}, 3), cmdRecords)
+	cmd = append(cmd, store.EncodeBatch(batch)...)
+	half := len(cmd) / 2
+	id := uint64(3)<<32 | 1
+	if r := f.Apply(stageEntry(10, 3, id, cmdStage, cmd[:half])); r != nil {
+		t.Fatal(r)
+	}
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sink bufferSink
+	if err := snap.Persist(&sink); err != nil {
+		t.Fatal(err)
+	}
+	snap.Release()
+
+	g, err := openFSM(ctx, filepath.Join(t.TempDir(), "state"), log, failed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.close()
+	if err := g.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
+		t.Fatal(err)
+	}
+	if r := g.Apply(stageEntry(11, 3, id, cmdStage, cmd[half:])); r != nil {
+		t.Fatal(r)
+	}
+	if r := g.Apply(stageEntry(12, 3, id, cmdCommit, nil)); r != nil {
+		t.Fatal(r)
+	}
+	var recs []table.Record
+	if err := g.use(func(b *store.Bolt) error { recs, err = b.Load(ctx); return err }); err != nil {
+		t.Fatal(err)
+	}
+	wantSame(t, "restored, then committed", recs, batch)
+
+	// A stage of term 3 when term 4's tracker writes: dropped.
+	old := uint64(3)<<32 | 2
+	if r := g.Apply(stageEntry(13, 3, old, cmdStage, cmd[:half])); r != nil {
+		t.Fatal(r)
+	}
+	next := append(binary.BigEndian.AppendUint64([]byte{cmdTermed}, 4), cmdRecords)
+	next = append(next, store.EncodeBatch(nil)...)
+	if r := g.Apply(&raft.Log{Index: 14, Term: 4, Type: raft.LogCommand, Data: next}); r != nil {
+		t.Fatal(r)
+	}
+	if len(g.stages) != 0 {
+		t.Fatalf("stages of an earlier term kept: %d", len(g.stages))
+	}
+	r := g.Apply(stageEntry(15, 4, old, cmdCommit, nil))
+	if err, ok := r.(error); !ok || !strings.Contains(err.Error(), "has no pieces") {
+		t.Fatalf("commit of a dropped stage: %v", r)
+	}
+}
