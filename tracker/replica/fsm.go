@@ -485,7 +485,9 @@ const maxStageBytes = 4 << 30
 // rest of it.
 func readSnapshot(r *bufio.Reader, dir string) (snapContents, error) {
 	var got snapContents
-	cut := func(err error) (snapContents, error) { return snapContents{}, fmt.Errorf("snapshot cut short: %w", err) }
+	cut := func(err error) (snapContents, error) {
+		return snapContents{}, fmt.Errorf("snapshot cut short: %w", err)
+	}
 	magic := make([]byte, len(snapMagic))
 	if _, err := io.ReadFull(r, magic); err != nil || (string(magic) != snapMagic && string(magic) != snapMagic3 && string(magic) != snapMagic2) {
 		return got, fmt.Errorf("not a riot snapshot (magic %q)", magic)
