@@ -25,6 +25,11 @@ const maxHaveHashes = 8192
 // than the tracker's Limits.PieceBytes goes in pieces (BlobWrite), a few
 // at a time, without copies of its data. EnsureBlobs is EnsureBlobParts
 // with each blob in one part.
+//
+// A tracker that keeps its blobs in memory (riotd --memory) and holds its
+// --max-memory refuses a blob: the error wraps ErrMemoryFull (a
+// *wire.Error of code wire.CodeMemoryFull whose message says what is held
+// and what to do), and nothing of that blob is kept.
 func (c *Client) EnsureBlobs(ctx context.Context, blobs map[blob.Hash][]byte) error {
 	parts := make(map[blob.Hash]blob.Parts, len(blobs))
 	for h, data := range blobs {

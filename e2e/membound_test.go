@@ -121,3 +121,111 @@ func decodeNumber(t *testing.T, out *workunit.Outcome) float64 {
 	require.True(t, ok, "%T %v", v, v)
 	return n
 }
+
+// memboundBlobsScript runs workunits whose argument is a distinct
+// Uint8Array of 512 KiB (a blob, uploaded before each submission), one after the
+// other, until riotd refuses one for its --max-memory; it checks every
+// answer it got, prints what the refusal said, and runs a small workunit
+// after it.
+const memboundBlobsScript = `
+async function main() {
+	let ok = 0, bad = 0, refusal;
+	for (let i = 0; i < 64 && !refusal; i++) {
+		const a = new Uint8Array(512 << 10);
+		a[0] = i;
+		a[a.length - 1] = 255 - i;
+		try {
+			const got = await riot.run((a) => a[0] + '/' + a[a.length - 1] + '/' + a.length, a);
+			if (got === i + '/' + (255 - i) + '/' + a.length) ok++; else bad++;
+		} catch (e) {
+			refusal = e;
+		}
+	}
+	console.log('accepted', ok > 1 ? 'several' : ok, 'wrong', bad);
+	console.log(refusal && refusal.name);
+	console.log(refusal && refusal.message.replace(/[0-9a-f]{12}/g, 'HASH'));
+	console.log('after', await riot.run(() => 'small'));
+}
+main();
+`
+
+// TestE2E_MaxMemory_Blobs: riotd --memory --max-memory counts the blobs it
+// holds (large arguments here) with its workunits: a job whose workunits
+// each take a distinct 512 KiB argument is refused, once the blobs fill
+// the bound, with a TrackerMemoryFullError that says what is held and what
+// to do; every workunit accepted before it answers right, and one without
+// a blob still runs after it; a Go master's upload is refused with
+// client.ErrMemoryFull; /status shows the blobs held, within the bound.
+func TestE2E_MaxMemory_Blobs(t *testing.T) {
+	t.Parallel()
+	const limit = 4 << 20
+	tr := bins.StartTracker(t, e2e.TrackerOptions{Args: []string{"--max-memory", "4MiB"}})
+	bins.StartWorker(t, tr.Addr(), e2e.WorkerOptions{Name: "w", Slots: 1})
+	tr.WaitFor(t, workers(1))
+
+	res := bins.RunEval(t, "--tracker", tr.Addr(), writeScript(t, "memboundblobs.js", memboundBlobsScript))
+	require.Equal(t, 0, res.Code, res)
+	lines := strings.Split(strings.TrimSpace(res.Stdout), "\n")
+	require.Len(t, lines, 4, res)
+	assert.Equal(t, "accepted several wrong 0", lines[0])
+	assert.Equal(t, "TrackerMemoryFullError", lines[1])
+	assert.Contains(t, lines[2], "riot.run: uploading 1 blobs:")
+	assert.Contains(t, lines[2], "tracker: memory full: blob-")
+	assert.Contains(t, lines[2], "of blob HASH refused: the tracker holds ")
+	assert.Contains(t, lines[2], "for workunits (records, specs of waiting and running work, results and errors) and ")
+	assert.Contains(t, lines[2], "past its --max-memory of 4194304 bytes (4.0 MiB)")
+	assert.Contains(t, lines[2], "raise --max-memory, or run riotd with --data")
+	assert.Equal(t, "after small", lines[3])
+
+	m := dial(t, tr.Addr(), "master")
+	ctx := e2e.Context(t, e2e.DefaultWait)
+	_, err := m.PutBlob(ctx, []byte(strings.Repeat("q", 1<<20)))
+	require.ErrorIs(t, err, client.ErrMemoryFull)
+	assert.Contains(t, err.Error(), "past its --max-memory of 4194304 bytes (4.0 MiB)")
+
+	st := tr.WaitFor(t, func(s tracker.Status) bool { return s.RefusedBlobs >= 2 })
+	assert.Positive(t, st.Blobs)
+	assert.Greater(t, st.BlobBytes, int64(2<<20), "several blobs of 512 KiB held")
+	assert.LessOrEqual(t, st.HeldBytes, int64(limit), "the blobs and the workunits within --max-memory")
+	assert.GreaterOrEqual(t, st.HeldBytes, st.BlobBytes)
+}
+
+// memboundResultScript runs a workunit whose result (3 MiB) is over a
+// message, so that its worker uploads it as a blob, and one after it.
+const memboundResultScript = `
+async function main() {
+	try {
+		const r = await riot.run(() => new Uint8Array(3 << 20));
+		console.log('got', r.length);
+	} catch (e) {
+		console.log(e.name, e.kind);
+		console.log(e.message.replace(/[0-9a-f]{12}/g, 'HASH'));
+	}
+	console.log('after', await riot.run(() => 'small'));
+}
+main();
+`
+
+// TestE2E_MaxMemory_ResultBlob: a worker whose result riotd --memory
+// refuses to keep as a blob for its --max-memory fails that workunit with
+// an error that says so (result-limit, the worker's
+// TrackerMemoryFullError with riotd's message), rather than losing it;
+// the worker goes on with the next workunit.
+func TestE2E_MaxMemory_ResultBlob(t *testing.T) {
+	t.Parallel()
+	tr := bins.StartTracker(t, e2e.TrackerOptions{Args: []string{"--max-memory", "2MiB", "--max-frame-bytes", "1MiB"}})
+	bins.StartWorker(t, tr.Addr(), e2e.WorkerOptions{Name: "w", Slots: 1})
+	tr.WaitFor(t, workers(1))
+
+	res := bins.RunEval(t, "--tracker", tr.Addr(), writeScript(t, "memboundresult.js", memboundResultScript))
+	require.Equal(t, 0, res.Code, res)
+	lines := strings.Split(strings.TrimSpace(res.Stdout), "\n")
+	require.Len(t, lines, 3, res)
+	assert.Equal(t, "WorkunitError result-limit", lines[0])
+	assert.Contains(t, lines[1], "failed on worker w: TrackerMemoryFullError: result: 3145735 bytes (3.0 MiB), too large for a message, and the tracker refused to keep it as a blob")
+	assert.Contains(t, lines[1], "memory full: blob-write of blob HASH refused")
+	assert.Contains(t, lines[1], "past its --max-memory of 2097152 bytes (2.0 MiB)")
+	assert.Equal(t, "after small", lines[2])
+	st := tr.WaitFor(t, func(s tracker.Status) bool { return s.RefusedBlobs == 1 })
+	assert.Zero(t, st.Blobs, "nothing of the refused result kept")
+}

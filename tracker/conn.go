@@ -203,10 +203,12 @@ type conn struct {
 	// pieces (blob-write), by hash; and the buffer of the last frame read,
 	// for the next one, while the connection uploads (see reuse).
 	uploads map[blob.Hash]store.BlobWriter
-	// uploadSize is the size each upload's first piece gave.
-	uploadSize map[blob.Hash]uint64
-	rbuf       []byte
-	last       []byte // the frame read last
+	// uploadSize is the size each upload's first piece gave, and
+	// uploadReserved the bytes it holds of the memory bound (blobBound).
+	uploadSize     map[blob.Hash]uint64
+	uploadReserved map[blob.Hash]int64
+	rbuf           []byte
+	last           []byte // the frame read last
 }
 
 func newConn(s *Server, ws *websocket.Conn, remote string) *conn {
@@ -1042,6 +1044,13 @@ func (c *conn) blob(m wire.Msg) {
 				Message: fmt.Sprintf("tracker: blob-put: the data hashes to %s, not %s", sum, m.Hash)})
 			return
 		}
+		if n := int64(len(m.Data)); c.s.blobs.counts() && !c.has(m.Hash) {
+			if refusal := c.s.blobs.reserve("blob-put", m.Req, m.Hash, n); refusal != nil {
+				c.refuseBlob(refusal)
+				return
+			}
+			defer c.s.blobs.release(n) // once stored, the store counts it
+		}
 		if err := st.PutBlob(ctx, m.Hash, m.Data); err != nil {
 			c.storeFailed(m.Req, "blob-put", err)
 			return
@@ -1082,11 +1091,7 @@ const maxUploads = 64
 func (c *conn) blobWrite(m *wire.BlobWrite) {
 	lim := c.s.opts.Limits
 	refuse := func(code wire.Code, format string, args ...any) {
-		if w := c.uploads[m.Hash]; w != nil {
-			w.Abort()
-			delete(c.uploads, m.Hash)
-			delete(c.uploadSize, m.Hash)
-		}
+		c.dropUpload(m.Hash)
 		c.send(&wire.Error{Req: m.Req, Code: code, Message: fmt.Sprintf("tracker: blob-write: blob %s: ", m.Hash.Short()) + fmt.Sprintf(format, args...)})
 	}
 	if m.Size > uint64(lim.MaxBlobBytes) {
@@ -1099,9 +1104,7 @@ func (c *conn) blobWrite(m *wire.BlobWrite) {
 	}
 	w := c.uploads[m.Hash]
 	if m.Offset == 0 && w != nil {
-		w.Abort() // the client starts again
-		delete(c.uploads, m.Hash)
-		delete(c.uploadSize, m.Hash)
+		c.dropUpload(m.Hash) // the client starts again
 		w = nil
 	}
 	if w == nil {
@@ -1113,22 +1116,34 @@ func (c *conn) blobWrite(m *wire.BlobWrite) {
 			refuse(wire.CodeLimit, "%d uploads in progress on this connection already", len(c.uploads))
 			return
 		}
+		// The first piece gives the size: the whole blob is counted
+		// toward the memory bound now, before the store holds a byte.
+		var reserved int64
+		if c.s.blobs.counts() && !c.has(m.Hash) {
+			if refusal := c.s.blobs.reserve("blob-write", m.Req, m.Hash, int64(m.Size)); refusal != nil {
+				c.refuseBlob(refusal)
+				return
+			}
+			reserved = int64(m.Size)
+		}
 		var err error
 		if w, err = c.s.st.CreateBlob(c.s.baseCtx, m.Hash, int64(m.Size)); err != nil {
+			c.s.blobs.release(reserved)
 			c.storeFailed(m.Req, "blob-write", err)
 			return
 		}
 		if c.uploads == nil {
 			c.uploads = make(map[blob.Hash]store.BlobWriter)
 			c.uploadSize = make(map[blob.Hash]uint64)
+			c.uploadReserved = make(map[blob.Hash]int64)
 		}
 		c.uploads[m.Hash] = w
 		c.uploadSize[m.Hash] = m.Size
+		if reserved > 0 {
+			c.uploadReserved[m.Hash] = reserved
+		}
 	}
 	if size := c.uploadSize[m.Hash]; m.Size != size {
-		delete(c.uploads, m.Hash)
-		delete(c.uploadSize, m.Hash)
-		w.Abort()
 		refuse(wire.CodeInvalid, "a piece that gives a size of %d, after a first piece that gave %d (every piece gives the blob's size)", m.Size, size)
 		return
 	}
@@ -1137,17 +1152,15 @@ func (c *conn) blobWrite(m *wire.BlobWrite) {
 		return
 	}
 	if _, err := w.Write(m.Data); err != nil {
-		delete(c.uploads, m.Hash)
-		delete(c.uploadSize, m.Hash)
-		w.Abort()
+		c.dropUpload(m.Hash)
 		c.storeFailed(m.Req, "blob-write", err)
 		return
 	}
 	written := uint64(w.Written())
 	if written == m.Size {
-		delete(c.uploads, m.Hash)
-		delete(c.uploadSize, m.Hash)
-		if err := w.Commit(c.s.baseCtx); err != nil {
+		err := w.Commit(c.s.baseCtx)
+		c.dropUpload(m.Hash) // after Commit: the store counts the blob now
+		if err != nil {
 			if errors.Is(err, store.ErrBlobMismatch) {
 				c.send(&wire.Error{Req: m.Req, Code: wire.CodeInvalid, Message: "tracker: blob-write: " + err.Error()})
 				return
@@ -1230,11 +1243,34 @@ func (c *conn) putPiece(b []byte) {
 
 // abortUploads drops the uploads the connection left unfinished.
 func (c *conn) abortUploads() {
-	for h, w := range c.uploads {
-		w.Abort()
-		delete(c.uploads, h)
-		delete(c.uploadSize, h)
+	for h := range c.uploads {
+		c.dropUpload(h)
 	}
+}
+
+// dropUpload ends the connection's upload of blob h, if any: aborts it
+// (nothing after a Commit) and gives back its part of the memory bound.
+func (c *conn) dropUpload(h blob.Hash) {
+	if w := c.uploads[h]; w != nil {
+		w.Abort()
+	}
+	c.s.blobs.release(c.uploadReserved[h])
+	delete(c.uploads, h)
+	delete(c.uploadSize, h)
+	delete(c.uploadReserved, h)
+}
+
+// has reports whether the store holds blob h already: an upload of it
+// then needs no room. An error reads as no.
+func (c *conn) has(h blob.Hash) bool {
+	ok, err := c.s.st.HasBlob(c.s.baseCtx, h)
+	return err == nil && ok
+}
+
+// refuseBlob sends the memory bound's refusal of an upload, and logs it.
+func (c *conn) refuseBlob(e *wire.Error) {
+	c.s.log.Debug("blob upload refused: memory full", "conn", c.label(), "message", e.Message)
+	c.send(e)
 }
 
 func (c *conn) storeFailed(req uint64, op string, err error) {

@@ -136,6 +136,11 @@ func (l *loop) run() {
 			return
 		}
 		l.pump()
+		if l.s.blobs.counts() {
+			// Before flush: an upload that follows an answer sent now
+			// sees what the table holds with it.
+			l.s.blobs.setTable(l.tab.HeldBytes())
+		}
 		l.flush()
 		l.checkWaiters()
 	}
@@ -347,6 +352,8 @@ func (l *loop) frame(ib *inbound) {
 				Spec:    m.Spec,
 				Options: m.Options,
 				Watch:   m.Watch,
+
+				HeldElsewhere: l.s.blobs.elsewhere(),
 			})
 			if err != nil {
 				l.push(c, &wire.Error{Req: m.Req, Code: codeFor(err), Message: l.refusal(err, err.Error())})
@@ -436,6 +443,8 @@ func (l *loop) child(c *conn, key workunit.Key, m *wire.Child) {
 		Options: m.Options,
 		Watch:   m.Watch,
 		Parent:  &table.ParentLease{Worker: table.WorkerID(c.id), Token: table.Token(m.Token), Key: m.Parent},
+
+		HeldElsewhere: l.s.blobs.elsewhere(),
 	})
 	if err != nil {
 		if errors.Is(err, table.ErrNotHeld) {
@@ -470,9 +479,13 @@ func (l *loop) refusal(err error, other string) string {
 	if full.Records == 1 {
 		noun = "workunit"
 	}
-	return fmt.Sprintf("tracker: memory full: workunit %s refused: the tracker holds %s for %d %s (records, %s), "+
+	blobs := ""
+	if full.Elsewhere > 0 {
+		blobs = fmt.Sprintf(" and %s for blobs (large arguments, large results, modules: they stay until riotd restarts)", units.FormatBytes(full.Elsewhere))
+	}
+	return fmt.Sprintf("tracker: memory full: workunit %s refused: the tracker holds %s for %d %s (records, %s)%s, "+
 		"and this one needs %s more, past its --max-memory of %s. Nothing already accepted is dropped; to submit more, %s",
-		full.Key.Short(), units.FormatBytes(full.Held), full.Records, noun, what, units.FormatBytes(full.Need), units.FormatBytes(full.Limit), todo)
+		full.Key.Short(), units.FormatBytes(full.Held), full.Records, noun, what, blobs, units.FormatBytes(full.Need), units.FormatBytes(full.Limit), todo)
 }
 
 // codeFor returns the wire code of an error Step returned.
@@ -714,7 +727,7 @@ func (l *loop) workerName(id table.WorkerID) string {
 }
 
 func (l *loop) stats() Stats {
-	return Stats{
+	st := Stats{
 		Stats:       l.tab.Stats(),
 		Connections: len(l.conns),
 		Masters:     l.masters,
@@ -728,6 +741,9 @@ func (l *loop) stats() Stats {
 
 		RefusedMemory: l.refusedMemory,
 	}
+	st.BlobBytes, st.Blobs = l.s.blobs.blobs()
+	st.RefusedBlobs = l.s.blobs.refused.Load()
+	return st
 }
 
 func (l *loop) addWaiter(w *waiter) { l.waiters = append(l.waiters, w) }

@@ -158,8 +158,10 @@ type Options struct {
 	// the specs of waiting and running ones, the results of done ones
 	// that are not in the store (all of them without a durable store;
 	// with one, only those not written yet) and the errors of failed
-	// ones. The value cache (ValueCache), connection queues and blobs are
-	// bounded apart. A submission of a new workunit that would pass it
+	// ones; with a store that keeps its blobs in memory (no durable
+	// store), the blobs it holds too (an upload that would pass it is
+	// refused the same way). The value cache (ValueCache), connection
+	// queues and blobs in files are bounded apart. A submission of a new workunit that would pass it
 	// is refused with wire.CodeMemoryFull (wire.ErrMemoryFull) and a
 	// message that says how much is held and what to do; nothing of it
 	// is stored. Submissions that join open work or are answered from a

@@ -54,6 +54,7 @@ type Server struct {
 	st      store.Store // the store: the loop's persister writes each Ready's records
 	durable bool        // records are written (false: memory mode)
 	values  *valueCache // with durable: the results kept in memory (the store has them all)
+	blobs   *blobBound  // a Memory store's blobs, counted toward MaxMemory
 	pieces  sync.Pool   // of *[]byte: buffers of blob-part data, back once written
 	// writeBufs holds the websockets' write buffers between frames.
 	writeBufs sync.Pool
@@ -200,6 +201,7 @@ func New(opts Options) (*Server, error) {
 		st = store.NewMemory()
 	}
 	s.st = st
+	s.blobs = newBlobBound(o.MaxMemory, st)
 	if s.durable {
 		s.values = newValueCache(o.ValueCache)
 	}

@@ -38,8 +38,17 @@ type Stats struct {
 	// persists) and Records the records they wrote.
 	StoreErrors, Commits, Records uint64
 	// RefusedMemory counts the submissions of new workunits refused since
-	// the start because the table held Options.MaxMemory (Stats.Bytes).
+	// the start because the table held Options.MaxMemory (Stats.Bytes,
+	// with BlobBytes).
 	RefusedMemory uint64
+	// BlobBytes and Blobs are the bytes and number of the blobs the
+	// tracker holds in memory (a store without a data directory): they
+	// count toward Options.MaxMemory with the table's bytes. 0 with a
+	// durable store, which keeps its blobs in files. RefusedBlobs counts
+	// the blob uploads refused since the start for Options.MaxMemory.
+	BlobBytes    int64
+	Blobs        int
+	RefusedBlobs uint64
 }
 
 // Status is the tracker's state at a glance, as GET /status gives it (in
@@ -73,11 +82,18 @@ type Status struct {
 	KeepResultsSeconds float64 `json:"keep_results_seconds"`
 	// HeldBytes is what --max-memory bounds: what the tracker holds in
 	// memory for its workunits (about 160 bytes each, specs, results not
-	// in the store, errors); MaxMemoryBytes the bound (0: none), and
-	// RefusedMemory the submissions it refused since the start.
+	// in the store, errors) and, with --memory, for blobs (BlobBytes of
+	// it); MaxMemoryBytes the bound (0: none), and RefusedMemory the
+	// submissions it refused since the start. BlobBytes and Blobs are the
+	// blobs held in memory (large arguments and results, modules; none
+	// with --data, whose blobs are in files), RefusedBlobs the uploads
+	// refused for the bound.
 	HeldBytes      int64  `json:"held_bytes"`
 	MaxMemoryBytes int64  `json:"max_memory_bytes"`
 	RefusedMemory  uint64 `json:"refused_memory"`
+	BlobBytes      int64  `json:"blob_bytes"`
+	Blobs          int    `json:"blobs"`
+	RefusedBlobs   uint64 `json:"refused_blobs"`
 	// FinishedPerSecond is the rate of results and errors over the last
 	// ten seconds.
 	FinishedPerSecond float64        `json:"finished_per_second"`
@@ -167,6 +183,9 @@ func (l *loop) status() Status {
 	st.Forgotten, st.KeepResultsSeconds = ts.Forgotten, l.s.opts.KeepResults.Seconds()
 	st.Submitted, st.Completed, st.Failed, st.Canceled = l.submitted, l.completed, l.failed, l.canceled
 	st.HeldBytes, st.MaxMemoryBytes, st.RefusedMemory = ts.Bytes, int64(l.s.opts.MaxMemory), l.refusedMemory
+	st.BlobBytes, st.Blobs = l.s.blobs.blobs()
+	st.HeldBytes += st.BlobBytes
+	st.RefusedBlobs = l.s.blobs.refused.Load()
 	st.FinishedPerSecond = l.rate.perSecond()
 	st.Workers = []WorkerStatus{}
 	st.Masters = []ConnStatus{}
@@ -367,6 +386,10 @@ func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "memory for workunits: %s held of --max-memory %s; %d submissions refused\n",
 			units.FormatBytes(st.HeldBytes), units.FormatBytes(st.MaxMemoryBytes), st.RefusedMemory)
 	}
+	if st.Blobs > 0 || st.RefusedBlobs > 0 {
+		fmt.Fprintf(w, "blobs in memory: %d, %s (counted in --max-memory when set); %d uploads refused\n",
+			st.Blobs, units.FormatBytes(st.BlobBytes), st.RefusedBlobs)
+	}
 	fmt.Fprintf(w, "workers: %d\n", len(st.Workers))
 	for _, wk := range st.Workers {
 		fmt.Fprintf(w, "  %-24s running %d of %d slots, %d prefetched (up to %d), %d GPUs, %s\n",
@@ -442,6 +465,7 @@ type collector struct {
 	records, frames, messages, bytes, dropped            *prometheus.Desc
 	authFailures, forbidden, refusedFull                 *prometheus.Desc
 	heldBytes, refusedMemory                             *prometheus.Desc
+	blobBytes, blobs, refusedBlobs                       *prometheus.Desc
 	jobs, jobWorkunits                                   *prometheus.Desc
 }
 
@@ -473,7 +497,10 @@ func newCollector(s *Server) *collector {
 		forbidden:   desc("requests_forbidden_total", "Requests refused because the connection's token does not allow them."),
 		refusedFull: desc("connections_refused_full_total", "Connections refused because the tracker was full (--max-conns, --max-handshakes)."),
 		heldBytes: desc("held_bytes",
-			"Bytes the tracker holds in memory for workunits, as --max-memory counts them: about 160 a workunit, specs, results not in the store, errors."),
+			"Bytes the tracker holds in memory for workunits, as --max-memory counts them: about 160 a workunit, specs, results not in the store, errors, and (with --memory) blobs."),
+		blobBytes:     desc("blob_bytes", "Bytes of the blobs the tracker holds in memory (with --memory; with --data blobs are in files): part of riot_held_bytes."),
+		blobs:         desc("blobs", "Blobs the tracker holds in memory (with --memory)."),
+		refusedBlobs:  desc("blobs_refused_memory_total", "Blob uploads refused because the tracker held --max-memory."),
 		refusedMemory: desc("submissions_refused_memory_total", "Submissions of new workunits refused because the tracker held --max-memory."),
 		jobs:          desc("jobs", "Jobs the tracker knows, by state: running (their master is connected) or ended (in the last hour).", "state"),
 		jobWorkunits: desc("job_workunits", "The workunits of each running job, by its id and status (from_memory: answered at once from earlier results); GET /api/v1/jobs names the ids.",
@@ -486,7 +513,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.workunits, c.workers, c.masters, c.conns, c.leases,
 		c.watches, c.submitted, c.finished, c.discarded, c.storeErrors, c.commits, c.records,
 		c.frames, c.messages, c.bytes, c.dropped, c.authFailures, c.forbidden, c.refusedFull, c.forgotten,
-		c.heldBytes, c.refusedMemory,
+		c.heldBytes, c.refusedMemory, c.blobBytes, c.blobs, c.refusedBlobs,
 		c.jobs, c.jobWorkunits} {
 		ch <- d
 	}
@@ -535,7 +562,10 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	counter(c.authFailures, ioc.authFailures.Load())
 	counter(c.forbidden, ioc.forbidden.Load())
 	counter(c.refusedFull, ioc.refusedFull.Load())
-	gauge(c.heldBytes, float64(st.Bytes))
+	gauge(c.heldBytes, float64(st.Bytes+st.BlobBytes))
+	gauge(c.blobBytes, float64(st.BlobBytes))
+	gauge(c.blobs, float64(st.Blobs))
+	counter(c.refusedBlobs, st.RefusedBlobs)
 	counter(c.refusedMemory, st.RefusedMemory)
 	var jobs []JobInfo
 	if c.s.do(ctx, func(l *loop) { jobs = l.jobInfos(reader{all: true}) }) != nil {

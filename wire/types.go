@@ -261,7 +261,10 @@ const (
 	// Child), the tracker holds as much for workunits as its memory bound
 	// (riotd --max-memory) allows, and refused the new workunit: nothing
 	// was stored. Work already accepted is kept and served; a submission
-	// may succeed once results are forgotten or the bound is raised.
+	// may succeed once results are forgotten or the bound is raised. In an
+	// Error answering a BlobPut or a BlobWrite's first piece, a tracker
+	// that keeps its blobs in memory (riotd --memory) refused a blob that
+	// would pass that bound, its workunits' bytes and its blobs' together.
 	// Unlike CodeFull, which refuses a connection, the connection stays
 	// open. Clients that do not know the code treat it as final.
 	CodeMemoryFull Code = 13

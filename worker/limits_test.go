@@ -105,3 +105,31 @@ func TestWorker_LargeTypedResult_FromItsBuffer(t *testing.T) {
 		assert.Equal(t, want, got, src)
 	}
 }
+
+// TestWorker_ResultMemoryFull: a result uploaded as a blob to a tracker
+// whose blobs in memory would pass its --max-memory fails its workunit
+// with an error that says so (TrackerMemoryFullError, result-limit), not
+// an internal error, and nothing is lost: the master gets the error, and
+// the worker goes on.
+func TestWorker_ResultMemoryFull(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t, trackertest.WithOptions(func(o *tracker.Options) {
+		o.Limits.MaxFrameBytes, o.MaxMemory = 1<<20, 2<<20
+	}))
+	start(t, tr.Addr(), worker.Options{Name: "w", Slots: 1})
+	m := master(t, tr.Addr())
+	ctx := ctxFor(t)
+	out, err := m.Submit(eval("'x'.repeat(3 << 20)"), workunit.Options{}).Wait(ctx)
+	var werr *workunit.Error
+	require.ErrorAs(t, err, &werr)
+	assert.Equal(t, workunit.ResultLimit, werr.Kind)
+	assert.Equal(t, "TrackerMemoryFullError", werr.Name)
+	assert.Contains(t, werr.Message, "the tracker refused to keep it as a blob")
+	assert.Contains(t, werr.Message, "memory full")
+	assert.Contains(t, werr.Message, "past its --max-memory of 2097152 bytes (2.0 MiB)")
+	assert.Equal(t, "w", out.Worker)
+
+	out, err = m.Submit(eval("'still here'"), workunit.Options{}).Wait(ctx)
+	require.NoError(t, err)
+	assert.Equal(t, "w", out.Worker)
+}

@@ -754,6 +754,13 @@ func (w *worker) resultBlobParts(ctx context.Context, parts blob.Parts) ([]byte,
 			Message: fmt.Sprintf("result: %s, over the tracker's limit on a value of %s (riotd --max-blob-bytes)",
 				units.FormatBytes(int64(size)), units.FormatSize(uint64(le.Limit)))}
 	}
+	if errors.Is(err, wire.ErrMemoryFull) {
+		// The tracker keeps its blobs in memory (riotd --memory) and holds
+		// its --max-memory: the workunit fails, saying so, rather than
+		// its result being lost.
+		return nil, &workunit.Error{Kind: workunit.ResultLimit, Name: "TrackerMemoryFullError",
+			Message: fmt.Sprintf("result: %s, too large for a message, and the tracker refused to keep it as a blob: %v", units.FormatBytes(int64(size)), err)}
+	}
 	return nil, &workunit.Error{Kind: workunit.Internal, Name: "Error",
 		Message: fmt.Sprintf("result: %s: uploading it as a blob failed: %v", units.FormatBytes(int64(size)), err)}
 }

@@ -546,7 +546,11 @@ func (m *master) submitN(op string, c Conn, n int, spec func(i int) *workunit.Sp
 		// No script code runs until this returns: the buffers whose bytes
 		// go by reference stay as they were hashed (blobBytes checked).
 		if err := c.EnsureBlobParts(m.ctx, need); err != nil {
-			m.sb.Throw("Error", "%s: uploading %d blobs: %v", op, len(need), err)
+			name := "Error"
+			if errors.Is(err, wire.ErrMemoryFull) {
+				name = "TrackerMemoryFullError" // as for a refused submission: a script can tell it apart
+			}
+			m.sb.Throw(name, "%s: uploading %d blobs: %v", op, len(need), err)
 		}
 		dropped := 0
 		for h, data := range need {

@@ -19,11 +19,13 @@ import (
 //
 // A Memory is safe for concurrent use.
 type Memory struct {
-	mu     sync.Mutex
-	recs   map[uint64]table.Record // by ID
-	blobs  map[blob.Hash]memBlob
-	jobs   map[string]Job
-	closed bool
+	mu    sync.Mutex
+	recs  map[uint64]table.Record // by ID
+	blobs map[blob.Hash]memBlob
+	// blobBytes is the sum of the sizes of blobs: what BlobBytes reports.
+	blobBytes int64
+	jobs      map[string]Job
+	closed    bool
 }
 
 // NewMemory returns an empty Memory store.
@@ -133,9 +135,26 @@ func (m *Memory) PutBlob(ctx context.Context, h blob.Hash, data []byte) error {
 	}
 	defer m.mu.Unlock()
 	if _, ok := m.blobs[h]; !ok {
-		m.blobs[h] = wholeBlob(bytes.Clone(data))
+		m.addBlobLocked(h, wholeBlob(bytes.Clone(data)))
 	}
 	return nil
+}
+
+// addBlobLocked keeps b as blob h, which the store does not hold, and
+// counts its bytes; m.mu is held.
+func (m *Memory) addBlobLocked(h blob.Hash, b memBlob) {
+	m.blobs[h] = b
+	m.blobBytes += b.size
+}
+
+// BlobBytes returns the bytes of the blobs the store holds, all in memory,
+// and their number. A tracker counts them toward its memory bound (riotd
+// --memory --max-memory); a blob being uploaded in pieces counts once it
+// is committed.
+func (m *Memory) BlobBytes() (bytes int64, blobs int) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.blobBytes, len(m.blobs)
 }
 
 // GetBlob implements Store.

@@ -268,7 +268,7 @@ func (w *memWriter) Commit(ctx context.Context) error {
 		if chunks == nil {
 			chunks = [][]byte{{}}
 		}
-		w.m.blobs[w.h] = memBlob{chunks: chunks, size: w.size}
+		w.m.addBlobLocked(w.h, memBlob{chunks: chunks, size: w.size})
 	}
 	return nil
 }

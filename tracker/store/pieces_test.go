@@ -212,3 +212,55 @@ func TestMemory_CreateBlob_Empty(t *testing.T) {
 	assert.Zero(t, size)
 	assert.Zero(t, n)
 }
+
+// TestMemory_BlobBytes: a Memory store counts the bytes of the blobs it
+// holds, put whole or committed from pieces, each blob once however often
+// it is stored; an upload counts only once committed, and an aborted or
+// mismatched one never.
+func TestMemory_BlobBytes(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m := NewMemory()
+	n, count := m.BlobBytes()
+	assert.Zero(t, n)
+	assert.Zero(t, count)
+
+	a := bytes.Repeat([]byte("a"), 1000)
+	require.NoError(t, m.PutBlob(ctx, blob.Sum(a), a))
+	require.NoError(t, m.PutBlob(ctx, blob.Sum(a), a), "stored again: counted once")
+	n, count = m.BlobBytes()
+	assert.Equal(t, int64(1000), n)
+	assert.Equal(t, 1, count)
+
+	b := make([]byte, memChunk+300)
+	w, err := m.CreateBlob(ctx, blob.Sum(b), int64(len(b)))
+	require.NoError(t, err)
+	_, err = w.Write(b)
+	require.NoError(t, err)
+	n, _ = m.BlobBytes()
+	assert.Equal(t, int64(1000), n, "not committed yet: not counted")
+	require.NoError(t, w.Commit(ctx))
+	n, count = m.BlobBytes()
+	assert.Equal(t, int64(1000+len(b)), n)
+	assert.Equal(t, 2, count)
+
+	w, err = m.CreateBlob(ctx, blob.Sum(a), int64(len(a)))
+	require.NoError(t, err)
+	_, err = w.Write(a)
+	require.NoError(t, err)
+	require.NoError(t, w.Commit(ctx), "a blob held already")
+	c := []byte("ccc")
+	w, err = m.CreateBlob(ctx, blob.Sum(c), 3)
+	require.NoError(t, err)
+	_, err = w.Write(c)
+	require.NoError(t, err)
+	w.Abort()
+	w, err = m.CreateBlob(ctx, blob.Hash{9}, 3)
+	require.NoError(t, err)
+	_, err = w.Write(c)
+	require.NoError(t, err)
+	require.ErrorIs(t, w.Commit(ctx), ErrBlobMismatch)
+	n, count = m.BlobBytes()
+	assert.Equal(t, int64(1000+len(b)), n, "neither a second copy, an aborted upload nor a mismatch counts")
+	assert.Equal(t, 2, count)
+}

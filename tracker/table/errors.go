@@ -54,6 +54,10 @@ type FullError struct {
 	// submission would add (its spec, and a record if it is new), Limit
 	// Config.MaxBytes.
 	Held, Need, Limit int64
+	// Elsewhere is what the submission said the tracker holds outside
+	// the table (Submit.HeldElsewhere): Held, Elsewhere and Need pass
+	// Limit.
+	Elsewhere int64
 	// Records is the number of records the table holds.
 	Records int
 }
@@ -62,8 +66,12 @@ type FullError struct {
 // table holds 1048000 bytes for 5000 workunits, and 300 more would pass
 // its bound of 1048576".
 func (e *FullError) Error() string {
-	return fmt.Sprintf("%v: submit %s: the table holds %d bytes for %d workunits, and %d more would pass its bound of %d",
-		ErrFull, e.Key.Short(), e.Held, e.Records, e.Need, e.Limit)
+	elsewhere := ""
+	if e.Elsewhere > 0 {
+		elsewhere = fmt.Sprintf(" (and %d held elsewhere)", e.Elsewhere)
+	}
+	return fmt.Sprintf("%v: submit %s: the table holds %d bytes for %d workunits%s, and %d more would pass its bound of %d",
+		ErrFull, e.Key.Short(), e.Held, e.Records, elsewhere, e.Need, e.Limit)
 }
 
 // Unwrap returns ErrFull.

@@ -81,6 +81,12 @@ type Submit struct {
 	// the event gives. The table remembers the child with its parent's
 	// run, so that canceling the parent cancels it (see Cancel).
 	Parent *ParentLease
+	// HeldElsewhere is what the tracker holds outside the table that
+	// counts toward Config.MaxBytes with the table's bytes (a Memory
+	// store's blobs): a submission that becomes waiting is refused when
+	// the table's bytes, HeldElsewhere and its own pass MaxBytes. The
+	// table keeps nothing of it.
+	HeldElsewhere int64
 }
 
 // ParentLease names the lease of a running workunit that submits a

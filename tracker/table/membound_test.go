@@ -80,3 +80,33 @@ func TestTable_MaxBytes_ResultsInStore(t *testing.T) {
 	drain(t, tab)
 	assert.Equal(t, table.RecordBytes, tab.Stats().Bytes, "once written, the store holds it")
 }
+
+// TestTable_MaxBytes_HeldElsewhere: what a submission says the tracker
+// holds outside the table (a Memory store's blobs) counts with the
+// table's bytes: a new workunit that fits the table alone is refused, the
+// FullError says how much is held elsewhere, and the table keeps nothing
+// of it (the next submission, holding nothing elsewhere, is accepted);
+// a join is still served.
+func TestTable_MaxBytes_HeldElsewhere(t *testing.T) {
+	t.Parallel()
+	spec := make([]byte, 100)
+	one := table.RecordBytes + int64(len(spec))
+	limit := 3 * one
+	tab := table.New(table.Config{MaxBytes: limit})
+	step(t, tab, table.Submit{Master: 1, Key: key(1), Spec: spec, HeldElsewhere: one})
+	drain(t, tab)
+
+	err := tab.Step(table.Submit{Master: 1, Key: key(2), Spec: spec, HeldElsewhere: one + 1})
+	var full *table.FullError
+	require.ErrorAs(t, err, &full)
+	assert.Equal(t, table.FullError{Key: key(2), Held: one, Need: one, Limit: limit, Elsewhere: one + 1, Records: 1}, *full)
+	assert.Contains(t, err.Error(), "(and 261 held elsewhere)")
+	assert.False(t, tab.HasReady(), "a refusal changes nothing")
+	assert.Equal(t, one, tab.HeldBytes(), "what is held elsewhere is not the table's")
+
+	step(t, tab, table.Submit{Master: 2, Key: key(1), Spec: spec, HeldElsewhere: limit}) // a join
+	step(t, tab, table.Submit{Master: 1, Key: key(2), Spec: spec, HeldElsewhere: one})
+	drain(t, tab)
+	assert.Equal(t, 2*one, tab.HeldBytes())
+	assert.Equal(t, tab.Stats().Bytes, tab.HeldBytes())
+}

@@ -666,6 +666,10 @@ func errBytes(e *workunit.Error) int64 {
 	return int64(len(e.Name) + len(e.Message) + len(e.Stack) + len(e.Value))
 }
 
+// HeldBytes returns what Stats.Bytes counts, without the rest of Stats:
+// cheap enough to call after every round of events.
+func (t *Table) HeldBytes() int64 { return t.heldBytes() }
+
 // heldBytes returns what Stats.Bytes counts.
 func (t *Table) heldBytes() int64 {
 	return t.dataBytes + RecordBytes*int64(t.records())
@@ -681,7 +685,8 @@ func (t *Table) records() int {
 }
 
 // checkBytes refuses a submission that would make the table hold more
-// than Config.MaxBytes: its spec, and a record when it makes one (fresh).
+// than Config.MaxBytes: its spec, and a record when it makes one (fresh),
+// with what the tracker holds elsewhere (e.HeldElsewhere).
 func (t *Table) checkBytes(e *Submit, fresh bool) error {
 	limit := t.cfg.MaxBytes
 	if limit <= 0 {
@@ -691,8 +696,8 @@ func (t *Table) checkBytes(e *Submit, fresh bool) error {
 	if fresh {
 		need += RecordBytes
 	}
-	if held := t.heldBytes(); held+need > limit {
-		return &FullError{Key: e.Key, Held: held, Need: need, Limit: limit, Records: t.records()}
+	if held := t.heldBytes(); held+max(e.HeldElsewhere, 0)+need > limit {
+		return &FullError{Key: e.Key, Held: held, Need: need, Limit: limit, Elsewhere: max(e.HeldElsewhere, 0), Records: t.records()}
 	}
 	return nil
 }
