@@ -52,7 +52,7 @@ func TestReplicas_AddAndRemove_WhileServing(t *testing.T) {
 	t.Cleanup(rs.Close)
 	leader, err := rs.WaitLeader(ctx, -1)
 	require.NoError(t, err)
-	bins.StartWorker(t, rs.Addrs(), e2e.WorkerOptions{Name: "w1", Slots: 2})
+	w1 := bins.StartWorker(t, rs.Addrs(), e2e.WorkerOptions{Name: "w1", Slots: 2})
 	first := bins.RunEval(t, "--tracker", rs.Addrs(), "-e", "riot.forWork([1, 2, 3], (x) => x * 10)")
 	require.Equal(t, 0, first.Code, first.String())
 
@@ -83,6 +83,12 @@ func TestReplicas_AddAndRemove_WhileServing(t *testing.T) {
 		return nil
 	})
 	require.NoError(t, err)
+
+	// The operator gives the workers the new replica's address too (a
+	// client follows a redirect only to an address it was given, and the
+	// new one may lead after the kill below).
+	w1.Close()
+	bins.StartWorker(t, rs.Addrs(), e2e.WorkerOptions{Name: "w2", Slots: 2})
 
 	// Remove a follower (not the new one).
 	gone := (leader + 1) % 3
