@@ -30,7 +30,9 @@ const (
 	// cmdStage and cmdCommit carry a command too large for one log entry
 	// (see maxEntryBytes) in pieces: each cmdStage (a stage ID, 8 bytes,
 	// then a piece) appends its piece to the stage; cmdCommit (the stage
-	// ID) applies the stage's bytes as one command, and drops it.
+	// ID, then the command's size, 8 bytes) applies the stage's bytes as
+	// one command, and drops it; a stage of another size (a piece that
+	// never reached the log) applies nothing.
 	cmdStage  byte = 'S'
 	cmdCommit byte = 'C'
 	// cmdTermed wraps one of the above with the Raft term of the tracker
@@ -220,6 +222,14 @@ func (f *fsm) apply(l *raft.Log, data []byte) any {
 			// an answer to its writer only.
 			f.applied.Store(l.Index)
 			return fmt.Errorf("replica: log entry %d commits stage %x, which has no pieces", l.Index, id)
+		}
+		// A commit without the size (8 bytes of ID only) is of a riotd
+		// before the size was written.
+		if len(data) >= 1+16 {
+			if want := binary.BigEndian.Uint64(data[9:17]); uint64(len(cmd)) != want {
+				f.applied.Store(l.Index)
+				return fmt.Errorf("replica: log entry %d commits stage %x of %d bytes, not %d: a piece is missing (raft did not take it)", l.Index, id, len(cmd), want)
+			}
 		}
 		return f.apply(l, cmd)
 	default:

@@ -148,3 +148,48 @@ func TestFSM_Stage_SnapshotKeepsIt_NewTermDropsIt(t *testing.T) {
 		t.Fatalf("commit of a dropped stage: %v", r)
 	}
 }
+
+// TestFSM_Stage_PieceMissing_CommitRefused: raft.Apply can fail for one
+// piece (ErrEnqueueTimeout, ErrLeadershipTransferInProgress) and take the
+// next ones and the commit: the commit, which says the command's size,
+// applies nothing and answers an error, on every replica alike, rather
+// than apply what is left of the command (or stop every replica on it).
+func TestFSM_Stage_PieceMissing_CommitRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	log := slog.New(slog.DiscardHandler)
+	f, err := openFSM(ctx, filepath.Join(t.TempDir(), "state"), log, func(err error) { t.Errorf("fatal: %v", err) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.close()
+	batch := bigBatch(3, 100)
+	cmd := append(binary.BigEndian.AppendUint64([]byte{cmdTermed}, 3), cmdRecords)
+	cmd = append(cmd, store.EncodeBatch(batch)...)
+	third := len(cmd) / 3
+	id := uint64(3)<<32 | 1
+	if r := f.Apply(stageEntry(10, 3, id, cmdStage, cmd[:third])); r != nil {
+		t.Fatal(r)
+	}
+	// cmd[third:2*third] never reached the log.
+	if r := f.Apply(stageEntry(11, 3, id, cmdStage, cmd[2*third:])); r != nil {
+		t.Fatal(r)
+	}
+	r := f.Apply(stageEntry(12, 3, id, cmdCommit, binary.BigEndian.AppendUint64(nil, uint64(len(cmd)))))
+	if err, ok := r.(error); !ok || !strings.Contains(err.Error(), "missing") {
+		t.Errorf("commit of a stage with a piece missing: %v", r)
+	}
+	var recs []table.Record
+	if err := f.use(func(b *store.Bolt) error { recs, err = b.Load(ctx); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 0 {
+		t.Errorf("%d records applied from a stage with a piece missing", len(recs))
+	}
+	if len(f.stages) != 0 {
+		t.Errorf("the stage is kept after its commit: %d", len(f.stages))
+	}
+	if got := f.Applied(); got != 12 {
+		t.Errorf("applied index %d, want 12", got)
+	}
+}

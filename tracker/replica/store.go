@@ -149,7 +149,10 @@ func (s *Store) apply(ctx context.Context, op string, cmd []byte) error {
 	}
 	// A command past maxEntryBytes goes as pieces of a stage and a commit
 	// (cmdStage, cmdCommit), entries raft writes in this order; only the
-	// commit's answer says whether the command applied.
+	// commit's answer says whether the command applied. The commit says
+	// the command's size: raft.Apply may fail for one piece
+	// (ErrEnqueueTimeout, ErrLeadershipTransferInProgress) and take the
+	// next ones, and then the commit applies nothing.
 	var pieces []raft.ApplyFuture
 	if len(cmd) > maxEntryBytes {
 		id := s.term<<32 | s.fsm.stageSeq.Add(1)&(1<<32-1)
@@ -159,7 +162,8 @@ func (s *Store) apply(ctx context.Context, op string, cmd []byte) error {
 			pieces = append(pieces, s.r.Apply(append(piece, rest[:n]...), timeout))
 			rest = rest[n:]
 		}
-		cmd = binary.BigEndian.AppendUint64(s.command(cmdCommit, 8), id)
+		commit := binary.BigEndian.AppendUint64(s.command(cmdCommit, 16), id)
+		cmd = binary.BigEndian.AppendUint64(commit, uint64(len(cmd)))
 	}
 	f := s.r.Apply(cmd, timeout)
 	done := make(chan error, 1)
