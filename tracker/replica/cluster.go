@@ -39,7 +39,13 @@ func (rp *Replica) replicas(ctx context.Context) []tracker.ReplicaStatus {
 		if s.ID == raft.ServerID(rp.cfg.ID) {
 			continue
 		}
-		st := tracker.ReplicaStatus{ID: string(s.ID), Client: clients[s.ID], Raft: string(s.Address), Voter: s.Suffrage == raft.Voter}
+		// The log's client address first (a replica added while the
+		// cluster serves is in no --peers), as leaderClient.
+		client := rp.node.fsm.peerClient(string(s.ID))
+		if client == "" {
+			client = clients[s.ID]
+		}
+		st := tracker.ReplicaStatus{ID: string(s.ID), Client: client, Raft: string(s.Address), Voter: s.Suffrage == raft.Voter}
 		if err := rp.queryReplica(ctx, &st); err != nil {
 			st.State, st.Error = "unreachable", err.Error()
 		}
