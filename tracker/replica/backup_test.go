@@ -1,8 +1,12 @@
 package replica
 
 import (
+	"bufio"
+	"bytes"
+	"context"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +14,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/riot-go/riot/tracker/store"
 	"github.com/riot-go/riot/workunit"
 )
 
@@ -158,4 +163,54 @@ func TestBackup_RestoreRefuses(t *testing.T) {
 	}
 	c.waitApplied(ctx, 0, c.nodes[l].fsm.Applied())
 	wantSame(t, "node 0 after the refusals", c.localLoad(0), batchOf(1, 5, workunit.StatusWaiting))
+}
+
+// TestBackup_CopyDropsStages: a backup taken while a command was staged
+// in pieces starts the new cluster without that stage: its writer, of the
+// old cluster, never commits it, and the new cluster's terms start again
+// at 1, so that it would outlive every term below the old one's (held in
+// memory and in every snapshot), and a stage ID of the new cluster in
+// that term would add its pieces to it.
+func TestBackup_CopyDropsStages(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	log := slog.New(slog.DiscardHandler)
+	f, err := openFSM(ctx, filepath.Join(t.TempDir(), "state"), log, func(err error) { t.Errorf("fatal: %v", err) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.close()
+	if r := f.Apply(&raft.Log{Index: 9, Term: 7, Type: raft.LogCommand, Data: append([]byte{cmdRecords}, store.EncodeBatch(batchOf(1, 3, workunit.StatusWaiting))...)}); r != nil {
+		t.Fatal(r)
+	}
+	if r := f.Apply(stageEntry(10, 7, 7<<32|1, cmdStage, []byte("the first piece of a command"))); r != nil {
+		t.Fatal(r)
+	}
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sink bufferSink
+	if err := snap.Persist(&sink); err != nil {
+		t.Fatal(err)
+	}
+	snap.Release()
+
+	var restored bytes.Buffer
+	if err := copyBackup(&restored, bytes.NewReader(sink.Bytes())); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readSnapshot(bufio.NewReader(&restored), filepath.Join(t.TempDir(), "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.stages) != 0 {
+		t.Errorf("the new cluster's first snapshot has %d stages of the old one", len(got.stages))
+	}
+	if got.applied != 1 {
+		t.Errorf("applied index %d, want 1", got.applied)
+	}
+	if restored.Len() != 0 {
+		t.Errorf("%d bytes past the snapshot's end", restored.Len())
+	}
 }
