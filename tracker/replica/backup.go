@@ -49,13 +49,27 @@ func restoreBackup(path, raftDir string, stable raft.StableStore, logs raft.LogS
 	if has {
 		was, _ := os.ReadFile(marker)
 		if strings.TrimSpace(string(was)) == sum {
-			return nil // a restart of the replica restored from it
+			// A restart of the replica restored from it, or of one whose
+			// restore stopped after its snapshot: the term as below.
+			if term, err := stable.GetUint64(keyCurrentTerm); err == nil && term > 0 {
+				return nil
+			}
+			if err := stable.SetUint64(keyCurrentTerm, 1); err != nil {
+				return fmt.Errorf("replica: --raft-restore %s: %w", path, err)
+			}
+			return nil
 		}
 		return fmt.Errorf("replica: --raft-restore %s: %s already holds a replica's raft state, which a restore would replace: "+
 			"start the restored cluster on empty --data directories, or start this one without --raft-restore", path, raftDir)
 	}
 	if len(servers) == 0 {
 		return fmt.Errorf("replica: --raft-restore %s: a restored cluster is a new one: give its replicas in --peers, without --join", path)
+	}
+	// The backup is named before the snapshot is made: a restore that
+	// stops after it (a crash, a full disk) goes on at the next start
+	// with the same backup, not refused as another replica's state.
+	if err := os.WriteFile(marker, []byte(sum+"\n"), 0o600); err != nil {
+		return fmt.Errorf("replica: --raft-restore %s: %w", path, err)
 	}
 	fd, err := os.Open(path)
 	if err != nil {
@@ -75,14 +89,14 @@ func restoreBackup(path, raftDir string, stable raft.StableStore, logs raft.LogS
 		return fmt.Errorf("replica: --raft-restore %s: %w", path, err)
 	}
 	// As a bootstrap does: the term of the last entry is this replica's.
-	if err := stable.SetUint64([]byte("CurrentTerm"), 1); err != nil {
-		return fmt.Errorf("replica: --raft-restore %s: %w", path, err)
-	}
-	if err := os.WriteFile(marker, []byte(sum+"\n"), 0o600); err != nil {
+	if err := stable.SetUint64(keyCurrentTerm, 1); err != nil {
 		return fmt.Errorf("replica: --raft-restore %s: %w", path, err)
 	}
 	return nil
 }
+
+// keyCurrentTerm is raft's key of the current term in its stable store.
+var keyCurrentTerm = []byte("CurrentTerm")
 
 // copyBackup copies a backup into the new cluster's first snapshot. The
 // index of the last command applied that it records is the old

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -212,5 +213,59 @@ func TestBackup_CopyDropsStages(t *testing.T) {
 	}
 	if restored.Len() != 0 {
 		t.Errorf("%d bytes past the snapshot's end", restored.Len())
+	}
+}
+
+// failingTerm is a stable store whose SetUint64 fails while fail is set:
+// a restore that stops after its snapshot (a full disk, or a crash there).
+type failingTerm struct {
+	raft.StableStore
+	fail bool
+}
+
+func (s *failingTerm) SetUint64(key []byte, v uint64) error {
+	if s.fail {
+		return errors.New("the disk is full")
+	}
+	return s.StableStore.SetUint64(key, v)
+}
+
+// TestBackup_RestoreStoppedAfterItsSnapshot_RunsAgain: a restore that
+// stopped after it wrote the new cluster's first snapshot, before it
+// recorded the backup it started from, goes on when the replica starts
+// again with the same --raft-restore, rather than refuse that replica's
+// data directory for good as another replica's state.
+func TestBackup_RestoreStoppedAfterItsSnapshot_RunsAgain(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	old := newInmemCluster(t, 1, fastTiming)
+	l := old.leader(ctx)
+	if err := old.store(l).Apply(ctx, batchOf(1, 3, workunit.StatusWaiting)); err != nil {
+		t.Fatal(err)
+	}
+	path := backupOf(t, old, l)
+
+	raftDir := t.TempDir()
+	snaps, err := raft.NewFileSnapshotStore(raftDir, 2, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := raft.NewInmemStore()
+	stable := &failingTerm{StableStore: logs, fail: true}
+	addr, tr := raft.NewInmemTransport("")
+	servers := []raft.Server{{ID: "r0", Address: addr, Suffrage: raft.Voter}}
+	if err := restoreBackup(path, raftDir, stable, logs, snaps, tr, servers); err == nil {
+		t.Fatal("the restore did not fail")
+	}
+	stable.fail = false
+	if err := restoreBackup(path, raftDir, stable, logs, snaps, tr, servers); err != nil {
+		t.Fatalf("the same restore again: %v", err)
+	}
+	if term, err := logs.GetUint64([]byte("CurrentTerm")); err != nil || term != 1 {
+		t.Errorf("current term %d (%v), want 1", term, err)
+	}
+	list, err := snaps.List()
+	if err != nil || len(list) != 1 || list[0].Index != 1 {
+		t.Errorf("snapshots %+v (%v), want the backup's at index 1", list, err)
 	}
 }

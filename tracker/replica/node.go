@@ -152,6 +152,13 @@ func openNode(ctx context.Context, nc nodeConfig) (*node, error) {
 			return nil, fmt.Errorf("replica: raft state: %w", err)
 		}
 		if !has {
+			// A restore that stopped before its snapshot named its
+			// backup (see restoreBackup); this state is not from it.
+			if err := os.Remove(filepath.Join(raftDir, restoredName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				logs.Close()
+				f.close()
+				return nil, fmt.Errorf("replica: %w", err)
+			}
 			if err := raft.BootstrapCluster(conf, logs, logs, snaps, nc.trans, raft.Configuration{Servers: nc.bootstrap}); err != nil {
 				logs.Close()
 				f.close()
