@@ -226,7 +226,12 @@ func (f *fsm) apply(l *raft.Log, data []byte) any {
 		// A commit without the size (8 bytes of ID only) is of a riotd
 		// before the size was written.
 		if len(data) >= 1+16 {
-			if want := binary.BigEndian.Uint64(data[9:17]); uint64(len(cmd)) != want {
+			want := binary.BigEndian.Uint64(data[9:17])
+			if want == abortSize {
+				f.applied.Store(l.Index)
+				return fmt.Errorf("replica: log entry %d drops stage %x: its writer's raft did not take all of it", l.Index, id)
+			}
+			if uint64(len(cmd)) != want {
 				f.applied.Store(l.Index)
 				return fmt.Errorf("replica: log entry %d commits stage %x of %d bytes, not %d: a piece is missing (raft did not take it)", l.Index, id, len(cmd), want)
 			}
