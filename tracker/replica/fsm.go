@@ -35,6 +35,11 @@ const (
 	// never reached the log) applies nothing.
 	cmdStage  byte = 'S'
 	cmdCommit byte = 'C'
+	// cmdDrop (the stage ID) drops a stage without applying it: its
+	// writer's raft did not take all its pieces, or its commit. (A riotd
+	// that does not know it stops at it, as at any command it does not
+	// know: replicas are upgraded followers first.)
+	cmdDrop byte = 'D'
 	// cmdTermed wraps one of the above with the Raft term of the tracker
 	// that wrote it (8 bytes, big-endian): the command applies only if
 	// raft appended it in that term (see errStaleTerm).
@@ -202,7 +207,7 @@ func (f *fsm) apply(l *raft.Log, data []byte) any {
 		if err = json.Unmarshal(data[1:], &c); err == nil {
 			f.setPeer(c)
 		}
-	case len(data) > 0 && (data[0] == cmdStage || data[0] == cmdCommit):
+	case len(data) > 0 && (data[0] == cmdStage || data[0] == cmdCommit || data[0] == cmdDrop):
 		if len(data) < 1+8 {
 			return f.failed(l, errors.New("a staged command cut short"))
 		}
@@ -217,6 +222,10 @@ func (f *fsm) apply(l *raft.Log, data []byte) any {
 		}
 		cmd, ok := f.stages[id]
 		delete(f.stages, id)
+		if data[0] == cmdDrop {
+			f.applied.Store(l.Index)
+			return nil
+		}
 		if !ok {
 			// The same on every replica (snapshots keep the stages):
 			// an answer to its writer only.
@@ -226,12 +235,7 @@ func (f *fsm) apply(l *raft.Log, data []byte) any {
 		// A commit without the size (8 bytes of ID only) is of a riotd
 		// before the size was written.
 		if len(data) >= 1+16 {
-			want := binary.BigEndian.Uint64(data[9:17])
-			if want == abortSize {
-				f.applied.Store(l.Index)
-				return fmt.Errorf("replica: log entry %d drops stage %x: its writer's raft did not take all of it", l.Index, id)
-			}
-			if uint64(len(cmd)) != want {
+			if want := binary.BigEndian.Uint64(data[9:17]); uint64(len(cmd)) != want {
 				f.applied.Store(l.Index)
 				return fmt.Errorf("replica: log entry %d commits stage %x of %d bytes, not %d: a piece is missing (raft did not take it)", l.Index, id, len(cmd), want)
 			}

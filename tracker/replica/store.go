@@ -125,10 +125,6 @@ func newStore(r *raft.Raft, f *fsm, leader func() string, timeout time.Duration,
 // stalled.
 const maxEntryBytes = 1 << 20
 
-// abortSize is the size that a commit of a stage gives to drop it
-// without applying it (see Store.apply).
-const abortSize = 1<<64 - 1
-
 // command returns a command of kind with room for n bytes of payload,
 // to be appended: with the Store's term in front when it has one.
 func (s *Store) command(kind byte, n int) []byte {
@@ -203,12 +199,10 @@ func (s *Store) apply(ctx context.Context, op string, cmd []byte) error {
 		// this replica may still lead when it is over, and its tracker
 		// goes on: a store error. A piece or the commit that raft did not
 		// take: the pieces it took would be held on every replica until
-		// the next term, so a commit of a size no stage has drops them
-		// (best effort; after a commit that went through, it answers "no
-		// pieces").
+		// the next term, so a cmdDrop drops them (best effort; after a
+		// commit that went through, it drops nothing).
 		if pieces != nil {
-			abort := binary.BigEndian.AppendUint64(s.command(cmdCommit, 16), stageID)
-			s.r.Apply(binary.BigEndian.AppendUint64(abort, abortSize), timeout)
+			s.r.Apply(binary.BigEndian.AppendUint64(s.command(cmdDrop, 8), stageID), timeout)
 		}
 		return fmt.Errorf("replica: %s: %w (this replica still leads; the write may be tried again)", op, err)
 	}
