@@ -49,13 +49,27 @@ func restoreBackup(path, raftDir string, stable raft.StableStore, logs raft.LogS
 	if has {
 		was, _ := os.ReadFile(marker)
 		if strings.TrimSpace(string(was)) == sum {
-			return nil // a restart of the replica restored from it
+			// A restart of the replica restored from it, or of one whose
+			// restore stopped after its snapshot: the term as below.
+			if term, err := stable.GetUint64(keyCurrentTerm); err == nil && term > 0 {
+				return nil
+			}
+			if err := stable.SetUint64(keyCurrentTerm, 1); err != nil {
+				return fmt.Errorf("replica: --raft-restore %s: %w", path, err)
+			}
+			return nil
 		}
 		return fmt.Errorf("replica: --raft-restore %s: %s already holds a replica's raft state, which a restore would replace: "+
 			"start the restored cluster on empty --data directories, or start this one without --raft-restore", path, raftDir)
 	}
 	if len(servers) == 0 {
 		return fmt.Errorf("replica: --raft-restore %s: a restored cluster is a new one: give its replicas in --peers, without --join", path)
+	}
+	// The backup is named before the snapshot is made: a restore that
+	// stops after it (a crash, a full disk) goes on at the next start
+	// with the same backup, not refused as another replica's state.
+	if err := os.WriteFile(marker, []byte(sum+"\n"), 0o600); err != nil {
+		return fmt.Errorf("replica: --raft-restore %s: %w", path, err)
 	}
 	fd, err := os.Open(path)
 	if err != nil {
@@ -75,19 +89,24 @@ func restoreBackup(path, raftDir string, stable raft.StableStore, logs raft.LogS
 		return fmt.Errorf("replica: --raft-restore %s: %w", path, err)
 	}
 	// As a bootstrap does: the term of the last entry is this replica's.
-	if err := stable.SetUint64([]byte("CurrentTerm"), 1); err != nil {
-		return fmt.Errorf("replica: --raft-restore %s: %w", path, err)
-	}
-	if err := os.WriteFile(marker, []byte(sum+"\n"), 0o600); err != nil {
+	if err := stable.SetUint64(keyCurrentTerm, 1); err != nil {
 		return fmt.Errorf("replica: --raft-restore %s: %w", path, err)
 	}
 	return nil
 }
 
+// keyCurrentTerm is raft's key of the current term in its stable store.
+var keyCurrentTerm = []byte("CurrentTerm")
+
 // copyBackup copies a backup into the new cluster's first snapshot. The
 // index of the last command applied that it records is the old
 // cluster's; in the new one the snapshot is at index 1, which it records
-// instead (an older backup, without the index, is copied as it is).
+// instead (an older backup, without the index, is copied as it is). The
+// commands staged in pieces that it holds are left out: their writers,
+// of the old cluster, never commit them in the new one, and its terms
+// start again at 1, so that no command of a newer term would drop them
+// before the old term (see fsm.dropStages). The backup was checked whole
+// (checkBackup).
 func copyBackup(w io.Writer, r io.Reader) error {
 	magic := make([]byte, len(snapMagic))
 	if _, err := io.ReadFull(r, magic); err != nil {
@@ -96,8 +115,8 @@ func copyBackup(w io.Writer, r io.Reader) error {
 	if _, err := w.Write(magic); err != nil {
 		return err
 	}
+	var n [8]byte
 	if string(magic) == snapMagic || string(magic) == snapMagic3 {
-		var n [8]byte
 		if _, err := io.ReadFull(r, n[:]); err != nil {
 			return err
 		}
@@ -106,8 +125,55 @@ func copyBackup(w io.Writer, r io.Reader) error {
 			return err
 		}
 	}
-	_, err := io.Copy(w, r)
-	return err
+	// copySized copies a size (8 bytes) and that many bytes after skip
+	// bytes more of header, or drops them all.
+	copySized := func(skip int, keep bool) error {
+		hdr := make([]byte, skip+8)
+		if _, err := io.ReadFull(r, hdr); err != nil {
+			return err
+		}
+		size := int64(binary.BigEndian.Uint64(hdr[skip:]))
+		out := w
+		if !keep {
+			out = io.Discard
+		}
+		if _, err := out.Write(hdr); err != nil {
+			return err
+		}
+		if m, err := io.CopyN(out, r, size); err != nil {
+			return fmt.Errorf("backup cut short (%d bytes of %d): %w", m, size, err)
+		}
+		return nil
+	}
+	// The peers' section, then the bbolt file.
+	for range 2 {
+		if err := copySized(0, true); err != nil {
+			return err
+		}
+	}
+	var tag [1]byte
+	for {
+		if _, err := io.ReadFull(r, tag[:]); err != nil {
+			return err
+		}
+		var err error
+		switch tag[0] {
+		case 0:
+			_, err = w.Write(tag[:])
+			return err
+		case 1: // a blob: its hash, then its size and bytes
+			if _, err = w.Write(tag[:]); err == nil {
+				err = copySized(32, true)
+			}
+		case 2: // a stage: its ID, then its size and bytes
+			err = copySized(8, false)
+		default:
+			err = fmt.Errorf("an unknown section %d", tag[0])
+		}
+		if err != nil {
+			return err
+		}
+	}
 }
 
 // checkBackup reads the backup at path whole, as a restore would, into a

@@ -1,8 +1,13 @@
 package replica
 
 import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +15,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/riot-go/riot/tracker/store"
 	"github.com/riot-go/riot/workunit"
 )
 
@@ -158,4 +164,108 @@ func TestBackup_RestoreRefuses(t *testing.T) {
 	}
 	c.waitApplied(ctx, 0, c.nodes[l].fsm.Applied())
 	wantSame(t, "node 0 after the refusals", c.localLoad(0), batchOf(1, 5, workunit.StatusWaiting))
+}
+
+// TestBackup_CopyDropsStages: a backup taken while a command was staged
+// in pieces starts the new cluster without that stage: its writer, of the
+// old cluster, never commits it, and the new cluster's terms start again
+// at 1, so that it would outlive every term below the old one's (held in
+// memory and in every snapshot), and a stage ID of the new cluster in
+// that term would add its pieces to it.
+func TestBackup_CopyDropsStages(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	log := slog.New(slog.DiscardHandler)
+	f, err := openFSM(ctx, filepath.Join(t.TempDir(), "state"), log, func(err error) { t.Errorf("fatal: %v", err) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.close()
+	if r := f.Apply(&raft.Log{Index: 9, Term: 7, Type: raft.LogCommand, Data: append([]byte{cmdRecords}, store.EncodeBatch(batchOf(1, 3, workunit.StatusWaiting))...)}); r != nil {
+		t.Fatal(r)
+	}
+	if r := f.Apply(stageEntry(10, 7, 7<<32|1, cmdStage, []byte("the first piece of a command"))); r != nil {
+		t.Fatal(r)
+	}
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sink bufferSink
+	if err := snap.Persist(&sink); err != nil {
+		t.Fatal(err)
+	}
+	snap.Release()
+
+	var restored bytes.Buffer
+	if err := copyBackup(&restored, bytes.NewReader(sink.Bytes())); err != nil {
+		t.Fatal(err)
+	}
+	got, err := readSnapshot(bufio.NewReader(&restored), filepath.Join(t.TempDir(), "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got.stages) != 0 {
+		t.Errorf("the new cluster's first snapshot has %d stages of the old one", len(got.stages))
+	}
+	if got.applied != 1 {
+		t.Errorf("applied index %d, want 1", got.applied)
+	}
+	if restored.Len() != 0 {
+		t.Errorf("%d bytes past the snapshot's end", restored.Len())
+	}
+}
+
+// failingTerm is a stable store whose SetUint64 fails while fail is set:
+// a restore that stops after its snapshot (a full disk, or a crash there).
+type failingTerm struct {
+	raft.StableStore
+	fail bool
+}
+
+func (s *failingTerm) SetUint64(key []byte, v uint64) error {
+	if s.fail {
+		return errors.New("the disk is full")
+	}
+	return s.StableStore.SetUint64(key, v)
+}
+
+// TestBackup_RestoreStoppedAfterItsSnapshot_RunsAgain: a restore that
+// stopped after it wrote the new cluster's first snapshot, before it
+// recorded the backup it started from, goes on when the replica starts
+// again with the same --raft-restore, rather than refuse that replica's
+// data directory for good as another replica's state.
+func TestBackup_RestoreStoppedAfterItsSnapshot_RunsAgain(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	old := newInmemCluster(t, 1, fastTiming)
+	l := old.leader(ctx)
+	if err := old.store(l).Apply(ctx, batchOf(1, 3, workunit.StatusWaiting)); err != nil {
+		t.Fatal(err)
+	}
+	path := backupOf(t, old, l)
+
+	raftDir := t.TempDir()
+	snaps, err := raft.NewFileSnapshotStore(raftDir, 2, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	logs := raft.NewInmemStore()
+	stable := &failingTerm{StableStore: logs, fail: true}
+	addr, tr := raft.NewInmemTransport("")
+	servers := []raft.Server{{ID: "r0", Address: addr, Suffrage: raft.Voter}}
+	if err := restoreBackup(path, raftDir, stable, logs, snaps, tr, servers); err == nil {
+		t.Fatal("the restore did not fail")
+	}
+	stable.fail = false
+	if err := restoreBackup(path, raftDir, stable, logs, snaps, tr, servers); err != nil {
+		t.Fatalf("the same restore again: %v", err)
+	}
+	if term, err := logs.GetUint64([]byte("CurrentTerm")); err != nil || term != 1 {
+		t.Errorf("current term %d (%v), want 1", term, err)
+	}
+	list, err := snaps.List()
+	if err != nil || len(list) != 1 || list[0].Index != 1 {
+		t.Errorf("snapshots %+v (%v), want the backup's at index 1", list, err)
+	}
 }

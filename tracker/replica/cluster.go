@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/hashicorp/raft"
@@ -20,7 +21,7 @@ const replicaQueryTimeout = time.Second
 
 // replicas returns every replica of the configuration for the leader's
 // status page: this one from its raft, the others as their GET /replica
-// says (a follower answers it on its client address).
+// says (a follower answers it on its client address), asked at once.
 func (rp *Replica) replicas(ctx context.Context) []tracker.ReplicaStatus {
 	r := rp.node.raft
 	clients := map[raft.ServerID]string{}
@@ -39,12 +40,25 @@ func (rp *Replica) replicas(ctx context.Context) []tracker.ReplicaStatus {
 		if s.ID == raft.ServerID(rp.cfg.ID) {
 			continue
 		}
-		st := tracker.ReplicaStatus{ID: string(s.ID), Client: clients[s.ID], Raft: string(s.Address), Voter: s.Suffrage == raft.Voter}
-		if err := rp.queryReplica(ctx, &st); err != nil {
-			st.State, st.Error = "unreachable", err.Error()
+		// The log's client address first (a replica added while the
+		// cluster serves is in no --peers), as leaderClient.
+		client := rp.node.fsm.peerClient(string(s.ID))
+		if client == "" {
+			client = clients[s.ID]
 		}
-		out = append(out, st)
+		out = append(out, tracker.ReplicaStatus{ID: string(s.ID), Client: client, Raft: string(s.Address), Voter: s.Suffrage == raft.Voter})
 	}
+	// At once: a call takes one query's timeout at most, however many
+	// replicas do not answer.
+	var wg sync.WaitGroup
+	for i := 1; i < len(out); i++ {
+		wg.Go(func() {
+			if err := rp.queryReplica(ctx, &out[i]); err != nil {
+				out[i].State, out[i].Error = "unreachable", err.Error()
+			}
+		})
+	}
+	wg.Wait()
 	return out
 }
 

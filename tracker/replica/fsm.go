@@ -30,9 +30,16 @@ const (
 	// cmdStage and cmdCommit carry a command too large for one log entry
 	// (see maxEntryBytes) in pieces: each cmdStage (a stage ID, 8 bytes,
 	// then a piece) appends its piece to the stage; cmdCommit (the stage
-	// ID) applies the stage's bytes as one command, and drops it.
+	// ID, then the command's size, 8 bytes) applies the stage's bytes as
+	// one command, and drops it; a stage of another size (a piece that
+	// never reached the log) applies nothing.
 	cmdStage  byte = 'S'
 	cmdCommit byte = 'C'
+	// cmdDrop (the stage ID) drops a stage without applying it: its
+	// writer's raft did not take all its pieces, or its commit. (A riotd
+	// that does not know it stops at it, as at any command it does not
+	// know: replicas are upgraded followers first.)
+	cmdDrop byte = 'D'
 	// cmdTermed wraps one of the above with the Raft term of the tracker
 	// that wrote it (8 bytes, big-endian): the command applies only if
 	// raft appended it in that term (see errStaleTerm).
@@ -200,7 +207,7 @@ func (f *fsm) apply(l *raft.Log, data []byte) any {
 		if err = json.Unmarshal(data[1:], &c); err == nil {
 			f.setPeer(c)
 		}
-	case len(data) > 0 && (data[0] == cmdStage || data[0] == cmdCommit):
+	case len(data) > 0 && (data[0] == cmdStage || data[0] == cmdCommit || data[0] == cmdDrop):
 		if len(data) < 1+8 {
 			return f.failed(l, errors.New("a staged command cut short"))
 		}
@@ -215,11 +222,23 @@ func (f *fsm) apply(l *raft.Log, data []byte) any {
 		}
 		cmd, ok := f.stages[id]
 		delete(f.stages, id)
+		if data[0] == cmdDrop {
+			f.applied.Store(l.Index)
+			return nil
+		}
 		if !ok {
 			// The same on every replica (snapshots keep the stages):
 			// an answer to its writer only.
 			f.applied.Store(l.Index)
 			return fmt.Errorf("replica: log entry %d commits stage %x, which has no pieces", l.Index, id)
+		}
+		// A commit without the size (8 bytes of ID only) is of a riotd
+		// before the size was written.
+		if len(data) >= 1+16 {
+			if want := binary.BigEndian.Uint64(data[9:17]); uint64(len(cmd)) != want {
+				f.applied.Store(l.Index)
+				return fmt.Errorf("replica: log entry %d commits stage %x of %d bytes, not %d: a piece is missing (raft did not take it)", l.Index, id, len(cmd), want)
+			}
 		}
 		return f.apply(l, cmd)
 	default:

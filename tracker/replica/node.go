@@ -95,6 +95,8 @@ type nodeConfig struct {
 	bootstrap []raft.Server // the first configuration, for a new replica; nil: join one
 	restore   string        // a backup to start a new cluster from (see restoreBackup); "": none
 	fatal     func(error)
+	// wrapLogs, when not nil, wraps raft's log store (for tests).
+	wrapLogs func(raft.LogStore) raft.LogStore
 }
 
 // openNode opens (or creates) the replica's Raft in nc.dir: raft restores
@@ -152,6 +154,13 @@ func openNode(ctx context.Context, nc nodeConfig) (*node, error) {
 			return nil, fmt.Errorf("replica: raft state: %w", err)
 		}
 		if !has {
+			// A restore that stopped before its snapshot named its
+			// backup (see restoreBackup); this state is not from it.
+			if err := os.Remove(filepath.Join(raftDir, restoredName)); err != nil && !errors.Is(err, os.ErrNotExist) {
+				logs.Close()
+				f.close()
+				return nil, fmt.Errorf("replica: %w", err)
+			}
 			if err := raft.BootstrapCluster(conf, logs, logs, snaps, nc.trans, raft.Configuration{Servers: nc.bootstrap}); err != nil {
 				logs.Close()
 				f.close()
@@ -162,8 +171,11 @@ func openNode(ctx context.Context, nc nodeConfig) (*node, error) {
 	// The leader reads back the entries it sends to followers: keep the
 	// recent ones decoded in memory, as Consul and Nomad do (within a
 	// bound of bytes: see logCache).
-	cached := newLogCache(logCacheEntries, logCacheBytes, logs)
-	r, err := raft.NewRaft(conf, f, cached, logs, snaps, nc.trans)
+	var logStore raft.LogStore = newLogCache(logCacheEntries, logCacheBytes, logs)
+	if nc.wrapLogs != nil {
+		logStore = nc.wrapLogs(logStore)
+	}
+	r, err := raft.NewRaft(conf, f, logStore, logs, snaps, nc.trans)
 	if err != nil {
 		logs.Close()
 		f.close()

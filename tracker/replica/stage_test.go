@@ -1,6 +1,7 @@
 package replica
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/binary"
@@ -10,7 +11,9 @@ import (
 	"log/slog"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -154,5 +157,147 @@ func TestFSM_Stage_SnapshotKeepsIt_NewTermDropsIt(t *testing.T) {
 	r := g.Apply(stageEntry(15, 4, old, cmdCommit, nil))
 	if err, ok := r.(error); !ok || !strings.Contains(err.Error(), "has no pieces") {
 		t.Fatalf("commit of a dropped stage: %v", r)
+	}
+}
+
+// TestFSM_Stage_PieceMissing_CommitRefused: raft.Apply can fail for one
+// piece (ErrEnqueueTimeout, ErrLeadershipTransferInProgress) and take the
+// next ones and the commit: the commit, which says the command's size,
+// applies nothing and answers an error, on every replica alike, rather
+// than apply what is left of the command (or stop every replica on it).
+func TestFSM_Stage_PieceMissing_CommitRefused(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	log := slog.New(slog.DiscardHandler)
+	f, err := openFSM(ctx, filepath.Join(t.TempDir(), "state"), log, func(err error) { t.Errorf("fatal: %v", err) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.close()
+	batch := bigBatch(3, 100)
+	cmd := append(binary.BigEndian.AppendUint64([]byte{cmdTermed}, 3), cmdRecords)
+	cmd = append(cmd, store.EncodeBatch(batch)...)
+	third := len(cmd) / 3
+	id := uint64(3)<<32 | 1
+	if r := f.Apply(stageEntry(10, 3, id, cmdStage, cmd[:third])); r != nil {
+		t.Fatal(r)
+	}
+	// cmd[third:2*third] never reached the log.
+	if r := f.Apply(stageEntry(11, 3, id, cmdStage, cmd[2*third:])); r != nil {
+		t.Fatal(r)
+	}
+	r := f.Apply(stageEntry(12, 3, id, cmdCommit, binary.BigEndian.AppendUint64(nil, uint64(len(cmd)))))
+	if err, ok := r.(error); !ok || !strings.Contains(err.Error(), "missing") {
+		t.Errorf("commit of a stage with a piece missing: %v", r)
+	}
+	var recs []table.Record
+	if err := f.use(func(b *store.Bolt) error { recs, err = b.Load(ctx); return err }); err != nil {
+		t.Fatal(err)
+	}
+	if len(recs) != 0 {
+		t.Errorf("%d records applied from a stage with a piece missing", len(recs))
+	}
+	if len(f.stages) != 0 {
+		t.Errorf("the stage is kept after its commit: %d", len(f.stages))
+	}
+	if got := f.Applied(); got != 12 {
+		t.Errorf("applied index %d, want 12", got)
+	}
+}
+
+// gatedLogs holds raft's first StoreLogs once armed, until released.
+type gatedLogs struct {
+	raft.LogStore
+	armed   atomic.Bool
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (g *gatedLogs) StoreLogs(logs []*raft.Log) error {
+	if g.armed.CompareAndSwap(true, false) {
+		close(g.entered)
+		<-g.release
+	}
+	return g.LogStore.StoreLogs(logs)
+}
+
+func (g *gatedLogs) StoreLog(l *raft.Log) error { return g.StoreLogs([]*raft.Log{l}) }
+
+// stagesOf returns the stages in a snapshot of node i taken now.
+func stagesOf(t *testing.T, c *inmemCluster, i int) map[uint64][]byte {
+	t.Helper()
+	f := c.nodes[i].raft.Snapshot()
+	if err := f.Error(); err != nil {
+		t.Fatal(err)
+	}
+	_, rc, err := f.Open()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	got, err := readSnapshot(bufio.NewReader(rc), filepath.Join(t.TempDir(), "state"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got.stages
+}
+
+// TestStore_PiecesNotAllTaken_StageDropped: when raft takes some pieces
+// of a command and not the rest or the commit (ErrEnqueueTimeout while
+// its leader loop is busy), the write fails and the pieces taken are
+// dropped, rather than held in every replica's memory and snapshots until
+// the next term.
+func TestStore_PiecesNotAllTaken_StageDropped(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	gate := &gatedLogs{entered: make(chan struct{}), release: make(chan struct{})}
+	c := newWrappedCluster(t, 1, fastTiming, "", func(_ int, l raft.LogStore) raft.LogStore {
+		gate.LogStore = l
+		return gate
+	})
+	l := c.leader(ctx)
+	// The leader's first entry stored before the gate is armed.
+	if err := c.nodes[l].raft.Barrier(0).Error(); err != nil {
+		t.Fatal(err)
+	}
+	st := c.store(l)
+	st.timeout = 50 * time.Millisecond
+	enqueued := make(chan struct{})
+	st.enqueued = func() { close(enqueued) }
+	gate.armed.Store(true)
+	errc := make(chan error, 1)
+	// 13 pieces and a commit: raft's leader loop takes at most
+	// 1+MaxAppendEntries entries before it stores them (held here).
+	go func() { errc <- st.Apply(ctx, bigBatch(12, 1<<20)) }()
+	<-gate.entered
+	<-enqueued
+	close(gate.release)
+	if err := <-errc; !errors.Is(err, raft.ErrEnqueueTimeout) {
+		t.Fatalf("the write: %v, want raft's ErrEnqueueTimeout", err)
+	}
+	if err := c.nodes[l].raft.Barrier(0).Error(); err != nil {
+		t.Fatal(err)
+	}
+	n := c.nodes[l]
+	first, _ := n.logs.FirstIndex()
+	last, _ := n.logs.LastIndex()
+	taken := 0
+	for i := first; i <= last; i++ {
+		var e raft.Log
+		if err := n.logs.GetLog(i, &e); err != nil {
+			t.Fatal(err)
+		}
+		if len(e.Data) > termedHeader && e.Data[termedHeader] == cmdStage {
+			taken++
+		}
+	}
+	if taken == 0 {
+		t.Fatal("raft took no piece: the test did not hold what it should")
+	}
+	if s := stagesOf(t, c, l); len(s) != 0 {
+		t.Errorf("%d stages held after a write that failed", len(s))
+	}
+	if recs := c.localLoad(l); len(recs) != 0 {
+		t.Errorf("%d records applied from a write that failed", len(recs))
 	}
 }

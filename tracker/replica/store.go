@@ -92,6 +92,9 @@ type Store struct {
 	// another term (errStaleTerm).
 	term   uint64
 	closed atomic.Bool
+	// enqueued, when not nil, is called once a command in pieces has all
+	// its entries handed to raft (for tests).
+	enqueued func()
 }
 
 var (
@@ -149,19 +152,27 @@ func (s *Store) apply(ctx context.Context, op string, cmd []byte) error {
 	}
 	// A command past maxEntryBytes goes as pieces of a stage and a commit
 	// (cmdStage, cmdCommit), entries raft writes in this order; only the
-	// commit's answer says whether the command applied.
+	// commit's answer says whether the command applied. The commit says
+	// the command's size: raft.Apply may fail for one piece
+	// (ErrEnqueueTimeout, ErrLeadershipTransferInProgress) and take the
+	// next ones, and then the commit applies nothing.
 	var pieces []raft.ApplyFuture
+	var stageID uint64
 	if len(cmd) > maxEntryBytes {
-		id := s.term<<32 | s.fsm.stageSeq.Add(1)&(1<<32-1)
+		stageID = s.term<<32 | s.fsm.stageSeq.Add(1)&(1<<32-1)
 		for rest := cmd; len(rest) > 0; {
 			n := min(len(rest), maxEntryBytes)
-			piece := binary.BigEndian.AppendUint64(s.command(cmdStage, 8+n), id)
+			piece := binary.BigEndian.AppendUint64(s.command(cmdStage, 8+n), stageID)
 			pieces = append(pieces, s.r.Apply(append(piece, rest[:n]...), timeout))
 			rest = rest[n:]
 		}
-		cmd = binary.BigEndian.AppendUint64(s.command(cmdCommit, 8), id)
+		commit := binary.BigEndian.AppendUint64(s.command(cmdCommit, 16), stageID)
+		cmd = binary.BigEndian.AppendUint64(commit, uint64(len(cmd)))
 	}
 	f := s.r.Apply(cmd, timeout)
+	if s.enqueued != nil && pieces != nil {
+		s.enqueued()
+	}
 	done := make(chan error, 1)
 	go func() {
 		for _, p := range pieces {
@@ -186,7 +197,13 @@ func (s *Store) apply(ctx context.Context, op string, cmd []byte) error {
 		}
 		// raft.ErrLeadershipTransferInProgress, raft.ErrEnqueueTimeout:
 		// this replica may still lead when it is over, and its tracker
-		// goes on: a store error.
+		// goes on: a store error. A piece or the commit that raft did not
+		// take: the pieces it took would be held on every replica until
+		// the next term, so a cmdDrop drops them (best effort; after a
+		// commit that went through, it drops nothing).
+		if pieces != nil {
+			s.r.Apply(binary.BigEndian.AppendUint64(s.command(cmdDrop, 8), stageID), timeout)
+		}
 		return fmt.Errorf("replica: %s: %w (this replica still leads; the write may be tried again)", op, err)
 	}
 	if rerr, ok := f.Response().(error); ok && rerr != nil {

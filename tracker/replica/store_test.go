@@ -44,6 +44,8 @@ type inmemCluster struct {
 	fatal  chan error
 	// restore is the backup each node starts from (nodeConfig.restore).
 	restore string
+	// wrapLogs wraps each node's raft log store (nodeConfig.wrapLogs).
+	wrapLogs func(i int, logs raft.LogStore) raft.LogStore
 }
 
 func newInmemCluster(t testing.TB, n int, timing Timing) *inmemCluster {
@@ -55,7 +57,14 @@ func newInmemCluster(t testing.TB, n int, timing Timing) *inmemCluster {
 // backup at restore ("": none).
 func newRestoredCluster(t testing.TB, n int, timing Timing, restore string) *inmemCluster {
 	t.Helper()
-	c := &inmemCluster{t: t, timing: timing, fatal: make(chan error, 16), restore: restore}
+	return newWrappedCluster(t, n, timing, restore, nil)
+}
+
+// newWrappedCluster is newRestoredCluster with each node's raft log
+// store wrapped by wrap (nil: none).
+func newWrappedCluster(t testing.TB, n int, timing Timing, restore string, wrap func(int, raft.LogStore) raft.LogStore) *inmemCluster {
+	t.Helper()
+	c := &inmemCluster{t: t, timing: timing, fatal: make(chan error, 16), restore: restore, wrapLogs: wrap}
 	var servers []raft.Server
 	for i := range n {
 		c.dirs = append(c.dirs, t.TempDir())
@@ -96,8 +105,13 @@ func (c *inmemCluster) start(i int, bootstrap []raft.Server) {
 
 // open opens node i's raft on its directory and transport tr.
 func (c *inmemCluster) open(i int, tr raft.Transport, bootstrap []raft.Server) (*node, error) {
+	var wrap func(raft.LogStore) raft.LogStore
+	if c.wrapLogs != nil {
+		wrap = func(l raft.LogStore) raft.LogStore { return c.wrapLogs(i, l) }
+	}
 	return openNode(context.Background(), nodeConfig{
-		id: raft.ServerID(fmt.Sprintf("r%d", i)), dir: c.dirs[i], trans: tr, log: slog.New(slog.DiscardHandler),
+		wrapLogs: wrap,
+		id:       raft.ServerID(fmt.Sprintf("r%d", i)), dir: c.dirs[i], trans: tr, log: slog.New(slog.DiscardHandler),
 		timing: c.timing, bootstrap: bootstrap, restore: c.restore,
 		fatal: func(err error) { c.fatal <- err },
 	})
