@@ -51,6 +51,13 @@ func NewNetns(ctx context.Context, n int) (*Netns, error) {
 		return nil, err
 	}
 	nn := &Netns{ip: ip, suffix: hex.EncodeToString(b[:2]), n: n, subnet: 100 + int(b[2])%150}
+	// A subnet the host uses already (or another test's namespaces) is
+	// passed for the next.
+	if out, err := exec.CommandContext(ctx, ip, "-o", "addr", "show").Output(); err == nil {
+		for i := 0; i < 150 && strings.Contains(string(out), fmt.Sprintf(" 10.%d.", nn.subnet)); i++ {
+			nn.subnet = 100 + (nn.subnet-100+1)%150
+		}
+	}
 	if err := nn.build(ctx); err != nil {
 		nn.Close()
 		return nil, err
@@ -110,7 +117,7 @@ func (nn *Netns) build(ctx context.Context) error {
 	for net := range 2 {
 		br := nn.bridge(net)
 		if err := nn.run(ctx, "link", "add", br, "type", "bridge"); err != nil {
-			return err
+			return fmt.Errorf("%w: %w", ErrNoNetns, err) // namespaces, but no bridges
 		}
 		nn.undo("link", "del", br)
 		if err := nn.run(ctx, "link", "set", br, "up"); err != nil {
