@@ -71,17 +71,7 @@ func TestFaults_ReplicaPartitioned(t *testing.T) {
 	leader, err = rs.Leader(ctx)
 	require.NoError(t, err)
 	lost, wrong, dups, rerun := j.check(t, ctx, rs.Client(leader))
-	err = e2e.CheckFor(ctx, 10*time.Millisecond, func() error {
-		st, err := rs.Status(ctx, cut)
-		if err != nil {
-			return err
-		}
-		if st.LeaderClient != rs.Client(leader) {
-			return errNotYet
-		}
-		return nil
-	})
-	assert.NoError(t, err, "the healed follower follows the leader")
+	assert.NoError(t, follows(ctx, rs, cut, leader), "the healed follower follows the leader")
 	t.Logf("replicas partitioned: workunits %d, results lost %d, wrong %d, duplicates delivered %d, finished work run again %d",
 		n, lost, wrong, dups, rerun)
 }

@@ -120,17 +120,7 @@ func TestFaults_ReplicaLeaderKilled(t *testing.T) {
 	require.NoError(t, err)
 	lost, wrong, dups, rerun := j.check(t, ctx, rs.Client(leader))
 	// The follower that was cut off has caught up with the leader's log.
-	err = e2e.CheckFor(ctx, 10*time.Millisecond, func() error {
-		st, err := rs.Status(ctx, cut)
-		if err != nil {
-			return err
-		}
-		if st.LeaderClient != rs.Client(leader) {
-			return errNotYet
-		}
-		return nil
-	})
-	assert.NoError(t, err, "the healed follower follows the leader")
+	assert.NoError(t, follows(ctx, rs, cut, leader), "the healed follower follows the leader")
 	// The leader's status page shows the three replicas and their states.
 	st, err := rs.Tracker(leader).Status(ctx)
 	require.NoError(t, err)

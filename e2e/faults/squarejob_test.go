@@ -93,3 +93,18 @@ func (j *squareJob) check(t *testing.T, ctx context.Context, addr string) (lost,
 	assert.Zero(t, rerun, "finished work run again")
 	return lost, wrong, dups, rerun
 }
+
+// follows waits until replica i's own status names leader's client
+// address as the leader's.
+func follows(ctx context.Context, rs *e2e.Replicas, i, leader int) error {
+	return e2e.CheckFor(ctx, 10*time.Millisecond, func() error {
+		st, err := rs.Status(ctx, i)
+		if err != nil {
+			return err
+		}
+		if st.LeaderClient != rs.Client(leader) {
+			return errNotYet
+		}
+		return nil
+	})
+}

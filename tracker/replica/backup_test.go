@@ -79,12 +79,7 @@ func TestBackup_RestoreStartsANewCluster(t *testing.T) {
 
 	c := newRestoredCluster(t, 3, fastTiming, path)
 	l = c.leader(ctx)
-	if err := c.nodes[l].raft.Barrier(0).Error(); err != nil {
-		t.Fatal(err)
-	}
-	for i := range c.nodes {
-		wantSame(t, fmt.Sprintf("restored node %d", i), c.localLoad(i), want)
-	}
+	c.wantEverywhere(t, ctx, l, "restored", want)
 	if err := c.store(l).Apply(ctx, batchOf(9, 12, workunit.StatusDone)); err != nil {
 		t.Fatal(err)
 	}
@@ -95,14 +90,7 @@ func TestBackup_RestoreStartsANewCluster(t *testing.T) {
 	for i := range c.nodes {
 		c.start(i, servers(c))
 	}
-	l = c.leader(ctx)
-	if err := c.nodes[l].raft.Barrier(0).Error(); err != nil {
-		t.Fatal(err)
-	}
-	for i := range c.nodes {
-		c.waitApplied(ctx, i, c.nodes[l].fsm.Applied())
-		wantSame(t, fmt.Sprintf("node %d restarted with the same backup", i), c.localLoad(i), want)
-	}
+	c.wantEverywhere(t, ctx, c.leader(ctx), "restarted with the same backup", want)
 }
 
 // TestBackup_RestoreRefuses: a file that is not a whole backup, and a
@@ -158,11 +146,7 @@ func TestBackup_RestoreRefuses(t *testing.T) {
 		c.start(0, nil)
 	}
 	// The node kept its own state through the refusals.
-	l = c.leader(ctx)
-	if err := c.nodes[l].raft.Barrier(0).Error(); err != nil {
-		t.Fatal(err)
-	}
-	c.waitApplied(ctx, 0, c.nodes[l].fsm.Applied())
+	c.waitApplied(ctx, 0, c.barrier(c.leader(ctx)))
 	wantSame(t, "node 0 after the refusals", c.localLoad(0), batchOf(1, 5, workunit.StatusWaiting))
 }
 
@@ -187,18 +171,10 @@ func TestBackup_CopyDropsStages(t *testing.T) {
 	if r := f.Apply(stageEntry(10, 7, 7<<32|1, cmdStage, []byte("the first piece of a command"))); r != nil {
 		t.Fatal(r)
 	}
-	snap, err := f.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sink bufferSink
-	if err := snap.Persist(&sink); err != nil {
-		t.Fatal(err)
-	}
-	snap.Release()
+	snapshot := snapshotOf(t, f)
 
 	var restored bytes.Buffer
-	if err := copyBackup(&restored, bytes.NewReader(sink.Bytes())); err != nil {
+	if err := copyBackup(&restored, bytes.NewReader(snapshot)); err != nil {
 		t.Fatal(err)
 	}
 	got, err := readSnapshot(bufio.NewReader(&restored), filepath.Join(t.TempDir(), "state"))

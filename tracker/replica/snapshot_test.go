@@ -25,6 +25,21 @@ func (s *bufferSink) Cancel() error { s.canceled = true; return nil }
 
 var _ raft.SnapshotSink = (*bufferSink)(nil)
 
+// snapshotOf takes f's snapshot and returns its bytes.
+func snapshotOf(t *testing.T, f *fsm) []byte {
+	t.Helper()
+	snap, err := f.Snapshot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer snap.Release()
+	var sink bufferSink
+	if err := snap.Persist(&sink); err != nil {
+		t.Fatal(err)
+	}
+	return sink.Bytes()
+}
+
 func recordsCmd(from, to uint64, status workunit.Status) []byte {
 	return append([]byte{cmdRecords}, store.EncodeBatch(batchOf(from, to, status))...)
 }

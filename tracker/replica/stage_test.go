@@ -111,22 +111,14 @@ func TestFSM_Stage_SnapshotKeepsIt_NewTermDropsIt(t *testing.T) {
 	if r := f.Apply(stageEntry(10, 3, id, cmdStage, cmd[:half])); r != nil {
 		t.Fatal(r)
 	}
-	snap, err := f.Snapshot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var sink bufferSink
-	if err := snap.Persist(&sink); err != nil {
-		t.Fatal(err)
-	}
-	snap.Release()
+	snapshot := snapshotOf(t, f)
 
 	g, err := openFSM(ctx, filepath.Join(t.TempDir(), "state"), log, failed)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer g.close()
-	if err := g.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
+	if err := g.Restore(io.NopCloser(bytes.NewReader(snapshot))); err != nil {
 		t.Fatal(err)
 	}
 	if r := g.Apply(stageEntry(11, 3, id, cmdStage, cmd[half:])); r != nil {

@@ -183,6 +183,27 @@ func (c *inmemCluster) waitApplied(ctx context.Context, i int, index uint64) {
 	}
 }
 
+// barrier waits until the leader l has applied everything committed
+// before it led, and returns the index it applied.
+func (c *inmemCluster) barrier(l int) uint64 {
+	c.t.Helper()
+	if err := c.nodes[l].raft.Barrier(5 * time.Second).Error(); err != nil {
+		c.t.Fatalf("barrier on node %d: %v", l, err)
+	}
+	return c.nodes[l].fsm.Applied()
+}
+
+// wantEverywhere waits until every node has applied what the leader l
+// has, and checks that each local store holds want.
+func (c *inmemCluster) wantEverywhere(t *testing.T, ctx context.Context, l int, what string, want []table.Record) {
+	t.Helper()
+	index := c.barrier(l)
+	for i := range c.nodes {
+		c.waitApplied(ctx, i, index)
+		wantSame(t, fmt.Sprintf("node %d %s", i, what), c.localLoad(i), want)
+	}
+}
+
 // localLoad loads node i's local store.
 func (c *inmemCluster) localLoad(i int) []table.Record {
 	c.t.Helper()
@@ -457,14 +478,7 @@ func TestStore_Restart_FromSnapshotAndLog(t *testing.T) {
 	for i := range c.nodes {
 		c.start(i, nil)
 	}
-	l = c.leader(ctx)
-	if err := c.nodes[l].raft.Barrier(5 * time.Second).Error(); err != nil {
-		t.Fatal(err)
-	}
-	for i := range c.nodes {
-		c.waitApplied(ctx, i, c.nodes[l].fsm.Applied())
-		wantSame(t, fmt.Sprintf("node %d after the restart", i), c.localLoad(i), want)
-	}
+	c.wantEverywhere(t, ctx, c.leader(ctx), "after the restart", want)
 }
 
 func TestFSM_Restore_RejectsForeignBytes(t *testing.T) {
