@@ -187,6 +187,15 @@ func (s *Store) apply(ctx context.Context, op string, cmd []byte) error {
 	select {
 	case err = <-done:
 	case <-ctx.Done():
+		if pieces != nil {
+			// The write goes on in raft: if it fails there, its pieces
+			// are dropped as below.
+			go func() {
+				if err := <-done; err != nil {
+					s.dropStage(stageID, s.timeout)
+				}
+			}()
+		}
 		return fmt.Errorf("replica: %s: %w (the write may still be committed)", op, ctx.Err())
 	}
 	if err != nil {
@@ -202,7 +211,7 @@ func (s *Store) apply(ctx context.Context, op string, cmd []byte) error {
 		// the next term, so a cmdDrop drops them (best effort; after a
 		// commit that went through, it drops nothing).
 		if pieces != nil {
-			s.r.Apply(binary.BigEndian.AppendUint64(s.command(cmdDrop, 8), stageID), timeout)
+			s.dropStage(stageID, timeout)
 		}
 		return fmt.Errorf("replica: %s: %w (this replica still leads; the write may be tried again)", op, err)
 	}
@@ -213,6 +222,13 @@ func (s *Store) apply(ctx context.Context, op string, cmd []byte) error {
 		return fmt.Errorf("replica: %s: %w", op, rerr)
 	}
 	return nil
+}
+
+// dropStage asks raft to drop stage id's pieces (cmdDrop), without
+// waiting: best effort, since a replica that lost the lead drops them at
+// the next term's first command anyway.
+func (s *Store) dropStage(id uint64, timeout time.Duration) {
+	s.r.Apply(binary.BigEndian.AppendUint64(s.command(cmdDrop, 8), id), timeout)
 }
 
 // errDeposed: raft no longer leads in the term of the Store's tracker.
