@@ -3,11 +3,9 @@ package replica
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -158,13 +156,7 @@ func TestBackup_RestoreRefuses(t *testing.T) {
 // that term would add its pieces to it.
 func TestBackup_CopyDropsStages(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	log := slog.New(slog.DiscardHandler)
-	f, err := openFSM(ctx, filepath.Join(t.TempDir(), "state"), log, func(err error) { t.Errorf("fatal: %v", err) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.close()
+	f := testFSM(t)
 	if r := f.Apply(&raft.Log{Index: 9, Term: 7, Type: raft.LogCommand, Data: append([]byte{cmdRecords}, store.EncodeBatch(batchOf(1, 3, workunit.StatusWaiting))...)}); r != nil {
 		t.Fatal(r)
 	}

@@ -3,13 +3,16 @@ package replica
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"io"
 	"log/slog"
+	"path/filepath"
 	"testing"
 
 	"github.com/hashicorp/raft"
 
 	"github.com/riot-go/riot/tracker/store"
+	"github.com/riot-go/riot/tracker/table"
 	"github.com/riot-go/riot/workunit"
 )
 
@@ -40,6 +43,25 @@ func snapshotOf(t *testing.T, f *fsm) []byte {
 	return sink.Bytes()
 }
 
+// testFSM opens an FSM on a local store in a temporary directory, closed
+// when the test ends; a command that fails to apply fails the test.
+func testFSM(t *testing.T) *fsm {
+	t.Helper()
+	f, err := openFSM(context.Background(), filepath.Join(t.TempDir(), "state"), slog.New(slog.DiscardHandler),
+		func(err error) { t.Errorf("fatal: %v", err) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.close() })
+	return f
+}
+
+// termedRecords is the command of a tracker of term that writes batch.
+func termedRecords(term uint64, batch []table.Record) []byte {
+	cmd := append(binary.BigEndian.AppendUint64([]byte{cmdTermed}, term), cmdRecords)
+	return append(cmd, store.EncodeBatch(batch)...)
+}
+
 func recordsCmd(from, to uint64, status workunit.Status) []byte {
 	return append([]byte{cmdRecords}, store.EncodeBatch(batchOf(from, to, status))...)
 }
@@ -50,12 +72,7 @@ func recordsCmd(from, to uint64, status workunit.Status) []byte {
 // of a new leader), not 0, before any command after it arrives.
 func TestFSM_Snapshot_ConsistentWhileApplying_RestoreKeepsAppliedIndex(t *testing.T) {
 	t.Parallel()
-	log := slog.New(slog.DiscardHandler)
-	f, err := openFSM(context.Background(), t.TempDir()+"/state", log, func(err error) { t.Errorf("fatal: %v", err) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.close()
+	f := testFSM(t)
 	if r := f.Apply(&raft.Log{Index: 7, Term: 2, Type: raft.LogCommand, Data: recordsCmd(1, 5, workunit.StatusWaiting)}); r != nil {
 		t.Fatal(r)
 	}
@@ -73,11 +90,7 @@ func TestFSM_Snapshot_ConsistentWhileApplying_RestoreKeepsAppliedIndex(t *testin
 	}
 	snap.Release()
 
-	g, err := openFSM(context.Background(), t.TempDir()+"/state", log, func(err error) { t.Errorf("fatal: %v", err) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.close()
+	g := testFSM(t)
 	v3 := sink.Bytes()
 	// A snapshot of the format before (no index) is still read.
 	v2 := append([]byte(snapMagic2), v3[len(snapMagic)+8:]...)
@@ -90,18 +103,13 @@ func TestFSM_Snapshot_ConsistentWhileApplying_RestoreKeepsAppliedIndex(t *testin
 	if got := g.Applied(); got != 7 {
 		t.Errorf("applied index after the restore: %d, want 7 (the snapshot's last command)", got)
 	}
-	var n int
-	err = g.use(func(b *store.Bolt) error {
-		recs, err := b.Load(context.Background())
-		for _, r := range recs {
-			if r.Status != workunit.StatusWaiting {
-				t.Errorf("record %d is %s in the snapshot: a command after it leaked in", r.ID, r.Status)
-			}
+	recs := loadFSM(t, g)
+	for _, r := range recs {
+		if r.Status != workunit.StatusWaiting {
+			t.Errorf("record %d is %s in the snapshot: a command after it leaked in", r.ID, r.Status)
 		}
-		n = len(recs)
-		return err
-	})
-	if err != nil || n != 5 {
-		t.Fatalf("the restored store: %d records, %v; want the 5 of the snapshot", n, err)
+	}
+	if n := len(recs); n != 5 {
+		t.Fatalf("the restored store: %d records; want the 5 of the snapshot", n)
 	}
 }

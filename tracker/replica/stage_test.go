@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"path/filepath"
 	"strings"
 	"sync/atomic"
@@ -17,7 +16,6 @@ import (
 
 	"github.com/hashicorp/raft"
 
-	"github.com/riot-go/riot/tracker/store"
 	"github.com/riot-go/riot/tracker/table"
 	"github.com/riot-go/riot/workunit"
 )
@@ -95,17 +93,9 @@ func stageEntry(index, term, id uint64, kind byte, piece []byte) *raft.Log {
 // of a newer one, and its commit answers an error, not a failure.
 func TestFSM_Stage_SnapshotKeepsIt_NewTermDropsIt(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	log := slog.New(slog.DiscardHandler)
-	failed := func(err error) { t.Errorf("fatal: %v", err) }
-	f, err := openFSM(ctx, filepath.Join(t.TempDir(), "state"), log, failed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.close()
+	f := testFSM(t)
 	batch := bigBatch(2, 10)
-	cmd := append(binary.BigEndian.AppendUint64([]byte{cmdTermed}, 3), cmdRecords)
-	cmd = append(cmd, store.EncodeBatch(batch)...)
+	cmd := termedRecords(3, batch)
 	half := len(cmd) / 2
 	id := uint64(3)<<32 | 1
 	if r := f.Apply(stageEntry(10, 3, id, cmdStage, cmd[:half])); r != nil {
@@ -113,11 +103,7 @@ func TestFSM_Stage_SnapshotKeepsIt_NewTermDropsIt(t *testing.T) {
 	}
 	snapshot := snapshotOf(t, f)
 
-	g, err := openFSM(ctx, filepath.Join(t.TempDir(), "state"), log, failed)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.close()
+	g := testFSM(t)
 	if err := g.Restore(io.NopCloser(bytes.NewReader(snapshot))); err != nil {
 		t.Fatal(err)
 	}
@@ -127,19 +113,14 @@ func TestFSM_Stage_SnapshotKeepsIt_NewTermDropsIt(t *testing.T) {
 	if r := g.Apply(stageEntry(12, 3, id, cmdCommit, nil)); r != nil {
 		t.Fatal(r)
 	}
-	var recs []table.Record
-	if err := g.use(func(b *store.Bolt) error { recs, err = b.Load(ctx); return err }); err != nil {
-		t.Fatal(err)
-	}
-	wantSame(t, "restored, then committed", recs, batch)
+	wantSame(t, "restored, then committed", loadFSM(t, g), batch)
 
 	// A stage of term 3 when term 4's tracker writes: dropped.
 	old := uint64(3)<<32 | 2
 	if r := g.Apply(stageEntry(13, 3, old, cmdStage, cmd[:half])); r != nil {
 		t.Fatal(r)
 	}
-	next := append(binary.BigEndian.AppendUint64([]byte{cmdTermed}, 4), cmdRecords)
-	next = append(next, store.EncodeBatch(nil)...)
+	next := termedRecords(4, nil)
 	if r := g.Apply(&raft.Log{Index: 14, Term: 4, Type: raft.LogCommand, Data: next}); r != nil {
 		t.Fatal(r)
 	}
@@ -159,16 +140,9 @@ func TestFSM_Stage_SnapshotKeepsIt_NewTermDropsIt(t *testing.T) {
 // than apply what is left of the command (or stop every replica on it).
 func TestFSM_Stage_PieceMissing_CommitRefused(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	log := slog.New(slog.DiscardHandler)
-	f, err := openFSM(ctx, filepath.Join(t.TempDir(), "state"), log, func(err error) { t.Errorf("fatal: %v", err) })
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.close()
+	f := testFSM(t)
 	batch := bigBatch(3, 100)
-	cmd := append(binary.BigEndian.AppendUint64([]byte{cmdTermed}, 3), cmdRecords)
-	cmd = append(cmd, store.EncodeBatch(batch)...)
+	cmd := termedRecords(3, batch)
 	third := len(cmd) / 3
 	id := uint64(3)<<32 | 1
 	if r := f.Apply(stageEntry(10, 3, id, cmdStage, cmd[:third])); r != nil {
@@ -182,11 +156,7 @@ func TestFSM_Stage_PieceMissing_CommitRefused(t *testing.T) {
 	if err, ok := r.(error); !ok || !strings.Contains(err.Error(), "missing") {
 		t.Errorf("commit of a stage with a piece missing: %v", r)
 	}
-	var recs []table.Record
-	if err := f.use(func(b *store.Bolt) error { recs, err = b.Load(ctx); return err }); err != nil {
-		t.Fatal(err)
-	}
-	if len(recs) != 0 {
+	if recs := loadFSM(t, f); len(recs) != 0 {
 		t.Errorf("%d records applied from a stage with a piece missing", len(recs))
 	}
 	if len(f.stages) != 0 {

@@ -207,14 +207,19 @@ func (c *inmemCluster) wantEverywhere(t *testing.T, ctx context.Context, l int, 
 // localLoad loads node i's local store.
 func (c *inmemCluster) localLoad(i int) []table.Record {
 	c.t.Helper()
+	return loadFSM(c.t, c.nodes[i].fsm)
+}
+
+// loadFSM loads f's local store, in the order of the records' IDs.
+func loadFSM(t testing.TB, f *fsm) []table.Record {
+	t.Helper()
 	var recs []table.Record
-	err := c.nodes[i].fsm.use(func(b *store.Bolt) error {
-		var err error
+	err := f.use(func(b *store.Bolt) (err error) {
 		recs, err = b.Load(context.Background())
 		return err
 	})
 	if err != nil {
-		c.t.Fatalf("load node %d: %v", i, err)
+		t.Fatalf("load the local store: %v", err)
 	}
 	slices.SortFunc(recs, func(a, b table.Record) int { return int(a.ID) - int(b.ID) })
 	return recs
