@@ -2,12 +2,14 @@ package replica
 
 import (
 	"bufio"
+	"context"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -16,6 +18,8 @@ import (
 	"time"
 
 	"github.com/hashicorp/raft"
+
+	"github.com/riot-go/riot/tracker/store"
 )
 
 // A backup of a replicated tracker is one of its snapshots: the bytes the
@@ -36,8 +40,15 @@ const restoredName = "restored-from"
 // replica whose raft has no state yet, with the configuration servers.
 // On a replica that started from this very backup before, it does
 // nothing; on one with other state, it fails.
-func restoreBackup(path, raftDir string, stable raft.StableStore, logs raft.LogStore, snaps raft.SnapshotStore, trans raft.Transport, servers []raft.Server) error {
-	sum, err := checkBackup(path, raftDir)
+func restoreBackup(path, raftDir string, stable raft.StableStore, logs raft.LogStore, snaps raft.SnapshotStore,
+	trans raft.Transport, servers []raft.Server, log *slog.Logger) error {
+	tmp, err := os.MkdirTemp(raftDir, "restore-")
+	if err != nil {
+		return fmt.Errorf("replica: --raft-restore %s: %w", path, err)
+	}
+	defer os.RemoveAll(tmp)
+	dir := filepath.Join(tmp, stateDirName)
+	sum, got, err := extractBackup(path, dir)
 	if err != nil {
 		return fmt.Errorf("replica: --raft-restore %s: %w", path, err)
 	}
@@ -71,17 +82,12 @@ func restoreBackup(path, raftDir string, stable raft.StableStore, logs raft.LogS
 	if err := os.WriteFile(marker, []byte(sum+"\n"), 0o600); err != nil {
 		return fmt.Errorf("replica: --raft-restore %s: %w", path, err)
 	}
-	fd, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("replica: --raft-restore: %w", err)
-	}
-	defer fd.Close()
 	conf := raft.Configuration{Servers: servers}
 	sink, err := snaps.Create(raft.SnapshotVersionMax, 1, 1, conf, 1, trans)
 	if err != nil {
 		return fmt.Errorf("replica: --raft-restore %s: %w", path, err)
 	}
-	if err := copyBackup(sink, fd); err != nil {
+	if err := writeRestored(sink, dir, got.peers, log); err != nil {
 		_ = sink.Cancel()
 		return fmt.Errorf("replica: --raft-restore %s: %w", path, err)
 	}
@@ -98,108 +104,53 @@ func restoreBackup(path, raftDir string, stable raft.StableStore, logs raft.LogS
 // keyCurrentTerm is raft's key of the current term in its stable store.
 var keyCurrentTerm = []byte("CurrentTerm")
 
-// copyBackup copies a backup into the new cluster's first snapshot. The
-// index of the last command applied that it records is the old
-// cluster's; in the new one the snapshot is at index 1, which it records
-// instead (an older backup, without the index, is copied as it is). The
-// commands staged in pieces that it holds are left out: their writers,
-// of the old cluster, never commit them in the new one, and its terms
-// start again at 1, so that no command of a newer term would drop them
-// before the old term (see fsm.dropStages). The backup was checked whole
-// (checkBackup).
-func copyBackup(w io.Writer, r io.Reader) error {
-	magic := make([]byte, len(snapMagic))
-	if _, err := io.ReadFull(r, magic); err != nil {
-		return err
-	}
-	if _, err := w.Write(magic); err != nil {
-		return err
-	}
-	var n [8]byte
-	if string(magic) == snapMagic || string(magic) == snapMagic3 {
-		if _, err := io.ReadFull(r, n[:]); err != nil {
-			return err
-		}
-		binary.BigEndian.PutUint64(n[:], 1)
-		if _, err := w.Write(n[:]); err != nil {
-			return err
-		}
-	}
-	// copySized copies a size (8 bytes) and that many bytes after skip
-	// bytes more of header, or drops them all.
-	copySized := func(skip int, keep bool) error {
-		hdr := make([]byte, skip+8)
-		if _, err := io.ReadFull(r, hdr); err != nil {
-			return err
-		}
-		size := int64(binary.BigEndian.Uint64(hdr[skip:]))
-		out := w
-		if !keep {
-			out = io.Discard
-		}
-		if _, err := out.Write(hdr); err != nil {
-			return err
-		}
-		if m, err := io.CopyN(out, r, size); err != nil {
-			return fmt.Errorf("backup cut short (%d bytes of %d): %w", m, size, err)
-		}
-		return nil
-	}
-	// The peers' section, then the bbolt file.
-	for range 2 {
-		if err := copySized(0, true); err != nil {
-			return err
-		}
-	}
-	var tag [1]byte
-	for {
-		if _, err := io.ReadFull(r, tag[:]); err != nil {
-			return err
-		}
-		var err error
-		switch tag[0] {
-		case 0:
-			_, err = w.Write(tag[:])
-			return err
-		case 1: // a blob: its hash, then its size and bytes
-			if _, err = w.Write(tag[:]); err == nil {
-				err = copySized(32, true)
-			}
-		case 2: // a stage: its ID, then its size and bytes
-			err = copySized(8, false)
-		default:
-			err = fmt.Errorf("an unknown section %d", tag[0])
-		}
-		if err != nil {
-			return err
-		}
-	}
-}
-
-// checkBackup reads the backup at path whole, as a restore would, into a
-// directory it then removes, and returns its SHA-256 in hex. A file that
-// is not a backup, is cut short or has bytes past its end is an error
-// that says so.
-func checkBackup(path, tmpParent string) (string, error) {
+// extractBackup reads the backup at path whole, as a restore does, into
+// the local store's directory dir, and returns its SHA-256 in hex and the
+// rest of it. A file that is not a backup, is cut short or has bytes past
+// its end is an error that says so.
+func extractBackup(path, dir string) (string, snapContents, error) {
 	fd, err := os.Open(path)
 	if err != nil {
-		return "", err
+		return "", snapContents{}, err
 	}
 	defer fd.Close()
-	tmp, err := os.MkdirTemp(tmpParent, "restore-check-")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(tmp)
 	h := sha256.New()
 	r := bufio.NewReaderSize(io.TeeReader(fd, h), 1<<20)
-	if _, err := readSnapshot(r, filepath.Join(tmp, "state")); err != nil {
-		return "", fmt.Errorf("not a whole backup of a replicated riotd (GET /api/v1/replicas/backup): %w", err)
+	got, err := readSnapshot(r, dir)
+	if err != nil {
+		return "", snapContents{}, fmt.Errorf("not a whole backup of a replicated riotd (GET /api/v1/replicas/backup): %w", err)
 	}
 	if n, _ := io.Copy(io.Discard, r); n > 0 {
-		return "", fmt.Errorf("not a backup of a replicated riotd: %d bytes past its end", n)
+		return "", snapContents{}, fmt.Errorf("not a backup of a replicated riotd: %d bytes past its end", n)
 	}
-	return hex.EncodeToString(h.Sum(nil)), nil
+	return hex.EncodeToString(h.Sum(nil)), got, nil
+}
+
+// writeRestored writes the new cluster's first snapshot, as the FSM
+// writes one, of the backup extracted into dir, with its replicas' client
+// addresses peers. The snapshot is at index 1, which it records as its
+// last command applied (the backup's index is the old cluster's). The
+// backup's commands staged in pieces are left out: their writers, of the
+// old cluster, never commit them in the new one, and its terms start
+// again at 1, so that no command of a newer term would drop them before
+// the old term (see fsm.dropStages).
+func writeRestored(w io.Writer, dir string, peers []peerCmd, log *slog.Logger) error {
+	local, err := openLocal(context.Background(), dir, log)
+	if err != nil {
+		return err
+	}
+	defer local.Close()
+	c, err := local.BeginCopy()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	pj, err := json.Marshal(peers)
+	if err != nil {
+		return err
+	}
+	s := &snapshot{copy: c, blobDir: filepath.Join(dir, store.BlobDir), peers: pj, applied: 1}
+	return s.write(w)
 }
 
 // backupTimeout bounds the snapshot a backup asks raft for; streaming it

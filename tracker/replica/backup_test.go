@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -163,10 +164,20 @@ func TestBackup_CopyDropsStages(t *testing.T) {
 	if r := f.Apply(stageEntry(10, 7, 7<<32|1, cmdStage, []byte("the first piece of a command"))); r != nil {
 		t.Fatal(r)
 	}
-	snapshot := snapshotOf(t, f)
-
+	path := filepath.Join(t.TempDir(), "backup.snap")
+	if err := os.WriteFile(path, snapshotOf(t, f), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "state")
+	_, backup, err := extractBackup(path, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(backup.stages) != 1 {
+		t.Fatalf("the backup has %d stages, want the one staged", len(backup.stages))
+	}
 	var restored bytes.Buffer
-	if err := copyBackup(&restored, bytes.NewReader(snapshot)); err != nil {
+	if err := writeRestored(&restored, dir, backup.peers, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatal(err)
 	}
 	got, err := readSnapshot(bufio.NewReader(&restored), filepath.Join(t.TempDir(), "state"))
@@ -222,11 +233,11 @@ func TestBackup_RestoreStoppedAfterItsSnapshot_RunsAgain(t *testing.T) {
 	stable := &failingTerm{StableStore: logs, fail: true}
 	addr, tr := raft.NewInmemTransport("")
 	servers := []raft.Server{{ID: "r0", Address: addr, Suffrage: raft.Voter}}
-	if err := restoreBackup(path, raftDir, stable, logs, snaps, tr, servers); err == nil {
+	if err := restoreBackup(path, raftDir, stable, logs, snaps, tr, servers, slog.New(slog.DiscardHandler)); err == nil {
 		t.Fatal("the restore did not fail")
 	}
 	stable.fail = false
-	if err := restoreBackup(path, raftDir, stable, logs, snaps, tr, servers); err != nil {
+	if err := restoreBackup(path, raftDir, stable, logs, snaps, tr, servers, slog.New(slog.DiscardHandler)); err != nil {
 		t.Fatalf("the same restore again: %v", err)
 	}
 	if term, err := logs.GetUint64([]byte("CurrentTerm")); err != nil || term != 1 {

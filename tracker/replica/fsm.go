@@ -232,13 +232,12 @@ func (f *fsm) apply(l *raft.Log, data []byte) any {
 			f.applied.Store(l.Index)
 			return fmt.Errorf("replica: log entry %d commits stage %x, which has no pieces", l.Index, id)
 		}
-		// A commit without the size (8 bytes of ID only) is of a riotd
-		// before the size was written.
-		if len(data) >= 1+16 {
-			if want := binary.BigEndian.Uint64(data[9:17]); uint64(len(cmd)) != want {
-				f.applied.Store(l.Index)
-				return fmt.Errorf("replica: log entry %d commits stage %x of %d bytes, not %d: a piece is missing (raft did not take it)", l.Index, id, len(cmd), want)
-			}
+		if len(data) < 1+16 {
+			return f.failed(l, errors.New("a commit of a stage cut short"))
+		}
+		if want := binary.BigEndian.Uint64(data[9:17]); uint64(len(cmd)) != want {
+			f.applied.Store(l.Index)
+			return fmt.Errorf("replica: log entry %d commits stage %x of %d bytes, not %d: a piece is missing (raft did not take it)", l.Index, id, len(cmd), want)
 		}
 		return f.apply(l, cmd)
 	default:
@@ -325,13 +324,10 @@ func applyCmd(local *store.Bolt, data []byte) error {
 // (8 bytes, big-endian), the JSON of the replicas' client addresses (its
 // size in 8 bytes, then its bytes), the bbolt file's size (8 bytes) and
 // bytes, then for each blob of store.BlobDir a 1, its hash (32 bytes), its
-// size (8 bytes) and bytes, and a 0 at the end. snapMagic2's format, read
-// too, is the same without the index.
-const (
-	snapMagic  = "riotsnap4\n"
-	snapMagic3 = "riotsnap3\n"
-	snapMagic2 = "riotsnap2\n"
-)
+// size (8 bytes) and bytes, for each command staged in pieces (cmdStage)
+// a 2, its stage ID (8 bytes), its size (8 bytes) and bytes, and a 0 at
+// the end.
+const snapMagic = "riotsnap4\n"
 
 // Snapshot implements raft.FSM: a read transaction of the local store,
 // written out by Persist while commands go on being applied.
@@ -508,16 +504,14 @@ func readSnapshot(r *bufio.Reader, dir string) (snapContents, error) {
 		return snapContents{}, fmt.Errorf("snapshot cut short: %w", err)
 	}
 	magic := make([]byte, len(snapMagic))
-	if _, err := io.ReadFull(r, magic); err != nil || (string(magic) != snapMagic && string(magic) != snapMagic3 && string(magic) != snapMagic2) {
+	if _, err := io.ReadFull(r, magic); err != nil || string(magic) != snapMagic {
 		return got, fmt.Errorf("not a riot snapshot (magic %q)", magic)
 	}
 	var n [8]byte
-	if string(magic) != snapMagic2 {
-		if _, err := io.ReadFull(r, n[:]); err != nil {
-			return cut(err)
-		}
-		got.applied = binary.BigEndian.Uint64(n[:])
+	if _, err := io.ReadFull(r, n[:]); err != nil {
+		return cut(err)
 	}
+	got.applied = binary.BigEndian.Uint64(n[:])
 	if _, err := io.ReadFull(r, n[:]); err != nil {
 		return cut(err)
 	}
@@ -566,7 +560,7 @@ func readSnapshot(r *bufio.Reader, dir string) (snapContents, error) {
 				return cut(err)
 			}
 			id, size := binary.BigEndian.Uint64(hdr[:8]), binary.BigEndian.Uint64(hdr[8:])
-			if size > maxStageBytes || string(magic) != snapMagic {
+			if size > maxStageBytes {
 				return snapContents{}, fmt.Errorf("snapshot: a staged command of %d bytes", size)
 			}
 			b := make([]byte, size)

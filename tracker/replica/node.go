@@ -141,7 +141,7 @@ func openNode(ctx context.Context, nc nodeConfig) (*node, error) {
 	n := &node{id: nc.id, fsm: f, logs: logs, trans: nc.trans, snaps: snaps, notify: make(chan bool, 64)}
 	conf.NotifyCh = n.notify
 	if nc.restore != "" {
-		if err := restoreBackup(nc.restore, raftDir, logs, logs, snaps, nc.trans, nc.bootstrap); err != nil {
+		if err := restoreBackup(nc.restore, raftDir, logs, logs, snaps, nc.trans, nc.bootstrap, nc.log); err != nil {
 			logs.Close()
 			f.close()
 			return nil, err

@@ -91,13 +91,7 @@ func TestFSM_Snapshot_ConsistentWhileApplying_RestoreKeepsAppliedIndex(t *testin
 	snap.Release()
 
 	g := testFSM(t)
-	v3 := sink.Bytes()
-	// A snapshot of the format before (no index) is still read.
-	v2 := append([]byte(snapMagic2), v3[len(snapMagic)+8:]...)
-	if err := g.Restore(io.NopCloser(bytes.NewReader(v2))); err != nil {
-		t.Fatalf("restore of a %q snapshot: %v", snapMagic2, err)
-	}
-	if err := g.Restore(io.NopCloser(bytes.NewReader(v3))); err != nil {
+	if err := g.Restore(io.NopCloser(bytes.NewReader(sink.Bytes()))); err != nil {
 		t.Fatal(err)
 	}
 	if got := g.Applied(); got != 7 {

@@ -110,7 +110,7 @@ func TestFSM_Stage_SnapshotKeepsIt_NewTermDropsIt(t *testing.T) {
 	if r := g.Apply(stageEntry(11, 3, id, cmdStage, cmd[half:])); r != nil {
 		t.Fatal(r)
 	}
-	if r := g.Apply(stageEntry(12, 3, id, cmdCommit, nil)); r != nil {
+	if r := g.Apply(stageEntry(12, 3, id, cmdCommit, binary.BigEndian.AppendUint64(nil, uint64(len(cmd))))); r != nil {
 		t.Fatal(r)
 	}
 	wantSame(t, "restored, then committed", loadFSM(t, g), batch)
@@ -127,7 +127,7 @@ func TestFSM_Stage_SnapshotKeepsIt_NewTermDropsIt(t *testing.T) {
 	if len(g.stages) != 0 {
 		t.Fatalf("stages of an earlier term kept: %d", len(g.stages))
 	}
-	r := g.Apply(stageEntry(15, 4, old, cmdCommit, nil))
+	r := g.Apply(stageEntry(15, 4, old, cmdCommit, binary.BigEndian.AppendUint64(nil, uint64(half))))
 	if err, ok := r.(error); !ok || !strings.Contains(err.Error(), "has no pieces") {
 		t.Fatalf("commit of a dropped stage: %v", r)
 	}
