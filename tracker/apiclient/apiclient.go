@@ -149,42 +149,30 @@ func (c *Client) ask(ctx context.Context, method, path string) ([]byte, error) {
 	start := int(c.good.Load())
 	var errs []error
 	tried := make([]bool, n)
-	next := func(i int) int { return (start + i) % n }
-	for i, hop := 0, -1; i < n || hop >= 0; {
-		idx := hop
-		if idx < 0 {
-			idx = next(i)
-			i++
-		}
-		hop = -1
-		if tried[idx] {
-			continue
-		}
-		tried[idx] = true
-		body, leader, err := c.askOne(ctx, method, c.bases[idx], path)
-		if err == nil {
-			c.good.Store(int32(idx))
-			return body, nil
-		}
-		errs = append(errs, err)
-		var e *Error
-		switch {
-		case ctx.Err() != nil:
-			return nil, err
-		case leader != "":
-			if j := slices.Index(c.bases, leader); j >= 0 {
-				hop = j
-				continue
+	for i := range n {
+		// The next listed address, then the leader it names, if listed.
+		for idx := (start + i) % n; idx >= 0 && !tried[idx]; {
+			tried[idx] = true
+			body, leader, err := c.askOne(ctx, method, c.bases[idx], path)
+			if err == nil {
+				c.good.Store(int32(idx))
+				return body, nil
 			}
-			err = fmt.Errorf("%w; it names its leader %s, which is not among the tracker's addresses (%s): not followed, the request carries the token; give every replica's address, as riotd's --peers names them",
-				err, leader, strings.Join(c.bases, ","))
-			errs[len(errs)-1] = err
-		case errors.As(err, &e) && e.Status != http.StatusServiceUnavailable:
-			return nil, err // the tracker's own answer
+			var e *Error
+			switch idx = slices.Index(c.bases, leader); {
+			case ctx.Err() != nil:
+				return nil, err
+			case leader != "" && idx < 0:
+				err = fmt.Errorf("%w; it names its leader %s, which is not among the tracker's addresses (%s): not followed, the request carries the token; give every replica's address, as riotd's --peers names them",
+					err, leader, strings.Join(c.bases, ","))
+			case leader == "" && errors.As(err, &e) && e.Status != http.StatusServiceUnavailable:
+				return nil, err // the tracker's own answer
+			}
+			errs = append(errs, err)
 		}
-		if n == 1 {
-			return nil, err
-		}
+	}
+	if len(errs) == 1 {
+		return nil, errs[0]
 	}
 	return nil, errors.Join(errs...)
 }
