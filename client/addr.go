@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -23,6 +24,30 @@ import (
 // wire.Path when it has none (its port defaults to the scheme's, as a
 // browser's would, so that a tracker behind a TLS proxy on 443 works).
 func TrackerURL(addr string) (string, error) { return trackerURL(addr, false) }
+
+// TrackerURLs returns the websocket URLs of the tracker addresses in
+// addrs, separated by commas (the replicas of a replicated tracker:
+// "alfred:2355,bert:2355,carl:2355"), each as TrackerURL makes it. A name
+// with several addresses in DNS needs no list: the dial tries each, and a
+// replica that does not lead names its leader.
+func TrackerURLs(addrs string) ([]string, error) { return trackerURLs(addrs, false) }
+
+func trackerURLs(addrs string, secure bool) ([]string, error) {
+	var us []string
+	for a := range strings.SplitSeq(addrs, ",") {
+		if strings.TrimSpace(a) == "" && strings.Contains(addrs, ",") {
+			return nil, fmt.Errorf("client: tracker addresses %q: an empty address between commas", addrs)
+		}
+		u, err := trackerURL(a, secure)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(us, u) {
+			us = append(us, u)
+		}
+	}
+	return us, nil
+}
 
 // trackerURL is TrackerURL, with wss:// for addresses without a scheme
 // when secure.

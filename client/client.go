@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -179,8 +180,11 @@ func (o *Options) setDefaults() error {
 // at once (10,000 Submits) share frames and round trips.
 type Client struct {
 	opts Options
-	url  string
+	urls []string // the tracker's addresses: one, or its replicas
 	log  *slog.Logger
+	// good indexes the address in urls that answered last (only the
+	// goroutine that dials uses it: Dial's, then the connection loop's).
+	good int
 
 	kick      chan struct{} // cap 1: the writer has messages to send
 	assignSig chan struct{} // cap 1: an assignment was queued
@@ -217,7 +221,11 @@ type Client struct {
 }
 
 // Dial connects to the tracker at addr ("host", "host:port", or a ws:// or
-// wss:// URL; see TrackerURL) and returns the Client once the tracker has
+// wss:// URL; see TrackerURL), or at one of several addresses separated
+// by commas (the replicas of a replicated tracker: Dial and every
+// reconnect try them in turn, and follow a replica that names its leader
+// when the leader is one of them (never from wss:// to ws://);
+// see TrackerURLs), and returns the Client once the tracker has
 // welcomed it. A tracker that refuses the Hello gives a *VersionError or a
 // *RefusedError; a tracker that cannot be reached gives the network error
 // (Dial does not retry: that is for reconnects, after a first success).
@@ -225,11 +233,11 @@ func Dial(ctx context.Context, addr string, opts Options) (*Client, error) {
 	if err := opts.setDefaults(); err != nil {
 		return nil, err
 	}
-	u, err := trackerURL(addr, opts.TLSConfig != nil)
+	us, err := trackerURLs(addr, opts.TLSConfig != nil)
 	if err != nil {
 		return nil, err
 	}
-	c := newClient(opts, u)
+	c := newClient(opts, us...)
 	cn, err := c.connect(ctx)
 	if err != nil {
 		c.cb.stop()
@@ -240,13 +248,14 @@ func Dial(ctx context.Context, addr string, opts Options) (*Client, error) {
 	return c, nil
 }
 
-// newClient returns a Client for the tracker at url, not connected, with
-// its callback goroutine started. opts have their defaults.
-func newClient(opts Options, url string) *Client {
+// newClient returns a Client for the tracker at urls (one, or its
+// replicas), not connected, with its callback goroutine started. opts
+// have their defaults.
+func newClient(opts Options, urls ...string) *Client {
 	c := &Client{
 		opts:      opts,
-		url:       url,
-		log:       opts.Logger.With("tracker", url),
+		urls:      urls,
+		log:       opts.Logger.With("tracker", strings.Join(urls, ",")),
 		kick:      make(chan struct{}, 1),
 		assignSig: make(chan struct{}, 1),
 		ended:     make(chan struct{}),

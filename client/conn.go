@@ -10,7 +10,10 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
+	"net/netip"
+	neturl "net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -87,8 +90,224 @@ func withCtxErr(ctx context.Context, err error) error {
 	return err
 }
 
-// connect dials the tracker and does the Hello/Welcome handshake.
+// connect dials the tracker and does the Hello/Welcome handshake. Given
+// several addresses (the replicas of a replicated tracker), it tries them
+// in turn from the one that answered last, and follows a replica that
+// names its leader (an HTTP 307 with LeaderHeader) there, but only to one
+// of its own addresses, and never from wss:// to ws:// (see
+// leaderAmong, leaderResolvesAmong): the Hello carries the client's token.
 func (c *Client) connect(ctx context.Context) (*conn, error) {
+	var errs []error
+	n := len(c.urls)
+	for i := range n {
+		idx := (c.good + i) % n
+		u := c.urls[idx]
+		cn, leader, err := c.connectURL(ctx, u)
+		if err == nil {
+			c.good = idx
+			return cn, nil
+		}
+		if leader != "" {
+			j, rerr := leaderAmong(c.urls, u, leader)
+			target := ""
+			switch {
+			case rerr == nil:
+				target = c.urls[j]
+			case errors.Is(rerr, errLeaderNotListed) && leaderResolvesAmong(ctx, c.urls, leader):
+				// A listed DNS name (one for every replica) has the
+				// leader's address among its own.
+				target, j = leader, -1
+			default:
+				c.log.Warn("client: a replica's redirect not followed", "replica", u, "err", rerr)
+				err = fmt.Errorf("%w; %w", err, rerr)
+			}
+			if target != "" {
+				var lerr error
+				if cn, _, lerr = c.connectURL(ctx, target); lerr == nil {
+					if j >= 0 {
+						c.good = j
+					}
+					return cn, nil
+				}
+				err = fmt.Errorf("%w; and its leader: %w", err, lerr)
+			}
+		}
+		if !retryable(err) || ctx.Err() != nil || n == 1 {
+			return nil, err
+		}
+		errs = append(errs, err)
+	}
+	return nil, errors.Join(errs...)
+}
+
+// leaderAmong returns the index in urls of the leader that the replica
+// at from redirected to (leader, a websocket URL): the address of urls
+// with the same scheme and host:port (see endpointOf), whose path is the
+// same when several are. It is an error when none is (a follower, or
+// whoever answers on a listed address, would otherwise get the client and
+// its token sent to any host), and when the redirect goes from wss:// to
+// ws:// (the token would leave without TLS).
+func leaderAmong(urls []string, from, leader string) (int, error) {
+	lu, err := neturl.Parse(leader)
+	if err != nil {
+		return -1, fmt.Errorf("its redirect to %q is not a URL: not followed", leader)
+	}
+	shown := lu.Redacted()
+	le, ok := endpointOf(lu)
+	if !ok {
+		return -1, fmt.Errorf("its redirect to %s is not a ws:// or wss:// URL with a host: not followed", shown)
+	}
+	if fu, err := neturl.Parse(from); err == nil && strings.EqualFold(fu.Scheme, "wss") && le.scheme == "ws" {
+		return -1, fmt.Errorf("its redirect goes from wss:// to plain ws:// (%s): not followed, the token would go out without TLS; "+
+			"give every replica the same --tls-cert and --tls-key", shown)
+	}
+	found := -1
+	for j, u := range urls {
+		pu, err := neturl.Parse(u)
+		if err != nil {
+			continue
+		}
+		if e, ok := endpointOf(pu); ok && e == le {
+			if pu.Path == lu.Path {
+				return j, nil
+			}
+			if found < 0 {
+				found = j
+			}
+		}
+	}
+	if found < 0 {
+		return -1, fmt.Errorf("it names its leader %s, which is not among the tracker's addresses (%s), nor an address of a name among them: not followed; "+
+			"give the client every replica's address (--tracker, riot-worker's argument), as riotd's --peers names them (ID=RAFT=CLIENT), or one DNS name with all of them: %w",
+			shown, strings.Join(urls, ","), errLeaderNotListed)
+	}
+	return found, nil
+}
+
+// errLeaderNotListed: a replica's redirect names a leader whose endpoint
+// is not one of the client's addresses.
+var errLeaderNotListed = errors.New("the leader is not listed")
+
+// resolveTimeout bounds the DNS lookups of leaderResolvesAmong.
+const resolveTimeout = 2 * time.Second
+
+// leaderResolvesAmong reports whether the leader's host (a websocket URL
+// of a replica's redirect) has an IP address that a host name of urls
+// resolves to, with the same scheme and port: a DNS name listed for every
+// replica (a headless Kubernetes Service) names the leader's address too,
+// so the client would dial that address, with its token, through the
+// listed name anyway. The leader's own URL is then dialed (its host name
+// is what its TLS certificate names).
+func leaderResolvesAmong(ctx context.Context, urls []string, leader string) bool {
+	lu, err := neturl.Parse(leader)
+	if err != nil {
+		return false
+	}
+	le, ok := endpointOf(lu)
+	if !ok {
+		return false
+	}
+	_, port, _ := net.SplitHostPort(le.hostport)
+	ctx, cancel := context.WithTimeout(ctx, resolveTimeout)
+	defer cancel()
+	var leaderAddrs []netip.Addr // resolved when a listed name needs them
+	for _, u := range urls {
+		pu, err := neturl.Parse(u)
+		if err != nil {
+			continue
+		}
+		e, ok := endpointOf(pu)
+		if !ok || e.scheme != le.scheme {
+			continue
+		}
+		host, p, _ := net.SplitHostPort(e.hostport)
+		if p != port {
+			continue
+		}
+		if _, err := netip.ParseAddr(host); err == nil {
+			continue // an address, not a name: leaderAmong compared it
+		}
+		if leaderAddrs == nil {
+			if leaderAddrs = lookup(ctx, lu.Hostname()); len(leaderAddrs) == 0 {
+				return false
+			}
+		}
+		for _, a := range lookup(ctx, host) {
+			if slices.Contains(leaderAddrs, a) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// lookup returns host's addresses (host itself when it is one), unmapped,
+// or none when it does not resolve.
+func lookup(ctx context.Context, host string) []netip.Addr {
+	if a, err := netip.ParseAddr(host); err == nil {
+		return []netip.Addr{a.Unmap()}
+	}
+	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return nil
+	}
+	for i := range addrs {
+		addrs[i] = addrs[i].Unmap()
+	}
+	return addrs
+}
+
+// endpoint is where a websocket URL connects: its scheme and host:port,
+// normalised (lower case, the scheme's default port made explicit, an IP
+// address in its canonical form, a host name's final dot dropped).
+type endpoint struct {
+	scheme, hostport string
+}
+
+// endpointOf returns u's endpoint, or false when u is not a ws:// or
+// wss:// URL with a host and a valid port.
+func endpointOf(u *neturl.URL) (endpoint, bool) {
+	scheme := strings.ToLower(u.Scheme)
+	port := u.Port()
+	switch {
+	case scheme != "ws" && scheme != "wss":
+		return endpoint{}, false
+	case port == "" && scheme == "ws":
+		port = "80"
+	case port == "":
+		port = "443"
+	}
+	p, err := strconv.Atoi(port)
+	if err != nil || p <= 0 || p > 65535 {
+		return endpoint{}, false
+	}
+	port = strconv.Itoa(p) // "0080" is 80
+	host := strings.TrimSuffix(strings.ToLower(u.Hostname()), ".")
+	if host == "" {
+		return endpoint{}, false
+	}
+	if ip, err := netip.ParseAddr(host); err == nil {
+		host = ip.Unmap().String()
+	}
+	return endpoint{scheme: scheme, hostport: net.JoinHostPort(host, port)}, true
+}
+
+// LeaderHeader is the HTTP header in which a replica of a replicated
+// tracker that does not lead names its leader's client address, when it
+// answers a websocket's upgrade with a redirect (307) there (see
+// docs/replicas.md).
+const LeaderHeader = "Riot-Leader"
+
+// ErrNotLeader: the address dialed is a replica of a replicated tracker
+// that does not lead (it named its leader, which the client tried next
+// when it was one of its addresses), or one that knows no leader yet
+// (HTTP 503). It is retried like a network error.
+var ErrNotLeader = errors.New("client: the replica does not lead")
+
+// connectURL dials url and does the handshake. A replica that does not
+// lead answers with its leader's websocket URL, returned with an error
+// wrapping ErrNotLeader.
+func (c *Client) connectURL(ctx context.Context, url string) (*conn, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.DialTimeout)
 	defer cancel()
 	d := websocket.Dialer{
@@ -99,39 +318,51 @@ func (c *Client) connect(ctx context.Context) (*conn, error) {
 		ReadBufferSize:   64 << 10,
 		WriteBufferSize:  64 << 10,
 	}
-	ws, resp, err := d.DialContext(ctx, c.url, nil)
+	ws, resp, err := d.DialContext(ctx, url, nil)
 	if resp != nil && resp.Body != nil {
 		_ = resp.Body.Close()
 	}
 	if err != nil {
+		if errors.Is(err, websocket.ErrBadHandshake) && resp != nil {
+			switch resp.StatusCode {
+			case http.StatusTemporaryRedirect:
+				leader := resp.Header.Get("Location")
+				if lu, perr := neturl.Parse(leader); perr != nil || (lu.Scheme != "ws" && lu.Scheme != "wss") || lu.Host == "" {
+					return nil, "", fmt.Errorf("client: dial %s: %w, and its redirect %q is not a websocket URL", url, ErrNotLeader, leader)
+				}
+				return nil, leader, fmt.Errorf("client: dial %s: %w: the leader is at %s", url, ErrNotLeader, resp.Header.Get(LeaderHeader))
+			case http.StatusServiceUnavailable:
+				return nil, "", fmt.Errorf("client: dial %s: %w, and no leader is elected yet (HTTP 503)", url, ErrNotLeader)
+			}
+		}
 		if errors.Is(err, websocket.ErrBadHandshake) && resp != nil && resp.StatusCode == http.StatusBadRequest &&
-			strings.HasPrefix(c.url, "ws://") {
+			strings.HasPrefix(url, "ws://") {
 			// What a TLS server answers a plain HTTP request.
-			return nil, fmt.Errorf("client: dial %s: %w (HTTP 400: does the tracker serve TLS? then reach it with wss://, or give --tls-ca / $RIOT_TLS_CA)", c.url, err)
+			return nil, "", fmt.Errorf("client: dial %s: %w (HTTP 400: does the tracker serve TLS? then reach it with wss://, or give --tls-ca / $RIOT_TLS_CA)", url, err)
 		}
 		var unknownCA x509.UnknownAuthorityError
 		var notTLS tls.RecordHeaderError
 		switch {
 		case errors.As(err, &unknownCA):
-			return nil, fmt.Errorf("client: dial %s: %w (give --tls-ca FILE or $RIOT_TLS_CA: the authority that signed the tracker's certificate)", c.url, err)
+			return nil, "", fmt.Errorf("client: dial %s: %w (give --tls-ca FILE or $RIOT_TLS_CA: the authority that signed the tracker's certificate)", url, err)
 		case errors.As(err, &notTLS):
-			return nil, fmt.Errorf("client: dial %s: %w (the tracker does not serve TLS: reach it with ws://, without --tls-ca)", c.url, err)
+			return nil, "", fmt.Errorf("client: dial %s: %w (the tracker does not serve TLS: reach it with ws://, without --tls-ca)", url, err)
 		}
-		return nil, fmt.Errorf("client: dial %s: %w", c.url, withCtxErr(ctx, err))
+		return nil, "", fmt.Errorf("client: dial %s: %w", url, withCtxErr(ctx, err))
 	}
 	stop := context.AfterFunc(ctx, func() { _ = ws.Close() })
-	cn, err := c.handshake(ctx, ws)
+	cn, err := c.handshake(ctx, ws, url)
 	if !stop() && err == nil {
 		err = ctx.Err()
 	}
 	if err != nil {
 		_ = ws.Close()
-		return nil, withCtxErr(ctx, err)
+		return nil, "", withCtxErr(ctx, err)
 	}
-	return cn, nil
+	return cn, "", nil
 }
 
-func (c *Client) handshake(ctx context.Context, ws *websocket.Conn) (*conn, error) {
+func (c *Client) handshake(ctx context.Context, ws *websocket.Conn, url string) (*conn, error) {
 	hello := &wire.Hello{
 		Version:     wire.ProtocolVersion,
 		Role:        c.opts.Role,
@@ -152,26 +383,26 @@ func (c *Client) handshake(ctx context.Context, ws *websocket.Conn) (*conn, erro
 	deadline, _ := ctx.Deadline()
 	_ = ws.SetWriteDeadline(deadline)
 	if err := ws.WriteMessage(websocket.BinaryMessage, frame); err != nil {
-		return nil, fmt.Errorf("client: send hello to %s: %w", c.url, err)
+		return nil, fmt.Errorf("client: send hello to %s: %w", url, err)
 	}
 	_ = ws.SetReadDeadline(deadline)
 	typ, frame, err := ws.ReadMessage()
 	if err != nil {
 		var ce *websocket.CloseError
 		if errors.As(err, &ce) && ce.Code > wire.CloseRefused && ce.Code < wire.CloseRefused+1000 {
-			return nil, refusedErr(c.url, &wire.Refused{Code: wire.Code(ce.Code - wire.CloseRefused), Message: ce.Text})
+			return nil, refusedErr(url, &wire.Refused{Code: wire.Code(ce.Code - wire.CloseRefused), Message: ce.Text})
 		}
-		return nil, fmt.Errorf("client: read welcome from %s: %w", c.url, err)
+		return nil, fmt.Errorf("client: read welcome from %s: %w", url, err)
 	}
 	if typ != websocket.BinaryMessage {
-		return nil, fmt.Errorf("client: %s answered the hello with a text message", c.url)
+		return nil, fmt.Errorf("client: %s answered the hello with a text message", url)
 	}
 	msgs, err := wire.Decode(frame)
 	if err != nil {
-		return nil, fmt.Errorf("client: welcome from %s: %w", c.url, err)
+		return nil, fmt.Errorf("client: welcome from %s: %w", url, err)
 	}
 	if len(msgs) != 1 {
-		return nil, fmt.Errorf("client: %s answered the hello with %d messages, want a welcome", c.url, len(msgs))
+		return nil, fmt.Errorf("client: %s answered the hello with %d messages, want a welcome", url, len(msgs))
 	}
 	switch m := msgs[0].(type) {
 	case *wire.Welcome:
@@ -193,9 +424,9 @@ func (c *Client) handshake(ctx context.Context, ws *websocket.Conn) (*conn, erro
 			writerDone: make(chan struct{}),
 		}, nil
 	case *wire.Refused:
-		return nil, refusedErr(c.url, m)
+		return nil, refusedErr(url, m)
 	default:
-		return nil, fmt.Errorf("client: %s answered the hello with %s, want a welcome", c.url, m.Type())
+		return nil, fmt.Errorf("client: %s answered the hello with %s, want a welcome", url, m.Type())
 	}
 }
 
@@ -241,6 +472,13 @@ func (c *Client) run(cn *conn) {
 			return
 		}
 		c.log.Warn("client: connection lost; reconnecting", "name", cn.welcome.Name, "err", cn.err)
+		if len(c.urls) > 1 {
+			// Of a tracker's replicas, the one that was lost may be the
+			// one that is gone, or hangs (a dial to it would wait the
+			// whole DialTimeout): start with the next. If it still leads,
+			// the next sends the client back to it.
+			c.good = (c.good + 1) % len(c.urls)
+		}
 		if cn = c.redial(); cn == nil {
 			return
 		}

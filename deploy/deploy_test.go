@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -89,6 +90,7 @@ func TestKubernetes_ManifestsParse(t *testing.T) {
 		assert.FileExists(t, filepath.Join("kubernetes", r.(string)))
 	}
 	assert.NotContains(t, listed, "keda-scaledobject.yaml")
+	assert.NotContains(t, listed, "riotd-replicas.yaml") // instead of riotd.yaml, on its own
 	assert.NotContains(t, listed, "hpa-external-metric.yaml")
 	for _, f := range []string{"keda-scaledobject.yaml", "hpa-external-metric.yaml"} {
 		d := docs(t, filepath.Join("kubernetes", f))[0]
@@ -214,7 +216,7 @@ func TestSystemd_Verify(t *testing.T) {
 	stub := filepath.Join(dir, "stub")
 	require.NoError(t, os.WriteFile(stub, []byte("#!/bin/sh\n"), 0o755))
 	var units []string
-	for _, name := range []string{"riotd.service", "riot-worker.service"} {
+	for _, name := range []string{"riotd.service", "riot-worker.service", "riotd-replica.service"} {
 		b, err := os.ReadFile(filepath.Join("systemd", name))
 		require.NoError(t, err)
 		s := strings.NewReplacer("/usr/local/bin/riotd", stub, "/usr/local/bin/riot-worker", stub).Replace(string(b))
@@ -228,4 +230,42 @@ func TestSystemd_Verify(t *testing.T) {
 	}
 	require.NoError(t, err, "systemd-analyze verify:\n%s", out)
 	assert.Empty(t, strings.TrimSpace(string(out)), "systemd-analyze verify complains")
+}
+
+// TestKubernetes_Replicas: the replicas' StatefulSet gives each pod its
+// name as --replica-id, lists every pod of its replicas in --peers by its
+// name in the headless Service it is governed by, and mounts the raft
+// secret it names.
+func TestKubernetes_Replicas(t *testing.T) {
+	t.Parallel()
+	var sts, headless map[string]any
+	for _, d := range docs(t, "kubernetes/riotd-replicas.yaml") {
+		switch {
+		case d["kind"] == "StatefulSet":
+			sts = d
+		case d["kind"] == "Service" && dig(t, d, "spec", "clusterIP") == "None":
+			headless = d
+		}
+	}
+	require.NotNil(t, sts)
+	require.NotNil(t, headless)
+	assert.Equal(t, dig(t, headless, "metadata", "name"), dig(t, sts, "spec", "serviceName"))
+	assert.Equal(t, true, dig(t, headless, "spec", "publishNotReadyAddresses"))
+	n := dig(t, sts, "spec", "replicas").(int)
+	args := map[string]string{}
+	for _, a := range dig(t, sts, "spec", "template", "spec", "containers", 0, "args").([]any) {
+		k, v, _ := strings.Cut(a.(string), "=")
+		args[k] = v
+	}
+	assert.Equal(t, "$(POD_NAME)", args["--replica-id"])
+	peers := strings.Split(args["--peers"], ",")
+	require.Len(t, peers, n, "--peers lists every replica")
+	for i, p := range peers {
+		parts := strings.Split(p, "=")
+		require.Len(t, parts, 3, p)
+		name := "riotd-" + strconv.Itoa(i)
+		host := name + "." + yamlString(dig(t, headless, "metadata", "name")) + ".riot.svc.cluster.local"
+		assert.Equal(t, []string{name, host + ":2356", host + ":2355"}, parts)
+	}
+	assert.Equal(t, "/etc/riot/raft/secret", args["--raft-secret-file"])
 }

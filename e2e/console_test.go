@@ -69,6 +69,15 @@ func (s *lineStream) lines() []string {
 	return append([]string(nil), s.all...)
 }
 
+// waitEval waits for the eval's output to end, then for its process: Wait
+// closes the pipes, so a Wait before the last lines were read could lose
+// them (it did: the result line of a workunit that had just ended).
+func waitEval(cmd *exec.Cmd, stdout, stderr *lineStream) error {
+	<-stdout.done
+	<-stderr.done
+	return cmd.Wait()
+}
+
 // evalCmd starts riot-worker eval ARGS with its stdout and stderr read
 // as streams.
 func evalCmd(t *testing.T, ctx context.Context, args ...string) (*exec.Cmd, *lineStream, *lineStream) {
@@ -115,7 +124,7 @@ func TestE2E_LiveConsole(t *testing.T) {
 
 	res := bins.RunWorker(t, []string{"RIOT_TRACKER=" + tr.Addr()}, "cancel", "live-e2e")
 	require.Equal(t, 0, res.Code, res.String())
-	err = cmd.Wait()
+	err = waitEval(cmd, stdout, stderr)
 	var exit *exec.ExitError
 	require.ErrorAs(t, err, &exit, "the canceled workunit fails the eval")
 	out, errs := stdout.lines(), stderr.lines()
@@ -128,7 +137,7 @@ func TestE2E_LiveConsole(t *testing.T) {
 	cmd, stdout, stderr = evalCmd(t, ctx, "--tracker", tr.Addr(),
 		"-e", "console.log('before'); const t0 = Date.now(); while (Date.now() - t0 < 1500) {} console.log('after'); console.error('oops'); 42")
 	stdout.wait(t, ctx, regexp.MustCompile(`\] before$`))
-	require.NoError(t, cmd.Wait())
+	require.NoError(t, waitEval(cmd, stdout, stderr))
 	out = stdout.lines()
 	require.Len(t, out, 3, "%q", out)
 	m = regexp.MustCompile(`^\[live-w ([0-9a-f]{12})\] before$`).FindStringSubmatch(out[0])

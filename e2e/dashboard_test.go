@@ -59,6 +59,15 @@ func (p page) untilText(sel, want string) {
 	p.until(fmt.Sprintf(`(() => { const e = document.querySelector(%q); return !!e && e.textContent.includes(%q); })()`, sel, want))
 }
 
+// clickLive clicks the first element that matches sel, finding and
+// clicking it in one evaluation on the page: the dashboard redraws its
+// live lists (jobs, failures) as events come, and a node found by one
+// call may be gone by the next ("Could not find node with given id").
+func (p page) clickLive(sel string) {
+	p.t.Helper()
+	p.until(fmt.Sprintf(`(() => { const e = document.querySelector(%q); if (!e) return false; e.click(); return true; })()`, sel))
+}
+
 // route follows one of the dashboard's hash routes, as a click on a link
 // does.
 func (p page) route(hash string) {
@@ -165,7 +174,8 @@ func TestE2E_Dashboard(t *testing.T) {
 	// The failing workunit, from the failures page: its stack, its worker.
 	p.route("#/failures")
 	p.untilText("#failures", `row "three" is not a number`)
-	p.do(chromedp.Click(chromedp.CSS("#failures a.key")), chromedp.WaitVisible(chromedp.CSS("#wu-stack")))
+	p.clickLive("#failures a.key")
+	p.do(chromedp.WaitVisible(chromedp.CSS("#wu-stack")))
 	assert.Contains(t, p.text("#wu-stack"), "at parseRow (dashboard.js:")
 	assert.Equal(t, "TypeError", p.text("#wu-error-name"))
 	assert.Equal(t, w.Name(), p.text("#wu-error-worker"))
@@ -175,7 +185,7 @@ func TestE2E_Dashboard(t *testing.T) {
 	// The job's page; the viewer's Cancel is refused.
 	p.route("#/jobs")
 	p.untilText("#jobs", "dash")
-	p.do(chromedp.Click(chromedp.CSS("#jobs a[href^='#/jobs/']")))
+	p.clickLive("#jobs a[href^='#/jobs/']")
 	p.untilText("#job-name", "dash")
 	loc, err := chromedp.Run(b.Ctx, chromedp.Location())
 	require.NoError(t, err)

@@ -159,8 +159,8 @@ func (f *Flags) Options(args []string) (CommandOptions, error) {
 		return CommandOptions{}, err
 	}
 	if j.Tracker != "" {
-		if _, err := client.TrackerURL(j.Tracker); err != nil {
-			return CommandOptions{}, fmt.Errorf("--tracker: %s: give HOST, HOST:PORT, ws://HOST[:PORT] or wss://HOST[:PORT]", strings.TrimPrefix(err.Error(), "client: "))
+		if _, err := client.TrackerURLs(j.Tracker); err != nil {
+			return CommandOptions{}, fmt.Errorf("--tracker: %s: give HOST, HOST:PORT, ws://HOST[:PORT] or wss://HOST[:PORT], or several separated by commas (the replicas of a tracker)", strings.TrimPrefix(err.Error(), "client: "))
 		}
 	}
 	j.Engine = engine.Options{Timeout: f.timeout, MemoryLimit: memory}

@@ -20,7 +20,10 @@ import (
 // fails, it reports nothing known (workerStats.ok false) until the next
 // read succeeds, rather than what the tracker said last.
 func remoteWorkers(ctx context.Context, addr, token string, tlsConf *tls.Config) func() workerStats {
-	ws, err := client.TrackerURL(addr)
+	// Of several (a tracker's replicas), the first: one that does not
+	// lead redirects the request to the leader.
+	first, _, _ := strings.Cut(addr, ",")
+	ws, err := client.TrackerURL(first)
 	if err != nil {
 		return nil
 	}

@@ -31,6 +31,14 @@ const maxTokenBytes = 4096
 // the websocket endpoint, and cannot cancel.
 const RoleViewer wire.Role = "viewer"
 
+// RoleAdmin is the role of a credential that may change a replicated
+// tracker's membership (Options.AdminRoutes: POST /api/v1/replicas,
+// DELETE /api/v1/replicas/{id}, with the token in Authorization: a
+// replica added is handed every job's data) and read what a viewer may;
+// it cannot connect to the websocket endpoint, and cannot cancel. No other
+// role may change membership.
+const RoleAdmin wire.Role = "admin"
+
 // Credential is one token that riotd accepts and what it allows.
 type Credential struct {
 	// Role is wire.RoleMaster, which allows submitting work and what goes
@@ -38,7 +46,9 @@ type Credential struct {
 	// dashboard) but not taking work, wire.RoleWorker, which allows
 	// taking work, reporting results, handing work back and fetching
 	// blobs, but not submitting or reading results, or RoleViewer, which
-	// allows reading the dashboard and the HTTP API only. A program that
+	// allows reading the dashboard and the HTTP API only, or RoleAdmin,
+	// which allows what a viewer may and a replicated tracker's membership
+	// changes. A program that
 	// both submits and runs work connects twice, with a token of each
 	// role (see docs/security.md).
 	Role wire.Role
@@ -58,7 +68,7 @@ type Credential struct {
 //
 //	ROLE TOKEN [NAME]
 //
-// where ROLE is master, worker or viewer, TOKEN the secret, and NAME an optional
+// where ROLE is master, worker, viewer or admin, TOKEN the secret, and NAME an optional
 // name for logs. Blank lines and lines starting with # are ignored. It
 // refuses a file with no credentials, a token shorter than MinTokenBytes,
 // and a token given twice.
@@ -76,11 +86,11 @@ func ParseTokens(r io.Reader) ([]Credential, error) {
 		}
 		f := strings.Fields(text)
 		if len(f) < 2 || len(f) > 3 {
-			return nil, fmt.Errorf("tracker: tokens: line %d: want ROLE TOKEN [NAME], with ROLE master, worker or viewer", line)
+			return nil, fmt.Errorf("tracker: tokens: line %d: want ROLE TOKEN [NAME], with ROLE master, worker, viewer or admin", line)
 		}
 		c := Credential{Role: wire.Role(f[0]), Token: f[1]}
 		if !knownRole(c.Role) {
-			return nil, fmt.Errorf("tracker: tokens: line %d: role %q: want master, worker or viewer", line, f[0])
+			return nil, fmt.Errorf("tracker: tokens: line %d: role %q: want master, worker, viewer or admin", line, f[0])
 		}
 		if err := checkToken(c.Token); err != nil {
 			return nil, fmt.Errorf("tracker: tokens: line %d: %w", line, err)
@@ -161,7 +171,7 @@ func rightsOf(role wire.Role) rights {
 	switch role {
 	case wire.RoleWorker:
 		return mayWork | mayBlob
-	case RoleViewer:
+	case RoleViewer, RoleAdmin:
 		return 0
 	}
 	return maySubmit | mayBlob
@@ -169,7 +179,7 @@ func rightsOf(role wire.Role) rights {
 
 // knownRole reports whether a credential may have role.
 func knownRole(role wire.Role) bool {
-	return role == wire.RoleMaster || role == wire.RoleWorker || role == RoleViewer
+	return role == wire.RoleMaster || role == wire.RoleWorker || role == RoleViewer || role == RoleAdmin
 }
 
 // needs returns the rights a message from a client needs (any of them
@@ -220,7 +230,7 @@ func newAuthenticator(creds []Credential) (*authenticator, error) {
 	seen := make(map[[sha256.Size]byte]bool)
 	for i, c := range creds {
 		if !knownRole(c.Role) {
-			return nil, fmt.Errorf("tracker: credential %d: role %q: want master, worker or viewer", i, c.Role)
+			return nil, fmt.Errorf("tracker: credential %d: role %q: want master, worker, viewer or admin", i, c.Role)
 		}
 		if err := checkToken(c.Token); err != nil {
 			return nil, fmt.Errorf("tracker: credential %d (%s): %w", i, c.Name, err)

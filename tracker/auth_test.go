@@ -38,7 +38,12 @@ func TestParseTokens(t *testing.T) {
 			},
 		},
 		{name: "empty", in: "# nothing\n\n", err: "no credentials"},
-		{name: "unknown role", in: "admin " + masterTok + "\n", err: `line 1: role "admin"`},
+		{name: "unknown role", in: "root " + masterTok + "\n", err: `line 1: role "root": want master, worker, viewer or admin`},
+		{
+			name: "an admin",
+			in:   "admin " + masterTok + " ops\n",
+			want: []Credential{{Role: RoleAdmin, Token: masterTok, Name: "ops"}},
+		},
 		{name: "no token", in: "master\n", err: "line 1: want ROLE TOKEN"},
 		{name: "too many fields", in: "master " + masterTok + " a b\n", err: "line 1: want ROLE TOKEN"},
 		{name: "short token", in: "worker abc\n", err: "line 1: a token of 3 bytes: use at least 16"},

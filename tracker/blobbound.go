@@ -75,7 +75,7 @@ func (b *blobBound) blobs() (int64, int) {
 // elsewhere returns what counts toward the bound besides the table: the
 // blobs held, and the uploads reserved.
 func (b *blobBound) elsewhere() int64 {
-	if b.held == nil || b.limit <= 0 {
+	if !b.counts() {
 		return 0
 	}
 	b.mu.Lock()
@@ -94,7 +94,7 @@ func (b *blobBound) setTable(n int64) { b.table.Store(n) }
 // is stored. A reservation is given back with release once the blob is
 // stored (the store counts it then) or dropped. Safe for concurrent use.
 func (b *blobBound) reserve(op string, req uint64, h blob.Hash, size int64) (refusal *wire.Error) {
-	if b.held == nil || b.limit <= 0 {
+	if !b.counts() {
 		return nil
 	}
 	tab := b.table.Load()
@@ -129,7 +129,7 @@ func (b *blobBound) reserve(op string, req uint64, h blob.Hash, size int64) (ref
 
 // release gives back a reservation of size bytes (reserve).
 func (b *blobBound) release(size int64) {
-	if b.held == nil || b.limit <= 0 {
+	if !b.counts() {
 		return
 	}
 	b.mu.Lock()

@@ -823,6 +823,9 @@ func (c *conn) authenticate(h *wire.Hello) *wire.Refused {
 		if cred.role == RoleViewer {
 			return refused(wire.CodeAuth, "tracker: a viewer's token is for the dashboard and the HTTP API (docs/http.md), not for masters or workers: use a master's or a worker's token")
 		}
+		if cred.role == RoleAdmin {
+			return refused(wire.CodeAuth, "tracker: an admin's token is for a replicated tracker's membership changes and the dashboard, not for masters or workers: use a master's or a worker's token")
+		}
 		if cred.role == wire.RoleWorker && h.Role != wire.RoleWorker {
 			return refused(wire.CodeAuth, fmt.Sprintf("tracker: a worker's token cannot connect as %q: workers take work, masters submit it", string(h.Role)))
 		}
@@ -1315,6 +1318,11 @@ func (c *conn) refuseBlob(e *wire.Error) {
 }
 
 func (c *conn) storeFailed(req uint64, op string, err error) {
+	if c.s.fencedBy(err) {
+		c.s.log.Warn("store fenced: another tracker writes the store now", "op", op, "conn", c.label(), "err", err)
+		c.send(storeRefusal(req, op, err))
+		return
+	}
 	c.s.log.Error("store failed", "op", op, "conn", c.label(), "err", err)
 	c.send(&wire.Error{Req: req, Code: wire.CodeStore, Message: "tracker: " + op + ": " + err.Error()})
 }

@@ -23,6 +23,6 @@ func (s *Server) dashboardIndex(w http.ResponseWriter, r *http.Request) {
 // /ui/. They hold nothing secret (the page's code and styles), so they
 // need no session: the login page uses them too.
 func (s *Server) dashboardRoutes(mux *http.ServeMux) {
-	s.dash = dashboard.New(dashboard.Options{Title: s.name, Secure: s.tls, Logout: s.auth != nil})
+	s.dash = dashboard.New(dashboard.Options{Title: s.name, Secure: s.tls, Logout: s.auth != nil, Replicas: s.opts.Replicas != nil})
 	mux.HandleFunc("GET /ui/{file...}", s.dash.ServeAsset)
 }

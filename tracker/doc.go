@@ -82,7 +82,11 @@
 //
 // With a data directory, an Accepted (and a BlobStored) is sent only after
 // the record (the blob) is on disk. If a write fails, the submissions that
-// waited for it are refused with wire.CodeStore. Finished results survive a
+// waited for it are refused with wire.CodeStore; if it fails with
+// store.ErrFenced (another tracker writes the store now: a replica that lost
+// the lead), they are refused with wire.CodeShutdown instead, which clients
+// send again on their next connection, and the Server stops: it hands out
+// and acknowledges nothing more, and Run returns the error. Finished results survive a
 // restart; waiting and running workunits are waiting again after one. Without
 // a data directory nothing is written (--memory).
 //

@@ -110,6 +110,8 @@ type caller struct {
 	// ambient: it was let in by its cookie, or by nothing (without
 	// credentials), not by a header a page elsewhere cannot send.
 	ambient bool
+	// admin: its credential is an admin's (RoleAdmin).
+	admin bool
 }
 
 // hostAllowed reports whether riotd answers a request for r's Host:
@@ -154,11 +156,11 @@ func (s *Server) whoIs(w http.ResponseWriter, r *http.Request) (caller, bool) {
 }
 
 func callerOf(cred credSum, ambient bool) caller {
-	c := caller{name: cred.name, ambient: ambient}
+	c := caller{name: cred.name, ambient: ambient, admin: cred.role == RoleAdmin}
 	switch cred.role {
 	case wire.RoleMaster:
 		c.access = accessCancel
-	case RoleViewer:
+	case RoleViewer, RoleAdmin:
 		c.access = accessRead
 	}
 	return c
@@ -288,6 +290,37 @@ func (s *Server) apiChange(h func(http.ResponseWriter, *http.Request, canceler))
 	}
 }
 
+// apiAdmin wraps a handler of a replicated tracker's membership changes
+// (Options.AdminRoutes), which hand a replica added every job's data:
+// with credentials it needs an admin's token (RoleAdmin) in the
+// request's Authorization header; no other role's, and no dashboard
+// session (a page elsewhere can make a browser send its cookie), will
+// do. Without credentials (riotd on loopback) it answers as apiChange
+// does: requests for a loopback host, from riotd's own origin.
+func (s *Server) apiAdmin(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if s.auth != nil && !strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
+			if _, err := r.Cookie(sessionCookie); err == nil {
+				apiError(w, http.StatusForbidden, "riotd: membership changes need an admin's token in the request (Authorization: Bearer TOKEN), not a dashboard session")
+				return
+			}
+		}
+		c, ok := s.whoIs(w, r)
+		if !ok {
+			return
+		}
+		if s.auth != nil && (!c.admin || c.ambient) {
+			apiError(w, http.StatusForbidden, "riotd: membership changes need an admin's token (a line \"admin TOKEN\" in --token-file, sent as Authorization: Bearer TOKEN); a master's, a viewer's or a worker's token may not")
+			return
+		}
+		if c.ambient && !sameOrigin(r) {
+			apiError(w, http.StatusForbidden, "riotd: a request that changes state must come from the dashboard's own page (Origin %q is not %q)", r.Header.Get("Origin"), r.Host)
+			return
+		}
+		h(w, r)
+	}
+}
+
 // serveLogin answers POST /login: a right token gets a session cookie
 // and a redirect to the dashboard; a wrong one the login page again.
 func (s *Server) serveLogin(w http.ResponseWriter, r *http.Request) {
@@ -308,7 +341,7 @@ func (s *Server) serveLogin(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	cred, valid := s.auth.check(strings.TrimSpace(r.PostForm.Get("token")))
-	if !valid || (cred.role != wire.RoleMaster && cred.role != RoleViewer) {
+	if !valid || (cred.role != wire.RoleMaster && cred.role != RoleViewer && cred.role != RoleAdmin) {
 		s.counters.authFailures.Add(1)
 		if !valid { // a worker's token is no guess: not throttled
 			if _, ok := s.guessed(r); !ok {

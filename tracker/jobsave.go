@@ -49,6 +49,9 @@ func (l *loop) jobsSaved(w jobsWrite) {
 	if w.err == nil {
 		return
 	}
+	if l.s.fencedBy(w.err) {
+		return // another tracker writes the store now: this one stops
+	}
 	l.s.connLog.logAt(time.Now(), slog.LevelWarn, "could not write the jobs to the store; trying again", "err", w.err)
 	for _, j := range w.jobs {
 		if _, ok := l.act.jobs[j.Realm]; ok {

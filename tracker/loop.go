@@ -65,6 +65,9 @@ type loop struct {
 	// After a failed write, the next waits until retryAt, backing off.
 	retryAt time.Time
 	backoff time.Duration
+	// fenced: a write failed with store.ErrFenced (another tracker writes
+	// the store now): the loop takes no more Readies, and the Server stops.
+	fenced bool
 
 	submitted, completed, failed, canceled uint64
 	storeErrors, commits, records          uint64
@@ -170,7 +173,7 @@ func (l *loop) drain() {
 			}
 			continue
 		}
-		if !l.tab.HasReady() {
+		if l.fenced || !l.tab.HasReady() {
 			break
 		}
 		l.pump()
@@ -519,6 +522,14 @@ func codeFor(err error) wire.Code {
 // pump takes the table's Ready while none is outstanding: one with
 // records to write goes to the persister, one without is done at once.
 func (l *loop) pump() {
+	if l.fenced {
+		return // nothing more is sent: the Server stops
+	}
+	if l.tab.HasReady() && l.s.fencedNow() {
+		l.fenced = true
+		l.s.log.Warn("store fenced: another tracker writes the store now; sending nothing more")
+		return
+	}
 	if !l.retryAt.IsZero() {
 		if time.Now().Before(l.retryAt) {
 			return // the ticker brings the loop back
@@ -545,7 +556,11 @@ func (l *loop) persisted(err error) {
 	rd := l.rd
 	l.rd = table.Ready{}
 	l.outstanding = false
-	if err != nil {
+	if err != nil && l.s.fencedBy(err) {
+		l.fenced = true
+		l.s.log.Warn("store write fenced: another tracker writes the store now; refusing the submissions that waited for it, to be sent to that tracker",
+			"records", len(rd.Persist), "held_results", len(rd.Notify), "err", err)
+	} else if err != nil {
 		l.storeErrors++
 		l.backoff = min(max(2*l.backoff, minRetry), maxRetry)
 		l.retryAt = time.Now().Add(l.backoff)
@@ -570,6 +585,15 @@ func (l *loop) persisted(err error) {
 // notifications wait (Table.PersistFailed gives them back).
 func (l *loop) deliver(rd *table.Ready, perr error) {
 	for _, m := range rd.Send {
+		if l.fenced {
+			// Another tracker writes the store now: it hands out the
+			// work and answers; this one only refuses what waited.
+			switch m.(type) {
+			case *table.Ack, *table.CancelReply:
+			default:
+				continue
+			}
+		}
 		switch m := m.(type) {
 		case *table.Assign:
 			if c := l.conns[uint64(m.Worker)]; c != nil {
@@ -587,8 +611,7 @@ func (l *loop) deliver(rd *table.Ready, perr error) {
 			switch {
 			case c == nil:
 			case perr != nil:
-				l.push(c, &wire.Error{Req: m.Req, Code: wire.CodeStore,
-					Message: "tracker: the submission could not be stored: " + perr.Error()})
+				l.push(c, storeRefusal(m.Req, "the submission", perr))
 			case !l.fillResult(c, m.Req, &m.Outcome, m.Stored):
 			default:
 				if m.Outcome.Status == workunit.StatusDone {
@@ -611,8 +634,7 @@ func (l *loop) deliver(rd *table.Ready, perr error) {
 			switch {
 			case c == nil:
 			case perr != nil:
-				l.push(c, &wire.Error{Req: m.Req, Code: wire.CodeStore,
-					Message: "tracker: the cancellation could not be stored: " + perr.Error()})
+				l.push(c, storeRefusal(m.Req, "the cancellation", perr))
 			default:
 				l.canceled += uint64(len(m.Keys))
 				l.push(c, &wire.Canceled{Req: m.Req, Keys: m.Keys})
@@ -661,6 +683,19 @@ func (l *loop) deliver(rd *table.Ready, perr error) {
 				"name", r.Err.Name, "message", r.Err.Message)
 		}
 	}
+}
+
+// storeRefusal answers request req, about what, whose write failed with
+// err: wire.CodeStore, or, when another tracker writes the store now
+// (store.ErrFenced), wire.CodeShutdown, which a client keeps the request
+// for, to send again on its next connection (to that tracker): the write
+// may be in the store there, and the client's request finds it.
+func storeRefusal(req uint64, what string, err error) *wire.Error {
+	if errors.Is(err, store.ErrFenced) {
+		return &wire.Error{Req: req, Code: wire.CodeShutdown,
+			Message: "tracker: " + what + " was not acknowledged: another tracker writes the store now; send it again there (" + err.Error() + ")"}
+	}
+	return &wire.Error{Req: req, Code: wire.CodeStore, Message: "tracker: " + what + " could not be stored: " + err.Error()}
 }
 
 // cacheResults keeps the results that a durable write just stored in the

@@ -1,6 +1,7 @@
 package tracker
 
 import (
+	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -9,12 +10,14 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/spf13/pflag"
 
 	"github.com/riot-go/riot/internal/cliflag"
@@ -161,10 +164,11 @@ type Options struct {
 	// the specs of waiting and running ones, the results of done ones
 	// that are not in the store (all of them without a durable store;
 	// with one, only those not written yet) and the errors of failed
-	// ones; without a durable store, the blobs it holds too (an upload
-	// that would pass it is refused the same way). The value cache
-	// (ValueCache), connection queues and blobs in files are bounded
-	// apart. A submission of a new workunit that would pass it
+	// ones; with a store that keeps its blobs in memory (no durable
+	// store), the blobs it holds too (an upload that would pass it is
+	// refused the same way). The value cache (ValueCache), connection
+	// queues and blobs in files are bounded apart. A submission of a
+	// new workunit that would pass it
 	// is refused with wire.CodeMemoryFull (wire.ErrMemoryFull) and a
 	// message that says how much is held and what to do; nothing of it
 	// is stored. Submissions that join open work or are answered from a
@@ -206,6 +210,22 @@ type Options struct {
 	// ShutdownTimeout bounds the graceful shutdown that Run does when its
 	// context ends (DefaultShutdownTimeout).
 	ShutdownTimeout time.Duration
+	// Replicas, when not nil, reports the replicas of a replicated
+	// tracker (package tracker/replica, which sets it) for the status
+	// page: GET /status's "replicas", and a line each on GET /. It is
+	// called on each request, off the table's loop. Nil for a single
+	// riotd.
+	Replicas func(ctx context.Context) []ReplicaStatus
+	// AdminRoutes are more HTTP handlers that change state, by pattern
+	// (http.ServeMux's, e.g. "POST /api/v1/replicas"): a replicated
+	// tracker's membership changes. With credentials they need an admin's
+	// token (RoleAdmin) in the request's Authorization header (not a
+	// master's: a replica added gets every job's data); without, a
+	// request for a loopback host from riotd's own origin.
+	AdminRoutes map[string]http.HandlerFunc
+	// Collectors are more Prometheus collectors for GET /metrics (a
+	// replicated tracker's riot_replica_* metrics).
+	Collectors []prometheus.Collector
 	// Logger receives the tracker's logs. Nil: a handler of LogFormat at
 	// LogLevel, writing to standard error.
 	Logger *slog.Logger
@@ -275,7 +295,7 @@ func addFlags(fs *pflag.FlagSet, getenv func(string) string) *Flags {
 	o := &f.o
 	fs.IntVar(&f.port, "port", wire.DefaultPort, "TCP `port` to listen on")
 	fs.StringVar(&o.Listen, "listen", "", "address to listen on, `HOST[:PORT]` (default: every interface with --token-file, else 127.0.0.1; --port)")
-	fs.StringVar(&o.TokenFile, "token-file", "", "`file` of credentials, lines of \"master TOKEN\", \"worker TOKEN\" or \"viewer TOKEN\" (default: none checked, loopback only)")
+	fs.StringVar(&o.TokenFile, "token-file", "", "`file` of credentials, lines of \"master TOKEN\", \"worker TOKEN\", \"viewer TOKEN\" or \"admin TOKEN\" (default: none checked, loopback only)")
 	fs.BoolVar(&o.UnsafeNoAuth, "unsafe-no-auth", false,
 		"allow --listen on an address other than loopback without --token-file: anyone who reaches it can run code on the workers")
 	fs.StringVar(&o.TLSCertFile, "tls-cert", "", "serve TLS (wss://) with this certificate chain `file` (PEM); needs --tls-key")

@@ -87,6 +87,9 @@ type Server struct {
 	stopped  chan struct{} // closed when shutdown is complete
 	stopOnce sync.Once
 	stopErr  error
+	// fenced receives the first store error of store.ErrFenced: Run
+	// stops the Server then, and returns it.
+	fenced chan error
 
 	stateMu  sync.Mutex
 	running  bool // Run has started the loop
@@ -147,6 +150,7 @@ func New(opts Options) (*Server, error) {
 		calls:    make(chan func(*loop)),
 		ready:    make(chan struct{}),
 		quit:     make(chan struct{}),
+		fenced:   make(chan error, 1),
 		loopDone: make(chan struct{}),
 		stopped:  make(chan struct{}),
 		live:     make(map[*conn]struct{}),
@@ -400,6 +404,9 @@ func (s *Server) Run(ctx context.Context) error {
 	case <-ctx.Done():
 		s.log.Info("riotd: context ended", "why", context.Cause(ctx))
 	case <-s.quit:
+	case err = <-s.fenced:
+		s.log.Warn("riotd: another tracker writes the store now: stopping (clients go to it and send again what was not acknowledged)", "err", err)
+		err = fmt.Errorf("tracker: %w", err)
 	case err = <-serveErr:
 		if errors.Is(err, http.ErrServerClosed) {
 			// Shutdown closed it: quit is closed too, and the select
@@ -417,6 +424,31 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	wg.Wait()
 	return err
+}
+
+// fencedBy reports whether err says that another tracker writes the
+// store now (store.ErrFenced); the first such error makes Run stop the
+// Server.
+func (s *Server) fencedBy(err error) bool {
+	if !errors.Is(err, store.ErrFenced) {
+		return false
+	}
+	select {
+	case s.fenced <- err:
+	default:
+	}
+	return true
+}
+
+// fencedNow asks a store that is a store.Fencer whether another tracker
+// writes it now, and stops the Server if so (fencedBy).
+func (s *Server) fencedNow() bool {
+	f, ok := s.st.(store.Fencer)
+	if !ok {
+		return false
+	}
+	err := f.Fenced()
+	return err != nil && s.fencedBy(err)
 }
 
 // Shutdown stops the Server gracefully: it stops accepting connections,

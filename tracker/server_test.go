@@ -755,6 +755,55 @@ func TestServer_Submit_StoreFails(t *testing.T) {
 	}
 }
 
+// TestServer_Submit_StoreFenced: a write that fails because another
+// tracker writes the store now (a replica that lost the lead) is not
+// acknowledged, and not refused as a store error, which a client gives its
+// caller: it is refused as by a tracker shutting down, which a client
+// sends again on its next connection; and the tracker stops, closing its
+// connections, without writing or handing out anything more.
+func TestServer_Submit_StoreFenced(t *testing.T) {
+	t.Parallel()
+	tr, f := startWithFake(t)
+	m := master(t, tr, "m")
+	w := worker(t, tr, "w", 1)
+	s, _ := spec(t, "fenced")
+	m.send(&wire.Submit{Req: 9, Spec: s})
+	f.nextApply(t)
+	f.answer <- fmt.Errorf("fake replica: %w", store.ErrFenced)
+	e := recv[*wire.Error](m)
+	assert.Equal(t, uint64(9), e.Req)
+	assert.Equal(t, wire.CodeShutdown, e.Code, "refused as by a tracker shutting down: %s", e.Message)
+	assert.Contains(t, e.Message, "another tracker writes the store")
+	err := tr.Ended(t)
+	require.ErrorIs(t, err, store.ErrFenced, "Run's error")
+	select {
+	case <-m.done:
+	case <-time.After(waitLimit):
+		t.Fatalf("the fenced tracker did not close the master's connection")
+	}
+	for msg := range m.in {
+		_, isAccepted := msg.(*wire.Accepted)
+		assert.False(t, isAccepted, "an Accepted after a fenced write")
+	}
+	var ce *websocket.CloseError
+	require.ErrorAs(t, m.readErr, &ce)
+	assert.Equal(t, websocket.CloseGoingAway, ce.Code)
+	select {
+	case <-w.done:
+	case <-time.After(waitLimit):
+		t.Fatalf("the fenced tracker did not close the worker's connection")
+	}
+	for msg := range w.in {
+		_, isAssign := msg.(*wire.Assign)
+		assert.False(t, isAssign, "work handed out by a fenced tracker")
+	}
+	select {
+	case b := <-f.applied:
+		t.Fatalf("a write after the fenced one: %d records", len(b))
+	default:
+	}
+}
+
 // TestServer_SlowMaster: a master that stops reading is dropped when its
 // queue fills, and never holds up the others.
 func TestServer_SlowMaster(t *testing.T) {

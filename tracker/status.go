@@ -102,6 +102,36 @@ type Status struct {
 	// Jobs are the jobs in progress and those that ended in the last hour
 	// (docs/http.md, GET /api/v1/jobs).
 	Jobs []JobInfo `json:"jobs"`
+	// Replicas are the replicas of a replicated tracker (docs/replicas.md),
+	// this one (the leader) first; absent for a single riotd.
+	Replicas []ReplicaStatus `json:"replicas,omitempty"`
+}
+
+// ReplicaStatus is one replica of a replicated tracker on the status
+// page, as the leader sees it.
+type ReplicaStatus struct {
+	ID string `json:"id"`
+	// Client and Raft are its client and replication addresses.
+	Client string `json:"client"`
+	Raft   string `json:"raft"`
+	// State is its Raft state (Leader, Follower, Candidate), or
+	// "unreachable" when it did not answer.
+	State string `json:"state"`
+	// Voter: it votes (raft's suffrage).
+	Voter bool `json:"voter"`
+	// Term and AppliedIndex are its Raft term and the index of the last
+	// log entry it applied to its store.
+	Term         uint64 `json:"term"`
+	AppliedIndex uint64 `json:"applied_index"`
+	// Error says why it is unreachable.
+	Error string `json:"error,omitempty"`
+}
+
+// withReplicas adds the replicas to st, when the tracker has them.
+func (s *Server) withReplicas(ctx context.Context, st *Status) {
+	if s.opts.Replicas != nil {
+		st.Replicas = s.opts.Replicas(ctx)
+	}
 }
 
 // ConnStatus describes a connection on the status page.
@@ -206,8 +236,26 @@ func (s *Server) routes() http.Handler {
 	mux.HandleFunc("GET /api/v1/failures", s.api(s.apiFailures))
 	mux.HandleFunc("GET /api/v1/stream", s.api(s.apiStream))
 	mux.HandleFunc("GET /api/v1/events", s.api(s.apiEvents))
+	if s.opts.Replicas != nil {
+		mux.HandleFunc("GET /api/v1/replicas", s.api(s.apiReplicas))
+	}
 	s.dashboardRoutes(mux)
+	for pattern, h := range s.opts.AdminRoutes {
+		mux.HandleFunc(pattern, s.apiAdmin(h))
+	}
 	return mux
+}
+
+// apiReplicas answers GET /api/v1/replicas, for a replicated tracker:
+// {"replicas": [...]}, each as GET /status's replicas (ReplicaStatus).
+func (s *Server) apiReplicas(w http.ResponseWriter, r *http.Request, _ reader) {
+	ctx, cancel := context.WithTimeout(r.Context(), 5*time.Second)
+	defer cancel()
+	rs := s.opts.Replicas(ctx)
+	if rs == nil {
+		rs = []ReplicaStatus{}
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"replicas": rs})
 }
 
 // needMaster wraps a handler of the status pages, which name every
@@ -232,7 +280,7 @@ func (s *Server) needMaster(h http.HandlerFunc) http.HandlerFunc {
 			return
 		}
 		cred, valid := s.auth.check(strings.TrimSpace(tok))
-		if found && valid && (cred.role == wire.RoleMaster || cred.role == RoleViewer) {
+		if found && valid && (cred.role == wire.RoleMaster || cred.role == RoleViewer || cred.role == RoleAdmin) {
 			h(w, r)
 			return
 		}
@@ -272,6 +320,7 @@ func (s *Server) serveStatus(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
 	}
+	s.withReplicas(ctx, &st)
 	w.Header().Set("Content-Type", "application/json")
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -316,6 +365,7 @@ func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusServiceUnavailable)
 		return
 	}
+	s.withReplicas(ctx, &st)
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	data := st.Data
 	if !st.Durable {
@@ -358,6 +408,16 @@ func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "  %-24s %-7s %d submitted: %d waiting, %d running, %d done, %d failed%s, %d from memory\n",
 			j.Name, j.State, j.Submitted, j.Waiting, j.Running, j.Done, j.Failed, canceled, j.FromMemory)
 	}
+	if len(st.Replicas) > 0 {
+		fmt.Fprintf(w, "replicas: %d\n", len(st.Replicas))
+		for _, r := range st.Replicas {
+			state := r.State
+			if r.Error != "" {
+				state += " (" + r.Error + ")"
+			}
+			fmt.Fprintf(w, "  %-24s %-11s term %d, applied %d, client %s, raft %s\n", r.ID, state, r.Term, r.AppliedIndex, r.Client, r.Raft)
+		}
+	}
 	fmt.Fprintf(w, "\nOpen this address in a browser for the dashboard; GET /status for JSON, /api/v1/ for the API (docs/http.md), /metrics for Prometheus.\n")
 }
 
@@ -390,6 +450,7 @@ func (s *Server) newMetrics() *prometheus.Registry {
 		newCollector(s),
 		s.hist.wait, s.hist.run,
 	)
+	reg.MustRegister(s.opts.Collectors...)
 	return reg
 }
 

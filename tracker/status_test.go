@@ -1,6 +1,7 @@
 package tracker_test
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -83,4 +84,27 @@ func TestServer_StatusPage(t *testing.T) {
 	// Both submissions were written (durable) before they were accepted.
 	assert.Regexp(t, `(?m)^riot_store_commits_total [1-9]`, metrics)
 	assert.Regexp(t, `(?m)^riot_store_records_total ([2-9]|\d\d)`, metrics)
+}
+
+func TestServer_StatusPage_Replicas(t *testing.T) {
+	t.Parallel()
+	replicas := []tracker.ReplicaStatus{
+		{ID: "a", Client: "10.0.0.1:2355", Raft: "10.0.0.1:2356", State: "Leader", Voter: true, Term: 3, AppliedIndex: 42},
+		{ID: "b", Client: "10.0.0.2:2355", Raft: "10.0.0.2:2356", State: "unreachable", Voter: true, Error: "connection refused"},
+	}
+	tr := trackertest.Start(t, trackertest.WithOptions(func(o *tracker.Options) {
+		o.Replicas = func(context.Context) []tracker.ReplicaStatus { return replicas }
+	}))
+	body, _ := get(t, "http://"+tr.Addr()+"/status")
+	var st tracker.Status
+	require.NoError(t, json.Unmarshal([]byte(body), &st))
+	assert.Equal(t, replicas, st.Replicas)
+	text, _ := get(t, "http://"+tr.Addr()+"/")
+	assert.Contains(t, text, "replicas: 2\n")
+	assert.Contains(t, text, "unreachable (connection refused)")
+
+	// A single riotd shows none.
+	single := trackertest.Start(t)
+	body, _ = get(t, "http://"+single.Addr()+"/status")
+	assert.NotContains(t, body, `"replicas"`)
 }

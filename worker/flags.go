@@ -210,6 +210,16 @@ func trackerAddr(host string, port int) (string, error) {
 	if port < 0 || port > 65535 {
 		return "", fmt.Errorf("--port %d: out of range", port)
 	}
+	if strings.Contains(host, ",") {
+		// The replicas of a replicated tracker, each with its port.
+		if port != 0 {
+			return "", errors.New("--port does not go with several addresses: put each one's port in it (HOST:PORT,HOST:PORT)")
+		}
+		if _, err := client.TrackerURLs(host); err != nil {
+			return "", fmt.Errorf("%s: give HOST:PORT,HOST:PORT,... (the replicas of the tracker)", strings.TrimPrefix(err.Error(), "client: "))
+		}
+		return host, nil
+	}
 	if !strings.Contains(host, "://") {
 		h := host
 		if hh, _, err := net.SplitHostPort(host); err == nil {

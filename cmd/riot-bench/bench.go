@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -96,6 +97,9 @@ func (c *cluster) closeWorkers() {
 }
 
 func (b *bench) startTracker(ctx context.Context, store string) (*e2e.Tracker, error) {
+	if store == "replicas" {
+		return nil, errors.New("--stores replicas measures only the throughput and round-trip runs")
+	}
 	opts := e2e.TrackerOptions{Label: "riotd (" + store + ")"}
 	if store == "durable" {
 		parent := b.cfg.dataDir
@@ -114,6 +118,27 @@ func (b *bench) startTracker(ctx context.Context, store string) (*e2e.Tracker, e
 	}
 	b.procs = append(b.procs, tr.Process)
 	return tr, nil
+}
+
+// startReplicas starts three riotd replicas on loopback (docs/replicas.md),
+// each on a data directory of its own, and waits for a leader.
+func (b *bench) startReplicas(ctx context.Context) (*e2e.Replicas, error) {
+	parent := b.cfg.dataDir
+	if parent == "" {
+		parent = b.tmp
+	}
+	dir, err := os.MkdirTemp(parent, "riotd-replicas-")
+	if err != nil {
+		return nil, err
+	}
+	rs, err := e2e.LaunchReplicas(ctx, b.bins, e2e.ReplicasOptions{N: 3, Dir: dir})
+	if err != nil {
+		return nil, err
+	}
+	for i := range rs.Len() {
+		b.procs = append(b.procs, rs.Proc(i))
+	}
+	return rs, nil
 }
 
 // addWorkers starts workers for addr until the tracker at tr has n.
@@ -165,17 +190,33 @@ type latency struct {
 // then latency, against a fresh riotd with store.
 func (b *bench) runStore(ctx context.Context, store string) (storeResult, error) {
 	res := storeResult{store: store}
-	tr, err := b.startTracker(ctx, store)
-	if err != nil {
-		return res, err
+	var tr *e2e.Tracker
+	var addr string // what masters and workers are given
+	if store == "replicas" {
+		rs, err := b.startReplicas(ctx)
+		if err != nil {
+			return res, err
+		}
+		defer rs.Close()
+		leader, err := rs.Leader(ctx)
+		if err != nil {
+			return res, err
+		}
+		tr, addr = rs.Tracker(leader), rs.Addrs()
+	} else {
+		var err error
+		if tr, err = b.startTracker(ctx, store); err != nil {
+			return res, err
+		}
+		defer tr.Close()
+		addr = tr.Addr()
 	}
-	defer tr.Close()
 	cl := &cluster{tr: tr}
 	defer cl.closeWorkers()
-	if err := b.addWorkers(ctx, cl, tr.Addr(), 1); err != nil {
+	if err := b.addWorkers(ctx, cl, addr, 1); err != nil {
 		return res, err
 	}
-	m, err := client.Dial(ctx, tr.Addr(), client.Options{Name: "riot-bench",
+	m, err := client.Dial(ctx, addr, client.Options{Name: "riot-bench",
 		Logger: slog.New(slog.NewTextHandler(b.log, &slog.HandlerOptions{Level: slog.LevelWarn}))})
 	if err != nil {
 		return res, err
@@ -191,7 +232,7 @@ func (b *bench) runStore(ctx context.Context, store string) (storeResult, error)
 	}
 	res.one.workers = 1
 
-	if err := b.addWorkers(ctx, cl, tr.Addr(), b.cfg.workers); err != nil {
+	if err := b.addWorkers(ctx, cl, addr, b.cfg.workers); err != nil {
 		return res, err
 	}
 	fmt.Fprintf(b.log, "riot-bench: %s: throughput, %d workers, %d workunits\n", store, b.cfg.workers, b.cfg.n)

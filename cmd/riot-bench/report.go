@@ -163,8 +163,11 @@ func (r *report) write(w io.Writer, format string) {
 }
 
 func storeFlag(store string) string {
-	if store == "durable" {
+	switch store {
+	case "durable":
 		return "--data DIR"
+	case "replicas":
+		return "3 × --replica-id --data DIR"
 	}
 	return "--memory"
 }
@@ -175,7 +178,7 @@ func (r storeResult) targets() (t struct {
 	p50  time.Duration
 }) {
 	t.rate, t.p50 = targetRate, targetP50
-	if r.store == "durable" {
+	if r.store == "durable" || r.store == "replicas" {
 		t.rate, t.p50 = targetDurableRate, targetDurableP50
 	}
 	return t

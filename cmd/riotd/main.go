@@ -65,12 +65,19 @@ func newCommand() *cobra.Command {
 		ValidArgsFunction: cobra.NoFileCompletions,
 	}
 	flags := tracker.AddFlags(root.Flags())
+	rflags := addReplicaFlags(root.Flags())
 	var debugListen string
 	root.Flags().StringVar(&debugListen, "debug-listen", "", "serve Go's profiler (/debug/pprof/) on this `HOST:PORT`, such as 127.0.0.1:6060; a port alone is on loopback (default: off)")
 	cli.SetHelp(root, flags.Help())
 	root.RunE = func(c *cobra.Command, args []string) error {
 		opts, err := flags.Options(args)
 		if err != nil {
+			return cli.Usage(err)
+		}
+		if rflags.enabled() {
+			return runReplica(c.Context(), rflags, opts, c.Flags().Changed("data"), debugListen)
+		}
+		if err := rflags.notWithout(c.Flags()); err != nil {
 			return cli.Usage(err)
 		}
 		srv, err := tracker.New(opts)

@@ -16,7 +16,9 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/riot-go/riot/client"
@@ -35,17 +37,49 @@ type Options struct {
 	Timeout time.Duration
 }
 
-// Client calls one tracker's HTTP API. It is safe for concurrent use.
+// Client calls a tracker's HTTP API: one riotd, or the replicas of a
+// replicated one (docs/replicas.md), of which it asks the leader. It is
+// safe for concurrent use.
 type Client struct {
-	base  string // http(s)://host:port
+	bases []string // http(s)://host:port, one a replica
 	token string
 	hc    *http.Client
+	good  atomic.Int32 // the base that answered last
 }
 
 // New returns a Client of the tracker at addr: HOST, HOST:PORT, or a
 // ws://, wss://, http:// or https:// URL, as riot-worker's --tracker takes
-// it.
+// it; or several, separated by commas, for a replicated tracker's
+// replicas. A replica that does not lead answers with a redirect to the
+// leader (HTTP 307), which the Client follows only to one of addr's
+// addresses, since the request carries the token (as package client
+// does); one that knows no leader (503), or cannot be reached, is passed
+// for the next.
 func New(addr string, opts Options) (*Client, error) {
+	var bases []string
+	for a := range strings.SplitSeq(addr, ",") {
+		b, err := baseOf(a, opts.TLSConfig != nil)
+		if err != nil {
+			return nil, err
+		}
+		if !slices.Contains(bases, b) {
+			bases = append(bases, b)
+		}
+	}
+	if opts.Timeout <= 0 {
+		opts.Timeout = 30 * time.Second
+	}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = opts.TLSConfig
+	hc := &http.Client{Timeout: opts.Timeout, Transport: tr,
+		// A replica's redirect is followed by do, within bases only.
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	return &Client{bases: bases, token: opts.Token, hc: hc}, nil
+}
+
+// baseOf returns the HTTP base URL (scheme://host:port) of a tracker
+// address.
+func baseOf(addr string, secure bool) (string, error) {
 	a := strings.TrimSpace(addr)
 	switch {
 	case strings.HasPrefix(a, "http://"):
@@ -55,27 +89,24 @@ func New(addr string, opts Options) (*Client, error) {
 	}
 	ws, err := client.TrackerURL(a)
 	if err != nil {
-		return nil, fmt.Errorf("apiclient: %w", err)
+		return "", fmt.Errorf("apiclient: %w", err)
 	}
 	u, err := url.Parse(ws)
 	if err != nil {
-		return nil, fmt.Errorf("apiclient: tracker address %q: %w", addr, err)
+		return "", fmt.Errorf("apiclient: tracker address %q: %w", addr, err)
 	}
 	u.Scheme = strings.Replace(u.Scheme, "ws", "http", 1)
-	if opts.TLSConfig != nil {
+	if secure {
 		u.Scheme = "https"
 	}
 	u.Path, u.RawQuery = "", ""
-	if opts.Timeout <= 0 {
-		opts.Timeout = 30 * time.Second
-	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.TLSClientConfig = opts.TLSConfig
-	return &Client{base: u.String(), token: opts.Token, hc: &http.Client{Timeout: opts.Timeout, Transport: tr}}, nil
+	u.Host = strings.ToLower(u.Host)
+	return u.String(), nil
 }
 
-// Base returns the tracker's HTTP address, e.g. http://riot-1:2355.
-func (c *Client) Base() string { return c.base }
+// Base returns the tracker's HTTP address, e.g. http://riot-1:2355: of
+// several, the one that answered last.
+func (c *Client) Base() string { return c.bases[int(c.good.Load())] }
 
 // Error is an answer of the API other than 200: its status and what riotd
 // said.
@@ -96,30 +127,9 @@ func IsNotFound(err error) bool {
 }
 
 func (c *Client) do(ctx context.Context, method, path string, out any) error {
-	req, err := http.NewRequestWithContext(ctx, method, c.base+path, nil)
+	body, err := c.ask(ctx, method, path)
 	if err != nil {
-		return fmt.Errorf("apiclient: %w", err)
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	req.Header.Set("Accept", "application/json")
-	resp, err := c.hc.Do(req)
-	if err != nil {
-		return fmt.Errorf("apiclient: %w", err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return fmt.Errorf("apiclient: %s %s: %w", method, path, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		var e struct{ Error string }
-		msg := strings.TrimSpace(string(body))
-		if json.Unmarshal(body, &e) == nil && e.Error != "" {
-			msg = e.Error
-		}
-		return &Error{Status: resp.StatusCode, Message: msg, URL: c.base + path}
+		return err
 	}
 	if raw, ok := out.(*json.RawMessage); ok {
 		*raw = append((*raw)[:0], body...)
@@ -129,6 +139,87 @@ func (c *Client) do(ctx context.Context, method, path string, out any) error {
 		return fmt.Errorf("apiclient: %s %s: the answer does not decode (is this riotd?): %w", method, path, err)
 	}
 	return nil
+}
+
+// ask sends the request to the tracker, trying each replica from the one
+// that answered last, and following a replica's redirect to its leader
+// when the leader is one of c.bases; it returns the body of a 200.
+func (c *Client) ask(ctx context.Context, method, path string) ([]byte, error) {
+	n := len(c.bases)
+	start := int(c.good.Load())
+	var errs []error
+	tried := make([]bool, n)
+	for i := range n {
+		// The next listed address, then the leader it names, if listed.
+		for idx := (start + i) % n; idx >= 0 && !tried[idx]; {
+			tried[idx] = true
+			body, leader, err := c.askOne(ctx, method, c.bases[idx], path)
+			if err == nil {
+				c.good.Store(int32(idx))
+				return body, nil
+			}
+			var e *Error
+			switch idx = slices.Index(c.bases, leader); {
+			case ctx.Err() != nil:
+				return nil, err
+			case leader != "" && idx < 0:
+				err = fmt.Errorf("%w; it names its leader %s, which is not among the tracker's addresses (%s): not followed, the request carries the token; give every replica's address, as riotd's --peers names them",
+					err, leader, strings.Join(c.bases, ","))
+			case leader == "" && errors.As(err, &e) && e.Status != http.StatusServiceUnavailable:
+				return nil, err // the tracker's own answer
+			}
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == 1 {
+		return nil, errs[0]
+	}
+	return nil, errors.Join(errs...)
+}
+
+// askOne sends the request to base. A replica's redirect comes back as
+// an error with the leader's base URL.
+func (c *Client) askOne(ctx context.Context, method, base, path string) (body []byte, leader string, err error) {
+	req, err := http.NewRequestWithContext(ctx, method, base+path, nil)
+	if err != nil {
+		return nil, "", fmt.Errorf("apiclient: %w", err)
+	}
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
+	req.Header.Set("Accept", "application/json")
+	resp, err := c.hc.Do(req)
+	if err != nil {
+		return nil, "", fmt.Errorf("apiclient: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err = io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	if err != nil {
+		return nil, "", fmt.Errorf("apiclient: %s %s: %w", method, path, err)
+	}
+	if resp.StatusCode == http.StatusOK {
+		return body, "", nil
+	}
+	var e struct{ Error string }
+	msg := strings.TrimSpace(string(body))
+	if json.Unmarshal(body, &e) == nil && e.Error != "" {
+		msg = e.Error
+	}
+	if resp.StatusCode == http.StatusTemporaryRedirect || resp.StatusCode == http.StatusConflict {
+		if loc := resp.Header.Get(client.LeaderHeader); loc != "" {
+			if b, err := baseOf(loc, strings.HasPrefix(base, "https://")); err == nil {
+				leader = b
+			}
+		} else if loc := resp.Header.Get("Location"); loc != "" {
+			if lu, err := url.Parse(loc); err == nil && lu.Host != "" {
+				leader = strings.ToLower(lu.Scheme + "://" + lu.Host)
+			}
+		}
+		if msg == "" {
+			msg = "this replica does not lead"
+		}
+	}
+	return nil, leader, &Error{Status: resp.StatusCode, Message: msg, URL: base + path}
 }
 
 // Raw returns the JSON document of GET path (such as /api/v1/jobs), as
@@ -205,7 +296,7 @@ func (c *Client) FindJob(ctx context.Context, ref string) (tracker.JobInfo, erro
 		}
 		return newest, nil
 	}
-	return tracker.JobInfo{}, &Error{Status: http.StatusNotFound, URL: c.base + "/api/v1/jobs",
+	return tracker.JobInfo{}, &Error{Status: http.StatusNotFound, URL: c.Base() + "/api/v1/jobs",
 		Message: fmt.Sprintf("no job with the id or name %q (riot-worker jobs lists them; ended jobs are kept for an hour)", ref)}
 }
 

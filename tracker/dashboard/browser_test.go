@@ -34,7 +34,8 @@ type fakeAPI struct {
 	canceled      []string
 	events        chan struct{}
 	queries       []string
-	workersServed int // GET /api/v1/workers so far: the worker's "done", to tell a reload
+	workersServed int    // GET /api/v1/workers so far: the worker's "done", to tell a reload
+	leader        string // the replica that leads, in GET /api/v1/replicas
 }
 
 func now(d time.Duration) string {
@@ -44,7 +45,7 @@ func now(d time.Duration) string {
 const key1 = "5f2c0a1b9e3d00112233445566778899aabbccddeeff00112233445566778899"
 
 func newFakeAPI() *fakeAPI {
-	f := &fakeAPI{events: make(chan struct{}, 16)}
+	f := &fakeAPI{events: make(chan struct{}, 16), leader: "a"}
 	f.overview = f.overviewDoc(120, 9000)
 	return f
 }
@@ -158,6 +159,23 @@ func (f *fakeAPI) routes(d *dashboard.Dashboard) http.Handler {
 		tasks = append(tasks, map[string]any{"key": key1, "worker": "w0", "status": "running", "start": now(-3 * time.Second)},
 			map[string]any{"key": fmt.Sprintf("%064x", 99), "worker": "w1", "status": "done", "start": now(-30 * time.Second), "end": now(-25 * time.Second)})
 		writeJSON(w, map[string]any{"now": now(0), "tasks": tasks})
+	})
+	m.HandleFunc("GET /api/v1/replicas", func(w http.ResponseWriter, r *http.Request) {
+		f.mu.Lock()
+		leader := f.leader
+		f.mu.Unlock()
+		var rs []any
+		for i, id := range []string{"a", "b"} {
+			st := "Follower"
+			if id == leader {
+				st = "Leader"
+			}
+			rs = append(rs, map[string]any{"id": id, "client": fmt.Sprintf("10.0.0.%d:2355", i+1), "raft": fmt.Sprintf("10.0.0.%d:2356", i+1),
+				"state": st, "voter": true, "term": 7, "applied_index": 81234 + i})
+		}
+		rs = append(rs, map[string]any{"id": "c" + evil, "client": "10.0.0.3:2355", "raft": "10.0.0.3:2356",
+			"state": "unreachable", "voter": true, "error": "dial tcp 10.0.0.3:2355: connection refused" + evil})
+		writeJSON(w, map[string]any{"replicas": rs})
 	})
 	m.HandleFunc("GET /api/v1/events", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
@@ -320,6 +338,45 @@ func TestBrowser_Pages(t *testing.T) {
 	// one of w1's overlaps them: a lane for w0, two for w1.
 	waitText(t, b, "#stream-note", "42 workunits on 2 workers, in 3 lanes.")
 	shot(t, b, "stream")
+
+	pwned, err := chromedp.Run(b.Ctx, chromedp.Evaluate[bool](`window.pwned === 1 || document.querySelector('img[src=x]') !== null`))
+	require.NoError(t, err)
+	assert.False(t, pwned, "markup from the API became an element")
+}
+
+// TestBrowser_Replicas: a replicated riotd's dashboard has a Replicas page
+// (its link in the navigation) that shows each replica, the leader, and
+// what did not answer, as text; it loads them again by itself, without an
+// overview event, so a new leader shows up.
+func TestBrowser_Replicas(t *testing.T) {
+	api := newFakeAPI()
+	srv := httptest.NewServer(api.routes(dashboard.New(dashboard.Options{Title: "riot-1:2355", Replicas: true})))
+	t.Cleanup(srv.Close)
+	b := browsertest.New(t)
+	t.Cleanup(func() { assert.Empty(t, b.Errors(), "the pages threw or logged errors") })
+
+	run(t, b, chromedp.Navigate(srv.URL+"/"), chromedp.WaitVisible(chromedp.CSS("#count-waiting")))
+	run(t, b, chromedp.Click(chromedp.CSS(`#nav a[data-route="replicas"]`)))
+	waitText(t, b, "#replicas-summary", "Leader: a (10.0.0.1:2355) · 3 replicas, 3 voting · 1 unreachable")
+	waitText(t, b, "#replicas", "c"+evil)
+	list := text(t, b, "#replicas")
+	assert.Contains(t, list, "connection refused"+evil)
+	assert.Contains(t, list, "81,235")
+	state := func(row int) string {
+		return fmt.Sprintf(`document.querySelector('#replicas tbody tr:nth-child(%d) td:nth-child(2)').textContent`, row)
+	}
+	run(t, b, chromedp.Poll[chromedp.Void](state(1)+` === 'Leader' && `+state(2)+` === 'Follower' && `+state(3)+` === 'unreachable'`))
+	title, err := chromedp.Run(b.Ctx, chromedp.Title())
+	require.NoError(t, err)
+	assert.Equal(t, "Replicas · riot-1:2355", title)
+	shot(t, b, "replicas")
+
+	// Another leads: no event says so, the page finds out.
+	api.mu.Lock()
+	api.leader = "b"
+	api.mu.Unlock()
+	waitText(t, b, "#replicas-summary", "Leader: b (10.0.0.2:2355)")
+	run(t, b, chromedp.Poll[chromedp.Void](state(1)+` === 'Follower' && `+state(2)+` === 'Leader'`))
 
 	pwned, err := chromedp.Run(b.Ctx, chromedp.Evaluate[bool](`window.pwned === 1 || document.querySelector('img[src=x]') !== null`))
 	require.NoError(t, err)

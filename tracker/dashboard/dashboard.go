@@ -49,6 +49,10 @@ type Options struct {
 	// Logout shows a "Log out" button (a form that POSTs /logout): set it
 	// when riotd has credentials (--token-file) and so sessions.
 	Logout bool
+	// Replicas shows the Replicas page in the navigation: the replicas of
+	// a replicated riotd, from GET /api/v1/replicas. Set it when riotd
+	// runs as a replica (tracker.Options.Replicas).
+	Replicas bool
 }
 
 // Dashboard serves the dashboard's pages and files. It is read-only after
@@ -90,6 +94,7 @@ var scripts = []string{
 	"js/workunits.js",
 	"js/failures.js",
 	"js/stream.js",
+	"js/replicas.js",
 }
 
 var styles = []string{"vendor/uplot/uPlot.min.css", "app.css"}
@@ -128,7 +133,7 @@ func New(opts Options) *Dashboard {
 	tmpl := template.Must(template.New("").Funcs(funcs).ParseFS(root, "*.tmpl"))
 	var b bytes.Buffer
 	err = tmpl.ExecuteTemplate(&b, "index.html.tmpl", map[string]any{
-		"Title": opts.Title, "Logout": opts.Logout, "Scripts": scripts, "Styles": styles,
+		"Title": opts.Title, "Logout": opts.Logout, "Replicas": opts.Replicas, "Scripts": scripts, "Styles": styles,
 	})
 	if err != nil {
 		panic(err)

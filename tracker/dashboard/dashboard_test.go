@@ -56,6 +56,7 @@ func TestIndex_LinksVersionedAssets(t *testing.T) {
 	assert.Equal(t, "same-origin", resp.Header.Get("Referrer-Policy"), "no-referrer would make the browser send Origin: null on the page's POSTs")
 	assert.Contains(t, body, "<title>riot-1:2355</title>")
 	assert.NotContains(t, body, "Log out", "no Logout button unless asked")
+	assert.NotContains(t, body, `data-route="replicas"`, "no Replicas page unless asked")
 	assert.NotContains(t, body, "https://", "nothing loads from elsewhere")
 
 	links := assetRE.FindAllStringSubmatch(body, -1)
@@ -150,4 +151,10 @@ func TestIndex_Logout(t *testing.T) {
 	_, body := get(t, mux(dashboard.New(dashboard.Options{Logout: true})), "/")
 	assert.Contains(t, body, `<form method="post" action="/logout"`)
 	assert.True(t, strings.Contains(body, "<title>riotd</title>"), "default title")
+}
+
+// TestIndex_Replicas: a replicated riotd's page links its Replicas page.
+func TestIndex_Replicas(t *testing.T) {
+	_, body := get(t, mux(dashboard.New(dashboard.Options{Replicas: true})), "/")
+	assert.Contains(t, body, `<a href="#/replicas" data-route="replicas">Replicas</a>`)
 }

@@ -58,6 +58,12 @@ type BoltOptions struct {
 	// its pages) where the log costs one fdatasync of the batch. A log
 	// left in the directory is still applied at open.
 	DirectCommits bool
+	// NoSync skips the fsyncs of bbolt's commits, and implies
+	// DirectCommits: for a copy of a store that is rebuilt from elsewhere
+	// after a crash, never trusted on its own (a replica's, which its Raft
+	// log and snapshots rebuild at every start: package tracker/replica).
+	// Not for riotd's own store: a crash may lose or damage what it wrote.
+	NoSync bool
 	// Logger receives the store's warnings (an entry a crash cut short,
 	// a checkpoint that failed); nil: none.
 	Logger *slog.Logger
@@ -134,6 +140,7 @@ func OpenBolt(ctx context.Context, dir string, opts BoltOptions) (*Bolt, error) 
 		ReadOnly:       opts.ReadOnly,
 		NoFreelistSync: true,
 		FreelistType:   bolt.FreelistMapType,
+		NoSync:         opts.NoSync,
 	})
 	if err != nil {
 		if errors.Is(err, berrors.ErrInvalid) || errors.Is(err, berrors.ErrChecksum) ||
@@ -151,7 +158,7 @@ func OpenBolt(ctx context.Context, dir string, opts BoltOptions) (*Bolt, error) 
 	s := &Bolt{path: path, files: fileBlobs{dir: filepath.Join(dir, BlobDir)}, readOnly: opts.ReadOnly, db: db, log: opts.Logger}
 	err = s.start(txid)
 	if err == nil {
-		err = s.openWal(dir, cmp.Or(opts.checkpointEvery, checkpointEvery), opts.DirectCommits)
+		err = s.openWal(dir, cmp.Or(opts.checkpointEvery, checkpointEvery), opts.DirectCommits || opts.NoSync)
 	}
 	if err != nil {
 		db.Close()

@@ -209,6 +209,11 @@ type memWriter struct {
 	chunks [][]byte
 	sum    hash.Hash
 	done   bool
+	// held: the store had the blob when the upload began; its bytes are
+	// hashed and counted but not kept (an upload of what is held, which
+	// the tracker's memory bound does not reserve room for, costs no
+	// memory).
+	held bool
 }
 
 func (w *memWriter) Written() int64 { return w.n }
@@ -226,7 +231,7 @@ func (w *memWriter) Write(p []byte) (int, error) {
 	}
 	w.sum.Write(p)
 	w.n += int64(len(p))
-	for len(p) > 0 {
+	for len(p) > 0 && !w.held {
 		last := len(w.chunks) - 1
 		if last < 0 || len(w.chunks[last]) == cap(w.chunks[last]) {
 			// The chunk's size is known: memChunk, or what is left of the
@@ -265,6 +270,9 @@ func (w *memWriter) Commit(ctx context.Context) error {
 	}
 	defer w.m.mu.Unlock()
 	if _, ok := w.m.blobs[w.h]; !ok {
+		if w.held {
+			return fmt.Errorf("store: blob %s: dropped while it was uploaded again: upload it again", w.h.Short())
+		}
 		if chunks == nil {
 			chunks = [][]byte{{}}
 		}
@@ -284,8 +292,13 @@ func (m *Memory) CreateBlob(ctx context.Context, h blob.Hash, size int64) (BlobW
 		return nil, fmt.Errorf("store: create blob %s: size %d", h.Short(), size)
 	}
 	// No room yet: the pieces may never come (Write makes each chunk as
-	// its bytes come).
-	return &memWriter{m: m, h: h, size: size}, nil
+	// its bytes come); none at all for a blob held already.
+	if err := m.lock("create blob"); err != nil {
+		return nil, err
+	}
+	_, held := m.blobs[h]
+	m.mu.Unlock()
+	return &memWriter{m: m, h: h, size: size, held: held}, nil
 }
 
 // ReadBlob implements Store.

@@ -194,6 +194,49 @@ func TestMemory_CreateBlob_NoSecondCopy(t *testing.T) {
 	assert.Error(t, err, "an offset past the end")
 }
 
+// TestMemory_CreateBlob_HeldAlready_KeepsNothing: an upload in pieces of
+// a blob the store holds already keeps none of its bytes (the tracker's
+// memory bound reserves nothing for it, so a client sending such blobs
+// again and again would otherwise hold their whole size in the tracker's
+// memory, per upload, until each commit), and still checks them: wrong
+// bytes fail, the right ones commit with the blob as it was.
+func TestMemory_CreateBlob_HeldAlready_KeepsNothing(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m := NewMemory()
+	data := bytes.Repeat([]byte("held "), memChunk)
+	h := blob.Sum(data)
+	require.NoError(t, m.PutBlob(ctx, h, data))
+	before, _ := m.BlobBytes()
+	for _, tc := range []struct {
+		name  string
+		bytes []byte
+		ok    bool
+	}{
+		{"the same bytes", data, true},
+		{"other bytes", bytes.Repeat([]byte("HELD "), memChunk), false},
+	} {
+		w, err := m.CreateBlob(ctx, h, int64(len(data)))
+		require.NoError(t, err)
+		for off := 0; off < len(tc.bytes); off += memChunk / 3 {
+			_, err := w.Write(tc.bytes[off:min(off+memChunk/3, len(tc.bytes))])
+			require.NoError(t, err)
+		}
+		assert.Zero(t, heldBy(w.(*memWriter)), "%s: bytes kept by the upload", tc.name)
+		err = w.Commit(ctx)
+		if tc.ok {
+			require.NoError(t, err, tc.name)
+		} else {
+			require.ErrorIs(t, err, ErrBlobMismatch, tc.name)
+		}
+	}
+	after, _ := m.BlobBytes()
+	assert.Equal(t, before, after)
+	got, err := m.GetBlob(ctx, h)
+	require.NoError(t, err)
+	assert.Equal(t, data, got)
+}
+
 // TestMemory_CreateBlob_Empty: an empty blob uploaded in pieces (no piece
 // at all) is stored and read back empty.
 func TestMemory_CreateBlob_Empty(t *testing.T) {

@@ -65,6 +65,17 @@ type Store interface {
 	Close() error
 }
 
+// Fencer is a Store that can tell, without a write, that its tracker can
+// no longer write it because another one does (a replicated store whose
+// replica lost the lead). The tracker asks before it sends what needs no
+// write (assignments, answers from its table), so that it stops at once
+// rather than at its next write.
+type Fencer interface {
+	// Fenced returns nil while the tracker may write the store, and an
+	// error wrapping ErrFenced once it may not.
+	Fenced() error
+}
+
 // Errors, wrapped with details; test with errors.Is.
 var (
 	// ErrClosed: the store is closed.
@@ -87,6 +98,13 @@ var (
 	ErrNotFound = errors.New("store: no such done record")
 	// ErrBlobMismatch: PutBlob's bytes do not have the given hash.
 	ErrBlobMismatch = errors.New("store: blob does not match its hash")
+	// ErrFenced: this tracker can no longer write the store, because
+	// another one writes it now (a replicated store whose replica lost
+	// the lead). The failed write may or may not be in the store, for the
+	// tracker that writes it now to find: the caller acknowledges nothing
+	// of it, and stops, so that its clients go to the other tracker and
+	// send again what was not acknowledged.
+	ErrFenced = errors.New("store: fenced: another tracker writes this store now")
 )
 
 var (

@@ -215,6 +215,30 @@ func (tr *Tracker) stop(t testing.TB) {
 	}
 }
 
+// Ended waits until the tracker's Run returns by itself, without Stop (a
+// tracker whose store is fenced stops so), and returns Run's error; the
+// test fails if it does not within the wait timeout. Stop is a no-op
+// after it.
+func (tr *Tracker) Ended(t testing.TB) error {
+	t.Helper()
+	tr.mu.Lock()
+	done := tr.done
+	tr.mu.Unlock()
+	if done == nil {
+		t.Fatalf("trackertest: Ended: the tracker is not running")
+	}
+	select {
+	case err := <-done:
+		tr.mu.Lock()
+		tr.srv, tr.done = nil, nil
+		tr.mu.Unlock()
+		return err
+	case <-time.After(tr.cfg.wait):
+		t.Fatalf("trackertest: Ended: the tracker still runs after %v", tr.cfg.wait)
+	}
+	return nil
+}
+
 // Restart stops the tracker (unless Stop did already) and starts a new
 // one on the same address and the same data directory, as a restart of
 // riotd does: finished results are kept, waiting and running workunits are

@@ -1,0 +1,401 @@
+package replica
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/raft"
+
+	"github.com/riot-go/riot/blob"
+	"github.com/riot-go/riot/tracker/store"
+	"github.com/riot-go/riot/tracker/table"
+)
+
+// ErrNotLeader: this replica does not lead (any more), so it cannot
+// write. Errors of it are *NotLeaderError, which names the leader when it
+// is known; test with errors.Is.
+var ErrNotLeader = errors.New("replica: not the leader")
+
+// NotLeaderError says that a write went to a replica that does not lead,
+// and where the leader is.
+type NotLeaderError struct {
+	// Leader is the leader's client address (host:port), or "" while no
+	// leader is known.
+	Leader string
+	// Err is raft's error (raft.ErrNotLeader, raft.ErrLeadershipLost, ...).
+	Err error
+}
+
+func (e *NotLeaderError) Error() string {
+	if e.Leader == "" {
+		return fmt.Sprintf("replica: not the leader, and no leader is known yet (%v)", e.Err)
+	}
+	return fmt.Sprintf("replica: not the leader: the leader is at %s (%v)", e.Leader, e.Err)
+}
+
+// Is makes errors.Is(err, ErrNotLeader) hold, and errors.Is(err,
+// store.ErrFenced): the tracker that got it stops, and its clients go to
+// the leader.
+func (e *NotLeaderError) Is(target error) bool {
+	return target == ErrNotLeader || target == store.ErrFenced
+}
+
+// Unwrap returns raft's error.
+func (e *NotLeaderError) Unwrap() error { return e.Err }
+
+// MaxBlobBytes is the largest blob a replicated store takes: a blob is one
+// entry of the Raft log, which every replica holds in memory while it
+// sends or applies it. A larger one fails with ErrBlobTooLarge.
+const MaxBlobBytes = 256 << 20
+
+// ErrBlobTooLarge: a blob past MaxBlobBytes was given to a replicated
+// store.
+var ErrBlobTooLarge = errors.New("replica: blob too large to replicate")
+
+// DefaultApplyTimeout bounds one write through Raft when the caller's
+// context has no deadline.
+const DefaultApplyTimeout = 30 * time.Second
+
+// Store is the store.Store (and store.JobStore) of the tracker that the
+// leading replica runs. Each write (Apply, PutBlob, a blob's Commit,
+// PutJobs) is one command of the Raft log: it returns nil once a majority
+// of the replicas has the command in its log (durably) and this replica
+// has applied it to its local store, so an acknowledged submission or
+// result survives the loss of any minority. Reads (Load, Result, blobs,
+// jobs) are of this replica's local store, which holds every command
+// applied: the replica opens the tracker only after raft.Barrier.
+//
+// A write on a replica that lost the lead fails with a *NotLeaderError.
+// A write whose context ends, or that fails otherwise, may still have
+// been committed (Raft cannot take back an entry it sent): the tracker
+// treats it as failed (nothing acknowledged), and the records are written
+// again or found by the next leader, as after a crash of the single
+// riotd between its write and its answer.
+//
+// Close does not stop Raft or the local store (the Replica owns them): it
+// makes later calls fail with store.ErrClosed. A Store is safe for
+// concurrent use.
+type Store struct {
+	r       *raft.Raft
+	fsm     *fsm
+	leader  func() string // the leader's client address, for NotLeaderError
+	timeout time.Duration
+	// term, when not 0, is the Raft term this replica led in when its
+	// tracker was opened (before raft.Barrier): every write carries it
+	// (cmdTermed), and no replica applies one that raft appended in
+	// another term (errStaleTerm).
+	term   uint64
+	closed atomic.Bool
+	// enqueued, when not nil, is called once a command in pieces has all
+	// its entries handed to raft (for tests).
+	enqueued func()
+}
+
+var (
+	_ store.Store    = (*Store)(nil)
+	_ store.JobStore = (*Store)(nil)
+	_ store.Fencer   = (*Store)(nil)
+)
+
+// newStore returns the Store of a tracker opened while this replica led
+// in term (0: writes that any term may apply, for the replicas' client
+// addresses).
+func newStore(r *raft.Raft, f *fsm, leader func() string, timeout time.Duration, term uint64) *Store {
+	if timeout <= 0 {
+		timeout = DefaultApplyTimeout
+	}
+	if leader == nil {
+		leader = func() string { return "" }
+	}
+	return &Store{r: r, fsm: f, leader: leader, timeout: timeout, term: term}
+}
+
+// maxEntryBytes is the largest command a Store writes as one Raft log
+// entry; a larger one goes in pieces. raft's codec (go-msgpack) decodes a
+// byte slice in steps of 256 KiB, copying what it has at each, so an
+// entry of N bytes costs about N²/512 KiB of copying at every decode
+// (each follower's, and the leader's read back of what it sends): a batch
+// of 35 MB cost seconds, past the transport's timeout, and replication
+// stalled.
+const maxEntryBytes = 1 << 20
+
+// command returns a command of kind with room for n bytes of payload,
+// to be appended: with the Store's term in front when it has one.
+func (s *Store) command(kind byte, n int) []byte {
+	if s.term == 0 {
+		return append(make([]byte, 0, 1+n), kind)
+	}
+	cmd := make([]byte, 0, termedHeader+1+n)
+	cmd = append(cmd, cmdTermed)
+	cmd = binary.BigEndian.AppendUint64(cmd, s.term)
+	return append(cmd, kind)
+}
+
+// apply writes one command through Raft and waits for it to be applied
+// here.
+func (s *Store) apply(ctx context.Context, op string, cmd []byte) error {
+	if s.closed.Load() {
+		return fmt.Errorf("replica: %s: %w", op, store.ErrClosed)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("replica: %s: %w", op, err)
+	}
+	timeout := s.timeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = max(min(timeout, time.Until(dl)), time.Millisecond)
+	}
+	// A command past maxEntryBytes goes as pieces of a stage and a commit
+	// (cmdStage, cmdCommit), entries raft writes in this order; only the
+	// commit's answer says whether the command applied. The commit says
+	// the command's size: raft.Apply may fail for one piece
+	// (ErrEnqueueTimeout, ErrLeadershipTransferInProgress) and take the
+	// next ones, and then the commit applies nothing.
+	var pieces []raft.ApplyFuture
+	var stageID uint64
+	if len(cmd) > maxEntryBytes {
+		stageID = s.term<<32 | s.fsm.stageSeq.Add(1)&(1<<32-1)
+		for rest := cmd; len(rest) > 0; {
+			n := min(len(rest), maxEntryBytes)
+			piece := binary.BigEndian.AppendUint64(s.command(cmdStage, 8+n), stageID)
+			pieces = append(pieces, s.r.Apply(append(piece, rest[:n]...), timeout))
+			rest = rest[n:]
+		}
+		commit := binary.BigEndian.AppendUint64(s.command(cmdCommit, 16), stageID)
+		cmd = binary.BigEndian.AppendUint64(commit, uint64(len(cmd)))
+	}
+	f := s.r.Apply(cmd, timeout)
+	if s.enqueued != nil && pieces != nil {
+		s.enqueued()
+	}
+	done := make(chan error, 1)
+	go func() {
+		for _, p := range pieces {
+			if err := p.Error(); err != nil {
+				done <- err
+				return
+			}
+		}
+		done <- f.Error()
+	}()
+	var err error
+	select {
+	case err = <-done:
+	case <-ctx.Done():
+		if pieces != nil {
+			// The write goes on in raft: if it fails there, its pieces
+			// are dropped as below.
+			go func() {
+				if err := <-done; err != nil {
+					s.dropStage(stageID, s.timeout)
+				}
+			}()
+		}
+		return fmt.Errorf("replica: %s: %w (the write may still be committed)", op, ctx.Err())
+	}
+	if err != nil {
+		// raft.ErrLeadershipLost: the entry may still be committed by the
+		// next leader, which then has it before it serves (its barrier).
+		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrRaftShutdown) {
+			return fmt.Errorf("replica: %s: %w", op, &NotLeaderError{Leader: s.leader(), Err: err})
+		}
+		// raft.ErrLeadershipTransferInProgress, raft.ErrEnqueueTimeout:
+		// this replica may still lead when it is over, and its tracker
+		// goes on: a store error. A piece or the commit that raft did not
+		// take: the pieces it took would be held on every replica until
+		// the next term, so a cmdDrop drops them (best effort; after a
+		// commit that went through, it drops nothing).
+		if pieces != nil {
+			s.dropStage(stageID, timeout)
+		}
+		return fmt.Errorf("replica: %s: %w (this replica still leads; the write may be tried again)", op, err)
+	}
+	if rerr, ok := f.Response().(error); ok && rerr != nil {
+		if errors.Is(rerr, errStaleTerm) {
+			return fmt.Errorf("replica: %s: %w", op, &NotLeaderError{Leader: s.leader(), Err: rerr})
+		}
+		return fmt.Errorf("replica: %s: %w", op, rerr)
+	}
+	return nil
+}
+
+// dropStage asks raft to drop stage id's pieces (cmdDrop), without
+// waiting: best effort, since a replica that lost the lead drops them at
+// the next term's first command anyway.
+func (s *Store) dropStage(id uint64, timeout time.Duration) {
+	s.r.Apply(binary.BigEndian.AppendUint64(s.command(cmdDrop, 8), id), timeout)
+}
+
+// errDeposed: raft no longer leads in the term of the Store's tracker.
+var errDeposed = errors.New("this replica no longer leads in the term its tracker was opened in")
+
+// Fenced implements store.Fencer: a *NotLeaderError once raft no longer
+// leads in the Store's term (it stepped down: a newer term, or its lease
+// ran out without a majority), so that the tracker sends nothing more,
+// not even what needs no write. nil for a Store without a term.
+func (s *Store) Fenced() error {
+	if s.term == 0 {
+		return nil
+	}
+	if s.r.State() != raft.Leader || s.r.CurrentTerm() != s.term {
+		return &NotLeaderError{Leader: s.leader(), Err: errDeposed}
+	}
+	return nil
+}
+
+// Apply implements store.Store: the batch is one Raft command.
+func (s *Store) Apply(ctx context.Context, batch []table.Record) error {
+	if len(batch) == 0 {
+		return nil
+	}
+	for i := range batch {
+		if batch[i].ID == 0 {
+			return fmt.Errorf("replica: apply: record %s has no ID", batch[i].Key.Short())
+		}
+	}
+	enc := store.EncodeBatch(batch)
+	cmd := append(s.command(cmdRecords, len(enc)), enc...)
+	return s.apply(ctx, "apply", cmd)
+}
+
+// PutBlob implements store.Store: the blob is one Raft command.
+func (s *Store) PutBlob(ctx context.Context, h blob.Hash, data []byte) error {
+	if blob.Sum(data) != h {
+		return fmt.Errorf("replica: put blob %s: %w", h.Short(), store.ErrBlobMismatch)
+	}
+	if len(data) > MaxBlobBytes {
+		return fmt.Errorf("replica: put blob %s of %d bytes: %w (at most %d)", h.Short(), len(data), ErrBlobTooLarge, MaxBlobBytes)
+	}
+	if ok, err := s.HasBlob(ctx, h); err == nil && ok {
+		return nil
+	}
+	cmd := append(append(s.command(cmdBlob, len(h)+len(data)), h[:]...), data...)
+	return s.apply(ctx, "put blob", cmd)
+}
+
+// CreateBlob implements store.Store: the writer gathers the blob in
+// memory, and its Commit is PutBlob. A blob past MaxBlobBytes fails
+// here, with ErrBlobTooLarge.
+func (s *Store) CreateBlob(ctx context.Context, h blob.Hash, size int64) (store.BlobWriter, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("replica: create blob: %w", err)
+	}
+	if size > MaxBlobBytes {
+		return nil, fmt.Errorf("replica: create blob %s of %d bytes: %w (at most %d)", h.Short(), size, ErrBlobTooLarge, MaxBlobBytes)
+	}
+	if size < 0 {
+		return nil, fmt.Errorf("replica: create blob %s: negative size %d", h.Short(), size)
+	}
+	return &blobWriter{s: s, h: h, size: size}, nil
+}
+
+type blobWriter struct {
+	s    *Store
+	h    blob.Hash
+	size int64
+	buf  bytes.Buffer
+	done bool
+}
+
+func (w *blobWriter) Write(p []byte) (int, error) {
+	if w.done {
+		return 0, errors.New("replica: write to a blob writer that is done")
+	}
+	if int64(w.buf.Len())+int64(len(p)) > w.size {
+		return 0, fmt.Errorf("replica: blob %s: more than its %d bytes written", w.h.Short(), w.size)
+	}
+	return w.buf.Write(p)
+}
+
+func (w *blobWriter) Written() int64 { return int64(w.buf.Len()) }
+
+func (w *blobWriter) Commit(ctx context.Context) error {
+	if w.done {
+		return errors.New("replica: commit of a blob writer that is done")
+	}
+	w.done = true
+	defer w.buf.Reset()
+	if int64(w.buf.Len()) != w.size {
+		return fmt.Errorf("replica: blob %s: %d of its %d bytes written", w.h.Short(), w.buf.Len(), w.size)
+	}
+	return w.s.PutBlob(ctx, w.h, w.buf.Bytes())
+}
+
+func (w *blobWriter) Abort() {
+	w.done = true
+	w.buf = bytes.Buffer{}
+}
+
+// PutJobs implements store.JobStore: one Raft command.
+func (s *Store) PutJobs(ctx context.Context, jobs []store.Job, forget []string) error {
+	if len(jobs) == 0 && len(forget) == 0 {
+		return nil
+	}
+	body, err := json.Marshal(jobsCmd{Jobs: jobs, Forget: forget})
+	if err != nil {
+		return fmt.Errorf("replica: put jobs: %w", err)
+	}
+	return s.apply(ctx, "put jobs", append(s.command(cmdJobs, len(body)), body...))
+}
+
+// read runs f on the local store, unless the Store is closed.
+func (s *Store) read(op string, f func(*store.Bolt) error) error {
+	if s.closed.Load() {
+		return fmt.Errorf("replica: %s: %w", op, store.ErrClosed)
+	}
+	return s.fsm.use(f)
+}
+
+// Load implements store.Store, from the local store.
+func (s *Store) Load(ctx context.Context) (recs []table.Record, err error) {
+	err = s.read("load", func(b *store.Bolt) error { recs, err = b.Load(ctx); return err })
+	return recs, err
+}
+
+// LoadStored implements store.Store, from the local store.
+func (s *Store) LoadStored(ctx context.Context) (recs []table.Record, err error) {
+	err = s.read("load", func(b *store.Bolt) error { recs, err = b.LoadStored(ctx); return err })
+	return recs, err
+}
+
+// Result implements store.Store, from the local store.
+func (s *Store) Result(ctx context.Context, id uint64) (res []byte, err error) {
+	err = s.read("result", func(b *store.Bolt) error { res, err = b.Result(ctx, id); return err })
+	return res, err
+}
+
+// GetBlob implements store.Store, from the local store.
+func (s *Store) GetBlob(ctx context.Context, h blob.Hash) (data []byte, err error) {
+	err = s.read("get blob", func(b *store.Bolt) error { data, err = b.GetBlob(ctx, h); return err })
+	return data, err
+}
+
+// ReadBlob implements store.Store, from the local store.
+func (s *Store) ReadBlob(ctx context.Context, h blob.Hash, off int64, p []byte) (size int64, n int, err error) {
+	err = s.read("read blob", func(b *store.Bolt) error { size, n, err = b.ReadBlob(ctx, h, off, p); return err })
+	return size, n, err
+}
+
+// HasBlob implements store.Store, from the local store.
+func (s *Store) HasBlob(ctx context.Context, h blob.Hash) (ok bool, err error) {
+	err = s.read("has blob", func(b *store.Bolt) error { ok, err = b.HasBlob(ctx, h); return err })
+	return ok, err
+}
+
+// LoadJobs implements store.JobStore, from the local store.
+func (s *Store) LoadJobs(ctx context.Context) (jobs []store.Job, err error) {
+	err = s.read("load jobs", func(b *store.Bolt) error { jobs, err = b.LoadJobs(ctx); return err })
+	return jobs, err
+}
+
+// Close implements store.Store: later calls fail with store.ErrClosed.
+// Raft and the local store go on (the Replica closes them).
+func (s *Store) Close() error {
+	s.closed.Store(true)
+	return nil
+}
