@@ -29,22 +29,31 @@ const DefaultBlobGrace = time.Minute
 //
 //   - the records of the table whose spec names it (waiting and running
 //     work) or whose result or error value refers to it (done work kept):
-//     refs, which the loop keeps from each Ready's records (trackRecords);
+//     refs, which the loop keeps from each Ready's records (trackRecords),
+//     the only place records are made, changed and forgotten;
 //   - the connections that uploaded it, or asked whether the tracker has
-//     it (a client takes a blob-need that leaves it out as stored, until
-//     it reconnects): holds, from the request until the connection
-//     closes. A hold is taken before the store is asked or written, so a
-//     blob a connection was told of is never freed under it.
+//     it (a client takes a blob-need that leaves it out as stored):
+//     holds, from the request until the connection submits a workunit
+//     that names it (the record holds it then, or the submission was
+//     answered from a finished one), reports a result that names it (a
+//     worker's result blob: its done record holds it then) or closes. A
+//     hold is taken before the store is asked or written, so a blob a
+//     connection was told of is not freed before it names it.
 //
 // A blob neither names is idle, and freed once it has been idle for the
 // grace (a master that reads a result just after its record is
-// forgotten). blobBound.mu guards all of it; the loop's map of what each
-// record names (recBlobs) is the loop's own.
+// forgotten). A client that takes a freed blob as stored (it uploaded it
+// long ago) has its submission refused with wire.CodeUnknownBlob, and
+// uploads it again. blobBound.mu guards all of it; the loop's map of what
+// each record names (recBlobs) is the loop's own.
 type blobFree struct {
 	del   blobDeleter // nil: nothing is freed
 	grace time.Duration
 	refs  map[blob.Hash]int32
+	// holds counts, per blob, the connections that hold it; conns are
+	// each connection's holds, by connection id.
 	holds map[blob.Hash]int32
+	conns map[uint64]map[blob.Hash]struct{}
 	// idleSince numbers each blob's current idle spell; idle lists the
 	// spells in the order they began (a spell ended and begun again is
 	// found stale by its number).
@@ -63,25 +72,66 @@ type idleBlob struct {
 // frees reports whether blobs nothing names are freed.
 func (b *blobBound) frees() bool { return b.free.del != nil }
 
-// hold makes a connection hold blob h (see blobFree) until unhold.
-func (b *blobBound) hold(h blob.Hash) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	b.free.holds[h]++
-	delete(b.free.idleSince, h)
-}
-
-// unhold ends the holds of a connection that closes, at now.
-func (b *blobBound) unhold(hs map[blob.Hash]struct{}, now time.Time) {
+// hold makes connection conn hold blob h (see blobFree) until releaseHolds or
+// unholdConn.
+func (b *blobBound) hold(conn uint64, h blob.Hash) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	f := &b.free
-	for h := range hs {
-		if f.holds[h]--; f.holds[h] <= 0 {
-			delete(f.holds, h)
-			if f.refs[h] == 0 {
-				f.idleLocked(h, now)
-			}
+	hs := f.conns[conn]
+	if _, ok := hs[h]; ok {
+		return
+	}
+	if hs == nil {
+		hs = make(map[blob.Hash]struct{})
+		f.conns[conn] = hs
+	}
+	hs[h] = struct{}{}
+	f.holds[h]++
+	delete(f.idleSince, h)
+}
+
+// releaseHolds ends connection conn's holds of the blobs of hs, at now: it
+// named them in a submission or a result, whose record holds them now.
+func (b *blobBound) releaseHolds(conn uint64, hs []blob.Hash, now time.Time) {
+	if len(hs) == 0 {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	f := &b.free
+	held := f.conns[conn]
+	if len(held) == 0 {
+		return
+	}
+	for _, h := range hs {
+		if _, ok := held[h]; ok {
+			delete(held, h)
+			f.unholdLocked(h, now)
+		}
+	}
+	if len(held) == 0 {
+		delete(f.conns, conn)
+	}
+}
+
+// unholdConn ends the holds of connection conn, which closes, at now.
+func (b *blobBound) unholdConn(conn uint64, now time.Time) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	f := &b.free
+	for h := range f.conns[conn] {
+		f.unholdLocked(h, now)
+	}
+	delete(f.conns, conn)
+}
+
+// unholdLocked ends one connection's hold of h, at now.
+func (f *blobFree) unholdLocked(h blob.Hash, now time.Time) {
+	if f.holds[h]--; f.holds[h] <= 0 {
+		delete(f.holds, h)
+		if f.refs[h] == 0 {
+			f.idleLocked(h, now)
 		}
 	}
 }
@@ -114,7 +164,8 @@ func (f *blobFree) idleLocked(h blob.Hash, now time.Time) {
 }
 
 // sweep frees the blobs idle for the grace or more at now, and returns
-// how many it freed.
+// how many it freed. Each is checked again, under the lock that hold and
+// changeRefs take, before the store drops it.
 func (b *blobBound) sweep(now time.Time) int {
 	if !b.frees() {
 		return 0
@@ -140,8 +191,18 @@ func (b *blobBound) sweep(now time.Time) int {
 	return n
 }
 
+// holdsAny reports whether connection conn holds a blob.
+func (b *blobBound) holdsAny(conn uint64) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.free.conns[conn]) > 0
+}
+
 // freedCount returns how many blobs were freed since the start.
 func (b *blobBound) freedCount() uint64 {
+	if !b.frees() {
+		return 0
+	}
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.free.freed
@@ -241,12 +302,34 @@ func slicesEqual(a, b []blob.Hash) bool {
 	return true
 }
 
+// named ends c's holds of blobs, which a submission of c names: from the
+// Ready this round makes, its record holds them (trackRecords), or the
+// key's result answers and nothing needs them. Both run on the loop, with
+// no sweep between.
+func (l *loop) named(c *conn, blobs []blob.Hash) {
+	if len(blobs) > 0 && l.s.blobs.frees() {
+		l.s.blobs.releaseHolds(c.id, blobs, time.Now())
+	}
+}
+
+// namedIn ends c's holds of the blobs value document doc refers to: a
+// worker's result (or error value) sent as a blob, which its record holds
+// from this round's Ready.
+func (l *loop) namedIn(c *conn, doc []byte) {
+	if len(doc) == 0 || !l.s.blobs.frees() || !l.s.blobs.holdsAny(c.id) {
+		return
+	}
+	l.s.blobs.releaseHolds(c.id, docBlobs(nil, doc), time.Now())
+}
+
 // missingBlob returns the refusal of a submission (op: submit, child) of
-// request req whose spec names a blob the store does not hold, when the
-// tracker frees blobs; nil when it holds them all. Without it a worker
-// would fail on the missing blob; the client forgets what it believed
-// stored, and a master uploads it again.
-func (l *loop) missingBlob(req uint64, op string, blobs []blob.Hash) *wire.Error {
+// request req from c, of key, whose spec names blobs, when the tracker
+// frees blobs and does not hold one of them; nil when it holds them all,
+// or when a submission's key is done in c's scope (the result answers it:
+// no spec is needed). Without it a worker would fail on the missing blob;
+// the client forgets what it believed stored, uploads the blob again and
+// submits again.
+func (l *loop) missingBlob(c *conn, req uint64, op string, key workunit.Key, blobs []blob.Hash) *wire.Error {
 	if !l.s.blobs.frees() {
 		return nil
 	}
@@ -255,9 +338,15 @@ func (l *loop) missingBlob(req uint64, op string, blobs []blob.Hash) *wire.Error
 		if err == nil && ok {
 			continue
 		}
+		if op == "submit" {
+			if r, ok := l.tab.LookupIn(c.scope, key); ok && r.Status == workunit.StatusDone {
+				return nil
+			}
+		}
 		return &wire.Error{Req: req, Code: wire.CodeUnknownBlob, Message: fmt.Sprintf(
-			"tracker: %s: the spec names blob %s, which the tracker does not hold: it frees a blob once no workunit and no connection names it "+
-				"(for --blob-grace), and riotd --memory loses its blobs when it restarts. Upload the blob again (EnsureBlobs) and submit again", op, h.Short())}
+			"tracker: %s: the spec names blob %s, which the tracker does not hold: it was never uploaded, or the tracker freed it "+
+				"(riotd --memory frees a blob --blob-grace after no workunit and no connection names it), or lost it when riotd --memory restarted. "+
+				"Upload the blob again (EnsureBlobs) and submit again; riot's clients do this by themselves when they have its bytes", op, h.Short())}
 	}
 	return nil
 }

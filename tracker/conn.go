@@ -210,10 +210,8 @@ type conn struct {
 	// uploadReserved the bytes it holds of the memory bound (blobBound).
 	uploadSize     map[blob.Hash]uint64
 	uploadReserved map[blob.Hash]int64
-	// held are the blobs the connection holds (holdBlob), the reader's.
-	held map[blob.Hash]struct{}
-	rbuf []byte
-	last []byte // the frame read last
+	rbuf           []byte
+	last           []byte // the frame read last
 }
 
 func newConn(s *Server, ws *websocket.Conn, remote string) *conn {
@@ -1051,6 +1049,9 @@ func (c *conn) blob(m wire.Msg) {
 				Message: fmt.Sprintf("tracker: blob-put: the data hashes to %s, not %s", sum, m.Hash)})
 			return
 		}
+		// Held before the store is asked: not freed between has and the
+		// store, nor between the store and the answer.
+		c.holdBlob(m.Hash)
 		if n := int64(len(m.Data)); c.s.blobs.counts() && !c.has(m.Hash) {
 			if refusal := c.s.blobs.reserve("blob-put", m.Req, m.Hash, n); refusal != nil {
 				c.refuseBlob(refusal)
@@ -1058,7 +1059,6 @@ func (c *conn) blob(m wire.Msg) {
 			}
 			defer c.s.blobs.release(n) // once stored, the store counts it
 		}
-		c.holdBlob(m.Hash) // before storing: not freed between the store and the answer
 		if err := st.PutBlob(ctx, m.Hash, m.Data); err != nil {
 			c.storeFailed(m.Req, "blob-put", err)
 			return
@@ -1127,6 +1127,9 @@ func (c *conn) blobWrite(m *wire.BlobWrite) {
 		// The first piece gives the size: the whole blob is counted
 		// toward the memory bound now, before the store holds a byte.
 		var reserved int64
+		// Held before the store is asked: not freed between has and the
+		// commit, nor between the commit and the answer.
+		c.holdBlob(m.Hash)
 		if c.s.blobs.counts() && !c.has(m.Hash) {
 			if refusal := c.s.blobs.reserve("blob-write", m.Req, m.Hash, int64(m.Size)); refusal != nil {
 				c.refuseBlob(refusal)
@@ -1134,7 +1137,6 @@ func (c *conn) blobWrite(m *wire.BlobWrite) {
 			}
 			reserved = int64(m.Size)
 		}
-		c.holdBlob(m.Hash) // before the commit: not freed between it and the answer
 		var err error
 		if w, err = c.s.st.CreateBlob(c.s.baseCtx, m.Hash, int64(m.Size)); err != nil {
 			c.s.blobs.release(reserved)
@@ -1269,28 +1271,19 @@ func (c *conn) dropUpload(h blob.Hash) {
 	delete(c.uploadReserved, h)
 }
 
-// holdBlob makes the connection hold blob h until it closes, when the
-// tracker frees blobs (blobFree): a client takes a blob it uploaded, or
-// that blob-need left out, as stored for as long as it stays connected.
+// holdBlob makes the connection hold blob h, when the tracker frees
+// blobs (blobFree): from an upload, or a blob-need that leaves it out,
+// until the connection names it in a submission or a result, or closes.
 func (c *conn) holdBlob(h blob.Hash) {
-	if !c.s.blobs.frees() {
-		return
+	if c.s.blobs.frees() {
+		c.s.blobs.hold(c.id, h)
 	}
-	if _, ok := c.held[h]; ok {
-		return
-	}
-	if c.held == nil {
-		c.held = make(map[blob.Hash]struct{})
-	}
-	c.held[h] = struct{}{}
-	c.s.blobs.hold(h)
 }
 
 // unholdBlobs ends the connection's holds, as it closes.
 func (c *conn) unholdBlobs() {
-	if len(c.held) > 0 {
-		c.s.blobs.unhold(c.held, time.Now())
-		c.held = nil
+	if c.s.blobs.frees() {
+		c.s.blobs.unholdConn(c.id, time.Now())
 	}
 }
 

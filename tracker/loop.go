@@ -348,10 +348,12 @@ func (l *loop) frame(ib *inbound) {
 		a := &ib.aux[i]
 		switch m := m.(type) {
 		case *wire.Submit:
-			if e := l.missingBlob(m.Req, "submit", a.blobs); e != nil {
+			if e := l.missingBlob(c, m.Req, "submit", a.key, a.blobs); e != nil {
 				l.push(c, e)
 				continue
 			}
+			// The record holds them now (or the key's result answers).
+			l.named(c, a.blobs)
 			err := l.tab.Step(table.Submit{
 				Master:  mid,
 				Req:     m.Req,
@@ -375,10 +377,11 @@ func (l *loop) frame(ib *inbound) {
 			}
 			l.act.jobs[c.realm].submitted++
 		case *wire.Child:
-			if e := l.missingBlob(m.Req, "child", a.blobs); e != nil {
+			if e := l.missingBlob(c, m.Req, "child", a.key, a.blobs); e != nil {
 				l.push(c, e)
 				continue
 			}
+			l.named(c, a.blobs)
 			l.child(c, a.key, m)
 		case *wire.Wait:
 			_ = l.tab.Step(table.Wait{Worker: wid, Key: m.Key, Token: table.Token(m.Token), Waiting: m.Waiting})
@@ -410,6 +413,7 @@ func (l *loop) frame(ib *inbound) {
 				_ = l.tab.Step(table.WorkerCredit{Worker: wid, N: m.N})
 			}
 		case *wire.Done:
+			l.namedIn(c, m.Result) // a result blob: its done record holds it now
 			li, _ := l.tab.Leased(wid, table.Token(m.Token))
 			if l.tab.Step(table.Complete{Worker: wid, Key: m.Key, Token: table.Token(m.Token), Result: m.Result, Console: m.Console, Elapsed: m.Elapsed}) == nil {
 				l.completed++
@@ -419,6 +423,9 @@ func (l *loop) frame(ib *inbound) {
 				delete(c.printed, m.Token)
 			}
 		case *wire.Failed:
+			if m.Error != nil {
+				l.namedIn(c, m.Error.Value)
+			}
 			li, _ := l.tab.Leased(wid, table.Token(m.Token))
 			if l.tab.Step(table.Fail{Worker: wid, Key: m.Key, Token: table.Token(m.Token), Err: m.Error, Console: m.Console, Elapsed: m.Elapsed}) == nil {
 				l.failed++
@@ -758,6 +765,7 @@ func (l *loop) stats() Stats {
 	}
 	st.BlobBytes, st.Blobs = l.s.blobs.blobs()
 	st.RefusedBlobs = l.s.blobs.refused.Load()
+	st.FreedBlobs = l.s.blobs.freedCount()
 	return st
 }
 

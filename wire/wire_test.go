@@ -345,6 +345,19 @@ func TestErrors_MemoryFull(t *testing.T) {
 	assert.ErrorIs(t, &Refused{Code: CodeMemoryFull}, ErrMemoryFull)
 }
 
+// A submission refused for a blob the tracker lacks is told apart, with
+// errors.Is through wrapping, from a refusal for memory.
+func TestErrors_UnknownBlob(t *testing.T) {
+	t.Parallel()
+	e := fmt.Errorf("client: submit 1a2b: %w", &Error{Req: 3, Code: CodeUnknownBlob, Message: "tracker: submit: the spec names blob 0a0b"})
+	assert.ErrorIs(t, e, ErrUnknownBlob)
+	assert.True(t, IsCode(e, CodeUnknownBlob))
+	assert.Equal(t, "unknown-blob", CodeUnknownBlob.String())
+	assert.NotErrorIs(t, e, ErrMemoryFull)
+	assert.NotErrorIs(t, &Error{Code: CodeMemoryFull}, ErrUnknownBlob)
+	assert.NotErrorIs(t, &Error{Code: CodeUnknownKey}, ErrUnknownBlob)
+}
+
 func TestErrors_Codes(t *testing.T) {
 	t.Parallel()
 	e := &Error{Req: 3, Code: CodeStore, Message: "store: disk full"}

@@ -16,6 +16,7 @@ import (
 	"github.com/riot-go/riot/tracker"
 	"github.com/riot-go/riot/tracker/trackertest"
 	"github.com/riot-go/riot/value"
+	"github.com/riot-go/riot/wire"
 	"github.com/riot-go/riot/worker"
 	"github.com/riot-go/riot/workunit"
 )
@@ -152,11 +153,31 @@ func TestWorker_CallModuleBlob(t *testing.T) {
 		assert.Equal(t, float64(4*i), v)
 	}
 
-	// A module the tracker does not hold fails the workunit, not the worker.
+	// A tracker in memory refuses a spec that names a blob it does not
+	// hold (wire.CodeUnknownBlob): nothing reaches the worker.
 	missing := blob.Hash{9}
 	bad := m.Submit(&workunit.Spec{Kind: workunit.Call, Module: missing, Export: "f", Blobs: []blob.Hash{missing}},
 		workunit.Options{})
 	_, err = bad.Wait(ctx)
+	require.ErrorIs(t, err, wire.ErrUnknownBlob)
+	ok := m.Submit(eval("'still alive'"), workunit.Options{})
+	_, err = ok.Wait(ctx)
+	require.NoError(t, err)
+}
+
+// TestWorker_CallModuleMissing: a tracker with a durable store takes a
+// spec whose module it does not hold (it checks no blobs): the workunit
+// fails on the worker, which lives on.
+func TestWorker_CallModuleMissing(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t, trackertest.Durable())
+	start(t, tr.Addr(), worker.Options{})
+	m := master(t, tr.Addr())
+	ctx := ctxFor(t)
+	missing := blob.Hash{9}
+	bad := m.Submit(&workunit.Spec{Kind: workunit.Call, Module: missing, Export: "f", Blobs: []blob.Hash{missing}},
+		workunit.Options{})
+	_, err := bad.Wait(ctx)
 	var werr *workunit.Error
 	require.ErrorAs(t, err, &werr)
 	ok := m.Submit(eval("'still alive'"), workunit.Options{})
