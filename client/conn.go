@@ -442,6 +442,10 @@ func (c *Client) startConn(cn *conn) bool {
 	}
 	c.cur = cn
 	c.welcome = cn.welcome
+	// The tracker may have freed, since the last connection ended, the
+	// blobs it held for it (riotd --memory), or lost them all with a
+	// restart: ask again (EnsureBlobs).
+	clear(c.stored)
 	lost := c.resumeLocked()
 	c.mu.Unlock()
 	if c.opts.OnRevoke != nil {
@@ -897,6 +901,10 @@ func (c *Client) onErrorLocked(m *wire.Error) {
 	}
 	if r, ok := c.pending[m.Req]; ok {
 		delete(c.pending, m.Req)
+		if k, ok := r.(*Call); ok && m.Code == wire.CodeUnknownBlob {
+			c.unknownBlobLocked(k, copyErr(m))
+			return
+		}
 		r.fail(c, copyErr(m))
 		return
 	}
