@@ -145,6 +145,20 @@ func (c *Client) EnsureBlobParts(ctx context.Context, blobs map[blob.Hash]blob.P
 	return nil
 }
 
+// ForgetBlobs makes the client forget that the tracker holds the blobs
+// hs, so that the next EnsureBlobs asks the tracker again. A worker calls
+// it before it uploads a result as a blob: a tracker in memory (riotd
+// --memory) frees a result blob once its workunit is forgotten, and a
+// result it sends must name a blob the tracker holds, which no refusal
+// would tell it.
+func (c *Client) ForgetBlobs(hs ...blob.Hash) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, h := range hs {
+		delete(c.stored, h)
+	}
+}
+
 // PutBlob uploads data as a blob (unless the tracker holds it already) and
 // returns its hash, as EnsureBlobs does for one blob.
 func (c *Client) PutBlob(ctx context.Context, data []byte) (blob.Hash, error) {

@@ -478,3 +478,32 @@ func TestWorker_ConnectionLost_StopsItsWork(t *testing.T) {
 	assert.Equal(t, "next", v)
 	assert.Equal(t, next.Key, <-started)
 }
+
+// TestWorker_ResultBlobFreedThenAgain: a result too large for a done
+// message goes as a blob; once its workunit is forgotten a tracker in
+// memory frees it, and an equal result later is uploaded again (the
+// worker does not trust that the tracker still holds it): the master gets
+// it. Before, the worker skipped the upload and the master's fetch found
+// no blob.
+func TestWorker_ResultBlobFreedThenAgain(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t, trackertest.WithOptions(func(o *tracker.Options) {
+		o.TickInterval = 5 * time.Millisecond
+		o.BlobGrace = time.Millisecond
+		o.KeepResults = time.Millisecond
+		o.Limits.MaxResultBytes = 1000
+	}))
+	start(t, tr.Addr(), worker.Options{})
+	m := master(t, tr.Addr())
+	ctx := ctxFor(t)
+	for i := range 2 {
+		// Two specs (their names differ), one result of 5000 bytes.
+		spec := &workunit.Spec{Kind: workunit.Eval, Source: "'r'.repeat(5000)", Name: fmt.Sprintf("run%d.js", i)}
+		out, err := m.Submit(spec, workunit.Options{}).Wait(ctx)
+		require.NoError(t, err, "run %d", i)
+		v, err := out.Value()
+		require.NoError(t, err)
+		require.Len(t, v, 5000)
+		tr.WaitFor(t, func(s tracker.Stats) bool { return s.FreedBlobs > uint64(i) && s.Blobs == 0 })
+	}
+}
