@@ -9,6 +9,7 @@ import (
 	"os"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/raft"
 
@@ -212,7 +213,19 @@ func TestStore_LargeBlob_InPieces_NoneInMemory(t *testing.T) {
 	if err := write(l, blob.Sum(data[:len(wrong)]), wrong); !errors.Is(err, store.ErrBlobMismatch) {
 		t.Errorf("an upload whose bytes do not match its hash: %v, want ErrBlobMismatch", err)
 	}
-	index := c.barrier(l)
+	// The leader's barrier: everything before it (the drop of the
+	// refused upload's pieces too) is applied. A leader lost meanwhile
+	// (a slow machine): the next one's.
+	var index uint64
+	for {
+		l = c.leader(ctx)
+		if err := c.nodes[l].raft.Barrier(5 * time.Second).Error(); err == nil {
+			index = c.nodes[l].fsm.Applied()
+			break
+		} else if ctx.Err() != nil {
+			t.Fatalf("no barrier: %v", err)
+		}
+	}
 	for i := range c.nodes {
 		c.waitApplied(ctx, i, index)
 		got, err := c.store(i).GetBlob(ctx, h)
