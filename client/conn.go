@@ -535,7 +535,7 @@ func (c *Client) redial() *conn {
 // assignments of it that were handed out and not yet answered are revoked,
 // and returned for Options.OnRevoke.
 func (c *Client) resumeLocked() (lost []*Assignment) {
-	out := make([]outMsg, 0, len(c.recent)+len(c.out)+len(c.pending)+1)
+	out := make([]outMsg, 0, len(c.recent)+len(c.out)+c.pending.len()+1)
 	for _, m := range c.recent {
 		out = append(out, outMsg{msg: m})
 	}
@@ -570,16 +570,13 @@ func (c *Client) resumeLocked() (lost []*Assignment) {
 	if c.credit > 0 {
 		out = append(out, outMsg{msg: &wire.Credit{N: c.credit}})
 	}
-	reqs := make([]uint64, 0, len(c.pending))
-	for req := range c.pending {
-		reqs = append(reqs, req)
-	}
-	slices.Sort(reqs)
+	reqs := c.pending.reqs()
 	// Watches that a submission sent again carries: they need no Watch
 	// of their own.
 	covered := make(map[*Call]bool)
 	for _, req := range reqs {
-		switch r := c.pending[req].(type) {
+		r, _ := c.pending.get(req)
+		switch r := r.(type) {
 		case *Call:
 			if w := r.watch(); w != nil {
 				covered[w] = true
@@ -592,7 +589,7 @@ func (c *Client) resumeLocked() (lost []*Assignment) {
 				// A piece means nothing on a new connection (an upload
 				// lives on one): its transfer starts again (putPieces,
 				// fetchPieces).
-				delete(c.pending, req)
+				c.pending.delete(req)
 				r.finish(nil, fmt.Errorf("client: %s: %w", r.op, errPieceLost))
 				continue
 			}
@@ -750,8 +747,7 @@ func (c *Client) unsendable(m wire.Msg, err error) wire.Msg {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if r, ok := c.pending[req]; ok {
-		delete(c.pending, req)
+	if r, ok := c.pending.take(req); ok {
 		r.fail(c, fmt.Errorf("client: %w", err))
 	}
 	return nil
@@ -895,8 +891,7 @@ func (c *Client) onErrorLocked(m *wire.Error) {
 	if m.Code == wire.CodeShutdown {
 		return
 	}
-	if r, ok := c.pending[m.Req]; ok {
-		delete(c.pending, m.Req)
+	if r, ok := c.pending.take(m.Req); ok {
 		r.fail(c, copyErr(m))
 		return
 	}
