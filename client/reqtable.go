@@ -11,6 +11,8 @@ import "slices"
 // and takes one request per call). A request left far behind the others
 // (an rpc that waits while more submissions pass it than the ring holds)
 // moves to a map of its own, so that it does not keep the window wide.
+// Slots are 16 bytes, and the ring is at most twice as long as the most
+// requests it held at once.
 //
 // The zero reqTable is empty and ready to use. It is not safe for
 // concurrent use (the Client's mutex guards it).
@@ -25,14 +27,11 @@ type reqTable struct {
 	old map[uint64]request
 }
 
-const (
-	// minReqRing is the ring's first length.
-	minReqRing = 64
-	// maxIdleReqRing is the longest ring kept when the table empties:
-	// a longer one (a burst of many thousands of submissions not yet
-	// accepted) is dropped for a ring of minReqRing.
-	maxIdleReqRing = 1 << 16
-)
+// minReqRing is the ring's first length. The ring, like a map, keeps the
+// length it grew to: a master that had that many requests in flight once
+// will again, and a ring dropped whenever the table empties was made again
+// at every burst.
+const minReqRing = 64
 
 // len returns how many requests the table holds.
 func (t *reqTable) len() int { return t.n + len(t.old) }
@@ -150,9 +149,6 @@ func (t *reqTable) delete(req uint64) {
 	if t.n == 0 {
 		// Empty: the window starts again at the next put.
 		t.lo = t.hi
-		if len(t.ring) > maxIdleReqRing {
-			t.ring = make([]request, minReqRing)
-		}
 		return
 	}
 	if req == t.lo {
