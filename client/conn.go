@@ -45,6 +45,13 @@ const (
 	// next: a burst of a million submissions should not leave 24 MB
 	// behind.
 	maxSpare = 1 << 12
+	// writeFrameBytes is the size past which the writer sends a frame
+	// rather than add more to it: a burst of submissions goes out in
+	// frames of about 1 MiB, not in frames of up to the tracker's
+	// MaxFrameBytes, whose buffers (the writer's encoder's, the
+	// tracker's read buffer) were too large to keep and were made again,
+	// by doubling, for every frame.
+	writeFrameBytes = 1 << 20
 )
 
 // conn is one websocket connection: its reader and writer goroutines and
@@ -679,9 +686,10 @@ func (c *Client) writer(cn *conn) {
 				}
 				continue
 			}
-			if _, ok := m.(*wire.BlobWrite); ok {
+			if _, ok := m.(*wire.BlobWrite); ok || enc.Size() >= writeFrameBytes {
 				// A piece ends its frame: the tracker stores it (and
-				// answers) while the next ones are on their way.
+				// answers) while the next ones are on their way. So
+				// does a frame of writeFrameBytes.
 				if err = send(); err != nil {
 					break
 				}
