@@ -640,6 +640,10 @@ func (e *encodeState) stringMap(m map[string]any, step stepKind, d int) error {
 // stringMapItems writes the keys and values of m, sorted by key, after a
 // map head its caller wrote.
 func (e *encodeState) stringMapItems(m map[string]any, step stepKind, d int) error {
+	if len(m) == 0 {
+		// Most functions capture nothing: no keys to gather and sort.
+		return nil
+	}
 	base := len(e.keys)
 	e.keys = slices.Grow(e.keys, len(m))
 	for k := range m {
