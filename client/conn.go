@@ -52,6 +52,11 @@ const (
 	// tracker's read buffer) were too large to keep and were made again,
 	// by doubling, for every frame.
 	writeFrameBytes = 1 << 20
+	// readKeepMessages is the reader's wire.Decoder.Keep: a tracker
+	// answers a pipelining master in frames of thousands of accepted and
+	// finished messages, whose room (about 150 B each, 2.5 MB at most
+	// per type) the reader reuses rather than makes again per frame.
+	readKeepMessages = 1 << 14
 )
 
 // conn is one websocket connection: its reader and writer goroutines and
@@ -783,7 +788,7 @@ func (c *Client) reader(cn *conn) {
 		_ = ws.SetReadDeadline(time.Now().Add(timeout))
 		return nil
 	})
-	dec := wire.Decoder{Limits: cn.welcome.Limits}
+	dec := wire.Decoder{Limits: cn.welcome.Limits, Keep: readKeepMessages}
 	var buf bytes.Buffer // frames are read into it, and what is kept is copied out
 	for {
 		typ, r, err := ws.NextReader()
