@@ -282,7 +282,7 @@ func (c *Client) unknownBlobLocked(k *Call, e *wire.Error) {
 			if w := k.watch(); w != nil && w.minReq == old {
 				w.minReq = k.req
 			}
-			c.pending[k.req] = k
+			c.pending.put(k.req, k)
 			c.sendCallLocked(k)
 		}
 	}()

@@ -334,12 +334,12 @@ func (k *Call) finishLocked(out *workunit.Outcome, err error) {
 // onAcceptedLocked handles an Accepted: the submission is durable. A
 // memoized (finished) outcome ends the Call and the key's watch at once.
 func (c *Client) onAcceptedLocked(m *wire.Accepted) {
-	r, ok := c.pending[m.Req]
+	r, ok := c.pending.get(m.Req)
 	k, isCall := r.(*Call)
 	if !ok || !isCall {
 		return
 	}
-	delete(c.pending, m.Req)
+	c.pending.delete(m.Req)
 	if m.Key != k.Key {
 		c.log.Error("client: the tracker computed another key", "want", k.Key.String(), "got", m.Key.String())
 	}
@@ -481,7 +481,7 @@ func (c *Client) submitAs(spec *workunit.Spec, opts workunit.Options, watched bo
 	if reup != nil {
 		k.extra().reup = reup
 	}
-	c.pending[k.req] = k
+	c.pending.put(k.req, k)
 	if watched {
 		w := c.addWatchLocked(k)
 		if w != k {

@@ -209,7 +209,7 @@ type Client struct {
 	recentBytes int
 
 	req     uint64                 // the last request id given
-	pending map[uint64]request     // requests awaiting their answer, by req
+	pending reqTable               // requests awaiting their answer, by req
 	watches watchTable             // keys waited for
 	batches map[uint64]*watchBatch // Watch messages on this connection, by req
 	gets    map[blob.Hash]*rpc     // blob fetches in flight, by hash
@@ -260,7 +260,6 @@ func newClient(opts Options, urls ...string) *Client {
 		assignSig: make(chan struct{}, 1),
 		ended:     make(chan struct{}),
 		runDone:   make(chan struct{}),
-		pending:   make(map[uint64]request),
 		live:      make(map[uint64]*Assignment),
 		watches:   newWatchTable(),
 		batches:   make(map[uint64]*watchBatch),
@@ -372,8 +371,7 @@ func (c *Client) end(err error) {
 	c.err = err
 	close(c.ended)
 	cn := c.cur
-	for req, r := range c.pending {
-		delete(c.pending, req)
+	for _, r := range c.pending.takeAll() {
 		r.fail(c, err)
 	}
 	c.eachWatchLocked(func(w *Call) { c.resolveLocked(w, nil, err) })

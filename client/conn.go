@@ -45,6 +45,18 @@ const (
 	// next: a burst of a million submissions should not leave 24 MB
 	// behind.
 	maxSpare = 1 << 12
+	// writeFrameBytes is the size past which the writer sends a frame
+	// rather than add more to it: a burst of submissions goes out in
+	// frames of about 1 MiB, not in frames of up to the tracker's
+	// MaxFrameBytes, whose buffers (the writer's encoder's, the
+	// tracker's read buffer) were too large to keep and were made again,
+	// by doubling, for every frame.
+	writeFrameBytes = 1 << 20
+	// readKeepMessages is the reader's wire.Decoder.Keep: a tracker
+	// answers a pipelining master in frames of thousands of accepted and
+	// finished messages, whose room (about 150 B each, 2.5 MB at most
+	// per type) the reader reuses rather than makes again per frame.
+	readKeepMessages = 1 << 14
 )
 
 // conn is one websocket connection: its reader and writer goroutines and
@@ -539,7 +551,7 @@ func (c *Client) redial() *conn {
 // assignments of it that were handed out and not yet answered are revoked,
 // and returned for Options.OnRevoke.
 func (c *Client) resumeLocked() (lost []*Assignment) {
-	out := make([]outMsg, 0, len(c.recent)+len(c.out)+len(c.pending)+1)
+	out := make([]outMsg, 0, len(c.recent)+len(c.out)+c.pending.len()+1)
 	for _, m := range c.recent {
 		out = append(out, outMsg{msg: m})
 	}
@@ -574,16 +586,13 @@ func (c *Client) resumeLocked() (lost []*Assignment) {
 	if c.credit > 0 {
 		out = append(out, outMsg{msg: &wire.Credit{N: c.credit}})
 	}
-	reqs := make([]uint64, 0, len(c.pending))
-	for req := range c.pending {
-		reqs = append(reqs, req)
-	}
-	slices.Sort(reqs)
+	reqs := c.pending.reqs()
 	// Watches that a submission sent again carries: they need no Watch
 	// of their own.
 	covered := make(map[*Call]bool)
 	for _, req := range reqs {
-		switch r := c.pending[req].(type) {
+		r, _ := c.pending.get(req)
+		switch r := r.(type) {
 		case *Call:
 			if w := r.watch(); w != nil {
 				covered[w] = true
@@ -596,7 +605,7 @@ func (c *Client) resumeLocked() (lost []*Assignment) {
 				// A piece means nothing on a new connection (an upload
 				// lives on one): its transfer starts again (putPieces,
 				// fetchPieces).
-				delete(c.pending, req)
+				c.pending.delete(req)
 				r.finish(nil, fmt.Errorf("client: %s: %w", r.op, errPieceLost))
 				continue
 			}
@@ -686,9 +695,10 @@ func (c *Client) writer(cn *conn) {
 				}
 				continue
 			}
-			if _, ok := m.(*wire.BlobWrite); ok {
+			if _, ok := m.(*wire.BlobWrite); ok || enc.Size() >= writeFrameBytes {
 				// A piece ends its frame: the tracker stores it (and
-				// answers) while the next ones are on their way.
+				// answers) while the next ones are on their way. So
+				// does a frame of writeFrameBytes.
 				if err = send(); err != nil {
 					break
 				}
@@ -754,8 +764,7 @@ func (c *Client) unsendable(m wire.Msg, err error) wire.Msg {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if r, ok := c.pending[req]; ok {
-		delete(c.pending, req)
+	if r, ok := c.pending.take(req); ok {
 		r.fail(c, fmt.Errorf("client: %w", err))
 	}
 	return nil
@@ -783,7 +792,7 @@ func (c *Client) reader(cn *conn) {
 		_ = ws.SetReadDeadline(time.Now().Add(timeout))
 		return nil
 	})
-	dec := wire.Decoder{Limits: cn.welcome.Limits}
+	dec := wire.Decoder{Limits: cn.welcome.Limits, Keep: readKeepMessages}
 	var buf bytes.Buffer // frames are read into it, and what is kept is copied out
 	for {
 		typ, r, err := ws.NextReader()
@@ -899,8 +908,7 @@ func (c *Client) onErrorLocked(m *wire.Error) {
 	if m.Code == wire.CodeShutdown {
 		return
 	}
-	if r, ok := c.pending[m.Req]; ok {
-		delete(c.pending, m.Req)
+	if r, ok := c.pending.take(m.Req); ok {
 		if k, ok := r.(*Call); ok && m.Code == wire.CodeUnknownBlob {
 			c.unknownBlobLocked(k, copyErr(m))
 			return

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -759,4 +760,47 @@ func TestFake_Refused_OtherCallOfTheKeyWaits(t *testing.T) {
 	out, err = c.WaitFor(ctx, first.Key) // a new watch: answered at once
 	require.NoError(t, err)
 	assert.Equal(t, workunit.StatusDone, out.Status)
+}
+
+// A burst of submissions goes out in frames of about writeFrameBytes, not
+// in one frame as large as the tracker allows: the submissions sent again
+// after a reconnect (one batch for the writer, 3 MB of them) too.
+func TestFake_Submit_BurstInFramesOfAboutAMiB(t *testing.T) {
+	t.Parallel()
+	const n = 30000
+	ft := newFakeTracker(t)
+	all := make(chan struct{})
+	seen := 0
+	ft.onSubmit = func(*fakeConn, *wire.Submit) bool {
+		if seen++; seen == n {
+			close(all)
+		}
+		return true // never answered
+	}
+	c := dialFake(t, ft, Options{})
+	pad := strings.Repeat("x", 100)
+	for i := range n {
+		c.Submit(evalSpec(fmt.Sprintf("%q + %d", pad, i)), workunit.Options{})
+	}
+	ctx := testCtx(t)
+	select {
+	case <-all:
+	case <-ctx.Done():
+		t.Fatal(ctx.Err())
+	}
+	again := make(chan struct{})
+	ft.mu.Lock()
+	seen, ft.maxFrame, ft.frames = 0, 0, 0
+	all = again
+	ft.mu.Unlock()
+	ft.dropAll()
+	select {
+	case <-again:
+	case <-ctx.Done():
+		t.Fatal(ctx.Err())
+	}
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	assert.LessOrEqual(t, ft.maxFrame, writeFrameBytes+1024, "the largest frame")
+	assert.GreaterOrEqual(t, ft.frames, 3, "frames of the %d submissions sent again", n)
 }

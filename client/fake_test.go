@@ -37,6 +37,7 @@ type fakeTracker struct {
 	hellos   []wire.Hello
 	submits  int
 	frames   int
+	maxFrame int                                     // the largest frame read, in bytes
 	onSubmit func(fc *fakeConn, m *wire.Submit) bool // true: handled (no answer)
 	limits   wire.Limits                             // in the welcome; zero: the defaults
 	parts    map[fakePart][]byte                     // blobs being written in pieces, by connection
@@ -213,6 +214,7 @@ func (ft *fakeTracker) serve(ws *websocket.Conn) {
 		}
 		ft.mu.Lock()
 		ft.frames++
+		ft.maxFrame = max(ft.maxFrame, len(frame))
 		for _, m := range msgs {
 			ft.handleLocked(fc, m)
 		}

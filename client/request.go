@@ -83,7 +83,7 @@ func (c *Client) startLocked(op string, msg wire.Msg) *rpc {
 		m.Req = req
 	}
 	r := &rpc{msg: msg, op: op, done: make(chan struct{}), refs: 1}
-	c.pending[req] = r
+	c.pending.put(req, r)
 	c.sendLocked(msg)
 	return r
 }
@@ -111,7 +111,7 @@ func (c *Client) await(ctx context.Context, r *rpc) (any, error) {
 		c.mu.Lock()
 		if r.refs--; r.refs == 0 && !r.over && !r.keep {
 			if r.msg != nil {
-				delete(c.pending, wire.ReqOf(r.msg))
+				c.pending.delete(wire.ReqOf(r.msg))
 			}
 			if r.shared != nil {
 				r.shared()
@@ -129,11 +129,12 @@ func (c *Client) await(ctx context.Context, r *rpc) (any, error) {
 // taking it from the pending requests; nil when none waits (a request
 // forgotten, or an answer to something else).
 func (c *Client) answerLocked(req uint64) *rpc {
-	r, ok := c.pending[req].(*rpc)
+	p, _ := c.pending.get(req)
+	r, ok := p.(*rpc)
 	if !ok {
 		return nil
 	}
-	delete(c.pending, req)
+	c.pending.delete(req)
 	return r
 }
 

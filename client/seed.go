@@ -107,7 +107,7 @@ func (c *Client) DoWork(fn *value.Function, args ...any) (*Call, error) {
 	defer c.scratch.put(buf)
 	all := append(buf.args[:0], fn)
 	all = append(all, args...)
-	payload, err := value.Encoder{Root: "args"}.AppendEncode(buf.b[:0], all)
+	payload, err := value.Encoder{Root: "args"}.AppendEncodeArray(buf.b[:0], all)
 	clear(all)
 	buf.b, buf.args = payload[:0], all[:0]
 	if err != nil {

@@ -226,7 +226,7 @@ func (c *Client) resubmitLocked(w, src *Call) {
 	k.req = c.nextReqLocked()
 	w.minReq = k.req
 	w.refs++
-	c.pending[k.req] = k
+	c.pending.put(k.req, k)
 	c.log.Warn("client: the tracker no longer knows a workunit it accepted; submitting it again", "key", w.Key.Short())
 	c.sendCallLocked(k)
 }

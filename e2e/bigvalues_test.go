@@ -39,7 +39,8 @@ func writeScript(t *testing.T, name, src string) string {
 
 // TestE2E_LargeValues: values over 32 MiB go through riotd and a worker in
 // pieces (a small --max-frame-bytes makes them many), and through the
-// embedded tracker of riot-worker eval. A regression test: a captured
+// embedded tracker of riot-worker eval, and through three riotd
+// replicas. A regression test: a captured
 // value over 32 MiB once failed with "wire: limit passed: 80000007 bytes,
 // limit 33554432".
 func TestE2E_LargeValues(t *testing.T) {
@@ -68,6 +69,15 @@ func TestE2E_LargeValues(t *testing.T) {
 		defer cancel()
 		res, err := bins.Eval(ctx, []string{"RIOT_TOKEN=" + master}, "--tracker", tr.Addr(), script)
 		require.NoError(t, err)
+		require.Equal(t, 0, res.Code, res)
+		assert.Equal(t, bigValuesOutput, res.Stdout)
+	})
+	t.Run("replicas", func(t *testing.T) {
+		// Three replicas: each value (40 MB) goes through Raft in pieces
+		// staged in files, and every replica stores it.
+		rs := bins.StartReplicas(t, 3)
+		bins.StartWorker(t, rs.Addrs(), e2e.WorkerOptions{Name: "w", Slots: 1})
+		res := bins.RunEval(t, "--tracker", rs.Addrs(), script)
 		require.Equal(t, 0, res.Code, res)
 		assert.Equal(t, bigValuesOutput, res.Stdout)
 	})

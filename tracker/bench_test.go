@@ -130,7 +130,7 @@ func BenchmarkServer_Throughput(b *testing.B) {
 // (and, for comparison, over two): frames/wu counts the frames the
 // workers and the master read and wrote per workunit. The runs with
 // prefetch give each worker that much credit beyond its slots, as
-// riot-worker does (it sizes its prefetch up to 64 per slot).
+// riot-worker does (it sizes its prefetch up to 512 per slot, 1024 in all).
 func BenchmarkServer_ManyWorkerConns(b *testing.B) {
 	for _, c := range []struct{ workers, slots, prefetch int }{
 		{2, 64, 0}, {128, 1, 0}, {1000, 1, 0}, {1000, 1, 3}, {1000, 1, 64},

@@ -629,7 +629,16 @@ func (l *loop) deliver(rd *table.Ready, perr error) {
 				l.push(c, &wire.Accepted{Req: m.Req, Outcome: m.Outcome})
 			}
 		case *table.InfoReply:
-			if c := l.conns[uint64(m.Master)]; c != nil && l.fillResult(c, m.Req, &m.Outcome, m.Stored) {
+			c := l.conns[uint64(m.Master)]
+			switch {
+			case c == nil:
+			case perr != nil && m.Outcome.Status.Finished():
+				// The outcome may be one this write was to store: not on
+				// disk, and perhaps never (a restart runs it again), so
+				// it is not reported; a Finished reports it once it is.
+				l.push(c, &wire.Error{Req: m.Req, Code: wire.CodeStore, Message: "tracker: info: the workunit finished, " +
+					"but its outcome is not on disk yet: the store's write failed (" + perr.Error() + "); ask again later"})
+			case l.fillResult(c, m.Req, &m.Outcome, m.Stored):
 				l.push(c, &wire.InfoReply{Req: m.Req, Outcome: m.Outcome})
 			}
 		case *table.CancelReply:

@@ -755,6 +755,87 @@ func TestServer_Submit_StoreFails(t *testing.T) {
 	}
 }
 
+// TestServer_Info_StoreFails: an Info answered in the same Ready as the
+// write of the workunit's result, when that write fails, does not report
+// the result (which is not on disk, and may never be): it is refused as
+// the submissions of that write are, and the result is reported once the
+// table wrote it again.
+func TestServer_Info_StoreFails(t *testing.T) {
+	t.Parallel()
+	tr, f := startWithFake(t)
+	m := master(t, tr, "m")
+	s1, k1 := spec(t, "first")
+	m.send(&wire.Submit{Req: 1, Spec: s1})
+	f.nextApply(t)
+	f.answer <- nil
+	assert.Equal(t, uint64(1), recv[*wire.Accepted](m).Req)
+	w := worker(t, tr, "w", 1)
+	a := recv[*wire.Assign](w)
+	require.Equal(t, k1, a.Key)
+
+	// A second submission's write is held in flight, so that the result
+	// and the Info below go into the next Ready together.
+	s2, _ := spec(t, "second")
+	m.send(&wire.Submit{Req: 2, Spec: s2})
+	f.nextApply(t)
+	w.complete(a, result(5))
+	waitLookup(t, tr, k1, func(r table.Record) bool { return r.Status == workunit.StatusDone })
+	s3, k3 := spec(t, "third")
+	m.send(&wire.Info{Req: 3, Key: k1}, &wire.Submit{Req: 4, Spec: s3}) // one frame: stepped together
+	waitLookup(t, tr, k3, func(table.Record) bool { return true })
+	f.answer <- nil
+	assert.Equal(t, uint64(2), recv[*wire.Accepted](m).Req)
+
+	batch := f.nextApply(t)
+	var done bool
+	for _, r := range batch {
+		done = done || (r.Key == k1 && r.Status == workunit.StatusDone)
+	}
+	require.True(t, done, "the result's write is this one")
+	f.answer <- errors.New("fake: disk full")
+	refused := map[uint64]*wire.Error{}
+	for len(refused) < 2 {
+		switch msg := m.next().(type) {
+		case *wire.InfoReply:
+			t.Fatalf("an Info answered %v, result %v, from a write that failed", msg.Status, msg.Result)
+		case *wire.Error:
+			refused[msg.Req] = msg
+		default:
+			t.Fatalf("unexpected %T", msg)
+		}
+	}
+	for _, req := range []uint64{3, 4} {
+		require.Contains(t, refused, req)
+		assert.Equal(t, wire.CodeStore, refused[req].Code)
+		assert.Contains(t, refused[req].Message, "disk full")
+	}
+	// The table writes the result again; asked again, the tracker answers.
+	f.nextApply(t)
+	f.answer <- nil
+	tr.WaitFor(t, func(s tracker.Stats) bool { return s.StoreErrors == 1 && s.Commits == 3 })
+	m.send(&wire.Info{Req: 5, Key: k1})
+	in := recv[*wire.InfoReply](m)
+	assert.Equal(t, workunit.StatusDone, in.Status)
+	assert.Equal(t, result(5), in.Result)
+}
+
+// waitLookup waits until the table has a record of key for which cond
+// holds. Lookup goes through the tracker's loop, which WaitFor's stats
+// wait for only while no write is in flight.
+func waitLookup(t *testing.T, tr *trackertest.Tracker, key workunit.Key, cond func(table.Record) bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for {
+		if r, ok := tr.Lookup(t, key); ok && cond(r) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no record of %s as wanted within %v", key.Short(), waitLimit)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // TestServer_Submit_StoreFenced: a write that fails because another
 // tracker writes the store now (a replica that lost the lead) is not
 // acknowledged, and not refused as a store error, which a client gives its

@@ -112,3 +112,18 @@ func BenchmarkMarshalArgs(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkAppendEncodeArrayDoWork encodes DoWork's payload, [fn, 5], as
+// the client does: from a reused list into a reused buffer.
+func BenchmarkAppendEncodeArrayDoWork(b *testing.B) {
+	items := []any{&Function{Source: "(i) => i + 1"}, 5}
+	enc := Encoder{Root: "args"}
+	buf := make([]byte, 0, 256)
+	b.ReportAllocs()
+	for b.Loop() {
+		var err error
+		if buf, err = enc.AppendEncodeArray(buf[:0], items); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -55,11 +55,30 @@ func (enc Encoder) Encode(v any) ([]byte, error) { return enc.AppendEncode(nil, 
 
 // AppendEncode appends the value document of v to dst, as AppendMarshal.
 func (enc Encoder) AppendEncode(dst []byte, v any) ([]byte, error) {
+	return enc.appendEncode(dst, v, nil)
+}
+
+// AppendEncodeArray appends the value document of the array items to dst:
+// the same bytes as AppendEncode(dst, items), without making items an
+// interface value (which allocates its slice header) for a caller that
+// builds its argument list in a reused slice.
+func (enc Encoder) AppendEncodeArray(dst []byte, items []any) ([]byte, error) {
+	return enc.appendEncode(dst, nil, items)
+}
+
+// appendEncode writes the document of items when it is not nil, else of v.
+func (enc Encoder) appendEncode(dst []byte, v any, items []any) ([]byte, error) {
 	e := encodeState{w: *cbor.AppendWriter(dst), maxDepth: enc.MaxDepth}
 	if e.maxDepth <= 0 {
 		e.maxDepth = MaxDepth
 	}
-	if err := e.encodeAny(v, 1); err != nil {
+	var err error
+	if items != nil {
+		err = e.array(items, 1)
+	} else {
+		err = e.encodeAny(v, 1)
+	}
+	if err != nil {
 		var pe *PathError
 		if errors.As(err, &pe) {
 			root := enc.Root
@@ -621,6 +640,10 @@ func (e *encodeState) stringMap(m map[string]any, step stepKind, d int) error {
 // stringMapItems writes the keys and values of m, sorted by key, after a
 // map head its caller wrote.
 func (e *encodeState) stringMapItems(m map[string]any, step stepKind, d int) error {
+	if len(m) == 0 {
+		// Most functions capture nothing: no keys to gather and sort.
+		return nil
+	}
 	base := len(e.keys)
 	e.keys = slices.Grow(e.keys, len(m))
 	for k := range m {

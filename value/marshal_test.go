@@ -935,3 +935,51 @@ func TestMap_SameValueZero(t *testing.T) {
 	assert.True(t, s.Has(m))
 	assert.False(t, s.Has(&Map{}))
 }
+
+// AppendEncodeArray writes what AppendEncode writes for the same []any,
+// shared references, errors' paths and a nil list included, without the
+// allocation of boxing the list.
+func TestEncoder_AppendEncodeArray_IsAppendEncode(t *testing.T) {
+	t.Parallel()
+	obj := map[string]any{"a": 1.5}
+	list := []any{"p", true}
+	fn := &Function{Source: "(o) => o", Env: map[string]any{"k": list}}
+	many := make([]any, 0, 4*fewRefs)
+	for i := range 2 * fewRefs {
+		m := map[string]any{"i": i}
+		many = append(many, m, m)
+	}
+	enc := Encoder{Root: "args"}
+	for name, items := range map[string][]any{
+		"nil":     nil,
+		"empty":   {},
+		"do-work": {fn, 5},
+		"shared":  {fn, obj, list, obj, list, -7, []byte{1, 2}},
+		"many":    many,
+	} {
+		want, werr := enc.AppendEncode([]byte{0xff}, items)
+		got, gerr := enc.AppendEncodeArray([]byte{0xff}, items)
+		require.NoError(t, werr, name)
+		require.NoError(t, gerr, name)
+		assert.Equal(t, hex.EncodeToString(want), hex.EncodeToString(got), name)
+	}
+	_, werr := enc.AppendEncode(nil, []any{1, map[string]any{"f": func() {}}})
+	_, gerr := enc.AppendEncodeArray(nil, []any{1, map[string]any{"f": func() {}}})
+	require.Error(t, gerr)
+	assert.Equal(t, werr.Error(), gerr.Error())
+	assert.Contains(t, gerr.Error(), "args[1].f")
+}
+
+// Not parallel: testing.AllocsPerRun refuses parallel tests.
+func TestEncoder_AppendEncodeArray_AllocatesNothing(t *testing.T) {
+	enc := Encoder{Root: "args"}
+	items := []any{&Function{Source: "(i) => i + 1"}, 5}
+	buf := make([]byte, 0, 256)
+	allocs := testing.AllocsPerRun(100, func() {
+		var err error
+		if buf, err = enc.AppendEncodeArray(buf[:0], items); err != nil {
+			t.Fatal(err)
+		}
+	})
+	assert.Zero(t, allocs, "allocations encoding [fn, 5] into a reused buffer")
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"time"
 	"unicode/utf8"
 
@@ -33,6 +34,13 @@ func Decode(frame []byte) ([]Msg, error) { return new(Decoder).decode(frame) }
 type Decoder struct {
 	// Limits are enforced on every frame; zero fields take their defaults.
 	Limits Limits
+	// Keep is how many messages of each type the Decoder keeps the room
+	// of from one frame to the next; 0 means 4096 (the room of one
+	// chunk). A frame of more messages of a type makes room for the rest,
+	// which the next frames reuse up to Keep: a reader that gets frames
+	// of many thousands of answers (a master's) sets it higher, so as not
+	// to make that room again for every frame.
+	Keep int
 
 	msgs []Msg
 	s    slabs
@@ -47,7 +55,7 @@ type Decoder struct {
 // repeat from frame to frame (realms, worker names) are shared.
 func (d *Decoder) Decode(frame []byte) ([]Msg, error) {
 	clear(d.msgs)
-	d.s.reset()
+	d.s.reset(max(d.Keep, maxChunk))
 	if d.strs == nil {
 		d.strs = make(map[string]string)
 	}
@@ -75,7 +83,9 @@ func (d *Decoder) decode(frame []byte) ([]Msg, error) {
 // slab hands out *T from chunks it reuses after reset. Pointers it gave
 // stay valid until reset: a full chunk is replaced, never grown in place.
 type slab[T any] struct {
-	buf []T
+	buf  []T   // the chunk being filled
+	full [][]T // the chunks filled since the last reset
+	free [][]T // chunks kept by reset for reuse
 }
 
 const (
@@ -85,16 +95,46 @@ const (
 
 func (s *slab[T]) get() *T {
 	if len(s.buf) == cap(s.buf) {
-		n := min(max(2*cap(s.buf), firstChunk), maxChunk)
-		s.buf = make([]T, 0, n)
+		if cap(s.buf) > 0 {
+			s.full = append(s.full, s.buf)
+		}
+		if n := len(s.free); n > 0 {
+			s.buf, s.free[n-1] = s.free[n-1], nil
+			s.free = s.free[:n-1]
+		} else {
+			n := min(max(2*cap(s.buf), firstChunk), maxChunk)
+			s.buf = make([]T, 0, n)
+		}
 	}
 	s.buf = s.buf[:len(s.buf)+1]
 	return &s.buf[len(s.buf)-1]
 }
 
-func (s *slab[T]) reset() {
+// reset takes back every message handed out, keeping the room of about
+// keep messages: the chunk being filled, then the largest of the others
+// filled since the last reset.
+func (s *slab[T]) reset(keep int) {
 	clear(s.buf)
 	s.buf = s.buf[:0]
+	if len(s.full) == 0 {
+		return
+	}
+	room := cap(s.buf)
+	for _, c := range s.free {
+		room += cap(c)
+	}
+	for i := len(s.full) - 1; i >= 0; i-- { // the later, the larger
+		c := s.full[i]
+		s.full[i] = nil
+		if room+cap(c) > keep {
+			continue
+		}
+		clear(c)
+		s.free = append(s.free, c[:0])
+		room += cap(c)
+	}
+	s.full = s.full[:0]
+	slices.Reverse(s.free) // get takes the largest first
 }
 
 type slabs struct {
@@ -134,41 +174,42 @@ type slabs struct {
 	wait        slab[Wait]
 }
 
-func (s *slabs) reset() {
-	s.hello.reset()
-	s.welcome.reset()
-	s.refused.reset()
-	s.error.reset()
-	s.submit.reset()
-	s.accepted.reset()
-	s.watch.reset()
-	s.unwatch.reset()
-	s.finished.reset()
-	s.info.reset()
-	s.infoReply.reset()
-	s.blobHave.reset()
-	s.blobNeed.reset()
-	s.blobPut.reset()
-	s.blobStored.reset()
-	s.credit.reset()
-	s.assign.reset()
-	s.done.reset()
-	s.failed.reset()
-	s.ret.reset()
-	s.blobGet.reset()
-	s.blobData.reset()
-	s.cancel.reset()
-	s.canceled.reset()
-	s.revoke.reset()
-	s.blobWrite.reset()
-	s.blobWritten.reset()
-	s.blobRead.reset()
-	s.blobPart.reset()
-	s.stats.reset()
-	s.print.reset()
-	s.printed.reset()
-	s.child.reset()
-	s.wait.reset()
+// reset resets every slab, keeping the room of keep messages of each type.
+func (s *slabs) reset(keep int) {
+	s.hello.reset(keep)
+	s.welcome.reset(keep)
+	s.refused.reset(keep)
+	s.error.reset(keep)
+	s.submit.reset(keep)
+	s.accepted.reset(keep)
+	s.watch.reset(keep)
+	s.unwatch.reset(keep)
+	s.finished.reset(keep)
+	s.info.reset(keep)
+	s.infoReply.reset(keep)
+	s.blobHave.reset(keep)
+	s.blobNeed.reset(keep)
+	s.blobPut.reset(keep)
+	s.blobStored.reset(keep)
+	s.credit.reset(keep)
+	s.assign.reset(keep)
+	s.done.reset(keep)
+	s.failed.reset(keep)
+	s.ret.reset(keep)
+	s.blobGet.reset(keep)
+	s.blobData.reset(keep)
+	s.cancel.reset(keep)
+	s.canceled.reset(keep)
+	s.revoke.reset(keep)
+	s.blobWrite.reset(keep)
+	s.blobWritten.reset(keep)
+	s.blobRead.reset(keep)
+	s.blobPart.reset(keep)
+	s.stats.reset(keep)
+	s.print.reset(keep)
+	s.printed.reset(keep)
+	s.child.reset(keep)
+	s.wait.reset(keep)
 }
 
 // get returns a new message of type t, nil for an unknown type.

@@ -45,7 +45,7 @@
 //	}
 //	send(enc.Frame()); enc.Reset()
 //
-//	var dec wire.Decoder // one per reader goroutine
+//	var dec wire.Decoder // one per reader goroutine; Keep for frames of many thousands
 //	msgs, err := dec.Decode(frame)
 //	for _, m := range msgs {
 //		switch m := m.(type) {

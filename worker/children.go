@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"time"
 
 	"github.com/riot-go/riot/client"
 	"github.com/riot-go/riot/wire"
@@ -76,6 +77,7 @@ func (p *parent) Secede() {
 		// Room for one more, and a goroutine to run it: a stopping
 		// worker asks for none.
 		w.c.Credit(1)
+		w.credits.sent(1, time.Now())
 		w.startSlot(p.env)
 	}
 }

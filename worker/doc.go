@@ -7,14 +7,16 @@
 //  1. Dials the tracker as a worker (package client), retrying while it
 //     cannot be reached, and gets its unique name (alfred, alfred-2, ...).
 //  2. Starts an engine with Slots slots named after the worker, and grants
-//     the tracker credit for Slots + Prefetch workunits.
+//     the tracker credit for Slots + Prefetch workunits (with Prefetch
+//     left 0, a window it sizes as it goes: see Prefetch below).
 //  3. For each assignment: decodes its spec, starts fetching the blobs it
 //     lists that are not in the blob cache (a bounded LRU by bytes, filled
 //     from the tracker), and queues it for a slot. A slot evaluates it with
 //     the assignment's realm and time limit, and sends Done with the
 //     result and console output, or Failed with the workunit's error (a
 //     throw, a time limit, a memory limit, a result too large), then
-//     grants one credit. A workunit's failure never stops the worker.
+//     grants one credit (more or fewer while it sizes its window). A
+//     workunit's failure never stops the worker.
 //  4. A workunit submits child workunits (riot.doWork and the rest, package
 //     engine/jschild) within its lease, over the worker's connection (the
 //     child message): the tracker runs them for the job that owns the
@@ -41,6 +43,24 @@
 //     reported failed, and another goroutine takes its slot; once
 //     Options.MaxStuck are stuck, the worker stops as in 6 and Run returns
 //     an error wrapping ErrStuck.
+//
+// # Prefetch
+//
+// With Options.Prefetch 0 the worker sizes its prefetch itself (credits.go):
+// it holds twice the credit-to-work latency's worth of workunits per slot,
+// from their average duration, between DefaultPrefetchPerSlot and
+// MaxPrefetchPerSlot a slot, its window (slots and prefetch) at most
+// MaxWindow. The latency is measured, not assumed: one grant of credit at a
+// time is timed until the last workunit it buys has come (the credit
+// granted before it comes first), as a moving average clamped to
+// MinPrefetchLatency..MaxPrefetchLatency, starting from PrefetchLatency;
+// a sample is taken at most eight times the average, and a grant not
+// filled within MaxPrefetchLatency is a sample of that much, after which
+// the credit owed is forgotten (a tracker drops credit past its
+// --max-worker-window). So trivial workunits behind a replicated tracker
+// (a Raft commit before the work is sent) get a deep queue, and slow
+// workunits get DefaultPrefetchPerSlot whatever the latency. A positive
+// Prefetch fixes it and measures nothing.
 //
 // # Usage
 //

@@ -83,7 +83,7 @@ func addFlags(fs *pflag.FlagSet, getenv func(string) string) *Flags {
 	fs.IntVar(&f.port, "port", 0, "the tracker's `port` (default 2355)")
 	fs.StringVar(&f.name, "name", "", "the worker's `name` (default: the host name; the tracker makes it unique)")
 	fs.Var(&f.slots, "slots", "run `N` workunits at once (default: one per CPU)")
-	fs.Var(&f.prefetch, "prefetch", "hold `N` workunits queued beyond the slots; 0 for none (default: sized by the worker from its workunits' durations, 2 to 64 per slot)")
+	fs.Var(&f.prefetch, "prefetch", "hold `N` workunits queued beyond the slots; 0 for none (default: sized by the worker from its workunits' durations, 2 to 512 per slot, to cover the latency it measures)")
 	fs.Var(&f.maxWaiting, "max-waiting-parents", "let at most `N` workunits wait for their children at once, each with its slot given up to others (default: 64); "+
 		"a workunit that would wait past it throws a RangeError")
 	fs.Var(&f.maxStuck, "max-stuck", "stop, and exit with status 1, once `N` workunits are stuck in calls that do not return, past their limit (default: one per slot)")

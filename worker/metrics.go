@@ -99,6 +99,7 @@ type workerCollector struct {
 
 	slots, busy, connected, heap, memLimit *prometheus.Desc
 	stuck, abandoned                       *prometheus.Desc
+	window, creditLatency                  *prometheus.Desc
 	gpus, gpuMem, gpuWorkunits             *prometheus.Desc
 }
 
@@ -117,8 +118,12 @@ func newWorkerCollector(w *worker, o *ops) *workerCollector {
 		stuck: desc("stuck_workunits",
 			"Workunits abandoned because they did not return after their stop, whose call still runs (--max-stuck stops the worker)."),
 		abandoned: desc("abandoned_workunits_total", "Workunits abandoned so far because they did not return after their stop."),
-		gpus:      desc("gpus", "GPU devices the worker offers to workunits."),
-		gpuMem:    desc("gpu_memory_bytes", "Each GPU device's total memory.", "device", "name"),
+		window: desc("window",
+			"Workunits the worker lets itself hold, running and queued: its slots plus its prefetch (--prefetch, or sized by the worker)."),
+		creditLatency: desc("credit_latency_seconds",
+			"The moving average of the time from granting the tracker credit to receiving the workunits it buys, which a worker that sizes its prefetch measures to size it; 0 with a fixed --prefetch."),
+		gpus:   desc("gpus", "GPU devices the worker offers to workunits."),
+		gpuMem: desc("gpu_memory_bytes", "Each GPU device's total memory.", "device", "name"),
 		gpuWorkunits: desc("gpu_workunits", "Workunits holding each GPU device now.",
 			"device"),
 	}
@@ -139,7 +144,7 @@ func newWorkerCollector(w *worker, o *ops) *workerCollector {
 // Describe implements prometheus.Collector.
 func (c *workerCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.slots, c.busy, c.connected, c.heap, c.memLimit, c.stuck, c.abandoned,
-		c.gpus, c.gpuMem, c.gpuWorkunits} {
+		c.window, c.creditLatency, c.gpus, c.gpuMem, c.gpuWorkunits} {
 		ch <- d
 	}
 }
@@ -173,6 +178,11 @@ func (c *workerCollector) Collect(ch chan<- prometheus.Metric) {
 		stuck, abandoned = st.eng.Stuck(), st.eng.Abandoned()
 	}
 	gauge(c.stuck, float64(stuck))
+	if st != nil {
+		window, lat := st.credits.state()
+		gauge(c.window, float64(window))
+		gauge(c.creditLatency, lat.Seconds())
+	}
 	ch <- prometheus.MustNewConstMetric(c.abandoned, prometheus.CounterValue, float64(abandoned))
 	for i, name := range c.gpuNames {
 		dev := strconv.Itoa(i)

@@ -39,10 +39,11 @@ type ops struct {
 
 // opsState is what the probes and metrics read of a started worker.
 type opsState struct {
-	c    *client.Client
-	gpus *gpuPool
-	eng  *engine.Engine
-	name string
+	c       *client.Client
+	gpus    *gpuPool
+	eng     *engine.Engine
+	credits *credits
+	name    string
 }
 
 // startOps starts the servers that w's Options ask for (none: it returns
@@ -96,7 +97,7 @@ func (o *ops) started(w *worker, name string) {
 	if o == nil {
 		return
 	}
-	o.state.Store(&opsState{c: w.c, gpus: w.gpus, eng: w.eng, name: name})
+	o.state.Store(&opsState{c: w.c, gpus: w.gpus, eng: w.eng, credits: w.credits, name: name})
 }
 
 // ready says whether the worker takes work now, and why not.

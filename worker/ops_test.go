@@ -181,6 +181,12 @@ func TestWorker_MetricsAndProbes(t *testing.T) {
 		assert.Equal(t, want, metricValue(t, m, series), series)
 	}
 	assert.Positive(t, metricValue(t, m, "riot_worker_heap_bytes"))
+	// The window it sizes itself: at least its slots and 2 a slot.
+	assert.GreaterOrEqual(t, metricValue(t, m, "riot_worker_window"), float64(2+2*worker.DefaultPrefetchPerSlot))
+	// The credit-to-work latency it measured (or assumes), within its clamp.
+	lat := metricValue(t, m, "riot_worker_credit_latency_seconds")
+	assert.GreaterOrEqual(t, lat, worker.MinPrefetchLatency.Seconds())
+	assert.LessOrEqual(t, lat, worker.MaxPrefetchLatency.Seconds())
 	assert.Positive(t, metricValue(t, m, "go_goroutines"), "Go's metrics too")
 
 	// The tracker goes away: still alive, no longer ready.

@@ -33,13 +33,32 @@ const (
 	// work.
 	DefaultPrefetchPerSlot = 2
 	// MaxPrefetchPerSlot is the most it holds queued per slot then: for
-	// workunits of a few microseconds, what covers PrefetchLatency.
-	MaxPrefetchPerSlot = 64
-	// PrefetchLatency is the time the queue must cover when a worker sizes
-	// its prefetch: about a round trip to the tracker and back under load.
-	// A worker whose workunits take d holds about PrefetchLatency/d of
-	// them per slot, between DefaultPrefetchPerSlot and MaxPrefetchPerSlot.
+	// workunits of a few microseconds behind a tracker whose credit takes
+	// milliseconds to come back as work (a replicated riotd: a Raft commit
+	// or two).
+	MaxPrefetchPerSlot = 512
+	// MaxWindow bounds the window (slots plus prefetch) of a worker that
+	// sizes its prefetch: riotd's default --max-worker-window, so that
+	// the worker never counts on credit that such a tracker would drop.
+	// A worker with MaxWindow slots or more still prefetches
+	// DefaultPrefetchPerSlot a slot.
+	MaxWindow = 1024
+	// PrefetchLatency is the credit-to-work latency a worker that sizes
+	// its prefetch assumes until it has measured one: the time from
+	// granting credit (with a result) to receiving the workunits it buys.
+	// A worker whose workunits take d holds about twice that latency's
+	// worth of them per slot, latency/d twice over, between
+	// DefaultPrefetchPerSlot and MaxPrefetchPerSlot (and MaxWindow in
+	// all).
 	PrefetchLatency = 2 * time.Millisecond
+	// MinPrefetchLatency and MaxPrefetchLatency clamp the measured
+	// credit-to-work latency: below the least, a worker on loopback still
+	// keeps a millisecond of work per slot; above the most (a tracker with
+	// no work for it, or one far away), it holds at most 100 ms of work
+	// per slot, so that slow workunits are not hoarded whatever the
+	// latency.
+	MinPrefetchLatency = 500 * time.Microsecond
+	MaxPrefetchLatency = 50 * time.Millisecond
 	// DefaultGrace is how long a stopping worker lets running workunits
 	// finish before it interrupts and returns them.
 	DefaultGrace = 30 * time.Second
@@ -76,8 +95,9 @@ type Options struct {
 	// the tracker; their blobs are fetched while they wait. Zero (the
 	// default) lets the worker size it from how long its workunits take:
 	// from DefaultPrefetchPerSlot per slot for slow ones to
-	// MaxPrefetchPerSlot for workunits of microseconds (see
-	// PrefetchLatency). Positive fixes it; negative means none.
+	// MaxPrefetchPerSlot for workunits of microseconds, to cover the
+	// credit-to-work latency it measures (see PrefetchLatency). Positive
+	// fixes it; negative means none.
 	Prefetch int
 	// Grace is how long a stopping worker lets its running workunits
 	// finish before it interrupts them and hands them back to the tracker.
@@ -158,7 +178,7 @@ func (o *Options) setDefaults() error {
 	switch {
 	case o.Prefetch == 0:
 		o.adaptive = true
-		o.Prefetch = MaxPrefetchPerSlot * o.Slots
+		o.Prefetch = maxAdaptivePrefetch(o.Slots)
 	case o.Prefetch < 0:
 		o.Prefetch = 0
 	}
@@ -391,7 +411,9 @@ func (w *worker) run(ctx context.Context) error {
 	for range w.opts.Slots {
 		w.startSlot(env)
 	}
-	c.Credit(w.credits.window)
+	win, _ := w.credits.state() // before any credit: nothing assigned yet
+	c.Credit(win)
+	w.credits.sent(win, time.Now())
 	prefetch := any(w.opts.Prefetch)
 	if w.opts.adaptive {
 		prefetch = fmt.Sprintf("%d to %d", w.credits.min, w.credits.max)
@@ -505,6 +527,8 @@ func (w *worker) dispatch(stop context.Context, jobs chan<- *job, returned *leas
 		if err != nil {
 			return
 		}
+		// One credit filled: the credit-to-work latency (credits.go).
+		w.credits.assigned(time.Now())
 		w.self() // the first assignment after a reconnect shows a rename
 		spec, err := a.Decode()
 		if err != nil {
@@ -781,6 +805,7 @@ func (w *worker) report(r client.Report) {
 				size, w.c.Limits().MaxResultBytes)}
 		err = w.c.Report(r)
 	}
+	w.credits.sent(r.Credit, time.Now())
 	w.finished(&r) // its debug line and metrics: metrics.go
 	if err != nil {
 		w.ident.Load().log.Warn("worker: cannot report a workunit", "key", r.Lease.Key.Short(), "err", err)
@@ -790,53 +815,6 @@ func (w *worker) report(r client.Report) {
 // fail reports a workunit's error, with one credit.
 func (w *worker) fail(a *client.Assignment, werr *workunit.Error) {
 	w.report(client.Report{Lease: a.Lease(), Error: werr, Credit: 1})
-}
-
-// credits sizes the work a worker asks for: its window, the workunits it
-// lets itself hold (running and queued), is its slots plus a prefetch
-// between min and max. With a fixed prefetch, min is max and each finished
-// workunit gives back one credit. Otherwise the prefetch per slot follows
-// PrefetchLatency divided by the workunits' average duration: short
-// workunits need a deep queue to keep the slots busy while credit and work
-// cross the network; long ones need almost none. It is safe for concurrent
-// use by the slots.
-type credits struct {
-	slots    int
-	min, max int
-
-	mu     sync.Mutex
-	window int
-	avg    time.Duration // moving average of workunit durations; 0 before the first
-}
-
-func newCredits(o Options) *credits {
-	c := &credits{slots: o.Slots, min: o.Prefetch, max: o.Prefetch}
-	if o.adaptive {
-		c.min = min(DefaultPrefetchPerSlot*o.Slots, o.Prefetch)
-	}
-	c.window = o.Slots + c.min
-	return c
-}
-
-// done returns the credit to grant after a workunit that took d: one to
-// replace it, plus or minus the change of the window.
-func (c *credits) done(d time.Duration) int {
-	if c.min == c.max {
-		return 1
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	d = max(d, time.Microsecond)
-	if c.avg == 0 {
-		c.avg = d
-	} else {
-		c.avg += (d - c.avg) / 8
-	}
-	perSlot := int((PrefetchLatency + c.avg - 1) / c.avg)
-	target := c.slots + min(max(c.slots*perSlot, c.min), c.max)
-	grant := max(1+target-c.window, 0)
-	c.window += grant - 1
-	return grant
 }
 
 // leases collects leases to hand back.

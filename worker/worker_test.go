@@ -213,6 +213,39 @@ func TestWorker_TwoWorkersShare1000(t *testing.T) {
 	assert.Equal(t, n, by["twin"]+by["twin-2"])
 }
 
+// TestWorker_SlowWork_SharedBySlots: workers that size their prefetch
+// take slow workunits (30 ms) in proportion to their slots: the one-slot
+// worker holds its slot and 2 queued, not a share of the queue, so the
+// three-slot one runs about three quarters (a worker that hoarded, holding
+// as many as the other, would run about half).
+func TestWorker_SlowWork_SharedBySlots(t *testing.T) {
+	t.Parallel()
+	const n = 40
+	tr := trackertest.Start(t)
+	start(t, tr.Addr(), worker.Options{Name: "small", Slots: 1})
+	start(t, tr.Addr(), worker.Options{Name: "big", Slots: 3})
+	waitCredit(t, tr, 2)
+
+	m := master(t, tr.Addr())
+	calls := make([]*client.Call, n)
+	for i := range calls {
+		calls[i] = m.Submit(eval(fmt.Sprintf("sleep(0.03); %d", i)), workunit.Options{})
+	}
+	by := map[string]int{}
+	for i, k := range calls {
+		out, err := k.Wait(ctxFor(t))
+		require.NoError(t, err)
+		v, err := out.Value()
+		require.NoError(t, err)
+		require.Equal(t, float64(i), v)
+		by[out.Worker]++
+	}
+	t.Logf("workunits by worker: %v", by)
+	assert.Equal(t, n, by["small"]+by["big"])
+	assert.GreaterOrEqual(t, by["big"], 24, "the three-slot worker runs most: %v", by)
+	assert.Positive(t, by["small"], "both work: %v", by)
+}
+
 // waitCredit waits until n workers hold credit.
 func waitCredit(t *testing.T, tr *trackertest.Tracker, n int) {
 	t.Helper()

@@ -177,20 +177,27 @@ var keyPrefix = func() []byte {
 	return w.Bytes()
 }()
 
-// hashers keeps SHA-256 states for keyOf: a key is computed for every
+// keyHasher is a SHA-256 state and the buffer its sum is written to: a
+// sum written to the caller's Key through the hash.Hash interface would
+// make the Key escape, one allocation a spec.
+type keyHasher struct {
+	h   hash.Hash
+	sum [sha256.Size]byte
+}
+
+// hashers keeps keyHashers for keyOf: a key is computed for every
 // workunit submitted, and a state is a few hundred bytes to allocate.
-var hashers = sync.Pool{New: func() any { return sha256.New() }}
+var hashers = sync.Pool{New: func() any { return &keyHasher{h: sha256.New()} }}
 
 // keyOf hashes the content items of a spec's encoding (kind to payload,
 // and the nonce when there is one).
 func keyOf(content []byte) Key {
-	h := hashers.Get().(hash.Hash)
-	h.Reset()
-	h.Write(keyPrefix)
-	h.Write(content)
-	var k Key
-	h.Sum(k[:0])
-	hashers.Put(h)
+	kh := hashers.Get().(*keyHasher)
+	kh.h.Reset()
+	kh.h.Write(keyPrefix)
+	kh.h.Write(content)
+	k := Key(kh.h.Sum(kh.sum[:0]))
+	hashers.Put(kh)
 	return k
 }
 

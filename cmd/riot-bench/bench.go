@@ -98,7 +98,7 @@ func (c *cluster) closeWorkers() {
 
 func (b *bench) startTracker(ctx context.Context, store string) (*e2e.Tracker, error) {
 	if store == "replicas" {
-		return nil, errors.New("--stores replicas measures only the throughput and round-trip runs")
+		return nil, errors.New("--stores replicas measures only the throughput, round-trip and --big runs")
 	}
 	opts := e2e.TrackerOptions{Label: "riotd (" + store + ")"}
 	if store == "durable" {

@@ -57,6 +57,9 @@ type bigResult struct {
 	masterSampled         int64
 	// CPU time (user and system) each process spent on the run.
 	masterCPU, riotdCPU, workerCPU time.Duration
+	// followersHWM is the largest VmHWM of the followers, with replicas
+	// (riotd's figures are the leader's).
+	followersHWM int64
 }
 
 // runBig measures one value of cfg.big bytes through riotd and one worker
@@ -81,9 +84,13 @@ func (b *bench) runBig(ctx context.Context, w io.Writer) error {
 	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	for _, r := range results {
 		rate := 2 * float64(r.bytes) / r.total.Seconds() / 1e6
-		fmt.Fprintf(w, "| %s | %s | %v (%.0f MB/s) | %v | %.0f MB/s | %s; %s | %s; %s | %s; %s | %.2fs, %.2fs, %.2fs |\n", r.store, mib(r.bytes),
+		riotd := fmt.Sprintf("%s; %s", mib(r.riotdHWM), mib(r.riotdBase))
+		if r.store == "replicas" {
+			riotd = fmt.Sprintf("leader %s; %s; followers %s", mib(r.riotdHWM), mib(r.riotdBase), mib(r.followersHWM))
+		}
+		fmt.Fprintf(w, "| %s | %s | %v (%.0f MB/s) | %v | %.0f MB/s | %s; %s | %s | %s; %s | %.2fs, %.2fs, %.2fs |\n", r.store, mib(r.bytes),
 			r.up.Round(time.Millisecond), float64(r.bytes)/r.up.Seconds()/1e6, r.total.Round(time.Millisecond), rate,
-			mib(r.masterHWM), mib(r.masterUpHWM), mib(r.riotdHWM), mib(r.riotdBase), mib(r.workerHWM), mib(r.workerBase),
+			mib(r.masterHWM), mib(r.masterUpHWM), riotd, mib(r.workerHWM), mib(r.workerBase),
 			r.masterCPU.Seconds(), r.riotdCPU.Seconds(), r.workerCPU.Seconds())
 	}
 	return nil
@@ -91,12 +98,39 @@ func (b *bench) runBig(ctx context.Context, w io.Writer) error {
 
 func (b *bench) bigOnce(ctx context.Context, store, script string) (bigResult, error) {
 	res := bigResult{store: store, bytes: b.cfg.big + 7}
-	tr, err := b.startTracker(ctx, store)
-	if err != nil {
-		return res, err
+	var tr *e2e.Tracker
+	addr := ""                                // what the master and the worker are given
+	followersHWM := func() int64 { return 0 } // the followers' largest VmHWM, for replicas
+	if store == "replicas" {
+		// The leader's figures are riotd's; the followers' peak too.
+		rs, err := b.startReplicas(ctx)
+		if err != nil {
+			return res, err
+		}
+		defer rs.Close()
+		leader, err := rs.Leader(ctx)
+		if err != nil {
+			return res, err
+		}
+		tr, addr = rs.Tracker(leader), rs.Addrs()
+		followersHWM = func() (most int64) {
+			for i := range rs.Len() {
+				if i != leader {
+					v, _ := procMem(rs.Proc(i).Pid(), "VmHWM")
+					most = max(most, v)
+				}
+			}
+			return most
+		}
+	} else {
+		var err error
+		if tr, err = b.startTracker(ctx, store); err != nil {
+			return res, err
+		}
+		defer tr.Close()
+		addr = tr.Addr()
 	}
-	defer tr.Close()
-	wk, err := e2e.LaunchWorker(ctx, b.bins, tr.Addr(), e2e.WorkerOptions{Name: "big", Slots: 1, Label: "riot-worker big (" + store + ")"})
+	wk, err := e2e.LaunchWorker(ctx, b.bins, addr, e2e.WorkerOptions{Name: "big", Slots: 1, Label: "riot-worker big (" + store + ")"})
 	if err != nil {
 		return res, err
 	}
@@ -109,7 +143,7 @@ func (b *bench) bigOnce(ctx context.Context, store, script string) (bigResult, e
 	res.workerBase, _ = procMem(wk.Pid(), "VmHWM")
 	riotdCPU0, workerCPU0 := procCPU(tr.Pid()), procCPU(wk.Pid())
 
-	cmd := exec.CommandContext(ctx, b.bins.RiotWorker, "eval", "--tracker", tr.Addr(), script)
+	cmd := exec.CommandContext(ctx, b.bins.RiotWorker, "eval", "--tracker", addr, script)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Start(); err != nil {
@@ -164,6 +198,7 @@ func (b *bench) bigOnce(ctx context.Context, store, script string) (bigResult, e
 	if res.workerHWM, err = procMem(wk.Pid(), "VmHWM"); err != nil {
 		return res, err
 	}
+	res.followersHWM = followersHWM()
 	return res, nil
 }
 

@@ -139,7 +139,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.IntVar(&c.nOne, "n-one", 0, "workunits in the throughput run with one worker (default: a quarter of --n)")
 	fs.IntVar(&c.warmup, "warmup", 2_000, "workunits run before each measurement, not measured")
 	fs.IntVar(&c.latencyN, "latency-n", 2_000, "workunits in the latency run, one at a time")
-	fs.StringVar(&stores, "stores", "memory,durable", "riotd stores to measure: `memory,durable` (and replicas: three riotd --replica-id on loopback, throughput and round trip only)")
+	fs.StringVar(&stores, "stores", "memory,durable", "riotd stores to measure: `memory,durable` (and replicas: three riotd --replica-id on loopback, throughput, round trip and --big only)")
 	fs.StringVar(&c.dataDir, "data", "", "parent `directory` of the durable stores (default: a temporary directory)")
 	fs.StringVar(&limits, "dict-limits", "3000,7500", "scripts/dict.js --limit values to measure the bytes of, `L1,L2`; empty: none")
 	fs.IntVar(&c.dictWhole, "dict-whole", 200, "workunits of the whole-list variant of dict.js (every workunit captures the whole --words); 0: skip")

@@ -40,6 +40,16 @@ const (
 	// that does not know it stops at it, as at any command it does not
 	// know: replicas are upgraded followers first.)
 	cmdDrop byte = 'D'
+	// cmdBlobPiece and cmdBlobCommit carry a blob too large for one log
+	// entry, as cmdStage and cmdCommit carry other commands, but its
+	// pieces are staged in a file of the replica's stage directory
+	// (stageDirName), not in memory: cmdBlobPiece (a stage ID, then a
+	// piece) appends its piece to the stage's file; cmdBlobCommit (the
+	// stage ID, the blob's hash, 32 bytes, and its size, 8 bytes) makes
+	// the file the local store's blob, and drops the stage; a stage of
+	// another size applies nothing. cmdDrop drops such a stage too.
+	cmdBlobPiece  byte = 'p'
+	cmdBlobCommit byte = 'c'
 	// cmdTermed wraps one of the above with the Raft term of the tracker
 	// that wrote it (8 bytes, big-endian): the command applies only if
 	// raft appended it in that term (see errStaleTerm).
@@ -76,6 +86,12 @@ type jobsCmd struct {
 	Forget []string    `json:"forget"`
 }
 
+// stageDirName is the directory, in the local store's, of the blobs
+// being written in pieces (cmdBlobPiece): a file each, named by its stage
+// ID. Like the local store, it is derived state: emptied at every start,
+// and rebuilt from the snapshot and the log.
+const stageDirName = "stages"
+
 // pieceThreshold: a blob larger than this goes to the local store in
 // pieces (a file of store.BlobDir), as the single riotd stores blobs that
 // came in pieces; smaller ones with PutBlob.
@@ -111,6 +127,10 @@ type fsm struct {
 	// stage ID: only raft's FSM goroutine (Apply, Snapshot, Restore) uses
 	// them.
 	stages map[uint64][]byte
+	// blobStages are the blobs being written in pieces (cmdBlobPiece), by
+	// stage ID: each a file of stageDirName, open for appending. Only
+	// raft's FSM goroutine uses them, as stages.
+	blobStages map[uint64]*blobStage
 	// stageSeq numbers the stages this replica's Stores write (a stage ID
 	// is the writer's term and this number).
 	stageSeq atomic.Uint64
@@ -207,6 +227,8 @@ func (f *fsm) apply(l *raft.Log, data []byte) any {
 		if err = json.Unmarshal(data[1:], &c); err == nil {
 			f.setPeer(c)
 		}
+	case len(data) > 0 && (data[0] == cmdBlobPiece || data[0] == cmdBlobCommit):
+		return f.applyBlobStage(l, data)
 	case len(data) > 0 && (data[0] == cmdStage || data[0] == cmdCommit || data[0] == cmdDrop):
 		if len(data) < 1+8 {
 			return f.failed(l, errors.New("a staged command cut short"))
@@ -223,6 +245,7 @@ func (f *fsm) apply(l *raft.Log, data []byte) any {
 		cmd, ok := f.stages[id]
 		delete(f.stages, id)
 		if data[0] == cmdDrop {
+			f.dropBlobStage(id)
 			f.applied.Store(l.Index)
 			return nil
 		}
@@ -255,9 +278,15 @@ func (f *fsm) apply(l *raft.Log, data []byte) any {
 // lead mid-command never commits them. (Stages of a Store without a term
 // are its own to commit.)
 func (f *fsm) dropStages(term uint64) {
+	old := func(id uint64) bool { t := id >> 32; return t != 0 && t < term&(1<<32-1) }
 	for id := range f.stages {
-		if t := id >> 32; t != 0 && t < term&(1<<32-1) {
+		if old(id) {
 			delete(f.stages, id)
+		}
+	}
+	for id := range f.blobStages {
+		if old(id) {
+			f.dropBlobStage(id)
 		}
 	}
 }
@@ -325,8 +354,8 @@ func applyCmd(local *store.Bolt, data []byte) error {
 // size in 8 bytes, then its bytes), the bbolt file's size (8 bytes) and
 // bytes, then for each blob of store.BlobDir a 1, its hash (32 bytes), its
 // size (8 bytes) and bytes, for each command staged in pieces (cmdStage)
-// a 2, its stage ID (8 bytes), its size (8 bytes) and bytes, and a 0 at
-// the end.
+// a 2, its stage ID (8 bytes), its size (8 bytes) and bytes, for each blob
+// staged in pieces (cmdBlobPiece) a 3 and likewise, and a 0 at the end.
 const snapMagic = "riotsnap4\n"
 
 // Snapshot implements raft.FSM: a read transaction of the local store,
@@ -352,7 +381,13 @@ func (f *fsm) Snapshot() (raft.FSMSnapshot, error) {
 	for id, b := range f.stages {
 		stages[id] = slices.Clone(b)
 	}
-	return &snapshot{copy: c, blobDir: filepath.Join(f.dir, store.BlobDir), peers: peers, applied: f.applied.Load(), stages: stages}, nil
+	blobStages, err := f.snapshotBlobStages()
+	if err != nil {
+		c.Close()
+		return nil, fmt.Errorf("replica: snapshot: %w", err)
+	}
+	return &snapshot{copy: c, blobDir: filepath.Join(f.dir, store.BlobDir), peers: peers, applied: f.applied.Load(),
+		stages: stages, blobStages: blobStages}, nil
 }
 
 type snapshot struct {
@@ -361,6 +396,9 @@ type snapshot struct {
 	peers   []byte // JSON of []peerCmd
 	applied uint64 // the index of the last command in copy
 	stages  map[uint64][]byte
+	// blobStages are the blobs staged in pieces (cmdBlobPiece), each
+	// open for the snapshot.
+	blobStages []snapBlobStage
 }
 
 // Persist implements raft.FSMSnapshot.
@@ -411,6 +449,9 @@ func (s *snapshot) write(sink io.Writer) error {
 		w.Write(n[:])
 		w.Write(b)
 	}
+	if err := writeSnapBlobStages(w, s.blobStages); err != nil {
+		return err
+	}
 	w.WriteByte(0)
 	return w.Flush()
 }
@@ -437,7 +478,11 @@ func writeBlobFile(w *bufio.Writer, h blob.Hash, path string) error {
 }
 
 // Release implements raft.FSMSnapshot.
-func (s *snapshot) Release() { _ = s.copy.Close() }
+func (s *snapshot) Release() {
+	_ = s.copy.Close()
+	closeSnapBlobStages(s.blobStages)
+	s.blobStages = nil
+}
 
 // Restore implements raft.FSM: it replaces the local store with the
 // snapshot's. The new store is written beside the old one and swapped in
@@ -461,6 +506,7 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 		}
 		f.local = nil
 	}
+	f.closeBlobStages()
 	if err := os.RemoveAll(f.dir); err != nil {
 		return fmt.Errorf("replica: restore: %w", err)
 	}
@@ -474,6 +520,9 @@ func (f *fsm) Restore(rc io.ReadCloser) error {
 	f.local = local
 	f.applied.Store(got.applied)
 	f.stages = got.stages
+	if err := f.openBlobStages(got.blobStages); err != nil {
+		return fmt.Errorf("replica: restore: %w", err)
+	}
 	f.peersMu.Lock()
 	f.peers = map[string]string{}
 	for _, p := range got.peers {
@@ -491,6 +540,9 @@ type snapContents struct {
 	peers   []peerCmd
 	applied uint64            // the index of its last command (0 in snapMagic2's)
 	stages  map[uint64][]byte // commands being written in pieces (snapMagic's)
+	// blobStages are the sizes of the blobs being written in pieces, by
+	// stage ID, whose bytes are in the stage directory.
+	blobStages map[uint64]int64
 }
 
 // maxStageBytes bounds a stage read from a snapshot.
@@ -571,6 +623,15 @@ func readSnapshot(r *bufio.Reader, dir string) (snapContents, error) {
 				got.stages = map[uint64][]byte{}
 			}
 			got.stages[id] = b
+		case 3:
+			id, size, err := readSnapBlobStage(r, dir)
+			if err != nil {
+				return snapContents{}, err
+			}
+			if got.blobStages == nil {
+				got.blobStages = map[uint64]int64{}
+			}
+			got.blobStages[id] = size
 		default:
 			return snapContents{}, fmt.Errorf("snapshot: an unknown section %d (written by a newer riotd?)", tag)
 		}
@@ -593,6 +654,7 @@ func copyToFile(path string, r io.Reader, size int64) error {
 func (f *fsm) close() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.closeBlobStages()
 	if f.local == nil {
 		return nil
 	}

@@ -1,12 +1,14 @@
 package replica
 
 import (
-	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"hash"
+	"slices"
 	"sync/atomic"
 	"time"
 
@@ -48,15 +50,6 @@ func (e *NotLeaderError) Is(target error) bool {
 
 // Unwrap returns raft's error.
 func (e *NotLeaderError) Unwrap() error { return e.Err }
-
-// MaxBlobBytes is the largest blob a replicated store takes: a blob is one
-// entry of the Raft log, which every replica holds in memory while it
-// sends or applies it. A larger one fails with ErrBlobTooLarge.
-const MaxBlobBytes = 256 << 20
-
-// ErrBlobTooLarge: a blob past MaxBlobBytes was given to a replicated
-// store.
-var ErrBlobTooLarge = errors.New("replica: blob too large to replicate")
 
 // DefaultApplyTimeout bounds one write through Raft when the caller's
 // context has no deadline.
@@ -159,7 +152,7 @@ func (s *Store) apply(ctx context.Context, op string, cmd []byte) error {
 	var pieces []raft.ApplyFuture
 	var stageID uint64
 	if len(cmd) > maxEntryBytes {
-		stageID = s.term<<32 | s.fsm.stageSeq.Add(1)&(1<<32-1)
+		stageID = s.nextStageID()
 		for rest := cmd; len(rest) > 0; {
 			n := min(len(rest), maxEntryBytes)
 			piece := binary.BigEndian.AppendUint64(s.command(cmdStage, 8+n), stageID)
@@ -173,6 +166,13 @@ func (s *Store) apply(ctx context.Context, op string, cmd []byte) error {
 	if s.enqueued != nil && pieces != nil {
 		s.enqueued()
 	}
+	return s.wait(ctx, op, pieces, f, stageID, timeout)
+}
+
+// wait waits for the pieces (of stage stageID) and then for f, the
+// command that applies them (or the whole command, without pieces), and
+// says whether it applied.
+func (s *Store) wait(ctx context.Context, op string, pieces []raft.ApplyFuture, f raft.ApplyFuture, stageID uint64, timeout time.Duration) error {
 	done := make(chan error, 1)
 	go func() {
 		for _, p := range pieces {
@@ -199,21 +199,17 @@ func (s *Store) apply(ctx context.Context, op string, cmd []byte) error {
 		return fmt.Errorf("replica: %s: %w (the write may still be committed)", op, ctx.Err())
 	}
 	if err != nil {
-		// raft.ErrLeadershipLost: the entry may still be committed by the
-		// next leader, which then has it before it serves (its barrier).
-		if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrRaftShutdown) {
-			return fmt.Errorf("replica: %s: %w", op, &NotLeaderError{Leader: s.leader(), Err: err})
-		}
 		// raft.ErrLeadershipTransferInProgress, raft.ErrEnqueueTimeout:
 		// this replica may still lead when it is over, and its tracker
 		// goes on: a store error. A piece or the commit that raft did not
 		// take: the pieces it took would be held on every replica until
 		// the next term, so a cmdDrop drops them (best effort; after a
 		// commit that went through, it drops nothing).
-		if pieces != nil {
+		werr := s.writeError(op, err)
+		if pieces != nil && !errors.Is(werr, ErrNotLeader) {
 			s.dropStage(stageID, timeout)
 		}
-		return fmt.Errorf("replica: %s: %w (this replica still leads; the write may be tried again)", op, err)
+		return werr
 	}
 	if rerr, ok := f.Response().(error); ok && rerr != nil {
 		if errors.Is(rerr, errStaleTerm) {
@@ -222,6 +218,22 @@ func (s *Store) apply(ctx context.Context, op string, cmd []byte) error {
 		return fmt.Errorf("replica: %s: %w", op, rerr)
 	}
 	return nil
+}
+
+// nextStageID returns a new stage ID: the Store's term and a number.
+func (s *Store) nextStageID() uint64 {
+	return s.term<<32 | s.fsm.stageSeq.Add(1)&(1<<32-1)
+}
+
+// writeError wraps err, of raft, for a write that failed: a
+// *NotLeaderError when this replica does not lead.
+func (s *Store) writeError(op string, err error) error {
+	// raft.ErrLeadershipLost: the entry may still be committed by the
+	// next leader, which then has it before it serves (its barrier).
+	if errors.Is(err, raft.ErrNotLeader) || errors.Is(err, raft.ErrLeadershipLost) || errors.Is(err, raft.ErrRaftShutdown) {
+		return fmt.Errorf("replica: %s: %w", op, &NotLeaderError{Leader: s.leader(), Err: err})
+	}
+	return fmt.Errorf("replica: %s: %w (this replica still leads; the write may be tried again)", op, err)
 }
 
 // dropStage asks raft to drop stage id's pieces (cmdDrop), without
@@ -263,72 +275,197 @@ func (s *Store) Apply(ctx context.Context, batch []table.Record) error {
 	return s.apply(ctx, "apply", cmd)
 }
 
-// PutBlob implements store.Store: the blob is one Raft command.
+// PutBlob implements store.Store: a blob of up to maxEntryBytes is one
+// Raft command; a larger one goes in pieces, as CreateBlob's writer sends
+// them.
 func (s *Store) PutBlob(ctx context.Context, h blob.Hash, data []byte) error {
 	if blob.Sum(data) != h {
 		return fmt.Errorf("replica: put blob %s: %w", h.Short(), store.ErrBlobMismatch)
 	}
-	if len(data) > MaxBlobBytes {
-		return fmt.Errorf("replica: put blob %s of %d bytes: %w (at most %d)", h.Short(), len(data), ErrBlobTooLarge, MaxBlobBytes)
-	}
 	if ok, err := s.HasBlob(ctx, h); err == nil && ok {
 		return nil
+	}
+	if len(data) > maxEntryBytes {
+		w := &blobWriter{s: s, h: h, size: int64(len(data))} // no sum: checked above
+		defer w.Abort()
+		if _, err := w.Write(data); err != nil {
+			return err
+		}
+		return w.Commit(ctx)
 	}
 	cmd := append(append(s.command(cmdBlob, len(h)+len(data)), h[:]...), data...)
 	return s.apply(ctx, "put blob", cmd)
 }
 
-// CreateBlob implements store.Store: the writer gathers the blob in
-// memory, and its Commit is PutBlob. A blob past MaxBlobBytes fails
-// here, with ErrBlobTooLarge.
+// CreateBlob implements store.Store. A blob of up to maxEntryBytes is
+// gathered in memory and its Commit is PutBlob. A larger one goes through
+// Raft in pieces as they are written (cmdBlobPiece), each replica
+// appending them to a file, and its Commit (cmdBlobCommit) makes the file
+// the blob: no replica holds more than a few pieces of it in memory.
 func (s *Store) CreateBlob(ctx context.Context, h blob.Hash, size int64) (store.BlobWriter, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("replica: create blob: %w", err)
 	}
-	if size > MaxBlobBytes {
-		return nil, fmt.Errorf("replica: create blob %s of %d bytes: %w (at most %d)", h.Short(), size, ErrBlobTooLarge, MaxBlobBytes)
-	}
 	if size < 0 {
 		return nil, fmt.Errorf("replica: create blob %s: negative size %d", h.Short(), size)
 	}
-	return &blobWriter{s: s, h: h, size: size}, nil
+	if s.closed.Load() {
+		return nil, fmt.Errorf("replica: create blob: %w", store.ErrClosed)
+	}
+	w := &blobWriter{s: s, h: h, size: size, sum: sha256.New()}
+	if ok, err := s.HasBlob(ctx, h); err == nil && ok {
+		w.held = true
+	}
+	return w, nil
 }
 
+// maxPiecesInFlight bounds the pieces of one blob that a writer has
+// handed to raft and not yet seen committed: a writer whose upload comes
+// faster than the replicas take it waits for them (and so does the
+// upload), rather than queue the blob in raft's memory.
+const maxPiecesInFlight = 8
+
+// blobWriter is a replicated Store's BlobWriter.
 type blobWriter struct {
 	s    *Store
 	h    blob.Hash
 	size int64
-	buf  bytes.Buffer
-	done bool
+	n    int64     // bytes written
+	sum  hash.Hash // of the bytes written; nil when the caller checked them
+	// held: the store had the blob already; its bytes are counted and
+	// hashed, and nothing is written.
+	held bool
+	// buf is the whole blob when it is small (size <= maxEntryBytes), else
+	// the piece being filled.
+	buf []byte
+	// stage is the stage ID of a large blob's pieces, 0 until the first
+	// goes; pending are the pieces raft took and has not yet committed, in
+	// order.
+	stage   uint64
+	pending []raft.ApplyFuture
+	err     error // a piece failed: the writer is done
+	done    bool
 }
 
 func (w *blobWriter) Write(p []byte) (int, error) {
-	if w.done {
+	switch {
+	case w.done:
 		return 0, errors.New("replica: write to a blob writer that is done")
-	}
-	if int64(w.buf.Len())+int64(len(p)) > w.size {
+	case w.err != nil:
+		return 0, w.err
+	case w.n+int64(len(p)) > w.size:
 		return 0, fmt.Errorf("replica: blob %s: more than its %d bytes written", w.h.Short(), w.size)
 	}
-	return w.buf.Write(p)
+	if w.sum != nil {
+		w.sum.Write(p)
+	}
+	w.n += int64(len(p))
+	if w.held {
+		return len(p), nil
+	}
+	if w.size <= maxEntryBytes {
+		w.buf = append(w.buf, p...)
+		return len(p), nil
+	}
+	for rest := p; len(rest) > 0; {
+		if w.buf == nil {
+			w.buf = make([]byte, 0, maxEntryBytes)
+		}
+		k := min(len(rest), maxEntryBytes-len(w.buf))
+		w.buf = append(w.buf, rest[:k]...)
+		rest = rest[k:]
+		if len(w.buf) == maxEntryBytes {
+			if err := w.sendPiece(); err != nil {
+				return len(p) - len(rest), err
+			}
+		}
+	}
+	return len(p), nil
 }
 
-func (w *blobWriter) Written() int64 { return int64(w.buf.Len()) }
+// sendPiece hands the piece in buf to raft, after waiting for the oldest
+// piece in flight when there are maxPiecesInFlight.
+func (w *blobWriter) sendPiece() error {
+	if w.stage == 0 {
+		w.stage = w.s.nextStageID()
+	}
+	cmd := binary.BigEndian.AppendUint64(w.s.command(cmdBlobPiece, 8+len(w.buf)), w.stage)
+	w.pending = append(w.pending, w.s.r.Apply(append(cmd, w.buf...), w.s.timeout))
+	w.buf = w.buf[:0]
+	if len(w.pending) < maxPiecesInFlight {
+		return nil
+	}
+	oldest := w.pending[0]
+	w.pending = slices.Delete(w.pending, 0, 1)
+	if err := oldest.Error(); err != nil {
+		w.err = w.s.writeError("blob-write", err)
+		return w.err
+	}
+	return nil
+}
+
+func (w *blobWriter) Written() int64 { return w.n }
 
 func (w *blobWriter) Commit(ctx context.Context) error {
 	if w.done {
 		return errors.New("replica: commit of a blob writer that is done")
 	}
-	w.done = true
-	defer w.buf.Reset()
-	if int64(w.buf.Len()) != w.size {
-		return fmt.Errorf("replica: blob %s: %d of its %d bytes written", w.h.Short(), w.buf.Len(), w.size)
+	if w.err != nil {
+		w.Abort()
+		return w.err
 	}
-	return w.s.PutBlob(ctx, w.h, w.buf.Bytes())
+	if w.n != w.size {
+		w.Abort()
+		return fmt.Errorf("replica: blob %s: %d of its %d bytes written", w.h.Short(), w.n, w.size)
+	}
+	if w.sum != nil {
+		if got := blob.Hash(w.sum.Sum(nil)); got != w.h {
+			w.Abort()
+			return fmt.Errorf("replica: %w: %s (its bytes hash to %s)", store.ErrBlobMismatch, w.h.Short(), got.Short())
+		}
+	}
+	w.done = true
+	switch {
+	case w.held:
+		return nil
+	case w.size <= maxEntryBytes:
+		data := w.buf
+		w.buf = nil
+		cmd := append(append(w.s.command(cmdBlob, len(w.h)+len(data)), w.h[:]...), data...)
+		return w.s.apply(ctx, "blob-write", cmd)
+	}
+	if len(w.buf) > 0 || w.stage == 0 {
+		if err := w.sendPiece(); err != nil {
+			w.s.dropStage(w.stage, w.s.timeout)
+			return err
+		}
+	}
+	w.buf = nil
+	cmd := binary.BigEndian.AppendUint64(w.s.command(cmdBlobCommit, 8+len(w.h)+8), w.stage)
+	cmd = append(cmd, w.h[:]...)
+	cmd = binary.BigEndian.AppendUint64(cmd, uint64(w.size))
+	timeout := w.s.timeout
+	if dl, ok := ctx.Deadline(); ok {
+		timeout = max(min(timeout, time.Until(dl)), time.Millisecond)
+	}
+	pending := w.pending
+	w.pending = nil
+	return w.s.wait(ctx, "blob-write", pending, w.s.r.Apply(cmd, timeout), w.stage, timeout)
 }
 
+// Abort drops what the writer sent of a large blob (cmdDrop), unless it
+// committed it.
 func (w *blobWriter) Abort() {
+	if w.done && w.err == nil {
+		return
+	}
 	w.done = true
-	w.buf = bytes.Buffer{}
+	w.buf = nil
+	w.pending = nil
+	if w.stage != 0 {
+		w.s.dropStage(w.stage, w.s.timeout)
+		w.stage = 0
+	}
 }
 
 // PutJobs implements store.JobStore: one Raft command.

@@ -91,6 +91,7 @@ type Bolt struct {
 	path     string
 	files    fileBlobs // the blobs that came in pieces
 	readOnly bool
+	noSync   bool         // BoltOptions.NoSync
 	txid     *txidFile    // nil when read-only
 	mu       sync.RWMutex // guards db against Close
 	db       *bolt.DB
@@ -155,7 +156,7 @@ func OpenBolt(ctx context.Context, dir string, opts BoltOptions) (*Bolt, error) 
 		}
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	s := &Bolt{path: path, files: fileBlobs{dir: filepath.Join(dir, BlobDir)}, readOnly: opts.ReadOnly, db: db, log: opts.Logger}
+	s := &Bolt{path: path, files: fileBlobs{dir: filepath.Join(dir, BlobDir)}, readOnly: opts.ReadOnly, noSync: opts.NoSync, db: db, log: opts.Logger}
 	err = s.start(txid)
 	if err == nil {
 		err = s.openWal(dir, cmp.Or(opts.checkpointEvery, checkpointEvery), opts.DirectCommits || opts.NoSync)
