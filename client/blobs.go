@@ -7,6 +7,7 @@ import (
 
 	"github.com/riot-go/riot/blob"
 	"github.com/riot-go/riot/wire"
+	"github.com/riot-go/riot/workunit"
 )
 
 // maxHaveHashes is the most hashes put in one BlobHave.
@@ -15,10 +16,13 @@ const maxHaveHashes = 8192
 // EnsureBlobs makes sure the tracker holds every blob of blobs (content by
 // hash), uploading those it lacks: it asks which are missing (BlobHave →
 // BlobNeed), puts those (BlobPut → BlobStored), and returns once all are
-// durable. Each blob is uploaded at most once per client: blobs known to
-// be stored are skipped without asking, and concurrent calls share an
-// upload in flight. Call it before submitting workunits whose specs refer
-// to the blobs.
+// durable. Each blob is uploaded at most once per connection: blobs
+// known to be stored are skipped without asking, and concurrent calls
+// share an upload in flight. The client forgets what is stored when it
+// reconnects (a riotd --memory may have freed or lost the blobs), and a
+// spec's blobs when the tracker answers its submission that it does not
+// hold one (wire.CodeUnknownBlob): the next call asks again. Call it
+// before submitting workunits whose specs refer to the blobs.
 //
 // Each hash must be blob.Sum of its data, and each blob within the
 // tracker's MaxBlobBytes (a *BlobLimitError otherwise). A blob larger
@@ -73,8 +77,11 @@ func (c *Client) EnsureBlobParts(ctx context.Context, blobs map[blob.Hash]blob.P
 	lim, piece := lims.MaxBlobBytes, lims.PieceBytes()
 	var ask []blob.Hash
 	var wait []*rpc
+	// While disconnected the client trusts no blob as stored: the
+	// connection it comes back on may not hold it (see unknownBlobLocked).
+	trust := c.cur != nil
 	for h, data := range blobs {
-		if _, ok := c.stored[h]; ok {
+		if _, ok := c.stored[h]; ok && trust {
 			continue
 		}
 		if size := data.Len(); size > lim {
@@ -138,6 +145,20 @@ func (c *Client) EnsureBlobParts(ctx context.Context, blobs map[blob.Hash]blob.P
 	return nil
 }
 
+// ForgetBlobs makes the client forget that the tracker holds the blobs
+// hs, so that the next EnsureBlobs asks the tracker again. A worker calls
+// it before it uploads a result as a blob: a tracker in memory (riotd
+// --memory) frees a result blob once its workunit is forgotten, and a
+// result it sends must name a blob the tracker holds, which no refusal
+// would tell it.
+func (c *Client) ForgetBlobs(hs ...blob.Hash) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, h := range hs {
+		delete(c.stored, h)
+	}
+}
+
 // PutBlob uploads data as a blob (unless the tracker holds it already) and
 // returns its hash, as EnsureBlobs does for one blob.
 func (c *Client) PutBlob(ctx context.Context, data []byte) (blob.Hash, error) {
@@ -196,4 +217,73 @@ func (c *Client) FetchBlob(ctx context.Context, h blob.Hash) ([]byte, error) {
 		data = bytes.Clone(data)
 	}
 	return data, nil
+}
+
+// maxReuploads bounds the times one submission uploads its blobs again
+// on the tracker's unknown-blob answers.
+const maxReuploads = 3
+
+// SubmitBlobs is Submit for a spec whose blobs (spec.Blobs) are given with
+// their bytes, uploaded already (EnsureBlobParts). Should the tracker
+// answer that it does not hold one of them (wire.CodeUnknownBlob: a
+// riotd --memory frees a blob once nothing names it, and loses them all
+// when it restarts), the client uploads them again and submits again,
+// and the caller sees nothing of it; the same when the tracker no longer
+// knows the workunit and the client submits it again (a riotd --memory
+// that restarted: see Options.DropAcceptedSpecs). The Call keeps blobs,
+// which must not change, until it ends.
+//
+// A spec submitted with Submit that names a blob the tracker does not
+// hold fails instead with an error that wraps ErrUnknownBlob (the client
+// has no bytes to upload): upload the blobs again (EnsureBlobs, which asks
+// the tracker afresh) and submit again. Either way, the client forgets
+// that it uploaded the spec's blobs.
+func (c *Client) SubmitBlobs(spec *workunit.Spec, opts workunit.Options, blobs map[blob.Hash]blob.Parts) *Call {
+	return c.submitAs(spec, opts, true, nil, func(ctx context.Context) error { return c.EnsureBlobParts(ctx, blobs) })
+}
+
+// unknownBlobLocked handles the tracker's unknown-blob answer e to k's
+// submission, taken from the pending requests: the client forgets that it
+// uploaded the blobs the spec names; a Call that has their bytes
+// (SubmitBlobs) uploads them again and goes out again, and one that has
+// not fails with e.
+func (c *Client) unknownBlobLocked(k *Call, e *wire.Error) {
+	if k.spec != nil {
+		if _, blobs, err := workunit.BlobsOf(k.spec); err == nil {
+			for _, h := range blobs {
+				delete(c.stored, h)
+			}
+		}
+	}
+	if k.x == nil || k.x.reup == nil {
+		k.fail(c, fmt.Errorf("the tracker does not hold a blob the spec names, and this client has no bytes of it to upload again "+
+			"(upload the blobs again with EnsureBlobs and submit again, or submit with SubmitBlobs): %w", e))
+		return
+	}
+	if k.x.reups >= maxReuploads {
+		k.fail(c, fmt.Errorf("the tracker does not hold a blob the spec names, after %d uploads of it: %w", k.x.reups, e))
+		return
+	}
+	k.x.reups++
+	reup := k.x.reup
+	c.log.Info("client: the tracker does not hold a blob a workunit names; uploading it again", "key", k.Key.Short(), "message", e.Message)
+	go func() {
+		err := reup(context.Background()) // ends with the client
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		switch {
+		case c.err != nil:
+			k.fail(c, c.err)
+		case err != nil:
+			k.fail(c, fmt.Errorf("the tracker does not hold a blob the spec names (%w), and uploading it again failed: %w", e, err))
+		default:
+			old := k.req
+			k.req = c.nextReqLocked()
+			if w := k.watch(); w != nil && w.minReq == old {
+				w.minReq = k.req
+			}
+			c.pending.put(k.req, k)
+			c.sendCallLocked(k)
+		}
+	}()
 }

@@ -165,6 +165,11 @@ type callExtra struct {
 	acc *workunit.Outcome
 	// watch is what the Call's watch needs beyond its fields.
 	watch *watchExtra
+	// reup uploads again the blobs the spec names (SubmitBlobs), should
+	// the tracker answer that it does not hold one (wire.CodeUnknownBlob);
+	// reups counts the times it did.
+	reup  func(context.Context) error
+	reups int
 }
 
 // watch returns the Call whose watch this Call ends with (itself when it
@@ -401,7 +406,7 @@ func (c *Client) Submit(spec *workunit.Spec, opts workunit.Options) *Call {
 // submit is Submit; unless watched, the tracker is not asked to report the
 // outcome (Riot's client-add-workunit), and Wait asks for it then.
 func (c *Client) submit(spec *workunit.Spec, opts workunit.Options, watched bool) *Call {
-	return c.submitAs(spec, opts, watched, nil)
+	return c.submitAs(spec, opts, watched, nil, nil)
 }
 
 // SubmitChild submits spec as a child of the running workunit of lease
@@ -412,7 +417,7 @@ func (c *Client) submit(spec *workunit.Spec, opts workunit.Options, watched bool
 // and Wait returns its outcome. A worker's token may submit children, but
 // not Submit.
 func (c *Client) SubmitChild(parent wire.Lease, spec *workunit.Spec, opts workunit.Options) *Call {
-	return c.submitAs(spec, opts, true, &parent)
+	return c.submitAs(spec, opts, true, &parent, nil)
 }
 
 // WaitChildren tells the tracker that the workunit of lease l waits for
@@ -434,7 +439,7 @@ func zeroOptions(o *workunit.Options) bool {
 	return !o.NoCache && o.GPUs == 0 && o.Timeout == 0 && o.Retries == 0 && len(o.RetryOn) == 0
 }
 
-func (c *Client) submitAs(spec *workunit.Spec, opts workunit.Options, watched bool, parent *wire.Lease) *Call {
+func (c *Client) submitAs(spec *workunit.Spec, opts workunit.Options, watched bool, parent *wire.Lease, reup func(context.Context) error) *Call {
 	k := &Call{c: c}
 	var data []byte
 	err := errNilSpec
@@ -472,6 +477,9 @@ func (c *Client) submitAs(spec *workunit.Spec, opts workunit.Options, watched bo
 		}
 		x.parent = parent
 		k.st.Store(stSubmitExtra)
+	}
+	if reup != nil {
+		k.extra().reup = reup
 	}
 	c.pending.put(k.req, k)
 	if watched {

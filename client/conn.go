@@ -454,6 +454,10 @@ func (c *Client) startConn(cn *conn) bool {
 	}
 	c.cur = cn
 	c.welcome = cn.welcome
+	// The tracker may have freed, since the last connection ended, the
+	// blobs it held for it (riotd --memory), or lost them all with a
+	// restart: ask again (EnsureBlobs).
+	clear(c.stored)
 	lost := c.resumeLocked()
 	c.mu.Unlock()
 	if c.opts.OnRevoke != nil {
@@ -905,6 +909,10 @@ func (c *Client) onErrorLocked(m *wire.Error) {
 		return
 	}
 	if r, ok := c.pending.take(m.Req); ok {
+		if k, ok := r.(*Call); ok && m.Code == wire.CodeUnknownBlob {
+			c.unknownBlobLocked(k, copyErr(m))
+			return
+		}
 		r.fail(c, copyErr(m))
 		return
 	}

@@ -30,5 +30,7 @@ func (c *Client) DoWorkCall(ctx context.Context, mods *modules.Cache, path, expo
 		return nil, fmt.Errorf("client: do-work/call: uploading %s: %w", path, err)
 	}
 	spec := &workunit.Spec{Kind: workunit.Call, Module: mod.Hash, Export: export, Payload: payload, Blobs: mod.All}
-	return c.Submit(spec, workunit.Options{}), nil
+	// Should the tracker have freed the modules (riotd --memory), they go
+	// again from the cache.
+	return c.submitAs(spec, workunit.Options{}, true, nil, func(ctx context.Context) error { return c.EnsureBlobs(ctx, mod.Blobs) }), nil
 }

@@ -22,6 +22,13 @@ var (
 	// the refused workunit was kept, by the tracker or the client; work
 	// accepted before it is served. Submit it again later.
 	ErrMemoryFull = wire.ErrMemoryFull
+	// ErrUnknownBlob: the tracker refused a submission whose spec names a
+	// blob it does not hold (riotd --memory frees blobs nothing names,
+	// and loses them when it restarts), and the client could not upload
+	// it again (it was not given the bytes: SubmitBlobs). The error is
+	// also a *wire.Error of code wire.CodeUnknownBlob that names the
+	// blob. Upload the blobs again (EnsureBlobs) and submit again.
+	ErrUnknownBlob = wire.ErrUnknownBlob
 )
 
 // VersionError reports that the tracker speaks another protocol version:

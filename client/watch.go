@@ -218,6 +218,9 @@ func (c *Client) resubmitLocked(w, src *Call) {
 		k.extra().opts = src.x.opts
 		st |= stSubmitExtra
 	}
+	if src.x != nil && src.x.reup != nil {
+		k.extra().reup = src.x.reup // a tracker that restarted lost the blobs too
+	}
 	k.st.Store(st)
 	k.setWatchLocked(w)
 	k.req = c.nextReqLocked()

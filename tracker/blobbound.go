@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/riot-go/riot/blob"
 	"github.com/riot-go/riot/units"
@@ -25,8 +26,8 @@ type memBlobs interface {
 //
 // A blob being uploaded counts from its first piece (which gives its
 // size) until it is stored, then as the store's; a blob that is stored
-// counts until riotd ends (blobs are not freed: see docs/riotd.md,
-// "Bounding memory").
+// counts until it is freed (blobFree: a store the tracker made in
+// memory) or riotd ends.
 type blobBound struct {
 	limit int64    // Options.MaxMemory; 0: blobs count for nothing
 	held  memBlobs // nil: the store keeps its blobs on disk
@@ -36,17 +37,25 @@ type blobBound struct {
 
 	mu      sync.Mutex
 	pending int64 // bytes of uploads reserved and not yet stored
+	free    blobFree
 }
 
 // newBlobBound returns the bound of MaxMemory limit on st's blobs, which
 // count when st keeps them in memory (it is a memBlobs: store.Memory),
 // whether the tracker made it (no data directory) or was given it
 // (Options.Store): a store that keeps its blobs in files (store.Bolt)
-// holds none in memory.
-func newBlobBound(limit int, st any) *blobBound {
+// holds none in memory. With free (the tracker made st, and keeps every
+// result in the table, where it can see which blobs they name) the blobs
+// nothing names are freed grace after (blobFree), whatever limit.
+func newBlobBound(limit int, st any, free bool, grace time.Duration) *blobBound {
 	b := &blobBound{limit: int64(limit)}
 	if m, ok := st.(memBlobs); ok {
 		b.held = m
+	}
+	if d, ok := st.(blobDeleter); ok && free {
+		b.free = blobFree{del: d, grace: grace, refs: make(map[blob.Hash]int32),
+			holds: make(map[blob.Hash]int32), conns: make(map[uint64]map[blob.Hash]struct{}),
+			idleSince: make(map[blob.Hash]uint64)}
 	}
 	return b
 }
@@ -111,12 +120,17 @@ func (b *blobBound) reserve(op string, req uint64, h blob.Hash, size int64) (ref
 	if b.pending > 0 {
 		pending = fmt.Sprintf(", %s for uploads under way", units.FormatBytes(b.pending))
 	}
+	stay := "blobs held in memory stay until riotd restarts"
+	if b.frees() {
+		stay = "a blob is freed --blob-grace after no workunit and no connection names it (finished workunits name theirs until --keep-results forgets them): " +
+			"upload again once work has finished, shorten --keep-results"
+	}
 	return &wire.Error{Req: req, Code: wire.CodeMemoryFull, Message: fmt.Sprintf(
 		"tracker: memory full: %s of blob %s refused: the tracker holds %s for workunits (records, specs of waiting and running work, results and errors) "+
 			"and %s for %d %s (large arguments, large results, modules)%s, and this one needs %s more, past its --max-memory of %s. "+
-			"Nothing already accepted is dropped; blobs held in memory stay until riotd restarts: to upload more, raise --max-memory, "+
+			"Nothing already accepted is dropped; %s; to upload more, raise --max-memory, "+
 			"or run riotd with --data (blobs then stay on disk, not in memory)",
-		op, h.Short(), units.FormatBytes(tab), units.FormatBytes(n), count, noun, pending, units.FormatBytes(size), units.FormatBytes(b.limit))}
+		op, h.Short(), units.FormatBytes(tab), units.FormatBytes(n), count, noun, pending, units.FormatBytes(size), units.FormatBytes(b.limit), stay)}
 }
 
 // release gives back a reservation of size bytes (reserve).

@@ -33,7 +33,7 @@ func (f *fakeBlobs) BlobBytes() (int64, int) {
 func TestBlobBound_ReadsStoreUnderLock(t *testing.T) {
 	t.Parallel()
 	f := &fakeBlobs{}
-	b := newBlobBound(1000, f)
+	b := newBlobBound(1000, f, false, 0)
 	f.onRead = func() {
 		if b.mu.TryLock() {
 			b.mu.Unlock()
@@ -50,7 +50,7 @@ func TestBlobBound_ReadsStoreUnderLock(t *testing.T) {
 func TestBlobBound_Reserve(t *testing.T) {
 	t.Parallel()
 	f := &fakeBlobs{bytes: 400, count: 2}
-	b := newBlobBound(1000, f)
+	b := newBlobBound(1000, f, false, 0)
 	b.setTable(100)
 	require.Nil(t, b.reserve("blob-write", 1, blob.Hash{1}, 300))
 	assert.Equal(t, int64(700), b.elsewhere(), "the store's blobs and the upload under way")
@@ -71,7 +71,7 @@ func TestBlobBound_Reserve(t *testing.T) {
 // no blobs in memory, blobs count for nothing and nothing is refused.
 func TestBlobBound_Uncounted(t *testing.T) {
 	t.Parallel()
-	for _, b := range []*blobBound{newBlobBound(0, &fakeBlobs{bytes: 1 << 30}), newBlobBound(1000, struct{}{})} {
+	for _, b := range []*blobBound{newBlobBound(0, &fakeBlobs{bytes: 1 << 30}, false, 0), newBlobBound(1000, struct{}{}, false, 0)} {
 		assert.False(t, b.counts())
 		assert.Nil(t, b.reserve("blob-put", 1, blob.Hash{1}, 1<<20))
 		assert.Zero(t, b.elsewhere())

@@ -111,6 +111,9 @@ type inbound struct {
 // aux is what the reader works out for a message, off the table's loop.
 type aux struct {
 	key workunit.Key // Submit: the key of its spec
+	// blobs are the blobs its spec names (Submit, Child), read only when
+	// the tracker frees blobs (blobBound.frees).
+	blobs []blob.Hash
 }
 
 // qstate is the state of a connection's outgoing queue.
@@ -612,6 +615,7 @@ func (c *conn) serve() {
 	reason := c.readLoop()
 	c.leaveHandshake()
 	c.abortUploads()
+	c.unholdBlobs()
 	c.stop()
 	if c.accepted {
 		c.inb.kind = inGone
@@ -746,19 +750,19 @@ func (c *conn) readLoop() string {
 				c.blob(m)
 				continue
 			case *wire.Submit:
-				key, err := workunit.KeyOf(m.Spec)
+				key, blobs, err := c.specKey(m.Spec)
 				if err != nil {
 					c.send(&wire.Error{Req: m.Req, Code: wire.CodeInvalid, Message: "tracker: submit: " + err.Error()})
 					continue
 				}
-				a.key = key
+				a.key, a.blobs = key, blobs
 			case *wire.Child:
-				key, err := workunit.KeyOf(m.Spec)
+				key, blobs, err := c.specKey(m.Spec)
 				if err != nil {
 					c.send(&wire.Error{Req: m.Req, Code: wire.CodeInvalid, Message: "tracker: child: " + err.Error()})
 					continue
 				}
-				a.key = key
+				a.key, a.blobs = key, blobs
 			case *wire.Done:
 				// The table keeps the result for good; a result that aliases a
 				// buffer much larger than itself would keep the whole buffer
@@ -1028,6 +1032,7 @@ func (c *conn) blob(m wire.Msg) {
 	case *wire.BlobHave:
 		var missing []blob.Hash
 		for _, h := range m.Hashes {
+			c.holdBlob(h) // before asking: a blob said held stays so
 			ok, err := st.HasBlob(ctx, h)
 			if err != nil {
 				c.storeFailed(m.Req, "blob-have", err)
@@ -1044,6 +1049,9 @@ func (c *conn) blob(m wire.Msg) {
 				Message: fmt.Sprintf("tracker: blob-put: the data hashes to %s, not %s", sum, m.Hash)})
 			return
 		}
+		// Held before the store is asked: not freed between has and the
+		// store, nor between the store and the answer.
+		c.holdBlob(m.Hash)
 		if n := int64(len(m.Data)); c.s.blobs.counts() && !c.has(m.Hash) {
 			if refusal := c.s.blobs.reserve("blob-put", m.Req, m.Hash, n); refusal != nil {
 				c.refuseBlob(refusal)
@@ -1119,6 +1127,9 @@ func (c *conn) blobWrite(m *wire.BlobWrite) {
 		// The first piece gives the size: the whole blob is counted
 		// toward the memory bound now, before the store holds a byte.
 		var reserved int64
+		// Held before the store is asked: not freed between has and the
+		// commit, nor between the commit and the answer.
+		c.holdBlob(m.Hash)
 		if c.s.blobs.counts() && !c.has(m.Hash) {
 			if refusal := c.s.blobs.reserve("blob-write", m.Req, m.Hash, int64(m.Size)); refusal != nil {
 				c.refuseBlob(refusal)
@@ -1258,6 +1269,32 @@ func (c *conn) dropUpload(h blob.Hash) {
 	delete(c.uploads, h)
 	delete(c.uploadSize, h)
 	delete(c.uploadReserved, h)
+}
+
+// holdBlob makes the connection hold blob h, when the tracker frees
+// blobs (blobFree): from an upload, or a blob-need that leaves it out,
+// until the connection names it in a submission or a result, or closes.
+func (c *conn) holdBlob(h blob.Hash) {
+	if c.s.blobs.frees() {
+		c.s.blobs.hold(c.id, h)
+	}
+}
+
+// unholdBlobs ends the connection's holds, as it closes.
+func (c *conn) unholdBlobs() {
+	if c.s.blobs.frees() {
+		c.s.blobs.unholdConn(c.id, time.Now())
+	}
+}
+
+// specKey returns the key of a submitted spec and, when the tracker frees
+// blobs, the blobs it names.
+func (c *conn) specKey(spec []byte) (workunit.Key, []blob.Hash, error) {
+	if c.s.blobs.frees() {
+		return workunit.BlobsOf(spec)
+	}
+	key, err := workunit.KeyOf(spec)
+	return key, nil, err
 }
 
 // has reports whether the store holds blob h already: an upload of it

@@ -70,6 +70,11 @@
 //     connections (Options.MaxConns, with a slack for handshakes). Lines about
 //     connections are bounded too (logLimiter): a flood of hellos logs a
 //     summary, not a line each.
+//   - Blobs (riotd --memory): the blobs that no record of the table and no
+//     connection names are freed Options.BlobGrace later (blobFree); a
+//     submission or child that names a blob the store lacks is refused
+//     with wire.CodeUnknownBlob (see loop.missingBlob). With a durable
+//     store nothing is freed or checked.
 //   - Welcome.Resumed is always false: the tracker keeps no state of a
 //     connection once it is gone. A master that reconnects watches its keys
 //     again (finished ones are answered at once); a worker's leases go back

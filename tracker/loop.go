@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/riot-go/riot/blob"
 	"github.com/riot-go/riot/tracker/store"
 	"github.com/riot-go/riot/tracker/table"
 	"github.com/riot-go/riot/units"
@@ -34,6 +35,9 @@ const maxBatch = 64
 type loop struct {
 	s   *Server
 	tab *table.Table
+	// recBlobs are the blobs each record of the table names, by ID, when
+	// the tracker frees blobs (trackRecords).
+	recBlobs map[uint64][]blob.Hash
 
 	conns   map[uint64]*conn // accepted connections by id
 	names   map[string]*conn // by name
@@ -88,6 +92,7 @@ func newLoop(s *Server, tab *table.Table) *loop {
 		persistDone: make(chan error, 1),
 		act:         act,
 		cancels:     make(map[uint64]chan cancelResult),
+		recBlobs:    make(map[uint64][]blob.Hash),
 		jobsDone:    make(chan jobsWrite, 1),
 	}
 }
@@ -129,6 +134,7 @@ func (l *loop) run() {
 			l.rate.sample(now, l.completed+l.failed)
 			l.act.sample(now, l.completed, l.failed, l.tab.CountsOf)
 			l.s.connLog.flush(now)
+			l.s.blobs.sweep(now)
 		case f := <-l.s.calls:
 			f(l)
 		case <-l.s.quit:
@@ -342,6 +348,12 @@ func (l *loop) frame(ib *inbound) {
 		a := &ib.aux[i]
 		switch m := m.(type) {
 		case *wire.Submit:
+			if e := l.missingBlob(c, m.Req, "submit", a.key, a.blobs); e != nil {
+				l.push(c, e)
+				continue
+			}
+			// The record holds them now (or the key's result answers).
+			l.named(c, a.blobs)
 			err := l.tab.Step(table.Submit{
 				Master:  mid,
 				Req:     m.Req,
@@ -365,6 +377,11 @@ func (l *loop) frame(ib *inbound) {
 			}
 			l.act.jobs[c.realm].submitted++
 		case *wire.Child:
+			if e := l.missingBlob(c, m.Req, "child", a.key, a.blobs); e != nil {
+				l.push(c, e)
+				continue
+			}
+			l.named(c, a.blobs)
 			l.child(c, a.key, m)
 		case *wire.Wait:
 			_ = l.tab.Step(table.Wait{Worker: wid, Key: m.Key, Token: table.Token(m.Token), Waiting: m.Waiting})
@@ -396,6 +413,7 @@ func (l *loop) frame(ib *inbound) {
 				_ = l.tab.Step(table.WorkerCredit{Worker: wid, N: m.N})
 			}
 		case *wire.Done:
+			l.namedIn(c, m.Result) // a result blob: its done record holds it now
 			li, _ := l.tab.Leased(wid, table.Token(m.Token))
 			if l.tab.Step(table.Complete{Worker: wid, Key: m.Key, Token: table.Token(m.Token), Result: m.Result, Console: m.Console, Elapsed: m.Elapsed}) == nil {
 				l.completed++
@@ -405,6 +423,9 @@ func (l *loop) frame(ib *inbound) {
 				delete(c.printed, m.Token)
 			}
 		case *wire.Failed:
+			if m.Error != nil {
+				l.namedIn(c, m.Error.Value)
+			}
 			li, _ := l.tab.Leased(wid, table.Token(m.Token))
 			if l.tab.Step(table.Fail{Worker: wid, Key: m.Key, Token: table.Token(m.Token), Err: m.Error, Console: m.Console, Elapsed: m.Elapsed}) == nil {
 				l.failed++
@@ -524,6 +545,7 @@ func (l *loop) pump() {
 	}
 	for !l.outstanding && l.tab.HasReady() {
 		rd := l.tab.Ready()
+		l.trackRecords(rd.Persist, time.Now())
 		if l.s.durable && len(rd.Persist) > 0 {
 			l.rd = rd
 			l.outstanding = true
@@ -752,6 +774,7 @@ func (l *loop) stats() Stats {
 	}
 	st.BlobBytes, st.Blobs = l.s.blobs.blobs()
 	st.RefusedBlobs = l.s.blobs.refused.Load()
+	st.FreedBlobs = l.s.blobs.freedCount()
 	return st
 }
 

@@ -135,6 +135,12 @@ type Options struct {
 	// store, and a submission of its key runs it again. 0: kept for good
 	// (Riot's memoization).
 	KeepResults time.Duration
+	// BlobGrace is how long, without a durable store, a blob that nothing
+	// names any more (no workunit the tracker holds, no connection that
+	// uploaded it) stays before it is freed: a master may still read a
+	// result's blob just after its workunit is forgotten.
+	// DefaultBlobGrace if zero.
+	BlobGrace time.Duration
 	// PackBudget lets the tracker give a worker several short workunits
 	// at once (in one frame), rather than one to each of as many
 	// workers: a worker with room takes up to PackBudget divided by the
@@ -161,7 +167,8 @@ type Options struct {
 	// ones; with a store that keeps its blobs in memory (no durable
 	// store), the blobs it holds too (an upload that would pass it is
 	// refused the same way). The value cache (ValueCache), connection
-	// queues and blobs in files are bounded apart. A submission of a new workunit that would pass it
+	// queues and blobs in files are bounded apart. A submission of a
+	// new workunit that would pass it
 	// is refused with wire.CodeMemoryFull (wire.ErrMemoryFull) and a
 	// message that says how much is held and what to do; nothing of it
 	// is stored. Submissions that join open work or are answered from a
@@ -316,6 +323,8 @@ func addFlags(fs *pflag.FlagSet, getenv func(string) string) *Flags {
 		"`duration` added to a workunit's time limit before the tracker takes it back")
 	fs.Var(cliflag.Duration(&o.KeepResults), "keep-results",
 		"keep a finished workunit's result for this `duration` after it finished, e.g. 30d or 12h, then forget it (0: keep every result)")
+	fs.Var(cliflag.Duration(&o.BlobGrace), "blob-grace",
+		"with --memory: free a blob this `duration` after nothing names it any more (no workunit held, no connection that uploaded it)")
 	fs.Var(cliflag.Duration(&f.pack), "pack-budget",
 		"give a worker several short workunits at once, each waiting behind the others at most about this `duration` "+
 			"(by the recent run times of its master's workunits; 0: one at a time to each worker in turn)")
@@ -462,6 +471,8 @@ func (o *Options) check() error {
 		return errors.New("tracker: lease timeout and grace must not be negative")
 	case o.KeepResults < 0:
 		return fmt.Errorf("tracker: keep results %v is negative", o.KeepResults)
+	case o.BlobGrace < 0:
+		return fmt.Errorf("tracker: blob grace %v is negative", o.BlobGrace)
 	case o.QueueBytes < 0:
 		return fmt.Errorf("tracker: queue bytes %d is negative", o.QueueBytes)
 	case o.MaxConns < 0:
@@ -530,6 +541,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.TickInterval == 0 {
 		o.TickInterval = DefaultTickInterval
+	}
+	if o.BlobGrace == 0 {
+		o.BlobGrace = DefaultBlobGrace
 	}
 	if o.ShutdownTimeout == 0 {
 		o.ShutdownTimeout = DefaultShutdownTimeout

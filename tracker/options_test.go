@@ -144,6 +144,11 @@ func TestConfigureOptions(t *testing.T) {
 			check: func(t *testing.T, o Options) { assert.Equal(t, 12*time.Hour, o.KeepResults) },
 		},
 		{
+			name: "blob grace", args: []string{"--blob-grace", "5s"}, getenv: home,
+			check: func(t *testing.T, o Options) { assert.Equal(t, 5*time.Second, o.BlobGrace) },
+		},
+		{name: "negative blob grace", args: []string{"--blob-grace", "-1s"}, getenv: home, err: "invalid argument \"-1s\" for \"--blob-grace\" flag: want a duration of 0 or more"},
+		{
 			name: "keep results by default", getenv: home,
 			check: func(t *testing.T, o Options) { assert.Zero(t, o.KeepResults, "kept for good") },
 		},

@@ -201,7 +201,7 @@ func New(opts Options) (*Server, error) {
 		st = store.NewMemory()
 	}
 	s.st = st
-	s.blobs = newBlobBound(o.MaxMemory, st)
+	s.blobs = newBlobBound(o.MaxMemory, st, !s.durable, o.BlobGrace)
 	if s.durable {
 		s.values = newValueCache(o.ValueCache)
 	}

@@ -45,10 +45,13 @@ type Stats struct {
 	// tracker holds in memory (a store without a data directory): they
 	// count toward Options.MaxMemory with the table's bytes. 0 with a
 	// durable store, which keeps its blobs in files. RefusedBlobs counts
-	// the blob uploads refused since the start for Options.MaxMemory.
+	// the blob uploads refused since the start for Options.MaxMemory;
+	// FreedBlobs the blobs freed since the start because nothing named
+	// them (a store the tracker made in memory: see Options.BlobGrace).
 	BlobBytes    int64
 	Blobs        int
 	RefusedBlobs uint64
+	FreedBlobs   uint64
 }
 
 // Status is the tracker's state at a glance, as GET /status gives it (in
@@ -87,13 +90,15 @@ type Status struct {
 	// submissions it refused since the start. BlobBytes and Blobs are the
 	// blobs held in memory (large arguments and results, modules; none
 	// with --data, whose blobs are in files), RefusedBlobs the uploads
-	// refused for the bound.
+	// refused for the bound, FreedBlobs the blobs freed once nothing named
+	// them (with --memory, --blob-grace after).
 	HeldBytes      int64  `json:"held_bytes"`
 	MaxMemoryBytes int64  `json:"max_memory_bytes"`
 	RefusedMemory  uint64 `json:"refused_memory"`
 	BlobBytes      int64  `json:"blob_bytes"`
 	Blobs          int    `json:"blobs"`
 	RefusedBlobs   uint64 `json:"refused_blobs"`
+	FreedBlobs     uint64 `json:"freed_blobs"`
 	// FinishedPerSecond is the rate of results and errors over the last
 	// ten seconds.
 	FinishedPerSecond float64        `json:"finished_per_second"`
@@ -186,6 +191,7 @@ func (l *loop) status() Status {
 	st.BlobBytes, st.Blobs = l.s.blobs.blobs()
 	st.HeldBytes += st.BlobBytes
 	st.RefusedBlobs = l.s.blobs.refused.Load()
+	st.FreedBlobs = l.s.blobs.freedCount()
 	st.FinishedPerSecond = l.rate.perSecond()
 	st.Workers = []WorkerStatus{}
 	st.Masters = []ConnStatus{}
@@ -386,9 +392,9 @@ func (s *Server) serveIndex(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprintf(w, "memory for workunits: %s held of --max-memory %s; %d submissions refused\n",
 			units.FormatBytes(st.HeldBytes), units.FormatBytes(st.MaxMemoryBytes), st.RefusedMemory)
 	}
-	if st.Blobs > 0 || st.RefusedBlobs > 0 {
-		fmt.Fprintf(w, "blobs in memory: %d, %s (counted in --max-memory when set); %d uploads refused\n",
-			st.Blobs, units.FormatBytes(st.BlobBytes), st.RefusedBlobs)
+	if st.Blobs > 0 || st.RefusedBlobs > 0 || st.FreedBlobs > 0 {
+		fmt.Fprintf(w, "blobs in memory: %d, %s (counted in --max-memory when set); %d uploads refused; %d freed\n",
+			st.Blobs, units.FormatBytes(st.BlobBytes), st.RefusedBlobs, st.FreedBlobs)
 	}
 	fmt.Fprintf(w, "workers: %d\n", len(st.Workers))
 	for _, wk := range st.Workers {
@@ -465,7 +471,7 @@ type collector struct {
 	records, frames, messages, bytes, dropped            *prometheus.Desc
 	authFailures, forbidden, refusedFull                 *prometheus.Desc
 	heldBytes, refusedMemory                             *prometheus.Desc
-	blobBytes, blobs, refusedBlobs                       *prometheus.Desc
+	blobBytes, blobs, refusedBlobs, freedBlobs           *prometheus.Desc
 	jobs, jobWorkunits                                   *prometheus.Desc
 }
 
@@ -501,6 +507,7 @@ func newCollector(s *Server) *collector {
 		blobBytes:     desc("blob_bytes", "Bytes of the blobs the tracker holds in memory (with --memory; with --data blobs are in files): part of riot_held_bytes."),
 		blobs:         desc("blobs", "Blobs the tracker holds in memory (with --memory)."),
 		refusedBlobs:  desc("blobs_refused_memory_total", "Blob uploads refused because the tracker held --max-memory."),
+		freedBlobs:    desc("blobs_freed_total", "Blobs freed because no workunit and no connection named them any more (with --memory, --blob-grace after)."),
 		refusedMemory: desc("submissions_refused_memory_total", "Submissions of new workunits refused because the tracker held --max-memory."),
 		jobs:          desc("jobs", "Jobs the tracker knows, by state: running (their master is connected) or ended (in the last hour).", "state"),
 		jobWorkunits: desc("job_workunits", "The workunits of each running job, by its id and status (from_memory: answered at once from earlier results); GET /api/v1/jobs names the ids.",
@@ -513,7 +520,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.workunits, c.workers, c.masters, c.conns, c.leases,
 		c.watches, c.submitted, c.finished, c.discarded, c.storeErrors, c.commits, c.records,
 		c.frames, c.messages, c.bytes, c.dropped, c.authFailures, c.forbidden, c.refusedFull, c.forgotten,
-		c.heldBytes, c.refusedMemory, c.blobBytes, c.blobs, c.refusedBlobs,
+		c.heldBytes, c.refusedMemory, c.blobBytes, c.blobs, c.refusedBlobs, c.freedBlobs,
 		c.jobs, c.jobWorkunits} {
 		ch <- d
 	}
@@ -566,6 +573,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	gauge(c.blobBytes, float64(st.BlobBytes))
 	gauge(c.blobs, float64(st.Blobs))
 	counter(c.refusedBlobs, st.RefusedBlobs)
+	counter(c.freedBlobs, st.FreedBlobs)
 	counter(c.refusedMemory, st.RefusedMemory)
 	var jobs []JobInfo
 	if c.s.do(ctx, func(l *loop) { jobs = l.jobInfos(reader{all: true}) }) != nil {

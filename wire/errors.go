@@ -113,12 +113,18 @@ func (e *Error) Error() string {
 // ErrMemoryFull matches (errors.Is) an *Error or *Refused of code
 // CodeMemoryFull: the tracker refused a new workunit because it holds as
 // much for workunits as its memory bound allows. The *Error's Message
-// says how much it holds and what to do. It is the only code with a
-// sentinel; wire.IsCode tests any code.
+// says how much it holds and what to do. Only it and ErrUnknownBlob are
+// codes with a sentinel; wire.IsCode tests any code.
 var ErrMemoryFull = errors.New("wire: tracker memory full")
 
+// ErrUnknownBlob matches (errors.Is) an *Error of code CodeUnknownBlob:
+// the tracker refused a submission whose spec names a blob it does not
+// hold (freed, or lost with a restart of riotd --memory); uploading the
+// blob again and submitting again succeeds.
+var ErrUnknownBlob = errors.New("wire: blob unknown to the tracker")
+
 // Is reports whether target is the sentinel of e's code: ErrMemoryFull
-// for CodeMemoryFull.
+// for CodeMemoryFull, ErrUnknownBlob for CodeUnknownBlob.
 func (e *Error) Is(target error) bool { return isCode(target, e.Code) }
 
 // Is reports whether target is the sentinel of r's code: ErrMemoryFull
@@ -126,7 +132,9 @@ func (e *Error) Is(target error) bool { return isCode(target, e.Code) }
 func (r *Refused) Is(target error) bool { return isCode(target, r.Code) }
 
 // isCode reports whether target is the sentinel of code c.
-func isCode(target error, c Code) bool { return target == ErrMemoryFull && c == CodeMemoryFull }
+func isCode(target error, c Code) bool {
+	return target == ErrMemoryFull && c == CodeMemoryFull || target == ErrUnknownBlob && c == CodeUnknownBlob
+}
 
 // Error returns "wire: refused: <code>: <message>".
 func (e *Refused) Error() string {

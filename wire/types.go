@@ -268,6 +268,13 @@ const (
 	// Unlike CodeFull, which refuses a connection, the connection stays
 	// open. Clients that do not know the code treat it as final.
 	CodeMemoryFull Code = 13
+	// CodeUnknownBlob: in an Error answering a submission (Submit or
+	// Child), the spec names a blob the tracker does not hold (one it
+	// freed once nothing named it, or lost with a restart of riotd
+	// --memory): nothing was stored. The client forgets what it believed
+	// stored; uploading the blob again and submitting again succeeds.
+	// Clients that do not know the code treat it as final.
+	CodeUnknownBlob Code = 14
 )
 
 // String returns the code's name, such as "version-mismatch".
@@ -299,6 +306,8 @@ func (c Code) String() string {
 		return "throttled"
 	case CodeMemoryFull:
 		return "memory-full"
+	case CodeUnknownBlob:
+		return "unknown-blob"
 	}
 	return fmt.Sprintf("Code(%d)", uint16(c))
 }

@@ -320,7 +320,7 @@ func TestTypes_Named(t *testing.T) {
 	assert.Zero(t, Type(99).items())
 	assert.True(t, fromClient[TypeHello] && fromClient[TypeDone] && fromClient[TypeSubmit])
 	assert.False(t, fromClient[TypeAssign] || fromClient[TypeWelcome] || fromClient[TypeFinished])
-	for c := CodeVersion; c <= CodeMemoryFull; c++ {
+	for c := CodeVersion; c <= CodeUnknownBlob; c++ {
 		assert.NotContains(t, c.String(), "Code(")
 	}
 	// Each sample's type is its message's.
@@ -343,6 +343,19 @@ func TestErrors_MemoryFull(t *testing.T) {
 	assert.NotErrorIs(t, &Refused{Code: CodeFull}, ErrMemoryFull)
 	assert.NotErrorIs(t, &Error{Code: CodeLimit}, ErrMemoryFull)
 	assert.ErrorIs(t, &Refused{Code: CodeMemoryFull}, ErrMemoryFull)
+}
+
+// A submission refused for a blob the tracker lacks is told apart, with
+// errors.Is through wrapping, from a refusal for memory.
+func TestErrors_UnknownBlob(t *testing.T) {
+	t.Parallel()
+	e := fmt.Errorf("client: submit 1a2b: %w", &Error{Req: 3, Code: CodeUnknownBlob, Message: "tracker: submit: the spec names blob 0a0b"})
+	assert.ErrorIs(t, e, ErrUnknownBlob)
+	assert.True(t, IsCode(e, CodeUnknownBlob))
+	assert.Equal(t, "unknown-blob", CodeUnknownBlob.String())
+	assert.NotErrorIs(t, e, ErrMemoryFull)
+	assert.NotErrorIs(t, &Error{Code: CodeMemoryFull}, ErrUnknownBlob)
+	assert.NotErrorIs(t, &Error{Code: CodeUnknownKey}, ErrUnknownBlob)
 }
 
 func TestErrors_Codes(t *testing.T) {

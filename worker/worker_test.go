@@ -16,6 +16,7 @@ import (
 	"github.com/riot-go/riot/tracker"
 	"github.com/riot-go/riot/tracker/trackertest"
 	"github.com/riot-go/riot/value"
+	"github.com/riot-go/riot/wire"
 	"github.com/riot-go/riot/worker"
 	"github.com/riot-go/riot/workunit"
 )
@@ -152,11 +153,31 @@ func TestWorker_CallModuleBlob(t *testing.T) {
 		assert.Equal(t, float64(4*i), v)
 	}
 
-	// A module the tracker does not hold fails the workunit, not the worker.
+	// A tracker in memory refuses a spec that names a blob it does not
+	// hold (wire.CodeUnknownBlob): nothing reaches the worker.
 	missing := blob.Hash{9}
 	bad := m.Submit(&workunit.Spec{Kind: workunit.Call, Module: missing, Export: "f", Blobs: []blob.Hash{missing}},
 		workunit.Options{})
 	_, err = bad.Wait(ctx)
+	require.ErrorIs(t, err, wire.ErrUnknownBlob)
+	ok := m.Submit(eval("'still alive'"), workunit.Options{})
+	_, err = ok.Wait(ctx)
+	require.NoError(t, err)
+}
+
+// TestWorker_CallModuleMissing: a tracker with a durable store takes a
+// spec whose module it does not hold (it checks no blobs): the workunit
+// fails on the worker, which lives on.
+func TestWorker_CallModuleMissing(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t, trackertest.Durable())
+	start(t, tr.Addr(), worker.Options{})
+	m := master(t, tr.Addr())
+	ctx := ctxFor(t)
+	missing := blob.Hash{9}
+	bad := m.Submit(&workunit.Spec{Kind: workunit.Call, Module: missing, Export: "f", Blobs: []blob.Hash{missing}},
+		workunit.Options{})
+	_, err := bad.Wait(ctx)
 	var werr *workunit.Error
 	require.ErrorAs(t, err, &werr)
 	ok := m.Submit(eval("'still alive'"), workunit.Options{})
@@ -489,4 +510,33 @@ func TestWorker_ConnectionLost_StopsItsWork(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "next", v)
 	assert.Equal(t, next.Key, <-started)
+}
+
+// TestWorker_ResultBlobFreedThenAgain: a result too large for a done
+// message goes as a blob; once its workunit is forgotten a tracker in
+// memory frees it, and an equal result later is uploaded again (the
+// worker does not trust that the tracker still holds it): the master gets
+// it. Before, the worker skipped the upload and the master's fetch found
+// no blob.
+func TestWorker_ResultBlobFreedThenAgain(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t, trackertest.WithOptions(func(o *tracker.Options) {
+		o.TickInterval = 5 * time.Millisecond
+		o.BlobGrace = time.Millisecond
+		o.KeepResults = time.Millisecond
+		o.Limits.MaxResultBytes = 1000
+	}))
+	start(t, tr.Addr(), worker.Options{})
+	m := master(t, tr.Addr())
+	ctx := ctxFor(t)
+	for i := range 2 {
+		// Two specs (their names differ), one result of 5000 bytes.
+		spec := &workunit.Spec{Kind: workunit.Eval, Source: "'r'.repeat(5000)", Name: fmt.Sprintf("run%d.js", i)}
+		out, err := m.Submit(spec, workunit.Options{}).Wait(ctx)
+		require.NoError(t, err, "run %d", i)
+		v, err := out.Value()
+		require.NoError(t, err)
+		require.Len(t, v, 5000)
+		tr.WaitFor(t, func(s tracker.Stats) bool { return s.FreedBlobs > uint64(i) && s.Blobs == 0 })
+	}
 }

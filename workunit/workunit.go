@@ -18,6 +18,7 @@ import (
 	"crypto/sha256"
 	"fmt"
 	"hash"
+	"slices"
 	"sync"
 
 	"github.com/riot-go/riot/blob"
@@ -240,6 +241,23 @@ func KeyOf(data []byte) (Key, error) {
 		return Key{}, err
 	}
 	return keyOf(data[1:end]), nil
+}
+
+// BlobsOf checks a spec's encoding as KeyOf does and returns its key and
+// the blobs it names: its Blobs and its Module (a Call's, when not in
+// Blobs), in that order, without decoding the rest of it. A tracker that
+// frees blobs no workunit needs reads them this way.
+func BlobsOf(data []byte) (Key, []blob.Hash, error) {
+	var v specView
+	end, err := v.read(data)
+	if err != nil {
+		return Key{}, nil, err
+	}
+	blobs := v.blobs
+	if v.module != (blob.Hash{}) && !slices.Contains(blobs, v.module) {
+		blobs = append(blobs, v.module)
+	}
+	return keyOf(data[1:end]), blobs, nil
 }
 
 // specView is a spec as its encoding holds it: the byte fields alias the

@@ -281,3 +281,31 @@ func BenchmarkSpecEncode(b *testing.B) {
 		s.Encode()
 	}
 }
+
+// TestBlobsOf: BlobsOf gives a spec's key, as KeyOf does, and the blobs
+// it names: its Blobs, and a Call's module when Blobs leaves it out; a
+// spec that does not decode is an error.
+func TestBlobsOf(t *testing.T) {
+	t.Parallel()
+	mod, helper := blob.Sum([]byte("mod")), blob.Sum([]byte("helper"))
+	for _, tc := range []struct {
+		spec Spec
+		want []blob.Hash
+	}{
+		{Spec{Kind: Eval, Source: "1"}, nil},
+		{Spec{Kind: Call, Module: mod, Export: "f", Blobs: []blob.Hash{mod, helper}}, []blob.Hash{mod, helper}},
+		{Spec{Kind: Call, Module: mod, Export: "f", Blobs: []blob.Hash{helper}}, []blob.Hash{helper, mod}},
+		{Spec{Kind: Call, Module: mod, Export: "f"}, []blob.Hash{mod}},
+	} {
+		data, err := tc.spec.MarshalBinary()
+		require.NoError(t, err)
+		key, blobs, err := BlobsOf(data)
+		require.NoError(t, err)
+		want, err := KeyOf(data)
+		require.NoError(t, err)
+		assert.Equal(t, want, key)
+		assert.Equal(t, tc.want, blobs)
+	}
+	_, _, err := BlobsOf([]byte{0x80})
+	require.Error(t, err)
+}

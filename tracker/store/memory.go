@@ -147,6 +147,22 @@ func (m *Memory) addBlobLocked(h blob.Hash, b memBlob) {
 	m.blobBytes += b.size
 }
 
+// DeleteBlob drops blob h, if the store holds it, and reports whether it
+// did: its bytes leave BlobBytes (and the heap, once nothing read from it
+// is in use). Only a tracker that knows nothing names h any more may call
+// it (see tracker's blobBound).
+func (m *Memory) DeleteBlob(h blob.Hash) bool {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	b, ok := m.blobs[h]
+	if !ok {
+		return false
+	}
+	delete(m.blobs, h)
+	m.blobBytes -= b.size
+	return true
+}
+
 // BlobBytes returns the bytes of the blobs the store holds, all in memory,
 // and their number. A tracker counts them toward its memory bound (riotd
 // --memory --max-memory); a blob being uploaded in pieces counts once it

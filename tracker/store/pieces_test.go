@@ -307,3 +307,38 @@ func TestMemory_BlobBytes(t *testing.T) {
 	assert.Equal(t, int64(1000+len(b)), n, "neither a second copy, an aborted upload nor a mismatch counts")
 	assert.Equal(t, 2, count)
 }
+
+// TestMemory_DeleteBlob: a blob deleted is gone (HasBlob, GetBlob,
+// ReadBlob) and its bytes leave BlobBytes; deleting one not held reports
+// false and changes nothing; a blob put again after it is held again.
+func TestMemory_DeleteBlob(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	m := NewMemory()
+	a := bytes.Repeat([]byte("a"), 1000)
+	b := make([]byte, memChunk+300)
+	require.NoError(t, m.PutBlob(ctx, blob.Sum(a), a))
+	require.NoError(t, m.PutBlob(ctx, blob.Sum(b), b))
+
+	assert.True(t, m.DeleteBlob(blob.Sum(b)))
+	assert.False(t, m.DeleteBlob(blob.Sum(b)), "deleted already")
+	assert.False(t, m.DeleteBlob(blob.Hash{7}), "never held")
+	n, count := m.BlobBytes()
+	assert.Equal(t, int64(1000), n)
+	assert.Equal(t, 1, count)
+	ok, err := m.HasBlob(ctx, blob.Sum(b))
+	require.NoError(t, err)
+	assert.False(t, ok)
+	_, err = m.GetBlob(ctx, blob.Sum(b))
+	require.ErrorIs(t, err, blob.ErrNotFound)
+	_, _, err = m.ReadBlob(ctx, blob.Sum(b), 0, make([]byte, 10))
+	require.ErrorIs(t, err, blob.ErrNotFound)
+
+	require.NoError(t, m.PutBlob(ctx, blob.Sum(b), b))
+	n, count = m.BlobBytes()
+	assert.Equal(t, int64(1000+len(b)), n)
+	assert.Equal(t, 2, count)
+	got, err := m.GetBlob(ctx, blob.Sum(b))
+	require.NoError(t, err)
+	assert.Equal(t, b, got)
+}

@@ -1,0 +1,226 @@
+package tracker_test
+
+import (
+	"crypto/rand"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/riot-go/riot/blob"
+	"github.com/riot-go/riot/client"
+	"github.com/riot-go/riot/tracker"
+	"github.com/riot-go/riot/tracker/trackertest"
+	"github.com/riot-go/riot/wire"
+	"github.com/riot-go/riot/workunit"
+)
+
+// freeing starts a tracker in memory that frees blobs grace after nothing
+// names them, ticking often, with results kept for keep (0: for good).
+func freeing(t *testing.T, keep, grace time.Duration) *trackertest.Tracker {
+	t.Helper()
+	return trackertest.Start(t, trackertest.WithOptions(func(o *tracker.Options) {
+		o.TickInterval = 5 * time.Millisecond
+		o.BlobGrace = grace
+		o.KeepResults = keep
+	}))
+}
+
+// blobSpec returns an eval spec that names blobs, and its key.
+func blobSpec(t *testing.T, src string, blobs ...blob.Hash) ([]byte, workunit.Key) {
+	t.Helper()
+	s := workunit.Spec{Kind: workunit.Eval, Source: src, Name: "test.js", Blobs: blobs}
+	b, err := s.MarshalBinary()
+	require.NoError(t, err)
+	return b, s.Key()
+}
+
+// put uploads data through c as a blob and returns its hash.
+func (c *wsClient) put(data []byte) blob.Hash {
+	c.t.Helper()
+	h := blob.Sum(data)
+	req := c.nextReq()
+	c.send(&wire.BlobPut{Req: req, Hash: h, Data: data})
+	require.Equal(c.t, h, recv[*wire.BlobStored](c).Hash)
+	return h
+}
+
+// randomBlob returns 1000 random bytes.
+func randomBlob() []byte {
+	b := make([]byte, 1000)
+	_, _ = rand.Read(b)
+	return b
+}
+
+// sweptPast returns once the tracker has swept past now: a blob that a
+// connection uploads and leaves by closing is idle from then, and once it
+// is freed every blob idle since before it began (for the grace) is freed
+// too. It returns the tracker's Stats then.
+func sweptPast(t *testing.T, tr *trackertest.Tracker) tracker.Stats {
+	t.Helper()
+	before := tr.Stats(t).FreedBlobs
+	s := master(t, tr, "sentinel")
+	h := s.put(randomBlob())
+	require.NoError(t, s.ws.Close())
+	st := tr.WaitFor(t, func(st tracker.Stats) bool { return st.FreedBlobs > before })
+	m := master(t, tr, "check")
+	m.send(&wire.BlobHave{Req: 1, Hashes: []blob.Hash{h}})
+	require.Equal(t, []blob.Hash{h}, recv[*wire.BlobNeed](m).Missing, "the sentinel was freed")
+	require.NoError(t, m.ws.Close())
+	return st
+}
+
+// TestServer_BlobFree_Argument: a blob that a spec names stays while its
+// workunit waits and runs, though the master that uploaded it has left;
+// once the workunit is done (its spec dropped) and nothing else names it,
+// it is freed after the grace, and /status, the text page and /metrics
+// count it; a submission of the done key that names it is still answered
+// from the result.
+func TestServer_BlobFree_Argument(t *testing.T) {
+	t.Parallel()
+	tr := freeing(t, 0, 10*time.Millisecond)
+	m := master(t, tr, "m")
+	x := m.put(randomBlob())
+	s, key := blobSpec(t, "1", x)
+	m.send(&wire.Submit{Req: 50, Spec: s, Watch: true})
+	require.Equal(t, key, recv[*wire.Accepted](m).Key)
+	require.NoError(t, m.ws.Close()) // its hold ends with it; the record names x
+
+	st := sweptPast(t, tr)
+	assert.Equal(t, 1, st.Blobs, "waiting: its spec's blob stays")
+	w := worker(t, tr, "w", 1)
+	a := recv[*wire.Assign](w)
+	require.Equal(t, key, a.Key)
+	st = sweptPast(t, tr)
+	assert.Equal(t, 1, st.Blobs, "running: its spec's blob stays")
+
+	w.complete(a, result(3), &wire.Credit{N: 1})
+	st = tr.WaitFor(t, func(st tracker.Stats) bool { return st.Blobs == 0 })
+	assert.Zero(t, st.BlobBytes)
+	assert.GreaterOrEqual(t, st.FreedBlobs, uint64(3), "two sentinels and x")
+	status, err := tr.Server().Status(t.Context())
+	require.NoError(t, err)
+	assert.Equal(t, st.FreedBlobs, status.FreedBlobs)
+	text, _ := get(t, "http://"+tr.Addr()+"/")
+	assert.Contains(t, text, " freed\n")
+	metrics, _ := get(t, "http://"+tr.Addr()+"/metrics")
+	assert.Contains(t, metrics, "riot_blobs_freed_total ")
+
+	m = master(t, tr, "m")
+	m.send(&wire.Submit{Req: 51, Spec: s, Watch: true})
+	acc := recv[*wire.Accepted](m)
+	assert.Equal(t, workunit.StatusDone, acc.Status, "done: its result answers, with no need of its blob")
+	assert.Equal(t, result(3), acc.Result)
+}
+
+// TestServer_BlobFree_Result: a worker's result sent as a blob stays while
+// its done record is kept, though the worker stays connected (its hold
+// ends with the done), and is freed the grace after --keep-results forgets
+// the record.
+func TestServer_BlobFree_Result(t *testing.T) {
+	t.Parallel()
+	tr := freeing(t, 300*time.Millisecond, 10*time.Millisecond)
+	m := master(t, tr, "m")
+	key, _ := m.submit("big result")
+	w := worker(t, tr, "w", 1)
+	a := recv[*wire.Assign](w)
+	r := w.put(randomBlob())
+	w.complete(a, client.BlobRefDocument(r), &wire.Credit{N: 1})
+	fin := recv[*wire.Finished](m)
+	assert.Equal(t, client.BlobRefDocument(r), fin.Result)
+
+	st := sweptPast(t, tr)
+	if st.Forgotten == 0 { // the usual case: kept for 300 ms
+		assert.Equal(t, 1, st.Blobs, "kept: its result's blob stays")
+		_, ok := tr.Lookup(t, key)
+		assert.True(t, ok)
+	}
+	st = tr.WaitFor(t, func(st tracker.Stats) bool { return st.Forgotten == 1 && st.Blobs == 0 })
+	assert.Zero(t, st.BlobBytes, "forgotten: the result's blob is freed, the worker still connected")
+}
+
+// TestServer_BlobFree_Held: a blob uploaded and not yet named by a
+// submission stays while its connection is open, and is freed after it
+// closes; so is one a blob-need left out (the client takes it as stored).
+func TestServer_BlobFree_Held(t *testing.T) {
+	t.Parallel()
+	tr := freeing(t, 0, 10*time.Millisecond)
+	up := master(t, tr, "up")
+	x := up.put(randomBlob())
+	asker := master(t, tr, "asker")
+	asker.send(&wire.BlobHave{Req: 1, Hashes: []blob.Hash{x}})
+	assert.Empty(t, recv[*wire.BlobNeed](asker).Missing)
+
+	require.NoError(t, up.ws.Close())
+	st := sweptPast(t, tr)
+	assert.Equal(t, 1, st.Blobs, "held by the connection told it is there")
+
+	require.NoError(t, asker.ws.Close())
+	tr.WaitFor(t, func(st tracker.Stats) bool { return st.Blobs == 0 })
+}
+
+// TestServer_BlobFree_UnknownBlob: a submission (or a child) that names a
+// blob the tracker does not hold, never uploaded or freed, is refused with
+// unknown-blob, a message that names the blob and says what to do, and
+// nothing stored; uploaded again, the same submission is accepted and
+// runs.
+func TestServer_BlobFree_UnknownBlob(t *testing.T) {
+	t.Parallel()
+	tr := freeing(t, time.Millisecond, time.Millisecond)
+	m := master(t, tr, "m")
+	data := randomBlob()
+	x := blob.Sum(data)
+	s, key := blobSpec(t, "2", x)
+	m.send(&wire.Submit{Req: 7, Spec: s, Watch: true})
+	e := recv[*wire.Error](m)
+	assert.Equal(t, uint64(7), e.Req)
+	assert.Equal(t, wire.CodeUnknownBlob, e.Code, e.Message)
+	assert.ErrorIs(t, e, wire.ErrUnknownBlob)
+	assert.Contains(t, e.Message, "tracker: submit: the spec names blob "+x.Short()+", which the tracker does not hold")
+	assert.Contains(t, e.Message, "Upload the blob again (EnsureBlobs) and submit again")
+	_, ok := tr.Lookup(t, key)
+	assert.False(t, ok, "refused: not stored")
+
+	// Uploaded, run and forgotten: freed, and refused again.
+	m.put(data)
+	m.send(&wire.Submit{Req: 8, Spec: s, Watch: true})
+	require.Equal(t, key, recv[*wire.Accepted](m).Key)
+	w := worker(t, tr, "w", 1)
+	pa := recv[*wire.Assign](w)
+	// A child that names a blob the tracker lacks is refused the same way.
+	child, childKey := blobSpec(t, "3", blob.Hash{9})
+	w.send(&wire.Child{Req: 9, Parent: pa.Key, Token: pa.Token, Spec: child, Watch: true})
+	e = recv[*wire.Error](w)
+	assert.Equal(t, wire.CodeUnknownBlob, e.Code, e.Message)
+	assert.Contains(t, e.Message, "tracker: child: the spec names blob "+blob.Hash{9}.Short())
+	_, ok = tr.Lookup(t, childKey)
+	assert.False(t, ok)
+	w.complete(pa, result(2), &wire.Credit{N: 1})
+	recv[*wire.Finished](m)
+	tr.WaitFor(t, func(st tracker.Stats) bool { return st.Forgotten == 1 && st.Blobs == 0 })
+
+	m.send(&wire.Submit{Req: 10, Spec: s, Watch: true})
+	e = recv[*wire.Error](m)
+	assert.Equal(t, wire.CodeUnknownBlob, e.Code, "the master took it as stored, and the tracker freed it: "+e.Message)
+	m.put(data)
+	m.send(&wire.Submit{Req: 11, Spec: s, Watch: true})
+	assert.Equal(t, workunit.StatusWaiting, recv[*wire.Accepted](m).Status)
+	assert.Equal(t, key, recv[*wire.Assign](w).Key)
+}
+
+// TestServer_BlobFree_Durable: a tracker with a durable store frees
+// nothing and checks no submission's blobs (a workunit that names a blob
+// it lacks fails on its worker, as before).
+func TestServer_BlobFree_Durable(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t, trackertest.Durable(), trackertest.WithOptions(func(o *tracker.Options) {
+		o.TickInterval = 5 * time.Millisecond
+		o.BlobGrace = time.Millisecond
+	}))
+	m := master(t, tr, "m")
+	s, key := blobSpec(t, "4", blob.Hash{9})
+	m.send(&wire.Submit{Req: 7, Spec: s, Watch: true})
+	assert.Equal(t, key, recv[*wire.Accepted](m).Key)
+	assert.Zero(t, tr.Stats(t).FreedBlobs)
+}
