@@ -229,3 +229,41 @@ func TestE2E_MaxMemory_ResultBlob(t *testing.T) {
 	st := tr.WaitFor(t, func(s tracker.Status) bool { return s.RefusedBlobs == 1 })
 	assert.Zero(t, st.Blobs, "nothing of the refused result kept")
 }
+
+// blobsFreedScript runs, one after the other, 12 workunits whose argument
+// is a distinct Uint8Array of 1 MiB (a blob each), starting from the
+// number given, and prints how many answered right.
+const blobsFreedScript = `
+async function main(from) {
+	let ok = 0;
+	for (let i = from; i < from + 12; i++) {
+		const a = new Uint8Array(1 << 20);
+		a[0] = i;
+		if (await riot.run((a) => a[0] + a.length, a) === i + a.length) ok++;
+	}
+	console.log('right', ok);
+}
+main(Number(riot.args[0] || 0));
+`
+
+// TestE2E_MaxMemory_BlobsFreed: riotd --memory frees the blobs of
+// workunits that --keep-results forgot, --blob-grace after, so that a
+// bound too small for two jobs' blobs takes one job after the other: the
+// first job's 12 MiB of arguments are freed (/status: freed_blobs, and
+// blob_bytes back under a blob), and the second job's 12 MiB, which the
+// bound of 20 MiB could not hold beside them, all go through.
+func TestE2E_MaxMemory_BlobsFreed(t *testing.T) {
+	t.Parallel()
+	tr := bins.StartTracker(t, e2e.TrackerOptions{Args: []string{"--max-memory", "20MiB", "--keep-results", "1ms", "--blob-grace", "1ms"}})
+	bins.StartWorker(t, tr.Addr(), e2e.WorkerOptions{Name: "w", Slots: 1})
+	tr.WaitFor(t, workers(1))
+	script := writeScript(t, "blobsfreed.js", blobsFreedScript)
+	for round, from := range []string{"0", "100"} {
+		res := bins.RunEval(t, "--tracker", tr.Addr(), script, from)
+		require.Equal(t, 0, res.Code, "round %d: %v", round, res)
+		assert.Equal(t, "right 12", strings.TrimSpace(res.Stdout), "round %d", round)
+		st := tr.WaitFor(t, func(s tracker.Status) bool { return s.FreedBlobs >= uint64(12*(round+1)) })
+		assert.Less(t, st.BlobBytes, int64(1<<20), "round %d: the blobs held once their workunits are forgotten", round)
+		assert.Zero(t, st.RefusedBlobs, "round %d", round)
+	}
+}
