@@ -120,6 +120,38 @@ func (b *bench) startTracker(ctx context.Context, store string) (*e2e.Tracker, e
 	return tr, nil
 }
 
+// served is a fresh riotd of a store, or three replicas: tr is the one
+// that serves (the leader), addr what masters and workers are given.
+type served struct {
+	tr     *e2e.Tracker
+	addr   string
+	rs     *e2e.Replicas // nil but for replicas
+	leader int           // rs's leader
+	close  func()
+}
+
+// serve starts riotd with store ("replicas": three replicas, and waits
+// for their leader).
+func (b *bench) serve(ctx context.Context, store string) (*served, error) {
+	if store != "replicas" {
+		tr, err := b.startTracker(ctx, store)
+		if err != nil {
+			return nil, err
+		}
+		return &served{tr: tr, addr: tr.Addr(), close: func() { tr.Close() }}, nil
+	}
+	rs, err := b.startReplicas(ctx)
+	if err != nil {
+		return nil, err
+	}
+	leader, err := rs.Leader(ctx)
+	if err != nil {
+		rs.Close()
+		return nil, err
+	}
+	return &served{tr: rs.Tracker(leader), addr: rs.Addrs(), rs: rs, leader: leader, close: rs.Close}, nil
+}
+
 // startReplicas starts three riotd replicas on loopback (docs/replicas.md),
 // each on a data directory of its own, and waits for a leader.
 func (b *bench) startReplicas(ctx context.Context) (*e2e.Replicas, error) {
@@ -190,27 +222,12 @@ type latency struct {
 // then latency, against a fresh riotd with store.
 func (b *bench) runStore(ctx context.Context, store string) (storeResult, error) {
 	res := storeResult{store: store}
-	var tr *e2e.Tracker
-	var addr string // what masters and workers are given
-	if store == "replicas" {
-		rs, err := b.startReplicas(ctx)
-		if err != nil {
-			return res, err
-		}
-		defer rs.Close()
-		leader, err := rs.Leader(ctx)
-		if err != nil {
-			return res, err
-		}
-		tr, addr = rs.Tracker(leader), rs.Addrs()
-	} else {
-		var err error
-		if tr, err = b.startTracker(ctx, store); err != nil {
-			return res, err
-		}
-		defer tr.Close()
-		addr = tr.Addr()
+	sv, err := b.serve(ctx, store)
+	if err != nil {
+		return res, err
 	}
+	defer sv.close()
+	tr, addr := sv.tr, sv.addr
 	cl := &cluster{tr: tr}
 	defer cl.closeWorkers()
 	if err := b.addWorkers(ctx, cl, addr, 1); err != nil {

@@ -98,37 +98,25 @@ func (b *bench) runBig(ctx context.Context, w io.Writer) error {
 
 func (b *bench) bigOnce(ctx context.Context, store, script string) (bigResult, error) {
 	res := bigResult{store: store, bytes: b.cfg.big + 7}
-	var tr *e2e.Tracker
-	addr := ""                                // what the master and the worker are given
-	followersHWM := func() int64 { return 0 } // the followers' largest VmHWM, for replicas
-	if store == "replicas" {
-		// The leader's figures are riotd's; the followers' peak too.
-		rs, err := b.startReplicas(ctx)
-		if err != nil {
-			return res, err
+	sv, err := b.serve(ctx, store)
+	if err != nil {
+		return res, err
+	}
+	defer sv.close()
+	tr, addr := sv.tr, sv.addr
+	// With replicas, riotd's figures are the leader's; the followers'
+	// peak too.
+	followersHWM := func() (most int64) {
+		if sv.rs == nil {
+			return 0
 		}
-		defer rs.Close()
-		leader, err := rs.Leader(ctx)
-		if err != nil {
-			return res, err
-		}
-		tr, addr = rs.Tracker(leader), rs.Addrs()
-		followersHWM = func() (most int64) {
-			for i := range rs.Len() {
-				if i != leader {
-					v, _ := procMem(rs.Proc(i).Pid(), "VmHWM")
-					most = max(most, v)
-				}
+		for i := range sv.rs.Len() {
+			if i != sv.leader {
+				v, _ := procMem(sv.rs.Proc(i).Pid(), "VmHWM")
+				most = max(most, v)
 			}
-			return most
 		}
-	} else {
-		var err error
-		if tr, err = b.startTracker(ctx, store); err != nil {
-			return res, err
-		}
-		defer tr.Close()
-		addr = tr.Addr()
+		return most
 	}
 	wk, err := e2e.LaunchWorker(ctx, b.bins, addr, e2e.WorkerOptions{Name: "big", Slots: 1, Label: "riot-worker big (" + store + ")"})
 	if err != nil {

@@ -190,22 +190,7 @@ func TestStore_LargeBlob_InPieces_NoneInMemory(t *testing.T) {
 		}
 		l = c.leader(ctx)
 	}
-	n := c.nodes[l]
-	first, _ := n.logs.FirstIndex()
-	last, _ := n.logs.LastIndex()
-	pieces := 0
-	for i := first; i <= last; i++ {
-		var e raft.Log
-		if err := n.logs.GetLog(i, &e); err != nil {
-			t.Fatal(err)
-		}
-		if len(e.Data) > maxEntryBytes+termedHeader+1+8 {
-			t.Errorf("log entry %d has %d bytes, past maxEntryBytes", i, len(e.Data))
-		}
-		if len(e.Data) > termedHeader && e.Data[termedHeader] == cmdBlobPiece {
-			pieces++
-		}
-	}
+	pieces := entriesOf(t, c, l, cmdBlobPiece)
 	if pieces != 6 {
 		t.Errorf("%d pieces for a blob of 5 MiB and a bit, want 6", pieces)
 	}

@@ -50,30 +50,11 @@ func TestStore_LargeBatch_GoesInPieces(t *testing.T) {
 		}
 		l = c.leader(ctx)
 	}
-	n := c.nodes[l]
-	first, _ := n.logs.FirstIndex()
-	last, _ := n.logs.LastIndex()
-	pieces := 0
-	for i := first; i <= last; i++ {
-		var e raft.Log
-		if err := n.logs.GetLog(i, &e); err != nil {
-			t.Fatal(err)
-		}
-		if len(e.Data) > maxEntryBytes+termedHeader+1+8 {
-			t.Errorf("log entry %d has %d bytes, past maxEntryBytes", i, len(e.Data))
-		}
-		d := e.Data
-		if len(d) > termedHeader && d[0] == cmdTermed {
-			d = d[termedHeader:]
-		}
-		if len(d) > 0 && d[0] == cmdStage {
-			pieces++
-		}
-	}
+	pieces := entriesOf(t, c, l, cmdStage)
 	if pieces < 3 {
 		t.Errorf("%d pieces for a batch of 3 MiB", pieces)
 	}
-	index := n.fsm.Applied()
+	index := c.nodes[l].fsm.Applied()
 	for i := range c.nodes {
 		c.waitApplied(ctx, i, index)
 		wantSame(t, fmt.Sprintf("node %d", i), c.localLoad(i), batch)
@@ -301,18 +282,32 @@ func TestStore_PiecesNotAllTaken_AfterItsContextEnded_StageDropped(t *testing.T)
 // piecesIn counts the pieces (cmdStage) in node l's Raft log.
 func piecesIn(t *testing.T, c *inmemCluster, l int) int {
 	t.Helper()
+	return entriesOf(t, c, l, cmdStage)
+}
+
+// entriesOf counts the commands of kind (termed or not) in node l's Raft log, and
+// fails the test for any entry past about maxEntryBytes.
+func entriesOf(t *testing.T, c *inmemCluster, l int, kind byte) int {
+	t.Helper()
 	n := c.nodes[l]
 	first, _ := n.logs.FirstIndex()
 	last, _ := n.logs.LastIndex()
-	taken := 0
+	count := 0
 	for i := first; i <= last; i++ {
 		var e raft.Log
 		if err := n.logs.GetLog(i, &e); err != nil {
 			t.Fatal(err)
 		}
-		if len(e.Data) > termedHeader && e.Data[termedHeader] == cmdStage {
-			taken++
+		if len(e.Data) > maxEntryBytes+termedHeader+1+8 {
+			t.Errorf("log entry %d has %d bytes, past maxEntryBytes", i, len(e.Data))
+		}
+		d := e.Data
+		if len(d) > termedHeader && d[0] == cmdTermed {
+			d = d[termedHeader:]
+		}
+		if len(d) > 0 && d[0] == kind {
+			count++
 		}
 	}
-	return taken
+	return count
 }
