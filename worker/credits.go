@@ -28,6 +28,9 @@ type credits struct {
 	// far as the worker knows (a tracker may drop credit past its own
 	// bound on the window: the probe's timeout resets it).
 	owed int
+	// held is the workunits assigned and not yet finished, as the
+	// dispatcher and the slots tell (assigned, done, released).
+	held int
 	// One grant is timed at a time: sent at probeAt (zero: none), filled
 	// once probeOwed more assignments have come.
 	probeAt   time.Time
@@ -88,10 +91,30 @@ func (c *credits) done(d time.Duration) int {
 	} else {
 		c.avg += (d - c.avg) / 8
 	}
+	c.held = max(c.held-1, 0)
 	target := c.slots + prefetchFor(c.slots, c.lat, c.avg, c.min, c.max)
 	grant := max(1+target-c.window, 0)
+	if grant == 0 && c.held < c.slots {
+		// A slot is idle: the window shrinks only while the worker holds
+		// work for every slot. The rest of the window is credit at the
+		// tracker, which it may have dropped (past its --max-worker-window):
+		// granted none, a worker counting on it would hold nothing and get
+		// nothing, and so never grant credit again.
+		grant = 1
+	}
 	c.window += grant - 1
 	return grant
+}
+
+// released records a workunit finished without done (reported with one
+// credit to replace it: the window does not change).
+func (c *credits) released() {
+	if c.min == c.max {
+		return
+	}
+	c.mu.Lock()
+	c.held = max(c.held-1, 0)
+	c.mu.Unlock()
 }
 
 // sent records n credits granted to the tracker at now (with a report, or
@@ -120,6 +143,7 @@ func (c *credits) assigned(now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.owed = max(c.owed-1, 0)
+	c.held++
 	if c.probeAt.IsZero() {
 		return
 	}

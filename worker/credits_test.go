@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 func TestCredits_Fixed(t *testing.T) {
@@ -39,7 +40,11 @@ func TestCredits_Adaptive(t *testing.T) {
 	assert.Equal(t, 1, c.done(5*time.Microsecond))
 
 	// Workunits of seconds: it shrinks back, one workunit at a time
-	// (credit granted cannot be taken back), granting nothing until it has.
+	// (credit granted cannot be taken back), granting nothing until it has
+	// (while it holds work for every slot: the whole window here).
+	for range c.window {
+		c.assigned(time.Now())
+	}
 	for range 2000 {
 		c.done(3 * time.Second)
 	}
@@ -181,4 +186,46 @@ func TestCredits_ProbeTimesOut(t *testing.T) {
 	assert.True(t, c.probeAt.IsZero(), "the next grant is filled by the next assignment")
 	_, lat2 := c.state()
 	assert.Less(t, lat2, lat)
+}
+
+// TestCredits_SmallerTrackerWindow: against a tracker whose
+// --max-worker-window is below the window the worker grows to, credit
+// past the tracker's bound is dropped there. When the workunits then slow
+// down and the window shrinks (no credit granted for a while), the
+// worker must not count on the dropped credit: it would wait, all its
+// slots idle, for work the tracker never sends (nothing more finishes,
+// so it never grants credit again).
+func TestCredits_SmallerTrackerWindow(t *testing.T) {
+	t.Parallel()
+	const slots, trackerWindow = 2, 8
+	c := newCredits(Options{Slots: slots, adaptive: true, Prefetch: maxAdaptivePrefetch(slots)})
+	// The tracker as table.Table keeps it: credit and leases each bounded
+	// by its window, credit past it not kept.
+	credit, leases := min(c.window, trackerWindow), 0
+	now := time.Now()
+	c.sent(c.window, now)
+	finished := 0
+	run := func(d time.Duration, n int) {
+		for range n {
+			for credit > 0 && leases < trackerWindow {
+				credit--
+				leases++
+				c.assigned(now)
+			}
+			if leases == 0 {
+				return // the worker holds nothing and the tracker sends nothing
+			}
+			now = now.Add(d / slots)
+			leases--
+			finished++
+			grant := c.done(d)
+			credit = min(credit+grant, trackerWindow)
+			c.sent(grant, now)
+		}
+	}
+	run(5*time.Microsecond, 5000) // the window grows past the tracker's
+	require.Greater(t, c.window, trackerWindow)
+	finished = 0
+	run(10*time.Millisecond, 2000) // and shrinks
+	assert.Equal(t, 2000, finished, "the worker starved")
 }

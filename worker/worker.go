@@ -814,6 +814,7 @@ func (w *worker) report(r client.Report) {
 
 // fail reports a workunit's error, with one credit.
 func (w *worker) fail(a *client.Assignment, werr *workunit.Error) {
+	w.credits.released()
 	w.report(client.Report{Lease: a.Lease(), Error: werr, Credit: 1})
 }
 

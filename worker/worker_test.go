@@ -540,3 +540,31 @@ func TestWorker_ResultBlobFreedThenAgain(t *testing.T) {
 		tr.WaitFor(t, func(s tracker.Stats) bool { return s.FreedBlobs > uint64(i) && s.Blobs == 0 })
 	}
 }
+
+// TestWorker_SmallerTrackerWindow: a worker that sizes its prefetch,
+// behind a tracker whose --max-worker-window is below the window that
+// trivial workunits make it grow to, keeps working when slower ones come
+// and its window shrinks: the credit past the tracker's bound was dropped
+// there, and a worker that counted on it held nothing and got nothing.
+func TestWorker_SmallerTrackerWindow(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t, trackertest.WithOptions(func(o *tracker.Options) { o.MaxWorkerWindow = 4 }))
+	start(t, tr.Addr(), worker.Options{Name: "w", Slots: 1})
+	m := master(t, tr.Addr())
+	run := func(n int, src string) {
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		calls := make([]*client.Call, n)
+		for i := range calls {
+			calls[i] = m.Submit(eval(fmt.Sprintf("%s; %d", src, i)), workunit.Options{})
+		}
+		for i, k := range calls {
+			out, err := k.Wait(ctx)
+			require.NoError(t, err, "workunit %d of %d (%s)", i, n, src)
+			_, err = out.Value()
+			require.NoError(t, err)
+		}
+	}
+	run(2000, "1")          // the worker's window grows past the tracker's
+	run(30, "sleep(0.005)") // and shrinks
+}

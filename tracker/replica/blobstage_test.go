@@ -258,3 +258,38 @@ func BenchmarkStore_LargeBlob(b *testing.B) {
 		}
 	}
 }
+
+// TestStore_LargeBlob_AfterClose: a closed Store writes nothing, a blob
+// in pieces no more than a small one (its HasBlob fails with ErrClosed,
+// which PutBlob took for "not held" and went on to write it), and a writer
+// opened before the Close does not commit after it.
+func TestStore_LargeBlob_AfterClose(t *testing.T) {
+	t.Parallel()
+	ctx := testCtx(t)
+	c := newInmemCluster(t, 1, Timing{})
+	l := c.leader(ctx)
+	data := bytes.Repeat([]byte("after close, 16"), (2*maxEntryBytes+100)/15)
+	h := blob.Sum(data)
+
+	st := c.store(l)
+	w, err := st.CreateBlob(ctx, h, int64(len(data)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Abort()
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := st.PutBlob(ctx, h, data); !errors.Is(err, store.ErrClosed) {
+		t.Fatalf("PutBlob after Close: %v, want ErrClosed", err)
+	}
+	if _, err = w.Write(data); err == nil {
+		err = w.Commit(ctx)
+	}
+	if !errors.Is(err, store.ErrClosed) {
+		t.Fatalf("a writer's Write and Commit after Close: %v, want ErrClosed", err)
+	}
+	if ok, err := c.store(l).HasBlob(ctx, h); err != nil || ok {
+		t.Fatalf("a closed Store wrote the blob (has it: %v, %v)", ok, err)
+	}
+}

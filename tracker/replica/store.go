@@ -279,6 +279,10 @@ func (s *Store) Apply(ctx context.Context, batch []table.Record) error {
 // Raft command; a larger one goes in pieces, as CreateBlob's writer sends
 // them.
 func (s *Store) PutBlob(ctx context.Context, h blob.Hash, data []byte) error {
+	if s.closed.Load() {
+		// Before HasBlob, whose ErrClosed reads as "not held".
+		return fmt.Errorf("replica: put blob: %w", store.ErrClosed)
+	}
 	if blob.Sum(data) != h {
 		return fmt.Errorf("replica: put blob %s: %w", h.Short(), store.ErrBlobMismatch)
 	}
@@ -353,6 +357,8 @@ func (w *blobWriter) Write(p []byte) (int, error) {
 		return 0, errors.New("replica: write to a blob writer that is done")
 	case w.err != nil:
 		return 0, w.err
+	case w.s.closed.Load():
+		return 0, fmt.Errorf("replica: blob-write: %w", store.ErrClosed)
 	case w.n+int64(len(p)) > w.size:
 		return 0, fmt.Errorf("replica: blob %s: more than its %d bytes written", w.h.Short(), w.size)
 	}
@@ -413,6 +419,10 @@ func (w *blobWriter) Commit(ctx context.Context) error {
 	if w.err != nil {
 		w.Abort()
 		return w.err
+	}
+	if w.s.closed.Load() {
+		w.Abort()
+		return fmt.Errorf("replica: blob-write: %w", store.ErrClosed)
 	}
 	if w.n != w.size {
 		w.Abort()
