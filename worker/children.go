@@ -76,8 +76,8 @@ func (p *parent) Secede() {
 	if p.env.stop.Err() == nil {
 		// Room for one more, and a goroutine to run it: a stopping
 		// worker asks for none.
+		w.credits.sent(1, time.Now()) // before it goes, as at the start
 		w.c.Credit(1)
-		w.credits.sent(1, time.Now())
 		w.startSlot(p.env)
 	}
 }

@@ -412,8 +412,10 @@ func (w *worker) run(ctx context.Context) error {
 		w.startSlot(env)
 	}
 	win, _ := w.credits.state() // before any credit: nothing assigned yet
-	c.Credit(win)
+	// Recorded before it goes, so that an assignment it buys is never
+	// counted before the credit (see credits.sent).
 	w.credits.sent(win, time.Now())
+	c.Credit(win)
 	prefetch := any(w.opts.Prefetch)
 	if w.opts.adaptive {
 		prefetch = fmt.Sprintf("%d to %d", w.credits.min, w.credits.max)
@@ -796,6 +798,7 @@ func (w *worker) resultBlobParts(ctx context.Context, parts blob.Parts) ([]byte,
 // report sends a workunit's end; a result too large for the tracker is
 // sent as a result-limit error instead.
 func (w *worker) report(r client.Report) {
+	w.credits.sent(r.Credit, time.Now()) // before it goes, as at the start
 	err := w.c.Report(r)
 	if errors.Is(err, wire.ErrLimit) {
 		size := len(r.Result)
@@ -805,7 +808,6 @@ func (w *worker) report(r client.Report) {
 				size, w.c.Limits().MaxResultBytes)}
 		err = w.c.Report(r)
 	}
-	w.credits.sent(r.Credit, time.Now())
 	w.finished(&r) // its debug line and metrics: metrics.go
 	if err != nil {
 		w.ident.Load().log.Warn("worker: cannot report a workunit", "key", r.Lease.Key.Short(), "err", err)

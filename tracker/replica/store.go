@@ -446,7 +446,7 @@ func (w *blobWriter) Commit(ctx context.Context) error {
 	}
 	if len(w.buf) > 0 || w.stage == 0 {
 		if err := w.sendPiece(); err != nil {
-			w.s.dropStage(w.stage, w.s.timeout)
+			w.Abort() // drops what went (w.err is set), once
 			return err
 		}
 	}
