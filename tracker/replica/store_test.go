@@ -359,34 +359,44 @@ func TestStore_LeaderLost_NewLeaderHasEverything(t *testing.T) {
 func TestStore_Blobs_Replicated(t *testing.T) {
 	t.Parallel()
 	ctx := testCtx(t)
-	c := newInmemCluster(t, 3, fastTiming)
+	// raft's default timing, and each write tried again through the next
+	// leader if the leader is lost meanwhile (a loaded machine, -race), as
+	// the tracker does.
+	c := newInmemCluster(t, 3, Timing{})
 	l := c.leader(ctx)
-	st := c.store(l)
-	small := []byte("a small blob")
-	if err := st.PutBlob(ctx, blob.Sum(small), small); err != nil {
-		t.Fatal(err)
+	write := func(what string, f func(st *Store) error) {
+		t.Helper()
+		for err := f(c.store(l)); err != nil; err = f(c.store(l)) {
+			if !errors.Is(err, ErrNotLeader) {
+				t.Fatalf("%s: %v", what, err)
+			}
+			l = c.leader(ctx)
+		}
 	}
-	if err := st.PutBlob(ctx, blob.Sum(small), []byte("other bytes")); !errors.Is(err, store.ErrBlobMismatch) {
+	small := []byte("a small blob")
+	write("put a small blob", func(st *Store) error { return st.PutBlob(ctx, blob.Sum(small), small) })
+	if err := c.store(l).PutBlob(ctx, blob.Sum(small), []byte("other bytes")); !errors.Is(err, store.ErrBlobMismatch) {
 		t.Fatalf("PutBlob of bytes that do not match: %v, want ErrBlobMismatch", err)
 	}
 	big := bytes.Repeat([]byte("0123456789abcdef"), (pieceThreshold+100)/16)
-	w, err := st.CreateBlob(ctx, blob.Sum(big), int64(len(big)))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for p := big; len(p) > 0; {
-		n := min(len(p), 64<<10)
-		if _, err := w.Write(p[:n]); err != nil {
-			t.Fatal(err)
+	write("a blob in pieces", func(st *Store) error {
+		w, err := st.CreateBlob(ctx, blob.Sum(big), int64(len(big)))
+		if err != nil {
+			return err
 		}
-		p = p[n:]
-	}
-	if err := w.Commit(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if err := st.PutJobs(ctx, []store.Job{{Realm: "r1", ID: "j1", Name: "job.js"}}, nil); err != nil {
-		t.Fatal(err)
-	}
+		defer w.Abort()
+		for p := big; len(p) > 0; {
+			n := min(len(p), 64<<10)
+			if _, err := w.Write(p[:n]); err != nil {
+				return err
+			}
+			p = p[n:]
+		}
+		return w.Commit(ctx)
+	})
+	write("put jobs", func(st *Store) error {
+		return st.PutJobs(ctx, []store.Job{{Realm: "r1", ID: "j1", Name: "job.js"}}, nil)
+	})
 	index := c.nodes[l].fsm.Applied()
 	for i := range c.nodes {
 		c.waitApplied(ctx, i, index)
