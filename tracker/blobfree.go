@@ -235,18 +235,21 @@ func docBlobs(dst []blob.Hash, doc []byte) []blob.Hash {
 // recordBlobs returns the blobs record r names while the table holds it:
 // its spec's while it is waiting or running (had: those it named before,
 // kept while running), its result's or error's once finished.
-func recordBlobs(r *table.Record, had []blob.Hash, known bool) []blob.Hash {
+func recordBlobs(r *table.Record, had recNamed, known bool) []blob.Hash {
 	switch r.Status {
 	case workunit.StatusWaiting, workunit.StatusRunning:
 		if r.Spec == nil {
-			return had
+			return had.blobs
 		}
-		if known && r.Status == workunit.StatusRunning {
-			return had // the spec it was given when waiting
+		if known && had.spec && r.Status == workunit.StatusRunning {
+			// The spec's, counted while it was waiting. Not a done or
+			// failed record's result blobs: one run again (NoCache, an
+			// error retried) may be running in the Ready that reopened it.
+			return had.blobs
 		}
 		_, bl, err := workunit.BlobsOf(r.Spec)
 		if err != nil {
-			return had // checked when submitted; keep what was named
+			return had.blobs // checked when submitted; keep what was named
 		}
 		return bl
 	case workunit.StatusDone:
@@ -272,22 +275,30 @@ func (l *loop) trackRecords(recs []table.Record, now time.Time) {
 		if r.Status == workunit.StatusUnknown {
 			if known {
 				delete(l.recBlobs, r.ID)
-				l.s.blobs.changeRefs(nil, had, now)
+				l.s.blobs.changeRefs(nil, had.blobs, now)
 			}
 			continue
 		}
 		now2 := recordBlobs(r, had, known)
-		if known && slicesEqual(had, now2) {
+		spec := r.Status == workunit.StatusWaiting || r.Status == workunit.StatusRunning
+		if known && had.spec == spec && slicesEqual(had.blobs, now2) {
 			continue
 		}
 		if len(now2) == 0 {
 			delete(l.recBlobs, r.ID)
 		} else {
-			l.recBlobs[r.ID] = now2
+			l.recBlobs[r.ID] = recNamed{blobs: now2, spec: spec}
 		}
 		// Add before remove: a blob named before and after never idles.
-		l.s.blobs.changeRefs(now2, had, now)
+		l.s.blobs.changeRefs(now2, had.blobs, now)
 	}
+}
+
+// recNamed is what a record names (loop.recBlobs): blobs, its spec's
+// (spec: it was waiting or running) or its result's or error's.
+type recNamed struct {
+	blobs []blob.Hash
+	spec  bool
 }
 
 func slicesEqual(a, b []blob.Hash) bool {

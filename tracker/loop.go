@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/riot-go/riot/blob"
 	"github.com/riot-go/riot/tracker/store"
 	"github.com/riot-go/riot/tracker/table"
 	"github.com/riot-go/riot/units"
@@ -37,7 +36,7 @@ type loop struct {
 	tab *table.Table
 	// recBlobs are the blobs each record of the table names, by ID, when
 	// the tracker frees blobs (trackRecords).
-	recBlobs map[uint64][]blob.Hash
+	recBlobs map[uint64]recNamed
 
 	conns   map[uint64]*conn // accepted connections by id
 	names   map[string]*conn // by name
@@ -92,7 +91,7 @@ func newLoop(s *Server, tab *table.Table) *loop {
 		persistDone: make(chan error, 1),
 		act:         act,
 		cancels:     make(map[uint64]chan cancelResult),
-		recBlobs:    make(map[uint64][]blob.Hash),
+		recBlobs:    make(map[uint64]recNamed),
 		jobsDone:    make(chan jobsWrite, 1),
 	}
 }
