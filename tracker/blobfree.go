@@ -74,13 +74,13 @@ func (b *blobBound) frees() bool { return b.free.del != nil }
 
 // hold makes connection conn hold blob h (see blobFree) until releaseHolds or
 // unholdConn.
-func (b *blobBound) hold(conn uint64, h blob.Hash) {
+func (b *blobBound) hold(conn uint64, h blob.Hash) bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	f := &b.free
 	hs := f.conns[conn]
 	if _, ok := hs[h]; ok {
-		return
+		return false
 	}
 	if hs == nil {
 		hs = make(map[blob.Hash]struct{})
@@ -89,6 +89,7 @@ func (b *blobBound) hold(conn uint64, h blob.Hash) {
 	hs[h] = struct{}{}
 	f.holds[h]++
 	delete(f.idleSince, h)
+	return true
 }
 
 // releaseHolds ends connection conn's holds of the blobs of hs, at now: it

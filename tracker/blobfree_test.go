@@ -160,6 +160,25 @@ func TestServer_BlobFree_Held(t *testing.T) {
 	tr.WaitFor(t, func(st tracker.Stats) bool { return st.Blobs == 0 })
 }
 
+// TestServer_BlobFree_AskedMissing_NotHeld: a blob-have of a blob the
+// tracker lacks does not hold it for the asker: once another connection
+// uploads it and goes, nothing holds it and it is freed. Before, the ask
+// held it until the asker closed, so a connection asking about many
+// blobs it never uploaded grew the holds without bound.
+func TestServer_BlobFree_AskedMissing_NotHeld(t *testing.T) {
+	t.Parallel()
+	tr := freeing(t, 0, 10*time.Millisecond)
+	data := randomBlob()
+	asker := master(t, tr, "asker")
+	asker.send(&wire.BlobHave{Req: 1, Hashes: []blob.Hash{blob.Sum(data)}})
+	assert.Len(t, recv[*wire.BlobNeed](asker).Missing, 1)
+	up := master(t, tr, "up")
+	up.put(data)
+	require.NoError(t, up.ws.Close())
+	tr.WaitFor(t, func(st tracker.Stats) bool { return st.Blobs == 0 && st.FreedBlobs == 1 })
+	assert.Empty(t, asker.barrier(), "the asker's connection is still open")
+}
+
 // TestServer_BlobFree_UnknownBlob: a submission (or a child) that names a
 // blob the tracker does not hold, never uploaded or freed, is refused with
 // unknown-blob, a message that names the blob and says what to do, and

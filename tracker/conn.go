@@ -1030,9 +1030,9 @@ func (c *conn) blob(m wire.Msg) {
 	st := c.s.st
 	switch m := m.(type) {
 	case *wire.BlobHave:
-		var missing []blob.Hash
+		var missing, unheld []blob.Hash
 		for _, h := range m.Hashes {
-			c.holdBlob(h) // before asking: a blob said held stays so
+			fresh := c.holdBlob(h) // before asking: a blob said held stays so
 			ok, err := st.HasBlob(ctx, h)
 			if err != nil {
 				c.storeFailed(m.Req, "blob-have", err)
@@ -1040,7 +1040,17 @@ func (c *conn) blob(m wire.Msg) {
 			}
 			if !ok {
 				missing = append(missing, h)
+				if fresh {
+					unheld = append(unheld, h)
+				}
 			}
+		}
+		// A blob the store lacks is not held for this ask: holding it
+		// protects nothing, and a connection that asks about many it never
+		// uploads would grow the holds without bound. (One it held before,
+		// an upload in progress say, stays held.)
+		if len(unheld) > 0 {
+			c.s.blobs.releaseHolds(c.id, unheld, time.Now())
 		}
 		c.send(&wire.BlobNeed{Req: m.Req, Missing: missing})
 	case *wire.BlobPut:
@@ -1274,10 +1284,8 @@ func (c *conn) dropUpload(h blob.Hash) {
 // holdBlob makes the connection hold blob h, when the tracker frees
 // blobs (blobFree): from an upload, or a blob-need that leaves it out,
 // until the connection names it in a submission or a result, or closes.
-func (c *conn) holdBlob(h blob.Hash) {
-	if c.s.blobs.frees() {
-		c.s.blobs.hold(c.id, h)
-	}
+func (c *conn) holdBlob(h blob.Hash) bool {
+	return c.s.blobs.frees() && c.s.blobs.hold(c.id, h)
 }
 
 // unholdBlobs ends the connection's holds, as it closes.
