@@ -236,11 +236,19 @@ func (s *Store) writeError(op string, err error) error {
 	return fmt.Errorf("replica: %s: %w (this replica still leads; the write may be tried again)", op, err)
 }
 
+// dropEnqueueTimeout is the least a stage's drop waits for room in
+// raft's queue.
+const dropEnqueueTimeout = 5 * time.Second
+
 // dropStage asks raft to drop stage id's pieces (cmdDrop), without
 // waiting: best effort, since a replica that lost the lead drops them at
 // the next term's first command anyway.
 func (s *Store) dropStage(id uint64, timeout time.Duration) {
-	s.r.Apply(binary.BigEndian.AppendUint64(s.command(cmdDrop, 8), id), timeout)
+	// At least dropEnqueueTimeout to be taken: the write it follows may
+	// have failed for want of room in raft's queue (ErrEnqueueTimeout),
+	// and a drop that fails the same way leaves the stage on every
+	// replica until the next term.
+	s.r.Apply(binary.BigEndian.AppendUint64(s.command(cmdDrop, 8), id), max(timeout, dropEnqueueTimeout))
 }
 
 // errDeposed: raft no longer leads in the term of the Store's tracker.
