@@ -139,10 +139,7 @@ func (s *Store) apply(ctx context.Context, op string, cmd []byte) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("replica: %s: %w", op, err)
 	}
-	timeout := s.timeout
-	if dl, ok := ctx.Deadline(); ok {
-		timeout = max(min(timeout, time.Until(dl)), time.Millisecond)
-	}
+	timeout := s.timeoutFor(ctx)
 	// A command past maxEntryBytes goes as pieces of a stage and a commit
 	// (cmdStage, cmdCommit), entries raft writes in this order; only the
 	// commit's answer says whether the command applied. The commit says
@@ -218,6 +215,15 @@ func (s *Store) wait(ctx context.Context, op string, pieces []raft.ApplyFuture, 
 		return fmt.Errorf("replica: %s: %w", op, rerr)
 	}
 	return nil
+}
+
+// timeoutFor returns how long raft may take to enqueue a write of ctx:
+// the Store's timeout, or less when ctx ends sooner.
+func (s *Store) timeoutFor(ctx context.Context) time.Duration {
+	if dl, ok := ctx.Deadline(); ok {
+		return max(min(s.timeout, time.Until(dl)), time.Millisecond)
+	}
+	return s.timeout
 }
 
 // nextStageID returns a new stage ID: the Store's term and a number.
@@ -305,8 +311,12 @@ func (s *Store) PutBlob(ctx context.Context, h blob.Hash, data []byte) error {
 		}
 		return w.Commit(ctx)
 	}
-	cmd := append(append(s.command(cmdBlob, len(h)+len(data)), h[:]...), data...)
-	return s.apply(ctx, "put blob", cmd)
+	return s.apply(ctx, "put blob", s.blobCmd(h, data))
+}
+
+// blobCmd is the command of a blob of up to maxEntryBytes: cmdBlob.
+func (s *Store) blobCmd(h blob.Hash, data []byte) []byte {
+	return append(append(s.command(cmdBlob, len(h)+len(data)), h[:]...), data...)
 }
 
 // CreateBlob implements store.Store. A blob of up to maxEntryBytes is
@@ -449,8 +459,7 @@ func (w *blobWriter) Commit(ctx context.Context) error {
 	case w.size <= maxEntryBytes:
 		data := w.buf
 		w.buf = nil
-		cmd := append(append(w.s.command(cmdBlob, len(w.h)+len(data)), w.h[:]...), data...)
-		return w.s.apply(ctx, "blob-write", cmd)
+		return w.s.apply(ctx, "blob-write", w.s.blobCmd(w.h, data))
 	}
 	if len(w.buf) > 0 || w.stage == 0 {
 		if err := w.sendPiece(); err != nil {
@@ -462,10 +471,7 @@ func (w *blobWriter) Commit(ctx context.Context) error {
 	cmd := binary.BigEndian.AppendUint64(w.s.command(cmdBlobCommit, 8+len(w.h)+8), w.stage)
 	cmd = append(cmd, w.h[:]...)
 	cmd = binary.BigEndian.AppendUint64(cmd, uint64(w.size))
-	timeout := w.s.timeout
-	if dl, ok := ctx.Deadline(); ok {
-		timeout = max(min(timeout, time.Until(dl)), time.Millisecond)
-	}
+	timeout := w.s.timeoutFor(ctx)
 	pending := w.pending
 	w.pending = nil
 	return w.s.wait(ctx, "blob-write", pending, w.s.r.Apply(cmd, timeout), w.stage, timeout)
