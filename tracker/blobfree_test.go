@@ -1,6 +1,7 @@
 package tracker_test
 
 import (
+	"bytes"
 	"crypto/rand"
 	"testing"
 	"time"
@@ -177,6 +178,56 @@ func TestServer_BlobFree_AskedMissing_NotHeld(t *testing.T) {
 	require.NoError(t, up.ws.Close())
 	tr.WaitFor(t, func(st tracker.Stats) bool { return st.Blobs == 0 && st.FreedBlobs == 1 })
 	assert.Empty(t, asker.barrier(), "the asker's connection is still open")
+}
+
+// TestServer_BlobFree_RefusedUpload_NotHeld: an upload that is refused
+// or dropped does not leave its blob held by the uploader: once another
+// connection uploads the blob and goes, it is freed though the refused
+// uploader is still connected. Before, each refused blob-put (the memory
+// bound full, say) or blob-write (a piece out of order, bytes that hash
+// to another blob) held its blob until the connection closed, so a
+// connection refused again and again grew the holds without bound.
+func TestServer_BlobFree_RefusedUpload_NotHeld(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t, trackertest.WithOptions(func(o *tracker.Options) {
+		o.TickInterval = 5 * time.Millisecond
+		o.BlobGrace = 10 * time.Millisecond
+		o.MaxMemory = 16 << 10
+	}))
+	full, _ := sizedBlob('f', 14000)
+	filler := master(t, tr, "filler")
+	filler.put(full)
+
+	refused := master(t, tr, "refused")
+	put, hput := sizedBlob('p', 3000)
+	refused.send(&wire.BlobPut{Req: 1, Hash: hput, Data: put})
+	refusedBlob(t, recv[*wire.Error](refused), 1, "blob-put", hput)
+	piece, hpiece := sizedBlob('w', 3000)
+	refused.send(&wire.BlobWrite{Req: 2, Hash: hpiece, Size: uint64(len(piece)), Data: piece[:1000]})
+	refusedBlob(t, recv[*wire.Error](refused), 2, "blob-write", hpiece)
+
+	// Room again: the filler goes and its blob is freed.
+	require.NoError(t, filler.ws.Close())
+	tr.WaitFor(t, func(st tracker.Stats) bool { return st.FreedBlobs == 1 && st.Blobs == 0 })
+
+	// Dropped uploads: a piece out of order, and a blob whose bytes hash
+	// to another.
+	gap, hgap := sizedBlob('g', 3000)
+	refused.send(&wire.BlobWrite{Req: 3, Hash: hgap, Size: uint64(len(gap)), Data: gap[:1000]})
+	assert.Equal(t, uint64(1000), recv[*wire.BlobWritten](refused).Written)
+	refused.send(&wire.BlobWrite{Req: 4, Hash: hgap, Size: uint64(len(gap)), Offset: 2000, Data: gap[2000:]})
+	assert.Equal(t, wire.CodeInvalid, recv[*wire.Error](refused).Code)
+	wrong, hwrong := sizedBlob('x', 2000)
+	refused.send(&wire.BlobWrite{Req: 5, Hash: hwrong, Size: uint64(len(wrong)), Data: bytes.Repeat([]byte{'y'}, len(wrong))})
+	assert.Equal(t, wire.CodeInvalid, recv[*wire.Error](refused).Code)
+
+	up := master(t, tr, "up")
+	for _, b := range [][]byte{put, piece, gap, wrong} {
+		up.put(b)
+	}
+	require.NoError(t, up.ws.Close())
+	tr.WaitFor(t, func(st tracker.Stats) bool { return st.FreedBlobs == 5 && st.Blobs == 0 })
+	assert.Empty(t, refused.barrier(), "the refused uploader's connection is still open")
 }
 
 // TestServer_BlobFree_UnknownBlob: a submission (or a child) that names a

@@ -1064,12 +1064,14 @@ func (c *conn) blob(m wire.Msg) {
 		c.holdBlob(m.Hash)
 		if n := int64(len(m.Data)); c.s.blobs.counts() && !c.has(m.Hash) {
 			if refusal := c.s.blobs.reserve("blob-put", m.Req, m.Hash, n); refusal != nil {
+				c.unholdUnstored(m.Hash)
 				c.refuseBlob(refusal)
 				return
 			}
 			defer c.s.blobs.release(n) // once stored, the store counts it
 		}
 		if err := st.PutBlob(ctx, m.Hash, m.Data); err != nil {
+			c.unholdUnstored(m.Hash)
 			c.storeFailed(m.Req, "blob-put", err)
 			return
 		}
@@ -1142,6 +1144,7 @@ func (c *conn) blobWrite(m *wire.BlobWrite) {
 		c.holdBlob(m.Hash)
 		if c.s.blobs.counts() && !c.has(m.Hash) {
 			if refusal := c.s.blobs.reserve("blob-write", m.Req, m.Hash, int64(m.Size)); refusal != nil {
+				c.unholdUnstored(m.Hash)
 				c.refuseBlob(refusal)
 				return
 			}
@@ -1150,6 +1153,7 @@ func (c *conn) blobWrite(m *wire.BlobWrite) {
 		var err error
 		if w, err = c.s.st.CreateBlob(c.s.baseCtx, m.Hash, int64(m.Size)); err != nil {
 			c.s.blobs.release(reserved)
+			c.unholdUnstored(m.Hash)
 			c.storeFailed(m.Req, "blob-write", err)
 			return
 		}
@@ -1272,13 +1276,17 @@ func (c *conn) abortUploads() {
 // dropUpload ends the connection's upload of blob h, if any: aborts it
 // (nothing after a Commit) and gives back its part of the memory bound.
 func (c *conn) dropUpload(h blob.Hash) {
-	if w := c.uploads[h]; w != nil {
+	w := c.uploads[h]
+	if w != nil {
 		w.Abort()
 	}
 	c.s.blobs.release(c.uploadReserved[h])
 	delete(c.uploads, h)
 	delete(c.uploadSize, h)
 	delete(c.uploadReserved, h)
+	if w != nil {
+		c.unholdUnstored(h) // committed: held still; else dropped
+	}
 }
 
 // holdBlob makes the connection hold blob h, when the tracker frees
@@ -1286,6 +1294,21 @@ func (c *conn) dropUpload(h blob.Hash) {
 // until the connection names it in a submission or a result, or closes.
 func (c *conn) holdBlob(h blob.Hash) bool {
 	return c.s.blobs.frees() && c.s.blobs.hold(c.id, h)
+}
+
+// unholdUnstored ends the connection's hold of blob h, taken for an
+// upload that was refused or dropped, when the store does not hold h: a
+// hold protects a stored blob from being freed, and one of a blob never
+// stored protects nothing, while a connection whose uploads were refused
+// again and again would grow its holds without bound. (When the store
+// cannot say, the hold stays until the connection closes.)
+func (c *conn) unholdUnstored(h blob.Hash) {
+	if !c.s.blobs.frees() {
+		return
+	}
+	if ok, err := c.s.st.HasBlob(c.s.baseCtx, h); err == nil && !ok {
+		c.s.blobs.releaseHolds(c.id, []blob.Hash{h}, time.Now())
+	}
 }
 
 // unholdBlobs ends the connection's holds, as it closes.
