@@ -86,7 +86,13 @@
 // # Durability
 //
 // With a data directory, an Accepted (and a BlobStored) is sent only after
-// the record (the blob) is on disk. If a write fails, the submissions that
+// the record (the blob) is on disk, and a Finished only after the result
+// is. Assignments do not wait: a Ready's go to their workers as its records
+// go to the persister, so a worker runs a workunit while its submission is
+// written (a durable round trip waits for one write less; through
+// replicas, one Raft commit less). A tracker that stops before the write
+// leaves that run unacknowledged: the master submits again and the
+// workunit runs again, the first result discarded. If a write fails, the submissions that
 // waited for it are refused with wire.CodeStore; if it fails with
 // store.ErrFenced (another tracker writes the store now: a replica that lost
 // the lead), they are refused with wire.CodeShutdown instead, which clients

@@ -56,7 +56,8 @@ type loop struct {
 	jobsDone   chan jobsWrite
 	savingJobs bool
 
-	// Persistence: at most one Ready is outstanding, with the persister.
+	// Persistence: at most one Ready is outstanding, with the persister;
+	// its assignments went out as it was handed over (sendAssigns).
 	persistReq  chan []table.Record
 	persistDone chan error
 	outstanding bool
@@ -549,9 +550,10 @@ func (l *loop) pump() {
 			l.rd = rd
 			l.outstanding = true
 			l.persistReq <- rd.Persist // never blocks: one at a time
+			l.sendAssigns(&rd)
 			return
 		}
-		l.deliver(&rd, nil)
+		l.deliver(&rd, nil, false)
 		l.tab.Advance(rd)
 	}
 }
@@ -578,7 +580,7 @@ func (l *loop) persisted(err error) {
 		l.records += uint64(len(rd.Persist))
 		l.cacheResults(rd.Persist)
 	}
-	l.deliver(&rd, err)
+	l.deliver(&rd, err, true)
 	if err != nil {
 		l.tab.PersistFailed(rd)
 	} else {
@@ -586,10 +588,43 @@ func (l *loop) persisted(err error) {
 	}
 }
 
-// deliver sends a Ready's messages and notifications, in order; with perr
+// sendAssigns sends a Ready's assignments, as its records go to the store
+// rather than once they are written: a worker runs the workunit while the
+// submission is made durable, which spares a durable round trip one
+// write's wait (with three replicas, one Raft commit). Nothing is
+// acknowledged by it: the master's Accepted, and the result's Finished,
+// still wait for their writes. Should the write fail, the records are
+// written again (Table.PersistFailed) and the worker's result is taken as
+// ever; should the tracker stop first, the master, never answered,
+// submits again and the workunit runs again, its first result
+// discarded, as for a worker's result that a crash loses.
+func (l *loop) sendAssigns(rd *table.Ready) {
+	for _, m := range rd.Send {
+		if m, ok := m.(*table.Assign); ok {
+			l.assign(m)
+		}
+	}
+}
+
+// assign sends assignment m to its worker.
+func (l *loop) assign(m *table.Assign) {
+	if c := l.conns[uint64(m.Worker)]; c != nil {
+		l.push(c, &wire.Assign{
+			Key:     m.Key,
+			Token:   uint64(m.Token),
+			Spec:    m.Spec,
+			Realm:   m.Owner,
+			Timeout: m.Options.Timeout,
+			GPUs:    m.Options.GPUs,
+		})
+	}
+}
+
+// deliver sends a Ready's messages, in order, but its assignments when
+// assigned (sendAssigns sent them), then its notifications; with perr
 // set, each Ack is a refusal with wire.CodeStore instead, and the
 // notifications wait (Table.PersistFailed gives them back).
-func (l *loop) deliver(rd *table.Ready, perr error) {
+func (l *loop) deliver(rd *table.Ready, perr error, assigned bool) {
 	for _, m := range rd.Send {
 		if l.fenced {
 			// Another tracker writes the store now: it hands out the
@@ -602,15 +637,8 @@ func (l *loop) deliver(rd *table.Ready, perr error) {
 		}
 		switch m := m.(type) {
 		case *table.Assign:
-			if c := l.conns[uint64(m.Worker)]; c != nil {
-				l.push(c, &wire.Assign{
-					Key:     m.Key,
-					Token:   uint64(m.Token),
-					Spec:    m.Spec,
-					Realm:   m.Owner,
-					Timeout: m.Options.Timeout,
-					GPUs:    m.Options.GPUs,
-				})
+			if !assigned {
+				l.assign(m)
 			}
 		case *table.Ack:
 			c := l.conns[uint64(m.Master)]

@@ -755,6 +755,84 @@ func TestServer_Submit_StoreFails(t *testing.T) {
 	}
 }
 
+// TestServer_Assign_WhileSubmissionWritten: a durable tracker hands a
+// workunit to a worker as its submission goes to the store, not once it
+// is written, so that the worker runs it while the write is in flight;
+// nothing is acknowledged before its write: the master's Accepted waits
+// for the submission's, its Finished for the result's. A write that fails
+// after the worker finished loses nothing: the record is written again
+// with the result, and a submission again is answered from it. (Before,
+// the assignment waited for the write: one write more in every durable
+// round trip, one Raft commit through replicas.)
+func TestServer_Assign_WhileSubmissionWritten(t *testing.T) {
+	t.Parallel()
+	tr, f := startWithFake(t)
+	w := worker(t, tr, "w", 2)
+	m := master(t, tr, "m")
+	s1, k1 := spec(t, "first")
+	m.send(&wire.Submit{Req: 1, Spec: s1})
+	f.nextApply(t)
+	f.answer <- nil
+	assert.Equal(t, uint64(1), recv[*wire.Accepted](m).Req)
+	require.Equal(t, k1, recv[*wire.Assign](w).Key, "the worker's credit is in")
+
+	s2, k2 := spec(t, "second")
+	m.send(&wire.Submit{Req: 2, Spec: s2, Watch: true})
+	batch := f.nextApply(t)
+	require.Len(t, batch, 1)
+	require.Equal(t, k2, batch[0].Key)
+	a2 := recv[*wire.Assign](w) // the write is held
+	require.Equal(t, k2, a2.Key, "assigned while its submission is written")
+	w.complete(a2, result(9), &wire.Credit{N: 1})
+	waitLookup(t, tr, k2, func(r table.Record) bool { return r.Status == workunit.StatusDone })
+	assert.Empty(t, m.barrier(), "nothing acknowledged before the write")
+	f.answer <- nil
+	acc := recv[*wire.Accepted](m)
+	assert.Equal(t, uint64(2), acc.Req)
+	assert.Equal(t, workunit.StatusWaiting, acc.Status, "acknowledged as what was written")
+	batch = f.nextApply(t)
+	require.Len(t, batch, 1)
+	require.Equal(t, workunit.StatusDone, batch[0].Status, "the result's write")
+	assert.Empty(t, m.barrier(), "no Finished before the result's write")
+	f.answer <- nil
+	fin := recv[*wire.Finished](m)
+	assert.Equal(t, k2, fin.Key)
+	assert.Equal(t, result(9), fin.Result)
+
+	// The submission's write fails after its worker finished.
+	s3, k3 := spec(t, "third")
+	m.send(&wire.Submit{Req: 3, Spec: s3, Watch: true})
+	f.nextApply(t)
+	a3 := recv[*wire.Assign](w)
+	require.Equal(t, k3, a3.Key)
+	w.complete(a3, result(27))
+	waitLookup(t, tr, k3, func(r table.Record) bool { return r.Status == workunit.StatusDone })
+	f.answer <- errors.New("fake: disk full")
+	e := recv[*wire.Error](m)
+	assert.Equal(t, uint64(3), e.Req)
+	assert.Equal(t, wire.CodeStore, e.Code)
+	batch = f.nextApply(t)
+	require.Len(t, batch, 1)
+	assert.Equal(t, k3, batch[0].Key)
+	assert.Equal(t, workunit.StatusDone, batch[0].Status, "written again, with its result")
+	f.answer <- nil
+	m.send(&wire.Submit{Req: 4, Spec: s3})
+	for acc = nil; acc == nil; {
+		switch msg := m.next().(type) {
+		case *wire.Finished: // the refused submission's watch, kept with its record
+			assert.Equal(t, uint64(3), msg.Req)
+			assert.Equal(t, result(27), msg.Result)
+		case *wire.Accepted:
+			acc = msg
+		default:
+			t.Fatalf("m: got %T %+v", msg, msg)
+		}
+	}
+	assert.Equal(t, uint64(4), acc.Req)
+	assert.Equal(t, workunit.StatusDone, acc.Status)
+	assert.Equal(t, result(27), acc.Result)
+}
+
 // TestServer_Info_StoreFails: an Info answered in the same Ready as the
 // write of the workunit's result, when that write fails, does not report
 // the result (which is not on disk, and may never be): it is refused as
