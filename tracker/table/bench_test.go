@@ -128,6 +128,66 @@ func benchDispatch(b *testing.B, keys int, keep time.Duration) {
 	}
 }
 
+// BenchmarkTable_Dispatch_FullWindow measures one workunit through the
+// table per op, as BenchmarkTable_Dispatch does, for a worker of 2 slots
+// whose window of 1024 stays full (riot-worker's prefetch against a
+// tracker it waits on): each answer is to its oldest lease, with 1023
+// queued behind it.
+func BenchmarkTable_Dispatch_FullWindow(b *testing.B) {
+	const window = 1024
+	tab := table.New(table.Config{LeaseTimeout: time.Hour, MaxWorkerWindow: window})
+	now := time.Unix(1_000_000, 0)
+	if err := tab.Step(table.Tick{Now: now}); err != nil {
+		b.Fatal(err)
+	}
+	if err := tab.Step(table.WorkerJoin{Worker: 1, Name: "w1", Slots: 2, Prefetch: window - 2, Credit: window}); err != nil {
+		b.Fatal(err)
+	}
+	spec, result := []byte("spec"), []byte("result")
+	type lease struct {
+		key workunit.Key
+		tok table.Token
+	}
+	var held []lease // oldest first
+	var k workunit.Key
+	submit := func(i int) {
+		binary.LittleEndian.PutUint64(k[:], uint64(i)*0x9e3779b97f4a7c15+1)
+		_ = tab.Step(table.Submit{Master: 1, Req: uint64(i), Key: k, Spec: spec, Watch: true})
+	}
+	take := func() {
+		rd := tab.Ready()
+		for _, m := range rd.Send {
+			if a, ok := m.(*table.Assign); ok {
+				held = append(held, lease{a.Key, a.Token})
+			}
+		}
+		tab.Advance(rd)
+	}
+	for i := range window {
+		submit(-1 - i)
+	}
+	take()
+	if len(held) != window {
+		b.Fatalf("%d leases, want %d", len(held), window)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		l := held[0]
+		held = held[1:]
+		if err := tab.Step(table.Complete{Worker: 1, Key: l.key, Token: l.tok, Result: result}); err != nil {
+			b.Fatal(err)
+		}
+		_ = tab.Step(table.WorkerCredit{Worker: 1, N: 1})
+		submit(i)
+		if i%64 == 63 {
+			take()
+		}
+	}
+	b.StopTimer()
+	b.ReportMetric(float64(b.N)/b.Elapsed().Seconds(), "workunits/s")
+}
+
 // BenchmarkTable_MasterLost_Watches measures the cleanup of a master's
 // watches when it is lost (MasterLost), per op: "one-key" is a master
 // that watched one waiting key 200,000 times (a hostile master: the

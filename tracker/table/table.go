@@ -118,10 +118,32 @@ type worker struct {
 	credit   int
 	gpus     int
 	gpusUsed int
-	leases   []lease // in the order given
+	leases   []lease // in the order given (their tokens ascending)
 	waiting  int     // leases that wait for their children (Wait)
 	inReady  bool
+	// The worker's last progress (see progress), kept rather than written
+	// into each lease it restarted: at refreshAt it restarted the clocks
+	// of its leases of tokens from refreshFrom on (refreshed: since it
+	// joined). deadlineOf reads it.
+	refreshed   bool
+	refreshFrom Token
+	refreshAt   int64
 }
+
+// deadlineOf returns lease l's deadline (0: none): its own, or, when its
+// worker's last progress restarted its clock (progress), that time plus
+// its length, whichever is later.
+func (w *worker) deadlineOf(l *lease) int64 {
+	if w.refreshed && l.token >= w.refreshFrom && refreshable(l) {
+		return max(l.deadline, w.refreshAt+l.dur)
+	}
+	return l.deadline
+}
+
+// refreshable reports whether progress restarts lease l's clock: it has a
+// length, is not given up on, and does not wait for its children (a
+// waiting lease has no deadline until it runs again).
+func refreshable(l *lease) bool { return !l.expired && !l.waiting && l.dur > 0 }
 
 func (w *worker) canTake() bool { return w.credit > 0 && len(w.leases)-w.waiting < w.window }
 
@@ -1486,7 +1508,12 @@ func (t *Table) finish(id WorkerID, key workunit.Key, tok Token, result []byte, 
 	if r.key != key && !l.expired {
 		return t.discard(id, key, tok, "lease is for another workunit")
 	}
-	w.leases = slices.Delete(w.leases, li, li+1)
+	if li == 0 {
+		// The usual answer, to the oldest: no copy of the window.
+		w.leases = w.leases[1:]
+	} else {
+		w.leases = slices.Delete(w.leases, li, li+1)
+	}
 	t.leases--
 	if l.waiting {
 		w.waiting--
@@ -1561,6 +1588,11 @@ func (t *Table) retry(idx uint32, attempts []workunit.Attempt) {
 // before it. A worker that answers nothing loses each lease its length
 // after it was given; one that keeps answering its oldest leases keeps
 // the rest.
+//
+// It costs no walk of the queue: the worker keeps the time and the first
+// token restarted (deadlineOf), and only when a later progress starts at a
+// later lease are the leases between the two given the earlier one's
+// time (usually one: the lease that began to run).
 func (t *Table) progress(w *worker, li int) {
 	running := w.slots
 	if running <= 0 {
@@ -1568,12 +1600,20 @@ func (t *Table) progress(w *worker, li int) {
 	}
 	// A lease that waits for its children gave its slot to another.
 	running += w.waiting
-	for j := max(li, running-1); j < len(w.leases); j++ {
-		l := &w.leases[j]
-		if !l.expired && l.dur > 0 {
-			l.deadline = max(l.deadline, t.now+l.dur)
+	start := max(li, running-1)
+	if start >= len(w.leases) {
+		return
+	}
+	from := w.leases[start].token
+	if w.refreshed && from > w.refreshFrom {
+		// The leases from refreshFrom up to start keep the last progress.
+		for j := start - 1; j >= 0 && w.leases[j].token >= w.refreshFrom; j-- {
+			if l := &w.leases[j]; refreshable(l) {
+				l.deadline = max(l.deadline, w.refreshAt+l.dur)
+			}
 		}
 	}
+	w.refreshed, w.refreshFrom, w.refreshAt = true, from, t.now
 }
 
 // stepReturn ends the current leases e lists and puts their workunits back
@@ -1664,6 +1704,9 @@ func (t *Table) tick(now time.Time) {
 					w.leases[i].deadline += n
 				}
 			}
+			if w.refreshed {
+				w.refreshAt += n
+			}
 		}
 	}
 	t.now = n
@@ -1677,7 +1720,7 @@ func (t *Table) tick(now time.Time) {
 	for id, w := range t.workers {
 		for i := range w.leases {
 			l := &w.leases[i]
-			if !l.expired && l.deadline != 0 && l.deadline <= n {
+			if d := w.deadlineOf(l); !l.expired && d != 0 && d <= n {
 				l.expired = true
 				exp = append(exp, expiry{l.token, l.idx, w.name, id})
 			}
