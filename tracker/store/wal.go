@@ -120,6 +120,16 @@ func walFiles(dir string) ([]walFile, error) {
 // records to their encodings in it.
 func appendWalEntry(buf []byte, e *walEntry) []byte {
 	start := len(buf)
+	if buf == nil {
+		// One allocation for the entry, most times: its records'
+		// encodings are their spec, result and names, and about 64 bytes.
+		n := walHeader + 8
+		for i := range e.recs {
+			r := &e.recs[i].rec
+			n += 8 + 1 + 2 + 80 + len(r.Spec) + len(r.Result) + len(r.Scope) + len(r.Owner) + len(r.Worker)
+		}
+		buf = make([]byte, 0, n)
+	}
 	buf = append(buf, make([]byte, walHeader)...)
 	buf = binary.BigEndian.AppendUint64(buf, e.seq)
 	var scratch []byte
