@@ -156,3 +156,64 @@ func TestRun_UnknownBlob_UploadedAgain(t *testing.T) {
 	}
 	assert.Equal(t, "10\nphase 1\n[1,2,3]\nphase 2\n36\n", out.String())
 }
+
+// TestRun_UnknownBlob_LostInARestart: riotd --memory restarts while a job
+// script's workunits wait (no worker yet), and comes back without them and
+// without their blobs; the Go client submits them again as it reconnects,
+// riotd refuses them with unknown-blob, and the client asks the master to
+// upload their blobs again, which the script's goroutine does (the large
+// array encoded again from the script's value) while it waits for those
+// very workunits (riot.waitUntilDone, riot.forWork) or in its event loop
+// (a promise): the script gets its results. A regression test: the wait
+// threw the tracker's message.
+func TestRun_UnknownBlob_LostInARestart(t *testing.T) {
+	t.Parallel()
+	const values = `
+const big = Array.from({length: 300000}, (_, i) => i);   // about 1.4 MiB encoded
+const small = Array.from({length: 30000}, (_, i) => i);  // about 90 KiB
+`
+	for _, tc := range []struct {
+		name, script, want string
+		waiting          int
+		// wantErr, when set, is in the script's error instead.
+		wantErr string
+	}{
+		{name: "waitUntilDone", script: `console.log(riot.waitUntilDone(riot.doWork((k) => big[k] + small[k], 5)));`, want: "10\n", waiting: 1},
+		{name: "forWork", script: `console.log(JSON.stringify(riot.forWork([1, 2, 3], (k) => big[k] - small[k] + k)));`, want: "[1,2,3]\n", waiting: 3},
+		{name: "promise", script: `riot.run((k) => big[k] * small[k], 6).then((v) => console.log(v));`, want: "36\n", waiting: 1},
+		// Changed in place once sent, the array no longer encodes to its
+		// blob: the upload fails as for another tracker, and so does the
+		// workunit, rather than run on other bytes than its hash names.
+		{name: "changed", script: `riot.run((k) => big[k] + small[k], 6).then((v) => console.log(v)); big[6] = 60;`, waiting: 1,
+			wantErr: "changed since it was first sent"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			tr := trackertest.Start(t)
+			dir := t.TempDir()
+			script := filepath.Join(dir, "lost.js")
+			require.NoError(t, os.WriteFile(script, []byte(values+tc.script), 0o644))
+			out := newLines()
+			var stderr bytes.Buffer
+			done := make(chan error, 1)
+			go func() {
+				done <- job.Run(t.Context(), job.Options{Script: script, Tracker: tr.Addr(), Progress: job.ProgressOff, Stdout: out, Stderr: &stderr})
+			}()
+			tr.WaitFor(t, func(s tracker.Stats) bool { return s.Waiting == tc.waiting && s.Blobs == 2 })
+			tr.Restart(t) // in memory: no workunits, no blobs
+			startWorker(t, tr.Addr())
+			var err error
+			select {
+			case err = <-done:
+			case <-time.After(trackertest.DefaultWait):
+				t.Fatalf("the script did not end:\n%s", out.String())
+			}
+			if tc.wantErr != "" {
+				require.ErrorContains(t, err, tc.wantErr)
+				return
+			}
+			require.NoError(t, err, "stderr:\n%s", stderr.String())
+			assert.Equal(t, tc.want, out.String())
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package master
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -545,14 +546,19 @@ func (m *master) submitN(op string, c Conn, n int, spec func(i int) *workunit.Sp
 		}
 	}
 	m.upload(op, c, up, need)
+	uc, _ := c.(UploadingConn)
+	var upload func(context.Context, []blob.Hash) error
+	if uc != nil {
+		upload = m.uploader(op, c)
+	}
 	subs := make([]Submission, n)
 	for i := range subs {
-		subs[i] = c.Submit(spec(i), opts)
+		subs[i] = submitOne(c, uc, spec(i), opts, upload)
 	}
 	if m.opts.Events != nil {
 		m.opts.Events.Submitted(n)
 	}
-	m.accept(op, c, up, subs, spec, opts)
+	m.accept(op, c, up, subs, spec, opts, uc != nil)
 	var entries []subEntry
 	if !byKey {
 		entries = make([]subEntry, n)
@@ -579,6 +585,16 @@ func (m *master) submitN(op string, c Conn, n int, spec func(i int) *workunit.Sp
 		}
 	}
 	return subs, entries
+}
+
+// submitOne submits spec through c; one that names blobs through uc,
+// when c is one, to upload them again with upload should the tracker lack
+// one.
+func submitOne(c Conn, uc UploadingConn, spec *workunit.Spec, opts workunit.Options, upload func(context.Context, []blob.Hash) error) Submission {
+	if uc != nil && len(spec.Blobs) > 0 {
+		return uc.SubmitUploading(spec, opts, upload)
+	}
+	return c.Submit(spec, opts)
 }
 
 // upload makes sure that c's tracker holds the blobs need (by hash, with
@@ -630,12 +646,20 @@ const maxReuploads = 3
 // them again (their bytes from blobBytes, which encodes a value again
 // when it dropped its encoding, here, on the script's goroutine, as for
 // another tracker) and submits again, replacing subs[i], at most
-// maxReuploads times for one workunit.
-func (m *master) accept(op string, c Conn, up map[blob.Hash]bool, subs []Submission, spec func(i int) *workunit.Spec, opts workunit.Options) {
+// maxReuploads times for one workunit. When uploading, c is an
+// UploadingConn, which did that already (serveUploads made the bytes):
+// a refusal is final.
+func (m *master) accept(op string, c Conn, up map[blob.Hash]bool, subs []Submission, spec func(i int) *workunit.Spec, opts workunit.Options, uploading bool) {
 	var refused []int
 	var errs []error
 	wait := func(i int) {
-		_, err := subs[i].Accepted(m.ctx)
+		var err error
+		for {
+			ctx := m.waitContext()
+			if _, err = subs[i].Accepted(ctx); !m.interrupted(ctx, err) {
+				break
+			}
+		}
 		switch {
 		case err == nil:
 		case errors.Is(err, wire.ErrUnknownBlob):
@@ -653,12 +677,21 @@ func (m *master) accept(op string, c Conn, up map[blob.Hash]bool, subs []Submiss
 		wait(i)
 	}
 	for round := 1; len(refused) > 0; round++ {
+		if uploading {
+			// The connection uploaded again, maxReuploads times at most, or
+			// could not (its error says why).
+			i := refused[0]
+			m.sb.Throw("Error", "%s: the tracker refused workunit %s because it does not hold a blob the workunit names (%s), and uploading its blobs again did not help: %v. "+
+				"A riotd --memory frees a blob --blob-grace after no workunit and no connection names it, and loses every blob when it restarts: "+
+				"check that riotd is not restarting over and over, or give it a longer --blob-grace",
+				op, subs[i].Key().Short(), shortHashes(spec(i).Blobs), errs[0])
+		}
 		if round > maxReuploads {
 			i := refused[0]
 			m.sb.Throw("Error", "%s: the tracker refused workunit %s %d times because it does not hold a blob the workunit names (%s), though the master uploaded its blobs again each time: %v. "+
 				"A riotd --memory frees a blob --blob-grace after no workunit and no connection names it, and loses every blob when it restarts: "+
 				"check that riotd is not restarting over and over, or give it a longer --blob-grace",
-				op, subs[i].Key().Short(), round, shortHashes(spec(i).Blobs), errs[0])
+				op, subs[i].Key().Short(), maxReuploads+1, shortHashes(spec(i).Blobs), errs[0])
 		}
 		again := refused
 		refused, errs = nil, nil
@@ -675,7 +708,7 @@ func (m *master) accept(op string, c Conn, up map[blob.Hash]bool, subs []Submiss
 			"op", op, "workunits", len(again), "blobs", len(need), "round", round)
 		m.upload(op, c, up, need)
 		for _, i := range again {
-			subs[i] = c.Submit(spec(i), opts)
+			subs[i] = c.Submit(spec(i), opts) // c is no UploadingConn here
 		}
 		for _, i := range again {
 			wait(i)
@@ -717,10 +750,19 @@ func (m *master) reportAt(once *sync.Once, o *workunit.Outcome) {
 // wait returns the outcome of key: from the script's own submission when
 // it made one through c, else from the tracker.
 func (m *master) wait(c Conn, key workunit.Key) (*workunit.Outcome, error) {
-	if e, ok := m.subs[key]; ok && e.conn == c {
-		return e.sub.Wait(m.ctx)
+	for {
+		ctx := m.waitContext()
+		var o *workunit.Outcome
+		var err error
+		if e, ok := m.subs[key]; ok && e.conn == c {
+			o, err = e.sub.Wait(ctx)
+		} else {
+			o, err = c.Wait(ctx, key)
+		}
+		if !m.interrupted(ctx, err) {
+			return o, err
+		}
 	}
-	return c.Wait(m.ctx, key)
 }
 
 // onFinished calls fn when key is finished, as wait finds it.
@@ -791,7 +833,14 @@ func (m *master) forWork(call goja.FunctionCall, opts workunit.Options) goja.Val
 	for i := range entries {
 		e := &entries[i]
 		key := e.sub.Key()
-		o, err := e.sub.Wait(m.ctx)
+		var o *workunit.Outcome
+		var err error
+		for {
+			ctx := m.waitContext()
+			if o, err = e.sub.Wait(ctx); !m.interrupted(ctx, err) {
+				break
+			}
+		}
 		if err != nil {
 			m.sb.Throw("Error", "%s: workunit %s: %v", op, key.Short(), err)
 		}
