@@ -174,7 +174,7 @@ const small = Array.from({length: 30000}, (_, i) => i);  // about 90 KiB
 `
 	for _, tc := range []struct {
 		name, script, want string
-		waiting          int
+		waiting            int
 		// wantErr, when set, is in the script's error instead.
 		wantErr string
 	}{
