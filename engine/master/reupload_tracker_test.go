@@ -186,6 +186,8 @@ const small = Array.from({length: 30000}, (_, i) => i);  // about 90 KiB
 		// workunit, rather than run on other bytes than its hash names.
 		{name: "changed", script: `riot.run((k) => big[k] + small[k], 6).then((v) => console.log(v)); big[6] = 60;`, waiting: 1,
 			wantErr: "changed since it was first sent"},
+		{name: "changed, waited", script: `const key = riot.doWork((k) => big[k] + small[k], 6); big[6] = 60; riot.waitUntilDone(key);`, waiting: 1,
+			wantErr: "changed since it was first sent"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
