@@ -239,7 +239,21 @@ const maxReuploads = 3
 // the tracker afresh) and submit again. Either way, the client forgets
 // that it uploaded the spec's blobs.
 func (c *Client) SubmitBlobs(spec *workunit.Spec, opts workunit.Options, blobs map[blob.Hash]blob.Parts) *Call {
-	return c.submitAs(spec, opts, true, nil, func(ctx context.Context) error { return c.EnsureBlobParts(ctx, blobs) })
+	return c.submitAs(spec, opts, true, nil, func(ctx context.Context, _ []blob.Hash) error { return c.EnsureBlobParts(ctx, blobs) })
+}
+
+// SubmitUploading is SubmitBlobs for a caller that does not keep the
+// blobs' bytes but can make them again: should the tracker answer that
+// it does not hold a blob the spec names (at the submission, or at its
+// resubmission after a reconnect), the client calls upload with the
+// spec's blobs, on a goroutine of its own, with a context that is never
+// canceled (an upload through a client that ended fails), to upload
+// them again (EnsureBlobParts), and submits again; an error from upload
+// fails the Call with it. One upload function serves any number of
+// Calls. riot's JavaScript master uses it: it encodes a large value
+// again, on the script's goroutine, rather than keep its encoding.
+func (c *Client) SubmitUploading(spec *workunit.Spec, opts workunit.Options, upload func(ctx context.Context, blobs []blob.Hash) error) *Call {
+	return c.submitAs(spec, opts, true, nil, upload)
 }
 
 // unknownBlobLocked handles the tracker's unknown-blob answer e to k's
@@ -248,8 +262,10 @@ func (c *Client) SubmitBlobs(spec *workunit.Spec, opts workunit.Options, blobs m
 // (SubmitBlobs) uploads them again and goes out again, and one that has
 // not fails with e.
 func (c *Client) unknownBlobLocked(k *Call, e *wire.Error) {
+	var blobs []blob.Hash
 	if k.spec != nil {
-		if _, blobs, err := workunit.BlobsOf(k.spec); err == nil {
+		if _, hs, err := workunit.BlobsOf(k.spec); err == nil {
+			blobs = hs
 			for _, h := range blobs {
 				delete(c.stored, h)
 			}
@@ -268,7 +284,7 @@ func (c *Client) unknownBlobLocked(k *Call, e *wire.Error) {
 	reup := k.x.reup
 	c.log.Info("client: the tracker does not hold a blob a workunit names; uploading it again", "key", k.Key.Short(), "message", e.Message)
 	go func() {
-		err := reup(context.Background()) // ends with the client
+		err := reup(context.Background(), blobs) // ends with the client
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		switch {

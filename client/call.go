@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/riot-go/riot/blob"
 	"github.com/riot-go/riot/wire"
 	"github.com/riot-go/riot/workunit"
 )
@@ -165,10 +166,10 @@ type callExtra struct {
 	acc *workunit.Outcome
 	// watch is what the Call's watch needs beyond its fields.
 	watch *watchExtra
-	// reup uploads again the blobs the spec names (SubmitBlobs), should
-	// the tracker answer that it does not hold one (wire.CodeUnknownBlob);
-	// reups counts the times it did.
-	reup  func(context.Context) error
+	// reup uploads again the blobs the spec names, given (SubmitBlobs,
+	// SubmitUploading), should the tracker answer that it does not hold
+	// one (wire.CodeUnknownBlob); reups counts the times it did.
+	reup  func(context.Context, []blob.Hash) error
 	reups int
 }
 
@@ -439,7 +440,7 @@ func zeroOptions(o *workunit.Options) bool {
 	return !o.NoCache && o.GPUs == 0 && o.Timeout == 0 && o.Retries == 0 && len(o.RetryOn) == 0
 }
 
-func (c *Client) submitAs(spec *workunit.Spec, opts workunit.Options, watched bool, parent *wire.Lease, reup func(context.Context) error) *Call {
+func (c *Client) submitAs(spec *workunit.Spec, opts workunit.Options, watched bool, parent *wire.Lease, reup func(context.Context, []blob.Hash) error) *Call {
 	k := &Call{c: c}
 	var data []byte
 	err := errNilSpec

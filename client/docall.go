@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/riot-go/riot/blob"
 	"github.com/riot-go/riot/modules"
 	"github.com/riot-go/riot/value"
 	"github.com/riot-go/riot/workunit"
@@ -32,5 +33,5 @@ func (c *Client) DoWorkCall(ctx context.Context, mods *modules.Cache, path, expo
 	spec := &workunit.Spec{Kind: workunit.Call, Module: mod.Hash, Export: export, Payload: payload, Blobs: mod.All}
 	// Should the tracker have freed the modules (riotd --memory), they go
 	// again from the cache.
-	return c.submitAs(spec, workunit.Options{}, true, nil, func(ctx context.Context) error { return c.EnsureBlobs(ctx, mod.Blobs) }), nil
+	return c.submitAs(spec, workunit.Options{}, true, nil, func(ctx context.Context, _ []blob.Hash) error { return c.EnsureBlobs(ctx, mod.Blobs) }), nil
 }

@@ -44,15 +44,30 @@ type conn struct {
 	finished  map[workunit.Key]bool // those known finished, when track is set
 }
 
-var _ master.Conn = (*conn)(nil)
+var _ master.UploadingConn = (*conn)(nil)
 
 func (k *conn) Name() string { return k.c.Name() }
 
 func (k *conn) Submit(spec *workunit.Spec, opts workunit.Options) master.Submission {
+	return k.submit(spec, opts, nil)
+}
+
+// SubmitUploading is Submit for a spec whose blobs upload uploads again
+// when the tracker lacks one (client.Client.SubmitUploading).
+func (k *conn) SubmitUploading(spec *workunit.Spec, opts workunit.Options, upload func(context.Context, []blob.Hash) error) master.Submission {
+	return k.submit(spec, opts, upload)
+}
+
+func (k *conn) submit(spec *workunit.Spec, opts workunit.Options, upload func(context.Context, []blob.Hash) error) master.Submission {
 	if opts.Timeout == 0 {
 		opts.Timeout = k.timeout
 	}
-	call := k.c.Submit(spec, opts)
+	var call *client.Call
+	if upload != nil {
+		call = k.c.SubmitUploading(spec, opts, upload)
+	} else {
+		call = k.c.Submit(spec, opts)
+	}
 	if k.trace != nil {
 		k.trace.Track(call)
 	}

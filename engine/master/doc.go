@@ -40,11 +40,20 @@
 // Node does: the callbacks of riot.callWhenDone, the settling of the
 // await forms' promises and the script's timers, until none is pending. Values go to workers as value documents; one
 // that is large, or carried by many workunits, goes as a blob, uploaded
-// once (ScriptOptions.BlobThreshold, MinBlobBytes).
+// once (ScriptOptions.BlobThreshold, MinBlobBytes). A tracker that no
+// longer holds one (riotd --memory frees a blob once nothing names it,
+// and loses every blob when it restarts) refuses the submission that
+// names it with unknown-blob; the master uploads it again, encoding the
+// value again if it dropped the encoding (KeepBlobBytes), and submits
+// again: through an UploadingConn, which asks the script's goroutine
+// for the upload (it serves the request in its event loop and in its
+// waits for the tracker), also for a workunit the client submits again
+// after a restart.
 //
 // The master reaches the tracker only through Conn, which package job
 // implements over the Go client (client.Client); the tests use a fake.
-// Conn, Submission and Work are that adapter's interface; what crosses it
+// Conn, Submission and Work are that adapter's interface (and
+// UploadingConn, which it implements too); what crosses it
 // is in package workunit's words (Spec, Options, Outcome, Error), the same
 // the client, the protocol and the tracker use. The worker loop (package worker) never imports this
 // package: workunits see only riot.worker.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/riot-go/riot/blob"
 	"github.com/riot-go/riot/engine"
+	"github.com/riot-go/riot/wire"
 	"github.com/riot-go/riot/workunit"
 )
 
@@ -24,6 +25,12 @@ type fakeTracker struct {
 	// hashOnly: blobs are checked against their hashes, counted, and not
 	// kept (a test of what the master allocates).
 	hashOnly bool
+	// checkBlobs: a submission that names a blob the fake does not hold
+	// is refused with unknown-blob, as riotd --memory refuses it;
+	// freeOnFinish: every blob is dropped when a workunit finishes, as
+	// riotd --memory frees them once nothing names them.
+	checkBlobs, freeOnFinish bool
+	refusals                 int // submissions refused with unknown-blob
 
 	mu       sync.Mutex
 	blobs    blob.Map
@@ -78,6 +85,9 @@ func (ft *fakeTracker) finish(o *workunit.Outcome) {
 	}
 	delete(ft.open, o.Key)
 	ft.outcomes[o.Key] = o
+	if ft.freeOnFinish {
+		clear(ft.blobs)
+	}
 	ws := ft.waiters[o.Key]
 	delete(ft.waiters, o.Key)
 	ft.mu.Unlock()
@@ -104,14 +114,21 @@ type fakeConn struct {
 type fakeSubmission struct {
 	key workunit.Key
 	out *workunit.Outcome
+	err error // the refusal, if refused
 	c   *fakeConn
 }
 
 func (s *fakeSubmission) Key() workunit.Key { return s.key }
 func (s *fakeSubmission) Accepted(ctx context.Context) (*workunit.Outcome, error) {
+	if s.err != nil {
+		return nil, s.err
+	}
 	return s.out, nil
 }
 func (s *fakeSubmission) Wait(ctx context.Context) (*workunit.Outcome, error) {
+	if s.err != nil {
+		return nil, s.err
+	}
 	return s.c.Wait(ctx, s.key)
 }
 func (s *fakeSubmission) OnDone(fn func(*workunit.Outcome))     { s.c.OnFinished(s.key, fn) }
@@ -126,6 +143,16 @@ func (c *fakeConn) Submit(spec *workunit.Spec, opts workunit.Options) Submission
 	if o, ok := ft.outcomes[key]; ok && o.Status == workunit.StatusDone && !opts.NoCache {
 		ft.mu.Unlock()
 		return &fakeSubmission{key: key, out: o, c: c}
+	}
+	if ft.checkBlobs {
+		for _, h := range spec.Blobs {
+			if _, ok := ft.blobs[h]; !ok {
+				ft.refusals++
+				ft.mu.Unlock()
+				return &fakeSubmission{key: key, c: c, err: fmt.Errorf("fake tracker: %w",
+					&wire.Error{Code: wire.CodeUnknownBlob, Message: "fake tracker: submit: the spec names blob " + h.Short() + ", which the tracker does not hold"})}
+			}
+		}
 	}
 	ft.runs++
 	ft.open[key] = true

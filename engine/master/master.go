@@ -154,6 +154,7 @@ func RunScript(ctx context.Context, opts ScriptOptions) error {
 		scripts:   []*capture.Script{script},
 		mods:      make(map[string]*goja.Object),
 		jobs:      jobQueue{ready: make(chan struct{}, 1)},
+		reups:     reupQueue{ready: make(chan struct{}, 1)},
 		blobIDs:   make(map[*goja.Object]blobEntry),
 		printSeed: maphash.MakeSeed(),
 		pending:   make(map[blob.Hash]*pendingBlob),
@@ -278,7 +279,8 @@ func (c scriptConsole) Print(level workunit.Level, text string) {
 }
 
 // master runs one job script. Its fields are used on the script's
-// goroutine only, except jobs, which connection callbacks send to.
+// goroutine only, except jobs and reups, which connection callbacks send
+// to.
 type master struct {
 	opts ScriptOptions
 	// srcMap, for a bundled script (an ES module, TypeScript), maps the
@@ -309,6 +311,7 @@ type master struct {
 	subs    map[workunit.Key]subEntry // workunits this script submitted
 	copies  int                       // how many workunits the value being encoded goes into
 	jobs    jobQueue                  // callbacks to run on the script's goroutine
+	reups   reupQueue                 // requests to upload blobs again, served on it
 	waits   int                       // callbacks still expected
 	// rejected are the promises rejected with no handler, in the order
 	// they were rejected, less those that got a handler since: what is
@@ -389,6 +392,8 @@ func (m *master) run() error {
 		}
 		var err error
 		select {
+		case <-m.reups.ready:
+			m.serveUploads()
 		case <-m.jobs.ready:
 			for _, job := range m.jobs.take() {
 				if err = m.call(job); err != nil {

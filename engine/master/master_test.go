@@ -43,13 +43,19 @@ func (r *recordingEvents) Finished(o *workunit.Outcome) {
 // main.js there as a master.
 func runScript(t *testing.T, files map[string]string, args ...string) *scriptRun {
 	t.Helper()
+	return runScriptOn(t, newFakeTracker(t, false), files, args...)
+}
+
+// runScriptOn is runScript against the fake tracker ft.
+func runScriptOn(t *testing.T, ft *fakeTracker, files map[string]string, args ...string) *scriptRun {
+	t.Helper()
 	dir := t.TempDir()
 	for name, content := range files {
 		p := filepath.Join(dir, name)
 		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
 		require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
 	}
-	sr := &scriptRun{ft: newFakeTracker(t, false)}
+	sr := &scriptRun{ft: ft}
 	conn, err := sr.ft.connect(context.Background(), "localhost", 0, "")
 	require.NoError(t, err)
 	sr.err = RunScript(context.Background(), ScriptOptions{

@@ -1,6 +1,7 @@
 package master
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"hash/maphash"
@@ -529,54 +530,35 @@ func (m *master) submit(op string, c Conn, specs []*workunit.Spec, opts workunit
 // a caller that waits on each itself (forWork, whose keys the script
 // never sees, and for which m.subs was a map entry per item).
 func (m *master) submitN(op string, c Conn, n int, spec func(i int) *workunit.Spec, opts workunit.Options, byKey bool) ([]Submission, []subEntry) {
-	need := make(map[blob.Hash]blob.Parts)
 	up := m.uploaded[c]
 	if up == nil {
 		up = make(map[blob.Hash]bool)
 		m.uploaded[c] = up
 	}
+	need := make(map[blob.Hash]blob.Parts)
 	for i := range n {
 		for _, h := range spec(i).Blobs {
-			if !up[h] {
+			if _, ok := need[h]; !ok && !up[h] {
+				// Once a blob: for a value whose encoding was dropped,
+				// blobBytes encodes it again.
 				need[h] = m.blobBytes(op, h)
 			}
 		}
 	}
-	if len(need) > 0 {
-		// No script code runs until this returns: the buffers whose bytes
-		// go by reference stay as they were hashed (blobBytes checked).
-		if err := c.EnsureBlobParts(m.ctx, need); err != nil {
-			name := "Error"
-			if errors.Is(err, wire.ErrMemoryFull) {
-				name = "TrackerMemoryFullError" // as for a refused submission: a script can tell it apart
-			}
-			m.sb.Throw(name, "%s: uploading %d blobs: %v", op, len(need), err)
-		}
-		dropped := 0
-		for h, data := range need {
-			up[h] = true
-			if p := m.pending[h]; p.obj != nil && p.ref == nil && data.Len() > KeepBlobBytes {
-				p.parts = nil // the value is the script's: encoded again if needed
-				dropped += data.Len()
-			}
-		}
-		clear(need)
-		if dropped >= collectBytes {
-			// The heap was the value and its encoding. Without a collection
-			// now it would grow to twice that (GOGC) before the memory is
-			// used again, for a result the size of the value, say; and
-			// the memory collected goes back to the system, as small
-			// allocations in it would keep a large one from using it.
-			debug.FreeOSMemory()
-		}
+	m.upload(op, c, up, need)
+	uc, _ := c.(UploadingConn)
+	var upload func(context.Context, []blob.Hash) error
+	if uc != nil {
+		upload = m.uploader(op, c)
 	}
 	subs := make([]Submission, n)
 	for i := range subs {
-		subs[i] = c.Submit(spec(i), opts)
+		subs[i] = submitOne(c, uc, spec(i), opts, upload)
 	}
 	if m.opts.Events != nil {
 		m.opts.Events.Submitted(n)
 	}
+	m.accept(op, c, up, subs, spec, opts, uc != nil)
 	var entries []subEntry
 	if !byKey {
 		entries = make([]subEntry, n)
@@ -596,20 +578,151 @@ func (m *master) submitN(op string, c Conn, n int, spec func(i int) *workunit.Sp
 			// result is not fetched for them. The callback holds only its
 			// Once (a forWork of a million items holds a million of them
 			// until their workunits finish: 24 bytes each, not the 64 of
-			// one that holds the whole entry).
+			// one that holds the whole entry). Only once accepted: a
+			// submission refused and made again (accept) ended with an
+			// error that is not the workunit's.
 			sub.OnFinished(func(o *workunit.Outcome) { m.reportAt(r, o) })
 		}
 	}
-	for _, sub := range subs {
-		if _, err := sub.Accepted(m.ctx); err != nil {
+	return subs, entries
+}
+
+// submitOne submits spec through c; one that names blobs through uc,
+// when c is one, to upload them again with upload should the tracker lack
+// one.
+func submitOne(c Conn, uc UploadingConn, spec *workunit.Spec, opts workunit.Options, upload func(context.Context, []blob.Hash) error) Submission {
+	if uc != nil && len(spec.Blobs) > 0 {
+		return uc.SubmitUploading(spec, opts, upload)
+	}
+	return c.Submit(spec, opts)
+}
+
+// upload makes sure that c's tracker holds the blobs need (by hash, with
+// their bytes from blobBytes), uploading those it lacks, and notes them in
+// up, what the master uploaded through c. It throws what the upload
+// fails with.
+func (m *master) upload(op string, c Conn, up map[blob.Hash]bool, need map[blob.Hash]blob.Parts) {
+	if len(need) == 0 {
+		return
+	}
+	// No script code runs until this returns: the buffers whose bytes
+	// go by reference stay as they were hashed (blobBytes checked).
+	if err := c.EnsureBlobParts(m.ctx, need); err != nil {
+		name := "Error"
+		if errors.Is(err, wire.ErrMemoryFull) {
+			name = "TrackerMemoryFullError" // as for a refused submission: a script can tell it apart
+		}
+		m.sb.Throw(name, "%s: uploading %d blobs: %v", op, len(need), err)
+	}
+	dropped := 0
+	for h, data := range need {
+		up[h] = true
+		if p := m.pending[h]; p.obj != nil && p.ref == nil && data.Len() > KeepBlobBytes {
+			p.parts = nil // the value is the script's: encoded again if needed
+			dropped += data.Len()
+		}
+	}
+	clear(need)
+	if dropped >= collectBytes {
+		// The heap was the value and its encoding. Without a collection
+		// now it would grow to twice that (GOGC) before the memory is
+		// used again, for a result the size of the value, say; and
+		// the memory collected goes back to the system, as small
+		// allocations in it would keep a large one from using it.
+		debug.FreeOSMemory()
+	}
+}
+
+// maxReuploads bounds the rounds in which a submission's blobs are
+// uploaded again because the tracker no longer held them (accept).
+const maxReuploads = 3
+
+// accept waits for the tracker's acknowledgement of each of subs, made
+// through c from spec(i) with opts, and throws the first refusal. A
+// refusal because the tracker does not hold a blob the spec names
+// (unknown-blob: a riotd --memory frees a blob --blob-grace after nothing
+// names it, and loses every blob when it restarts) is not the script's
+// concern: the master forgets that it uploaded the spec's blobs, uploads
+// them again (their bytes from blobBytes, which encodes a value again
+// when it dropped its encoding, here, on the script's goroutine, as for
+// another tracker) and submits again, replacing subs[i], at most
+// maxReuploads times for one workunit. When uploading, c is an
+// UploadingConn, which did that already (serveUploads made the bytes):
+// a refusal is final.
+func (m *master) accept(op string, c Conn, up map[blob.Hash]bool, subs []Submission, spec func(i int) *workunit.Spec, opts workunit.Options, uploading bool) {
+	var refused []int
+	var errs []error
+	wait := func(i int) {
+		var err error
+		for {
+			ctx := m.waitContext()
+			if _, err = subs[i].Accepted(ctx); !m.interrupted(ctx, err) {
+				break
+			}
+		}
+		switch {
+		case err == nil:
+		case errors.Is(err, wire.ErrUnknownBlob):
+			refused = append(refused, i)
+			errs = append(errs, err)
+		default:
 			name := "Error"
 			if errors.Is(err, wire.ErrMemoryFull) {
 				name = "TrackerMemoryFullError" // a script can tell it apart, and retry later
 			}
-			m.sb.Throw(name, "%s: the tracker refused workunit %s: %v", op, sub.Key().Short(), err)
+			m.sb.Throw(name, "%s: the tracker refused workunit %s: %v", op, subs[i].Key().Short(), err)
 		}
 	}
-	return subs, entries
+	for i := range subs {
+		wait(i)
+	}
+	for round := 1; len(refused) > 0; round++ {
+		if uploading {
+			// The connection uploaded again, maxReuploads times at most, or
+			// could not (its error says why).
+			i := refused[0]
+			m.sb.Throw("Error", "%s: the tracker refused workunit %s because it does not hold a blob the workunit names (%s), and uploading its blobs again did not help: %v. "+
+				"A riotd --memory frees a blob --blob-grace after no workunit and no connection names it, and loses every blob when it restarts: "+
+				"check that riotd is not restarting over and over, or give it a longer --blob-grace",
+				op, subs[i].Key().Short(), shortHashes(spec(i).Blobs), errs[0])
+		}
+		if round > maxReuploads {
+			i := refused[0]
+			m.sb.Throw("Error", "%s: the tracker refused workunit %s %d times because it does not hold a blob the workunit names (%s), though the master uploaded its blobs again each time: %v. "+
+				"A riotd --memory frees a blob --blob-grace after no workunit and no connection names it, and loses every blob when it restarts: "+
+				"check that riotd is not restarting over and over, or give it a longer --blob-grace",
+				op, subs[i].Key().Short(), maxReuploads+1, shortHashes(spec(i).Blobs), errs[0])
+		}
+		again := refused
+		refused, errs = nil, nil
+		need := make(map[blob.Hash]blob.Parts)
+		for _, i := range again {
+			for _, h := range spec(i).Blobs {
+				if _, ok := need[h]; !ok {
+					delete(up, h)
+					need[h] = m.blobBytes(op, h)
+				}
+			}
+		}
+		m.opts.Logger.Info("master: the tracker does not hold blobs that workunits name; uploading them again",
+			"op", op, "workunits", len(again), "blobs", len(need), "round", round)
+		m.upload(op, c, up, need)
+		for _, i := range again {
+			subs[i] = c.Submit(spec(i), opts) // c is no UploadingConn here
+		}
+		for _, i := range again {
+			wait(i)
+		}
+	}
+}
+
+// shortHashes lists hashes, short, for a message.
+func shortHashes(hs []blob.Hash) string {
+	s := make([]string, len(hs))
+	for i, h := range hs {
+		s[i] = h.Short()
+	}
+	return strings.Join(s, ", ")
 }
 
 // subEntry is a workunit this script submitted, and the connection it went
@@ -637,10 +750,19 @@ func (m *master) reportAt(once *sync.Once, o *workunit.Outcome) {
 // wait returns the outcome of key: from the script's own submission when
 // it made one through c, else from the tracker.
 func (m *master) wait(c Conn, key workunit.Key) (*workunit.Outcome, error) {
-	if e, ok := m.subs[key]; ok && e.conn == c {
-		return e.sub.Wait(m.ctx)
+	for {
+		ctx := m.waitContext()
+		var o *workunit.Outcome
+		var err error
+		if e, ok := m.subs[key]; ok && e.conn == c {
+			o, err = e.sub.Wait(ctx)
+		} else {
+			o, err = c.Wait(ctx, key)
+		}
+		if !m.interrupted(ctx, err) {
+			return o, err
+		}
 	}
-	return c.Wait(m.ctx, key)
 }
 
 // onFinished calls fn when key is finished, as wait finds it.
@@ -711,7 +833,14 @@ func (m *master) forWork(call goja.FunctionCall, opts workunit.Options) goja.Val
 	for i := range entries {
 		e := &entries[i]
 		key := e.sub.Key()
-		o, err := e.sub.Wait(m.ctx)
+		var o *workunit.Outcome
+		var err error
+		for {
+			ctx := m.waitContext()
+			if o, err = e.sub.Wait(ctx); !m.interrupted(ctx, err) {
+				break
+			}
+		}
 		if err != nil {
 			m.sb.Throw("Error", "%s: workunit %s: %v", op, key.Short(), err)
 		}
