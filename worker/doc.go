@@ -99,8 +99,9 @@
 // Engine.MemoryLimit and, after each collection, a GC percent from the
 // engine's idle runtimes (gcpace.go): the heap may grow by the live heap
 // that is not idle runtimes plus IdleHeadroom times their estimated
-// bytes, so that the marking of hundreds of masters' idle runtimes is
-// shared by more allocation. Run sets both back when it returns. See
+// bytes (the goal it sets at most half of Engine.MemoryLimit), so that
+// the marking of hundreds of masters' idle runtimes is shared by more
+// allocation. Run sets both back when it returns. See
 // docs/workers.md, "The garbage collector".
 //
 // # GPUs

@@ -38,7 +38,8 @@ const (
 	// the marking of the idle runtimes is shared by that much more
 	// allocation. The idle runtimes are at most Engine.IdleRuntimeBytes
 	// (an eighth of --memory-limit by default), so this headroom is at
-	// most half the memory limit, and the soft limit bounds it as well.
+	// most half the memory limit; gcPercent keeps the paced heap goal
+	// under half of it, and the soft limit bounds the heap as well.
 	IdleHeadroom = 4
 	// maxGCPercent bounds the GC percent a paced worker sets.
 	maxGCPercent = 100 * IdleHeadroom
@@ -48,17 +49,23 @@ const (
 
 // gcPercent returns the GC percent for a heap whose last collection found
 // live bytes live, of which idle (as the engine estimates its idle
-// runtimes) are idle runtimes: the percent whose heap goal is live plus
-// the live bytes that are not idle runtimes (Go's default for them) plus
-// IdleHeadroom times the idle ones. That is 100 with no idle runtimes and
-// up to maxGCPercent when they are all of the heap. An estimate over live
-// counts as all of it.
-func gcPercent(live, idle uint64) int {
+// runtimes) are idle runtimes, in a worker whose memory limit is limit (0:
+// none): the percent whose heap goal is live plus the live bytes that are
+// not idle runtimes (Go's default for them) plus IdleHeadroom times the
+// idle ones. That is 100 with no idle runtimes and up to maxGCPercent
+// when they are all of the heap. An estimate over live counts as all of
+// it. With a limit, the goal that pacing adds stays under half of it: past
+// that the percent is less, down to Go's 100, so that a worker near its
+// limit collects as it would unpaced.
+func gcPercent(live, idle, limit uint64) int {
 	if live == 0 {
 		return defaultGCPercent
 	}
 	idle = min(idle, live)
 	head := float64(live-idle) + IdleHeadroom*float64(idle)
+	if limit > 0 {
+		head = min(head, float64(limit)/2-float64(live))
+	}
 	p := int(math.Round(100 * head / float64(live)))
 	return max(defaultGCPercent, min(p, maxGCPercent))
 }
@@ -74,14 +81,16 @@ type gcPacer struct {
 	live func() uint64
 	// setPercent sets the GC percent and returns the one before.
 	setPercent func(int) int
+	// limit is the worker's memory limit (Engine.MemoryLimit; 0: none).
+	limit uint64
 	// cycles is told of each collection: armCycles arms it.
 	cycles chan struct{}
 	log    *slog.Logger
 }
 
-// newGCPacer returns the pacer of this process's collector for eng's idle
-// runtimes.
-func newGCPacer(idle func() uint64, log *slog.Logger) *gcPacer {
+// newGCPacer returns the pacer of this process's collector for the idle
+// runtimes that idle reports, in a worker whose memory limit is limit.
+func newGCPacer(idle func() uint64, limit uint64, log *slog.Logger) *gcPacer {
 	sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 	return &gcPacer{
 		idle: idle,
@@ -90,6 +99,7 @@ func newGCPacer(idle func() uint64, log *slog.Logger) *gcPacer {
 			return sample[0].Value.Uint64()
 		},
 		setPercent: debug.SetGCPercent,
+		limit:      limit,
 		cycles:     make(chan struct{}, 1),
 		log:        log,
 	}
@@ -123,7 +133,7 @@ func (p *gcPacer) run(ctx context.Context) {
 	done := make(chan struct{})
 	defer close(done)
 	p.armCycles(done)
-	cur := gcPercent(p.live(), p.idle())
+	cur := gcPercent(p.live(), p.idle(), p.limit)
 	before := p.setPercent(cur)
 	defer p.setPercent(before)
 	p.log.Debug("worker: pacing the garbage collector", "gc_percent", cur, "was", before)
@@ -133,7 +143,7 @@ func (p *gcPacer) run(ctx context.Context) {
 			return
 		case <-p.cycles:
 		}
-		if n := gcPercent(p.live(), p.idle()); n != cur {
+		if n := gcPercent(p.live(), p.idle(), p.limit); n != cur {
 			p.setPercent(n)
 			cur = n
 		}
@@ -152,7 +162,7 @@ func (w *worker) paceGC() (stop func()) {
 	}
 	if g.Percent {
 		ctx, cancel := context.WithCancel(context.Background())
-		p := newGCPacer(func() uint64 { _, b := w.eng.IdleRuntimes(); return b }, w.opts.Logger)
+		p := newGCPacer(func() uint64 { _, b := w.eng.IdleRuntimes(); return b }, w.opts.Engine.MemoryLimit, w.opts.Logger)
 		ended := make(chan struct{})
 		go func() {
 			defer close(ended)

@@ -48,7 +48,7 @@ func BenchmarkGCPacer_ManyRealms(b *testing.B) {
 					}
 				}
 				if paced {
-					p := newGCPacer(func() uint64 { _, n := e.IdleRuntimes(); return n }, slog.New(slog.NewTextHandler(io.Discard, nil)))
+					p := newGCPacer(func() uint64 { _, n := e.IdleRuntimes(); return n }, 0, slog.New(slog.NewTextHandler(io.Discard, nil)))
 					pctx, stop := context.WithCancel(ctx)
 					ended := make(chan struct{})
 					go func() { defer close(ended); p.run(pctx) }()

@@ -19,23 +19,29 @@ func TestGCPercent(t *testing.T) {
 	for _, c := range []struct {
 		name       string
 		live, idle uint64
+		limit      uint64
 		want       int
 	}{
-		{"no heap yet", 0, 0, 100},
-		{"no idle runtimes: Go's default", 50 * mb, 0, 100},
-		{"idle runtimes a tenth of the heap", 100 * mb, 10 * mb, 130},
-		{"half", 100 * mb, 50 * mb, 250},
-		{"500 masters: 400 MB of idle runtimes beside 40 MB", 440 * mb, 400 * mb, 373},
-		{"all of it", 100 * mb, 100 * mb, 400},
-		{"an estimate over the live heap counts as all of it", 10 * mb, 50 * mb, 400},
-		{"no live heap yet, some estimated idle", 0, 10 * mb, 100},
+		{"no heap yet", 0, 0, 0, 100},
+		{"no idle runtimes: Go's default", 50 * mb, 0, 0, 100},
+		{"idle runtimes a tenth of the heap", 100 * mb, 10 * mb, 0, 130},
+		{"half", 100 * mb, 50 * mb, 0, 250},
+		{"500 masters: 400 MB of idle runtimes beside 40 MB", 440 * mb, 400 * mb, 0, 373},
+		{"all of it", 100 * mb, 100 * mb, 0, 400},
+		{"an estimate over the live heap counts as all of it", 10 * mb, 50 * mb, 0, 400},
+		{"no live heap yet, some estimated idle", 0, 10 * mb, 0, 100},
+		{"a limit far off changes nothing", 440 * mb, 400 * mb, 16 << 30, 373},
+		{"the paced goal held under half the limit", 100 * mb, 100 * mb, 1000 * mb, 400},
+		{"half the limit is 250 MB: the goal stops there", 100 * mb, 100 * mb, 500 * mb, 150},
+		{"near the limit: Go's default", 200 * mb, 100 * mb, 500 * mb, 100},
+		{"over half the limit live: Go's default", 300 * mb, 100 * mb, 500 * mb, 100},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			got := gcPercent(c.live, c.idle)
+			got := gcPercent(c.live, c.idle, c.limit)
 			assert.Equal(t, c.want, got)
 			assert.GreaterOrEqual(t, got, defaultGCPercent)
 			assert.LessOrEqual(t, got, maxGCPercent)
-			if c.live > 0 {
+			if c.live > 0 && c.limit == 0 {
 				// The heap goal: live, plus the live heap that is not idle
 				// runtimes, plus IdleHeadroom times those that are.
 				idle := min(c.idle, c.live)
