@@ -92,6 +92,18 @@
 // debug level the worker logs one line per workunit it finishes. See
 // docs/workers.md, "Metrics and probes".
 //
+// # The garbage collector
+//
+// With Options.GCPacing set (riot-worker sets it, less what GOGC and
+// GOMEMLIMIT set), Run sets its process's soft memory limit to
+// Engine.MemoryLimit and, after each collection, a GC percent from the
+// engine's idle runtimes (gcpace.go): the heap may grow by the live heap
+// that is not idle runtimes plus IdleHeadroom times their estimated
+// bytes (the goal it sets at most half of Engine.MemoryLimit), so that
+// the marking of hundreds of masters' idle runtimes is shared by more
+// allocation. Run sets both back when it returns. See
+// docs/workers.md, "The garbage collector".
+//
 // # GPUs
 //
 // The worker's hello lists the devices of Options.GPU, so that the

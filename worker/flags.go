@@ -202,6 +202,9 @@ func (f *Flags) Options(args []string, logs io.Writer) (Options, error) {
 		Logger:         logger,
 		MetricsListen:  f.metrics,
 		DebugListen:    f.debug,
+		// riot-worker has its process to itself: it paces the collector,
+		// unless the user set it.
+		GCPacing: GCPacing{Percent: f.getenv("GOGC") == "", SoftLimit: f.getenv("GOMEMLIMIT") == ""},
 	}, nil
 }
 

@@ -158,6 +158,12 @@ type Options struct {
 	// profiler (/debug/pprof/); a port alone is on loopback:
 	// riot-worker --debug-listen.
 	DebugListen string
+	// GCPacing, when set, lets the worker set its process's garbage
+	// collector: a GC percent paced from its engine's idle runtimes, and
+	// a soft memory limit of Engine.MemoryLimit (see GCPacing). Leave it
+	// zero (Go's defaults) where the process runs more than this worker:
+	// riot-worker sets it, less what GOGC and GOMEMLIMIT set.
+	GCPacing GCPacing
 
 	// metricsListening, when set, is told MetricsListen's address once
 	// it listens (for tests, which listen on port 0).
@@ -388,6 +394,7 @@ func (w *worker) run(ctx context.Context) error {
 		return fmt.Errorf("worker: %w", err)
 	}
 	defer w.eng.Close()
+	defer w.paceGC()()
 	w.cache = NewCache(w.opts.BlobCacheBytes, c.FetchBlob)
 
 	// evalCtx bounds evaluations: it ends near the end of the grace

@@ -44,7 +44,8 @@
 // With --masters M1,M2 it measures instead, for each M, --n such
 // workunits from M Go client masters at once, each a realm of its own on
 // the workers, interleaved: throughput and the workers' CPU per workunit
-// (from /proc/PID/stat), beside one master's.
+// (from /proc/PID/stat), beside one master's, and the largest peak
+// resident memory of a worker (VmHWM, from /proc/PID/status).
 //
 // Without --riotd and --riot-worker it builds both with `go build` into a
 // temporary directory; it must then run inside riot's module.
@@ -153,7 +154,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	var big string
 	fs.StringVar(&big, "big", "", "instead of the other runs, send one Float64Array of this `size` (e.g. 512MiB) through riotd to a worker and back, in each of --stores, and report the time and the peak memory of the master, riotd and the worker")
 	var masters string
-	fs.StringVar(&masters, "masters", "", "instead of the other runs, measure --n trivial workunits from each of these numbers of Go client masters at once (`M1,M2`, e.g. 1,50,500), every master a realm of its own, against --workers workers in each of --stores: throughput and the workers' CPU per workunit")
+	fs.StringVar(&masters, "masters", "", "instead of the other runs, measure --n trivial workunits from each of these numbers of Go client masters at once (`M1,M2`, e.g. 1,50,500), every master a realm of its own, against --workers workers in each of --stores: throughput, the workers' CPU per workunit and their peak resident memory")
 	var conns string
 	fs.StringVar(&conns, "conns", "", "instead of the other runs, hold each of these numbers of one-slot worker connections (`N1,N2`, e.g. 1000,10000; lean peers in riot-bench's process) on a fresh riotd --memory: its memory per idle connection, then --n trivial workunits through them (--prefetch: each connection's prefetch)")
 	var restart string

@@ -208,7 +208,8 @@ func TestRun_Masters(t *testing.T) {
 	code := run(t.Context(), []string{"--masters", "1,3", "--in-flight", "12", "--n", "300", "--warmup", "6", "--stores", "memory", "--slots", "1", "--timeout", "2m"}, &stdout, &stderr)
 	require.Equal(t, 0, code, "stderr:\n%s", stderr.String())
 	out := stdout.String()
-	assert.Contains(t, out, "| store | masters | waiting a master | workers × slots | workunits | workunits/s | workers' CPU per workunit | CPU vs 1 master |")
+	assert.Contains(t, out, "| store | masters | waiting a master | workers × slots | workunits | workunits/s | workers' CPU per workunit | CPU vs 1 master | a worker's peak RSS |")
+	assert.Contains(t, out, " MiB |\n")
 	assert.Contains(t, out, "| memory | 1 | 12 | 2 × 1 | 300 | ")
 	assert.Contains(t, out, "| memory | 3 | 4 | 2 × 1 | 300 | ")
 }

@@ -24,6 +24,9 @@ type mastersResult struct {
 	// workerCPU is the CPU time (user and system) the workers spent on the
 	// measured workunits, all together.
 	workerCPU time.Duration
+	// workerPeak is the largest peak resident memory (VmHWM) of the
+	// workers, read after the measured run; 0 if it could not be read.
+	workerPeak int64
 }
 
 func (r mastersResult) perSecond() float64 { return float64(r.n) / r.elapsed.Seconds() }
@@ -53,8 +56,8 @@ func (b *bench) runMasters(ctx context.Context, w io.Writer) error {
 
 func writeMasters(w io.Writer, cfg *config, results []mastersResult) {
 	fmt.Fprintf(w, "riot-bench %s\n%s, load %s\n\n", strings.Join(cfg.args, " "), environment(), loadAverage())
-	fmt.Fprintln(w, "| store | masters | waiting a master | workers × slots | workunits | workunits/s | workers' CPU per workunit | CPU vs 1 master |")
-	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
+	fmt.Fprintln(w, "| store | masters | waiting a master | workers × slots | workunits | workunits/s | workers' CPU per workunit | CPU vs 1 master | a worker's peak RSS |")
+	fmt.Fprintln(w, "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
 	one := map[string]time.Duration{}
 	for _, r := range results {
 		if r.masters == 1 {
@@ -66,8 +69,12 @@ func writeMasters(w io.Writer, cfg *config, results []mastersResult) {
 		if base, ok := one[r.store]; ok && base > 0 {
 			ratio = fmt.Sprintf("%.2f×", float64(r.cpuPerWorkunit())/float64(base))
 		}
-		fmt.Fprintf(w, "| %s | %d | %d | %d × %d | %d | %.0f | %.1f µs | %s |\n", r.store, r.masters, masterWindow(cfg, r.masters), r.workers, cfg.slots, r.n,
-			r.perSecond(), float64(r.cpuPerWorkunit())/float64(time.Microsecond), ratio)
+		peak := "–"
+		if r.workerPeak > 0 {
+			peak = fmt.Sprintf("%.0f MiB", float64(r.workerPeak)/(1<<20))
+		}
+		fmt.Fprintf(w, "| %s | %d | %d | %d × %d | %d | %.0f | %.1f µs | %s | %s |\n", r.store, r.masters, masterWindow(cfg, r.masters), r.workers, cfg.slots, r.n,
+			r.perSecond(), float64(r.cpuPerWorkunit())/float64(time.Microsecond), ratio, peak)
 	}
 }
 
@@ -108,6 +115,11 @@ func (b *bench) mastersOnce(ctx context.Context, store string, masters int) (mas
 		return res, err
 	}
 	res.workerCPU = b.workersCPU(cl) - cpu0
+	for _, w := range cl.workers {
+		if hwm, err := procMem(w.Pid(), "VmHWM"); err == nil {
+			res.workerPeak = max(res.workerPeak, hwm)
+		}
+	}
 	res.n, res.elapsed = per*masters, elapsed
 	return res, nil
 }
