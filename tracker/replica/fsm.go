@@ -177,7 +177,7 @@ func openFSM(ctx context.Context, dir string, log *slog.Logger, fatal func(error
 }
 
 func openLocal(ctx context.Context, dir string, log *slog.Logger) (*store.Bolt, error) {
-	local, err := store.OpenBolt(ctx, dir, store.BoltOptions{NoSync: true, Logger: log})
+	local, err := store.OpenBolt(ctx, dir, store.BoltOptions{Deferred: true, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("replica: local store: %w", err)
 	}
@@ -311,11 +311,9 @@ func applyCmd(local *store.Bolt, data []byte) error {
 	body := data[1:]
 	switch data[0] {
 	case cmdRecords:
-		batch, err := store.DecodeBatch(body)
-		if err != nil {
-			return err
-		}
-		return local.Apply(ctx, batch)
+		// The local store keeps body's records as they are (until its
+		// next flush): raft's entry is not modified after it is applied.
+		return local.ApplyEncoded(ctx, body)
 	case cmdBlob:
 		if len(body) < len(blob.Hash{}) {
 			return errors.New("a blob command cut short")
