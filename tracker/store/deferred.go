@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -110,20 +111,24 @@ func (s *Bolt) flushLocked(db *bolt.DB) error {
 	if len(s.def.recs) == 0 {
 		return nil
 	}
-	ids := make([]uint64, 0, len(s.def.recs))
-	for id := range s.def.recs {
-		ids = append(ids, id)
+	type idRec struct {
+		id uint64
+		r  defRec
 	}
-	slices.Sort(ids)
+	recs := make([]idRec, 0, len(s.def.recs))
+	for id, r := range s.def.recs {
+		recs = append(recs, idRec{id, r})
+	}
+	slices.SortFunc(recs, func(a, b idRec) int { return cmp.Compare(a.id, b.id) })
 	err := s.update(db, func(tx *bolt.Tx) error {
 		rb := tx.Bucket(bucketRecords)
 		rb.FillPercent = 0.9
 		// bbolt keeps keys and values until the commit: keys in one
 		// arena, the values are the overlay's.
-		keys := make([]byte, 0, 8*len(ids))
+		keys := make([]byte, 0, 8*len(recs))
 		var arena []byte
-		for _, id := range ids {
-			r := s.def.recs[id]
+		for _, ir := range recs {
+			id, r := ir.id, ir.r
 			keys = binary.BigEndian.AppendUint64(keys, id)
 			k := keys[len(keys)-8 : len(keys) : len(keys)]
 			switch r.kind {
