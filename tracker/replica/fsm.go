@@ -102,8 +102,11 @@ const pieceThreshold = 1 << 20
 // store is derived state: it is emptied at every start and rebuilt from
 // the last snapshot (Restore) and the log after it, so that a command is
 // applied to it exactly once whatever a crash interrupted, and it need not
-// sync (store.BoltOptions.NoSync): the Raft log is durable before a
-// command is applied.
+// be durable at all (store.BoltOptions.Deferred: no fsync, and the records
+// of many commands held in memory and written to its file in one bbolt
+// transaction): the Raft log is durable before a command is applied.
+// Snapshot's BeginCopy writes what memory holds first, so a snapshot has
+// every command up to its index.
 //
 // raft calls Apply, Snapshot and Restore from one goroutine; the tracker
 // reads the local store (through Store) from others: mu guards local

@@ -86,7 +86,8 @@ type BoltOptions struct {
 // Layout: bucket "meta" holds the format name and version; "records" maps
 // a record's ID (8 bytes, big-endian) to its encoding (see codec.go), spec
 // included while it is waiting or running; "blobs" maps a blob hash to its
-// bytes. Every write is one bbolt transaction, committed with fsync.
+// bytes. Every write is one bbolt transaction, committed with fsync, but
+// Apply's (see the write-ahead log, and BoltOptions.Deferred).
 //
 // Records are keyed by ID, not by workunit key, for speed: keys are
 // random, so a batch of new keys would touch a page of the B+tree each,
