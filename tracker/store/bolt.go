@@ -67,8 +67,8 @@ type BoltOptions struct {
 	// Deferred implies NoSync, and holds the records of Apply (and
 	// ApplyEncoded) in memory, to be written to the bbolt file many
 	// batches in one transaction (deferred.go): when the overlay holds
-	// 8192 records or 32 MiB, and before Load, LoadStored, BeginCopy and
-	// Close (Flush too). Reads see every Apply that returned. For the same
+	// 8192 records or took 32 MiB of batches, and before Load,
+	// LoadStored, BeginCopy and Close (Flush too). Reads see every Apply that returned. For the same
 	// stores as NoSync only: a crash loses what the overlay held.
 	Deferred bool
 	// Logger receives the store's warnings (an entry a crash cut short,

@@ -21,8 +21,9 @@ import (
 // from elsewhere after a crash (a replica's local store, which its Raft
 // log rebuilds): Apply and ApplyEncoded put their records in an overlay
 // in memory, keyed by record ID, and flush writes the overlay to the bbolt
-// file in one transaction once it holds deferRecords records or
-// deferBytes bytes, and before Load, LoadStored, BeginCopy and Close.
+// file in one transaction once it holds deferRecords records or has
+// taken deferBytes bytes of batches since the last flush, and before
+// Load, LoadStored, BeginCopy and Close.
 // No file is written for the overlay: what it holds at a crash is lost,
 // which such a store allows. Result reads the overlay first, so every
 // read sees every Apply that returned.
@@ -62,9 +63,14 @@ type defRec struct {
 // lock, so that a reader never sees a record neither in the overlay nor
 // in the file.
 type deferState struct {
-	on    bool
-	mu    sync.RWMutex
-	recs  map[uint64]defRec
+	on   bool
+	mu   sync.RWMutex
+	recs map[uint64]defRec
+	// bytes counts what the overlay took since its last flush (the
+	// batches of ApplyEncoded, whose bytes its records alias, the
+	// encodings of Apply), never less for a record replaced: a batch is
+	// held while any of its records is the latest, so this bounds the
+	// memory held.
 	bytes int
 	// maxRecs and maxBytes are the flush thresholds (deferRecords,
 	// deferBytes, or a test's).
@@ -236,16 +242,14 @@ func (s *Bolt) addDeferred(db *bolt.DB, b *defBatch, id uint64, status workunit.
 	return nil
 }
 
-// commitDeferred puts b's records in the overlay, and flushes it when it
-// holds enough. s.def.mu is held for writing.
-func (s *Bolt) commitDeferred(db *bolt.DB, b *defBatch) error {
+// commitDeferred puts b's records in the overlay, counts size bytes
+// taken, and flushes it when it holds enough. s.def.mu is held for
+// writing.
+func (s *Bolt) commitDeferred(db *bolt.DB, b *defBatch, size int) error {
 	for i, id := range b.ids {
-		if old, ok := s.def.recs[id]; ok {
-			s.def.bytes -= len(old.enc)
-		}
 		s.def.recs[id] = b.recs[i]
-		s.def.bytes += len(b.recs[i].enc)
 	}
+	s.def.bytes += size
 	if len(s.def.recs) >= s.def.maxRecs || s.def.bytes >= s.def.maxBytes {
 		return s.flushLocked(db)
 	}
@@ -257,6 +261,7 @@ func (s *Bolt) applyDeferred(db *bolt.DB, batch []table.Record) error {
 	s.def.mu.Lock()
 	defer s.def.mu.Unlock()
 	b := defBatch{ids: make([]uint64, 0, len(batch)), recs: make([]defRec, 0, len(batch))}
+	size := 0
 	for i := range batch {
 		r := &batch[i]
 		if r.ID == 0 {
@@ -266,11 +271,13 @@ func (s *Bolt) applyDeferred(db *bolt.DB, batch []table.Record) error {
 		// caller's, which Apply may keep (see Store.Apply).
 		rec := *r
 		rec.Stored = false
-		if err := s.addDeferred(db, &b, r.ID, r.Status, r.Stored, encodeRecord(nil, &rec)); err != nil {
+		enc := encodeRecord(nil, &rec)
+		size += len(enc)
+		if err := s.addDeferred(db, &b, r.ID, r.Status, r.Stored, enc); err != nil {
 			return err
 		}
 	}
-	return s.commitDeferred(db, &b)
+	return s.commitDeferred(db, &b, size)
 }
 
 // ApplyEncoded is Apply of a batch encoded by EncodeBatch. A deferred
@@ -314,7 +321,7 @@ func (s *Bolt) ApplyEncoded(ctx context.Context, data []byte) error {
 		if err != nil {
 			return err
 		}
-		return s.commitDeferred(db, &b)
+		return s.commitDeferred(db, &b, len(data))
 	})
 	if err != nil {
 		if errors.Is(err, ErrClosed) || errors.Is(err, ErrCorrupt) || errors.Is(err, ErrVersion) {

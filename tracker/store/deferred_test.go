@@ -225,3 +225,32 @@ func TestBolt_Deferred_ReadsWhileFlushing(t *testing.T) {
 	default:
 	}
 }
+
+// The overlay keeps the batches its records came in (ApplyEncoded keeps
+// their bytes): a batch whose large record a later one replaces is still
+// held for its small one. So the bound on bytes counts the batches taken
+// since the last flush, not the records' bytes still in the overlay: 400
+// batches of 100 KB, each a new small record and the large one again,
+// are flushed before they hold 40 MB (they were held until 8192
+// records).
+func TestBolt_Deferred_BoundsTheBatchesItHolds(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, err := OpenBolt(ctx, t.TempDir(), BoltOptions{Deferred: true})
+	require.NoError(t, err)
+	defer s.Close()
+	large := make([]byte, 100<<10)
+	flushed := false
+	for i := range 400 {
+		batch := []table.Record{
+			{ID: uint64(i + 1), Key: key(i + 1), Status: workunit.StatusWaiting, Spec: []byte("small")},
+			{ID: 1 << 20, Key: key(1 << 20), Status: workunit.StatusWaiting, Spec: large},
+		}
+		before := s.Pending()
+		require.NoError(t, s.ApplyEncoded(ctx, EncodeBatch(batch)))
+		if s.Pending() < before {
+			flushed = true
+		}
+	}
+	assert.True(t, flushed, "400 batches of 100 KB held without a flush (%d records pending)", s.Pending())
+}
