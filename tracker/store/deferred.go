@@ -21,9 +21,10 @@ import (
 // from elsewhere after a crash (a replica's local store, which its Raft
 // log rebuilds): Apply and ApplyEncoded put their records in an overlay
 // in memory, keyed by record ID, and flush writes the overlay to the bbolt
-// file in one transaction once it holds deferRecords records or has
-// taken deferBytes bytes of batches since the last flush, and before
-// Load, LoadStored, BeginCopy and Close.
+// file in one transaction before a batch would take it past
+// deferRecords records or deferBytes bytes of batches since the last
+// flush (a flush that fails fails that batch, and nothing of it is in
+// the overlay), and before Load, LoadStored, BeginCopy and Close.
 // No file is written for the overlay: what it holds at a crash is lost,
 // which such a store allows. Result reads the overlay first, so every
 // read sees every Apply that returned.
@@ -242,17 +243,20 @@ func (s *Bolt) addDeferred(db *bolt.DB, b *defBatch, id uint64, status workunit.
 	return nil
 }
 
-// commitDeferred puts b's records in the overlay, counts size bytes
-// taken, and flushes it when it holds enough. s.def.mu is held for
-// writing.
+// commitDeferred puts b's records in the overlay and counts size bytes
+// taken, after a flush when they would take it past a bound: a flush
+// that fails fails the batch, of which nothing is then in the overlay
+// (a batch is all or nothing). s.def.mu is held for writing.
 func (s *Bolt) commitDeferred(db *bolt.DB, b *defBatch, size int) error {
+	if len(s.def.recs) > 0 && (len(s.def.recs)+len(b.ids) > s.def.maxRecs || s.def.bytes+size > s.def.maxBytes) {
+		if err := s.flushLocked(db); err != nil {
+			return err
+		}
+	}
 	for i, id := range b.ids {
 		s.def.recs[id] = b.recs[i]
 	}
 	s.def.bytes += size
-	if len(s.def.recs) >= s.def.maxRecs || s.def.bytes >= s.def.maxBytes {
-		return s.flushLocked(db)
-	}
 	return nil
 }
 

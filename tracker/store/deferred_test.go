@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -253,4 +254,42 @@ func TestBolt_Deferred_BoundsTheBatchesItHolds(t *testing.T) {
 		}
 	}
 	assert.True(t, flushed, "400 batches of 100 KB held without a flush (%d records pending)", s.Pending())
+}
+
+// A flush that fails (here: a record that keeps its stored result, with
+// a valid checksum over bytes that do not decode, which only the flush
+// decodes) fails the Apply that makes it, and nothing of that Apply's
+// batch is read afterwards: a batch is all or nothing.
+func TestBolt_Deferred_FailedFlush_FailsItsBatchWhole(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s, err := OpenBolt(ctx, t.TempDir(), BoltOptions{Deferred: true, deferRecords: 2})
+	require.NoError(t, err)
+	defer s.Close()
+	done := table.Record{ID: 1, Key: key(1), Status: workunit.StatusDone, Result: []byte("one")}
+	require.NoError(t, s.Apply(ctx, []table.Record{done}))
+	require.NoError(t, s.Flush(ctx))
+
+	// Record 1 again, keeping its stored result, its Seq not an integer
+	// (a text string's major type) and its checksum made to match.
+	kept := done
+	kept.Result, kept.Seq = nil, 7
+	enc := encodeRecord(nil, &kept)
+	seqAt := 2 + 2 + 32 + 1
+	require.Equal(t, byte(7), enc[seqAt])
+	enc[seqAt] = 0x60 // an empty text string
+	binary.BigEndian.PutUint32(enc[len(enc)-4:], recordSum(1, enc[:len(enc)-4]))
+	batch := []byte{batchVersion, 1}
+	batch = binary.BigEndian.AppendUint64(batch, 1)
+	batch = append(batch, recStored)
+	batch = binary.AppendUvarint(batch, uint64(len(enc)))
+	batch = append(batch, enc...)
+	require.NoError(t, s.ApplyEncoded(ctx, batch))
+
+	next := table.Record{ID: 2, Key: key(2), Status: workunit.StatusDone, Result: []byte("two")}
+	other := table.Record{ID: 3, Key: key(3), Status: workunit.StatusDone, Result: []byte("three")}
+	err = s.ApplyEncoded(ctx, EncodeBatch([]table.Record{next, other}))
+	require.ErrorIs(t, err, ErrCorrupt)
+	_, err = s.Result(ctx, 2)
+	assert.ErrorIs(t, err, ErrNotFound, "a record of the batch that failed")
 }
