@@ -102,8 +102,11 @@ const pieceThreshold = 1 << 20
 // store is derived state: it is emptied at every start and rebuilt from
 // the last snapshot (Restore) and the log after it, so that a command is
 // applied to it exactly once whatever a crash interrupted, and it need not
-// sync (store.BoltOptions.NoSync): the Raft log is durable before a
-// command is applied.
+// be durable at all (store.BoltOptions.Deferred: no fsync, and the records
+// of many commands held in memory and written to its file in one bbolt
+// transaction): the Raft log is durable before a command is applied.
+// Snapshot's BeginCopy writes what memory holds first, so a snapshot has
+// every command up to its index.
 //
 // raft calls Apply, Snapshot and Restore from one goroutine; the tracker
 // reads the local store (through Store) from others: mu guards local
@@ -177,7 +180,7 @@ func openFSM(ctx context.Context, dir string, log *slog.Logger, fatal func(error
 }
 
 func openLocal(ctx context.Context, dir string, log *slog.Logger) (*store.Bolt, error) {
-	local, err := store.OpenBolt(ctx, dir, store.BoltOptions{NoSync: true, Logger: log})
+	local, err := store.OpenBolt(ctx, dir, store.BoltOptions{Deferred: true, Logger: log})
 	if err != nil {
 		return nil, fmt.Errorf("replica: local store: %w", err)
 	}
@@ -311,11 +314,9 @@ func applyCmd(local *store.Bolt, data []byte) error {
 	body := data[1:]
 	switch data[0] {
 	case cmdRecords:
-		batch, err := store.DecodeBatch(body)
-		if err != nil {
-			return err
-		}
-		return local.Apply(ctx, batch)
+		// The local store keeps body's records as they are (until its
+		// next flush): raft's entry is not modified after it is applied.
+		return local.ApplyEncoded(ctx, body)
 	case cmdBlob:
 		if len(body) < len(blob.Hash{}) {
 			return errors.New("a blob command cut short")

@@ -64,12 +64,21 @@ type BoltOptions struct {
 	// log and snapshots rebuild at every start: package tracker/replica).
 	// Not for riotd's own store: a crash may lose or damage what it wrote.
 	NoSync bool
+	// Deferred implies NoSync, and holds the records of Apply (and
+	// ApplyEncoded) in memory, to be written to the bbolt file many
+	// batches in one transaction (deferred.go): when the overlay holds
+	// 8192 records or took 32 MiB of batches, and before Load,
+	// LoadStored, BeginCopy and Close (Flush too). Reads see every Apply that returned. For the same
+	// stores as NoSync only: a crash loses what the overlay held.
+	Deferred bool
 	// Logger receives the store's warnings (an entry a crash cut short,
 	// a checkpoint that failed); nil: none.
 	Logger *slog.Logger
 
 	// checkpointEvery replaces checkpointEvery (tests).
 	checkpointEvery time.Duration
+	// deferRecords replaces deferRecords (tests).
+	deferRecords int
 }
 
 // Bolt is a Store in one bbolt file, FileName in a data directory.
@@ -77,7 +86,8 @@ type BoltOptions struct {
 // Layout: bucket "meta" holds the format name and version; "records" maps
 // a record's ID (8 bytes, big-endian) to its encoding (see codec.go), spec
 // included while it is waiting or running; "blobs" maps a blob hash to its
-// bytes. Every write is one bbolt transaction, committed with fsync.
+// bytes. Every write is one bbolt transaction, committed with fsync, but
+// Apply's (see the write-ahead log, and BoltOptions.Deferred).
 //
 // Records are keyed by ID, not by workunit key, for speed: keys are
 // random, so a batch of new keys would touch a page of the B+tree each,
@@ -107,6 +117,9 @@ type Bolt struct {
 	stop     chan struct{} // closed by Close: the checkpointer ends
 	stopped  chan struct{} // closed by the checkpointer as it ends
 	stopOnce sync.Once
+
+	// def is the overlay of a deferred store (BoltOptions.Deferred).
+	def deferState
 }
 
 // OpenBolt opens (creating it and dir if need be) the store in dir. It
@@ -141,7 +154,7 @@ func OpenBolt(ctx context.Context, dir string, opts BoltOptions) (*Bolt, error) 
 		ReadOnly:       opts.ReadOnly,
 		NoFreelistSync: true,
 		FreelistType:   bolt.FreelistMapType,
-		NoSync:         opts.NoSync,
+		NoSync:         opts.NoSync || opts.Deferred,
 	})
 	if err != nil {
 		if errors.Is(err, berrors.ErrInvalid) || errors.Is(err, berrors.ErrChecksum) ||
@@ -156,10 +169,13 @@ func OpenBolt(ctx context.Context, dir string, opts BoltOptions) (*Bolt, error) 
 		}
 		return nil, fmt.Errorf("store: open %s: %w", path, err)
 	}
-	s := &Bolt{path: path, files: fileBlobs{dir: filepath.Join(dir, BlobDir)}, readOnly: opts.ReadOnly, noSync: opts.NoSync, db: db, log: opts.Logger}
+	s := &Bolt{path: path, files: fileBlobs{dir: filepath.Join(dir, BlobDir)}, readOnly: opts.ReadOnly, noSync: opts.NoSync || opts.Deferred, db: db, log: opts.Logger}
+	if opts.Deferred && !opts.ReadOnly {
+		s.def = deferState{on: true, recs: map[uint64]defRec{}, maxRecs: cmp.Or(opts.deferRecords, deferRecords), maxBytes: deferBytes}
+	}
 	err = s.start(txid)
 	if err == nil {
-		err = s.openWal(dir, cmp.Or(opts.checkpointEvery, checkpointEvery), opts.DirectCommits || opts.NoSync)
+		err = s.openWal(dir, cmp.Or(opts.checkpointEvery, checkpointEvery), opts.DirectCommits || opts.NoSync || opts.Deferred)
 	}
 	if err != nil {
 		db.Close()
@@ -404,6 +420,15 @@ func (s *Bolt) load(ctx context.Context, results bool) ([]table.Record, error) {
 	}
 	var recs []table.Record
 	err := s.use("load", func(db *bolt.DB) error {
+		if s.def.on {
+			// What the overlay holds goes to the bbolt file first.
+			s.def.mu.Lock()
+			err := s.flushLocked(db)
+			s.def.mu.Unlock()
+			if err != nil {
+				return err
+			}
+		}
 		if s.wal.marks != nil {
 			// What the log holds goes to the bbolt file first.
 			if err := s.checkpoint(); err != nil {
@@ -492,6 +517,9 @@ func (s *Bolt) Apply(ctx context.Context, batch []table.Record) error {
 		if s.wal.marks != nil {
 			return s.applyWal(db, batch)
 		}
+		if s.def.on {
+			return s.applyDeferred(db, batch)
+		}
 		return s.update(db, func(tx *bolt.Tx) error {
 			rb := tx.Bucket(bucketRecords)
 			// Mostly appends and updates of recent records: pack pages.
@@ -547,6 +575,15 @@ func (s *Bolt) Result(ctx context.Context, id uint64) ([]byte, error) {
 	}
 	var res []byte
 	err := s.use("result", func(db *bolt.DB) error {
+		if s.def.on {
+			s.def.mu.RLock()
+			defer s.def.mu.RUnlock()
+			return db.View(func(tx *bolt.Tx) error {
+				var err error
+				res, err = s.resultDeferred(tx, id)
+				return err
+			})
+		}
 		r, known, err := s.resultFromOverlay(id)
 		if known || err != nil {
 			res = r
@@ -687,6 +724,11 @@ func (s *Bolt) Close() error {
 		return nil
 	}
 	err := s.closeWal()
+	if s.def.on {
+		s.def.mu.Lock()
+		err = errors.Join(err, guard(s.path, func() error { return s.flushLocked(s.db) }))
+		s.def.mu.Unlock()
+	}
 	err = errors.Join(err, s.db.Close())
 	s.db = nil
 	if s.txid != nil {

@@ -12,6 +12,12 @@
 //     The log, below);
 //   - Memory, for a tracker without a data directory, and for tests.
 //
+// A Bolt opened with BoltOptions.Deferred is for a copy that is rebuilt
+// from elsewhere after a crash (a replica's local store): no syncs and no
+// log; Apply's records wait in memory and go to the bbolt file many
+// batches in one transaction (see deferred.go), and ApplyEncoded takes a
+// batch as EncodeBatch wrote it.
+//
 // There is no group commit here: the tracker's loop has at most one
 // Apply in flight, and every submission that arrives meanwhile goes into
 // the next one, so each sync is shared already (see package tracker).

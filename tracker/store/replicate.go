@@ -50,45 +50,64 @@ func EncodeBatch(batch []table.Record) []byte {
 // alias data. A batch that does not decode fails with ErrCorrupt; one of
 // a newer encoding with ErrVersion.
 func DecodeBatch(data []byte) ([]table.Record, error) {
+	var batch []table.Record
+	err := walkBatch(data, func(id uint64, flags byte, enc []byte) error {
+		r, err := decodeRecord(id, enc)
+		if err != nil {
+			if errors.Is(err, ErrVersion) {
+				return fmt.Errorf("batch record %d (ID %d): %w", len(batch), id, err)
+			}
+			return fmt.Errorf("%w: batch record %d (ID %d): %w", ErrCorrupt, len(batch), id, err)
+		}
+		r.Stored = flags&recStored != 0
+		batch = append(batch, r)
+		return nil
+	}, func(n uint64) { batch = make([]table.Record, 0, n) })
+	if err != nil {
+		return nil, err
+	}
+	return batch, nil
+}
+
+// walkBatch calls f with each record of a batch that EncodeBatch
+// encoded: its ID, its flags and its encoding (which aliases data), in
+// order, after sized with the batch's count. It stops at f's first
+// error. A batch whose framing does not decode fails with ErrCorrupt; one
+// of a newer encoding with ErrVersion.
+func walkBatch(data []byte, f func(id uint64, flags byte, enc []byte) error, sized func(n uint64)) error {
 	if len(data) == 0 {
-		return nil, fmt.Errorf("%w: an empty batch", ErrCorrupt)
+		return fmt.Errorf("%w: an empty batch", ErrCorrupt)
 	}
 	if data[0] != batchVersion {
-		return nil, fmt.Errorf("%w: batch encoding %d, this riot reads %d", ErrVersion, data[0], batchVersion)
+		return fmt.Errorf("%w: batch encoding %d, this riot reads %d", ErrVersion, data[0], batchVersion)
 	}
 	data = data[1:]
 	n, k := binary.Uvarint(data)
 	if k <= 0 || n > uint64(len(data)) {
-		return nil, fmt.Errorf("%w: a batch's count does not decode", ErrCorrupt)
+		return fmt.Errorf("%w: a batch's count does not decode", ErrCorrupt)
 	}
 	data = data[k:]
-	batch := make([]table.Record, 0, n)
+	sized(n)
 	for i := range n {
 		if len(data) < 9 {
-			return nil, fmt.Errorf("%w: batch record %d of %d cut short", ErrCorrupt, i, n)
+			return fmt.Errorf("%w: batch record %d of %d cut short", ErrCorrupt, i, n)
 		}
 		id, flags := binary.BigEndian.Uint64(data), data[8]
 		data = data[9:]
 		size, k := binary.Uvarint(data)
 		if k <= 0 || size > uint64(len(data)-k) {
-			return nil, fmt.Errorf("%w: batch record %d (ID %d): its length does not decode", ErrCorrupt, i, id)
+			return fmt.Errorf("%w: batch record %d (ID %d): its length does not decode", ErrCorrupt, i, id)
 		}
 		enc := data[k : k+int(size) : k+int(size)]
 		data = data[k+int(size):]
-		r, err := decodeRecord(id, enc)
-		if err != nil {
-			if errors.Is(err, ErrVersion) {
-				return nil, fmt.Errorf("batch record %d (ID %d): %w", i, id, err)
-			}
-			return nil, fmt.Errorf("%w: batch record %d (ID %d): %w", ErrCorrupt, i, id, err)
+		if err := f(id, flags, enc); err != nil {
+			return err
 		}
-		r.Stored = flags&recStored != 0
-		batch = append(batch, r)
 	}
 	if len(data) != 0 {
-		return nil, fmt.Errorf("%w: %d bytes after a batch of %d records", ErrCorrupt, len(data), n)
+		return fmt.Errorf("%w: %d bytes after a batch of %d records", ErrCorrupt, len(data), n)
 	}
-	return batch, nil
+	return nil
 }
 
 // Copy is a consistent view of a Bolt's file, as of BeginCopy, that
@@ -100,12 +119,14 @@ type Copy struct {
 
 // ErrCopyNeedsDirect: BeginCopy was called on a store with a write-ahead
 // log, whose latest records may be in the log rather than the file.
-var ErrCopyNeedsDirect = errors.New("store: a copy needs a store without a log (BoltOptions.DirectCommits or NoSync)")
+var ErrCopyNeedsDirect = errors.New("store: a copy needs a store without a log (BoltOptions.DirectCommits, NoSync or Deferred)")
 
 // BeginCopy starts a copy of the store's file as it is now (a bbolt read
 // transaction: writes go on meanwhile, and the copy does not see them).
-// The store must commit directly (BoltOptions.DirectCommits or NoSync):
-// ErrCopyNeedsDirect otherwise. Blobs stored in pieces (files of BlobDir)
+// The store must commit directly (BoltOptions.DirectCommits or NoSync)
+// or be deferred (BoltOptions.Deferred: its overlay is flushed first, so
+// the copy holds every Apply that returned): ErrCopyNeedsDirect
+// otherwise. Blobs stored in pieces (files of BlobDir)
 // are not in the copy.
 func (s *Bolt) BeginCopy() (*Copy, error) {
 	if s.wal.marks != nil {
@@ -113,6 +134,13 @@ func (s *Bolt) BeginCopy() (*Copy, error) {
 	}
 	var c *Copy
 	err := s.use("copy", func(db *bolt.DB) error {
+		if s.def.on {
+			s.def.mu.Lock()
+			defer s.def.mu.Unlock()
+			if err := s.flushLocked(db); err != nil {
+				return err
+			}
+		}
 		tx, err := db.Begin(false)
 		if err != nil {
 			return err

@@ -78,6 +78,11 @@ func openers() map[string]opener {
 			require.NoError(t, err)
 			return s
 		},
+		"deferred": func(t *testing.T) Store {
+			s, err := OpenBolt(context.Background(), t.TempDir(), BoltOptions{Deferred: true})
+			require.NoError(t, err)
+			return s
+		},
 	}
 }
 
@@ -586,6 +591,12 @@ func TestStore_StoredResults(t *testing.T) {
 	for name, open := range map[string]func(t *testing.T) Store{
 		"bolt": func(t *testing.T) Store {
 			s, err := OpenBolt(ctx, t.TempDir(), BoltOptions{})
+			require.NoError(t, err)
+			t.Cleanup(func() { s.Close() })
+			return s
+		},
+		"deferred": func(t *testing.T) Store {
+			s, err := OpenBolt(ctx, t.TempDir(), BoltOptions{Deferred: true})
 			require.NoError(t, err)
 			t.Cleanup(func() { s.Close() })
 			return s
