@@ -294,3 +294,35 @@ func TestServer_BlobFree_Durable(t *testing.T) {
 	assert.Equal(t, key, recv[*wire.Accepted](m).Key)
 	assert.Zero(t, tr.Stats(t).FreedBlobs)
 }
+
+// TestServer_BlobFree_RefusedPut_UploadInProgress_Held: a blob-put refused
+// (the memory bound full) while the same connection uploads that blob in
+// pieces does not end the upload's hold: once the upload commits and the
+// uploader is told the blob is stored, it stays while the uploader is
+// connected. Before, the refusal ended the hold (the store lacked the blob
+// then), the blob was idle from the refusal, and the sweep freed it after
+// the grace, though its uploader had been told it was stored.
+func TestServer_BlobFree_RefusedPut_UploadInProgress_Held(t *testing.T) {
+	t.Parallel()
+	tr := trackertest.Start(t, trackertest.WithOptions(func(o *tracker.Options) {
+		o.TickInterval = 5 * time.Millisecond
+		o.BlobGrace = 10 * time.Millisecond
+		o.MaxMemory = 16 << 10
+	}))
+	data, h := sizedBlob('u', 10000)
+	up := master(t, tr, "up")
+	up.send(&wire.BlobWrite{Req: 1, Hash: h, Size: uint64(len(data)), Data: data[:1000]})
+	require.Equal(t, uint64(1000), recv[*wire.BlobWritten](up).Written)
+	up.send(&wire.BlobPut{Req: 2, Hash: h, Data: data}) // 10000 more: past the bound
+	refusedBlob(t, recv[*wire.Error](up), 2, "blob-put", h)
+	up.send(&wire.BlobWrite{Req: 3, Hash: h, Size: uint64(len(data)), Offset: 1000, Data: data[1000:]})
+	require.Equal(t, uint64(len(data)), recv[*wire.BlobWritten](up).Written, "stored")
+
+	st := sweptPast(t, tr)
+	assert.Equal(t, 1, st.Blobs, "held by the connection that uploaded it")
+	asker := master(t, tr, "asker")
+	asker.send(&wire.BlobHave{Req: 1, Hashes: []blob.Hash{h}})
+	assert.Empty(t, recv[*wire.BlobNeed](asker).Missing, "the uploaded blob is still stored")
+	require.NoError(t, asker.ws.Close())
+	assert.Empty(t, up.barrier(), "the uploader's connection is still open")
+}

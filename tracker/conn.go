@@ -1301,9 +1301,11 @@ func (c *conn) holdBlob(h blob.Hash) bool {
 // hold protects a stored blob from being freed, and one of a blob never
 // stored protects nothing, while a connection whose uploads were refused
 // again and again would grow its holds without bound. (When the store
-// cannot say, the hold stays until the connection closes.)
+// cannot say, the hold stays until the connection closes.) An upload of h
+// in pieces still in progress on the connection keeps the hold: a refused
+// blob-put of h must not leave that upload's blob unheld once it commits.
 func (c *conn) unholdUnstored(h blob.Hash) {
-	if !c.s.blobs.frees() {
+	if !c.s.blobs.frees() || c.uploads[h] != nil {
 		return
 	}
 	if ok, err := c.s.st.HasBlob(c.s.baseCtx, h); err == nil && !ok {

@@ -97,7 +97,8 @@
 // store.ErrFenced (another tracker writes the store now: a replica that lost
 // the lead), they are refused with wire.CodeShutdown instead, which clients
 // send again on their next connection, and the Server stops: it hands out
-// and acknowledges nothing more, and Run returns the error. Finished results survive a
+// and acknowledges nothing more, revokes what it assigned as that write
+// began, and Run returns the error. Finished results survive a
 // restart; waiting and running workunits are waiting again after one. Without
 // a data directory nothing is written (--memory).
 //

@@ -581,6 +581,9 @@ func (l *loop) persisted(err error) {
 		l.cacheResults(rd.Persist)
 	}
 	l.deliver(&rd, err, true)
+	if l.fenced {
+		l.revokeAssigns(&rd)
+	}
 	if err != nil {
 		l.tab.PersistFailed(rd)
 	} else {
@@ -602,6 +605,21 @@ func (l *loop) sendAssigns(rd *table.Ready) {
 	for _, m := range rd.Send {
 		if m, ok := m.(*table.Assign); ok {
 			l.assign(m)
+		}
+	}
+}
+
+// revokeAssigns takes back the assignments sendAssigns sent for a Ready
+// whose write was fenced: the tracker that writes the store now hands the
+// work out, and a worker of this one stops running what nothing will take
+// the result of, rather than hold a slot for it until its connection
+// closes.
+func (l *loop) revokeAssigns(rd *table.Ready) {
+	for _, m := range rd.Send {
+		if m, ok := m.(*table.Assign); ok {
+			if c := l.conns[uint64(m.Worker)]; c != nil {
+				l.push(c, &wire.Revoke{Key: m.Key, Token: uint64(m.Token)})
+			}
 		}
 	}
 }

@@ -925,9 +925,12 @@ func TestServer_Submit_StoreFenced(t *testing.T) {
 	tr, f := startWithFake(t)
 	m := master(t, tr, "m")
 	w := worker(t, tr, "w", 1)
-	s, _ := spec(t, "fenced")
+	w.barrier() // its credit is in: the submission's Ready assigns it
+	s, key := spec(t, "fenced")
 	m.send(&wire.Submit{Req: 9, Spec: s})
 	f.nextApply(t)
+	a := recv[*wire.Assign](w)
+	require.Equal(t, key, a.Key, "assigned as the submission is written")
 	f.answer <- fmt.Errorf("fake replica: %w", store.ErrFenced)
 	e := recv[*wire.Error](m)
 	assert.Equal(t, uint64(9), e.Req)
@@ -952,10 +955,20 @@ func TestServer_Submit_StoreFenced(t *testing.T) {
 	case <-time.After(waitLimit):
 		t.Fatalf("the fenced tracker did not close the worker's connection")
 	}
+	// The assignment sent as the fenced write began is taken back: the
+	// other tracker hands the work out; nothing else is handed out.
+	revoked := false
 	for msg := range w.in {
-		_, isAssign := msg.(*wire.Assign)
-		assert.False(t, isAssign, "work handed out by a fenced tracker")
+		switch msg := msg.(type) {
+		case *wire.Assign:
+			t.Errorf("work handed out by a fenced tracker: %s", msg.Key.Short())
+		case *wire.Revoke:
+			assert.Equal(t, a.Key, msg.Key)
+			assert.Equal(t, a.Token, msg.Token)
+			revoked = true
+		}
 	}
+	assert.True(t, revoked, "the assignment of the fenced write is revoked")
 	select {
 	case b := <-f.applied:
 		t.Fatalf("a write after the fenced one: %d records", len(b))

@@ -56,7 +56,12 @@
 //     only on Ticks, and LastChange is the latest Tick's time.
 //  4. For each Ready, in order: persist rd.Persist atomically and durably;
 //     only then send rd.Send, in order; then deliver rd.Notify; then call
-//     Advance(rd). Finish one Ready before taking the next.
+//     Advance(rd). Finish one Ready before taking the next. Its Assigns
+//     alone may go out as the Ready is taken, before the write (package
+//     tracker does so): the table takes the answers to them stepped while
+//     the Ready is persisted, or after PersistFailed, and a write that
+//     never happens loses a run, never an acknowledgement; they then go
+//     before the rest of rd.Send (a Revoke of the same Ready after them).
 //  5. Persist first: never send an Ack, nor deliver a Notification,
 //     before its Ready's Persist is durable. If the write fails, send a
 //     refusal instead of each Ack (and CancelReply), send the rest of
