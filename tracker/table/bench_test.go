@@ -132,8 +132,14 @@ func benchDispatch(b *testing.B, keys int, keep time.Duration) {
 // table per op, as BenchmarkTable_Dispatch does, for a worker of 2 slots
 // whose window of 1024 stays full (riot-worker's prefetch against a
 // tracker it waits on): each answer is to its oldest lease, with 1023
-// queued behind it.
+// queued behind it ("oldest"), or, as often as not, to the lease given
+// after it, its other slot's ("out-of-order").
 func BenchmarkTable_Dispatch_FullWindow(b *testing.B) {
+	b.Run("oldest", func(b *testing.B) { benchFullWindow(b, false) })
+	b.Run("out-of-order", func(b *testing.B) { benchFullWindow(b, true) })
+}
+
+func benchFullWindow(b *testing.B, outOfOrder bool) {
 	const window = 1024
 	tab := table.New(table.Config{LeaseTimeout: time.Hour, MaxWorkerWindow: window})
 	now := time.Unix(1_000_000, 0)
@@ -174,6 +180,9 @@ func BenchmarkTable_Dispatch_FullWindow(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		l := held[0]
+		if outOfOrder && i%2 == 0 {
+			l, held[1] = held[1], l
+		}
 		held = held[1:]
 		if err := tab.Step(table.Complete{Worker: 1, Key: l.key, Token: l.tok, Result: result}); err != nil {
 			b.Fatal(err)

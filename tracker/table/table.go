@@ -1508,8 +1508,10 @@ func (t *Table) finish(id WorkerID, key workunit.Key, tok Token, result []byte, 
 	if r.key != key && !l.expired {
 		return t.discard(id, key, tok, "lease is for another workunit")
 	}
-	if li == 0 {
-		// The usual answer, to the oldest: no copy of the window.
+	if li < len(w.leases)/2 {
+		// The usual answer, to one of the oldest (those running): the
+		// leases before it move up one, not the queue behind it.
+		copy(w.leases[1:li+1], w.leases[:li])
 		w.leases = w.leases[1:]
 	} else {
 		w.leases = slices.Delete(w.leases, li, li+1)
