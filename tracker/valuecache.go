@@ -29,6 +29,12 @@ type cached struct {
 	val []byte
 }
 
+// cachedBytes is what the cache holds for a result besides its bytes: its
+// list element, its cached and its entry in byID. Counted with the bytes,
+// so that the bound holds for results of a few bytes too (a million
+// trivial results hold over 100 MB of these).
+const cachedBytes = 128
+
 func newValueCache(limit int) *valueCache {
 	return &valueCache{limit: limit, lru: list.New(), byID: map[uint64]*list.Element{}}
 }
@@ -53,11 +59,11 @@ func (c *valueCache) put(id uint64, val []byte) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.removeLocked(id)
-	if len(val) > c.limit {
+	if len(val)+cachedBytes > c.limit {
 		return
 	}
 	c.byID[id] = c.lru.PushFront(&cached{id: id, val: val})
-	c.size += len(val)
+	c.size += len(val) + cachedBytes
 	for c.size > c.limit {
 		c.removeLocked(c.lru.Back().Value.(*cached).id)
 	}
@@ -73,7 +79,7 @@ func (c *valueCache) drop(id uint64) {
 // removeLocked forgets record id's result if it is cached; c.mu is held.
 func (c *valueCache) removeLocked(id uint64) {
 	if e, ok := c.byID[id]; ok {
-		c.size -= len(e.Value.(*cached).val)
+		c.size -= len(e.Value.(*cached).val) + cachedBytes
 		c.lru.Remove(e)
 		delete(c.byID, id)
 	}
