@@ -183,13 +183,19 @@ func (k *conn) OnFinished(key workunit.Key, fn func(*workunit.Outcome)) {
 }
 
 // finished converts the outcome a callback gets. When the client ended
-// (closed, or its context) instead, it reports that as the workunit's
-// failure, so that no callback is left waiting forever.
+// (closed, or its context) or gave up on the call (a submission again that
+// failed for good: a blob it could not upload again, say) instead, it
+// reports that as the workunit's failure, so that no callback is left
+// waiting forever.
 func finished(key workunit.Key, out *workunit.Outcome, err error) *workunit.Outcome {
 	o, err := outcome(out, err)
 	if err != nil {
+		msg := fmt.Sprintf("the workunit could not be followed to its end: %v", err)
+		if errors.Is(err, client.ErrClosed) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			msg = fmt.Sprintf("the connection to the tracker ended: %v", err)
+		}
 		o = &workunit.Outcome{Key: key, Status: workunit.StatusError, Err: &workunit.Error{
-			Kind: workunit.Internal, Name: "Error", Message: fmt.Sprintf("the connection to the tracker ended: %v", err), Key: key}}
+			Kind: workunit.Internal, Name: "Error", Message: msg, Key: key}}
 	}
 	return o
 }
