@@ -7,6 +7,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/metrics"
+	"sync"
 )
 
 // GCPacing is what a worker may set of its process's garbage collector
@@ -86,6 +87,10 @@ type gcPacer struct {
 	// cycles is told of each collection: armCycles arms it.
 	cycles chan struct{}
 	log    *slog.Logger
+	// keep leaves the percent as the pacer last set it when it stops,
+	// rather than set back the one it found: paceGC sets back the
+	// process's once the last pacer stopped (another may still pace).
+	keep bool
 }
 
 // newGCPacer returns the pacer of this process's collector for the idle
@@ -128,14 +133,16 @@ func (p *gcPacer) armCycles(done <-chan struct{}) {
 }
 
 // run paces the collector until ctx ends, then restores the GC percent it
-// found. It sets the percent once at the start and after each collection.
+// found (unless p.keep). It sets the percent once at the start and after each collection.
 func (p *gcPacer) run(ctx context.Context) {
 	done := make(chan struct{})
 	defer close(done)
 	p.armCycles(done)
 	cur := gcPercent(p.live(), p.idle(), p.limit)
 	before := p.setPercent(cur)
-	defer p.setPercent(before)
+	if !p.keep {
+		defer p.setPercent(before)
+	}
 	p.log.Debug("worker: pacing the garbage collector", "gc_percent", cur, "was", before)
 	for {
 		select {
@@ -150,29 +157,84 @@ func (p *gcPacer) run(ctx context.Context) {
 	}
 }
 
+// gcHolds counts the workers of this process whose pacing (GCPacing) set
+// its collector's settings, and what the first of them found: the last
+// to stop sets that back. Each worker's own undo is not enough when
+// workers of one process overlap (tests run many): one that started while
+// another paced found that one's settings, and set them back after it had
+// stopped.
+var gcHolds struct {
+	sync.Mutex
+	percents, limits int   // the workers holding each setting
+	percent          int   // the GC percent the first of percents found
+	limit            int64 // the soft memory limit the first of limits found
+}
+
 // paceGC starts what w.opts.GCPacing asks for, for w.eng, and returns
 // what undoes it, to call once the engine is closed or no longer runs.
+// The process's settings are as it found them once every worker that
+// paced them stopped.
 func (w *worker) paceGC() (stop func()) {
 	g := w.opts.GCPacing
 	var undo []func()
 	if g.SoftLimit && w.opts.Engine.MemoryLimit > 0 {
 		limit := int64(min(w.opts.Engine.MemoryLimit, math.MaxInt64))
+		gcHolds.Lock()
 		before := debug.SetMemoryLimit(limit)
-		undo = append(undo, func() { debug.SetMemoryLimit(before) })
+		if gcHolds.limits == 0 {
+			gcHolds.limit = before
+		}
+		gcHolds.limits++
+		gcHolds.Unlock()
+		undo = append(undo, func() {
+			gcHolds.Lock()
+			defer gcHolds.Unlock()
+			if gcHolds.limits--; gcHolds.limits == 0 {
+				debug.SetMemoryLimit(gcHolds.limit)
+			}
+		})
 	}
 	if g.Percent {
+		gcHolds.Lock()
+		if gcHolds.percents == 0 {
+			gcHolds.percent = gcPercentNow()
+		}
+		gcHolds.percents++
+		gcHolds.Unlock()
 		ctx, cancel := context.WithCancel(context.Background())
 		p := newGCPacer(func() uint64 { _, b := w.eng.IdleRuntimes(); return b }, w.opts.Engine.MemoryLimit, w.opts.Logger)
+		p.keep = true
 		ended := make(chan struct{})
 		go func() {
 			defer close(ended)
 			p.run(ctx)
 		}()
-		undo = append(undo, func() { cancel(); <-ended })
+		undo = append(undo, func() {
+			cancel()
+			<-ended
+			gcHolds.Lock()
+			defer gcHolds.Unlock()
+			if gcHolds.percents--; gcHolds.percents == 0 {
+				debug.SetGCPercent(gcHolds.percent)
+			}
+		})
 	}
 	return func() {
 		for i := len(undo) - 1; i >= 0; i-- {
 			undo[i]()
 		}
 	}
+}
+
+// gcPercentNow returns the process's GC percent, without changing it.
+func gcPercentNow() int {
+	s := []metrics.Sample{{Name: "/gc/gogc:percent"}}
+	metrics.Read(s)
+	if s[0].Value.Kind() != metrics.KindUint64 {
+		// Not a metric of this runtime: read it by setting it back.
+		p := debug.SetGCPercent(100)
+		debug.SetGCPercent(p)
+		return p
+	}
+	return int(s[0].Value.Uint64())
 }

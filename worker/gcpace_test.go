@@ -5,12 +5,15 @@ import (
 	"io"
 	"log/slog"
 	"runtime"
+	"runtime/debug"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/riot-go/riot/engine"
 )
 
 func TestGCPercent(t *testing.T) {
@@ -166,4 +169,49 @@ func TestFlags_GCPacing(t *testing.T) {
 	o, err = parseFlags(t, []string{"h"}, "GOMEMLIMIT", "1GiB")
 	require.NoError(t, err)
 	assert.Equal(t, GCPacing{Percent: true}, o.GCPacing, "GOMEMLIMIT set: its soft limit is left alone")
+}
+
+// TestPaceGC_OverlappingWorkers: workers of one process that pace its
+// collector and stop in another order than they started (tests run many
+// workers in one process) leave the GC percent and the soft memory limit
+// as they found them once the last one stopped, not the settings a later
+// worker found the earlier one had made.
+func TestPaceGC_OverlappingWorkers(t *testing.T) {
+	percent0 := debug.SetGCPercent(91)
+	limit0 := debug.SetMemoryLimit(3 << 30)
+	t.Cleanup(func() {
+		debug.SetGCPercent(percent0)
+		debug.SetMemoryLimit(limit0)
+	})
+	newWorker := func(limit uint64) *worker {
+		e, err := engine.New(engine.Options{Slots: 1})
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = e.Close() })
+		w := &worker{eng: e}
+		w.opts.GCPacing = GCPacing{Percent: true, SoftLimit: true}
+		w.opts.Engine.MemoryLimit = limit
+		w.opts.Logger = slog.New(slog.DiscardHandler)
+		return w
+	}
+	// Wait for a pacer to set its percent (at its start) over from, a
+	// percent no pacer sets.
+	paced := func(from int) {
+		for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+			if p := debug.SetGCPercent(from); p != from {
+				debug.SetGCPercent(p)
+				return
+			}
+		}
+		t.Fatal("the pacer set no GC percent")
+	}
+	stopA := newWorker(1 << 30).paceGC()
+	paced(91)
+	// What the first pacer set after a collection, as the second starts.
+	debug.SetGCPercent(93)
+	stopB := newWorker(2 << 30).paceGC()
+	paced(93)
+	stopA()
+	stopB()
+	assert.Equal(t, 91, debug.SetGCPercent(91), "the GC percent the first worker found")
+	assert.Equal(t, int64(3<<30), debug.SetMemoryLimit(-1), "the soft memory limit the first worker found")
 }

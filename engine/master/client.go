@@ -190,7 +190,19 @@ func (c *jsClient) callWithFinishedWorkunit(call goja.FunctionCall) goja.Value {
 func (c *jsClient) waitForWork(call goja.FunctionCall) goja.Value {
 	const op = "client.waitForWork"
 	m := c.m
-	w, err := c.need(op).WaitForWork(m.ctx)
+	conn := c.need(op)
+	// The wait may be for a workunit that a submission of this script
+	// hands out only once the script uploaded its blobs again (waitContext):
+	// a wait interrupted for that serves it, and waits again (an
+	// assignment that came meanwhile is kept for the next wait).
+	var w *Work
+	var err error
+	for {
+		ctx := m.waitContext()
+		if w, err = conn.WaitForWork(ctx); !m.interrupted(ctx, err) {
+			break
+		}
+	}
 	if err != nil {
 		m.sb.Throw("Error", "%s: %v", op, err)
 	}

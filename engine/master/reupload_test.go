@@ -1,11 +1,19 @@
 package master
 
 import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/riot-go/riot/blob"
+	"github.com/riot-go/riot/workunit"
 )
 
 // reuploadScript sends a large array (its encoding over KeepBlobBytes,
@@ -90,4 +98,59 @@ func TestMaster_UnknownBlob_ValueChanged(t *testing.T) {
 	assert.Equal(t, "5\n", sr.stdout.String())
 	assert.Contains(t, se.Message, "changed since it was first sent")
 	assert.True(t, strings.HasPrefix(se.Message, "riot.doWork: blob "), se.Message)
+}
+
+// restartedConn is a fakeConn that uploads again (UploadingConn) as a
+// job's connection does for a workunit lost in a restart of a riotd
+// --memory before any worker took it: it asks upload for the spec's blobs
+// on a goroutine of its own, and only then is the workunit handed out
+// (WaitForWork).
+type restartedConn struct{ *fakeConn }
+
+func (c restartedConn) SubmitUploading(spec *workunit.Spec, opts workunit.Options, upload func(context.Context, []blob.Hash) error) Submission {
+	ft, key := c.ft, spec.Key()
+	ft.mu.Lock()
+	ft.runs++
+	ft.open[key] = true
+	clear(ft.blobs) // the restart's
+	ft.mu.Unlock()
+	go func() {
+		if err := upload(context.Background(), spec.Blobs); err != nil {
+			ft.finish(&workunit.Outcome{Key: key, Status: workunit.StatusError, Err: &workunit.Error{Kind: workunit.Internal, Message: err.Error()}})
+			return
+		}
+		ft.queue <- &Work{Key: key, Spec: spec, Blobs: ft.blobSource()}
+	}()
+	return &fakeSubmission{key: key, out: &workunit.Outcome{Key: key, Status: workunit.StatusWaiting}, c: c.fakeConn}
+}
+
+// TestMaster_UnknownBlob_UploadedAgain_WhileWaitingForWork: a script that
+// takes work itself (client.waitForWork) while its connection asks it to
+// upload a workunit's blobs again serves the request in that wait: the
+// workunit it waits for is handed out only once they are uploaded. A
+// regression test: the wait, with the script's context alone, never
+// ended, nor did the request.
+func TestMaster_UnknownBlob_UploadedAgain_WhileWaitingForWork(t *testing.T) {
+	t.Parallel()
+	ft := newFakeTracker(t, true)
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.js"), []byte(`
+		const big = Array.from({length: 300000}, (_, i) => i);
+		const c = riot.currentClient();
+		const id = c.addWorkunit((k) => big[k] + 1, 5);
+		const [key, work] = c.waitForWork();
+		c.completeWorkunit(key, false, work.fn(...work.args));
+		console.log(key === id, c.waitForFinishedWorkunit(id)[3]);
+	`), 0o644))
+	conn, err := ft.connect(context.Background(), "localhost", 0, "me")
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	var stdout, stderr bytes.Buffer
+	err = RunScript(ctx, ScriptOptions{Path: filepath.Join(dir, "main.js"), Conn: restartedConn{conn.(*fakeConn)}, Connect: ft.connect, Stdout: &stdout, Stderr: &stderr})
+	require.NoError(t, err, stderr.String())
+	assert.Equal(t, "true 6\n", stdout.String())
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	assert.GreaterOrEqual(t, ft.uploads, 2, "the blob, uploaded before the submission and again")
 }
