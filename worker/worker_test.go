@@ -522,7 +522,11 @@ func TestWorker_ResultBlobFreedThenAgain(t *testing.T) {
 	t.Parallel()
 	tr := trackertest.Start(t, trackertest.WithOptions(func(o *tracker.Options) {
 		o.TickInterval = 5 * time.Millisecond
-		o.BlobGrace = time.Millisecond
+		// The grace is what lets the master read the result after its
+		// record is forgotten (a millisecond later): with a grace of a
+		// millisecond too, a master slowed by the tests around it found
+		// the blob freed before it asked for it.
+		o.BlobGrace = time.Second
 		o.KeepResults = time.Millisecond
 		o.Limits.MaxResultBytes = 1000
 	}))
@@ -546,13 +550,19 @@ func TestWorker_ResultBlobFreedThenAgain(t *testing.T) {
 // trivial workunits make it grow to, keeps working when slower ones come
 // and its window shrinks: the credit past the tracker's bound was dropped
 // there, and a worker that counted on it held nothing and got nothing.
+//
+// Not parallel: its 2,030 workunits go through a window of 4, a round trip
+// each 4, and beside the package's CPU-bound parallel tests (runaway
+// regular expressions on several workers' slots) each hop of a round trip
+// waited for a core, so that it passed its deadline without any stall
+// (both sides idle, their readers runnable, in a goroutine dump of a
+// failure).
 func TestWorker_SmallerTrackerWindow(t *testing.T) {
-	t.Parallel()
 	tr := trackertest.Start(t, trackertest.WithOptions(func(o *tracker.Options) { o.MaxWorkerWindow = 4 }))
 	start(t, tr.Addr(), worker.Options{Name: "w", Slots: 1})
 	m := master(t, tr.Addr())
 	run := func(n int, src string) {
-		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
 		calls := make([]*client.Call, n)
 		for i := range calls {
