@@ -601,13 +601,24 @@ func (l *loop) persisted(err error) {
 // ever; should the tracker stop first, the master, never answered,
 // submits again and the workunit runs again, its first result
 // discarded, as for a worker's result that a crash loses.
+//
+// Only first deliveries go early (sentEarly): a retry, or a lease given
+// again after a worker was lost, follows a record of the attempt it
+// replaces, and waits for that record's write. Sent early, a worker (or a
+// test, or an operator) could see the retry running while the failure was
+// not yet on disk, and a tracker stopped then would count that attempt
+// again after its restart: a spent attempt must stay spent.
 func (l *loop) sendAssigns(rd *table.Ready) {
 	for _, m := range rd.Send {
-		if m, ok := m.(*table.Assign); ok {
+		if m, ok := m.(*table.Assign); ok && sentEarly(m) {
 			l.assign(m)
 		}
 	}
 }
+
+// sentEarly reports whether sendAssigns sends m before its Ready's
+// records are written: a workunit's first lease only.
+func sentEarly(m *table.Assign) bool { return m.Delivery <= 1 }
 
 // revokeAssigns takes back the assignments sendAssigns sent for a Ready
 // whose write was fenced: the tracker that writes the store now hands the
@@ -616,7 +627,7 @@ func (l *loop) sendAssigns(rd *table.Ready) {
 // closes.
 func (l *loop) revokeAssigns(rd *table.Ready) {
 	for _, m := range rd.Send {
-		if m, ok := m.(*table.Assign); ok {
+		if m, ok := m.(*table.Assign); ok && sentEarly(m) {
 			if c := l.conns[uint64(m.Worker)]; c != nil {
 				l.push(c, &wire.Revoke{Key: m.Key, Token: uint64(m.Token)})
 			}
@@ -638,8 +649,8 @@ func (l *loop) assign(m *table.Assign) {
 	}
 }
 
-// deliver sends a Ready's messages, in order, but its assignments when
-// assigned (sendAssigns sent them), then its notifications; with perr
+// deliver sends a Ready's messages, in order, but the assignments
+// sendAssigns sent when assigned, then its notifications; with perr
 // set, each Ack is a refusal with wire.CodeStore instead, and the
 // notifications wait (Table.PersistFailed gives them back).
 func (l *loop) deliver(rd *table.Ready, perr error, assigned bool) {
@@ -655,7 +666,7 @@ func (l *loop) deliver(rd *table.Ready, perr error, assigned bool) {
 		}
 		switch m := m.(type) {
 		case *table.Assign:
-			if !assigned {
+			if !assigned || !sentEarly(m) {
 				l.assign(m)
 			}
 		case *table.Ack:

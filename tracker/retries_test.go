@@ -53,3 +53,61 @@ func TestServer_Retries(t *testing.T) {
 	assert.Len(t, det.Error.Attempts, 2)
 	assert.Empty(t, det.FailedAttempts)
 }
+
+// TestServer_Retry_WaitsForFailureWrite: a durable tracker sends a
+// workunit's first assignment while its submission is written, but a
+// retry only once the failed attempt's record is on disk. Sent early, the
+// retry could be running while the failure was not yet written, and a
+// tracker stopped then counted that attempt again after its restart: one
+// retry more than the submission allowed (TestE2E_RetriesSurviveRestart
+// waited for ever on it).
+func TestServer_Retry_WaitsForFailureWrite(t *testing.T) {
+	t.Parallel()
+	tr, f := startWithFake(t)
+	w := worker(t, tr, "alfred", 1)
+	m := master(t, tr, "m")
+	s, key := spec(t, "null.x")
+	m.send(&wire.Submit{Req: 1, Spec: s, Options: workunit.Options{Retries: 1, RetryOn: []string{"TypeError"}}})
+	f.nextApply(t)
+	a := recv[*wire.Assign](w) // while the submission is written
+	require.Equal(t, key, a.Key, "a first assignment goes before its write")
+	f.answer <- nil
+	assert.Equal(t, uint64(1), recv[*wire.Accepted](m).Req)
+
+	w.send(&wire.Failed{Key: a.Key, Token: a.Token, Error: &workunit.Error{Kind: workunit.Thrown, Name: "TypeError", Message: "first"}},
+		&wire.Credit{N: 1})
+	batch := f.nextApply(t)
+	require.Len(t, batch, 1)
+	require.Equal(t, key, batch[0].Key)
+	require.Len(t, batch[0].Attempts, 1, "the failed attempt's write")
+	assert.Empty(t, w.barrier(), "no retry before the failed attempt is written")
+	f.answer <- nil
+	again := recv[*wire.Assign](w)
+	assert.Equal(t, key, again.Key, "the retry, once the failure is written")
+	assert.NotEqual(t, a.Token, again.Token)
+}
+
+// TestServer_Reassign_WaitsForLossWrite: a lease given again after its
+// worker was lost waits, as a retry does, for the write that records the
+// loss.
+func TestServer_Reassign_WaitsForLossWrite(t *testing.T) {
+	t.Parallel()
+	tr, f := startWithFake(t)
+	w1 := worker(t, tr, "w1", 1)
+	m := master(t, tr, "m")
+	s, key := spec(t, "long")
+	m.send(&wire.Submit{Req: 1, Spec: s})
+	f.nextApply(t)
+	require.Equal(t, key, recv[*wire.Assign](w1).Key)
+	f.answer <- nil
+	recv[*wire.Accepted](m)
+
+	w2 := worker(t, tr, "w2", 1)
+	w1.ws.Close()
+	batch := f.nextApply(t)
+	require.Len(t, batch, 1)
+	require.Equal(t, key, batch[0].Key)
+	assert.Empty(t, w2.barrier(), "no second lease before the loss is written")
+	f.answer <- nil
+	assert.Equal(t, key, recv[*wire.Assign](w2).Key)
+}
