@@ -82,8 +82,21 @@ func main() {
 	if path := os.Getenv(memProfileEnv); path != "" {
 		prof = startPeakProfile(path)
 	}
+	var stopCPU func() error
+	if path := os.Getenv(cpuProfileEnv); path != "" {
+		var err error
+		if stopCPU, err = startCPUProfile(path); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
+	if stopCPU != nil {
+		if err := stopCPU(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+		}
+	}
 	if prof != nil {
 		if err := prof.Stop(); err != nil {
 			fmt.Fprintln(os.Stderr, err)

@@ -198,11 +198,7 @@ func (b *binding) doWork(call goja.FunctionCall, opts workunit.Options) goja.Val
 // index), and returns their keys.
 func (b *binding) submitKeys(op string, items goja.Value, fn goja.Value, optsV goja.Value, opts workunit.Options) []workunit.Key {
 	h := b.host(op)
-	var vals []goja.Value
-	b.rt.ForOf(items, func(v goja.Value) bool {
-		vals = append(vals, v)
-		return true
-	})
+	vals := b.in.Items(b.rt, items)
 	if o, ok := optsV.(*goja.Object); ok {
 		opts = b.workOptions(op, o, opts)
 	}

@@ -31,6 +31,9 @@ type fakeTracker struct {
 	// riotd --memory frees them once nothing names them.
 	checkBlobs, freeOnFinish bool
 	refusals                 int // submissions refused with unknown-blob
+	// forWorkWindow is the ScriptOptions.ForWorkWindow of the scripts
+	// runScriptOn runs against it (0: the default).
+	forWorkWindow int
 
 	mu       sync.Mutex
 	blobs    blob.Map
@@ -38,6 +41,7 @@ type fakeTracker struct {
 	outcomes map[workunit.Key]*workunit.Outcome
 	waiters  map[workunit.Key][]func(*workunit.Outcome)
 	open     map[workunit.Key]bool // submitted, not finished
+	maxOpen  int                   // the most open at once
 	runs     int                   // workunits run
 	queue    chan *Work
 	names    int
@@ -156,6 +160,7 @@ func (c *fakeConn) Submit(spec *workunit.Spec, opts workunit.Options) Submission
 	}
 	ft.runs++
 	ft.open[key] = true
+	ft.maxOpen = max(ft.maxOpen, len(ft.open))
 	ft.mu.Unlock()
 	if ft.manual {
 		ft.queue <- &Work{Key: key, Spec: spec, Blobs: ft.blobSource()}

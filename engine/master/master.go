@@ -32,6 +32,13 @@ import (
 // fetched once by each worker, instead of inside every workunit.
 const DefaultBlobThreshold = 64 << 10
 
+// DefaultForWorkWindow is how many of a riot.forWork's items are
+// outstanding at once, submitted and not yet taken by the script, when
+// ScriptOptions.ForWorkWindow is not set: enough to keep 64 workers'
+// default windows full, and a few tens of MiB of the master's, the
+// client's and the tracker's memory however many items there are.
+const DefaultForWorkWindow = 1 << 16
+
 // ScriptOptions configures a job script run by RunScript.
 type ScriptOptions struct {
 	// Path is the script's file; its directory is where doWorkCall looks
@@ -58,6 +65,13 @@ type ScriptOptions struct {
 	// BlobThreshold is the size from which values travel as blobs.
 	// Default: DefaultBlobThreshold.
 	BlobThreshold int
+	// ForWorkWindow bounds how many of a riot.forWork's items are
+	// outstanding at once: it submits the first ForWorkWindow, and more as
+	// the script takes their results, in order. Every item is encoded
+	// before any is submitted, as before, and once an item fails, every
+	// item not yet submitted is, before forWork throws: the others go on
+	// running. Default: DefaultForWorkWindow.
+	ForWorkWindow int
 	// Logger receives the master's logs. Default: slog.Default().
 	Logger *slog.Logger
 }
@@ -65,7 +79,9 @@ type ScriptOptions struct {
 // ScriptEvents hears what a job script's workunits do. Its methods are
 // called from several goroutines.
 type ScriptEvents interface {
-	// Submitted says that n more workunits were submitted.
+	// Submitted says that n more workunits were submitted, or are to be:
+	// riot.forWork says so of all its items at once, and submits them in
+	// windows (ScriptOptions.ForWorkWindow).
 	Submitted(n int)
 	// Finished gives the outcome of a workunit the script submitted, with
 	// its console output, once.
@@ -120,6 +136,9 @@ func RunScript(ctx context.Context, opts ScriptOptions) error {
 	}
 	if opts.BlobThreshold <= 0 {
 		opts.BlobThreshold = DefaultBlobThreshold
+	}
+	if opts.ForWorkWindow <= 0 {
+		opts.ForWorkWindow = DefaultForWorkWindow
 	}
 	if opts.Logger == nil {
 		opts.Logger = slog.Default()

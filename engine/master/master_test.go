@@ -66,6 +66,8 @@ func runScriptOn(t *testing.T, ft *fakeTracker, files map[string]string, args ..
 		Stdout:  &sr.stdout,
 		Stderr:  &sr.stderr,
 		Events:  &sr.events,
+		// The fake's, for a test of forWork's windows.
+		ForWorkWindow: ft.forWorkWindow,
 	})
 	return sr
 }

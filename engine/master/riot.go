@@ -520,7 +520,7 @@ func (m *master) conn(op string) Conn {
 // m.subs remembers by key so that waiting on one later asks the tracker
 // nothing. Outcomes are reported to Events as they come.
 func (m *master) submit(op string, c Conn, specs []*workunit.Spec, opts workunit.Options) []Submission {
-	subs, _ := m.submitN(op, c, len(specs), func(i int) *workunit.Spec { return specs[i] }, opts, true)
+	subs, _ := m.submitN(op, c, len(specs), func(i int) *workunit.Spec { return specs[i] }, opts, true, true)
 	return subs
 }
 
@@ -528,24 +528,11 @@ func (m *master) submit(op string, c Conn, specs []*workunit.Spec, opts workunit
 // it is sent: a forWork's specs need not all exist at once. Unless byKey,
 // m.subs does not remember them: their entries are returned instead, for
 // a caller that waits on each itself (forWork, whose keys the script
-// never sees, and for which m.subs was a map entry per item).
-func (m *master) submitN(op string, c Conn, n int, spec func(i int) *workunit.Spec, opts workunit.Options, byKey bool) ([]Submission, []subEntry) {
-	up := m.uploaded[c]
-	if up == nil {
-		up = make(map[blob.Hash]bool)
-		m.uploaded[c] = up
-	}
-	need := make(map[blob.Hash]blob.Parts)
-	for i := range n {
-		for _, h := range spec(i).Blobs {
-			if _, ok := need[h]; !ok && !up[h] {
-				// Once a blob: for a value whose encoding was dropped,
-				// blobBytes encodes it again.
-				need[h] = m.blobBytes(op, h)
-			}
-		}
-	}
-	m.upload(op, c, up, need)
+// never sees, and for which m.subs was a map entry per item). With
+// announce, Events hears that n were submitted (forWork tells it of all
+// its items before it submits the first window).
+func (m *master) submitN(op string, c Conn, n int, spec func(i int) *workunit.Spec, opts workunit.Options, byKey, announce bool) ([]Submission, []subEntry) {
+	up := m.uploadFor(op, c, n, spec)
 	uc, _ := c.(UploadingConn)
 	var upload func(context.Context, []blob.Hash) error
 	if uc != nil {
@@ -555,7 +542,7 @@ func (m *master) submitN(op string, c Conn, n int, spec func(i int) *workunit.Sp
 	for i := range subs {
 		subs[i] = submitOne(c, uc, spec(i), opts, upload)
 	}
-	if m.opts.Events != nil {
+	if announce && m.opts.Events != nil {
 		m.opts.Events.Submitted(n)
 	}
 	m.accept(op, c, up, subs, spec, opts, uc != nil)
@@ -585,6 +572,29 @@ func (m *master) submitN(op string, c Conn, n int, spec func(i int) *workunit.Sp
 		}
 	}
 	return subs, entries
+}
+
+// uploadFor makes sure that c's tracker holds the blobs the n specs
+// spec(i) name, uploading those the master did not upload through c, and
+// returns what it did upload through c.
+func (m *master) uploadFor(op string, c Conn, n int, spec func(i int) *workunit.Spec) map[blob.Hash]bool {
+	up := m.uploaded[c]
+	if up == nil {
+		up = make(map[blob.Hash]bool)
+		m.uploaded[c] = up
+	}
+	need := make(map[blob.Hash]blob.Parts)
+	for i := range n {
+		for _, h := range spec(i).Blobs {
+			if _, ok := need[h]; !ok && !up[h] {
+				// Once a blob: for a value whose encoding was dropped,
+				// blobBytes encodes it again.
+				need[h] = m.blobBytes(op, h)
+			}
+		}
+	}
+	m.upload(op, c, up, need)
+	return up
 }
 
 // submitOne submits spec through c; one that names blobs through uc,
@@ -825,13 +835,23 @@ func (m *master) submitFn(op string, call goja.FunctionCall, opts workunit.Optio
 }
 
 // forWork implements riot.forWork(iterable, fn[, options]): one workunit
-// per item, fn(item, index), results in order.
+// per item, fn(item, index), results in order. Its items are submitted in
+// windows (forWindow), at most ScriptOptions.ForWorkWindow outstanding.
 func (m *master) forWork(call goja.FunctionCall, opts workunit.Options) goja.Value {
 	const op = "riot.forWork"
-	c, entries := m.submitItems(op, call, opts)
-	results := make([]any, len(entries))
-	for i := range entries {
-		e := &entries[i]
+	c, n, spec, opts := m.itemSpecs(op, call, opts)
+	// Every item's blobs, before any is announced or submitted: an upload
+	// the tracker refuses fails the call with nothing submitted, as before.
+	m.uploadFor(op, c, n, spec)
+	if m.opts.Events != nil {
+		m.opts.Events.Submitted(n) // all of them, for a progress bar's total
+	}
+	fw := forWindow{m: m, op: op, c: c, n: n, spec: spec, opts: opts,
+		ring: make([]subEntry, min(n, m.opts.ForWorkWindow))}
+	results := make([]any, n)
+	for i := range n {
+		fw.fill(i)
+		e := &fw.ring[i%len(fw.ring)]
 		key := e.sub.Key()
 		var o *workunit.Outcome
 		var err error
@@ -847,6 +867,9 @@ func (m *master) forWork(call goja.FunctionCall, opts workunit.Options) goja.Val
 		// Before the script goes on: its workunits' console output shows
 		// before what the script prints next.
 		m.reportOnce(*e, o)
+		if o.Status == workunit.StatusError {
+			fw.rest() // the others go on running, as when all were submitted at once
+		}
 		results[i] = m.outcomeValue(op, c, key, o)
 		// The result is in results: the submission, and the outcome it
 		// keeps, can go.
@@ -855,32 +878,62 @@ func (m *master) forWork(call goja.FunctionCall, opts workunit.Options) goja.Val
 	return m.rt.NewArray(results...)
 }
 
-// submitEach submits the workunits of riot.forWork(iterable, fn[,
-// options]) (and of riot.map), one per item, and returns the connection
-// and the submissions, in the items' order.
-func (m *master) submitEach(op string, call goja.FunctionCall, opts workunit.Options) (Conn, []Submission) {
-	c, n, spec, opts := m.itemSpecs(op, call, opts)
-	subs, _ := m.submitN(op, c, n, spec, opts, true)
-	return c, subs
+// forWindow submits a forWork's n items, spec(i) each, in windows: once
+// the script waits on item i, items up to i+len(ring) are submitted, in
+// chunks of half the ring so that the tracker's acknowledgements are
+// waited for once a chunk. Item j's submission is ring[j%len(ring)]. A
+// million items held a Call, a watch and a submission each, in the
+// client, the tracker and the master, until all were done: most of what
+// a forWork over small items held (docs/benchmarks.md).
+type forWindow struct {
+	m    *master
+	op   string
+	c    Conn
+	n    int
+	spec func(int) *workunit.Spec
+	opts workunit.Options
+	ring []subEntry
+	next int // items submitted
 }
 
-// submitItems is submitEach for forWork, which waits on each submission
-// itself: they are returned as entries, not remembered in m.subs.
-func (m *master) submitItems(op string, call goja.FunctionCall, opts workunit.Options) (Conn, []subEntry) {
+// fill submits what the window holds while item i is waited on.
+func (fw *forWindow) fill(i int) {
+	w := len(fw.ring)
+	if fw.next == fw.n || fw.next-i > w/2 {
+		return
+	}
+	lo, hi := fw.next, min(fw.n, i+w)
+	_, entries := fw.m.submitN(fw.op, fw.c, hi-lo, func(j int) *workunit.Spec { return fw.spec(lo + j) }, fw.opts, false, false)
+	for j, e := range entries {
+		fw.ring[(lo+j)%w] = e
+	}
+	fw.next = hi
+}
+
+// rest submits the items not yet submitted, which nobody will wait on:
+// their outcomes go to Events only.
+func (fw *forWindow) rest() {
+	if fw.next == fw.n {
+		return
+	}
+	lo := fw.next
+	fw.next = fw.n
+	fw.m.submitN(fw.op, fw.c, fw.n-lo, func(j int) *workunit.Spec { return fw.spec(lo + j) }, fw.opts, false, false)
+}
+
+// submitEach submits the workunits of riot.map, one per item, and returns
+// the connection and the submissions, in the items' order.
+func (m *master) submitEach(op string, call goja.FunctionCall, opts workunit.Options) (Conn, []Submission) {
 	c, n, spec, opts := m.itemSpecs(op, call, opts)
-	_, entries := m.submitN(op, c, n, spec, opts, false)
-	return c, entries
+	subs, _ := m.submitN(op, c, n, spec, opts, true, true)
+	return c, subs
 }
 
 // itemSpecs encodes the items of riot.forWork(iterable, fn[, options])
 // and returns the connection, how many specs, their maker and the
 // options.
 func (m *master) itemSpecs(op string, call goja.FunctionCall, opts workunit.Options) (Conn, int, func(int) *workunit.Spec, workunit.Options) {
-	var items []goja.Value
-	m.rt.ForOf(call.Argument(0), func(v goja.Value) bool {
-		items = append(items, v)
-		return true
-	})
+	items := m.in.Items(m.rt, call.Argument(0))
 	fn := m.argFunction(op, call.Argument(1))
 	if o, ok := call.Argument(2).(*goja.Object); ok {
 		opts = m.workOptions(op, o, opts)

@@ -52,6 +52,12 @@ type Intrinsics struct {
 	ReflectGet     goja.Callable
 	OwnData        goja.Callable // (o, k) => whether o has an own data property k
 	DefineData     goja.Callable // (o, k, v): define an own enumerable, writable, configurable property
+	// ArrayValues is Array.prototype.values, which is also
+	// Array.prototype[Symbol.iterator]; ArrayIterProto is
+	// %ArrayIteratorPrototype% and ArrayIterNext its next (see Items).
+	ArrayValues    goja.Value
+	ArrayIterProto *goja.Object
+	ArrayIterNext  goja.Value
 	// unclonable names the objects that structured clone refuses and that
 	// look like plain objects from outside (generators, iterators), by the
 	// goja type behind them.
@@ -211,6 +217,10 @@ func LoadIntrinsics(rt *goja.Runtime) (in *Intrinsics, err error) {
 		in.unclonable[t] = what
 	}
 	in.wrapperType = implType(obj(42))
+	in.ArrayValues, in.ArrayIterProto, in.ArrayIterNext = items[43], obj(44), items[45]
+	if _, ok := goja.AssertFunction(in.ArrayIterNext); !ok || !in.ArrayProto.GetSymbol(goja.SymIterator).SameAs(in.ArrayValues) {
+		return nil, fmt.Errorf("engine: the array iterator is not what it should be")
+	}
 	in.dense = newDenseArrays(rt.NewArray())
 	for _, name := range typedNames {
 		c, ok := goja.AssertConstructor(rt.Get(name))
@@ -296,5 +306,6 @@ var intrinsicsScript = NewScript(`(function () {
 			(o, k, v) => { defineProperty(o, k, { __proto__: null, value: v, writable: true, enumerable: true, configurable: true }); },
 			(function* () {})(), [][Symbol.iterator](), new Map()[Symbol.iterator](), new Set()[Symbol.iterator](),
 			''[Symbol.iterator](), /x/g[Symbol.matchAll](''), Object(Symbol()),
+			Array.prototype.values, Object.getPrototypeOf([][Symbol.iterator]()), Object.getPrototypeOf([][Symbol.iterator]()).next,
 		];
 	})()`)

@@ -17,6 +17,33 @@ import (
 // inuse_space riot-worker FILE.
 const memProfileEnv = "RIOT_MEMPROFILE"
 
+// cpuProfileEnv names the environment variable that, set to a file name,
+// has riot-worker write a CPU profile of its whole run there (all its
+// parts: with eval's embedded default, the tracker's, the worker's and
+// the master's), for docs/benchmarks.md's figures of where the time goes:
+// go tool pprof -top riot-worker FILE.
+const cpuProfileEnv = "RIOT_CPUPROFILE"
+
+// startCPUProfile starts the CPU profile for path and returns what stops
+// it and closes the file.
+func startCPUProfile(path string) (stop func() error, err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("riot-worker: %s: %w", cpuProfileEnv, err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("riot-worker: %s: %w", cpuProfileEnv, err)
+	}
+	return func() error {
+		pprof.StopCPUProfile()
+		if err := f.Close(); err != nil {
+			return fmt.Errorf("riot-worker: %s: %w", cpuProfileEnv, err)
+		}
+		return nil
+	}, nil
+}
+
 // peakProfiler keeps the heap profile of the largest heap seen so far.
 type peakProfiler struct {
 	path string
