@@ -5,10 +5,9 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
-	"time"
 
+	"github.com/riot-go/riot/internal/cputime"
 	"github.com/riot-go/riot/value"
 	"github.com/riot-go/riot/workunit"
 )
@@ -40,7 +39,7 @@ func BenchmarkEngine_ManyRealms(b *testing.B) {
 			var wg sync.WaitGroup
 			b.ReportAllocs()
 			b.ResetTimer()
-			cpu0 := processCPU(b)
+			cpu0 := cputime.Of(b)
 			for range slots {
 				wg.Add(1)
 				go func() {
@@ -60,16 +59,7 @@ func BenchmarkEngine_ManyRealms(b *testing.B) {
 			wg.Wait()
 			// CPU time rather than wall time: the slots' work, whatever
 			// else shares the machine's cores.
-			b.ReportMetric(float64(processCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
+			b.ReportMetric(float64(cputime.Of(b)-cpu0)/float64(b.N), "cpu-ns/op")
 		})
 	}
-}
-
-// processCPU returns the CPU time (user and system) the process used.
-func processCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

@@ -7,11 +7,10 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"testing"
-	"time"
 
 	"github.com/riot-go/riot/engine"
+	"github.com/riot-go/riot/internal/cputime"
 	"github.com/riot-go/riot/value"
 	"github.com/riot-go/riot/workunit"
 )
@@ -58,7 +57,7 @@ func BenchmarkGCPacer_ManyRealms(b *testing.B) {
 				var wg sync.WaitGroup
 				b.ReportAllocs()
 				b.ResetTimer()
-				cpu0 := benchCPU(b)
+				cpu0 := cputime.Of(b)
 				for range slots {
 					wg.Add(1)
 					go func() {
@@ -76,17 +75,8 @@ func BenchmarkGCPacer_ManyRealms(b *testing.B) {
 					}()
 				}
 				wg.Wait()
-				b.ReportMetric(float64(benchCPU(b)-cpu0)/float64(b.N), "cpu-ns/op")
+				b.ReportMetric(float64(cputime.Of(b)-cpu0)/float64(b.N), "cpu-ns/op")
 			})
 		}
 	}
-}
-
-// benchCPU returns the CPU time (user and system) the process used.
-func benchCPU(b *testing.B) time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
-		b.Fatal(err)
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

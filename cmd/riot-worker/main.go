@@ -27,6 +27,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/riot-go/riot/internal/cli"
+	"github.com/riot-go/riot/internal/devprof"
 	"github.com/riot-go/riot/job"
 	"github.com/riot-go/riot/worker"
 )
@@ -78,29 +79,15 @@ func main() {
 		fmt.Fprintln(os.Stderr, "riot-worker: interrupted again; exiting now")
 		os.Exit(130)
 	}()
-	var prof *peakProfiler
-	if path := os.Getenv(memProfileEnv); path != "" {
-		prof = startPeakProfile(path)
-	}
-	var stopCPU func() error
-	if path := os.Getenv(cpuProfileEnv); path != "" {
-		var err error
-		if stopCPU, err = startCPUProfile(path); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			os.Exit(1)
-		}
+	stopProf, err := devprof.FromEnv()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "riot-worker:", err)
+		os.Exit(1)
 	}
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
-	if stopCPU != nil {
-		if err := stopCPU(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-		}
-	}
-	if prof != nil {
-		if err := prof.Stop(); err != nil {
-			fmt.Fprintln(os.Stderr, err)
-		}
+	if err := stopProf(); err != nil {
+		fmt.Fprintln(os.Stderr, "riot-worker:", err)
 	}
 	os.Exit(code)
 }

@@ -25,14 +25,23 @@ import (
 
 	"github.com/riot-go/riot/internal/cli"
 	"github.com/riot-go/riot/internal/debugserver"
+	"github.com/riot-go/riot/internal/devprof"
 	"github.com/riot-go/riot/tracker"
 	"github.com/riot-go/riot/tracker/store"
 )
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	stopProf, err := devprof.FromEnv()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "riotd:", err)
+		os.Exit(1)
+	}
 	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
+	if err := stopProf(); err != nil {
+		fmt.Fprintln(os.Stderr, "riotd:", err)
+	}
 	os.Exit(code)
 }
 

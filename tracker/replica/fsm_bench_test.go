@@ -9,6 +9,7 @@ import (
 
 	"github.com/hashicorp/raft"
 
+	"github.com/riot-go/riot/internal/cputime"
 	"github.com/riot-go/riot/tracker/store"
 	"github.com/riot-go/riot/workunit"
 )
@@ -97,8 +98,8 @@ type cpuMeter struct {
 	start time.Duration
 }
 
-func startCPU(b *testing.B) cpuMeter { return cpuMeter{b: b, start: processCPU(b)} }
+func startCPU(b *testing.B) cpuMeter { return cpuMeter{b: b, start: cputime.Of(b)} }
 
 func (m cpuMeter) report() {
-	m.b.ReportMetric(float64(processCPU(m.b)-m.start)/float64(m.b.N), "cpu-ns/op")
+	m.b.ReportMetric(float64(cputime.Of(m.b)-m.start)/float64(m.b.N), "cpu-ns/op")
 }

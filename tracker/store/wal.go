@@ -77,6 +77,8 @@ type walRec struct {
 type walEntry struct {
 	seq  uint64
 	recs []walRec
+	// bytes is the entry's length in the log; 0 for one read back.
+	bytes int
 }
 
 // walFile is a log file: its number and path.

@@ -408,3 +408,41 @@ func TestBolt_Log_RewrittenAfterFailedSync(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "a", string(res))
 }
+
+// TestBolt_Checkpoint_LaterRecordsWin: a checkpoint writes only the last
+// whole write of a record among those it applies, but keeps a write that
+// a later walKeepResult reads its result from: what the file holds
+// afterwards is what every write in order would have made it.
+func TestBolt_Checkpoint_LaterRecordsWin(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	dir := t.TempDir()
+	s, err := OpenBolt(ctx, dir, noCheckpoints)
+	require.NoError(t, err)
+	t0 := time.Unix(1_700_000_000, 0).UTC()
+	waiting := func(id uint64) table.Record {
+		return table.Record{Key: key(int(id)), ID: id, Seq: int64(id), Spec: []byte("spec"), Status: workunit.StatusWaiting, LastChange: t0}
+	}
+	done := func(id uint64, res string) table.Record {
+		r := waiting(id)
+		r.Spec, r.Status, r.Result, r.Worker = nil, workunit.StatusDone, []byte(res), "w1"
+		return r
+	}
+	kept := done(1, "")
+	kept.Result, kept.Stored = nil, true
+	for _, batch := range [][]table.Record{
+		{waiting(1), waiting(2), waiting(3)},
+		{done(1, "one"), done(2, "two, first")},
+		{kept, {Key: key(3), ID: 3}, done(2, "two, again")}, // 1 keeps "one"; 3 is forgotten
+	} {
+		require.NoError(t, s.Apply(ctx, batch))
+	}
+	assert.Equal(t, []bool{true, true, true, false, true, false, false, false}, superseded(s.wal.entries),
+		"the earlier writes of 1 (but the one its kept result is read from), 2 and 3 are skipped")
+	checkpointNow(t, s)
+	require.NoError(t, s.Close())
+
+	_, got := reopenLoad(t, dir, noCheckpoints)
+	want1 := done(1, "one")
+	assert.Equal(t, normalize([]table.Record{want1, done(2, "two, again")}), normalize(got))
+}
