@@ -41,3 +41,19 @@ func BenchmarkEngine_RealmMemory(b *testing.B) {
 	}
 	b.ReportMetric(per, "bytes/realm")
 }
+
+// BenchmarkEngine_NewRealm builds a worker's runtime for a realm, as a
+// worker does the first time a realm's workunit runs on a slot with no
+// idle runtime of it: what 500 masters' workunits interleaving on a
+// worker cost it until each realm has its runtimes.
+func BenchmarkEngine_NewRealm(b *testing.B) {
+	e := newEngine(b, Options{Slots: 1})
+	b.ReportAllocs()
+	for b.Loop() {
+		rl, err := newRealm(e, "r")
+		if err != nil {
+			b.Fatal(err)
+		}
+		rl.close()
+	}
+}
