@@ -462,26 +462,22 @@ func (s *Bolt) decodeRecords(b *bolt.Bucket, results bool) ([]table.Record, erro
 		if len(k) != 8 {
 			return fmt.Errorf("%w: %s: record key %x", ErrCorrupt, s.path, k)
 		}
-		rec, err := s.decodeLoaded(binary.BigEndian.Uint64(k), v, results)
-		if err != nil {
-			return err
-		}
-		recs = append(recs, rec)
-		return nil
+		recs = append(recs, table.Record{})
+		return s.decodeLoaded(&recs[len(recs)-1], binary.BigEndian.Uint64(k), v, results)
 	})
 	return recs, err
 }
 
-// decodeLoaded decodes record id for Load (results: its result copied
-// out) or LoadStored (a done record's result left in the store); the
-// bytes kept are copied out of v, which is bbolt's.
-func (s *Bolt) decodeLoaded(id uint64, v []byte, results bool) (table.Record, error) {
-	var rec table.Record
+// decodeLoaded decodes record id into *rec (the zero Record) for Load
+// (results: its result copied out) or LoadStored (a done record's result
+// left in the store); the bytes kept are copied out of v, which is
+// bbolt's.
+func (s *Bolt) decodeLoaded(rec *table.Record, id uint64, v []byte, results bool) error {
 	var err error
 	if results {
-		rec, err = decodeRecord(id, bytes.Clone(v))
+		err = decodeRecordInto(rec, id, bytes.Clone(v))
 	} else {
-		rec, err = decodeRecord(id, v)
+		err = decodeRecordInto(rec, id, v)
 		rec.Spec = bytes.Clone(rec.Spec)
 		if rec.Err != nil {
 			rec.Err.Value = bytes.Clone(rec.Err.Value)
@@ -491,12 +487,12 @@ func (s *Bolt) decodeLoaded(id uint64, v []byte, results bool) (table.Record, er
 		}
 	}
 	if err != nil {
-		return rec, fmt.Errorf("%w: %s: record %d: %w", ErrCorrupt, s.path, id, err)
+		return fmt.Errorf("%w: %s: record %d: %w", ErrCorrupt, s.path, id, err)
 	}
 	if (rec.Status == workunit.StatusWaiting || rec.Status == workunit.StatusRunning) && rec.Spec == nil {
-		return rec, fmt.Errorf("%w: %s: record %d (%s) is %s without a spec", ErrCorrupt, s.path, id, rec.Key, rec.Status)
+		return fmt.Errorf("%w: %s: record %d (%s) is %s without a spec", ErrCorrupt, s.path, id, rec.Key, rec.Status)
 	}
-	return rec, nil
+	return nil
 }
 
 // Apply implements Store: the batch is appended to the write-ahead log
