@@ -217,8 +217,8 @@ func LoadIntrinsics(rt *goja.Runtime) (in *Intrinsics, err error) {
 		in.unclonable[t] = what
 	}
 	in.wrapperType = implType(obj(42))
-	in.ArrayValues, in.ArrayIterProto, in.ArrayIterNext = items[43], obj(44), items[45]
-	if _, ok := goja.AssertFunction(in.ArrayIterNext); !ok || !in.ArrayProto.GetSymbol(goja.SymIterator).SameAs(in.ArrayValues) {
+	in.ArrayValues, in.ArrayIterProto, in.ArrayIterNext = items[43], obj(37).Prototype(), items[44]
+	if _, ok := goja.AssertFunction(in.ArrayIterNext); !ok || in.ArrayIterProto == nil || !in.ArrayProto.GetSymbol(goja.SymIterator).SameAs(in.ArrayValues) {
 		return nil, fmt.Errorf("engine: the array iterator is not what it should be")
 	}
 	in.dense = newDenseArrays(rt.NewArray())
@@ -306,6 +306,6 @@ var intrinsicsScript = NewScript(`(function () {
 			(o, k, v) => { defineProperty(o, k, { __proto__: null, value: v, writable: true, enumerable: true, configurable: true }); },
 			(function* () {})(), [][Symbol.iterator](), new Map()[Symbol.iterator](), new Set()[Symbol.iterator](),
 			''[Symbol.iterator](), /x/g[Symbol.matchAll](''), Object(Symbol()),
-			Array.prototype.values, Object.getPrototypeOf([][Symbol.iterator]()), Object.getPrototypeOf([][Symbol.iterator]()).next,
+			Array.prototype.values, Object.getPrototypeOf([][Symbol.iterator]()).next,
 		];
 	})()`)
