@@ -38,7 +38,7 @@ var _ store.Fencer = (*fencingStore)(nil)
 func TestServer_StoreFencer_StopsBeforeItsNextWrite(t *testing.T) {
 	t.Parallel()
 	f := &fencingStore{fakeStore: newFakeStore()}
-	close(f.auto)
+	f.answerAll()
 	tr := trackertest.Start(t, trackertest.WithStore(f))
 	m := master(t, tr, "m")
 	key, _ := m.submit("fenced later")

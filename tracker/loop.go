@@ -62,6 +62,10 @@ type loop struct {
 	persistDone chan error
 	outstanding bool
 	rd          table.Ready
+	// held are the assignments that waited for a write that failed (a
+	// retry, a lease given again: sentEarly): they go out once the table
+	// has written its records again, before the next Ready's messages.
+	held []table.Assign
 	// After a failed write, the next waits until retryAt, backing off.
 	retryAt time.Time
 	backoff time.Duration
@@ -579,6 +583,15 @@ func (l *loop) persisted(err error) {
 		l.commits++
 		l.records += uint64(len(rd.Persist))
 		l.cacheResults(rd.Persist)
+		// The records written again after a failed write are in this
+		// one (Table.PersistFailed): the assignments that waited go.
+		for i := range l.held {
+			l.assign(&l.held[i])
+		}
+		l.held = nil
+	}
+	if l.fenced {
+		l.held = nil // another tracker hands the work out
 	}
 	l.deliver(&rd, err, true)
 	if l.fenced {
@@ -607,7 +620,11 @@ func (l *loop) persisted(err error) {
 // replaces, and waits for that record's write. Sent early, a worker (or a
 // test, or an operator) could see the retry running while the failure was
 // not yet on disk, and a tracker stopped then would count that attempt
-// again after its restart: a spent attempt must stay spent.
+// again after its restart: a spent attempt must stay spent. Should that
+// write fail, they wait for the table's next write of the records (held).
+// Delivery counts every lease of the record, so a workunit that errored
+// and is submitted again, or one a worker handed back, waits for its
+// write too: latency, not a lost or doubled run.
 func (l *loop) sendAssigns(rd *table.Ready) {
 	for _, m := range rd.Send {
 		if m, ok := m.(*table.Assign); ok && sentEarly(m) {
@@ -666,7 +683,14 @@ func (l *loop) deliver(rd *table.Ready, perr error, assigned bool) {
 		}
 		switch m := m.(type) {
 		case *table.Assign:
-			if !assigned || !sentEarly(m) {
+			switch {
+			case assigned && sentEarly(m):
+			case perr != nil:
+				// Not sent early, and its write failed: it waits for the
+				// write again (held), as the failure it follows is on no
+				// disk yet.
+				l.held = append(l.held, *m)
+			default:
 				l.assign(m)
 			}
 		case *table.Ack:

@@ -1,6 +1,7 @@
 package tracker_test
 
 import (
+	"errors"
 	"net/http"
 	"testing"
 
@@ -55,8 +56,8 @@ func TestServer_Retries(t *testing.T) {
 }
 
 // TestServer_Retry_WaitsForFailureWrite: a durable tracker sends a
-// workunit's first assignment while its submission is written, but a
-// retry only once the failed attempt's record is on disk. Sent early, the
+// workunit's first assignment as its submission is written, but a retry
+// only once the failed attempt's record is on disk. Sent early, the
 // retry could be running while the failure was not yet written, and a
 // tracker stopped then counted that attempt again after its restart: one
 // retry more than the submission allowed (TestE2E_RetriesSurviveRestart
@@ -69,10 +70,12 @@ func TestServer_Retry_WaitsForFailureWrite(t *testing.T) {
 	s, key := spec(t, "null.x")
 	m.send(&wire.Submit{Req: 1, Spec: s, Options: workunit.Options{Retries: 1, RetryOn: []string{"TypeError"}}})
 	f.nextApply(t)
-	a := recv[*wire.Assign](w) // while the submission is written
-	require.Equal(t, key, a.Key, "a first assignment goes before its write")
 	f.answer <- nil
 	assert.Equal(t, uint64(1), recv[*wire.Accepted](m).Req)
+	// As the submission is written, or after it when the worker's credit
+	// came later (TestServer_Assign_WhileSubmissionWritten has the first).
+	a := recv[*wire.Assign](w)
+	require.Equal(t, key, a.Key)
 
 	w.send(&wire.Failed{Key: a.Key, Token: a.Token, Error: &workunit.Error{Kind: workunit.Thrown, Name: "TypeError", Message: "first"}},
 		&wire.Credit{N: 1})
@@ -98,9 +101,9 @@ func TestServer_Reassign_WaitsForLossWrite(t *testing.T) {
 	s, key := spec(t, "long")
 	m.send(&wire.Submit{Req: 1, Spec: s})
 	f.nextApply(t)
-	require.Equal(t, key, recv[*wire.Assign](w1).Key)
 	f.answer <- nil
 	recv[*wire.Accepted](m)
+	require.Equal(t, key, recv[*wire.Assign](w1).Key)
 
 	w2 := worker(t, tr, "w2", 1)
 	w1.ws.Close()
@@ -110,4 +113,36 @@ func TestServer_Reassign_WaitsForLossWrite(t *testing.T) {
 	assert.Empty(t, w2.barrier(), "no second lease before the loss is written")
 	f.answer <- nil
 	assert.Equal(t, key, recv[*wire.Assign](w2).Key)
+}
+
+// TestServer_Retry_HeldWhileFailureWriteFails: when the write of a failed
+// attempt fails, its retry is not sent either; it goes out once the table
+// has written the records again.
+func TestServer_Retry_HeldWhileFailureWriteFails(t *testing.T) {
+	t.Parallel()
+	tr, f := startWithFake(t)
+	w := worker(t, tr, "alfred", 1)
+	m := master(t, tr, "m")
+	s, key := spec(t, "null.x")
+	m.send(&wire.Submit{Req: 1, Spec: s, Options: workunit.Options{Retries: 1, RetryOn: []string{"TypeError"}}})
+	f.nextApply(t)
+	f.answer <- nil
+	recv[*wire.Accepted](m)
+	a := recv[*wire.Assign](w)
+
+	w.send(&wire.Failed{Key: a.Key, Token: a.Token, Error: &workunit.Error{Kind: workunit.Thrown, Name: "TypeError", Message: "first"}},
+		&wire.Credit{N: 1})
+	batch := f.nextApply(t)
+	require.Len(t, batch, 1)
+	require.Len(t, batch[0].Attempts, 1)
+	f.answer <- errors.New("fake: disk full")
+	assert.Empty(t, w.barrier(), "no retry while the failure is on no disk")
+	batch = f.nextApply(t) // written again, after the back-off
+	require.Len(t, batch, 1)
+	require.Len(t, batch[0].Attempts, 1)
+	assert.Empty(t, w.barrier(), "nor while it is written again")
+	f.answer <- nil
+	again := recv[*wire.Assign](w)
+	assert.Equal(t, key, again.Key)
+	assert.NotEqual(t, a.Token, again.Token)
 }

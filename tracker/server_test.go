@@ -661,7 +661,12 @@ type fakeStore struct {
 	applied chan []table.Record
 	answer  chan error
 	auto    chan struct{} // closed: answer nil at once
+	once    sync.Once
 }
+
+// answerAll has every Apply from now on, and the one waiting, answered
+// nil at once.
+func (f *fakeStore) answerAll() { f.once.Do(func() { close(f.auto) }) }
 
 func newFakeStore() *fakeStore {
 	return &fakeStore{Memory: store.NewMemory(), applied: make(chan []table.Record, 16),
@@ -699,8 +704,7 @@ func (f *fakeStore) nextApply(t *testing.T) []table.Record {
 func startWithFake(t *testing.T) (*trackertest.Tracker, *fakeStore) {
 	f := newFakeStore()
 	tr := trackertest.Start(t, trackertest.WithStore(f))
-	var once sync.Once
-	t.Cleanup(func() { once.Do(func() { close(f.auto) }) }) // before Stop
+	t.Cleanup(f.answerAll) // before Stop
 	return tr, f
 }
 
@@ -815,7 +819,10 @@ func TestServer_Assign_WhileSubmissionWritten(t *testing.T) {
 	require.Len(t, batch, 1)
 	assert.Equal(t, k3, batch[0].Key)
 	assert.Equal(t, workunit.StatusDone, batch[0].Status, "written again, with its result")
-	f.answer <- nil
+	// Answered, and whatever follows: the result's own write may come
+	// after it, when the worker's Done was stepped after the failed
+	// write's Ready was taken back.
+	f.answerAll()
 	m.send(&wire.Submit{Req: 4, Spec: s3})
 	for acc = nil; acc == nil; {
 		switch msg := m.next().(type) {

@@ -79,7 +79,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "riot-worker: interrupted again; exiting now")
 		os.Exit(130)
 	}()
-	stopProf, err := devprof.FromEnv()
+	stopProf, err := devprof.FromEnv("riot-worker")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "riot-worker:", err)
 		os.Exit(1)

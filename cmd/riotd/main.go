@@ -32,7 +32,7 @@ import (
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	stopProf, err := devprof.FromEnv()
+	stopProf, err := devprof.FromEnv("riotd")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "riotd:", err)
 		os.Exit(1)

@@ -1,6 +1,10 @@
 package master
 
 import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -48,6 +52,84 @@ func TestMaster_ForWork_FailedItem_OthersStillRun(t *testing.T) {
 		} catch (e) {
 			console.log(e.name, e.cause.name, e.cause.message);
 		}
+	`})
+	require.NoError(t, sr.err)
+	assert.Equal(t, "WorkunitError RangeError two\n", sr.stdout.String())
+	ft.mu.Lock()
+	defer ft.mu.Unlock()
+	assert.Equal(t, 30, ft.runs, "every item submitted")
+}
+
+// TestMaster_ForWork_Interrupted_CountsWhatWasSubmitted: a forWork
+// interrupted while its first window runs takes back from Events the
+// items it never submitted: an interrupted job reports the workunits that
+// stay with the tracker, not the ones the script never sent.
+func TestMaster_ForWork_Interrupted_CountsWhatWasSubmitted(t *testing.T) {
+	t.Parallel()
+	ft := newFakeTracker(t, true) // nothing runs: the window stays full
+	dir := t.TempDir()
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.js"),
+		[]byte(`riot.forWork(Array.from({length: 30}, (_, i) => i), (x) => x);`), 0o644))
+	conn, err := ft.connect(context.Background(), "localhost", 0, "")
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var events recordingEvents
+	done := make(chan error, 1)
+	go func() {
+		done <- RunScript(ctx, ScriptOptions{Path: filepath.Join(dir, "main.js"), Conn: conn, Connect: ft.connect,
+			Stdout: io.Discard, Stderr: io.Discard, Events: &events, ForWorkWindow: 4})
+	}()
+	for range 4 {
+		<-ft.queue // the first window, submitted
+	}
+	cancel()
+	require.Error(t, <-done)
+	ft.mu.Lock()
+	runs := ft.runs
+	ft.mu.Unlock()
+	events.mu.Lock()
+	defer events.mu.Unlock()
+	assert.Equal(t, 4, runs)
+	assert.Equal(t, 4, events.submitted, "the 26 never submitted are taken back")
+}
+
+// TestMaster_Map_Window: riot.map submits in windows as forWork does, on
+// the script's event loop as results come in, and resolves with every
+// result in order.
+func TestMaster_Map_Window(t *testing.T) {
+	t.Parallel()
+	ft := newFakeTracker(t, false)
+	ft.forWorkWindow = 8
+	sr := runScriptOn(t, ft, map[string]string{"main.js": `
+		riot.map(Array.from({length: 50}, (_, i) => i), (x, i) => [x * x, i]).then((out) => {
+			console.log(out.every(([sq, i], j) => i === j && sq === j * j), out.length);
+		});
+	`})
+	require.NoError(t, sr.err)
+	assert.Equal(t, "true 50\n", sr.stdout.String())
+	ft.mu.Lock()
+	assert.Equal(t, 50, ft.runs)
+	assert.LessOrEqual(t, ft.maxOpen, 8, "at most the window outstanding")
+	ft.mu.Unlock()
+	sr.events.mu.Lock()
+	defer sr.events.mu.Unlock()
+	assert.Equal(t, 50, sr.events.submitted)
+	assert.Len(t, sr.events.finished, 50)
+}
+
+// TestMaster_Map_FailedItem_OthersStillRun: a riot.map whose item fails
+// rejects with its WorkunitError once the items before it are done, and
+// the items its window had not submitted yet run too.
+func TestMaster_Map_FailedItem_OthersStillRun(t *testing.T) {
+	t.Parallel()
+	ft := newFakeTracker(t, false)
+	ft.forWorkWindow = 4
+	sr := runScriptOn(t, ft, map[string]string{"main.js": `
+		riot.map(Array.from({length: 30}, (_, i) => i), (x) => {
+			if (x === 2) throw new RangeError('two');
+			return x;
+		}).catch((e) => console.log(e.name, e.cause.name, e.cause.message));
 	`})
 	require.NoError(t, sr.err)
 	assert.Equal(t, "WorkunitError RangeError two\n", sr.stdout.String())

@@ -65,12 +65,13 @@ type ScriptOptions struct {
 	// BlobThreshold is the size from which values travel as blobs.
 	// Default: DefaultBlobThreshold.
 	BlobThreshold int
-	// ForWorkWindow bounds how many of a riot.forWork's items are
-	// outstanding at once: it submits the first ForWorkWindow, and more as
-	// the script takes their results, in order. Every item is encoded
-	// before any is submitted, as before, and once an item fails, every
-	// item not yet submitted is, before forWork throws: the others go on
-	// running. Default: DefaultForWorkWindow.
+	// ForWorkWindow bounds how many of a riot.forWork's (or riot.map's)
+	// items are outstanding at once: it submits the first ForWorkWindow,
+	// and more as the script takes their results, in order. Every item is
+	// encoded, and its blobs uploaded, before any is submitted, as before;
+	// once an item fails (its WorkunitError, a result that does not
+	// decode), every item not yet submitted is, before the failure goes to
+	// the script: the others go on running. Default: DefaultForWorkWindow.
 	ForWorkWindow int
 	// Logger receives the master's logs. Default: slog.Default().
 	Logger *slog.Logger
@@ -80,8 +81,10 @@ type ScriptOptions struct {
 // called from several goroutines.
 type ScriptEvents interface {
 	// Submitted says that n more workunits were submitted, or are to be:
-	// riot.forWork says so of all its items at once, and submits them in
-	// windows (ScriptOptions.ForWorkWindow).
+	// riot.forWork and riot.map say so of all their items at once, and
+	// submit them in windows (ScriptOptions.ForWorkWindow); should the call
+	// end before it submitted them all (an interrupt, a lost connection),
+	// it takes back those it did not, with a negative n.
 	Submitted(n int)
 	// Finished gives the outcome of a workunit the script submitted, with
 	// its console output, once.

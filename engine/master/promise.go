@@ -83,26 +83,33 @@ func (m *master) promise(op string, c Conn, key workunit.Key, frames []goja.Stac
 // mapWork implements riot.map(iterable, fn[, options]): a promise of the
 // results in order, as riot.forWork returns them, or rejected with the
 // error riot.forWork throws: that of the first failed item in the items'
-// order, once the items before it are done.
+// order, once the items before it are done. Its items are submitted in
+// windows, as forWork's: more as the results come in, on the script's
+// event loop.
 func (m *master) mapWork(call goja.FunctionCall, opts workunit.Options) goja.Value {
 	const op = "riot.map"
 	frames := m.callerStack()
-	var c Conn
-	var subs []Submission
-	if ex := m.rt.Try(func() { c, subs = m.submitEach(op, call, opts) }); ex != nil {
+	var fw *forWindow
+	if ex := m.rt.Try(func() { fw = m.itemWindow(op, call, opts) }); ex != nil {
 		return m.rejectedWith(ex)
 	}
 	p, resolve, reject := m.rt.NewPromise()
-	if len(subs) == 0 {
+	if fw.n == 0 {
 		settle(resolve, m.rt.NewArray())
 		return m.rt.ToValue(p)
 	}
 	m.waits++
-	outs := make([]*workunit.Outcome, len(subs))
-	results := make([]any, len(subs))
+	outs := make([]*workunit.Outcome, fw.n)
+	results := make([]any, fw.n)
 	next, done := 0, false
-	for i, s := range subs {
-		m.onFinished(c, s.Key(), func(o *workunit.Outcome) {
+	end := func(with func(any) error, v any) {
+		done = true
+		m.waits--
+		fw.close()
+		settle(with, v)
+	}
+	fw.onSubmit = func(i int, e subEntry) {
+		e.sub.OnDone(func(o *workunit.Outcome) {
 			m.post(func() {
 				if done {
 					return
@@ -110,26 +117,32 @@ func (m *master) mapWork(call goja.FunctionCall, opts workunit.Options) goja.Val
 				outs[i] = o
 				// In order, as forWork waits: item next's outcome decides
 				// once the ones before it are done.
-				for next < len(subs) && outs[next] != nil {
-					k := subs[next].Key()
+				for next < fw.n && outs[next] != nil {
+					e := fw.at(next)
+					m.reportOnce(*e, outs[next])
 					var v goja.Value
-					if ex := m.rt.Try(func() { v = m.settled(op, c, k, outs[next], frames) }); ex != nil {
-						done = true
-						m.waits--
-						settle(reject, ex.Value())
+					if ex := m.rt.Try(func() { v = m.settled(op, fw.c, e.sub.Key(), outs[next], frames) }); ex != nil {
+						fw.failed()
+						end(reject, ex.Value())
 						return
 					}
 					results[next] = v
 					outs[next] = nil
+					*e = subEntry{}
 					next++
 				}
-				if next == len(subs) {
-					done = true
-					m.waits--
-					settle(resolve, m.rt.NewArray(results...))
+				if next == fw.n {
+					end(resolve, m.rt.NewArray(results...))
+					return
+				}
+				if ex := m.rt.Try(func() { fw.fill(next) }); ex != nil {
+					end(reject, ex.Value())
 				}
 			})
 		})
+	}
+	if ex := m.rt.Try(func() { fw.fill(0) }); ex != nil {
+		end(reject, ex.Value())
 	}
 	return m.rt.ToValue(p)
 }

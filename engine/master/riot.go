@@ -839,19 +839,12 @@ func (m *master) submitFn(op string, call goja.FunctionCall, opts workunit.Optio
 // windows (forWindow), at most ScriptOptions.ForWorkWindow outstanding.
 func (m *master) forWork(call goja.FunctionCall, opts workunit.Options) goja.Value {
 	const op = "riot.forWork"
-	c, n, spec, opts := m.itemSpecs(op, call, opts)
-	// Every item's blobs, before any is announced or submitted: an upload
-	// the tracker refuses fails the call with nothing submitted, as before.
-	m.uploadFor(op, c, n, spec)
-	if m.opts.Events != nil {
-		m.opts.Events.Submitted(n) // all of them, for a progress bar's total
-	}
-	fw := forWindow{m: m, op: op, c: c, n: n, spec: spec, opts: opts,
-		ring: make([]subEntry, min(n, m.opts.ForWorkWindow))}
-	results := make([]any, n)
-	for i := range n {
+	fw := m.itemWindow(op, call, opts)
+	defer fw.close()
+	results := make([]any, fw.n)
+	for i := range fw.n {
 		fw.fill(i)
-		e := &fw.ring[i%len(fw.ring)]
+		e := fw.at(i)
 		key := e.sub.Key()
 		var o *workunit.Outcome
 		var err error
@@ -867,10 +860,12 @@ func (m *master) forWork(call goja.FunctionCall, opts workunit.Options) goja.Val
 		// Before the script goes on: its workunits' console output shows
 		// before what the script prints next.
 		m.reportOnce(*e, o)
-		if o.Status == workunit.StatusError {
-			fw.rest() // the others go on running, as when all were submitted at once
+		var v goja.Value
+		if ex := m.rt.Try(func() { v = m.outcomeValue(op, fw.c, key, o) }); ex != nil {
+			fw.failed() // the others go on running, as when all were submitted at once
+			panic(ex)
 		}
-		results[i] = m.outcomeValue(op, c, key, o)
+		results[i] = v
 		// The result is in results: the submission, and the outcome it
 		// keeps, can go.
 		*e = subEntry{}
@@ -878,13 +873,29 @@ func (m *master) forWork(call goja.FunctionCall, opts workunit.Options) goja.Val
 	return m.rt.NewArray(results...)
 }
 
-// forWindow submits a forWork's n items, spec(i) each, in windows: once
-// the script waits on item i, items up to i+len(ring) are submitted, in
-// chunks of half the ring so that the tracker's acknowledgements are
-// waited for once a chunk. Item j's submission is ring[j%len(ring)]. A
-// million items held a Call, a watch and a submission each, in the
-// client, the tracker and the master, until all were done: most of what
-// a forWork over small items held (docs/benchmarks.md).
+// itemWindow encodes the items of riot.forWork(iterable, fn[, options])
+// (or riot.map's) and uploads their blobs, before any is submitted (an
+// item that cannot be sent, or an upload the tracker refuses, fails the
+// call with nothing submitted); Events hears of them all at once, for a
+// progress bar's total. The window submits them.
+func (m *master) itemWindow(op string, call goja.FunctionCall, opts workunit.Options) *forWindow {
+	c, n, spec, opts := m.itemSpecs(op, call, opts)
+	m.uploadFor(op, c, n, spec)
+	if m.opts.Events != nil {
+		m.opts.Events.Submitted(n)
+	}
+	return &forWindow{m: m, op: op, c: c, n: n, spec: spec, opts: opts,
+		ring: make([]subEntry, min(n, m.opts.ForWorkWindow))}
+}
+
+// forWindow submits a forWork's (or a map's) n items, spec(i) each, in
+// windows: once the script waits on item i, items up to i+len(ring) are
+// submitted, in chunks of half the ring so that the tracker's
+// acknowledgements are waited for once a chunk. Item j's submission is
+// at(j) from its submission until the script took its result. A million
+// items held a Call, a watch and a submission each, in the client, the
+// tracker and the master, until all were done: most of what a forWork
+// over small items held (docs/benchmarks.md).
 type forWindow struct {
 	m    *master
 	op   string
@@ -894,7 +905,13 @@ type forWindow struct {
 	opts workunit.Options
 	ring []subEntry
 	next int // items submitted
+	// onSubmit, when set, hears of each item submitted, with its entry
+	// (riot.map waits on each through it); not for those of rest.
+	onSubmit func(i int, e subEntry)
 }
+
+// at returns item i's entry, which fill submitted.
+func (fw *forWindow) at(i int) *subEntry { return &fw.ring[i%len(fw.ring)] }
 
 // fill submits what the window holds while item i is waited on.
 func (fw *forWindow) fill(i int) {
@@ -904,10 +921,37 @@ func (fw *forWindow) fill(i int) {
 	}
 	lo, hi := fw.next, min(fw.n, i+w)
 	_, entries := fw.m.submitN(fw.op, fw.c, hi-lo, func(j int) *workunit.Spec { return fw.spec(lo + j) }, fw.opts, false, false)
+	fw.next = hi
 	for j, e := range entries {
 		fw.ring[(lo+j)%w] = e
+		if fw.onSubmit != nil {
+			fw.onSubmit(lo+j, e)
+		}
 	}
-	fw.next = hi
+}
+
+// failed is an item's failure (its WorkunitError, a result that does not
+// decode): the items not yet submitted are, so that the others go on
+// running as when all were submitted at once, before the failure goes to
+// the script. Should they be refused (a tracker whose memory is full),
+// the item's failure still goes to the script, and the refusal to the
+// log.
+func (fw *forWindow) failed() {
+	if ex := fw.m.rt.Try(fw.rest); ex != nil {
+		fw.m.opts.Logger.Warn("master: an item failed, and the items not yet submitted could not be",
+			"op", fw.op, "items", fw.n, "submitted", fw.next, "err", ex.Value().String())
+	}
+}
+
+// close takes back from Events the items that were never submitted (the
+// call threw first: an interrupt, a lost connection, a refusal), which
+// itemWindow announced: a progress bar's total, an interrupted job's
+// count of unfinished workunits, are of the submitted ones.
+func (fw *forWindow) close() {
+	if fw.next < fw.n && fw.m.opts.Events != nil {
+		fw.m.opts.Events.Submitted(fw.next - fw.n)
+	}
+	fw.n = fw.next
 }
 
 // rest submits the items not yet submitted, which nobody will wait on:
@@ -917,16 +961,8 @@ func (fw *forWindow) rest() {
 		return
 	}
 	lo := fw.next
-	fw.next = fw.n
+	fw.next = fw.n // sent, whatever the tracker answers
 	fw.m.submitN(fw.op, fw.c, fw.n-lo, func(j int) *workunit.Spec { return fw.spec(lo + j) }, fw.opts, false, false)
-}
-
-// submitEach submits the workunits of riot.map, one per item, and returns
-// the connection and the submissions, in the items' order.
-func (m *master) submitEach(op string, call goja.FunctionCall, opts workunit.Options) (Conn, []Submission) {
-	c, n, spec, opts := m.itemSpecs(op, call, opts)
-	subs, _ := m.submitN(op, c, n, spec, opts, true, true)
-	return c, subs
 }
 
 // itemSpecs encodes the items of riot.forWork(iterable, fn[, options])

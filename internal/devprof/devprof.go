@@ -7,6 +7,7 @@ package devprof
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"os"
@@ -20,8 +21,9 @@ import (
 // FromEnv starts the profiles that MemProfileEnv and CPUProfileEnv ask
 // for, if any, and returns what stops them and writes their files (with
 // the error of any that could not be). A name's $PID is this process's
-// id: riot-bench's workers share one environment.
-func FromEnv() (stop func() error, err error) {
+// id: riot-bench's workers share one environment. command names the
+// command in what it prints.
+func FromEnv(command string) (stop func() error, err error) {
 	pid := strconv.Itoa(os.Getpid())
 	var stops []func() error
 	if path := os.Getenv(CPUProfileEnv); path != "" {
@@ -32,7 +34,9 @@ func FromEnv() (stop func() error, err error) {
 		stops = append(stops, s)
 	}
 	if path := os.Getenv(MemProfileEnv); path != "" {
-		stops = append(stops, StartPeakProfile(strings.ReplaceAll(path, "$PID", pid)).Stop)
+		p := StartPeakProfile(strings.ReplaceAll(path, "$PID", pid))
+		p.command = command
+		stops = append(stops, p.Stop)
 	}
 	return func() error {
 		var errs []error
@@ -80,11 +84,12 @@ func StartCPUProfile(path string) (stop func() error, err error) {
 
 // PeakProfiler keeps the heap profile of the largest heap seen so far.
 type PeakProfiler struct {
-	path string
-	stop chan struct{}
-	done chan struct{}
-	peak uint64
-	prof bytes.Buffer
+	path    string
+	command string // names the command in what Stop prints
+	stop    chan struct{}
+	done    chan struct{}
+	peak    uint64
+	prof    bytes.Buffer
 }
 
 // StartPeakProfile starts sampling the heap for path; Stop writes the
@@ -123,6 +128,6 @@ func (p *PeakProfiler) Stop() error {
 	if err := os.WriteFile(p.path, p.prof.Bytes(), 0o644); err != nil {
 		return fmt.Errorf("%s: %w", MemProfileEnv, err)
 	}
-	fmt.Fprintf(os.Stderr, "the heap profile at a heap in use of %d MiB: %s\n", p.peak>>20, p.path)
+	fmt.Fprintf(os.Stderr, "%s: the heap profile at a heap in use of %d MiB: %s\n", cmp.Or(p.command, os.Args[0]), p.peak>>20, p.path)
 	return nil
 }

@@ -83,3 +83,25 @@ func BenchmarkItems_DenseArray(b *testing.B) {
 		}
 	})
 }
+
+// TestItems_DenseArray_NotIterated: a plain array's elements are read,
+// not stepped through: a thousand items cost a few allocations (the
+// slice), where iterating makes an iterator result for each.
+func TestItems_DenseArray_NotIterated(t *testing.T) {
+	rt := goja.New()
+	in, err := LoadIntrinsics(rt)
+	require.NoError(t, err)
+	v, err := rt.RunString(`Array.from({length: 1000}, (_, i) => 'item ' + i)`)
+	require.NoError(t, err)
+	var items []goja.Value
+	allocs := testing.AllocsPerRun(10, func() { items = in.Items(rt, v) })
+	require.Len(t, items, 1000)
+	assert.Equal(t, "item 999", items[999].String())
+	assert.LessOrEqual(t, allocs, 4.0, "read directly")
+
+	_, err = rt.RunString(`const p = Object.getPrototypeOf([][Symbol.iterator]()); const next = p.next; p.next = function () { return next.call(this); };`)
+	require.NoError(t, err)
+	allocs = testing.AllocsPerRun(10, func() { items = in.Items(rt, v) })
+	require.Len(t, items, 1000)
+	assert.Greater(t, allocs, 1000.0, "iterated, through the patched next")
+}
