@@ -18,13 +18,12 @@ import (
 // Checkpoints: the checkpointer applies the log to the bbolt file every
 // checkpointEvery, and sooner once checkpointRecords records, or
 // checkpointBytes of their entries, wait (the entries stay in memory
-// until then). At 8192 records, a busy riotd (100,000 workunits a
-// second, two records each) checkpointed 24 times a second, and a
-// workunit's waiting record and its result fell into two checkpoints
-// more often (superseded).
+// until then, and a crash leaves them to replay). 65,536 records cost a
+// seventh less CPU in the store's benchmark, but a restart after SIGKILL
+// on a million records took 1.5-2.5 s against 1.2 s (docs/benchmarks.md).
 const (
 	checkpointEvery   = 100 * time.Millisecond
-	checkpointRecords = 65536
+	checkpointRecords = 8192
 	checkpointBytes   = 64 << 20
 )
 
