@@ -584,11 +584,9 @@ func (l *loop) persisted(err error) {
 		l.records += uint64(len(rd.Persist))
 		l.cacheResults(rd.Persist)
 		// The records written again after a failed write are in this
-		// one (Table.PersistFailed): the assignments that waited go.
-		for i := range l.held {
-			l.assign(&l.held[i])
-		}
-		l.held = nil
+		// one (Table.PersistFailed): the assignments that waited go, but
+		// those this Ready revokes (canceled, or lost, meanwhile).
+		l.sendHeld(&rd)
 	}
 	if l.fenced {
 		l.held = nil // another tracker hands the work out
@@ -631,6 +629,38 @@ func (l *loop) sendAssigns(rd *table.Ready) {
 			l.assign(m)
 		}
 	}
+}
+
+// sendHeld sends the assignments held since a failed write (l.held),
+// once the records are written again, in rd, but those that rd revokes:
+// a worker need not start what it is told at once to stop. They reach a
+// worker after first leases that went out early meanwhile, out of token
+// order (as a retry and a first lease of one Ready do); their lease
+// clocks started when the table gave them, so a write that fails for
+// longer than a lease's time counts the lease lost.
+func (l *loop) sendHeld(rd *table.Ready) {
+	if len(l.held) == 0 {
+		return
+	}
+	type lease struct {
+		w table.WorkerID
+		t table.Token
+	}
+	var revoked map[lease]bool
+	for _, m := range rd.Send {
+		if r, ok := m.(*table.Revoke); ok {
+			if revoked == nil {
+				revoked = make(map[lease]bool)
+			}
+			revoked[lease{r.Worker, r.Token}] = true
+		}
+	}
+	for i := range l.held {
+		if m := &l.held[i]; !revoked[lease{m.Worker, m.Token}] {
+			l.assign(m)
+		}
+	}
+	l.held = nil
 }
 
 // sentEarly reports whether sendAssigns sends m before its Ready's

@@ -146,3 +146,39 @@ func TestServer_Retry_HeldWhileFailureWriteFails(t *testing.T) {
 	assert.Equal(t, key, again.Key)
 	assert.NotEqual(t, a.Token, again.Token)
 }
+
+// TestServer_Retry_HeldThenCanceled: a retry held since its failure's
+// write failed, whose workunit is canceled before the records are written
+// again, is not sent: the worker would be told at once to stop it.
+func TestServer_Retry_HeldThenCanceled(t *testing.T) {
+	t.Parallel()
+	tr, f := startWithFake(t)
+	w := worker(t, tr, "alfred", 1)
+	m := master(t, tr, "m")
+	s, key := spec(t, "null.x")
+	m.send(&wire.Submit{Req: 1, Spec: s, Options: workunit.Options{Retries: 1, RetryOn: []string{"TypeError"}}})
+	f.nextApply(t)
+	f.answer <- nil
+	recv[*wire.Accepted](m)
+	a := recv[*wire.Assign](w)
+	w.send(&wire.Failed{Key: a.Key, Token: a.Token, Error: &workunit.Error{Kind: workunit.Thrown, Name: "TypeError", Message: "first"}},
+		&wire.Credit{N: 1})
+	f.nextApply(t)
+	f.answer <- errors.New("fake: disk full")
+	m.send(&wire.Cancel{Req: 2, Keys: []workunit.Key{key}}) // within the write's back-off, mostly
+	batch := f.nextApply(t)
+	require.Len(t, batch, 1)
+	if batch[0].Status != workunit.StatusError {
+		// The rewrite's Ready was taken before the cancel (a back-off of
+		// 50 ms, and a slow machine): its Revoke comes in the next one.
+		f.answerAll()
+		return
+	}
+	f.answer <- nil
+	for _, msg := range w.barrier() {
+		if as, ok := msg.(*wire.Assign); ok {
+			t.Fatalf("the worker got the canceled retry %s", as.Key.Short())
+		}
+	}
+	f.answerAll()
+}

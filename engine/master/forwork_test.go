@@ -60,38 +60,46 @@ func TestMaster_ForWork_FailedItem_OthersStillRun(t *testing.T) {
 	assert.Equal(t, 30, ft.runs, "every item submitted")
 }
 
-// TestMaster_ForWork_Interrupted_CountsWhatWasSubmitted: a forWork
-// interrupted while its first window runs takes back from Events the
-// items it never submitted: an interrupted job reports the workunits that
-// stay with the tracker, not the ones the script never sent.
-func TestMaster_ForWork_Interrupted_CountsWhatWasSubmitted(t *testing.T) {
+// TestMaster_Interrupted_CountsWhatWasSubmitted: a forWork interrupted
+// while its first window runs, or a map still pending when the script is
+// interrupted, takes back from Events the items it never submitted: an
+// interrupted job reports the workunits that stay with the tracker, not
+// the ones the script never sent.
+func TestMaster_Interrupted_CountsWhatWasSubmitted(t *testing.T) {
 	t.Parallel()
-	ft := newFakeTracker(t, true) // nothing runs: the window stays full
-	dir := t.TempDir()
-	require.NoError(t, os.WriteFile(filepath.Join(dir, "main.js"),
-		[]byte(`riot.forWork(Array.from({length: 30}, (_, i) => i), (x) => x);`), 0o644))
-	conn, err := ft.connect(context.Background(), "localhost", 0, "")
-	require.NoError(t, err)
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var events recordingEvents
-	done := make(chan error, 1)
-	go func() {
-		done <- RunScript(ctx, ScriptOptions{Path: filepath.Join(dir, "main.js"), Conn: conn, Connect: ft.connect,
-			Stdout: io.Discard, Stderr: io.Discard, Events: &events, ForWorkWindow: 4})
-	}()
-	for range 4 {
-		<-ft.queue // the first window, submitted
+	for name, script := range map[string]string{
+		"forWork": `riot.forWork(Array.from({length: 30}, (_, i) => i), (x) => x);`,
+		"map":     `riot.map(Array.from({length: 30}, (_, i) => i), (x) => x).then(console.log);`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ft := newFakeTracker(t, true) // nothing runs: the window stays full
+			dir := t.TempDir()
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "main.js"), []byte(script), 0o644))
+			conn, err := ft.connect(context.Background(), "localhost", 0, "")
+			require.NoError(t, err)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var events recordingEvents
+			done := make(chan error, 1)
+			go func() {
+				done <- RunScript(ctx, ScriptOptions{Path: filepath.Join(dir, "main.js"), Conn: conn, Connect: ft.connect,
+					Stdout: io.Discard, Stderr: io.Discard, Events: &events, ForWorkWindow: 4})
+			}()
+			for range 4 {
+				<-ft.queue // the first window, submitted
+			}
+			cancel()
+			require.Error(t, <-done)
+			ft.mu.Lock()
+			runs := ft.runs
+			ft.mu.Unlock()
+			events.mu.Lock()
+			defer events.mu.Unlock()
+			assert.Equal(t, 4, runs)
+			assert.Equal(t, 4, events.submitted, "the 26 never submitted are taken back")
+		})
 	}
-	cancel()
-	require.Error(t, <-done)
-	ft.mu.Lock()
-	runs := ft.runs
-	ft.mu.Unlock()
-	events.mu.Lock()
-	defer events.mu.Unlock()
-	assert.Equal(t, 4, runs)
-	assert.Equal(t, 4, events.submitted, "the 26 never submitted are taken back")
 }
 
 // TestMaster_Map_Window: riot.map submits in windows as forWork does, on

@@ -285,6 +285,11 @@ func (m *master) runGuarded(conn Conn) (err error) {
 		}
 	}()
 	m.client = m.newClient(conn)
+	defer func() {
+		for fw := range m.windows {
+			fw.close()
+		}
+	}()
 	return m.run()
 }
 
@@ -305,6 +310,11 @@ func (c scriptConsole) Print(level workunit.Level, text string) {
 // to.
 type master struct {
 	opts ScriptOptions
+	// windows are the forWork and map calls whose items are not all
+	// submitted and whose call has not ended (a map's promise pending):
+	// when the script ends, each takes back from Events what it never
+	// submitted (forWindow.close).
+	windows map[*forWindow]struct{}
 	// srcMap, for a bundled script (an ES module, TypeScript), maps the
 	// positions of the bundled JavaScript, before the capture pass's
 	// insertions (where shipped functions say they are), to the original

@@ -884,8 +884,13 @@ func (m *master) itemWindow(op string, call goja.FunctionCall, opts workunit.Opt
 	if m.opts.Events != nil {
 		m.opts.Events.Submitted(n)
 	}
-	return &forWindow{m: m, op: op, c: c, n: n, spec: spec, opts: opts,
+	fw := &forWindow{m: m, op: op, c: c, n: n, spec: spec, opts: opts,
 		ring: make([]subEntry, min(n, m.opts.ForWorkWindow))}
+	if m.windows == nil {
+		m.windows = make(map[*forWindow]struct{})
+	}
+	m.windows[fw] = struct{}{}
+	return fw
 }
 
 // forWindow submits a forWork's (or a map's) n items, spec(i) each, in
@@ -952,6 +957,7 @@ func (fw *forWindow) close() {
 		fw.m.opts.Events.Submitted(fw.next - fw.n)
 	}
 	fw.n = fw.next
+	delete(fw.m.windows, fw)
 }
 
 // rest submits the items not yet submitted, which nobody will wait on:
@@ -961,8 +967,11 @@ func (fw *forWindow) rest() {
 		return
 	}
 	lo := fw.next
-	fw.next = fw.n // sent, whatever the tracker answers
 	fw.m.submitN(fw.op, fw.c, fw.n-lo, func(j int) *workunit.Spec { return fw.spec(lo + j) }, fw.opts, false, false)
+	// Not before: refused (failed), they count as never submitted, which
+	// close takes back (all of them, though the tracker may have taken
+	// some before its refusal).
+	fw.next = fw.n
 }
 
 // itemSpecs encodes the items of riot.forWork(iterable, fn[, options])
