@@ -55,6 +55,41 @@ func TestServer_Retries(t *testing.T) {
 	assert.Empty(t, det.FailedAttempts)
 }
 
+// retryFailed is a durable tracker on a fake store, a worker with one
+// slot and a master, and a workunit that may be retried once on a
+// TypeError: submitted, written, assigned, and failed by the worker with
+// its credit back, the failed attempt's write in flight (returned).
+type retryFailed struct {
+	f    *fakeStore
+	w, m *wsClient
+	key  workunit.Key
+	a    *wire.Assign // the first lease
+}
+
+// failOnce makes a retryFailed.
+func failOnce(t *testing.T) retryFailed {
+	t.Helper()
+	tr, f := startWithFake(t)
+	rf := retryFailed{f: f, w: worker(t, tr, "alfred", 1), m: master(t, tr, "m")}
+	s, key := spec(t, "null.x")
+	rf.key = key
+	rf.m.send(&wire.Submit{Req: 1, Spec: s, Options: workunit.Options{Retries: 1, RetryOn: []string{"TypeError"}}})
+	f.nextApply(t)
+	f.answer <- nil
+	assert.Equal(t, uint64(1), recv[*wire.Accepted](rf.m).Req)
+	// As the submission is written, or after it when the worker's credit
+	// came later (TestServer_Assign_WhileSubmissionWritten has the first).
+	rf.a = recv[*wire.Assign](rf.w)
+	require.Equal(t, key, rf.a.Key)
+	rf.w.send(&wire.Failed{Key: rf.a.Key, Token: rf.a.Token, Error: &workunit.Error{Kind: workunit.Thrown, Name: "TypeError", Message: "first"}},
+		&wire.Credit{N: 1})
+	batch := f.nextApply(t)
+	require.Len(t, batch, 1)
+	require.Equal(t, key, batch[0].Key)
+	require.Len(t, batch[0].Attempts, 1, "the failed attempt's write")
+	return rf
+}
+
 // TestServer_Retry_WaitsForFailureWrite: a durable tracker sends a
 // workunit's first assignment as its submission is written, but a retry
 // only once the failed attempt's record is on disk. Sent early, the
@@ -64,30 +99,12 @@ func TestServer_Retries(t *testing.T) {
 // waited for ever on it).
 func TestServer_Retry_WaitsForFailureWrite(t *testing.T) {
 	t.Parallel()
-	tr, f := startWithFake(t)
-	w := worker(t, tr, "alfred", 1)
-	m := master(t, tr, "m")
-	s, key := spec(t, "null.x")
-	m.send(&wire.Submit{Req: 1, Spec: s, Options: workunit.Options{Retries: 1, RetryOn: []string{"TypeError"}}})
-	f.nextApply(t)
-	f.answer <- nil
-	assert.Equal(t, uint64(1), recv[*wire.Accepted](m).Req)
-	// As the submission is written, or after it when the worker's credit
-	// came later (TestServer_Assign_WhileSubmissionWritten has the first).
-	a := recv[*wire.Assign](w)
-	require.Equal(t, key, a.Key)
-
-	w.send(&wire.Failed{Key: a.Key, Token: a.Token, Error: &workunit.Error{Kind: workunit.Thrown, Name: "TypeError", Message: "first"}},
-		&wire.Credit{N: 1})
-	batch := f.nextApply(t)
-	require.Len(t, batch, 1)
-	require.Equal(t, key, batch[0].Key)
-	require.Len(t, batch[0].Attempts, 1, "the failed attempt's write")
-	assert.Empty(t, w.barrier(), "no retry before the failed attempt is written")
-	f.answer <- nil
-	again := recv[*wire.Assign](w)
-	assert.Equal(t, key, again.Key, "the retry, once the failure is written")
-	assert.NotEqual(t, a.Token, again.Token)
+	rf := failOnce(t)
+	assert.Empty(t, rf.w.barrier(), "no retry before the failed attempt is written")
+	rf.f.answer <- nil
+	again := recv[*wire.Assign](rf.w)
+	assert.Equal(t, rf.key, again.Key, "the retry, once the failure is written")
+	assert.NotEqual(t, rf.a.Token, again.Token)
 }
 
 // TestServer_Reassign_WaitsForLossWrite: a lease given again after its
@@ -120,31 +137,17 @@ func TestServer_Reassign_WaitsForLossWrite(t *testing.T) {
 // has written the records again.
 func TestServer_Retry_HeldWhileFailureWriteFails(t *testing.T) {
 	t.Parallel()
-	tr, f := startWithFake(t)
-	w := worker(t, tr, "alfred", 1)
-	m := master(t, tr, "m")
-	s, key := spec(t, "null.x")
-	m.send(&wire.Submit{Req: 1, Spec: s, Options: workunit.Options{Retries: 1, RetryOn: []string{"TypeError"}}})
-	f.nextApply(t)
-	f.answer <- nil
-	recv[*wire.Accepted](m)
-	a := recv[*wire.Assign](w)
-
-	w.send(&wire.Failed{Key: a.Key, Token: a.Token, Error: &workunit.Error{Kind: workunit.Thrown, Name: "TypeError", Message: "first"}},
-		&wire.Credit{N: 1})
-	batch := f.nextApply(t)
+	rf := failOnce(t)
+	rf.f.answer <- errors.New("fake: disk full")
+	assert.Empty(t, rf.w.barrier(), "no retry while the failure is on no disk")
+	batch := rf.f.nextApply(t) // written again, after the back-off
 	require.Len(t, batch, 1)
 	require.Len(t, batch[0].Attempts, 1)
-	f.answer <- errors.New("fake: disk full")
-	assert.Empty(t, w.barrier(), "no retry while the failure is on no disk")
-	batch = f.nextApply(t) // written again, after the back-off
-	require.Len(t, batch, 1)
-	require.Len(t, batch[0].Attempts, 1)
-	assert.Empty(t, w.barrier(), "nor while it is written again")
-	f.answer <- nil
-	again := recv[*wire.Assign](w)
-	assert.Equal(t, key, again.Key)
-	assert.NotEqual(t, a.Token, again.Token)
+	assert.Empty(t, rf.w.barrier(), "nor while it is written again")
+	rf.f.answer <- nil
+	again := recv[*wire.Assign](rf.w)
+	assert.Equal(t, rf.key, again.Key)
+	assert.NotEqual(t, rf.a.Token, again.Token)
 }
 
 // TestServer_Retry_HeldThenCanceled: a retry held since its failure's
@@ -152,33 +155,22 @@ func TestServer_Retry_HeldWhileFailureWriteFails(t *testing.T) {
 // again, is not sent: the worker would be told at once to stop it.
 func TestServer_Retry_HeldThenCanceled(t *testing.T) {
 	t.Parallel()
-	tr, f := startWithFake(t)
-	w := worker(t, tr, "alfred", 1)
-	m := master(t, tr, "m")
-	s, key := spec(t, "null.x")
-	m.send(&wire.Submit{Req: 1, Spec: s, Options: workunit.Options{Retries: 1, RetryOn: []string{"TypeError"}}})
-	f.nextApply(t)
-	f.answer <- nil
-	recv[*wire.Accepted](m)
-	a := recv[*wire.Assign](w)
-	w.send(&wire.Failed{Key: a.Key, Token: a.Token, Error: &workunit.Error{Kind: workunit.Thrown, Name: "TypeError", Message: "first"}},
-		&wire.Credit{N: 1})
-	f.nextApply(t)
-	f.answer <- errors.New("fake: disk full")
-	m.send(&wire.Cancel{Req: 2, Keys: []workunit.Key{key}}) // within the write's back-off, mostly
-	batch := f.nextApply(t)
+	rf := failOnce(t)
+	rf.f.answer <- errors.New("fake: disk full")
+	rf.m.send(&wire.Cancel{Req: 2, Keys: []workunit.Key{rf.key}}) // within the write's back-off, mostly
+	batch := rf.f.nextApply(t)
 	require.Len(t, batch, 1)
 	if batch[0].Status != workunit.StatusError {
 		// The rewrite's Ready was taken before the cancel (a back-off of
 		// 50 ms, and a slow machine): its Revoke comes in the next one.
-		f.answerAll()
+		rf.f.answerAll()
 		return
 	}
-	f.answer <- nil
-	for _, msg := range w.barrier() {
+	rf.f.answer <- nil
+	for _, msg := range rf.w.barrier() {
 		if as, ok := msg.(*wire.Assign); ok {
 			t.Fatalf("the worker got the canceled retry %s", as.Key.Short())
 		}
 	}
-	f.answerAll()
+	rf.f.answerAll()
 }
