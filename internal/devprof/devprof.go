@@ -34,9 +34,7 @@ func FromEnv(command string) (stop func() error, err error) {
 		stops = append(stops, s)
 	}
 	if path := os.Getenv(MemProfileEnv); path != "" {
-		p := StartPeakProfile(strings.ReplaceAll(path, "$PID", pid))
-		p.command = command
-		stops = append(stops, p.Stop)
+		stops = append(stops, StartPeakProfile(command, strings.ReplaceAll(path, "$PID", pid)).Stop)
 	}
 	return func() error {
 		var errs []error
@@ -93,9 +91,10 @@ type PeakProfiler struct {
 }
 
 // StartPeakProfile starts sampling the heap for path; Stop writes the
+// profile and says so on stderr, naming command.
 // profile.
-func StartPeakProfile(path string) *PeakProfiler {
-	p := &PeakProfiler{path: path, stop: make(chan struct{}), done: make(chan struct{})}
+func StartPeakProfile(command, path string) *PeakProfiler {
+	p := &PeakProfiler{command: command, path: path, stop: make(chan struct{}), done: make(chan struct{})}
 	go p.loop()
 	return p
 }
