@@ -92,7 +92,6 @@ type PeakProfiler struct {
 
 // StartPeakProfile starts sampling the heap for path; Stop writes the
 // profile and says so on stderr, naming command.
-// profile.
 func StartPeakProfile(command, path string) *PeakProfiler {
 	p := &PeakProfiler{command: command, path: path, stop: make(chan struct{}), done: make(chan struct{})}
 	go p.loop()
