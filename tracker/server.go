@@ -290,6 +290,52 @@ func New(opts Options) (*Server, error) {
 }
 
 // restore makes the table and loads the stored records into it.
+// chunkLoader is a store that gives its records back a chunk at a time
+// (store.Bolt).
+type chunkLoader interface {
+	LoadStoredChunks(ctx context.Context, n int, fn func([]table.Record) error) error
+}
+
+// restoreChunk is how many records a chunkLoader decodes at a time.
+const restoreChunk = 4096
+
+// load restores tab from the store: a durable store's results stay in it
+// until asked for, and one that gives its records a chunk at a time
+// (chunkLoader) never holds them all as Records.
+func (s *Server) load(tab *table.Table) error {
+	if cl, ok := s.st.(chunkLoader); ok && s.durable {
+		rs, err := tab.BeginRestore()
+		if err != nil {
+			return fmt.Errorf("tracker: restore: %w", err)
+		}
+		var addErr error
+		err = cl.LoadStoredChunks(s.baseCtx, restoreChunk, func(recs []table.Record) error {
+			addErr = rs.Add(recs)
+			return addErr
+		})
+		switch {
+		case addErr != nil:
+			return fmt.Errorf("tracker: restore: %w", addErr)
+		case err != nil:
+			return fmt.Errorf("tracker: load: %w", err)
+		}
+		rs.End()
+		return nil
+	}
+	load := s.st.Load
+	if s.durable {
+		load = s.st.LoadStored
+	}
+	recs, err := load(s.baseCtx)
+	if err != nil {
+		return fmt.Errorf("tracker: load: %w", err)
+	}
+	if err := tab.Restore(recs); err != nil {
+		return fmt.Errorf("tracker: restore: %w", err)
+	}
+	return nil
+}
+
 func (s *Server) restore() (*table.Table, table.Stats, error) {
 	var seed [8]byte
 	_, _ = rand.Read(seed[:]) // crypto/rand.Read never fails
@@ -314,16 +360,8 @@ func (s *Server) restore() (*table.Table, table.Stats, error) {
 		FirstToken: table.Token(time.Now().UnixNano()),
 		HashSeed:   binary.LittleEndian.Uint64(seed[:]),
 	})
-	load := s.st.Load
-	if s.durable {
-		load = s.st.LoadStored // results stay in the store until asked for
-	}
-	recs, err := load(s.baseCtx)
-	if err != nil {
-		return nil, table.Stats{}, fmt.Errorf("tracker: load: %w", err)
-	}
-	if err := tab.Restore(recs); err != nil {
-		return nil, table.Stats{}, fmt.Errorf("tracker: restore: %w", err)
+	if err := s.load(tab); err != nil {
+		return nil, table.Stats{}, err
 	}
 	if st := tab.Stats(); s.opts.MaxMemory > 0 && st.Bytes >= int64(s.opts.MaxMemory) {
 		s.log.Warn("the stored workunits fill --max-memory: new workunits are refused until some are forgotten (--keep-results) or the bound is raised",

@@ -414,26 +414,99 @@ func (s *Bolt) LoadStored(ctx context.Context) ([]table.Record, error) {
 	return s.load(ctx, false)
 }
 
+// LoadStoredChunks is LoadStored a chunk of at most n records at a time,
+// in ID order: fn gets each chunk in a slice it must not keep (the next
+// chunk is decoded into it), so that a restart does not hold every record
+// as a table.Record (352 bytes each) before the table takes them
+// (table.Restorer). A read-only store whose log holds records the bbolt
+// file lacks gives them all in one chunk, merged as LoadStored does.
+func (s *Bolt) LoadStoredChunks(ctx context.Context, n int, fn func([]table.Record) error) error {
+	if s.readOnly {
+		recs, err := s.LoadStored(ctx)
+		if err != nil {
+			return err
+		}
+		return fn(recs)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("store: load: %w", err)
+	}
+	err := s.use("load", func(db *bolt.DB) error {
+		if err := s.flushForLoad(db); err != nil {
+			return err
+		}
+		return db.View(func(tx *bolt.Tx) error {
+			chunk := make([]table.Record, 0, max(n, 1))
+			err := tx.Bucket(bucketRecords).ForEach(func(k, v []byte) error {
+				if len(k) != 8 {
+					return fmt.Errorf("%w: %s: record key %x", ErrCorrupt, s.path, k)
+				}
+				chunk = append(chunk, table.Record{})
+				if err := s.decodeLoaded(&chunk[len(chunk)-1], binary.BigEndian.Uint64(k), v, false); err != nil {
+					return err
+				}
+				if len(chunk) == cap(chunk) {
+					if err := fn(chunk); err != nil {
+						return errChunk{err}
+					}
+					clear(chunk)
+					chunk = chunk[:0]
+				}
+				return nil
+			})
+			if err == nil && len(chunk) > 0 {
+				if ferr := fn(chunk); ferr != nil {
+					err = errChunk{ferr}
+				}
+			}
+			return err
+		})
+	})
+	var ce errChunk
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ce):
+		return ce.err // the caller's, as it gave it
+	case errors.Is(err, ErrCorrupt) || errors.Is(err, ErrClosed):
+		return err
+	}
+	return fmt.Errorf("store: load %s: %w", s.path, err)
+}
+
+// errChunk carries the error of LoadStoredChunks's fn out of bbolt's
+// ForEach, to be told apart from the store's own.
+type errChunk struct{ err error }
+
+func (e errChunk) Error() string { return e.err.Error() }
+
+// flushForLoad writes what the deferred overlay or the log holds to the
+// bbolt file, for a load that reads only the file.
+func (s *Bolt) flushForLoad(db *bolt.DB) error {
+	if s.def.on {
+		s.def.mu.Lock()
+		err := s.flushLocked(db)
+		s.def.mu.Unlock()
+		if err != nil {
+			return err
+		}
+	}
+	if s.wal.marks != nil {
+		return s.checkpoint()
+	}
+	return nil
+}
+
 func (s *Bolt) load(ctx context.Context, results bool) ([]table.Record, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("store: load: %w", err)
 	}
 	var recs []table.Record
 	err := s.use("load", func(db *bolt.DB) error {
-		if s.def.on {
-			// What the overlay holds goes to the bbolt file first.
-			s.def.mu.Lock()
-			err := s.flushLocked(db)
-			s.def.mu.Unlock()
-			if err != nil {
-				return err
-			}
-		}
-		if s.wal.marks != nil {
-			// What the log holds goes to the bbolt file first.
-			if err := s.checkpoint(); err != nil {
-				return err
-			}
+		// What the deferred overlay or the log holds goes to the bbolt
+		// file first.
+		if err := s.flushForLoad(db); err != nil {
+			return err
 		}
 		return db.View(func(tx *bolt.Tx) error {
 			var err error

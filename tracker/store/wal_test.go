@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -445,4 +446,36 @@ func TestBolt_Checkpoint_LaterRecordsWin(t *testing.T) {
 	_, got := reopenLoad(t, dir, noCheckpoints)
 	want1 := done(1, "one")
 	assert.Equal(t, normalize([]table.Record{want1, done(2, "two, again")}), normalize(got))
+}
+
+// TestBolt_LoadStoredChunks: the records come in chunks of the size asked,
+// in ID order, as LoadStored gives them, what the log holds included; an
+// error of the caller's function ends the load and comes back as it was.
+func TestBolt_LoadStoredChunks(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	s := withBothBatches(t, t.TempDir()) // the second batch still in the log
+	defer s.Close()
+	want, err := s.LoadStored(ctx)
+	require.NoError(t, err)
+	var got []table.Record
+	var sizes []int
+	require.NoError(t, s.LoadStoredChunks(ctx, 2, func(recs []table.Record) error {
+		sizes = append(sizes, len(recs))
+		for _, r := range recs {
+			r.Attempts = slices.Clone(r.Attempts)
+			got = append(got, r)
+		}
+		return nil
+	}))
+	assert.Equal(t, normalize(want), normalize(got))
+	require.NotEmpty(t, sizes)
+	for _, n := range sizes[:len(sizes)-1] {
+		assert.Equal(t, 2, n)
+	}
+	stop := errors.New("enough")
+	calls := 0
+	err = s.LoadStoredChunks(ctx, 1, func([]table.Record) error { calls++; return stop })
+	assert.Same(t, stop, err)
+	assert.Equal(t, 1, calls)
 }

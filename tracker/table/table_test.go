@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"math/rand/v2"
+	"slices"
 	"testing"
 	"time"
 
@@ -695,4 +696,70 @@ func TestTable_Lookup_AnyScope(t *testing.T) {
 	rec, ok = tab.LookupIn("bob", key(1))
 	require.True(t, ok)
 	assert.Equal(t, workunit.StatusWaiting, rec.Status)
+}
+
+// TestTable_Restorer_Chunks: records restored a chunk at a time make the
+// table that Restore makes of all of them at once: the same records, the
+// waiting ones queued in Seq order across the chunks; a bad record in a
+// later chunk, or a key of an earlier one, leaves the table empty.
+func TestTable_Restorer_Chunks(t *testing.T) {
+	t.Parallel()
+	var recs []table.Record
+	for i := range 20 {
+		r := table.Record{Key: key(i + 1), ID: uint64(i + 1), Seq: int64(20 - i), Status: workunit.StatusWaiting, Spec: []byte("spec")}
+		switch i % 4 {
+		case 1:
+			r.Status, r.Spec, r.Result, r.Worker = workunit.StatusDone, nil, []byte("r"), "w"
+		case 2:
+			r.Status, r.Spec, r.Worker = workunit.StatusError, nil, "w"
+			r.Err = &workunit.Error{Kind: workunit.Thrown, Name: "TypeError", Message: "x"}
+		}
+		recs = append(recs, r)
+	}
+	order := func(tab *table.Table) []workunit.Key {
+		step(t, tab, table.WorkerJoin{Worker: 1, Name: "w1", Slots: 20, Credit: 20})
+		var keys []workunit.Key
+		for _, a := range assigns(drain(t, tab)) {
+			keys = append(keys, a.Key)
+		}
+		return keys
+	}
+	whole := table.New(table.Config{})
+	require.NoError(t, whole.Restore(slices.Clone(recs)))
+	chunked := table.New(table.Config{})
+	rs, err := chunked.BeginRestore()
+	require.NoError(t, err)
+	chunk := make([]table.Record, 0, 3)
+	for _, r := range recs {
+		if chunk = append(chunk, r); len(chunk) == cap(chunk) {
+			require.NoError(t, rs.Add(chunk))
+			clear(chunk) // the table keeps nothing of the slice
+			chunk = chunk[:0]
+		}
+	}
+	require.NoError(t, rs.Add(chunk))
+	rs.End()
+	assert.Equal(t, whole.Stats(), chunked.Stats())
+	for _, r := range recs {
+		a, _ := whole.Lookup(r.Key)
+		b, ok := chunked.Lookup(r.Key)
+		require.True(t, ok)
+		assert.Equal(t, a, b)
+	}
+	wo := order(whole)
+	assert.Len(t, wo, 10)
+	assert.Equal(t, wo, order(chunked), "queued in Seq order across the chunks")
+
+	for name, second := range map[string][]table.Record{
+		"malformed":           {{Key: key(99), ID: 99, Status: workunit.StatusWaiting}},
+		"a key loaded before": {recs[0]},
+	} {
+		tab := table.New(table.Config{})
+		rs, err := tab.BeginRestore()
+		require.NoError(t, err)
+		require.NoError(t, rs.Add(recs[:5]))
+		require.ErrorIs(t, rs.Add(second), table.ErrInvalid, name)
+		rs.End()
+		assert.Equal(t, table.Stats{}, tab.Stats(), "%s: nothing loaded", name)
+	}
 }
