@@ -415,11 +415,14 @@ func (s *Bolt) LoadStored(ctx context.Context) ([]table.Record, error) {
 }
 
 // LoadStoredChunks is LoadStored a chunk of at most n records at a time,
-// in ID order: fn gets each chunk in a slice it must not keep (the next
-// chunk is decoded into it), so that a restart does not hold every record
-// as a table.Record (352 bytes each) before the table takes them
-// (table.Restorer). A read-only store whose log holds records the bbolt
-// file lacks gives them all in one chunk, merged as LoadStored does.
+// in ID order: fn gets each chunk, on the caller's goroutine, in a slice
+// it must not keep (it is decoded into again once fn returns), so that a
+// restart does not hold every record as a table.Record (352 bytes each)
+// before the table takes them (table.Restorer). The next chunk is decoded
+// on another goroutine while fn takes one: a restart's decoding and the
+// table's restore run on two cores. A read-only store whose log holds
+// records the bbolt file lacks gives them all in one chunk, merged as
+// LoadStored does.
 func (s *Bolt) LoadStoredChunks(ctx context.Context, n int, fn func([]table.Record) error) error {
 	if s.readOnly {
 		recs, err := s.LoadStored(ctx)
@@ -431,54 +434,80 @@ func (s *Bolt) LoadStoredChunks(ctx context.Context, n int, fn func([]table.Reco
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("store: load: %w", err)
 	}
-	err := s.use("load", func(db *bolt.DB) error {
-		if err := s.flushForLoad(db); err != nil {
-			return err
-		}
-		return db.View(func(tx *bolt.Tx) error {
-			chunk := make([]table.Record, 0, max(n, 1))
-			err := tx.Bucket(bucketRecords).ForEach(func(k, v []byte) error {
-				if len(k) != 8 {
-					return fmt.Errorf("%w: %s: record key %x", ErrCorrupt, s.path, k)
-				}
-				chunk = append(chunk, table.Record{})
-				if err := s.decodeLoaded(&chunk[len(chunk)-1], binary.BigEndian.Uint64(k), v, false); err != nil {
-					return err
-				}
-				if len(chunk) == cap(chunk) {
-					if err := fn(chunk); err != nil {
-						return errChunk{err}
-					}
-					clear(chunk)
-					chunk = chunk[:0]
-				}
-				return nil
-			})
-			if err == nil && len(chunk) > 0 {
-				if ferr := fn(chunk); ferr != nil {
-					err = errChunk{ferr}
-				}
+	n = max(n, 1)
+	// Two chunks go round: one with fn, one being decoded.
+	full := make(chan []table.Record, 1)
+	free := make(chan []table.Record, 2)
+	free <- make([]table.Record, 0, n)
+	free <- make([]table.Record, 0, n)
+	stop := make(chan struct{}) // closed: fn failed, the decoding ends
+	done := make(chan error, 1)
+	go func() {
+		defer close(full)
+		done <- s.use("load", func(db *bolt.DB) error {
+			if err := s.flushForLoad(db); err != nil {
+				return err
 			}
-			return err
+			return db.View(func(tx *bolt.Tx) error {
+				var names nameCache
+				chunk := <-free
+				send := func() error {
+					select {
+					case full <- chunk:
+					case <-stop:
+						return errStopped
+					}
+					select {
+					case chunk = <-free:
+						return nil
+					case <-stop:
+						return errStopped
+					}
+				}
+				err := tx.Bucket(bucketRecords).ForEach(func(k, v []byte) error {
+					if len(k) != 8 {
+						return fmt.Errorf("%w: %s: record key %x", ErrCorrupt, s.path, k)
+					}
+					chunk = append(chunk, table.Record{})
+					if err := s.decodeLoaded(&chunk[len(chunk)-1], binary.BigEndian.Uint64(k), v, false, &names); err != nil {
+						return err
+					}
+					if len(chunk) == cap(chunk) {
+						return send()
+					}
+					return nil
+				})
+				if err == nil && len(chunk) > 0 {
+					err = send()
+				}
+				return err
+			})
 		})
-	})
-	var ce errChunk
+	}()
+	var ferr error
+	for chunk := range full {
+		if ferr == nil {
+			if ferr = fn(chunk); ferr != nil {
+				close(stop)
+			}
+		}
+		clear(chunk)
+		free <- chunk[:0] // room for both: never blocks
+	}
+	err := <-done
 	switch {
+	case ferr != nil:
+		return ferr // the caller's, as it gave it
 	case err == nil:
 		return nil
-	case errors.As(err, &ce):
-		return ce.err // the caller's, as it gave it
 	case errors.Is(err, ErrCorrupt) || errors.Is(err, ErrClosed):
 		return err
 	}
 	return fmt.Errorf("store: load %s: %w", s.path, err)
 }
 
-// errChunk carries the error of LoadStoredChunks's fn out of bbolt's
-// ForEach, to be told apart from the store's own.
-type errChunk struct{ err error }
-
-func (e errChunk) Error() string { return e.err.Error() }
+// errStopped ends LoadStoredChunks's decoding once its fn failed.
+var errStopped = errors.New("store: load: stopped")
 
 // flushForLoad writes what the deferred overlay or the log holds to the
 // bbolt file, for a load that reads only the file.
@@ -531,12 +560,13 @@ func (s *Bolt) decodeRecords(b *bolt.Bucket, results bool) ([]table.Record, erro
 	if n := b.Stats().KeyN; n > 0 {
 		recs = make([]table.Record, 0, n)
 	}
+	var names nameCache
 	err := b.ForEach(func(k, v []byte) error {
 		if len(k) != 8 {
 			return fmt.Errorf("%w: %s: record key %x", ErrCorrupt, s.path, k)
 		}
 		recs = append(recs, table.Record{})
-		return s.decodeLoaded(&recs[len(recs)-1], binary.BigEndian.Uint64(k), v, results)
+		return s.decodeLoaded(&recs[len(recs)-1], binary.BigEndian.Uint64(k), v, results, &names)
 	})
 	return recs, err
 }
@@ -545,12 +575,12 @@ func (s *Bolt) decodeRecords(b *bolt.Bucket, results bool) ([]table.Record, erro
 // (results: its result copied out) or LoadStored (a done record's result
 // left in the store); the bytes kept are copied out of v, which is
 // bbolt's.
-func (s *Bolt) decodeLoaded(rec *table.Record, id uint64, v []byte, results bool) error {
+func (s *Bolt) decodeLoaded(rec *table.Record, id uint64, v []byte, results bool, names *nameCache) error {
 	var err error
 	if results {
-		err = decodeRecordInto(rec, id, bytes.Clone(v))
+		err = decodeRecordNames(rec, id, bytes.Clone(v), names)
 	} else {
-		err = decodeRecordInto(rec, id, v)
+		err = decodeRecordNames(rec, id, v, names)
 		rec.Spec = bytes.Clone(rec.Spec)
 		if rec.Err != nil {
 			rec.Err.Value = bytes.Clone(rec.Err.Value)

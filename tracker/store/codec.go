@@ -167,6 +167,14 @@ func decodeRecord(id uint64, data []byte) (table.Record, error) {
 // slice it returns rather than copy each one twice (a Record is 352
 // bytes).
 func decodeRecordInto(rec *table.Record, id uint64, data []byte) error {
+	return decodeRecordNames(rec, id, data, nil)
+}
+
+// decodeRecordNames is decodeRecordInto with names, which, when not nil,
+// gives the record's owner, worker, scope and lost workers' names from
+// the records decoded before it: a load of a million records made two
+// million strings of a few names.
+func decodeRecordNames(rec *table.Record, id uint64, data []byte, names *nameCache) error {
 	rec.ID = id
 	// The array head (13 or 14 items) and the version are a byte each.
 	if len(data) > 2 && (data[1] == recordVersion || data[1] == recordVersion3 || data[1] == recordVersion4) {
@@ -179,7 +187,7 @@ func decodeRecordInto(rec *table.Record, id uint64, data []byte) error {
 		}
 		data = array
 	}
-	d := decoder{r: cbor.NewReader(data)}
+	d := decoder{r: cbor.NewReader(data), names: names}
 	n := d.array()
 	v := d.int()
 	if d.err == nil && v != recordVersion && v != recordVersion1 && v != recordVersion3 && v != recordVersion4 {
@@ -209,8 +217,8 @@ func decodeRecordInto(rec *table.Record, id uint64, data []byte) error {
 	rec.Options.NoCache = d.bool()
 	rec.Options.GPUs = int(d.ranged("GPU count", 0, math.MaxUint8))
 	rec.Options.Timeout = time.Duration(d.ranged("time limit", 0, int64(workunit.MaxTimeout/time.Millisecond))) * time.Millisecond
-	rec.Owner = d.str()
-	rec.Worker = d.str()
+	rec.Owner = d.name()
+	rec.Worker = d.name()
 	if ns := d.int(); ns != 0 {
 		rec.LastChange = time.Unix(0, ns)
 	}
@@ -221,7 +229,7 @@ func decodeRecordInto(rec *table.Record, id uint64, data []byte) error {
 		}
 		rec.LostFrom = make([]string, n)
 		for i := range rec.LostFrom {
-			rec.LostFrom[i] = d.str()
+			rec.LostFrom[i] = d.name()
 		}
 	}
 	rec.Spec = d.bytesOrNull()
@@ -254,12 +262,12 @@ func decodeRecordInto(rec *table.Record, id uint64, data []byte) error {
 	}
 	switch v {
 	case recordVersion3:
-		rec.Scope = d.str()
+		rec.Scope = d.name()
 		if rec.Scope == "" && d.err == nil {
 			d.fail("a version 3 record with an empty scope")
 		}
 	case recordVersion4:
-		rec.Scope = d.str()
+		rec.Scope = d.name()
 		if n := d.array(); n != 3 && d.err == nil {
 			d.fail("want [retries, retry-on, attempts], have %d items", n)
 		}
@@ -305,8 +313,35 @@ func (d *decoder) attempts() []workunit.Attempt {
 // decoder reads items, keeping the first error; after one, reads return
 // zero values.
 type decoder struct {
-	r   *cbor.Reader
-	err error
+	r     *cbor.Reader
+	err   error
+	names *nameCache // nil: every name a string of its own
+}
+
+// nameCache holds the names that decoding many records meets again and
+// again, up to maxCachedNames of them.
+type nameCache struct{ m map[string]string }
+
+const maxCachedNames = 4096
+
+// name reads a string that is a name (an owner, a worker, a scope): from
+// d.names when it has it.
+func (d *decoder) name() string {
+	b := d.bytes()
+	if d.names == nil || d.err != nil {
+		return string(b)
+	}
+	if s, ok := d.names.m[string(b)]; ok {
+		return s
+	}
+	s := string(b)
+	if d.names.m == nil {
+		d.names.m = make(map[string]string)
+	}
+	if len(d.names.m) < maxCachedNames {
+		d.names.m[s] = s
+	}
+	return s
 }
 
 func (d *decoder) fail(format string, args ...any) {
