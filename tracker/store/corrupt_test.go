@@ -57,6 +57,18 @@ func openAndLoad(dir string) ([]table.Record, error) {
 	return s.Load(ctx)
 }
 
+// openAndLoadChunks opens the store in dir and loads it in chunks, as
+// riotd does, giving each to fn.
+func openAndLoadChunks(dir string, fn func([]table.Record)) error {
+	ctx := context.Background()
+	s, err := OpenBolt(ctx, dir, BoltOptions{})
+	if err != nil {
+		return err
+	}
+	defer s.Close()
+	return s.LoadStoredChunks(ctx, 7, func(recs []table.Record) error { fn(recs); return nil })
+}
+
 // metaTxids reads the two meta pages' transaction numbers.
 func metaTxids(t *testing.T, b []byte, psize int) [2]uint64 {
 	t.Helper()
@@ -202,12 +214,21 @@ func TestBolt_Open_FlippedBytes(t *testing.T) {
 			}
 			return b
 		})
+		// riotd's load, a chunk at a time and decoded beside the caller,
+		// of a copy: a file that bbolt's open panics on leaves its lock
+		// held in this process (noted, not fixed).
+		again := crashCopy(t, dir)
 		recs, err := openAndLoad(dir)
+		var chunked int
+		cerr := openAndLoadChunks(again, func(rs []table.Record) { chunked += len(rs) })
 		if err != nil {
 			require.ErrorIs(t, err, ErrCorrupt, "seed %d", seed)
+			require.ErrorIs(t, cerr, ErrCorrupt, "seed %d: in chunks", seed)
 			failed++
 			continue
 		}
+		require.NoError(t, cerr, "seed %d: in chunks", seed)
+		require.Equal(t, n, chunked, "seed %d: in chunks", seed)
 		require.Len(t, recs, n, "seed %d: opened with records lost", seed)
 		for _, r := range recs {
 			i := int(r.ID) - 1

@@ -474,8 +474,15 @@ func TestBolt_LoadStoredChunks(t *testing.T) {
 		assert.Equal(t, 2, n)
 	}
 	stop := errors.New("enough")
-	calls := 0
-	err = s.LoadStoredChunks(ctx, 1, func([]table.Record) error { calls++; return stop })
-	assert.Same(t, stop, err)
-	assert.Equal(t, 1, calls)
+	for after := 1; after <= 3; after++ {
+		calls := 0
+		err = s.LoadStoredChunks(ctx, 1, func([]table.Record) error {
+			if calls++; calls == after {
+				return stop
+			}
+			return nil
+		})
+		assert.Same(t, stop, err)
+		assert.Equal(t, after, calls, "no chunk after the error")
+	}
 }
