@@ -153,6 +153,11 @@ type Options struct {
 	// after the other there. DefaultPackBudget if zero; negative: one
 	// workunit a worker in turn, always.
 	PackBudget time.Duration
+	// RestoreChunk is how many records a durable store's restore decodes
+	// at a time, and the table takes at once, at the start: a store that
+	// gives them a chunk at a time (store.Bolt) never holds all of them as
+	// records. DefaultRestoreChunk if zero.
+	RestoreChunk int
 	// ValueCache bounds, in bytes, the finished results a tracker with a
 	// durable store (DataDir, Store) keeps in memory, the most recently
 	// used: the store has them all, and a result not in memory is read

@@ -1,6 +1,7 @@
 package tracker
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -289,15 +290,14 @@ func New(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// restore makes the table and loads the stored records into it.
 // chunkLoader is a store that gives its records back a chunk at a time
 // (store.Bolt).
 type chunkLoader interface {
 	LoadStoredChunks(ctx context.Context, n int, fn func([]table.Record) error) error
 }
 
-// restoreChunk is how many records a chunkLoader decodes at a time.
-const restoreChunk = 4096
+// DefaultRestoreChunk is Options.RestoreChunk's default.
+const DefaultRestoreChunk = 4096
 
 // load restores tab from the store: a durable store's results stay in it
 // until asked for, and one that gives its records a chunk at a time
@@ -309,7 +309,7 @@ func (s *Server) load(tab *table.Table) error {
 			return fmt.Errorf("tracker: restore: %w", err)
 		}
 		var addErr error
-		err = cl.LoadStoredChunks(s.baseCtx, restoreChunk, func(recs []table.Record) error {
+		err = cl.LoadStoredChunks(s.baseCtx, cmp.Or(s.opts.RestoreChunk, DefaultRestoreChunk), func(recs []table.Record) error {
 			addErr = rs.Add(recs)
 			return addErr
 		})
@@ -336,6 +336,7 @@ func (s *Server) load(tab *table.Table) error {
 	return nil
 }
 
+// restore makes the table and loads the stored records into it.
 func (s *Server) restore() (*table.Table, table.Stats, error) {
 	var seed [8]byte
 	_, _ = rand.Read(seed[:]) // crypto/rand.Read never fails

@@ -420,9 +420,9 @@ func (s *Bolt) LoadStored(ctx context.Context) ([]table.Record, error) {
 // restart does not hold every record as a table.Record (352 bytes each)
 // before the table takes them (table.Restorer). The next chunk is decoded
 // on another goroutine while fn takes one: a restart's decoding and the
-// table's restore run on two cores. A read-only store whose log holds
-// records the bbolt file lacks gives them all in one chunk, merged as
-// LoadStored does.
+// table's restore run on two cores. The load ends when ctx does, between
+// chunks. A read-only store gives its records in one chunk, merged with
+// what its log holds, as LoadStored gives them.
 func (s *Bolt) LoadStoredChunks(ctx context.Context, n int, fn func([]table.Record) error) error {
 	if s.readOnly {
 		recs, err := s.LoadStored(ctx)
@@ -452,6 +452,9 @@ func (s *Bolt) LoadStoredChunks(ctx context.Context, n int, fn func([]table.Reco
 				var names nameCache
 				chunk := <-free
 				send := func() error {
+					if err := ctx.Err(); err != nil {
+						return fmt.Errorf("store: load: %w", err)
+					}
 					select {
 					case full <- chunk:
 					case <-stop:
@@ -485,15 +488,29 @@ func (s *Bolt) LoadStoredChunks(ctx context.Context, n int, fn func([]table.Reco
 		})
 	}()
 	var ferr error
+	stopped, finished := false, false
+	defer func() {
+		if !finished {
+			// fn panicked: the decoding must not wait for ever, holding
+			// the store's lock and its read transaction.
+			if !stopped {
+				close(stop)
+			}
+			for range full {
+			}
+		}
+	}()
 	for chunk := range full {
 		if ferr == nil {
 			if ferr = fn(chunk); ferr != nil {
 				close(stop)
+				stopped = true
 			}
 		}
 		clear(chunk)
 		free <- chunk[:0] // room for both: never blocks
 	}
+	finished = true
 	err := <-done
 	switch {
 	case ferr != nil:

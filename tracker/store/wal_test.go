@@ -462,10 +462,7 @@ func TestBolt_LoadStoredChunks(t *testing.T) {
 	var sizes []int
 	require.NoError(t, s.LoadStoredChunks(ctx, 2, func(recs []table.Record) error {
 		sizes = append(sizes, len(recs))
-		for _, r := range recs {
-			r.Attempts = slices.Clone(r.Attempts)
-			got = append(got, r)
-		}
+		got = append(got, recs...) // what the records point to is theirs, not the chunk's
 		return nil
 	}))
 	assert.Equal(t, normalize(want), normalize(got))
@@ -484,5 +481,24 @@ func TestBolt_LoadStoredChunks(t *testing.T) {
 		})
 		assert.Same(t, stop, err)
 		assert.Equal(t, after, calls, "no chunk after the error")
+	}
+}
+
+// TestBolt_LoadStoredChunks_FnPanics: a panic of the caller's function
+// goes up to the caller, and the decoding ends: the store closes after it.
+func TestBolt_LoadStoredChunks_FnPanics(t *testing.T) {
+	t.Parallel()
+	s := withBothBatches(t, t.TempDir())
+	func() {
+		defer func() { assert.Equal(t, "fake: a bug of the caller's", recover()) }()
+		_ = s.LoadStoredChunks(context.Background(), 1, func([]table.Record) error { panic("fake: a bug of the caller's") })
+	}()
+	closed := make(chan error, 1)
+	go func() { closed <- s.Close() }()
+	select {
+	case err := <-closed:
+		assert.NoError(t, err)
+	case <-time.After(time.Minute):
+		t.Fatal("Close waits for the load that ended")
 	}
 }
