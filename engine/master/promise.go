@@ -99,7 +99,10 @@ func (m *master) mapWork(call goja.FunctionCall, opts workunit.Options) goja.Val
 		return m.rt.ToValue(p)
 	}
 	m.waits++
-	outs := make([]*workunit.Outcome, fw.n)
+	// Outcomes of the window's items, by item modulo the window, as its
+	// entries (forWindow.at): only those are outstanding.
+	outs := make([]*workunit.Outcome, len(fw.ring))
+	out := func(i int) **workunit.Outcome { return &outs[i%len(outs)] }
 	results := make([]any, fw.n)
 	next, done := 0, false
 	end := func(with func(any) error, v any) {
@@ -114,20 +117,20 @@ func (m *master) mapWork(call goja.FunctionCall, opts workunit.Options) goja.Val
 				if done {
 					return
 				}
-				outs[i] = o
+				*out(i) = o
 				// In order, as forWork waits: item next's outcome decides
 				// once the ones before it are done.
-				for next < fw.n && outs[next] != nil {
-					e := fw.at(next)
-					m.reportOnce(*e, outs[next])
+				for next < fw.n && *out(next) != nil {
+					e, o := fw.at(next), *out(next)
+					m.reportOnce(*e, o)
 					var v goja.Value
-					if ex := m.rt.Try(func() { v = m.settled(op, fw.c, e.sub.Key(), outs[next], frames) }); ex != nil {
+					if ex := m.rt.Try(func() { v = m.settled(op, fw.c, e.sub.Key(), o, frames) }); ex != nil {
 						fw.failed()
 						end(reject, ex.Value())
 						return
 					}
 					results[next] = v
-					outs[next] = nil
+					*out(next) = nil
 					*e = subEntry{}
 					next++
 				}

@@ -520,18 +520,17 @@ func (m *master) conn(op string) Conn {
 // m.subs remembers by key so that waiting on one later asks the tracker
 // nothing. Outcomes are reported to Events as they come.
 func (m *master) submit(op string, c Conn, specs []*workunit.Spec, opts workunit.Options) []Submission {
-	subs, _ := m.submitN(op, c, len(specs), func(i int) *workunit.Spec { return specs[i] }, opts, true, true)
+	subs, _ := m.submitN(op, c, len(specs), func(i int) *workunit.Spec { return specs[i] }, opts, true)
 	return subs
 }
 
 // submitN is submit of the n specs that spec returns, each called for as
-// it is sent: a forWork's specs need not all exist at once. Unless byKey,
-// m.subs does not remember them: their entries are returned instead, for
-// a caller that waits on each itself (forWork, whose keys the script
-// never sees, and for which m.subs was a map entry per item). With
-// announce, Events hears that n were submitted (forWork tells it of all
-// its items before it submits the first window).
-func (m *master) submitN(op string, c Conn, n int, spec func(i int) *workunit.Spec, opts workunit.Options, byKey, announce bool) ([]Submission, []subEntry) {
+// it is sent: a forWork's specs need not all exist at once. With byKey,
+// m.subs remembers them and Events hears that n were submitted; without,
+// their entries are returned instead, to a forWindow, which waits on each
+// itself (the script never sees their keys; m.subs was a map entry per
+// item) and told Events of all its items before the first window.
+func (m *master) submitN(op string, c Conn, n int, spec func(i int) *workunit.Spec, opts workunit.Options, byKey bool) ([]Submission, []subEntry) {
 	up := m.uploadFor(op, c, n, spec)
 	uc, _ := c.(UploadingConn)
 	var upload func(context.Context, []blob.Hash) error
@@ -542,7 +541,7 @@ func (m *master) submitN(op string, c Conn, n int, spec func(i int) *workunit.Sp
 	for i := range subs {
 		subs[i] = submitOne(c, uc, spec(i), opts, upload)
 	}
-	if announce && m.opts.Events != nil {
+	if byKey && m.opts.Events != nil {
 		m.opts.Events.Submitted(n)
 	}
 	m.accept(op, c, up, subs, spec, opts, uc != nil)
@@ -925,7 +924,7 @@ func (fw *forWindow) fill(i int) {
 		return
 	}
 	lo, hi := fw.next, min(fw.n, i+w)
-	_, entries := fw.m.submitN(fw.op, fw.c, hi-lo, func(j int) *workunit.Spec { return fw.spec(lo + j) }, fw.opts, false, false)
+	entries := fw.submit(lo, hi)
 	fw.next = hi
 	for j, e := range entries {
 		fw.ring[(lo+j)%w] = e
@@ -966,12 +965,17 @@ func (fw *forWindow) rest() {
 	if fw.next == fw.n {
 		return
 	}
-	lo := fw.next
-	fw.m.submitN(fw.op, fw.c, fw.n-lo, func(j int) *workunit.Spec { return fw.spec(lo + j) }, fw.opts, false, false)
+	fw.submit(fw.next, fw.n)
 	// Not before: refused (failed), they count as never submitted, which
 	// close takes back (all of them, though the tracker may have taken
 	// some before its refusal).
 	fw.next = fw.n
+}
+
+// submit submits items lo to hi (not included) and returns their entries.
+func (fw *forWindow) submit(lo, hi int) []subEntry {
+	_, entries := fw.m.submitN(fw.op, fw.c, hi-lo, func(j int) *workunit.Spec { return fw.spec(lo + j) }, fw.opts, false)
+	return entries
 }
 
 // itemSpecs encodes the items of riot.forWork(iterable, fn[, options])

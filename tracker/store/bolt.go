@@ -487,13 +487,13 @@ func (s *Bolt) LoadStoredChunks(ctx context.Context, n int, fn func([]table.Reco
 			})
 		})
 	}()
-	var ferr error
-	stopped, finished := false, false
+	var ferr error // fn's: stop is closed once it is set
+	finished := false
 	defer func() {
 		if !finished {
 			// fn panicked: the decoding must not wait for ever, holding
 			// the store's lock and its read transaction.
-			if !stopped {
+			if ferr == nil {
 				close(stop)
 			}
 			for range full {
@@ -504,7 +504,6 @@ func (s *Bolt) LoadStoredChunks(ctx context.Context, n int, fn func([]table.Reco
 		if ferr == nil {
 			if ferr = fn(chunk); ferr != nil {
 				close(stop)
-				stopped = true
 			}
 		}
 		clear(chunk)
@@ -595,9 +594,9 @@ func (s *Bolt) decodeRecords(b *bolt.Bucket, results bool) ([]table.Record, erro
 func (s *Bolt) decodeLoaded(rec *table.Record, id uint64, v []byte, results bool, names *nameCache) error {
 	var err error
 	if results {
-		err = decodeRecordNames(rec, id, bytes.Clone(v), names)
+		err = decodeRecordInto(rec, id, bytes.Clone(v), names)
 	} else {
-		err = decodeRecordNames(rec, id, v, names)
+		err = decodeRecordInto(rec, id, v, names)
 		rec.Spec = bytes.Clone(rec.Spec)
 		if rec.Err != nil {
 			rec.Err.Value = bytes.Clone(rec.Err.Value)

@@ -158,23 +158,17 @@ func bytesOrNull(w *cbor.Writer, b []byte) {
 // bbolt's memory): Spec, Result and the error's Value alias it.
 func decodeRecord(id uint64, data []byte) (table.Record, error) {
 	var rec table.Record
-	err := decodeRecordInto(&rec, id, data)
+	err := decodeRecordInto(&rec, id, data, nil)
 	return rec, err
 }
 
 // decodeRecordInto is decodeRecord into *rec, which must be the zero
-// Record: a store's Load decodes a million records in place in the
-// slice it returns rather than copy each one twice (a Record is 352
-// bytes).
-func decodeRecordInto(rec *table.Record, id uint64, data []byte) error {
-	return decodeRecordNames(rec, id, data, nil)
-}
-
-// decodeRecordNames is decodeRecordInto with names, which, when not nil,
-// gives the record's owner, worker, scope and lost workers' names from
-// the records decoded before it: a load of a million records made two
+// Record: a store's Load decodes a million records in place in the slice
+// it returns rather than copy each one twice (a Record is 352 bytes).
+// names, when not nil, gives the record's owner, worker, scope and lost
+// workers' names from the records decoded before it: such a load made two
 // million strings of a few names.
-func decodeRecordNames(rec *table.Record, id uint64, data []byte, names *nameCache) error {
+func decodeRecordInto(rec *table.Record, id uint64, data []byte, names *nameCache) error {
 	rec.ID = id
 	// The array head (13 or 14 items) and the version are a byte each.
 	if len(data) > 2 && (data[1] == recordVersion || data[1] == recordVersion3 || data[1] == recordVersion4) {
